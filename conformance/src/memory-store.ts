@@ -1,0 +1,326 @@
+/**
+ * An in-memory `TaskStore`, written only against `@cairnq/protocol`'s public
+ * exports: the same rule definitions the SQL stores compile, evaluated on
+ * plain objects. It passes the conformance suite, which is the proof that the
+ * kit works for adapters other than ours, and it is handy in unit tests of
+ * code that uses a store. One process only; nothing is durable.
+ */
+import type {
+  ClaimInput,
+  CompleteInput,
+  FailInput,
+  HeartbeatBatchInput,
+  HeartbeatInput,
+  ListInput,
+  Params,
+  ProgressInput,
+  PurgeInput,
+  QueueDepthGate,
+  QueueStats,
+  RetryOptions,
+  RowTransition,
+  StoreCapabilities,
+  StoreSignal,
+  SubmitInput,
+  SucceedInput,
+  Task,
+  TaskRef,
+  TaskStore,
+} from "@cairnq/protocol";
+import {
+  AlreadyExists,
+  applyBranches,
+  buildInsert,
+  CANCEL,
+  COMPLETE,
+  completeParams,
+  decideRow,
+  drawParams,
+  DRAW,
+  FAIL,
+  failParams,
+  HEARTBEAT,
+  HEARTBEAT_BATCH,
+  heartbeatBatchParams,
+  heartbeatParams,
+  holds,
+  LostLease,
+  newTaskId,
+  normalizeClaim,
+  normalizeList,
+  normalizeSubmit,
+  PROBE,
+  probeParams,
+  PROGRESS,
+  progressParams,
+  PURGE,
+  purgeParams,
+  queueDepthArgs,
+  RECOVER,
+  requireName,
+  resolveKeyConflict,
+  RETRY,
+  retryParams,
+  selectRows,
+  STATUSES,
+  SUBMIT,
+  SUCCEED,
+  succeedParams,
+} from "@cairnq/protocol";
+
+const JSON_PARAMS = ["payload", "metadata", "result", "error"] as const;
+
+/** Decodes the JSON parameters the rules bind as text, as a database would store them. */
+function decoded(params: Params): Params {
+  const out: Record<string, unknown> = { ...params };
+  for (const name of JSON_PARAMS) {
+    const value = out[name];
+    if (typeof value === "string") out[name] = JSON.parse(value);
+  }
+  return out;
+}
+
+function copy<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/**
+ * A `TaskStore` kept in a `Map`.
+ *
+ * @example
+ * const store = new MemoryStore();
+ * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
+ */
+export class MemoryStore implements TaskStore {
+  readonly capabilities: StoreCapabilities = { pushWakeups: false, transactionalComplete: false, databaseClock: false };
+  queueDepthGate: QueueDepthGate | null = null;
+
+  readonly #tasks = new Map<string, Task>();
+  readonly #keys = new Map<string, { task_id: string; created_at_ms: number; updated_at_ms: number }>();
+  readonly #clock: () => number;
+
+  /** @param options.clock The store's clock in epoch ms. @default Date.now */
+  constructor(options: { clock?: () => number } = {}) {
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  async connect(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  async submit(input: SubmitInput): Promise<Task> {
+    const submit = normalizeSubmit(input, newTaskId());
+    if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
+    const now = this.#clock();
+    if (submit.key !== null) {
+      const existing = this.#keyTask(submit.key);
+      const decision = resolveKeyConflict(submit.conflict, existing);
+      if (decision.kind === "reject") throw new AlreadyExists(submit.key);
+      if (decision.kind === "reuse") return copy(existing as Task);
+      if (decision.cancelExisting && existing !== null) this.#applyRow(CANCEL, existing.id, { taskId: existing.id }, now);
+    }
+    const row = buildInsert(SUBMIT, decoded(submit.params), now);
+    this.#tasks.set(row.id, row);
+    if (submit.key !== null) {
+      const key = this.#keys.get(submit.key);
+      this.#keys.set(submit.key, { task_id: row.id, created_at_ms: key?.created_at_ms ?? now, updated_at_ms: now });
+    }
+    return copy(row);
+  }
+
+  #keyTask(key: string): Task | null {
+    const entry = this.#keys.get(key);
+    return entry === undefined ? null : (this.#tasks.get(entry.task_id) ?? null);
+  }
+
+  async get(id: string): Promise<Task | null> {
+    const row = this.#tasks.get(requireName(id, "id"));
+    return row === undefined ? null : copy(row);
+  }
+
+  async getByKey(key: string): Promise<Task | null> {
+    const row = this.#keyTask(requireName(key, "key"));
+    return row === null ? null : copy(row);
+  }
+
+  async getStatus(id: string): Promise<TaskRef | null> {
+    const row = this.#tasks.get(requireName(id, "id"));
+    return row === undefined ? null : { id: row.id, status: row.status };
+  }
+
+  async getStatusByKey(key: string): Promise<TaskRef | null> {
+    const row = this.#keyTask(requireName(key, "key"));
+    return row === null ? null : { id: row.id, status: row.status };
+  }
+
+  async list(input: ListInput = {}): Promise<Task[]> {
+    const q = normalizeList(input);
+    const rows = [...this.#tasks.values()].filter(
+      (t) =>
+        (q.status === null || t.status === q.status) &&
+        (q.queue === null || t.queue === q.queue) &&
+        (q.name === null || t.name === q.name) &&
+        (q.rootId === null || t.root_id === q.rootId) &&
+        (q.correlationId === null || t.correlation_id === q.correlationId),
+    );
+    rows.sort((a, b) => b.created_at_ms - a.created_at_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    return rows.slice(q.offset, q.offset + q.limit).map(copy);
+  }
+
+  async stats(queue?: string): Promise<QueueStats> {
+    const wanted = queue === undefined ? null : requireName(queue, "queue");
+    const out: QueueStats = {};
+    const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as QueueStats[string];
+    if (wanted !== null) out[wanted] = zero();
+    for (const t of this.#tasks.values()) {
+      if (wanted !== null && t.queue !== wanted) continue;
+      const counts = (out[t.queue] ??= zero());
+      counts[t.status] += 1;
+    }
+    return out;
+  }
+
+  async queueDepth(queue: string, maxDepth: number): Promise<number> {
+    const args = queueDepthArgs(queue, maxDepth);
+    let queued = 0;
+    for (const t of this.#tasks.values()) {
+      if (queued >= args.maxDepth) break;
+      if (t.queue === args.queue && t.status === "queued") queued += 1;
+    }
+    return args.maxDepth - Math.min(args.maxDepth, queued);
+  }
+
+  #applyRow(transition: RowTransition, id: string, params: Params, now: number): Task | null {
+    const decision = decideRow(transition, this.#tasks.get(id) ?? null, decoded(params), now);
+    switch (decision.kind) {
+      case "applied":
+        this.#tasks.set(id, decision.row);
+        return copy(decision.row);
+      case "lost-lease":
+        throw new LostLease(id);
+      case "not-matched":
+        return null;
+    }
+  }
+
+  #owned(transition: RowTransition, params: Params): Task {
+    return this.#applyRow(transition, params.taskId as string, params, this.#clock()) as Task;
+  }
+
+  async cancel(id: string): Promise<Task | null> {
+    return this.#applyRow(CANCEL, requireName(id, "id"), { taskId: id }, this.#clock());
+  }
+
+  async cancelByKey(key: string): Promise<Task | null> {
+    const row = this.#keyTask(requireName(key, "key"));
+    return row === null ? null : this.cancel(row.id);
+  }
+
+  async retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#applyRow(RETRY, requireName(id, "id"), retryParams(id, options), this.#clock());
+  }
+
+  async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    const row = this.#keyTask(requireName(key, "key"));
+    return row === null ? null : this.retry(row.id, options);
+  }
+
+  async purge(input?: PurgeInput): Promise<string[]> {
+    const params = purgeParams(input);
+    const doomed = selectRows(PURGE.selection, this.#tasks.values(), params, this.#clock());
+    for (const row of doomed) {
+      this.#tasks.delete(row.id);
+      for (const [key, entry] of this.#keys) if (entry.task_id === row.id) this.#keys.delete(key);
+    }
+    return doomed.map((row) => row.id);
+  }
+
+  async claim(input: ClaimInput): Promise<Task[]> {
+    const claim = normalizeClaim(input);
+    const now = this.#clock();
+    const rows = () => this.#tasks.values();
+    const probe = probeParams(claim);
+    const anything = [...rows()].some((t) => holds(PROBE.claimable, { row: t as never, params: probe, nowMs: now }) || holds(PROBE.expired, { row: t as never, params: probe, nowMs: now }));
+    if (!anything) return [];
+    for (const row of selectRows(RECOVER.selection, rows(), {}, now)) {
+      this.#tasks.set(row.id, applyBranches(RECOVER.branches, row, {}, now).row);
+    }
+    const claimed: Task[] = [];
+    for (let index = 0; ; index += 1) {
+      const draw = claim.draws(claimed, index);
+      if (draw === null) break;
+      const params = drawParams(claim, draw.names, draw.limit);
+      if (params === null) continue;
+      for (const row of selectRows(DRAW.selection, rows(), params, now)) {
+        const next = applyBranches(DRAW.branches, row, params, now).row;
+        this.#tasks.set(next.id, next);
+        claimed.push(copy(next));
+      }
+    }
+    return claimed;
+  }
+
+  async heartbeat(input: HeartbeatInput): Promise<Task> {
+    return this.#owned(HEARTBEAT, heartbeatParams(input));
+  }
+
+  async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
+    const params = heartbeatBatchParams(input);
+    const out = new Map<string, boolean>();
+    if (params.taskIds.length === 0) return out;
+    const now = this.#clock();
+    const renewed = new Map<string, boolean>();
+    for (const row of selectRows(HEARTBEAT_BATCH.selection, this.#tasks.values(), params, now)) {
+      const next = applyBranches(HEARTBEAT_BATCH.branches, row, params, now).row;
+      this.#tasks.set(next.id, next);
+      renewed.set(next.id, next.cancel_requested_at_ms !== null);
+    }
+    for (const id of params.taskIds) {
+      const flag = renewed.get(id);
+      if (flag !== undefined) out.set(id, flag);
+    }
+    return out;
+  }
+
+  async progress(input: ProgressInput): Promise<Task> {
+    return this.#owned(PROGRESS, progressParams(input));
+  }
+
+  async succeed(input: SucceedInput): Promise<Task> {
+    return this.#owned(SUCCEED, succeedParams(input));
+  }
+
+  async complete(input: CompleteInput): Promise<Task> {
+    return this.#owned(COMPLETE, completeParams(input));
+  }
+
+  async fail(input: FailInput): Promise<Task> {
+    return this.#owned(FAIL, failParams(input));
+  }
+
+  async claimWake(_queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    await sleep(timeoutMs, signal);
+  }
+
+  async taskDoneWake(_taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    await sleep(timeoutMs, signal);
+  }
+
+  subscribe(_listener: (signal: StoreSignal) => void): () => void {
+    return () => {};
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted === true || ms <= 0) return resolve();
+    const timer = setTimeout(done, ms);
+    timer.unref?.();
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+

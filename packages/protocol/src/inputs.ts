@@ -1,0 +1,296 @@
+/**
+ * Validation and normalization of operation inputs into the parameters the
+ * rules read. Shared by every store so that bad input fails the same way
+ * everywhere, before anything is written: a clear `InvalidArgument`, never a
+ * silent coercion.
+ */
+import type { Conflict } from "./conflict.js";
+import { CONFLICTS, isConflict } from "./conflict.js";
+import type { Params } from "./decide.js";
+import { InvalidArgument } from "./errors.js";
+import { fallbackEnvelope } from "./envelope.js";
+import { encodeJson } from "./json.js";
+import { isTaskStatus, isTerminalStatus, TERMINAL_STATUSES, STATUSES } from "./statuses.js";
+import type {
+  ClaimInput,
+  CompleteInput,
+  FailInput,
+  HeartbeatBatchInput,
+  HeartbeatInput,
+  ListInput,
+  OwnedInput,
+  ProgressInput,
+  PurgeInput,
+  RetryOptions,
+  SubmitInput,
+  SucceedInput,
+} from "./store.js";
+
+/** Default lease (§5.10, §8.1). */
+export const DEFAULT_LEASE_MS = 30_000;
+/** Default `list` page (§5.4). */
+export const DEFAULT_LIST_LIMIT = 100;
+/** Default purge batch (§5.9). */
+export const DEFAULT_PURGE_LIMIT = 1000;
+/** Default attempts (§5.1). */
+export const DEFAULT_MAX_ATTEMPTS = 3;
+/** Default queue (§3.1). */
+export const DEFAULT_QUEUE = "default";
+
+const INT32_MIN = -2_147_483_648;
+const INT32_MAX = 2_147_483_647;
+
+function fail(argument: string, message: string): never {
+  throw new InvalidArgument(argument, message);
+}
+
+/** A non-empty string. */
+export function requireName(value: unknown, argument: string): string {
+  if (typeof value !== "string" || value.length === 0) {
+    fail(argument, `${argument} must be a non-empty string, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function optionalText(value: unknown, argument: string): string | null {
+  if (value === undefined || value === null) return null;
+  return requireName(value, argument);
+}
+
+/** An integer in `[min, max]`. */
+export function requireInt(value: unknown, argument: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`;
+    fail(argument, `${argument} must be ${range}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function intOr(value: unknown, fallback: number, argument: string, min: number, max?: number): number {
+  return value === undefined || value === null ? fallback : requireInt(value, argument, min, max);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
+  if (typeof value === "bigint") return `${value}n`;
+  return Array.isArray(value) ? "an array" : typeof value;
+}
+
+function stringList(value: unknown, argument: string): string[] {
+  if (!Array.isArray(value)) fail(argument, `${argument} must be an array of non-empty strings, got ${describe(value)}`);
+  return value.map((item, i) => requireName(item, `${argument}[${i}]`));
+}
+
+/** A normalized submit: the insert's parameters, plus the key handling. */
+export interface NormalizedSubmit {
+  readonly key: string | null;
+  readonly conflict: Conflict;
+  readonly queue: string;
+  /** Parameters of the `SUBMIT` rule; `taskId` is filled by the caller. */
+  readonly params: Params & { readonly taskId: string };
+}
+
+/**
+ * Validates a submit and encodes its JSON. Generate `taskId` before any
+ * transaction opens (§2.4): a replayed transaction must reuse it.
+ */
+export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedSubmit {
+  if (input === null || typeof input !== "object") fail("input", `submit input must be an object, got ${describe(input)}`);
+  const name = requireName(input.name, "name");
+  const queue = input.queue === undefined || input.queue === null ? DEFAULT_QUEUE : requireName(input.queue, "queue");
+  const conflict = input.conflict ?? "reuse";
+  if (!isConflict(conflict)) {
+    fail("conflict", `conflict must be one of ${CONFLICTS.map((c) => `'${c}'`).join(", ")}, got ${describe(conflict)}`);
+  }
+  const key = optionalText(input.key, "key");
+  const maxAttempts = intOr(input.maxAttempts, DEFAULT_MAX_ATTEMPTS, "maxAttempts", 1, INT32_MAX);
+  const priority = intOr(input.priority, 0, "priority", INT32_MIN, INT32_MAX);
+  const runAtDelayMs = intOr(input.runAtDelayMs, 0, "runAtDelayMs", 0);
+  const metadata = input.metadata ?? {};
+  if (typeof metadata !== "object" || Array.isArray(metadata)) {
+    fail("metadata", `metadata must be a plain object, got ${describe(metadata)}`);
+  }
+  return {
+    key,
+    conflict,
+    queue,
+    params: {
+      taskId,
+      name,
+      queue,
+      payload: encodeJson(input.payload ?? {}, "payload"),
+      metadata: encodeJson(metadata, "metadata"),
+      maxAttempts,
+      priority,
+      runAtDelayMs,
+      parentId: optionalText(input.parentId, "parentId"),
+      rootId: optionalText(input.rootId, "rootId"),
+      correlationId: optionalText(input.correlationId, "correlationId"),
+    },
+  };
+}
+
+function owned(input: OwnedInput): { taskId: string; workerId: string; attempt: number | null } {
+  if (input === null || typeof input !== "object") fail("input", `input must be an object, got ${describe(input)}`);
+  return {
+    taskId: requireName(input.taskId, "taskId"),
+    workerId: requireName(input.workerId, "workerId"),
+    attempt: input.attempt === undefined || input.attempt === null ? null : requireInt(input.attempt, "attempt", 0),
+  };
+}
+
+/** Lease length: an integer ≥ 1 (ms). */
+export function leaseMsOf(value: unknown): number {
+  return intOr(value, DEFAULT_LEASE_MS, "leaseMs", 1);
+}
+
+/** Parameters of `HEARTBEAT`. */
+export function heartbeatParams(input: HeartbeatInput): Params {
+  return { ...owned(input), leaseMs: leaseMsOf(input.leaseMs) };
+}
+
+/** Parameters of `HEARTBEAT_BATCH` (`taskIds` may be empty: the store then runs no statement). */
+export function heartbeatBatchParams(input: HeartbeatBatchInput): Params & { taskIds: string[] } {
+  return {
+    taskIds: stringList(input.taskIds, "taskIds"),
+    workerId: requireName(input.workerId, "workerId"),
+    leaseMs: leaseMsOf(input.leaseMs),
+    attempt: null,
+  };
+}
+
+/** Parameters of `PROGRESS`; `null` keeps the previous value. */
+export function progressParams(input: ProgressInput): Params {
+  const progress = input.progress ?? null;
+  if (progress !== null && (typeof progress !== "number" || !Number.isFinite(progress))) {
+    fail("progress", `progress must be a finite number or null, got ${describe(progress)}`);
+  }
+  const message = input.message ?? null;
+  if (message !== null && typeof message !== "string") fail("message", `message must be a string or null, got ${describe(message)}`);
+  return { ...owned(input), progress, message };
+}
+
+/** Encodes a result: `null`/absent → SQL NULL (§2.2). */
+function resultParam(result: unknown): string | null {
+  return result === undefined || result === null ? null : encodeJson(result, "result");
+}
+
+/** Parameters of `SUCCEED`. */
+export function succeedParams(input: SucceedInput): Params {
+  const message = input.message ?? null;
+  if (message !== null && typeof message !== "string") fail("message", `message must be a string or null, got ${describe(message)}`);
+  return { ...owned(input), result: resultParam(input.result), message };
+}
+
+/** Parameters of `COMPLETE`. */
+export function completeParams(input: CompleteInput): Params {
+  return { ...owned(input), result: resultParam(input.result) };
+}
+
+/**
+ * Encodes a fail's error (`null`/absent → `{}`). When it cannot be encoded,
+ * the §5.16 fallback envelope is stored instead: a failure is never lost
+ * because its details were unserializable.
+ */
+export function encodeFailError(error: unknown, retryable: boolean): string {
+  try {
+    return encodeJson(error ?? {}, "error");
+  } catch {
+    return encodeJson(fallbackEnvelope(error, retryable), "error");
+  }
+}
+
+/** Parameters of `FAIL`. */
+export function failParams(input: FailInput): Params {
+  const retryable = input.retryable ?? true;
+  if (typeof retryable !== "boolean") fail("retryable", `retryable must be a boolean, got ${describe(retryable)}`);
+  return { ...owned(input), error: encodeFailError(input.error, retryable), retryable, delayMs: intOr(input.delayMs, 0, "delayMs", 0) };
+}
+
+/** Parameters of `CANCEL` / `RETRY`. */
+export function retryParams(taskId: string, options: RetryOptions = {}): Params {
+  const resetAttempt = options.resetAttempt ?? false;
+  if (typeof resetAttempt !== "boolean") fail("resetAttempt", `resetAttempt must be a boolean, got ${describe(resetAttempt)}`);
+  return { taskId: requireName(taskId, "id"), resetAttempt };
+}
+
+/** A normalized claim cycle. */
+export interface NormalizedClaim {
+  readonly queues: string[];
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly names: string[] | null;
+  /** The draw planner: the caller's, or one default draw `(names, limit)`. */
+  readonly draws: NonNullable<ClaimInput["draws"]>;
+}
+
+/** Validates a claim cycle (§5.10). */
+export function normalizeClaim(input: ClaimInput): NormalizedClaim {
+  const queues = stringList(input.queues, "queues");
+  const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names");
+  const limit = intOr(input.limit, 1, "limit", 0);
+  const draws = input.draws ?? ((_claimed: readonly unknown[], index: number) => (index === 0 ? { names, limit } : null));
+  return { queues, workerId: requireName(input.workerId, "workerId"), leaseMs: leaseMsOf(input.leaseMs), names, draws };
+}
+
+/** Parameters of one `DRAW`, or `null` when the draw takes nothing without a statement (§5.10 step 5). */
+export function drawParams(claim: NormalizedClaim, names: readonly string[] | null, limit: number): Params | null {
+  if (limit <= 0 || (names !== null && names.length === 0) || claim.queues.length === 0) return null;
+  return { queues: claim.queues, names: names === null ? null : [...names], limit, workerId: claim.workerId, leaseMs: claim.leaseMs };
+}
+
+/** Parameters of the probe's claimable half. */
+export function probeParams(claim: NormalizedClaim): Params {
+  return { queues: claim.queues, names: claim.names };
+}
+
+/** A normalized list query (§5.4). */
+export interface NormalizedList {
+  readonly status: string | null;
+  readonly queue: string | null;
+  readonly name: string | null;
+  readonly rootId: string | null;
+  readonly correlationId: string | null;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+/** Validates `list` filters; `status` must be one of the five. */
+export function normalizeList(input: ListInput = {}): NormalizedList {
+  if (input.status !== undefined && input.status !== null && !isTaskStatus(input.status)) {
+    fail("status", `status must be one of ${STATUSES.join(", ")}, got ${describe(input.status)}`);
+  }
+  return {
+    status: input.status ?? null,
+    queue: optionalText(input.queue, "queue"),
+    name: optionalText(input.name, "name"),
+    rootId: optionalText(input.rootId, "rootId"),
+    correlationId: optionalText(input.correlationId, "correlationId"),
+    limit: intOr(input.limit, DEFAULT_LIST_LIMIT, "limit", 0),
+    offset: intOr(input.offset, 0, "offset", 0),
+  };
+}
+
+/** Parameters of `PURGE` (§5.9): status, when given, must be terminal. */
+export function purgeParams(input: PurgeInput = {}): Params & { limit: number } {
+  const olderThanMs = input.olderThanMs ?? 0;
+  if (typeof olderThanMs !== "number" || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
+    fail("olderThanMs", `olderThanMs must be a finite number ≥ 0, got ${describe(olderThanMs)}`);
+  }
+  if (input.status !== undefined && input.status !== null && !isTerminalStatus(input.status)) {
+    fail("status", `purge status must be one of ${TERMINAL_STATUSES.join(", ")}, got ${describe(input.status)}`);
+  }
+  return {
+    olderThanMs: Math.floor(olderThanMs),
+    queue: optionalText(input.queue, "queue"),
+    status: input.status ?? null,
+    name: optionalText(input.name, "name"),
+    limit: intOr(input.limit, DEFAULT_PURGE_LIMIT, "limit", 1),
+  };
+}
+
+/** Validates `queueDepth` arguments (§5.6). */
+export function queueDepthArgs(queue: unknown, maxDepth: unknown): { queue: string; maxDepth: number } {
+  return { queue: requireName(queue, "queue"), maxDepth: requireInt(maxDepth, "maxDepth", 0) };
+}

@@ -1,0 +1,229 @@
+import type { Conflict } from "./conflict.js";
+import type { TaskStatus, TerminalStatus } from "./statuses.js";
+import type { Task, TaskRef } from "./task.js";
+
+/**
+ * The `TaskStore` contract: what a store adapter implements, what the client,
+ * worker and retention packages call, and what `@cairnq/conformance` checks.
+ *
+ * Inputs are camelCase option objects; rows keep protocol column names.
+ * Every method connects lazily; `connect()` only makes the first call's cost
+ * (migrations, guards) explicit.
+ */
+export interface TaskStore {
+  /** What this backend can do beyond the contract's floor. */
+  readonly capabilities: StoreCapabilities;
+  /**
+   * The backpressure gate every submit passes after validation (§5.6),
+   * including child submits from handlers. `null` = no gate. Installed by the
+   * client (`maxQueueDepth`).
+   */
+  queueDepthGate: QueueDepthGate | null;
+
+  /** Opens the database: migrations, installation and protocol-version guards. Idempotent. */
+  connect(): Promise<void>;
+  /** Releases connections the store opened (never a pool or Kysely the caller owns). Idempotent. */
+  close(): Promise<void>;
+
+  /** T1, honouring `key` + `conflict` in one keyed transaction (§5.1). */
+  submit(input: SubmitInput): Promise<Task>;
+  get(id: string): Promise<Task | null>;
+  getByKey(key: string): Promise<Task | null>;
+  getStatus(id: string): Promise<TaskRef | null>;
+  getStatusByKey(key: string): Promise<TaskRef | null>;
+  list(input?: ListInput): Promise<Task[]>;
+  stats(queue?: string): Promise<QueueStats>;
+  /** Headroom: `maxDepth − min(maxDepth, queued rows)`, reading at most `maxDepth` rows (§5.6). */
+  queueDepth(queue: string, maxDepth: number): Promise<number>;
+
+  /** T3/T4; the post-update row, or `null` when the task is terminal or missing. */
+  cancel(id: string): Promise<Task | null>;
+  cancelByKey(key: string): Promise<Task | null>;
+  /** T14; the post-update row, or `null` unless the task is failed or canceled. */
+  retry(id: string, options?: RetryOptions): Promise<Task | null>;
+  retryByKey(key: string, options?: RetryOptions): Promise<Task | null>;
+  /** T15: deletes up to `limit` terminal rows past the cutoff; returns their ids. */
+  purge(input?: PurgeInput): Promise<string[]>;
+
+  /** The claim cycle (§5.10): probe, recover expired leases, then draw. */
+  claim(input: ClaimInput): Promise<Task[]>;
+  /** Extends an owned lease; `LostLease` when the lease is gone. */
+  heartbeat(input: HeartbeatInput): Promise<Task>;
+  /** Renews every listed lease still owned: id → cancel requested. Missing ids lost their lease. */
+  heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>>;
+  progress(input: ProgressInput): Promise<Task>;
+  /** T5, the raw primitive: ignores the cancel flag. */
+  succeed(input: SucceedInput): Promise<Task>;
+  /** T6/T7: succeeds, or ends canceled when a cancel was requested. */
+  complete(input: CompleteInput): Promise<Task>;
+  /** T8/T9/T10. */
+  fail(input: FailInput): Promise<Task>;
+
+  /** Resolves after `timeoutMs`, or earlier when the backend signals a task queued in one of `queues`. */
+  claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** Resolves after `timeoutMs`, or earlier when the backend signals the task reached a terminal status. */
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Subscribes to the backend's push signals (§9): `queued` for a queue, `done`
+   * for a task. Returns an unsubscribe function. Stores without push return a
+   * no-op unsubscribe and never call `listener`.
+   */
+  subscribe(listener: (signal: StoreSignal) => void): () => void;
+}
+
+/** A push signal from the backend: "re-read". */
+export type StoreSignal = { readonly reason: "queued"; readonly queue: string } | { readonly reason: "done"; readonly taskId: string };
+
+/**
+ * Capability flags with documented defaults (not optional methods callers
+ * probe): a third-party store declares what it has.
+ */
+export interface StoreCapabilities {
+  /** Backend pushes `queued`/`done` signals (Postgres LISTEN/NOTIFY). @default false */
+  readonly pushWakeups: boolean;
+  /** `completeIn` settles in the caller's transaction (Postgres). @default false */
+  readonly transactionalComplete: boolean;
+  /** Times come from the database clock rather than the process clock. @default false */
+  readonly databaseClock: boolean;
+}
+
+/** The gate a store calls before each submit (§5.6). Implemented by the client. */
+export interface QueueDepthGate {
+  /** Waits for headroom on `queue`; rejects with `QueueFull` at the deadline. */
+  acquire(queue: string, store: TaskStore): Promise<void>;
+}
+
+export interface SubmitInput<Payload = unknown> {
+  name: string;
+  /** JSON payload. @default {} */
+  payload?: Payload;
+  /** @default "default" */
+  queue?: string;
+  key?: string | null;
+  /** @default "reuse" */
+  conflict?: Conflict;
+  /** Integer ≥ 1. @default 3 */
+  maxAttempts?: number;
+  /** Integer; higher is claimed first. @default 0 */
+  priority?: number;
+  metadata?: Record<string, unknown> | null;
+  parentId?: string | null;
+  /** @default the new task's id */
+  rootId?: string | null;
+  correlationId?: string | null;
+  /** Integer ≥ 0. @default 0 */
+  runAtDelayMs?: number;
+}
+
+export interface ListInput {
+  status?: TaskStatus;
+  queue?: string;
+  name?: string;
+  rootId?: string;
+  correlationId?: string;
+  /** @default 100 */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** Per-queue counts by status, zero-filled (§5.5). */
+export type QueueStats = Record<string, Record<TaskStatus, number>>;
+
+export interface RetryOptions {
+  /** Start counting attempts from 0 again. @default false */
+  resetAttempt?: boolean;
+}
+
+export interface PurgeInput {
+  /** Only rows completed more than this long ago. @default 0 */
+  olderThanMs?: number;
+  queue?: string;
+  status?: TerminalStatus;
+  name?: string;
+  /** @default 1000 */
+  limit?: number;
+}
+
+/** One draw of a claim cycle: `names` null = any registered name. */
+export interface ClaimDraw {
+  readonly names: readonly string[] | null;
+  readonly limit: number;
+}
+
+export interface ClaimInput {
+  queues: readonly string[];
+  workerId: string;
+  /** @default 30000 */
+  leaseMs?: number;
+  /** Probe and default-draw name filter; `null` = no filter, `[]` = claim nothing. @default null */
+  names?: readonly string[] | null;
+  /** Row cap of the default single draw. @default 1 */
+  limit?: number;
+  /**
+   * Advanced: plan several draws in one cycle (the worker's per-name
+   * sources, §8.3). Called inside the claim transaction with the rows drawn
+   * so far and the draw's index (0, 1, …); return the next draw or `null` to
+   * finish. Must be synchronous and pure. When given, `limit` is ignored.
+   */
+  draws?: (claimedSoFar: readonly Task[], index: number) => ClaimDraw | null;
+}
+
+/** Fields of every ownership-checked write. */
+export interface OwnedInput {
+  taskId: string;
+  workerId: string;
+  /**
+   * The attempt the write belongs to. When given, the write also requires
+   * `attempt` to match, so a settlement from an abandoned attempt never lands
+   * on a later attempt of the same task.
+   */
+  attempt?: number | null;
+}
+
+export interface HeartbeatInput extends OwnedInput {
+  /** @default 30000 */
+  leaseMs?: number;
+}
+
+export interface HeartbeatBatchInput {
+  taskIds: readonly string[];
+  workerId: string;
+  /** @default 30000 */
+  leaseMs?: number;
+}
+
+export interface ProgressInput extends OwnedInput {
+  /** `null` keeps the previous value. */
+  progress?: number | null;
+  /** `null` keeps the previous value. */
+  message?: string | null;
+}
+
+export interface SucceedInput extends OwnedInput {
+  result?: unknown;
+  message?: string | null;
+}
+
+export interface CompleteInput extends OwnedInput {
+  result?: unknown;
+}
+
+export interface FailInput extends OwnedInput {
+  /** Stored as JSON (an error envelope, §12); `null` → `{}`. */
+  error?: unknown;
+  /** @default true */
+  retryable?: boolean;
+  /** Requeue delay (integer ≥ 0). @default 0 */
+  delayMs?: number;
+}
+
+/**
+ * A store that can settle a task in the caller's own transaction (§5.15
+ * `complete_in`; Postgres). `fn` receives the store's transaction handle
+ * (a Kysely `Transaction` for first-party stores); its writes commit only if
+ * the completion matches, else everything rolls back with `LostLease`.
+ */
+export interface TransactionalTaskStore<Tx = unknown> extends TaskStore {
+  completeIn<R>(input: OwnedInput, fn: (tx: Tx) => Promise<R>): Promise<{ task: Task; result: R }>;
+}
