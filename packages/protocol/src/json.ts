@@ -1,0 +1,231 @@
+/**
+ * The JSON boundary (§2.2): encoding values for the JSON columns and
+ * normalizing what drivers hand back.
+ *
+ * `JSON.stringify` silently coerces (`NaN` → `null`, an `undefined` array
+ * element → `null`, a top-level `undefined` → no output) and reports cycles
+ * without saying where. A task queue must not store something other than what
+ * the caller submitted, so `encodeJson` rejects those cases with a
+ * `SerializationError` naming the path, and otherwise produces exactly what
+ * `JSON.stringify` would.
+ */
+import { SerializationError } from "./errors.js";
+
+/** Keys that can be written `a.b` in a path; anything else is written `a["b c"]`. */
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/**
+ * Encodes `value` as compact JSON for a JSON column, refusing anything JSON would coerce.
+ *
+ * Rejected with `SerializationError` (its `path` rooted at `what`): non-finite
+ * numbers at any depth, BigInt, cycles, `undefined`/function/symbol as an
+ * array element or as the whole value. Object properties holding
+ * `undefined`/function/symbol are omitted, and `toJSON` is honoured (its
+ * output is checked too), as in `JSON.stringify`. The same object may appear
+ * twice as long as it does not contain itself.
+ *
+ * One walk builds the output; cycle detection tracks only the current
+ * ancestors, so the cost is linear in the size of the value. Paths are only
+ * formatted when an error is raised.
+ *
+ * @param what - Names the root in error paths, e.g. `"payload"`.
+ * @example
+ * ```ts
+ * encodeJson({ at: new Date(0), tags: ["a"] }, "payload"); // '{"at":"1970-01-01T00:00:00.000Z","tags":["a"]}'
+ * encodeJson({ n: NaN }, "payload"); // throws SerializationError, path "payload.n"
+ * ```
+ */
+export function encodeJson(value: unknown, what: string): string {
+  return new Encoder(what).encodeRoot(value);
+}
+
+class Encoder {
+  /** Keys from the root to the value being encoded. */
+  private readonly keys: (string | number)[] = [];
+  /** Objects being encoded (the current ancestors) → their depth in `keys`. */
+  private readonly ancestors = new Map<object, number>();
+
+  constructor(private readonly what: string) {}
+
+  encodeRoot(value: unknown): string {
+    const out = this.encode(value, "");
+    if (out === undefined) {
+      throw this.error(`the value is ${describeOmitted(value)}, which has no JSON form; pass null or an object instead`);
+    }
+    return out;
+  }
+
+  /** Encodes one value; `undefined` means "omit" (JSON.stringify's undefined result). */
+  private encode(input: unknown, key: string): string | undefined {
+    let value = input;
+    if ((typeof value === "object" && value !== null) || typeof value === "function" || typeof value === "bigint") {
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") value = toJSON.call(value, key) as unknown;
+    }
+    if (typeof value === "object" && value !== null) {
+      // Boxed primitives serialize as their primitive, as in JSON.stringify.
+      if (value instanceof Number) value = Number(value);
+      else if (value instanceof String) value = String(value);
+      else if (value instanceof Boolean) value = value.valueOf();
+      else if (value instanceof BigInt) value = value.valueOf();
+    }
+    switch (typeof value) {
+      case "string":
+        return JSON.stringify(value);
+      case "number":
+        if (!Number.isFinite(value)) {
+          throw this.error(`${String(value)} is not a finite number and JSON has none; send null or a string instead`);
+        }
+        return String(value);
+      case "boolean":
+        return value ? "true" : "false";
+      case "bigint":
+        throw this.error(`a BigInt (${String(value)}n) has no JSON form; convert it to a string or a number first`);
+      case "object":
+        if (value === null) return "null";
+        return Array.isArray(value) ? this.encodeArray(value) : this.encodeObject(value);
+      case "undefined":
+      case "function":
+      case "symbol":
+        // No JSON form: the caller omits it (object property) or rejects it.
+        return undefined;
+    }
+  }
+
+  private encodeArray(array: readonly unknown[]): string {
+    this.enter(array);
+    let out = "[";
+    for (let i = 0; i < array.length; i++) {
+      this.keys.push(i);
+      const element = array[i];
+      const encoded = this.encode(element, String(i));
+      if (encoded === undefined) {
+        throw this.error(
+          `an array element is ${describeOmitted(element)}, which JSON.stringify would turn into null; use null explicitly or remove it`,
+        );
+      }
+      this.keys.pop();
+      out += i === 0 ? encoded : "," + encoded;
+    }
+    this.leave(array);
+    return out + "]";
+  }
+
+  private encodeObject(object: object): string {
+    this.enter(object);
+    let out = "{";
+    let first = true;
+    for (const key of Object.keys(object)) {
+      this.keys.push(key);
+      const encoded = this.encode((object as Record<string, unknown>)[key], key);
+      this.keys.pop();
+      if (encoded === undefined) continue;
+      out += (first ? "" : ",") + JSON.stringify(key) + ":" + encoded;
+      first = false;
+    }
+    this.leave(object);
+    return out + "}";
+  }
+
+  private enter(value: object): void {
+    const depth = this.ancestors.get(value);
+    if (depth !== undefined) {
+      throw this.error(
+        `the value contains itself (a cycle back to ${this.format(depth)}), and JSON can only encode trees; remove the back-reference`,
+      );
+    }
+    this.ancestors.set(value, this.keys.length);
+  }
+
+  private leave(value: object): void {
+    this.ancestors.delete(value);
+  }
+
+  private error(reason: string): SerializationError {
+    return new SerializationError(this.format(this.keys.length), reason);
+  }
+
+  /** The path of the first `depth` keys, e.g. `payload.items[2]`. */
+  private format(depth: number): string {
+    let path = this.what;
+    for (let i = 0; i < depth; i++) {
+      const key = this.keys[i] as string | number;
+      if (typeof key === "number") path += `[${key}]`;
+      else if (IDENTIFIER.test(key)) path += `.${key}`;
+      else path += `[${JSON.stringify(key)}]`;
+    }
+    return path;
+  }
+}
+
+/** Describes a value that encodes to nothing, as it was before `toJSON`. */
+function describeOmitted(value: unknown): string {
+  if (typeof value === "undefined") return "undefined";
+  // Only toJSON can make an object encode to nothing.
+  if (typeof value === "object") return "an object whose toJSON() returned nothing";
+  return article(typeof value);
+}
+
+/** `a function`, `an object`. */
+function article(word: string): string {
+  return /^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`;
+}
+
+/**
+ * Normalizes a JSON column as read from a driver (§2.2).
+ *
+ * Parses only strings (SQLite TEXT, or a `jsonb` column selected as text);
+ * SQL NULL (`null`/`undefined`) becomes `null`; anything else is returned
+ * as-is because `jsonb` drivers decode already. A store must therefore not
+ * let its driver decode `jsonb` *and* pass the result here when a column may
+ * hold a JSON string scalar: the decoded string would be parsed a second time.
+ *
+ * @example
+ * ```ts
+ * decodeJson('{"a":1}'); // { a: 1 }
+ * decodeJson(null); // null
+ * ```
+ */
+export function decodeJson(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch (err) {
+    const shown = value.length > 80 ? `${value.slice(0, 80)}…` : value;
+    throw new SyntaxError(
+      `a JSON column held text that is not valid JSON (${JSON.stringify(shown)}); the row was written by something that bypassed the JSON checks — inspect or repair it`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Normalizes a `*_ms` column to a number, keeping SQL NULL as `null` (§2.2).
+ *
+ * Postgres drivers return `bigint` as text (or as a BigInt); SQLite returns a
+ * number. Throws `TypeError` on anything that is not a finite number, since a
+ * wrong time would silently corrupt lease and schedule decisions.
+ *
+ * @example
+ * ```ts
+ * toMs("1700000000000"); // 1700000000000
+ * toMs(null); // null
+ * ```
+ */
+export function toMs(value: unknown): number | null {
+  if (value === null || value === undefined) return null;
+  let ms: number;
+  if (typeof value === "number") ms = value;
+  else if (typeof value === "bigint") ms = Number(value);
+  else if (typeof value === "string" && value.trim() !== "") ms = Number(value);
+  else ms = Number.NaN;
+  if (!Number.isFinite(ms)) {
+    const shown =
+      typeof value === "string" ? JSON.stringify(value) : typeof value === "number" ? String(value) : article(typeof value);
+    throw new TypeError(
+      `expected epoch milliseconds (a number, bigint or numeric text) but got ${shown}; the column is not a *_ms integer — check the query's column mapping`,
+    );
+  }
+  return ms;
+}

@@ -1,0 +1,93 @@
+/**
+ * Typed task definitions: a name plus submit defaults, carrying payload and result types.
+ *
+ * A definition is shared by the code that submits a task and the worker that
+ * handles it, so `client.call(def, payload)` and `worker.task(def, handler)`
+ * agree on types without repeating them; at run time it is just the name and
+ * the defaults.
+ */
+
+import { InvalidArgument } from "./errors.js";
+
+/** Submit defaults a definition may carry; each is overridable per submit. */
+export interface TaskDefOptions {
+  /** The queue the task is submitted to. @default "default" (the store's default) */
+  queue?: string;
+  /** Claims allowed before a failure is final; an integer ≥ 1. @default 3 (the store's default) */
+  maxAttempts?: number;
+  /** Higher is claimed first; a 32-bit integer (Postgres stores `integer`). @default 0 */
+  priority?: number;
+}
+
+/**
+ * A named task type with payload type `P` and result type `R`.
+ *
+ * `__types` exists only in the type system (it is never set), so that
+ * functions taking a `TaskDef<P, R>` can infer `P` and `R` from it.
+ */
+export interface TaskDef<P = unknown, R = unknown> {
+  readonly name: string;
+  readonly queue?: string;
+  readonly maxAttempts?: number;
+  readonly priority?: number;
+  /** Phantom: never present at run time. */
+  readonly __types?: { readonly payload: P; readonly result: R };
+}
+
+/** The payload type of a {@link TaskDef}. */
+export type TaskPayload<D> = D extends TaskDef<infer P, unknown> ? P : never;
+/** The result type of a {@link TaskDef}. */
+export type TaskResult<D> = D extends TaskDef<unknown, infer R> ? R : never;
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * Defines a task type: a frozen `{ name, queue?, maxAttempts?, priority? }`.
+ *
+ * Options are validated here, at definition time, so a bad default fails when
+ * the module loads rather than on the first submit (`InvalidArgument`). Only the options given
+ * appear as keys.
+ *
+ * @example
+ * ```ts
+ * export const summarize = defineTask<{ url: string }, { summary: string }>("summarize", { queue: "llm" });
+ * const { summary } = await client.call(summarize, { url }); // typed
+ * worker.task(summarize, async (ctx, { url }) => ({ summary: await run(url) }));
+ * ```
+ */
+export function defineTask<P = unknown, R = unknown>(name: string, options: TaskDefOptions = {}): TaskDef<P, R> {
+  if (typeof name !== "string" || name === "") {
+    throw new InvalidArgument(
+      "name",
+      "defineTask needs a non-empty task name: workers find handlers by name, so pass the name used in worker.task(...)",
+    );
+  }
+  const def: { name: string; queue?: string; maxAttempts?: number; priority?: number } = { name };
+  const { queue, maxAttempts, priority } = options;
+  if (queue !== undefined) {
+    if (typeof queue !== "string" || queue === "") {
+      throw new InvalidArgument("queue", `task '${name}': queue must be a non-empty string; omit it to use the 'default' queue`);
+    }
+    def.queue = queue;
+  }
+  if (maxAttempts !== undefined) {
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > INT32_MAX) {
+      throw new InvalidArgument(
+        "maxAttempts",
+        `task '${name}': maxAttempts must be an integer from 1 to ${INT32_MAX}, got ${String(maxAttempts)}; 1 means never retry`,
+      );
+    }
+    def.maxAttempts = maxAttempts;
+  }
+  if (priority !== undefined) {
+    if (!Number.isInteger(priority) || priority < INT32_MIN || priority > INT32_MAX) {
+      throw new InvalidArgument(
+        "priority",
+        `task '${name}': priority must be a 32-bit integer (higher is claimed first), got ${String(priority)}`,
+      );
+    }
+    def.priority = priority;
+  }
+  return Object.freeze(def);
+}

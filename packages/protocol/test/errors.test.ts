@@ -1,0 +1,338 @@
+import { describe, expect, it } from "vitest";
+import {
+  AlreadyExists,
+  CairnQError,
+  EventLoopBlocked,
+  InvalidArgument,
+  ListenUnavailable,
+  LostLease,
+  ProtocolVersionMismatch,
+  QueueFull,
+  SchemaMismatch,
+  SerializationError,
+  TaskCanceled,
+  TaskError,
+  TaskFailed,
+  TaskTimeout,
+  UnsupportedBackend,
+} from "../src/errors.js";
+import type * as ErrorsExports from "../src/errors.js";
+import type { Task } from "../src/task.js";
+
+type ErrorsModule = typeof ErrorsExports;
+
+/** A second, independent instance of the module, as if the package were installed twice. */
+async function loadSecondCopy(): Promise<ErrorsModule> {
+  const specifier = "../src/errors.ts?second-copy";
+  return (await import(/* @vite-ignore */ specifier)) as ErrorsModule;
+}
+
+function sampleTask(overrides: Partial<Task> = {}): Task {
+  return {
+    id: "task_01J9Z8Q0R8V6X4T2M1N3P5S7W9",
+    name: "summarize",
+    queue: "default",
+    status: "queued",
+    attempt: 0,
+    max_attempts: 3,
+    ...overrides,
+  } as Task;
+}
+
+describe("error classes", () => {
+  const samples = (): [string, CairnQError][] => [
+    ["AlreadyExists", new AlreadyExists("k")],
+    ["QueueFull", new QueueFull("q", 10, 600000)],
+    ["TaskTimeout", new TaskTimeout("task_x")],
+    ["TaskFailed", new TaskFailed({})],
+    ["TaskCanceled", new TaskCanceled("task_x")],
+    ["LostLease", new LostLease("task_x")],
+    ["EventLoopBlocked", new EventLoopBlocked(300, 100, 300)],
+    ["ProtocolVersionMismatch", new ProtocolVersionMismatch(2, 1)],
+    ["SchemaMismatch", new SchemaMismatch("schema mismatch")],
+    ["SerializationError", new SerializationError("$.a", "bad")],
+    ["UnsupportedBackend", new UnsupportedBackend("succeedIn", "sqlite")],
+    ["InvalidArgument", new InvalidArgument("limit", "limit must be ≥ 0")],
+    ["TaskError", new TaskError("boom")],
+  ];
+
+  it("names each error after its class and makes it a CairnQError and an Error", () => {
+    for (const [name, err] of samples()) {
+      expect(err.name).toBe(name);
+      expect(err).toBeInstanceOf(CairnQError);
+      expect(err).toBeInstanceOf(Error);
+      expect(String(err.stack)).toContain(`${name}: `);
+      expect(Object.keys(err)).not.toContain("name");
+    }
+  });
+
+  it("matches instanceof only for its own class", () => {
+    const all = samples();
+    for (const [, err] of all) {
+      for (const [, other] of all) {
+        expect(err instanceof (other.constructor as typeof CairnQError)).toBe(err.constructor === other.constructor);
+      }
+    }
+  });
+
+  it("recognizes instances created by a second copy of the package, class by class", async () => {
+    const copy = await loadSecondCopy();
+    expect(copy.TaskFailed).not.toBe(TaskFailed);
+    const failed = new copy.TaskFailed({ code: "x" });
+    expect(failed).toBeInstanceOf(TaskFailed);
+    expect(failed).toBeInstanceOf(CairnQError);
+    expect(failed).not.toBeInstanceOf(LostLease);
+    const lost = new LostLease("task_x");
+    expect(lost).toBeInstanceOf(copy.LostLease);
+    expect(lost).toBeInstanceOf(copy.CairnQError);
+    expect(lost).not.toBeInstanceOf(copy.TaskFailed);
+    expect(new copy.ListenUnavailable()).toBeInstanceOf(ListenUnavailable);
+    expect(new copy.ListenUnavailable()).not.toBeInstanceOf(CairnQError);
+  });
+
+  it("rejects non-objects and unrelated objects", () => {
+    for (const value of [null, undefined, 1, "LostLease", Symbol("x"), () => 1, {}, new Error("x")]) {
+      expect(value instanceof CairnQError).toBe(false);
+      expect(value instanceof LostLease).toBe(false);
+    }
+  });
+
+  it("falls back to the prototype chain for a caller's unbranded subclass", () => {
+    class RateLimited extends TaskError {}
+    const limited = new RateLimited("slow down", { retryable: true });
+    expect(limited).toBeInstanceOf(RateLimited);
+    expect(limited).toBeInstanceOf(TaskError);
+    expect(limited).toBeInstanceOf(CairnQError);
+    expect(new TaskError("plain")).not.toBeInstanceOf(RateLimited);
+    expect(limited.name).toBe("TaskError");
+  });
+
+  it("passes a cause through and lets the message be replaced", () => {
+    const cause = new Error("root");
+    const err = new LostLease("task_x", { cause, message: "custom" });
+    expect(err.cause).toBe(cause);
+    expect(err.message).toBe("custom");
+    expect("cause" in new LostLease("task_x")).toBe(false);
+    expect(new CairnQError("m", { cause }).cause).toBe(cause);
+  });
+});
+
+describe("AlreadyExists", () => {
+  it("carries the key and says what to do", () => {
+    const err = new AlreadyExists("order-42");
+    expect(err.key).toBe("order-42");
+    expect(err.message).toContain("'order-42'");
+    expect(err.message).toContain("'reject'");
+    expect(err.message).toContain("'reuse'");
+  });
+});
+
+describe("QueueFull", () => {
+  it("carries queue, maxDepth and waitedMs", () => {
+    const err = new QueueFull("emails", 100, 600000);
+    expect([err.queue, err.maxDepth, err.waitedMs]).toEqual(["emails", 100, 600000]);
+    expect(err.message).toContain("'emails'");
+    expect(err.message).toContain("100");
+    expect(err.message).toContain("600000ms");
+  });
+});
+
+describe("TaskTimeout", () => {
+  it("defaults key and task to null and says the task was not found", () => {
+    const err = new TaskTimeout("task_x");
+    expect(err.taskId).toBe("task_x");
+    expect(err.key).toBeNull();
+    expect(err.task).toBeNull();
+    expect(err.message).toContain("task task_x was not found");
+  });
+
+  it("names the key for by-key waits", () => {
+    const err = new TaskTimeout("order-1", "order-1", null);
+    expect(err.key).toBe("order-1");
+    expect(err.message).toContain("task with key 'order-1' was not found");
+  });
+
+  it("describes where a found task is stuck", () => {
+    const task = sampleTask({ status: "running", attempt: 2 });
+    const err = new TaskTimeout(task.id, null, task);
+    expect(err.task).toBe(task);
+    expect(err.message).toContain("status running, attempt 2/3");
+    expect(err.message).toContain("'summarize'");
+  });
+
+  it("accepts the wait loop's own message", () => {
+    expect(new TaskTimeout("task_x", null, null, { message: "never claimed" }).message).toBe("never claimed");
+  });
+});
+
+describe("TaskFailed", () => {
+  it("unpacks a full envelope and keeps the raw value", () => {
+    const envelope = { type: "Boom", code: "boom", message: "it broke", retryable: true, details: { n: 1 } };
+    const err = new TaskFailed(envelope, { taskId: "task_x" });
+    expect(err.error).toBe(envelope);
+    expect([err.type, err.code, err.message, err.retryable, err.details]).toEqual([
+      "Boom",
+      "boom",
+      "it broke",
+      true,
+      { n: 1 },
+    ]);
+    expect(err.taskId).toBe("task_x");
+  });
+
+  it("falls back to the §12 defaults for missing or mistyped fields", () => {
+    for (const error of [
+      {},
+      null,
+      undefined,
+      42,
+      [1, 2],
+      { type: 1, code: false, message: {}, retryable: "yes", details: [1] },
+      { details: null },
+    ]) {
+      const err = new TaskFailed(error);
+      expect(err.error).toBe(error);
+      expect([err.type, err.code, err.message, err.retryable, err.details]).toEqual([
+        "TaskError",
+        "task_error",
+        "task failed",
+        false,
+        {},
+      ]);
+      expect(err.taskId).toBeNull();
+    }
+  });
+
+  it("takes a bare JSON string as the message", () => {
+    expect(new TaskFailed("disk full").message).toBe("disk full");
+  });
+
+  it("passes a cause through", () => {
+    const cause = new Error("x");
+    expect(new TaskFailed({}, { cause }).cause).toBe(cause);
+  });
+});
+
+describe("TaskCanceled and LostLease", () => {
+  it("carry the task id", () => {
+    const canceled = new TaskCanceled("task_a");
+    expect(canceled.taskId).toBe("task_a");
+    expect(canceled.message).toContain("task_a was canceled");
+    const lost = new LostLease("task_b");
+    expect(lost.taskId).toBe("task_b");
+    expect(lost.message).toContain("no longer owns task task_b");
+    expect(lost.message).toContain("leaseMs");
+  });
+});
+
+describe("EventLoopBlocked", () => {
+  it("carries lateMs, intervalMs and leaseMs", () => {
+    const err = new EventLoopBlocked(1200, 1000, 3000);
+    expect([err.lateMs, err.intervalMs, err.leaseMs]).toEqual([1200, 1000, 3000]);
+    expect(err.message).toContain("1200ms late");
+  });
+});
+
+describe("ProtocolVersionMismatch", () => {
+  it("states both versions", () => {
+    const err = new ProtocolVersionMismatch(2, 1);
+    expect([err.storedVersion, err.supportedVersion]).toEqual([2, 1]);
+    expect(err.message).toContain("protocol_version 2");
+    expect(err.message).toContain("supports protocol_version 1");
+  });
+
+  it("says when the version row is absent", () => {
+    expect(new ProtocolVersionMismatch(0, 1).message).toContain("has no protocol_version row");
+  });
+});
+
+describe("SchemaMismatch", () => {
+  it("keeps the message and defaults its fields", () => {
+    const err = new SchemaMismatch("tables live in 'jobs'");
+    expect(err.message).toBe("tables live in 'jobs'");
+    expect([err.schema, err.currentSchema, err.installations]).toEqual([null, null, []]);
+  });
+
+  it("carries the schemas involved", () => {
+    const err = new SchemaMismatch("m", { schema: "a", currentSchema: "public", installations: ["b"], message: "n" });
+    expect([err.schema, err.currentSchema, err.installations, err.message]).toEqual(["a", "public", ["b"], "n"]);
+  });
+});
+
+describe("SerializationError", () => {
+  it("names the path and the reason", () => {
+    const err = new SerializationError("payload.items[2].n", "NaN is not finite");
+    expect(err.path).toBe("payload.items[2].n");
+    expect(err.reason).toBe("NaN is not finite");
+    expect(err.message).toBe("cannot encode payload.items[2].n as JSON: NaN is not finite");
+  });
+});
+
+describe("UnsupportedBackend", () => {
+  it("names the feature and the backend", () => {
+    const err = new UnsupportedBackend("succeedIn", "sqlite");
+    expect([err.feature, err.backend]).toEqual(["succeedIn", "sqlite"]);
+    expect(err.message).toContain("succeedIn is not supported by the sqlite backend");
+  });
+});
+
+describe("InvalidArgument", () => {
+  it("names the argument and keeps the message", () => {
+    const err = new InvalidArgument("maxAttempts", "maxAttempts must be ≥ 1");
+    expect(err.argument).toBe("maxAttempts");
+    expect(err.message).toBe("maxAttempts must be ≥ 1");
+  });
+});
+
+describe("TaskError", () => {
+  it("defaults to a non-retryable task_error", () => {
+    const err = new TaskError("bad input");
+    expect([err.code, err.retryable, err.type, err.details, err.message]).toEqual([
+      "task_error",
+      false,
+      "TaskError",
+      {},
+      "bad input",
+    ]);
+  });
+
+  it("builds its envelope with the five keys in order", () => {
+    const cause = new Error("x");
+    const err = new TaskError("rate limited", {
+      code: "rate_limited",
+      retryable: true,
+      type: "Upstream",
+      details: { retryAfterMs: 5 },
+      cause,
+    });
+    const envelope = err.envelope();
+    expect(Object.keys(envelope)).toEqual(["type", "code", "message", "retryable", "details"]);
+    expect(envelope).toEqual({
+      type: "Upstream",
+      code: "rate_limited",
+      message: "rate limited",
+      retryable: true,
+      details: { retryAfterMs: 5 },
+    });
+    expect(err.cause).toBe(cause);
+  });
+});
+
+describe("ListenUnavailable", () => {
+  it("is an Error but not a CairnQError", () => {
+    const err = new ListenUnavailable();
+    expect(err).toBeInstanceOf(Error);
+    expect(err).toBeInstanceOf(ListenUnavailable);
+    expect(err).not.toBeInstanceOf(CairnQError);
+    expect(err.name).toBe("ListenUnavailable");
+    expect(err.message).toContain("polling");
+    expect(new LostLease("t")).not.toBeInstanceOf(ListenUnavailable);
+  });
+
+  it("accepts a message and a cause", () => {
+    const cause = new Error("pgbouncer");
+    const err = new ListenUnavailable("transaction pooler", { cause });
+    expect(err.message).toBe("transaction pooler");
+    expect(err.cause).toBe(cause);
+  });
+});

@@ -1,0 +1,76 @@
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { InvalidArgument } from "../src/errors.js";
+import type { TaskDef, TaskPayload, TaskResult } from "../src/task-def.js";
+import { defineTask } from "../src/task-def.js";
+
+function invalid(fn: () => unknown): InvalidArgument {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(InvalidArgument);
+    return err as InvalidArgument;
+  }
+  throw new Error("expected InvalidArgument");
+}
+
+describe("defineTask", () => {
+  it("returns a frozen definition holding only the given options", () => {
+    const def = defineTask("summarize");
+    expect(def).toEqual({ name: "summarize" });
+    expect(Object.keys(def)).toEqual(["name"]);
+    expect(Object.isFrozen(def)).toBe(true);
+
+    const full = defineTask("charge", { queue: "payments", maxAttempts: 5, priority: -2 });
+    expect(full).toEqual({ name: "charge", queue: "payments", maxAttempts: 5, priority: -2 });
+    expect(Object.isFrozen(full)).toBe(true);
+    expect("__types" in full).toBe(false);
+  });
+
+  it("accepts the integer limits", () => {
+    expect(defineTask("a", { maxAttempts: 1, priority: -(2 ** 31) })).toMatchObject({ maxAttempts: 1 });
+    expect(defineTask("a", { maxAttempts: 2 ** 31 - 1, priority: 2 ** 31 - 1 })).toMatchObject({
+      priority: 2 ** 31 - 1,
+    });
+  });
+
+  it("rejects an empty or non-string name", () => {
+    expect(invalid(() => defineTask("")).argument).toBe("name");
+    expect(invalid(() => defineTask(undefined as unknown as string)).message).toContain("non-empty task name");
+  });
+
+  it("rejects an empty queue", () => {
+    const err = invalid(() => defineTask("a", { queue: "" }));
+    expect(err.argument).toBe("queue");
+    expect(err.message).toContain("task 'a'");
+    expect(invalid(() => defineTask("a", { queue: 1 as unknown as string })).argument).toBe("queue");
+  });
+
+  it("rejects maxAttempts that is not an integer ≥ 1", () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
+      const err = invalid(() => defineTask("a", { maxAttempts: bad }));
+      expect(err.argument).toBe("maxAttempts");
+      expect(err.message).toContain(String(bad));
+    }
+  });
+
+  it("rejects a priority outside 32-bit integers", () => {
+    for (const bad of [0.5, 2 ** 31, -(2 ** 31) - 1, Number.POSITIVE_INFINITY]) {
+      expect(invalid(() => defineTask("a", { priority: bad })).argument).toBe("priority");
+    }
+  });
+
+  it("carries payload and result types for inference", () => {
+    const summarize = defineTask<{ url: string }, { summary: string }>("summarize");
+    expectTypeOf(summarize).toEqualTypeOf<TaskDef<{ url: string }, { summary: string }>>();
+    expectTypeOf<TaskPayload<typeof summarize>>().toEqualTypeOf<{ url: string }>();
+    expectTypeOf<TaskResult<typeof summarize>>().toEqualTypeOf<{ summary: string }>();
+
+    // What a client's call(def, payload) signature can infer from a definition.
+    const call = <P, R>(def: TaskDef<P, R>, payload: P): R => ({ def, payload }) as unknown as R;
+    expectTypeOf(call(summarize, { url: "u" })).toEqualTypeOf<{ summary: string }>();
+    // @ts-expect-error the payload type comes from the definition
+    call(summarize, { nope: 1 });
+
+    expectTypeOf(defineTask("untyped")).toEqualTypeOf<TaskDef<unknown, unknown>>();
+  });
+});
