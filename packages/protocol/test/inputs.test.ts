@@ -1,0 +1,620 @@
+import { describe, expect, it } from "vitest";
+import type { Params } from "../src/decide.js";
+import { InvalidArgument, SerializationError } from "../src/errors.js";
+import { paramsOf } from "../src/expr.js";
+import type { Expr } from "../src/expr.js";
+import {
+  DEFAULT_LEASE_MS,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_PURGE_LIMIT,
+  DEFAULT_QUEUE,
+  completeParams,
+  drawParams,
+  encodeFailError,
+  failParams,
+  heartbeatBatchParams,
+  heartbeatParams,
+  leaseMsOf,
+  normalizeClaim,
+  normalizeList,
+  normalizeSubmit,
+  probeParams,
+  progressParams,
+  purgeParams,
+  queueDepthArgs,
+  requireInt,
+  requireName,
+  retryParams,
+  succeedParams,
+} from "../src/inputs.js";
+import {
+  CANCEL,
+  COMPLETE,
+  DRAW,
+  FAIL,
+  HEARTBEAT,
+  HEARTBEAT_BATCH,
+  PROBE,
+  PROGRESS,
+  PURGE,
+  RETRY,
+  SUBMIT,
+  SUCCEED,
+} from "../src/rules.js";
+import type { Branch, RowTransition } from "../src/rules.js";
+import type { ClaimInput, FailInput, ListInput, ProgressInput, PurgeInput, SubmitInput, SucceedInput } from "../src/store.js";
+import { ID, W1 } from "./fixtures.js";
+
+/** Asserts `fn` throws `InvalidArgument` for `argument`, with a message naming it. */
+function expectInvalid(fn: () => unknown, argument: string, message?: RegExp): InvalidArgument {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught, `expected InvalidArgument(${argument})`).toBeInstanceOf(InvalidArgument);
+  const err = caught as InvalidArgument;
+  expect(err.name).toBe("InvalidArgument");
+  expect(err.argument).toBe(argument);
+  expect(err.message).toContain(argument);
+  if (message) expect(err.message).toMatch(message);
+  return err;
+}
+
+/** Lets a test pass what the types forbid, as a JavaScript caller may. */
+const loose = <T>(value: unknown): T => value as T;
+
+const owned = { taskId: ID, workerId: W1 };
+
+describe("defaults", () => {
+  it("match the protocol's defaults", () => {
+    expect(DEFAULT_LEASE_MS).toBe(30_000);
+    expect(DEFAULT_LIST_LIMIT).toBe(100);
+    expect(DEFAULT_PURGE_LIMIT).toBe(1000);
+    expect(DEFAULT_MAX_ATTEMPTS).toBe(3);
+    expect(DEFAULT_QUEUE).toBe("default");
+  });
+});
+
+describe("requireName", () => {
+  it("returns a non-empty string", () => {
+    expect(requireName("a", "name")).toBe("a");
+    expect(requireName(" ", "name")).toBe(" ");
+  });
+
+  it.each([
+    ["", /got ""/],
+    [null, /got null/],
+    [undefined, /got undefined/],
+    [5, /got 5/],
+    [true, /got true/],
+    [5n, /got 5n/],
+    [["a"], /got an array/],
+    [{}, /got object/],
+    [() => "a", /got function/],
+    [Symbol("s"), /got symbol/],
+  ])("rejects %s, describing it", (value, message) => {
+    expectInvalid(() => requireName(value, "name"), "name", message);
+    expectInvalid(() => requireName(value, "name"), "name", /name must be a non-empty string/);
+  });
+});
+
+describe("requireInt", () => {
+  it("returns an integer within range (inclusive)", () => {
+    expect(requireInt(0, "n", 0)).toBe(0);
+    expect(requireInt(5, "n", 1, 5)).toBe(5);
+    expect(requireInt(-3, "n", -3, 3)).toBe(-3);
+  });
+
+  it.each([[1.5], [NaN], [Infinity], [-Infinity], ["3"], [null], [undefined], [3n]])("rejects %s", (value) => {
+    expectInvalid(() => requireInt(value, "n", 0), "n");
+  });
+
+  it("rejects below min and above max, stating the range", () => {
+    expectInvalid(() => requireInt(-1, "n", 0), "n", /an integer ≥ 0, got -1/);
+    expectInvalid(() => requireInt(6, "n", 1, 5), "n", /an integer from 1 to 5, got 6/);
+    expectInvalid(() => requireInt(0, "n", 1, 5), "n", /an integer from 1 to 5, got 0/);
+    expectInvalid(() => requireInt(Number.MAX_SAFE_INTEGER + 2, "n", 0), "n");
+  });
+});
+
+describe("normalizeSubmit (§5.1)", () => {
+  it("applies every default: payload {}, queue 'default', conflict reuse, max 3, priority 0, metadata {}, delay 0, no key", () => {
+    expect(normalizeSubmit({ name: "summarize" }, ID)).toEqual({
+      key: null,
+      conflict: "reuse",
+      queue: "default",
+      params: {
+        taskId: ID,
+        name: "summarize",
+        queue: "default",
+        payload: "{}",
+        metadata: "{}",
+        maxAttempts: 3,
+        priority: 0,
+        runAtDelayMs: 0,
+        parentId: null,
+        rootId: null,
+        correlationId: null,
+      },
+    });
+  });
+
+  it("null options mean the defaults too", () => {
+    const n = normalizeSubmit(
+      loose<SubmitInput>({ name: "n", payload: null, queue: null, key: null, conflict: null, maxAttempts: null, priority: null, metadata: null, runAtDelayMs: null }),
+      ID,
+    );
+    expect(n).toMatchObject({ key: null, conflict: "reuse", queue: "default" });
+    expect(n.params).toMatchObject({ payload: "{}", metadata: "{}", maxAttempts: 3, priority: 0, runAtDelayMs: 0 });
+  });
+
+  it("keeps every given value and encodes payload and metadata as compact JSON", () => {
+    const n = normalizeSubmit(
+      {
+        name: "summarize",
+        payload: { url: "u", tags: ["é", null] },
+        queue: "rpc",
+        key: "k1",
+        conflict: "replace",
+        maxAttempts: 1,
+        priority: -5,
+        metadata: { m: 1 },
+        parentId: "task_p",
+        rootId: "task_r",
+        correlationId: "c",
+        runAtDelayMs: 2_500,
+      },
+      ID,
+    );
+    expect(n.key).toBe("k1");
+    expect(n.conflict).toBe("replace");
+    expect(n.queue).toBe("rpc");
+    expect(n.params).toEqual({
+      taskId: ID,
+      name: "summarize",
+      queue: "rpc",
+      payload: JSON.stringify({ url: "u", tags: ["é", null] }),
+      metadata: '{"m":1}',
+      maxAttempts: 1,
+      priority: -5,
+      runAtDelayMs: 2_500,
+      parentId: "task_p",
+      rootId: "task_r",
+      correlationId: "c",
+    });
+  });
+
+  it.each(["reuse", "reuse-succeeded", "reject", "replace"] as const)("accepts conflict %s", (conflict) => {
+    expect(normalizeSubmit({ name: "n", conflict }, ID).conflict).toBe(conflict);
+  });
+
+  it("accepts a non-object payload (any JSON)", () => {
+    expect(normalizeSubmit({ name: "n", payload: [1, "a"] }, ID).params.payload).toBe('[1,"a"]');
+    expect(normalizeSubmit({ name: "n", payload: 0 }, ID).params.payload).toBe("0");
+  });
+
+  it("accepts the 32-bit priority bounds and max_attempts up to 2^31 − 1", () => {
+    expect(normalizeSubmit({ name: "n", priority: -2_147_483_648 }, ID).params.priority).toBe(-2_147_483_648);
+    expect(normalizeSubmit({ name: "n", priority: 2_147_483_647 }, ID).params.priority).toBe(2_147_483_647);
+    expect(normalizeSubmit({ name: "n", maxAttempts: 2_147_483_647 }, ID).params.maxAttempts).toBe(2_147_483_647);
+  });
+
+  describe("rejects", () => {
+    const bad = (input: Record<string, unknown>) => () => normalizeSubmit(loose<SubmitInput>({ name: "n", ...input }), ID);
+
+    it.each([[null], [undefined], ["summarize"], [5]])("a non-object input (%s)", (input) => {
+      expectInvalid(() => normalizeSubmit(loose<SubmitInput>(input), ID), "input", /submit input must be an object/);
+    });
+
+    it("a missing or empty name", () => {
+      expectInvalid(() => normalizeSubmit(loose<SubmitInput>({}), ID), "name");
+      expectInvalid(bad({ name: "" }), "name");
+      expectInvalid(bad({ name: 3 }), "name");
+    });
+
+    it("an empty or non-string queue", () => {
+      expectInvalid(bad({ queue: "" }), "queue");
+      expectInvalid(bad({ queue: 1 }), "queue");
+    });
+
+    it("an unknown conflict, listing the strategies", () => {
+      const err = expectInvalid(bad({ conflict: "ignore" }), "conflict");
+      expect(err.message).toContain("'reuse', 'reuse-succeeded', 'reject', 'replace'");
+      expect(err.message).toContain('"ignore"');
+      expectInvalid(bad({ conflict: 1 }), "conflict");
+    });
+
+    it("an empty or non-string key", () => {
+      expectInvalid(bad({ key: "" }), "key");
+      expectInvalid(bad({ key: 7 }), "key");
+    });
+
+    it("max_attempts < 1 or not an integer", () => {
+      expectInvalid(bad({ maxAttempts: 0 }), "maxAttempts");
+      expectInvalid(bad({ maxAttempts: -1 }), "maxAttempts");
+      expectInvalid(bad({ maxAttempts: 1.5 }), "maxAttempts");
+      expectInvalid(bad({ maxAttempts: "3" }), "maxAttempts");
+      expectInvalid(bad({ maxAttempts: 2_147_483_648 }), "maxAttempts");
+    });
+
+    it("a priority outside 32 bits or not an integer", () => {
+      expectInvalid(bad({ priority: 2_147_483_648 }), "priority");
+      expectInvalid(bad({ priority: -2_147_483_649 }), "priority");
+      expectInvalid(bad({ priority: 0.5 }), "priority");
+    });
+
+    it("run_at_delay_ms < 0 or not an integer", () => {
+      expectInvalid(bad({ runAtDelayMs: -1 }), "runAtDelayMs");
+      expectInvalid(bad({ runAtDelayMs: 0.5 }), "runAtDelayMs");
+      expectInvalid(bad({ runAtDelayMs: NaN }), "runAtDelayMs");
+    });
+
+    it("metadata that is not an object (or is an array)", () => {
+      expectInvalid(bad({ metadata: [] }), "metadata", /got an array/);
+      expectInvalid(bad({ metadata: "m" }), "metadata");
+      expectInvalid(bad({ metadata: 1 }), "metadata");
+    });
+
+    it("empty or non-string parent/root/correlation ids", () => {
+      expectInvalid(bad({ parentId: "" }), "parentId");
+      expectInvalid(bad({ rootId: 1 }), "rootId");
+      expectInvalid(bad({ correlationId: "" }), "correlationId");
+    });
+
+    it("an unencodable payload or metadata with SerializationError (never coerced)", () => {
+      for (const input of [{ payload: { n: NaN } }, { payload: 1n }, { metadata: { f: [undefined] } }]) {
+        let caught: unknown;
+        try {
+          bad(input)();
+        } catch (err) {
+          caught = err;
+        }
+        expect(caught).toBeInstanceOf(SerializationError);
+        expect((caught as Error).name).toBe("SerializationError");
+      }
+    });
+  });
+});
+
+describe("owned writes: common fields", () => {
+  const cases: [string, (input: Record<string, unknown>) => unknown][] = [
+    ["heartbeat", (i) => heartbeatParams(loose(i))],
+    ["progress", (i) => progressParams(loose(i))],
+    ["succeed", (i) => succeedParams(loose(i))],
+    ["complete", (i) => completeParams(loose(i))],
+    ["fail", (i) => failParams(loose(i))],
+  ];
+
+  describe.each(cases)("%s", (_op, build) => {
+    it("requires taskId and workerId as non-empty strings", () => {
+      expectInvalid(() => build({ workerId: W1 }), "taskId");
+      expectInvalid(() => build({ taskId: "", workerId: W1 }), "taskId");
+      expectInvalid(() => build({ taskId: ID }), "workerId");
+      expectInvalid(() => build({ taskId: ID, workerId: 1 }), "workerId");
+    });
+
+    it("attempt: absent or null = no fence; else an integer ≥ 0", () => {
+      expect(build({ ...owned })).toMatchObject({ taskId: ID, workerId: W1, attempt: null });
+      expect(build({ ...owned, attempt: null })).toMatchObject({ attempt: null });
+      expect(build({ ...owned, attempt: 0 })).toMatchObject({ attempt: 0 });
+      expect(build({ ...owned, attempt: 4 })).toMatchObject({ attempt: 4 });
+      expectInvalid(() => build({ ...owned, attempt: -1 }), "attempt");
+      expectInvalid(() => build({ ...owned, attempt: 1.5 }), "attempt");
+      expectInvalid(() => build({ ...owned, attempt: "1" }), "attempt");
+    });
+  });
+
+  it("a non-object input is rejected where the owned fields are read first", () => {
+    expectInvalid(() => heartbeatParams(loose(null)), "input", /input must be an object, got null/);
+    expectInvalid(() => completeParams(loose("task_x")), "input", /got "task_x"/);
+  });
+});
+
+describe("heartbeat / heartbeat_batch (§5.11, §5.12)", () => {
+  it("lease_ms defaults to 30000 and must be an integer ≥ 1", () => {
+    expect(heartbeatParams(owned)).toEqual({ ...owned, attempt: null, leaseMs: 30_000 });
+    expect(heartbeatParams({ ...owned, leaseMs: 1 }).leaseMs).toBe(1);
+    expect(leaseMsOf(undefined)).toBe(30_000);
+    expect(leaseMsOf(null)).toBe(30_000);
+    expect(leaseMsOf(5)).toBe(5);
+    expectInvalid(() => heartbeatParams({ ...owned, leaseMs: 0 }), "leaseMs");
+    expectInvalid(() => leaseMsOf(-5), "leaseMs");
+    expectInvalid(() => leaseMsOf(1.5), "leaseMs");
+  });
+
+  it("batch: ids list (may be empty), worker, lease; never fenced by attempt", () => {
+    expect(heartbeatBatchParams({ taskIds: [ID, "task_2"], workerId: W1 })).toEqual({ taskIds: [ID, "task_2"], workerId: W1, leaseMs: 30_000, attempt: null });
+    expect(heartbeatBatchParams({ taskIds: [], workerId: W1, leaseMs: 50 })).toEqual({ taskIds: [], workerId: W1, leaseMs: 50, attempt: null });
+  });
+
+  it("batch: rejects a non-list, an empty id, a bad worker or lease", () => {
+    expectInvalid(() => heartbeatBatchParams(loose({ taskIds: ID, workerId: W1 })), "taskIds", /array of non-empty strings/);
+    expectInvalid(() => heartbeatBatchParams(loose({ taskIds: null, workerId: W1 })), "taskIds");
+    expectInvalid(() => heartbeatBatchParams(loose({ taskIds: [ID, ""], workerId: W1 })), "taskIds[1]");
+    expectInvalid(() => heartbeatBatchParams(loose({ taskIds: [ID, 3], workerId: W1 })), "taskIds[1]");
+    expectInvalid(() => heartbeatBatchParams(loose({ taskIds: [], workerId: "" })), "workerId");
+    expectInvalid(() => heartbeatBatchParams({ taskIds: [], workerId: W1, leaseMs: 0 }), "leaseMs");
+  });
+
+  it("batch: the list is copied, so a later change by the caller does not leak in", () => {
+    const ids = [ID];
+    const p = heartbeatBatchParams({ taskIds: ids, workerId: W1 });
+    ids.push("task_late");
+    expect(p.taskIds).toEqual([ID]);
+  });
+});
+
+describe("progress (§5.13)", () => {
+  it("null or absent progress/message mean 'keep'", () => {
+    expect(progressParams(owned)).toEqual({ ...owned, attempt: null, progress: null, message: null });
+    expect(progressParams({ ...owned, progress: null, message: null })).toMatchObject({ progress: null, message: null });
+  });
+
+  it("passes any finite number (no range check) and any string", () => {
+    expect(progressParams({ ...owned, progress: 42, message: "" })).toMatchObject({ progress: 42, message: "" });
+    expect(progressParams({ ...owned, progress: -0.5 })).toMatchObject({ progress: -0.5 });
+  });
+
+  it.each([[NaN], [Infinity], [-Infinity], ["0.5"], [true]])("rejects progress %s", (progress) => {
+    expectInvalid(() => progressParams(loose<ProgressInput>({ ...owned, progress })), "progress", /finite number or null/);
+  });
+
+  it.each([[1], [{}], [false]])("rejects message %s", (message) => {
+    expectInvalid(() => progressParams(loose<ProgressInput>({ ...owned, message })), "message", /string or null/);
+  });
+});
+
+describe("succeed / complete (§5.14, §5.15)", () => {
+  it("result null or absent → SQL NULL; anything else compact JSON", () => {
+    expect(succeedParams(owned)).toEqual({ ...owned, attempt: null, result: null, message: null });
+    expect(succeedParams({ ...owned, result: null })).toMatchObject({ result: null });
+    expect(succeedParams({ ...owned, result: { ok: true }, message: "done" })).toMatchObject({ result: '{"ok":true}', message: "done" });
+    expect(completeParams(owned)).toEqual({ ...owned, attempt: null, result: null });
+    expect(completeParams({ ...owned, result: 0 })).toMatchObject({ result: "0" });
+    expect(completeParams({ ...owned, result: [null] })).toMatchObject({ result: "[null]" });
+    expect(completeParams({ ...owned, result: false })).toMatchObject({ result: "false" });
+  });
+
+  it("succeed rejects a non-string message", () => {
+    expectInvalid(() => succeedParams(loose<SucceedInput>({ ...owned, message: 3 })), "message");
+  });
+
+  it("an unencodable result raises SerializationError", () => {
+    expect(() => completeParams({ ...owned, result: { n: NaN } })).toThrow(SerializationError);
+    expect(() => succeedParams({ ...owned, result: 1n })).toThrow(SerializationError);
+  });
+});
+
+describe("fail (§5.16)", () => {
+  it("retryable defaults to true, delay to 0, error to {}", () => {
+    expect(failParams(owned)).toEqual({ ...owned, attempt: null, error: "{}", retryable: true, delayMs: 0 });
+    expect(failParams(loose<FailInput>({ ...owned, error: null, retryable: null, delayMs: null }))).toMatchObject({ error: "{}", retryable: true, delayMs: 0 });
+  });
+
+  it("stores any given error JSON as is", () => {
+    const error = { type: "TaskError", code: "boom", message: "m", retryable: false, details: {} };
+    expect(failParams({ ...owned, error, retryable: false, delayMs: 250 })).toMatchObject({ error: JSON.stringify(error), retryable: false, delayMs: 250 });
+    expect(failParams({ ...owned, error: { code: "boom" } }).error).toBe('{"code":"boom"}');
+    expect(failParams({ ...owned, error: "text" }).error).toBe('"text"');
+  });
+
+  it("an unencodable error is replaced by the §5.16 fallback envelope carrying the retryable flag", () => {
+    const error = { type: "Boom", code: "bad_thing", message: "oops", details: { n: NaN } };
+    expect(JSON.parse(failParams({ ...owned, error, retryable: true }).error as string)).toEqual({
+      type: "Boom",
+      code: "bad_thing",
+      message: "oops",
+      retryable: true,
+      details: {},
+    });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(encodeFailError(cyclic, false)).toBe('{"type":"TaskError","code":"task_error","message":"","retryable":false,"details":{}}');
+  });
+
+  it("encodeFailError encodes null/undefined as {}", () => {
+    expect(encodeFailError(null, true)).toBe("{}");
+    expect(encodeFailError(undefined, true)).toBe("{}");
+    expect(encodeFailError({ a: [1] }, true)).toBe('{"a":[1]}');
+  });
+
+  it("rejects a non-boolean retryable and a bad delay", () => {
+    expectInvalid(() => failParams(loose<FailInput>({ ...owned, retryable: "yes" })), "retryable", /must be a boolean, got "yes"/);
+    expectInvalid(() => failParams(loose<FailInput>({ ...owned, retryable: 1 })), "retryable");
+    expectInvalid(() => failParams({ ...owned, delayMs: -1 }), "delayMs");
+    expectInvalid(() => failParams({ ...owned, delayMs: 0.5 }), "delayMs");
+  });
+});
+
+describe("cancel / retry (§5.7, §5.8)", () => {
+  it("reset_attempt defaults to false", () => {
+    expect(retryParams(ID)).toEqual({ taskId: ID, resetAttempt: false });
+    expect(retryParams(ID, {})).toEqual({ taskId: ID, resetAttempt: false });
+    expect(retryParams(ID, { resetAttempt: true })).toEqual({ taskId: ID, resetAttempt: true });
+  });
+
+  it("rejects an empty id (named 'id') and a non-boolean reset", () => {
+    expectInvalid(() => retryParams(""), "id");
+    expectInvalid(() => retryParams(loose(null)), "id");
+    expectInvalid(() => retryParams(ID, loose({ resetAttempt: "true" })), "resetAttempt");
+  });
+});
+
+describe("claim (§5.10)", () => {
+  it("defaults: lease 30000, names null (no filter), one draw (names, limit 1)", () => {
+    const c = normalizeClaim({ queues: ["default"], workerId: W1 });
+    expect(c).toMatchObject({ queues: ["default"], workerId: W1, leaseMs: 30_000, names: null });
+    expect(c.draws([], 0)).toEqual({ names: null, limit: 1 });
+    expect(c.draws([], 1)).toBe(null);
+  });
+
+  it("the default draw carries the names and limit given", () => {
+    const c = normalizeClaim({ queues: ["a", "b"], workerId: W1, names: ["alpha"], limit: 4, leaseMs: 100 });
+    expect(c).toMatchObject({ queues: ["a", "b"], names: ["alpha"], leaseMs: 100 });
+    expect(c.draws([], 0)).toEqual({ names: ["alpha"], limit: 4 });
+    expect(normalizeClaim(loose<ClaimInput>({ queues: ["a"], workerId: W1, names: null, limit: null })).draws([], 0)).toEqual({ names: null, limit: 1 });
+  });
+
+  it("names [] is kept (claim nothing), not turned into null", () => {
+    expect(normalizeClaim({ queues: ["a"], workerId: W1, names: [] }).names).toEqual([]);
+  });
+
+  it("a caller's draw planner is used as is", () => {
+    const draws: ClaimInput["draws"] = () => null;
+    expect(normalizeClaim({ queues: ["a"], workerId: W1, draws }).draws).toBe(draws);
+  });
+
+  it("rejects bad queues, names, worker, limit and lease", () => {
+    expectInvalid(() => normalizeClaim(loose({ queues: "default", workerId: W1 })), "queues");
+    expectInvalid(() => normalizeClaim(loose({ queues: ["a", ""], workerId: W1 })), "queues[1]");
+    expectInvalid(() => normalizeClaim(loose({ queues: ["a"], workerId: W1, names: "alpha" })), "names");
+    expectInvalid(() => normalizeClaim(loose({ queues: ["a"], workerId: W1, names: [null] })), "names[0]");
+    expectInvalid(() => normalizeClaim(loose({ queues: ["a"] })), "workerId");
+    expectInvalid(() => normalizeClaim({ queues: ["a"], workerId: W1, limit: -1 }), "limit");
+    expectInvalid(() => normalizeClaim({ queues: ["a"], workerId: W1, limit: 1.5 }), "limit");
+    expectInvalid(() => normalizeClaim({ queues: ["a"], workerId: W1, leaseMs: 0 }), "leaseMs");
+  });
+
+  it("drawParams: a draw with limit ≤ 0, names [] or no queues runs no statement", () => {
+    const c = normalizeClaim({ queues: ["a"], workerId: W1, leaseMs: 500 });
+    expect(drawParams(c, null, 0)).toBe(null);
+    expect(drawParams(c, null, -1)).toBe(null);
+    expect(drawParams(c, [], 5)).toBe(null);
+    expect(drawParams(normalizeClaim({ queues: [], workerId: W1 }), null, 5)).toBe(null);
+  });
+
+  it("drawParams: otherwise the DRAW parameters, names copied", () => {
+    const c = normalizeClaim({ queues: ["a"], workerId: W1, leaseMs: 500 });
+    expect(drawParams(c, null, 3)).toEqual({ queues: ["a"], names: null, limit: 3, workerId: W1, leaseMs: 500 });
+    const names = ["alpha"];
+    const p = drawParams(c, names, 1)!;
+    expect(p).toEqual({ queues: ["a"], names: ["alpha"], limit: 1, workerId: W1, leaseMs: 500 });
+    expect(p.names).not.toBe(names);
+  });
+
+  it("probeParams: the cycle's queues and names filter", () => {
+    expect(probeParams(normalizeClaim({ queues: ["a"], workerId: W1, names: ["x"] }))).toEqual({ queues: ["a"], names: ["x"] });
+    expect(probeParams(normalizeClaim({ queues: ["a"], workerId: W1 }))).toEqual({ queues: ["a"], names: null });
+  });
+});
+
+describe("list (§5.4)", () => {
+  it("defaults: no filters, limit 100, offset 0", () => {
+    const none = { status: null, queue: null, name: null, rootId: null, correlationId: null, limit: 100, offset: 0 };
+    expect(normalizeList()).toEqual(none);
+    expect(normalizeList({})).toEqual(none);
+    expect(normalizeList(loose<ListInput>({ status: null, limit: null, offset: null }))).toEqual(none);
+  });
+
+  it("keeps given filters; limit and offset may be 0", () => {
+    expect(normalizeList({ status: "failed", queue: "q", name: "n", rootId: "r", correlationId: "c", limit: 0, offset: 0 })).toEqual({
+      status: "failed",
+      queue: "q",
+      name: "n",
+      rootId: "r",
+      correlationId: "c",
+      limit: 0,
+      offset: 0,
+    });
+  });
+
+  it("status must be one of the five", () => {
+    const err = expectInvalid(() => normalizeList(loose<ListInput>({ status: "done" })), "status");
+    expect(err.message).toContain("queued, running, succeeded, failed, canceled");
+    expectInvalid(() => normalizeList(loose<ListInput>({ status: 1 })), "status");
+  });
+
+  it("rejects empty text filters and negative or fractional limit/offset", () => {
+    expectInvalid(() => normalizeList({ queue: "" }), "queue");
+    expectInvalid(() => normalizeList({ name: "" }), "name");
+    expectInvalid(() => normalizeList({ rootId: "" }), "rootId");
+    expectInvalid(() => normalizeList({ correlationId: "" }), "correlationId");
+    expectInvalid(() => normalizeList({ limit: -1 }), "limit");
+    expectInvalid(() => normalizeList({ offset: -1 }), "offset");
+    expectInvalid(() => normalizeList({ offset: 0.5 }), "offset");
+  });
+});
+
+describe("purge (§5.9)", () => {
+  it("defaults: older_than 0, no filters, limit 1000", () => {
+    const none = { olderThanMs: 0, queue: null, status: null, name: null, limit: 1000 };
+    expect(purgeParams()).toEqual(none);
+    expect(purgeParams({})).toEqual(none);
+    expect(purgeParams(loose<PurgeInput>({ olderThanMs: null, status: null, limit: null }))).toEqual(none);
+  });
+
+  it("keeps given filters; any terminal status is accepted", () => {
+    for (const status of ["succeeded", "failed", "canceled"] as const) {
+      expect(purgeParams({ olderThanMs: 3_600_000, queue: "q", status, name: "n", limit: 1 })).toEqual({ olderThanMs: 3_600_000, queue: "q", status, name: "n", limit: 1 });
+    }
+  });
+
+  it("a fractional older_than is floored (same cutoff for integer completion times)", () => {
+    expect(purgeParams({ olderThanMs: 1.9 }).olderThanMs).toBe(1);
+  });
+
+  it.each([[-1], [NaN], [Infinity], ["5"]])("rejects older_than %s", (olderThanMs) => {
+    expectInvalid(() => purgeParams(loose<PurgeInput>({ olderThanMs })), "olderThanMs", /finite number ≥ 0/);
+  });
+
+  it.each([["queued"], ["running"], ["done"]])("rejects the non-terminal status %s", (status) => {
+    const err = expectInvalid(() => purgeParams(loose<PurgeInput>({ status })), "status");
+    expect(err.message).toContain("succeeded, failed, canceled");
+  });
+
+  it("rejects limit < 1 and empty text filters", () => {
+    expectInvalid(() => purgeParams({ limit: 0 }), "limit");
+    expectInvalid(() => purgeParams({ limit: 2.5 }), "limit");
+    expectInvalid(() => purgeParams({ queue: "" }), "queue");
+    expectInvalid(() => purgeParams({ name: "" }), "name");
+  });
+});
+
+describe("queue_depth (§5.6)", () => {
+  it("accepts a queue and an integer max_depth ≥ 0", () => {
+    expect(queueDepthArgs("q", 0)).toEqual({ queue: "q", maxDepth: 0 });
+    expect(queueDepthArgs("q", 64)).toEqual({ queue: "q", maxDepth: 64 });
+  });
+
+  it("rejects a bad queue or max_depth", () => {
+    expectInvalid(() => queueDepthArgs("", 1), "queue");
+    expectInvalid(() => queueDepthArgs("q", -1), "maxDepth");
+    expectInvalid(() => queueDepthArgs("q", 1.5), "maxDepth");
+    expectInvalid(() => queueDepthArgs("q", null), "maxDepth");
+  });
+});
+
+describe("normalized parameters supply every parameter the rules read", () => {
+  function read(...exprs: (Expr | null | undefined)[]): string[] {
+    const into = new Map();
+    for (const e of exprs) if (e) paramsOf(e, into);
+    return [...into.keys()];
+  }
+  const ofBranches = (branches: readonly Branch[]) => branches.flatMap((b) => [b.when, ...Object.values(b.set)]);
+  const ofRow = (t: RowTransition) => read(t.guard, ...ofBranches(t.branches));
+  const supplies = (params: Params, names: string[]) => {
+    for (const name of names) expect(params, name).toHaveProperty(name);
+  };
+
+  it("single-row transitions", () => {
+    supplies(heartbeatParams(owned), ofRow(HEARTBEAT));
+    supplies(progressParams(owned), ofRow(PROGRESS));
+    supplies(succeedParams(owned), ofRow(SUCCEED));
+    supplies(completeParams(owned), ofRow(COMPLETE));
+    supplies(failParams(owned), ofRow(FAIL));
+    supplies(retryParams(ID), ofRow(RETRY));
+    supplies(retryParams(ID), ofRow(CANCEL));
+  });
+
+  it("submit, draws, probe, heartbeat_batch and purge", () => {
+    supplies(normalizeSubmit({ name: "n" }, ID).params, read(...Object.values(SUBMIT.values)));
+    const claim = normalizeClaim({ queues: ["a"], workerId: W1 });
+    supplies(drawParams(claim, null, 1)!, read(DRAW.selection.where, DRAW.selection.limit, ...ofBranches(DRAW.branches)));
+    supplies(probeParams(claim), read(PROBE.claimable, PROBE.expired));
+    supplies(heartbeatBatchParams({ taskIds: [ID], workerId: W1 }), read(HEARTBEAT_BATCH.selection.where, ...ofBranches(HEARTBEAT_BATCH.branches)));
+    supplies(purgeParams(), read(PURGE.selection.where, PURGE.selection.limit));
+  });
+});
