@@ -53,7 +53,7 @@ export function queuedRow(overrides: Partial<Task> = {}): Task {
 
 /**
  * A task W1 is running on its first attempt with a live lease, some progress
- * reported and an error left from nothing (so "kept" is visible per column).
+ * reported (so "kept" and "cleared" are visible per column).
  */
 export function runningRow(overrides: Partial<Task> = {}): Task {
   return queuedRow({
@@ -68,7 +68,7 @@ export function runningRow(overrides: Partial<Task> = {}): Task {
   });
 }
 
-/** A terminal task (default `failed`), completed `ageMs` before {@link NOW}. */
+/** A terminal task (default `failed`) that W1 ran once, completed 5 s before {@link NOW}. */
 export function terminalRow(status: "succeeded" | "failed" | "canceled" = "failed", overrides: Partial<Task> = {}): Task {
   return runningRow({
     status,
