@@ -86,18 +86,18 @@ export function selectRows(selection: Selection, rows: Iterable<Task>, params: P
   return typeof limit === "number" ? picked.slice(0, Math.max(0, limit)) : picked;
 }
 
-/** Builds the row an insert creates: the rule's values, then column defaults, then `null`. */
+/**
+ * Builds the row an insert creates: the rule's value for each column it
+ * sets, the column default (§3.1) for the others, else `null`. An explicit
+ * `null` stays `null`, as in SQL (where a NOT NULL column then rejects it).
+ */
 export function buildInsert(rule: InsertRule, params: Params, nowMs: number): Task {
   const scope = scopeOf({}, params, nowMs);
   const row: Record<string, unknown> = {};
   for (const column of TASK_COLUMNS) {
     const expr = rule.values[column];
-    if (expr !== undefined) {
-      const value = evaluate(expr, scope);
-      row[column] = value === null && column in COLUMN_DEFAULTS ? COLUMN_DEFAULTS[column] : value;
-    } else {
-      row[column] = column in COLUMN_DEFAULTS ? COLUMN_DEFAULTS[column] : null;
-    }
+    if (expr !== undefined) row[column] = evaluate(expr, scope);
+    else row[column] = column in COLUMN_DEFAULTS ? structuredClone(COLUMN_DEFAULTS[column]) : null;
   }
   return row as unknown as Task;
 }

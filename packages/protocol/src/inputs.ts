@@ -77,6 +77,18 @@ function describe(value: unknown): string {
   return Array.isArray(value) ? "an array" : typeof value;
 }
 
+/** The input object of an operation; `null` or a primitive is rejected, not dereferenced. */
+function objectInput<T>(input: T, argument = "input"): NonNullable<T> {
+  if (input === null || typeof input !== "object") fail(argument, `${argument} must be an object, got ${describe(input)}`);
+  return input as NonNullable<T>;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object") return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
 function stringList(value: unknown, argument: string): string[] {
   if (!Array.isArray(value)) fail(argument, `${argument} must be an array of non-empty strings, got ${describe(value)}`);
   return value.map((item, i) => requireName(item, `${argument}[${i}]`));
@@ -96,7 +108,7 @@ export interface NormalizedSubmit {
  * transaction opens (§2.4): a replayed transaction must reuse it.
  */
 export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedSubmit {
-  if (input === null || typeof input !== "object") fail("input", `submit input must be an object, got ${describe(input)}`);
+  objectInput(input);
   const name = requireName(input.name, "name");
   const queue = input.queue === undefined || input.queue === null ? DEFAULT_QUEUE : requireName(input.queue, "queue");
   const conflict = input.conflict ?? "reuse";
@@ -108,7 +120,7 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
   const priority = intOr(input.priority, 0, "priority", INT32_MIN, INT32_MAX);
   const runAtDelayMs = intOr(input.runAtDelayMs, 0, "runAtDelayMs", 0);
   const metadata = input.metadata ?? {};
-  if (typeof metadata !== "object" || Array.isArray(metadata)) {
+  if (!isPlainObject(metadata)) {
     fail("metadata", `metadata must be a plain object, got ${describe(metadata)}`);
   }
   return {
@@ -132,7 +144,7 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
 }
 
 function owned(input: OwnedInput): { taskId: string; workerId: string; attempt: number | null } {
-  if (input === null || typeof input !== "object") fail("input", `input must be an object, got ${describe(input)}`);
+  objectInput(input);
   return {
     taskId: requireName(input.taskId, "taskId"),
     workerId: requireName(input.workerId, "workerId"),
@@ -152,6 +164,7 @@ export function heartbeatParams(input: HeartbeatInput): Params {
 
 /** Parameters of `HEARTBEAT_BATCH` (`taskIds` may be empty: the store then runs no statement). */
 export function heartbeatBatchParams(input: HeartbeatBatchInput): Params & { taskIds: string[] } {
+  objectInput(input);
   return {
     taskIds: stringList(input.taskIds, "taskIds"),
     workerId: requireName(input.workerId, "workerId"),
@@ -162,6 +175,7 @@ export function heartbeatBatchParams(input: HeartbeatBatchInput): Params & { tas
 
 /** Parameters of `PROGRESS`; `null` keeps the previous value. */
 export function progressParams(input: ProgressInput): Params {
+  objectInput(input);
   const progress = input.progress ?? null;
   if (progress !== null && (typeof progress !== "number" || !Number.isFinite(progress))) {
     fail("progress", `progress must be a finite number or null, got ${describe(progress)}`);
@@ -178,6 +192,7 @@ function resultParam(result: unknown): string | null {
 
 /** Parameters of `SUCCEED`. */
 export function succeedParams(input: SucceedInput): Params {
+  objectInput(input);
   const message = input.message ?? null;
   if (message !== null && typeof message !== "string") fail("message", `message must be a string or null, got ${describe(message)}`);
   return { ...owned(input), result: resultParam(input.result), message };
@@ -203,6 +218,7 @@ export function encodeFailError(error: unknown, retryable: boolean): string {
 
 /** Parameters of `FAIL`. */
 export function failParams(input: FailInput): Params {
+  objectInput(input);
   const retryable = input.retryable ?? true;
   if (typeof retryable !== "boolean") fail("retryable", `retryable must be a boolean, got ${describe(retryable)}`);
   return { ...owned(input), error: encodeFailError(input.error, retryable), retryable, delayMs: intOr(input.delayMs, 0, "delayMs", 0) };
@@ -210,6 +226,7 @@ export function failParams(input: FailInput): Params {
 
 /** Parameters of `CANCEL` / `RETRY`. */
 export function retryParams(taskId: string, options: RetryOptions = {}): Params {
+  objectInput(options, "options");
   const resetAttempt = options.resetAttempt ?? false;
   if (typeof resetAttempt !== "boolean") fail("resetAttempt", `resetAttempt must be a boolean, got ${describe(resetAttempt)}`);
   return { taskId: requireName(taskId, "id"), resetAttempt };
@@ -227,6 +244,7 @@ export interface NormalizedClaim {
 
 /** Validates a claim cycle (§5.10). */
 export function normalizeClaim(input: ClaimInput): NormalizedClaim {
+  objectInput(input);
   const queues = stringList(input.queues, "queues");
   const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names");
   const limit = intOr(input.limit, 1, "limit", 0);
@@ -258,6 +276,7 @@ export interface NormalizedList {
 
 /** Validates `list` filters; `status` must be one of the five. */
 export function normalizeList(input: ListInput = {}): NormalizedList {
+  objectInput(input);
   if (input.status !== undefined && input.status !== null && !isTaskStatus(input.status)) {
     fail("status", `status must be one of ${STATUSES.join(", ")}, got ${describe(input.status)}`);
   }
@@ -274,6 +293,7 @@ export function normalizeList(input: ListInput = {}): NormalizedList {
 
 /** Parameters of `PURGE` (§5.9): status, when given, must be terminal. */
 export function purgeParams(input: PurgeInput = {}): Params & { limit: number } {
+  objectInput(input);
   const olderThanMs = input.olderThanMs ?? 0;
   if (typeof olderThanMs !== "number" || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
     fail("olderThanMs", `olderThanMs must be a finite number ≥ 0, got ${describe(olderThanMs)}`);

@@ -185,11 +185,19 @@ describe("buildInsert", () => {
     expect(row.worker_id).toBe(null);
   });
 
-  it("a null value for a column with a default takes the default; without one it stays null", () => {
+  it("an explicit null stays null, as a SQL insert of NULL does; unset columns take their defaults", () => {
     const row = buildInsert(rule, { taskId: ID, name: null, queue: null, priority: null, delay: 0 }, NOW);
-    expect(row.queue).toBe("default");
-    expect(row.priority).toBe(0);
+    expect(row.queue).toBe(null);
+    expect(row.priority).toBe(null);
     expect(row.name).toBe(null);
+    expect(row.attempt).toBe(0);
+  });
+
+  it("defaults are copied per row, never shared", () => {
+    const a = buildInsert({ op: "submit", clock: "statement", values: {} }, {}, NOW);
+    const b = buildInsert({ op: "submit", clock: "statement", values: {} }, {}, NOW);
+    (a.metadata as Record<string, unknown>).x = 1;
+    expect(b.metadata).toEqual({});
   });
 
   it("reads no row: a rule referencing a column gets null", () => {

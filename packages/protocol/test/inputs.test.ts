@@ -206,7 +206,7 @@ describe("normalizeSubmit (§5.1)", () => {
     const bad = (input: Record<string, unknown>) => () => normalizeSubmit(loose<SubmitInput>({ name: "n", ...input }), ID);
 
     it.each([[null], [undefined], ["summarize"], [5]])("a non-object input (%s)", (input) => {
-      expectInvalid(() => normalizeSubmit(loose<SubmitInput>(input), ID), "input", /submit input must be an object/);
+      expectInvalid(() => normalizeSubmit(loose<SubmitInput>(input), ID), "input", /input must be an object/);
     });
 
     it("a missing or empty name", () => {
@@ -255,6 +255,9 @@ describe("normalizeSubmit (§5.1)", () => {
     it("metadata that is not an object (or is an array)", () => {
       expectInvalid(bad({ metadata: [] }), "metadata", /got an array/);
       expectInvalid(bad({ metadata: "m" }), "metadata");
+      expectInvalid(bad({ metadata: new Date(0) }), "metadata", /plain object/);
+      expectInvalid(bad({ metadata: new Map([["a", 1]]) }), "metadata", /plain object/);
+      expect(normalizeSubmit({ name: "n", metadata: Object.create(null) as Record<string, unknown> }, ID).params.metadata).toBe("{}");
       expectInvalid(bad({ metadata: 1 }), "metadata");
     });
 
@@ -305,6 +308,17 @@ describe("owned writes: common fields", () => {
       expectInvalid(() => build({ ...owned, attempt: 1.5 }), "attempt");
       expectInvalid(() => build({ ...owned, attempt: "1" }), "attempt");
     });
+  });
+
+  it("every operation rejects a null input with InvalidArgument, never a TypeError", () => {
+    expectInvalid(() => progressParams(loose(null)), "input");
+    expectInvalid(() => succeedParams(loose(null)), "input");
+    expectInvalid(() => failParams(loose(null)), "input");
+    expectInvalid(() => heartbeatBatchParams(loose(null)), "input");
+    expectInvalid(() => normalizeClaim(loose(null)), "input");
+    expectInvalid(() => normalizeList(loose(null)), "input");
+    expectInvalid(() => purgeParams(loose(null)), "input");
+    expectInvalid(() => retryParams("task_x", loose(null)), "options");
   });
 
   it("a non-object input is rejected where the owned fields are read first", () => {

@@ -203,13 +203,10 @@ describe("T1 submit (§5.1)", () => {
     });
   });
 
-  it("root_id defaults to the new id; queue, max_attempts, priority, metadata fall back to the column defaults", () => {
-    const row = buildInsert(SUBMIT, { ...base, rootId: null, queue: null, maxAttempts: null, priority: null, metadata: null, parentId: null, correlationId: null, runAtDelayMs: 0 }, NOW);
+  it("root_id defaults to the new id; attempt takes its column default", () => {
+    const row = buildInsert(SUBMIT, { ...base, rootId: null, parentId: null, correlationId: null, runAtDelayMs: 0 }, NOW);
     expect(row.root_id).toBe(ID);
-    expect(row.queue).toBe("default");
-    expect(row.max_attempts).toBe(3);
-    expect(row.priority).toBe(0);
-    expect(row.metadata).toEqual({});
+    expect(row.attempt).toBe(0);
     expect(row.parent_id).toBe(null);
     expect(row.correlation_id).toBe(null);
     expect(row.run_at_ms).toBe(NOW);
