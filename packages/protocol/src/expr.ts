@@ -179,7 +179,7 @@ export const x = {
 } as const;
 
 /** A value an expression evaluates to in memory. */
-export type Value = string | number | boolean | null | unknown;
+export type Value = unknown;
 
 /** What {@link evaluate} reads: the row, the parameters and the clock. */
 export interface EvalScope {

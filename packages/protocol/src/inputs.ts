@@ -80,7 +80,7 @@ function describe(value: unknown): string {
 /** The input object of an operation; `null` or a primitive is rejected, not dereferenced. */
 function objectInput<T>(input: T, argument = "input"): NonNullable<T> {
   if (input === null || typeof input !== "object") fail(argument, `${argument} must be an object, got ${describe(input)}`);
-  return input as NonNullable<T>;
+  return input;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -29,7 +29,7 @@ export function isTaskStatus(value: unknown): value is TaskStatus {
 }
 
 /** True for `succeeded`, `failed` and `canceled`. */
-export function isTerminalStatus(status: TaskStatus | string): status is TerminalStatus {
+export function isTerminalStatus(status: string): status is TerminalStatus {
   return status === "succeeded" || status === "failed" || status === "canceled";
 }
 

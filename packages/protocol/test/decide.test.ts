@@ -196,7 +196,7 @@ describe("buildInsert", () => {
   it("defaults are copied per row, never shared", () => {
     const a = buildInsert({ op: "submit", clock: "statement", values: {} }, {}, NOW);
     const b = buildInsert({ op: "submit", clock: "statement", values: {} }, {}, NOW);
-    (a.metadata as Record<string, unknown>).x = 1;
+    (a.metadata).x = 1;
     expect(b.metadata).toEqual({});
   });
 
