@@ -1,0 +1,32 @@
+/**
+ * `@cairnq/client` — the CairnQ client: submit tasks into a `TaskStore`,
+ * read them, wait for them or `call` them, cancel, retry and purge them, and
+ * gate submits on queue depth. Depends only on the `TaskStore` contract of
+ * `@cairnq/protocol`, never on a concrete store.
+ *
+ * @example
+ * ```ts
+ * import { CairnQ } from "@cairnq/client";
+ * import { SQLiteStore } from "@cairnq/store-sqlite";
+ *
+ * const client = new CairnQ(new SQLiteStore("cairnq.db"));
+ * const task = await client.submit("email.send", { to: "a@example.com" });
+ * ```
+ *
+ * @packageDocumentation
+ */
+export { CairnQ } from "./cairnq.js";
+export type { CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook, SubmitOptions } from "./cairnq.js";
+export {
+  BackpressureGate,
+  DEFAULT_MAX_QUEUE_WAIT_MS,
+  DEFAULT_QUEUE_POLL_INTERVAL_MS,
+  MAX_GRANT,
+  MAX_QUEUE_POLL_INTERVAL_MS,
+} from "./backpressure-gate.js";
+export type { BackpressureGateOptions, MaxQueueDepth } from "./backpressure-gate.js";
+export type { Logger, LogLevel } from "./logger.js";
+export { DEFAULT_MAX_POLL_MS, DEFAULT_POLL_MS, DEFAULT_WAIT_TIMEOUT_MS, nextPollInterval } from "./wait.js";
+export type { WaitOptions } from "./wait.js";
+export { DEFAULT_WATCH_POLL_MS } from "./watch.js";
+export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
