@@ -9,6 +9,7 @@
  * (`maxDepth − queued`, floor 0); a *grant* is the number of submits this
  * process may still make on a queue before probing again.
  */
+import { setMaxListeners } from "node:events";
 import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument, QueueFull } from "@cairnq/protocol";
 import type { Logger } from "./logger.js";
@@ -105,6 +106,35 @@ function durationOption(value: unknown, argument: string, fallback: number, min:
 }
 
 /**
+ * Validates the gate's timing options and applies their defaults; a gate
+ * calls it, and so does a client without `maxQueueDepth` so that a bad value
+ * fails at construction instead of being ignored.
+ *
+ * @throws InvalidArgument naming the option.
+ */
+export function resolveGateTiming(options: Pick<BackpressureGateOptions, "maxQueueWaitMs" | "queuePollIntervalMs">): {
+  maxQueueWaitMs: number;
+  queuePollIntervalMs: number;
+} {
+  return {
+    maxQueueWaitMs: durationOption(
+      options.maxQueueWaitMs,
+      "maxQueueWaitMs",
+      DEFAULT_MAX_QUEUE_WAIT_MS,
+      0,
+      "how long a submit waits for headroom before QueueFull; 0 fails at once",
+    ),
+    queuePollIntervalMs: durationOption(
+      options.queuePollIntervalMs,
+      "queuePollIntervalMs",
+      DEFAULT_QUEUE_POLL_INTERVAL_MS,
+      1,
+      "the first sleep between queue-depth probes while a queue is full",
+    ),
+  };
+}
+
+/**
  * The §5.6 backpressure gate. {@link CairnQ} builds one from its
  * `maxQueueDepth` option and installs it on `store.queueDepthGate`, so every
  * submit through that store object — the client's and child submits from
@@ -144,21 +174,12 @@ export class BackpressureGate implements QueueDepthGate {
       throw new InvalidArgument("options", `BackpressureGate needs an options object with maxQueueDepth, got ${show(options)}`);
     }
     this.#limits = normalizeMaxQueueDepth(options.maxQueueDepth);
-    this.maxQueueWaitMs = durationOption(
-      options.maxQueueWaitMs,
-      "maxQueueWaitMs",
-      DEFAULT_MAX_QUEUE_WAIT_MS,
-      0,
-      "how long a submit waits for headroom before QueueFull; 0 fails at once",
-    );
-    this.queuePollIntervalMs = durationOption(
-      options.queuePollIntervalMs,
-      "queuePollIntervalMs",
-      DEFAULT_QUEUE_POLL_INTERVAL_MS,
-      1,
-      "the first sleep between queue-depth probes while a queue is full",
-    );
+    const timing = resolveGateTiming(options);
+    this.maxQueueWaitMs = timing.maxQueueWaitMs;
+    this.queuePollIntervalMs = timing.queuePollIntervalMs;
     this.#logger = options.logger;
+    // Every submit sleeping on a full queue listens for close; hundreds may wait at once.
+    setMaxListeners(0, this.#closed.signal);
   }
 
   /** The depth limit of `queue`, or `null` when the queue is not gated. */

@@ -17,7 +17,7 @@ import type {
 } from "@cairnq/protocol";
 import { InvalidArgument, requireName, TaskCanceled, TaskFailed } from "@cairnq/protocol";
 import type { MaxQueueDepth } from "./backpressure-gate.js";
-import { BackpressureGate, DEFAULT_MAX_QUEUE_WAIT_MS, DEFAULT_QUEUE_POLL_INTERVAL_MS } from "./backpressure-gate.js";
+import { BackpressureGate, resolveGateTiming } from "./backpressure-gate.js";
 import type { Logger } from "./logger.js";
 import { log } from "./logger.js";
 import type { WaitOptions } from "./wait.js";
@@ -241,17 +241,11 @@ export class CairnQ {
     }
     this.#retention = retention;
 
+    const timing = resolveGateTiming(opts);
     if (opts.maxQueueDepth === undefined) {
-      // Validate the gate's timing options anyway, so a typo fails here rather than being ignored.
-      new BackpressureGate({ maxQueueDepth: 1, maxQueueWaitMs: opts.maxQueueWaitMs, queuePollIntervalMs: opts.queuePollIntervalMs });
       this.#gate = null;
     } else {
-      const gate = new BackpressureGate({
-        maxQueueDepth: opts.maxQueueDepth,
-        maxQueueWaitMs: opts.maxQueueWaitMs ?? DEFAULT_MAX_QUEUE_WAIT_MS,
-        queuePollIntervalMs: opts.queuePollIntervalMs ?? DEFAULT_QUEUE_POLL_INTERVAL_MS,
-        logger: this.#logger,
-      });
+      const gate = new BackpressureGate({ maxQueueDepth: opts.maxQueueDepth, ...timing, logger: this.#logger });
       this.#gate = gate.gatesAnything ? gate : null;
     }
     if (this.#gate !== null) {

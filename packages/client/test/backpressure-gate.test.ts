@@ -211,6 +211,23 @@ describe("polling while full", () => {
     expect(await store.list()).toHaveLength(1);
   });
 
+  it("lets many submits wait at once without a listener-leak warning", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => void warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      const store = new MemoryStore();
+      const client = new CairnQ(store, { maxQueueDepth: 1, maxQueueWaitMs: 30, queuePollIntervalMs: 5 });
+      await client.submit("job");
+      const results = await Promise.allSettled(Array.from({ length: 40 }, () => client.submit("job")));
+      expect(results.every((r) => r.status === "rejected" && r.reason instanceof QueueFull)).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((w) => w.name)).not.toContain("MaxListenersExceededWarning");
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("logs once at debug level when a submit starts waiting", async () => {
     const debug = vi.fn();
     const store = new MemoryStore();
