@@ -1,0 +1,24 @@
+import type { ConformanceCase } from "../case.js";
+import { claimCases } from "./claim.js";
+import { clientTransitionCases } from "./client-transitions.js";
+import { inputCases } from "./inputs.js";
+import { lifecycleCases } from "./lifecycle.js";
+import { ownedWriteCases } from "./owned-writes.js";
+import { readCases } from "./reads.js";
+import { scenarioCases } from "./scenarios.js";
+import { submitCases } from "./submit.js";
+
+/**
+ * Every case of the kit, in report order: the §14 scenarios first, then the
+ * rest of the contract grouped by operation.
+ */
+export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
+  ...scenarioCases,
+  ...submitCases,
+  ...readCases,
+  ...clientTransitionCases,
+  ...claimCases,
+  ...ownedWriteCases,
+  ...inputCases,
+  ...lifecycleCases,
+];

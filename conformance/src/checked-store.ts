@@ -1,0 +1,248 @@
+/**
+ * A `TaskStore` decorator that checks every answer of the store under test:
+ * every row against the §4 invariants, every status probe, stats, depth and
+ * purge shapes, and what claim and heartbeat_batch may return. Cases talk to
+ * the store through it, so each case also checks every row it reads.
+ */
+import type {
+  ClaimInput,
+  CompleteInput,
+  FailInput,
+  HeartbeatBatchInput,
+  HeartbeatInput,
+  ListInput,
+  OwnedInput,
+  ProgressInput,
+  PurgeInput,
+  QueueDepthGate,
+  QueueStats,
+  RetryOptions,
+  StoreCapabilities,
+  StoreSignal,
+  SubmitInput,
+  SucceedInput,
+  Task,
+  TaskRef,
+  TaskStore,
+  TransactionalTaskStore,
+} from "@cairnq/protocol";
+import { STATUSES, TASK_ID_PATTERN } from "@cairnq/protocol";
+import { assertInvariants, assertTaskRef, InvariantViolation } from "./invariants.js";
+
+/** Everything the checked store saw, for cases that reason over a whole run. */
+export interface Observations {
+  /** Every status any returned row or probe had. */
+  readonly statuses: Set<string>;
+  /** Every task id any answer contained. */
+  readonly ids: Set<string>;
+}
+
+export class CheckedStore implements TaskStore {
+  readonly #inner: TaskStore;
+  readonly observed: Observations = { statuses: new Set(), ids: new Set() };
+
+  constructor(inner: TaskStore) {
+    this.#inner = inner;
+  }
+
+  /** The store under test, unwrapped. */
+  get inner(): TaskStore {
+    return this.#inner;
+  }
+
+  get capabilities(): StoreCapabilities {
+    return this.#inner.capabilities;
+  }
+
+  get queueDepthGate(): QueueDepthGate | null {
+    return this.#inner.queueDepthGate;
+  }
+
+  set queueDepthGate(gate: QueueDepthGate | null) {
+    this.#inner.queueDepthGate = gate;
+  }
+
+  #row(row: unknown, where: string): Task {
+    assertInvariants(row, where);
+    this.observed.statuses.add(row.status);
+    this.observed.ids.add(row.id);
+    return row;
+  }
+
+  #maybeRow(row: unknown, where: string): Task | null {
+    if (row === null) return null;
+    return this.#row(row, where);
+  }
+
+  #ref(ref: unknown, where: string): TaskRef | null {
+    if (ref === null) return null;
+    assertTaskRef(ref, where);
+    this.observed.statuses.add(ref.status);
+    return ref;
+  }
+
+  connect(): Promise<void> {
+    return this.#inner.connect();
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+
+  async submit(input: SubmitInput): Promise<Task> {
+    const row = this.#row(await this.#inner.submit(input), "submit()");
+    if (row.status !== "queued" && (input.key === undefined || input.key === null)) {
+      throw new InvariantViolation("submit-queued", `an unkeyed submit returned a '${row.status}' row (T1 inserts 'queued')`, row, "submit()");
+    }
+    return row;
+  }
+
+  async get(id: string): Promise<Task | null> {
+    return this.#maybeRow(await this.#inner.get(id), "get()");
+  }
+
+  async getByKey(key: string): Promise<Task | null> {
+    return this.#maybeRow(await this.#inner.getByKey(key), "getByKey()");
+  }
+
+  async getStatus(id: string): Promise<TaskRef | null> {
+    return this.#ref(await this.#inner.getStatus(id), "getStatus()");
+  }
+
+  async getStatusByKey(key: string): Promise<TaskRef | null> {
+    return this.#ref(await this.#inner.getStatusByKey(key), "getStatusByKey()");
+  }
+
+  async list(input?: ListInput): Promise<Task[]> {
+    const rows = await this.#inner.list(input);
+    if (!Array.isArray(rows)) throw new InvariantViolation("list-array", "list() must return an array of rows", rows, "list()");
+    return rows.map((row, i) => this.#row(row, `list()[${i}]`));
+  }
+
+  async stats(queue?: string): Promise<QueueStats> {
+    const stats = await this.#inner.stats(queue);
+    for (const [name, counts] of Object.entries(stats)) {
+      const keys = Object.keys(counts).sort();
+      if (keys.join() !== [...STATUSES].sort().join()) {
+        throw new InvariantViolation("stats-zero-filled", `queue '${name}' counts ${keys.join(", ")}; every status must be present (§5.5)`, stats, "stats()");
+      }
+      for (const status of STATUSES) {
+        const n = counts[status];
+        if (!Number.isInteger(n) || n < 0) throw new InvariantViolation("stats-counts", `queue '${name}' ${status} = ${String(n)}`, stats, "stats()");
+      }
+    }
+    return stats;
+  }
+
+  async queueDepth(queue: string, maxDepth: number): Promise<number> {
+    const depth = await this.#inner.queueDepth(queue, maxDepth);
+    if (!Number.isInteger(depth) || depth < 0 || depth > maxDepth) {
+      throw new InvariantViolation("depth-range", `queueDepth('${queue}', ${maxDepth}) = ${String(depth)}; headroom is an integer in [0, maxDepth] (§5.6)`, depth, "queueDepth()");
+    }
+    return depth;
+  }
+
+  async cancel(id: string): Promise<Task | null> {
+    return this.#maybeRow(await this.#inner.cancel(id), "cancel()");
+  }
+
+  async cancelByKey(key: string): Promise<Task | null> {
+    return this.#maybeRow(await this.#inner.cancelByKey(key), "cancelByKey()");
+  }
+
+  async retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#maybeRow(await this.#inner.retry(id, options), "retry()");
+  }
+
+  async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#maybeRow(await this.#inner.retryByKey(key, options), "retryByKey()");
+  }
+
+  async purge(input?: PurgeInput): Promise<string[]> {
+    const ids = await this.#inner.purge(input);
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== "string" || !TASK_ID_PATTERN.test(id)) || new Set(ids).size !== ids.length) {
+      throw new InvariantViolation("purge-ids", "purge() must return the distinct ids of the deleted rows (§5.9)", ids, "purge()");
+    }
+    return ids;
+  }
+
+  async claim(input: ClaimInput): Promise<Task[]> {
+    const rows = await this.#inner.claim(input);
+    if (!Array.isArray(rows)) throw new InvariantViolation("claim-array", "claim() must return an array of rows", rows, "claim()");
+    const seen = new Set<string>();
+    return rows.map((raw, i) => {
+      const row = this.#row(raw, `claim()[${i}]`);
+      if (row.status !== "running" || row.worker_id !== input.workerId) {
+        throw new InvariantViolation("claimed-running", `a claimed row must be running and owned by the claimer '${input.workerId}' (T2)`, row, `claim()[${i}]`);
+      }
+      if (seen.has(row.id)) throw new InvariantViolation("claimed-once", `claim() returned ${row.id} twice`, rows, "claim()");
+      seen.add(row.id);
+      return row;
+    });
+  }
+
+  async heartbeat(input: HeartbeatInput): Promise<Task> {
+    return this.#owned(await this.#inner.heartbeat(input), input, "heartbeat()", true);
+  }
+
+  async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
+    const out = await this.#inner.heartbeatBatch(input);
+    if (!(out instanceof Map)) throw new InvariantViolation("batch-map", "heartbeatBatch() must return a Map of task id → cancel flag (§5.12)", out, "heartbeatBatch()");
+    const requested = [...input.taskIds];
+    let cursor = 0;
+    for (const [id, flag] of out) {
+      const at = requested.indexOf(id, cursor);
+      if (at < 0) {
+        throw new InvariantViolation("batch-requested-order", `id ${id} is not requested, repeated, or out of the requested order (§14: one entry per renewed id, in request order)`, [...out], "heartbeatBatch()");
+      }
+      cursor = at + 1;
+      if (typeof flag !== "boolean") throw new InvariantViolation("batch-flag-boolean", `the flag of ${id} is ${String(flag)}, not a boolean`, [...out], "heartbeatBatch()");
+    }
+    return out;
+  }
+
+  async progress(input: ProgressInput): Promise<Task> {
+    return this.#owned(await this.#inner.progress(input), input, "progress()", true);
+  }
+
+  async succeed(input: SucceedInput): Promise<Task> {
+    return this.#owned(await this.#inner.succeed(input), input, "succeed()", false);
+  }
+
+  async complete(input: CompleteInput): Promise<Task> {
+    return this.#owned(await this.#inner.complete(input), input, "complete()", false);
+  }
+
+  async fail(input: FailInput): Promise<Task> {
+    return this.#owned(await this.#inner.fail(input), input, "fail()", false);
+  }
+
+  #owned(raw: unknown, input: OwnedInput, where: string, stillRunning: boolean): Task {
+    const row = this.#row(raw, where);
+    if (row.id !== input.taskId) throw new InvariantViolation("owned-same-task", `${where} for ${input.taskId} returned row ${row.id}`, row, where);
+    if (stillRunning && (row.status !== "running" || row.worker_id !== input.workerId)) {
+      throw new InvariantViolation("owned-still-running", `${where} must leave the task running and owned by '${input.workerId}'`, row, where);
+    }
+    return row;
+  }
+
+  claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.#inner.claimWake(queues, timeoutMs, signal);
+  }
+
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.#inner.taskDoneWake(taskId, timeoutMs, signal);
+  }
+
+  subscribe(listener: (signal: StoreSignal) => void): () => void {
+    return this.#inner.subscribe(listener);
+  }
+
+  /** `completeIn` of a transactional store, checked like `complete`. */
+  async completeIn<R>(input: OwnedInput, fn: (tx: unknown) => Promise<R>): Promise<{ task: Task; result: R }> {
+    const inner = this.#inner as Partial<TransactionalTaskStore>;
+    if (typeof inner.completeIn !== "function") throw new TypeError("the store under test has no completeIn method");
+    const out = await inner.completeIn(input, fn);
+    return { task: this.#owned(out.task, input, "completeIn()", false), result: out.result };
+  }
+}
