@@ -1,0 +1,151 @@
+/**
+ * The claim plan of one poll (§8.3): which draws a claim cycle makes and how
+ * claimed rows become handler calls. Pure functions over a snapshot of the
+ * worker's counters, because the store calls the planner inside its claim
+ * transaction (and may call it again from index 0 if it replays the
+ * transaction).
+ *
+ * Terminology: a *source* is a set of task names drawn together; a *call* is
+ * one handler invocation (one task, or a batch of tasks of one name); a
+ * *quota* is how many calls a source may start this poll.
+ */
+import type { ClaimDraw, ClaimInput, Task } from "@cairnq/protocol";
+
+/** How a registered name is claimed. */
+export interface NameRule {
+  readonly name: string;
+  /** Tasks per call; `null` for an unbatched handler (one task per call). */
+  readonly batch: number | null;
+  /** Calls of this name allowed at once; `null` = only the worker's concurrency. */
+  readonly concurrency: number | null;
+  /** The resource each call of this name holds; `null` = none. */
+  readonly resource: string | null;
+}
+
+/** Names drawn by one draw. */
+export interface DrawSource {
+  readonly names: readonly string[];
+  /** Tasks per call (1 for the shared source). */
+  readonly batch: number;
+  readonly concurrency: number | null;
+  readonly resource: string | null;
+}
+
+/**
+ * Groups names into sources: a name with `batch`, `concurrency` or `resource`
+ * is its own source; all other names share one source (batch 1), placed where
+ * its first name was registered.
+ */
+export function buildSources(rules: Iterable<NameRule>): DrawSource[] {
+  const sources: DrawSource[] = [];
+  let shared: string[] | null = null;
+  for (const rule of rules) {
+    if (rule.batch === null && rule.concurrency === null && rule.resource === null) {
+      if (shared === null) {
+        shared = [];
+        sources.push({ names: shared, batch: 1, concurrency: null, resource: null });
+      }
+      shared.push(rule.name);
+    } else {
+      sources.push({ names: [rule.name], batch: rule.batch ?? 1, concurrency: rule.concurrency, resource: rule.resource });
+    }
+  }
+  return sources;
+}
+
+/** `list` rotated left by `by` (so the first source changes every poll). */
+export function rotate<T>(list: readonly T[], by: number): T[] {
+  if (list.length === 0) return [];
+  const k = ((by % list.length) + list.length) % list.length;
+  return [...list.slice(k), ...list.slice(0, k)];
+}
+
+/** Splits claimed rows into calls: grouped by name in first-seen order, chunked by the name's batch. */
+export function splitCalls(rows: readonly Task[], batchOf: (name: string) => number): Task[][] {
+  const byName = new Map<string, Task[]>();
+  for (const row of rows) {
+    const group = byName.get(row.name);
+    if (group === undefined) byName.set(row.name, [row]);
+    else group.push(row);
+  }
+  const calls: Task[][] = [];
+  for (const [name, group] of byName) {
+    const size = Math.max(1, batchOf(name));
+    for (let i = 0; i < group.length; i += size) calls.push(group.slice(i, i + size));
+  }
+  return calls;
+}
+
+/** The worker's counters at the start of a poll. */
+export interface PlanSnapshot {
+  /** `concurrency − calls in flight`. */
+  readonly free: number;
+  readonly claimBatch: number | null;
+  /** Calls in flight per task name. */
+  readonly nameCalls: ReadonlyMap<string, number>;
+  /** Calls in flight per resource. */
+  readonly resourceCalls: ReadonlyMap<string, number>;
+  readonly capacities: Readonly<Record<string, number>>;
+  /** Tasks per call of a name (1 when unbatched or unknown). */
+  readonly batchOf: (name: string) => number;
+}
+
+/**
+ * The draw planner of one claim cycle (§8.3 step 3), for `ClaimInput.draws`.
+ *
+ * For each source, in order, while calls are left: quota = the smallest
+ * applicable ceiling — `max(1, floor(claimBatch / batch))`, the name's
+ * `concurrency − calls in flight`, the resource's `capacity − calls holding it
+ * − units taken earlier this poll` — else what is left; then at most what is
+ * left. A source with quota ≤ 0 is skipped; otherwise it draws
+ * `batch × quota` rows. The rows a draw returned are split into calls to
+ * update what is left and the resource tally before the next draw is planned.
+ */
+export function planDraws(sources: readonly DrawSource[], snapshot: PlanSnapshot): NonNullable<ClaimInput["draws"]> {
+  let left = 0;
+  let next = 0;
+  let seen = 0;
+  let pending: DrawSource | null = null;
+  let taken = new Map<string, number>();
+
+  return (claimedSoFar: readonly Task[], index: number): ClaimDraw | null => {
+    if (index === 0) {
+      // A store may replay its transaction; every cycle starts from the snapshot.
+      left = snapshot.free;
+      next = 0;
+      seen = 0;
+      pending = null;
+      taken = new Map();
+    } else if (pending !== null) {
+      const drawn = claimedSoFar.slice(seen);
+      const calls = splitCalls(drawn, snapshot.batchOf).length;
+      left -= calls;
+      if (pending.resource !== null) taken.set(pending.resource, (taken.get(pending.resource) ?? 0) + calls);
+      pending = null;
+    }
+    seen = claimedSoFar.length;
+
+    while (next < sources.length && left > 0) {
+      const source = sources[next++] as DrawSource;
+      const quota = Math.min(quotaOf(source, snapshot, taken, left), left);
+      if (quota <= 0) continue;
+      pending = source;
+      return { names: source.names, limit: source.batch * quota };
+    }
+    return null;
+  };
+}
+
+function quotaOf(source: DrawSource, snapshot: PlanSnapshot, taken: ReadonlyMap<string, number>, left: number): number {
+  const ceilings: number[] = [];
+  if (snapshot.claimBatch !== null) ceilings.push(Math.max(1, Math.floor(snapshot.claimBatch / source.batch)));
+  if (source.concurrency !== null) {
+    const name = source.names[0] as string;
+    ceilings.push(source.concurrency - (snapshot.nameCalls.get(name) ?? 0));
+  }
+  if (source.resource !== null) {
+    const capacity = snapshot.capacities[source.resource] ?? 0;
+    ceilings.push(capacity - (snapshot.resourceCalls.get(source.resource) ?? 0) - (taken.get(source.resource) ?? 0));
+  }
+  return ceilings.length === 0 ? left : Math.min(...ceilings);
+}

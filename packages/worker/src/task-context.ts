@@ -1,0 +1,362 @@
+/**
+ * `TaskContext`: what a handler gets for each task it runs (protocol v1 §8.6).
+ *
+ * Terminology: an *owned write* is one the store guards with the ownership
+ * predicate (progress, heartbeat, complete, fail); it carries the context's
+ * `attempt`, so a write from an abandoned attempt never lands on a later
+ * attempt of the same task. A context is *lost* once the worker knows it no
+ * longer holds the lease, and *settled* once a succeed/fail was issued.
+ */
+import type { Task, TaskDef, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import {
+  cancelRequested,
+  envelopeForCtxFail,
+  LostLease,
+  SerializationError,
+  UnsupportedBackend,
+} from "@cairnq/protocol";
+import type { LeaseLostReason } from "./events.js";
+import type { WaitOptions } from "./wait.js";
+import { waitForTask } from "./wait.js";
+
+/** Options of `ctx.submit` (a child task). Unset fields come from the task definition, then the store's defaults. */
+export interface ChildSubmitOptions {
+  /** Business key (§5.1). @default null */
+  key?: string | null;
+  /** @default "reuse" */
+  conflict?: "reuse" | "reuse-succeeded" | "reject" | "replace";
+  /** @default the definition's queue, else "default" */
+  queue?: string;
+  /** @default the definition's priority, else 0 */
+  priority?: number;
+  /** @default the definition's maxAttempts, else 3 */
+  maxAttempts?: number;
+  /** @default 0 */
+  runAtDelayMs?: number;
+  /** @default {} */
+  metadata?: Record<string, unknown> | null;
+  /** @default the running task's root (so a tree shares one root) */
+  rootId?: string | null;
+  /** @default the running task's correlation id */
+  correlationId?: string | null;
+}
+
+/** Options of `ctx.fail`. */
+export interface FailOptions {
+  /**
+   * Whether the task may run again (while attempts remain). Ignored when the
+   * reason is a `TaskError`, whose own flag wins.
+   * @default true
+   */
+  retryable?: boolean;
+}
+
+/**
+ * The handle a handler gets for one task: its row's fields, an abort signal,
+ * and the owned writes (progress, heartbeat, succeed, fail), plus child
+ * submits and waits.
+ *
+ * After the lease is lost (`lostLease`), owned writes throw `LostLease`
+ * without touching the store: the same worker may already hold a newer
+ * attempt of the task. After the context is settled, `progress` and
+ * `heartbeat` throw `LostLease` too, and repeated `succeed`/`fail` return
+ * `null` without writing.
+ *
+ * @example
+ * ```ts
+ * worker.task("resize", async (ctx, { url }) => {
+ *   const image = await fetch(url, { signal: ctx.signal });
+ *   await ctx.progress(0.5, "downloaded");
+ *   if (await ctx.canceled()) throw new TaskError("canceled by user");
+ *   return { bytes: (await image.arrayBuffer()).byteLength };
+ * });
+ * ```
+ */
+export interface TaskContext<P = unknown, R = unknown> {
+  readonly taskId: string;
+  readonly name: string;
+  readonly queue: string;
+  readonly payload: P;
+  /** This run's attempt number (1 on the first claim). */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly parentId: string | null;
+  readonly rootId: string | null;
+  readonly correlationId: string | null;
+  readonly metadata: Record<string, unknown>;
+  /** The worker running the task. */
+  readonly workerId: string;
+  /**
+   * Aborts when the worker stops owning the task: lease lost, `maxRunMs`
+   * exceeded, or the `stop()` deadline passed. Its reason is a `LostLease`.
+   */
+  readonly signal: AbortSignal;
+  /** True once the worker knows the lease is gone. */
+  readonly lostLease: boolean;
+  /** True once `succeed`/`fail` was issued for this task (by the handler or the worker). */
+  readonly settled: boolean;
+  /** Records progress; `null`/omitted keeps the previous value (§5.13). Renews nothing. */
+  progress(fraction?: number | null, message?: string | null): Promise<void>;
+  /** Renews the lease now (the worker also does so every `heartbeatIntervalMs`). */
+  heartbeat(): Promise<void>;
+  /**
+   * Whether a cancel was requested: true once a heartbeat showed the flag;
+   * otherwise reads the row (missing, flagged or `canceled` → true).
+   */
+  canceled(): Promise<boolean>;
+  /** Submits a child task: `parentId` is this task; root and correlation ids are copied unless given. */
+  submit<CP = unknown, CR = unknown>(
+    task: TaskDef<CP, CR> | string,
+    payload?: CP,
+    options?: ChildSubmitOptions,
+  ): Promise<Task<CP, CR>>;
+  /** Waits for a task to be terminal (§7) and returns its row; `TaskTimeout` at the deadline. */
+  wait(id: string, options?: WaitOptions): Promise<Task>;
+  /**
+   * Completes the task now with `result` (a requested cancel wins: it then
+   * ends `canceled`). Returns the row, or `null` if already settled.
+   */
+  succeed(result?: R): Promise<Task | null>;
+  /**
+   * Fails the task now (§8.6): a string → `task_error`; an `Error` →
+   * `handler_error`; a `TaskError` → its envelope and its own `retryable`;
+   * any other object → stored as-is. Returns the row, or `null` if already settled.
+   */
+  fail(reason?: unknown, options?: FailOptions): Promise<Task | null>;
+  /**
+   * Runs `fn` in a store transaction and completes the task with its return
+   * value as that transaction's last statement, so the handler's own writes
+   * commit only if this worker still owns the task (Postgres).
+   *
+   * @throws `UnsupportedBackend` when the store lacks `transactionalComplete`.
+   */
+  succeedIn<T, Tx = unknown>(fn: (tx: Tx) => Promise<T>): Promise<{ task: Task; result: T } | null>;
+}
+
+/** Why a context is lost: a real lease loss, or the worker letting go of it. */
+export type LostReason = LeaseLostReason | "timeout" | "abandoned";
+
+/** What the worker gives its contexts. @internal */
+export interface ContextHost {
+  readonly store: TaskStore;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  /** The §6 delay for a fail (0 when not retryable). */
+  failDelayMs(attempt: number, retryable: boolean): number;
+  /** A settlement write was applied. */
+  settled(ctx: Context, row: Task, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void;
+  /** A context just became lost. */
+  lost(ctx: Context, reason: LostReason): void;
+}
+
+const LOST_MESSAGES: Record<LostReason, (id: string) => string> = {
+  heartbeat: (id) => `the lease on task ${id} was not renewed (it expired or the task was settled elsewhere); stop working on it`,
+  write: (id) => `an owned write for task ${id} matched nothing: this worker no longer holds its lease; stop working on it`,
+  reclaimed: (id) =>
+    `this worker claimed task ${id} again after this attempt's lease expired, so this attempt no longer owns it; stop working on it`,
+  timeout: (id) => `the handler for task ${id} exceeded maxRunMs and was abandoned; the worker fails the attempt`,
+  abandoned: (id) =>
+    `the worker stopped and its stop deadline passed before the handler for task ${id} finished; the task is left to lease expiry`,
+};
+
+/** The worker's implementation of {@link TaskContext}. @internal */
+export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
+  readonly taskId: string;
+  readonly name: string;
+  readonly queue: string;
+  readonly payload: P;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly parentId: string | null;
+  readonly rootId: string | null;
+  readonly correlationId: string | null;
+  readonly metadata: Record<string, unknown>;
+  readonly workerId: string;
+  /** When the call running this task started (for event durations). */
+  readonly startedAtMs: number;
+
+  readonly #host: ContextHost;
+  readonly #controller = new AbortController();
+  #settled = false;
+  #lost: LostReason | null = null;
+  #cancelSeen = false;
+
+  constructor(host: ContextHost, row: Task, startedAtMs: number) {
+    this.#host = host;
+    this.taskId = row.id;
+    this.name = row.name;
+    this.queue = row.queue;
+    this.payload = row.payload as P;
+    this.attempt = row.attempt;
+    this.maxAttempts = row.max_attempts;
+    this.parentId = row.parent_id;
+    this.rootId = row.root_id;
+    this.correlationId = row.correlation_id;
+    this.metadata = row.metadata;
+    this.workerId = host.workerId;
+    this.startedAtMs = startedAtMs;
+    if (row.cancel_requested_at_ms !== null) this.#cancelSeen = true;
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get lostLease(): boolean {
+    return this.#lost !== null;
+  }
+
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** Neither settled nor lost: heartbeats renew it and the call's end settles it. */
+  get live(): boolean {
+    return !this.#settled && this.#lost === null;
+  }
+
+  /** Marks the context lost (idempotent) and aborts its signal. */
+  markLost(reason: LostReason): void {
+    if (this.#lost !== null) return;
+    this.#lost = reason;
+    this.#controller.abort(new LostLease(this.taskId, { message: LOST_MESSAGES[reason](this.taskId) }));
+    this.#host.lost(this, reason);
+  }
+
+  /** Claims the right to settle; false if already settled. */
+  beginSettle(): boolean {
+    if (this.#settled) return false;
+    this.#settled = true;
+    return true;
+  }
+
+  /** Records the cancel flag from a heartbeat reply. */
+  recordCancel(flag: boolean): void {
+    if (flag) this.#cancelSeen = true;
+  }
+
+  #owned(): { taskId: string; workerId: string; attempt: number } {
+    return { taskId: this.taskId, workerId: this.workerId, attempt: this.attempt };
+  }
+
+  #throwIfLost(): void {
+    if (this.#lost !== null) throw new LostLease(this.taskId, { message: LOST_MESSAGES[this.#lost](this.taskId) });
+  }
+
+  #throwIfGone(what: string): void {
+    this.#throwIfLost();
+    if (this.#settled) {
+      throw new LostLease(this.taskId, {
+        message: `task ${this.taskId} is already settled, so ${what} was not written; settle last, after any progress or heartbeat`,
+      });
+    }
+  }
+
+  /** Runs an owned write; `LostLease` from the store marks the context lost. */
+  async #write<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof LostLease) this.markLost("write");
+      throw err;
+    }
+  }
+
+  async progress(fraction: number | null = null, message: string | null = null): Promise<void> {
+    this.#throwIfGone("progress");
+    await this.#write(() => this.#host.store.progress({ ...this.#owned(), progress: fraction, message }));
+  }
+
+  async heartbeat(): Promise<void> {
+    this.#throwIfGone("the heartbeat");
+    const row = await this.#write(() => this.#host.store.heartbeat({ ...this.#owned(), leaseMs: this.#host.leaseMs }));
+    if (cancelRequested(row)) this.#cancelSeen = true;
+  }
+
+  async canceled(): Promise<boolean> {
+    if (this.#cancelSeen) return true;
+    const row = await this.#host.store.get(this.taskId);
+    if (row === null || cancelRequested(row) || row.status === "canceled") this.#cancelSeen = true;
+    return this.#cancelSeen;
+  }
+
+  async submit<CP = unknown, CR = unknown>(
+    task: TaskDef<CP, CR> | string,
+    payload?: CP,
+    options: ChildSubmitOptions = {},
+  ): Promise<Task<CP, CR>> {
+    const def: TaskDef<CP, CR> = typeof task === "string" ? { name: task } : task;
+    const row = await this.#host.store.submit({
+      name: def.name,
+      payload,
+      queue: options.queue ?? def.queue,
+      priority: options.priority ?? def.priority,
+      maxAttempts: options.maxAttempts ?? def.maxAttempts,
+      key: options.key,
+      conflict: options.conflict,
+      metadata: options.metadata,
+      runAtDelayMs: options.runAtDelayMs,
+      parentId: this.taskId,
+      // A row without a root (written by a peer that omits it) is its own root.
+      rootId: options.rootId !== undefined ? options.rootId : (this.rootId ?? this.taskId),
+      correlationId: options.correlationId !== undefined ? options.correlationId : this.correlationId,
+    });
+    return row as Task<CP, CR>;
+  }
+
+  wait(id: string, options: WaitOptions = {}): Promise<Task> {
+    return waitForTask(this.#host.store, id, { ...options, signal: options.signal ?? this.signal });
+  }
+
+  async succeed(result?: R): Promise<Task | null> {
+    if (this.#settled) return null;
+    this.#throwIfLost();
+    this.#settled = true;
+    try {
+      const row = await this.#write(() => this.#host.store.complete({ ...this.#owned(), result }));
+      this.#host.settled(this, row, null);
+      return row;
+    } catch (err) {
+      // Encoding fails before anything is written: the handler may settle again.
+      if (err instanceof SerializationError) this.#settled = false;
+      throw err;
+    }
+  }
+
+  async fail(reason?: unknown, options: FailOptions = {}): Promise<Task | null> {
+    if (this.#settled) return null;
+    this.#throwIfLost();
+    const { envelope, retryable } = envelopeForCtxFail(reason, options);
+    const delayMs = this.#host.failDelayMs(this.attempt, retryable);
+    this.#settled = true;
+    const row = await this.#write(() =>
+      this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }),
+    );
+    this.#host.settled(this, row, { envelope, retryable, delayMs });
+    return row;
+  }
+
+  async succeedIn<T, Tx = unknown>(fn: (tx: Tx) => Promise<T>): Promise<{ task: Task; result: T } | null> {
+    const store = this.#host.store;
+    if (!store.capabilities.transactionalComplete) {
+      throw new UnsupportedBackend("succeedIn", backendName(store));
+    }
+    if (this.#settled) return null;
+    this.#throwIfLost();
+    this.#settled = true;
+    try {
+      const out = await this.#write(() => (store as TransactionalTaskStore<Tx>).completeIn(this.#owned(), fn));
+      this.#host.settled(this, out.task, null);
+      return out;
+    } catch (err) {
+      // The transaction rolled back: nothing was settled, so the call's end still settles the task.
+      if (!(err instanceof LostLease)) this.#settled = false;
+      throw err;
+    }
+  }
+}
+
+function backendName(store: TaskStore): string {
+  const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === "string" && name !== "" && name !== "Object" ? name : "this";
+}

@@ -1,0 +1,279 @@
+import { describe, expect, it } from "vitest";
+import { EventLoopBlocked, LostLease } from "@cairnq/protocol";
+import type { LeaseLostEvent, TaskContext, WorkerErrorInfo } from "../src/index.js";
+import { blockFor, delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
+import { makeWorker } from "./support/worker.js";
+
+describe("heartbeat (§8.5)", () => {
+  it("keeps renewing the lease of a handler that outlives it", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { leaseMs: 60, heartbeatIntervalMs: 15 });
+    worker.task("long", async () => {
+      await delay(200);
+      return "done";
+    });
+    const task = await spy.store.submit({ name: "long" });
+    void worker.run();
+    const row = await waitForStatus(spy.store, task.id, ["succeeded"]);
+    expect(row.result).toBe("done");
+    expect(row.attempt).toBe(1);
+    const beats = spy.callsOf("heartbeatBatch");
+    expect(beats.length).toBeGreaterThanOrEqual(5);
+    expect(beats[0]!.args[0]).toEqual({ taskIds: [task.id], workerId: worker.workerId, leaseMs: 60 });
+  });
+
+  it("the default interval is a third of the lease, at least 50 ms", () => {
+    const store = new MemoryStore();
+    expect(makeWorker(store, { leaseMs: 30_000, heartbeatIntervalMs: undefined }).options.heartbeatIntervalMs).toBe(10_000);
+    expect(makeWorker(store, { leaseMs: 90, heartbeatIntervalMs: undefined }).options.heartbeatIntervalMs).toBe(50);
+  });
+
+  it("heartbeat errors go to onError (execute) and the beat keeps going", async () => {
+    const spy = spyStore();
+    const errors: WorkerErrorInfo[] = [];
+    let failures = 2;
+    spy.hooks.heartbeatBatch = (_args, next) => (failures-- > 0 ? Promise.reject(new Error("beat failed")) : next());
+    const worker = makeWorker(spy.store, { leaseMs: 1000, heartbeatIntervalMs: 10, onError: (_e, info) => errors.push(info) });
+    worker.task("x", async () => {
+      await delay(80);
+      return 1;
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitForStatus(spy.store, task.id, ["succeeded"]);
+    expect(errors.slice(0, 2)).toEqual([
+      { phase: "execute", taskId: task.id },
+      { phase: "execute", taskId: task.id },
+    ]);
+    expect(spy.callsOf("heartbeatBatch").length).toBeGreaterThan(2);
+  });
+
+  it("stops beating once every context of the call is settled", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { heartbeatIntervalMs: 10 });
+    worker.task("x", async (ctx) => {
+      await ctx.succeed("early");
+      await delay(100);
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitFor(() => spy.callsOf("claim").length > 1);
+    await waitForStatus(spy.store, task.id, ["succeeded"]);
+    await delay(120);
+    expect(spy.callsOf("heartbeatBatch")).toHaveLength(0);
+  });
+});
+
+describe("cancel reaching a running handler", () => {
+  it("a heartbeat records the flag; ctx.canceled() answers from it; the task ends canceled", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { leaseMs: 1000, heartbeatIntervalMs: 10 });
+    const canceledEvents: string[] = [];
+    worker.on("task:canceled", (e) => canceledEvents.push(e.taskId));
+    const started = gate();
+    let getsBefore = 0;
+    let answer: boolean | null = null;
+    worker.task("x", async (ctx) => {
+      started.open();
+      await delay(80); // several beats after the cancel below
+      getsBefore = spy.callsOf("get").length;
+      answer = await ctx.canceled();
+      return "partial";
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await started.promise;
+    await spy.inner.cancel(task.id);
+    const row = await waitForStatus(spy.inner, task.id, ["canceled"]);
+    expect(answer).toBe(true);
+    expect(spy.callsOf("get").length).toBe(getsBefore); // answered from the heartbeat's flag
+    expect(row.result).toBeNull();
+    expect(canceledEvents).toEqual([task.id]);
+  });
+
+  it("a handler that polls ctx.canceled() stops, and its failure also ends canceled", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { heartbeatIntervalMs: 10 });
+    let loops = 0;
+    worker.task("x", async (ctx) => {
+      while (!(await ctx.canceled())) {
+        loops += 1;
+        await delay(5);
+      }
+      throw new Error("stopped on cancel");
+    });
+    const task = await store.submit({ name: "x" });
+    void worker.run();
+    await waitFor(() => loops > 2);
+    await store.cancel(task.id);
+    const row = await waitForStatus(store, task.id, ["canceled"]);
+    expect(row.error).toMatchObject({ message: "stopped on cancel" });
+  });
+});
+
+describe("lost lease", () => {
+  it("another worker takes the expired task: the first context is lost, its writes throw locally, its return settles nothing", async () => {
+    const spy = spyStore();
+    const stall = gate();
+    let stalled = false;
+    spy.hooks.heartbeatBatch = async (_args, next) => {
+      if (stalled) await stall.promise;
+      return next();
+    };
+    const worker = makeWorker(spy.store, { leaseMs: 50, heartbeatIntervalMs: 15 });
+    const lostEvents: LeaseLostEvent[] = [];
+    worker.on("lease:lost", (e) => lostEvents.push(e));
+    const started = gate();
+    const observed = gate();
+    let seen: Record<string, unknown> = {};
+    worker.task("x", async (ctx) => {
+      started.open();
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+      const writesBefore = spy.calls.length;
+      seen = {
+        lost: ctx.lostLease,
+        aborted: ctx.signal.aborted,
+        reason: ctx.signal.reason,
+        progress: await ctx.progress(0.9).catch((e: unknown) => e),
+        heartbeat: await ctx.heartbeat().catch((e: unknown) => e),
+        succeed: await ctx.succeed("stale").catch((e: unknown) => e),
+        fail: await ctx.fail("stale").catch((e: unknown) => e),
+        storeCalls: spy.calls.length - writesBefore,
+      };
+      observed.open();
+      return "stale";
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await started.promise;
+    stalled = true;
+    await delay(120); // the lease (50 ms) expires while beats hang
+    const [stolen] = await spy.inner.claim({ queues: ["default"], workerId: "worker_other", leaseMs: 5000 });
+    expect(stolen).toMatchObject({ id: task.id, attempt: 2, worker_id: "worker_other" });
+    stall.open();
+    await observed.promise;
+    expect(seen).toMatchObject({ lost: true, aborted: true, storeCalls: 0 });
+    for (const key of ["reason", "progress", "heartbeat", "succeed", "fail"]) expect(seen[key]).toBeInstanceOf(LostLease);
+    await delay(30);
+    const row = await spy.store.get(task.id);
+    expect(row).toMatchObject({ status: "running", worker_id: "worker_other", attempt: 2, result: null, progress: null });
+    expect(spy.callsOf("complete")).toHaveLength(0);
+    expect(lostEvents).toHaveLength(1);
+    expect(lostEvents[0]).toMatchObject({ taskId: task.id, reason: "heartbeat", attempt: 1, workerId: worker.workerId });
+    expect(lostEvents[0]!.durationMs).toBeGreaterThan(0);
+  });
+
+  it("the same worker re-claims the expired task: the older attempt is lost and cannot settle the new one", async () => {
+    const spy = spyStore();
+    // No heartbeat within the test, so attempt 1's lease (40 ms) runs out while it works.
+    const worker = makeWorker(spy.store, { concurrency: 2, leaseMs: 40, heartbeatIntervalMs: 10_000 });
+    const reasons: string[] = [];
+    worker.on("lease:lost", (e) => reasons.push(`${e.attempt}:${e.reason}`));
+    const firstDone = gate();
+    const contexts: TaskContext[] = [];
+    worker.task("x", async (ctx) => {
+      contexts.push(ctx);
+      if (ctx.attempt === 1) {
+        await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+        const err = await ctx.succeed("stale").catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(LostLease);
+        setTimeout(() => firstDone.open(), 20);
+        return "stale";
+      }
+      // Attempt 2 renews its own lease by hand while it waits for attempt 1's call to end.
+      let waiting = true;
+      void firstDone.promise.then(() => delay(20)).then(() => (waiting = false));
+      while (waiting) {
+        await ctx.heartbeat();
+        await delay(5);
+      }
+      return "fresh";
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    const row = await waitForStatus(spy.store, task.id, ["succeeded"]);
+    expect(row).toMatchObject({ result: "fresh", attempt: 2, worker_id: worker.workerId });
+    expect(contexts.map((c) => [c.attempt, c.lostLease])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    expect(reasons).toEqual(["1:reclaimed"]);
+    const completes = spy.callsOf("complete").map((c) => (c.args[0] as { attempt: number }).attempt);
+    expect(completes).toEqual([2]);
+  });
+
+  it("the attempt fence stops a stale settlement even when this worker id owns a newer attempt", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { leaseMs: 40, heartbeatIntervalMs: 10_000 });
+    const lost: string[] = [];
+    worker.on("lease:lost", (e) => lost.push(e.reason));
+    const proceed = gate();
+    worker.task("x", async () => {
+      await proceed.promise;
+      return "stale";
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitFor(async () => (await spy.store.get(task.id))?.status === "running");
+    await delay(60);
+    // A newer attempt leased under the same worker id, behind the worker's back.
+    const [again] = await spy.inner.claim({ queues: ["default"], workerId: worker.workerId, leaseMs: 5000 });
+    expect(again?.attempt).toBe(2);
+    proceed.open();
+    await waitFor(() => lost.length > 0);
+    expect(lost).toEqual(["write"]);
+    expect(await spy.store.get(task.id)).toMatchObject({ status: "running", attempt: 2, result: null });
+  });
+});
+
+describe("EventLoopBlocked", () => {
+  it("is reported when a beat runs more than an interval late, while the lease still holds", async () => {
+    const store = new MemoryStore();
+    const reports: [unknown, WorkerErrorInfo][] = [];
+    const worker = makeWorker(store, { leaseMs: 2000, heartbeatIntervalMs: 20, onError: (e, i) => reports.push([e, i]) });
+    worker.task("cpu", async () => {
+      await delay(5);
+      blockFor(90); // > 2 × interval
+      await delay(30);
+      return "ok";
+    });
+    const task = await store.submit({ name: "cpu" });
+    void worker.run();
+    const row = await waitForStatus(store, task.id, ["succeeded"]);
+    expect(row.attempt).toBe(1);
+    const blocked = reports.filter(([e]) => e instanceof EventLoopBlocked);
+    expect(blocked).toHaveLength(1);
+    const [err, info] = blocked[0]! as [EventLoopBlocked, WorkerErrorInfo];
+    expect(info).toEqual({ phase: "execute", taskId: task.id });
+    expect(err.intervalMs).toBe(20);
+    expect(err.leaseMs).toBe(2000);
+    expect(err.lateMs).toBeGreaterThan(20);
+  });
+
+  it("is reported at the call's end when the handler blocked and returned before any beat", async () => {
+    const store = new MemoryStore();
+    const reports: unknown[] = [];
+    const worker = makeWorker(store, { leaseMs: 2000, heartbeatIntervalMs: 20, onError: (e) => reports.push(e) });
+    worker.task("cpu", () => {
+      blockFor(70);
+      return "ok";
+    });
+    const task = await store.submit({ name: "cpu" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    expect(reports.filter((e) => e instanceof EventLoopBlocked)).toHaveLength(1);
+  });
+
+  it("is not reported for a handler that only waits", async () => {
+    const store = new MemoryStore();
+    const reports: unknown[] = [];
+    const worker = makeWorker(store, { leaseMs: 2000, heartbeatIntervalMs: 20, onError: (e) => reports.push(e) });
+    worker.task("io", async () => {
+      await delay(100);
+    });
+    const task = await store.submit({ name: "io" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    expect(reports).toEqual([]);
+  });
+});
