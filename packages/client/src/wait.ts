@@ -97,8 +97,24 @@ export function resolveWaitOptions(
  * @throws the signal's reason when `signal` aborts.
  */
 export async function waitForTask(store: TaskStore, target: WaitTarget, options: ResolvedWaitOptions): Promise<Task> {
+  options.signal?.throwIfAborted();
+  // Someone awaits this wait, so it must keep Node alive the way any pending I/O would. Stores may
+  // sleep on unref'd timers (first-party stores do, so that idle workers never pin a process);
+  // without this handle `await client.wait(id)` at the top of a script exits the process mid-wait
+  // (exit code 13, unsettled top-level await).
+  const keepAlive = setInterval(() => {}, KEEP_ALIVE_MS);
+  try {
+    return await pollUntilTerminal(store, target, options);
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+/** Period of the keep-alive handle: it never needs to fire. */
+const KEEP_ALIVE_MS = 2 ** 30;
+
+async function pollUntilTerminal(store: TaskStore, target: WaitTarget, options: ResolvedWaitOptions): Promise<Task> {
   const { timeoutMs, maxPollMs, signal } = options;
-  signal?.throwIfAborted();
   const deadline = monotonicMs() + timeoutMs;
   let interval = options.pollMs;
   for (;;) {

@@ -1,0 +1,77 @@
+/**
+ * A few client paths on a real SQLite file (WAL, group commit, the store's
+ * own wake sleeps), where the MemoryStore tests cannot show timing or
+ * transaction effects.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defineTask, QueueFull, TaskFailed, TaskTimeout } from "@cairnq/protocol";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CairnQ } from "../src/index.js";
+import { claimWhenQueued } from "./support.js";
+
+let dir: string;
+let clients: CairnQ[] = [];
+
+function open(options?: ConstructorParameters<typeof CairnQ>[1]): CairnQ {
+  const client = new CairnQ(new SQLiteStore(join(dir, "cairnq.db")), options);
+  clients.push(client);
+  return client;
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "cairnq-client-"));
+});
+
+afterEach(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  clients = [];
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("on SQLite", () => {
+  it("call resolves with the result a worker stored through another connection", async () => {
+    const double = defineTask<{ n: number }, { n: number }>("double", { queue: "math" });
+    const api = open();
+    const worker = open();
+    const calling = api.call(double, { n: 21 }, { pollMs: 5, maxPollMs: 20 });
+    const task = await claimWhenQueued(worker.store, "math");
+    await worker.store.complete({ taskId: task.id, workerId: task.workerId, result: { n: (task.payload as { n: number }).n * 2 } });
+    expect(await calling).toEqual({ n: 42 });
+  });
+
+  it("call maps a failure to TaskFailed and a stuck task to TaskTimeout", async () => {
+    const api = open();
+    const failing = api.call("charge", {}, { pollMs: 5 }).catch((e: unknown) => e);
+    const task = await claimWhenQueued(api.store);
+    await api.store.fail({ taskId: task.id, workerId: task.workerId, error: { type: "Declined", code: "declined", message: "no", retryable: false, details: {} }, retryable: false });
+    expect(await failing).toMatchObject({ name: "TaskFailed", code: "declined", taskId: task.id });
+    expect(await failing).toBeInstanceOf(TaskFailed);
+
+    const timeout = await api.call("nobody-handles-this", {}, { waitTimeoutMs: 30, pollMs: 5 }).catch((e: unknown) => e);
+    expect(timeout).toBeInstanceOf(TaskTimeout);
+    expect((timeout as TaskTimeout).message).toContain("queued and never claimed");
+  });
+
+  it("waitByKey follows a replace made by another client", async () => {
+    const a = open();
+    const b = open();
+    await a.submit("job", {}, { key: "k" });
+    const waiting = a.waitByKey("k", { pollMs: 5, maxPollMs: 5 });
+    const replacement = await b.submit("job", { v: 2 }, { key: "k", conflict: "replace" });
+    const task = await claimWhenQueued(b.store);
+    expect(task.id).toBe(replacement.id);
+    await b.store.complete({ taskId: task.id, workerId: task.workerId, result: "second" });
+    expect(await waiting).toMatchObject({ id: replacement.id, status: "succeeded", result: "second" });
+  });
+
+  it("the gate rejects with QueueFull at the deadline, nothing enqueued", async () => {
+    const client = open({ maxQueueDepth: 2, maxQueueWaitMs: 30, queuePollIntervalMs: 5 });
+    await client.submit("job", {}, { queue: "q" });
+    await client.submit("job", {}, { queue: "q" });
+    await expect(client.submit("job", {}, { queue: "q" })).rejects.toBeInstanceOf(QueueFull);
+    expect((await client.stats("q")).q?.queued).toBe(2);
+  });
+});
