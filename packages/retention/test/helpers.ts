@@ -3,8 +3,53 @@
  * (submit, claim, complete, fail, cancel), and wrapper stores that count,
  * delay or break `purge`.
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MemoryStore } from "@cairnq/conformance";
 import type { PurgeInput, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
+import { SQLiteStore } from "@cairnq/store-sqlite";
 import type { RetentionStore } from "../src/index.ts";
+
+/** A store opened for one test, and how to release it (after the test's sweepers stopped). */
+export interface OpenStore {
+  store: TaskStore;
+  close(): Promise<void>;
+}
+
+/** A backend the behavioural tests run on: a fresh, isolated store per call. */
+export interface Backend {
+  label: string;
+  open(options?: { clock?: () => number }): Promise<OpenStore>;
+}
+
+/** The in-memory store of the conformance kit: fast, one process. */
+export const MEMORY: Backend = {
+  label: "memory",
+  async open(options) {
+    const store = new MemoryStore(options);
+    return { store, close: () => store.close() };
+  },
+};
+
+/** SQLite on a temp file per test (not `:memory:`), so WAL and locking behave as in production. */
+export const SQLITE: Backend = {
+  label: "sqlite",
+  async open(options) {
+    const dir = await mkdtemp(join(tmpdir(), "cairnq-retention-"));
+    const store = new SQLiteStore(join(dir, "tasks.db"), options);
+    return {
+      store,
+      async close() {
+        await store.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+// Postgres joins this list once its test database helper lands.
+export const BACKENDS: readonly Backend[] = [MEMORY, SQLITE];
 
 /** Above any priority a test submits otherwise, so the next claim takes exactly this task. */
 const JUMP_THE_QUEUE = 1_000_000;

@@ -4,14 +4,18 @@ import { InvalidArgument } from "@cairnq/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RetentionErrorInfo, RetentionLogger, RetentionSweeperOptions } from "../src/index.ts";
 import { DEFAULT_RETENTION_INTERVAL_MS, RetentionSweeper } from "../src/index.ts";
-import { deferred, idsByStatus, PurgeProbe, taskIn } from "./helpers.ts";
+import type { Backend, OpenStore } from "./helpers.ts";
+import { BACKENDS, deferred, idsByStatus, MEMORY, PurgeProbe, taskIn } from "./helpers.ts";
 
 const SECOND = 1_000;
 
-/** A MemoryStore on a clock the test moves by hand, so cutoffs are exact. */
-function clockedStore(): { store: MemoryStore; advance: (ms: number) => void } {
+const opened: OpenStore[] = [];
+/** A fresh store on a clock the test moves by hand, so cutoffs are exact; closed after the test's sweepers stop. */
+async function clockedStore(backend: Backend = MEMORY): Promise<{ store: TaskStore; advance: (ms: number) => void }> {
   let now = 1_700_000_000_000;
-  return { store: new MemoryStore({ clock: () => now }), advance: (ms) => (now += ms) };
+  const open = await backend.open({ clock: () => now });
+  opened.push(open);
+  return { store: open.store, advance: (ms) => (now += ms) };
 }
 
 /** Polls `condition` (real time), failing after `timeoutMs`. */
@@ -37,6 +41,8 @@ afterEach(async () => {
     await sweeper.stop();
     expect(sweeper.running).toBe(false);
   }
+  // Stores close only after every sweeper over them stopped, as a client's close() does.
+  for (const open of opened.splice(0)) await open.close();
 });
 
 /** Tasks in every status in two queues and two names, all finished at the same instant. */
@@ -50,9 +56,9 @@ async function mixedTasks(store: TaskStore): Promise<void> {
   }
 }
 
-describe("what each policy form purges", () => {
+describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
   it("one cutoff deletes every terminal task older than it, and nothing live or younger", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     await mixedTasks(store);
     advance(10 * SECOND);
     const young = await taskIn(store, { status: "succeeded" });
@@ -69,7 +75,7 @@ describe("what each policy form purges", () => {
   });
 
   it("a cutoff is strict: a task exactly olderThanMs old stays", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     const task = await taskIn(store, { status: "succeeded" });
     advance(5 * SECOND);
     const sweeper = sweeperOf(store, { olderThanMs: 5 * SECOND });
@@ -80,7 +86,7 @@ describe("what each policy form purges", () => {
   });
 
   it("a per-status map applies each status its own cutoff and never sweeps a status left out", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     const oldCanceled = await taskIn(store, { status: "canceled" });
     const oldFailed = await taskIn(store, { status: "failed" });
     advance(100 * SECOND);
@@ -104,7 +110,7 @@ describe("what each policy form purges", () => {
   });
 
   it("a rule list runs each rule as an independent purge with its own filters", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     await mixedTasks(store);
     advance(10 * SECOND);
     const probe = new PurgeProbe(store);
@@ -139,7 +145,7 @@ describe("what each policy form purges", () => {
   });
 
   it("frees the key of a purged task", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     const task = await store.submit({ name: "job", key: "order-1" });
     await store.cancel(task.id);
     advance(SECOND);
@@ -150,9 +156,9 @@ describe("what each policy form purges", () => {
   });
 });
 
-describe("batches", () => {
+describe.each(BACKENDS)("batches ($label)", (backend) => {
   it("drains a rule in purges of at most limit rows until one comes back short", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 25; i += 1) await taskIn(store, { status: i % 2 === 0 ? "succeeded" : "canceled" });
     advance(SECOND);
     const probe = new PurgeProbe(store);
@@ -162,7 +168,7 @@ describe("batches", () => {
   });
 
   it("needs one more, empty purge when the backlog is an exact multiple of limit", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 20; i += 1) await taskIn(store, { status: "canceled" });
     advance(SECOND);
     const probe = new PurgeProbe(store);
@@ -171,7 +177,7 @@ describe("batches", () => {
   });
 
   it("drains every rule of a map separately, each in bounded batches", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 7; i += 1) await taskIn(store, { status: "succeeded" });
     for (let i = 0; i < 3; i += 1) await taskIn(store, { status: "failed" });
     advance(SECOND);
@@ -187,7 +193,7 @@ describe("batches", () => {
   });
 
   it("yields to the event loop between batches: a timer set during the sweep fires before it ends", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 50; i += 1) await taskIn(store, { status: "canceled" });
     advance(SECOND);
     const probe = new PurgeProbe(store);
@@ -206,7 +212,7 @@ describe("batches", () => {
   });
 
   it("does not yield before a sweep's first purge", async () => {
-    const { store } = clockedStore();
+    const { store } = await clockedStore(backend);
     const probe = new PurgeProbe(store);
     let immediateRan = false;
     probe.onPurge = () => {
@@ -219,7 +225,7 @@ describe("batches", () => {
   });
 
   it("never overlaps two sweeps of one sweeper: a second sweep() runs after the first", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 30; i += 1) await taskIn(store, { status: "canceled" });
     advance(SECOND);
     const probe = new PurgeProbe(store);
@@ -303,7 +309,7 @@ describe("the schedule", () => {
   });
 
   it("stop() waits for the purge in flight and starts no further batch", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     for (let i = 0; i < 30; i += 1) await taskIn(store, { status: "succeeded" });
     advance(SECOND);
     const probe = new PurgeProbe(store);
@@ -328,7 +334,7 @@ describe("the schedule", () => {
   });
 
   it("stop() also waits for a direct sweep() in flight, which resolves with the rows deleted so far", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     for (let i = 0; i < 30; i += 1) await taskIn(store, { status: "succeeded" });
     advance(SECOND);
     const probe = new PurgeProbe(store);
@@ -354,7 +360,7 @@ describe("the schedule", () => {
   });
 
   it("a stopped sweeper can sweep on demand and be started again", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     const probe = new PurgeProbe(store);
     const sweeper = sweeperOf(probe, { olderThanMs: 0, intervalMs: 5 });
     sweeper.start();
@@ -371,7 +377,7 @@ describe("the schedule", () => {
 
 describe("errors", () => {
   it("a failing purge abandons the rest of that sweep; sweep() rejects with the store's error", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     for (let i = 0; i < 10; i += 1) await taskIn(store, { status: "succeeded" });
     await taskIn(store, { status: "failed" });
     advance(SECOND);
@@ -397,7 +403,7 @@ describe("errors", () => {
   });
 
   it("a scheduled failure goes to onError with the rule, and the schedule continues", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     const probe = new PurgeProbe(store);
     const boom = new Error("disk I/O error");
     probe.failWith = boom;
@@ -476,7 +482,7 @@ describe("errors", () => {
 
 describe("logging", () => {
   it("logs info after a sweep that deleted rows and debug after an empty one", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     await taskIn(store, { status: "succeeded" });
     advance(SECOND);
     const lines: [string, string, Record<string, unknown> | undefined][] = [];
@@ -494,7 +500,7 @@ describe("logging", () => {
   });
 
   it("a throwing logger never breaks a sweep", async () => {
-    const { store, advance } = clockedStore();
+    const { store, advance } = await clockedStore();
     await taskIn(store, { status: "succeeded" });
     advance(SECOND);
     const sweeper = sweeperOf(store, {
