@@ -1,0 +1,30 @@
+/**
+ * What a backend can do beyond the floor every dialect provides.
+ *
+ * Capabilities are flags with documented defaults rather than optional
+ * methods callers probe: a third-party dialect that predates a new flag keeps
+ * the default and keeps working.
+ */
+export interface DialectCapabilities {
+  /**
+   * Rows of claim draws, lease recovery and purge are picked
+   * `FOR UPDATE SKIP LOCKED` (§13), so concurrent workers neither block nor
+   * double-take. Backends with one writer at a time (SQLite) do not need it.
+   * @default false
+   */
+  readonly skipLocked: boolean;
+  /** The backend pushes `queued` / `done` signals (Postgres LISTEN/NOTIFY, §9). @default false */
+  readonly pushWakeups: boolean;
+  /** A task can be completed inside the caller's own transaction (`completeIn`, §5.15). @default false */
+  readonly transactionalComplete: boolean;
+  /** Times come from the database clock, not the process clock (§2.1). Must agree with the dialect's clock. @default false */
+  readonly databaseClock: boolean;
+}
+
+/** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */
+export const DEFAULT_CAPABILITIES: DialectCapabilities = Object.freeze({
+  skipLocked: false,
+  pushWakeups: false,
+  transactionalComplete: false,
+  databaseClock: false,
+});

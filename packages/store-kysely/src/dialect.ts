@@ -1,0 +1,71 @@
+import type { DialectCapabilities } from "./capabilities.js";
+import { DEFAULT_CAPABILITIES } from "./capabilities.js";
+import type { StoreClock } from "./clock.js";
+import { ProcessClock } from "./clock.js";
+import type { StoreExecutor } from "./executor.js";
+import { KyselyExecutor } from "./executor.js";
+import type { KeyLock } from "./key-lock.js";
+import { NO_KEY_LOCK } from "./key-lock.js";
+import type { SchemaManager } from "./schema-manager.js";
+import type { SqlSyntax } from "./sql-syntax.js";
+import type { Wakeups } from "./wakeups.js";
+import { SleepWakeups } from "./wakeups.js";
+
+/**
+ * Everything a backend supplies to run the shared store core: a small set of
+ * single-purpose collaborators, each an interface in its own file.
+ *
+ * Terminology:
+ * - **syntax**: compile-time SQL bits (placeholders, casts, lists, literals);
+ * - **clock**: where `now` comes from (a bound process-clock reading or a
+ *   database expression, per rule clock — §2.1);
+ * - **executor**: how statements run (reads, autocommit writes, write
+ *   transactions; SQLite adds group commit and busy retry);
+ * - **keyLock**: the lock keyed transactions take first (§5.0);
+ * - **schema**: connect-time setup, migrations and guards (§3.7, §3.9, §11);
+ * - **wakeups**: push signals, or plain sleeps (§9);
+ * - **capabilities**: flags with documented defaults.
+ *
+ * Extend {@link BaseStoreDialect} rather than implementing this directly, so
+ * a dialect keeps working when a collaborator or flag is added.
+ */
+export interface StoreDialect {
+  /** The backend's name in messages, e.g. `"sqlite"`. */
+  readonly name: string;
+  readonly capabilities: DialectCapabilities;
+  readonly syntax: SqlSyntax;
+  readonly clock: StoreClock;
+  readonly executor: StoreExecutor;
+  readonly keyLock: KeyLock;
+  readonly schema: SchemaManager;
+  readonly wakeups: Wakeups;
+}
+
+/**
+ * A {@link StoreDialect} with defaults for everything but the name, the
+ * syntax and the schema manager: {@link DEFAULT_CAPABILITIES}, the process
+ * clock, the plain Kysely executor, no key lock, plain sleeps. Override a
+ * field to replace a collaborator.
+ *
+ * @example
+ * class LibsqlDialect extends BaseStoreDialect {
+ *   readonly name = "libsql";
+ *   readonly syntax = new SqliteSyntax();
+ *   readonly schema = new MigratingSchemaManager({ ... });
+ * }
+ */
+export abstract class BaseStoreDialect implements StoreDialect {
+  abstract readonly name: string;
+  abstract readonly syntax: SqlSyntax;
+  abstract readonly schema: SchemaManager;
+  /** @default DEFAULT_CAPABILITIES */
+  readonly capabilities: DialectCapabilities = DEFAULT_CAPABILITIES;
+  /** @default new ProcessClock() */
+  readonly clock: StoreClock = new ProcessClock();
+  /** @default new KyselyExecutor() */
+  readonly executor: StoreExecutor = new KyselyExecutor();
+  /** @default NO_KEY_LOCK */
+  readonly keyLock: KeyLock = NO_KEY_LOCK;
+  /** @default new SleepWakeups() */
+  readonly wakeups: Wakeups = new SleepWakeups();
+}

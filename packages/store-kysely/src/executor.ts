@@ -1,0 +1,76 @@
+import type { CompiledQuery, Kysely, QueryResult } from "kysely";
+
+/**
+ * A Kysely instance of any database shape. The store core only runs compiled
+ * statements (`executeQuery`, `transaction`, `connection`), never the typed
+ * query builder, so the table types do not matter — the idiom Kysely itself
+ * uses for schema-agnostic code.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's idiom for schema-agnostic code; no table types are used.
+export type AnyKysely = Kysely<any>;
+
+/** A result row as the driver returns it, before decoding (§2.2). */
+export type Row = Record<string, unknown>;
+
+/**
+ * What a transaction body runs statements on: a Kysely `Transaction`, a
+ * single-connection Kysely, or anything else with `executeQuery`.
+ */
+export interface QueryRunner {
+  executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>>;
+}
+
+/**
+ * A statement to run, built when it runs: the thunk materializes the
+ * parameters, including a bound `now`, so a statement that waited for a lock
+ * or was retried after `SQLITE_BUSY` reads the clock at execution (§2.1).
+ */
+export type QueryThunk = () => CompiledQuery<Row>;
+
+/**
+ * How statements reach the database: the single place where a dialect decides
+ * connection use, write serialization and busy handling.
+ *
+ * Every method receives the store's Kysely instance (as Kysely's own adapter
+ * hooks do); an executor may route some work elsewhere (SQLite reads use a
+ * second connection so they never wait for, or land inside, a write
+ * transaction).
+ */
+export interface StoreExecutor {
+  /** One read-only statement, outside any write transaction and never queued behind writes. */
+  read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>>;
+  /**
+   * One write statement that commits on its own (autocommit). SQLite batches
+   * concurrent calls into one transaction (group commit); the promise settles
+   * only after the commit.
+   */
+  write(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>>;
+  /**
+   * A write transaction (SQLite `BEGIN IMMEDIATE`; Postgres `BEGIN` at READ
+   * COMMITTED). Rolled back when `fn` throws. The body may run more than once
+   * (a busy retry), so compute ids and encodings before calling this.
+   */
+  writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
+}
+
+/**
+ * The default executor: each statement through `db.executeQuery`, and
+ * transactions through `db.transaction()` (the server's default isolation,
+ * never raised — §3.9). Right for pooled servers such as Postgres.
+ *
+ * @example
+ * class MyDialect extends BaseStoreDialect { override readonly executor = new KyselyExecutor(); }
+ */
+export class KyselyExecutor implements StoreExecutor {
+  read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return db.executeQuery(query());
+  }
+
+  write(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return db.executeQuery(query());
+  }
+
+  writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    return db.transaction().execute((tx) => fn(tx));
+  }
+}

@@ -1,0 +1,511 @@
+import type {
+  ClaimInput,
+  CompleteInput,
+  FailInput,
+  HeartbeatBatchInput,
+  HeartbeatInput,
+  ListInput,
+  OwnedInput,
+  Params,
+  ProgressInput,
+  PurgeInput,
+  QueueDepthGate,
+  QueueStats,
+  RetryOptions,
+  RowTransition,
+  StoreCapabilities,
+  StoreSignal,
+  SubmitInput,
+  SucceedInput,
+  Task,
+  TaskRef,
+  TaskStatus,
+  TaskStore,
+} from "@cairnq/protocol";
+import {
+  AlreadyExists,
+  CairnQError,
+  CANCEL,
+  COMPLETE,
+  completeParams,
+  DRAW,
+  drawParams,
+  FAIL,
+  failParams,
+  HEARTBEAT,
+  HEARTBEAT_BATCH,
+  heartbeatBatchParams,
+  heartbeatParams,
+  LostLease,
+  newTaskId,
+  normalizeClaim,
+  normalizeList,
+  normalizeSubmit,
+  probeParams,
+  PROGRESS,
+  progressParams,
+  PURGE,
+  purgeParams,
+  queueDepthArgs,
+  RECOVER,
+  requireName,
+  resolveKeyConflict,
+  RETRY,
+  retryParams,
+  STATUSES,
+  SUBMIT,
+  SUCCEED,
+  succeedParams,
+  UnsupportedBackend,
+} from "@cairnq/protocol";
+import type { QueryResult } from "kysely";
+import type { StatementTemplate } from "./compiler.js";
+import { StatementCompiler } from "./compiler.js";
+import type { StoreDialect } from "./dialect.js";
+import type { AnyKysely, QueryRunner, Row } from "./executor.js";
+import { decodeTask, decodeTaskRef } from "./rows.js";
+import {
+  deleteTemplate,
+  GET_BY_KEY_TEMPLATE,
+  GET_STATUS_BY_KEY_TEMPLATE,
+  GET_STATUS_TEMPLATE,
+  GET_TEMPLATE,
+  insertTemplate,
+  KEY_TASK_ID_TEMPLATE,
+  LIST_TEMPLATE,
+  PROBE_TEMPLATE,
+  QUEUE_DEPTH_TEMPLATE,
+  rowTransitionTemplate,
+  setTransitionTemplate,
+  STATS_TEMPLATE,
+  UPSERT_KEY_TEMPLATE,
+} from "./statements.js";
+
+/** Options of {@link KyselyStore}. */
+export interface KyselyStoreOptions {
+  /**
+   * Destroy the Kysely instance on `close()`. Set it when the store built the
+   * instance; leave it unset for one the caller owns.
+   * @default false
+   */
+  readonly destroyOnClose?: boolean;
+}
+
+const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
+const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
+const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]);
+const SUBMIT_TEMPLATE = insertTemplate(SUBMIT);
+const PURGE_TEMPLATE = deleteTemplate(PURGE);
+
+type State = "idle" | "open" | "closing" | "closed";
+
+/**
+ * The `TaskStore` contract written once over Kysely: every protocol
+ * operation as compiled conditional statements (see `statements.ts`), run
+ * through a {@link StoreDialect}.
+ *
+ * The store never reads a row, decides in JavaScript and writes it back:
+ * every transition is one `UPDATE … WHERE <guard>` whose branches read the
+ * row in the database, atomic against any other writer, peers included. The
+ * one read-then-decide step is the keyed submit (§5.1), inside the key-locked
+ * write transaction.
+ *
+ * Every method validates its input first (a clear `InvalidArgument` or
+ * `SerializationError`, nothing written) and connects lazily.
+ *
+ * @example
+ * const store = new KyselyStore(db, new MyDialect());
+ * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
+ */
+export class KyselyStore implements TaskStore {
+  /** What this backend can do beyond the contract's floor, from the dialect's flags. */
+  readonly capabilities: StoreCapabilities;
+  /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
+  queueDepthGate: QueueDepthGate | null = null;
+
+  /** The compiled-statement cache of this store's dialect. */
+  protected readonly compiler: StatementCompiler;
+  readonly #destroyOnClose: boolean;
+  #state: State = "idle";
+  #connecting: Promise<void> | null = null;
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  /**
+   * @param db - The Kysely instance statements run on (the dialect's executor may route reads elsewhere).
+   * @param dialect - What the backend supplies.
+   */
+  constructor(
+    readonly db: AnyKysely,
+    readonly dialect: StoreDialect,
+    options: KyselyStoreOptions = {},
+  ) {
+    const caps = dialect.capabilities;
+    this.capabilities = {
+      pushWakeups: caps.pushWakeups,
+      transactionalComplete: caps.transactionalComplete,
+      databaseClock: caps.databaseClock,
+    };
+    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked);
+    this.#destroyOnClose = options.destroyOnClose ?? false;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** Opens the database: setup, migrations and guards (see the dialect's schema manager). Idempotent. */
+  async connect(): Promise<void> {
+    if (this.#state === "open") return;
+    if (this.#state !== "idle") throw this.#closedError();
+    this.#connecting ??= this.dialect.schema.connect(this.db, this.dialect.executor).then(
+      () => {
+        if (this.#state === "idle") this.#state = "open";
+      },
+      (err: unknown) => {
+        this.#connecting = null;
+        throw err;
+      },
+    );
+    await this.#connecting;
+  }
+
+  /**
+   * Waits for in-flight operations, then releases what the store opened
+   * (never a Kysely instance the caller owns). Idempotent; later calls of any
+   * other method reject.
+   */
+  async close(): Promise<void> {
+    if (this.#state === "closing" || this.#state === "closed") {
+      while (this.#state === "closing") await Promise.allSettled([...this.#inFlight]);
+      return;
+    }
+    const wasConnecting = this.#connecting;
+    this.#state = "closing";
+    try {
+      if (wasConnecting !== null) await wasConnecting.catch(() => {});
+      while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+      await this.dialect.schema.close(this.db);
+      if (this.#destroyOnClose) await this.db.destroy();
+    } finally {
+      this.#state = "closed";
+    }
+  }
+
+  #closedError(): CairnQError {
+    return new CairnQError(`this ${this.dialect.name} store is closed, so the call was not run; create a new store to keep using the database`);
+  }
+
+  /** Runs `fn` connected, counted as in flight so `close()` waits for it. */
+  protected run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#state === "closing" || this.#state === "closed") return Promise.reject(this.#closedError());
+    const promise = (this.#state === "open" ? fn() : this.connect().then(fn)).finally(() => this.#inFlight.delete(promise));
+    this.#inFlight.add(promise);
+    return promise;
+  }
+
+  // -------------------------------------------------------------- statements
+
+  #read(template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
+    const statement = this.compiler.statement(template, params);
+    return this.dialect.executor.read(this.db, () => statement.query(params));
+  }
+
+  #write(template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
+    const statement = this.compiler.statement(template, params);
+    return this.dialect.executor.write(this.db, () => statement.query(params));
+  }
+
+  #exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
+    return tx.executeQuery(this.compiler.statement(template, params).query(params));
+  }
+
+  // ------------------------------------------------------------------ submit
+
+  /**
+   * T1 (§5.1). Validates and encodes first, then passes the backpressure
+   * gate, then inserts. With a key, one write transaction: key lock, read the
+   * key's task, `resolveKeyConflict`, then reuse, reject (`AlreadyExists`,
+   * nothing written) or cancel-and-insert with the key upserted.
+   */
+  async submit(input: SubmitInput): Promise<Task> {
+    const submit = normalizeSubmit(input, newTaskId());
+    return this.run(async () => {
+      if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
+      const params = submit.params;
+      const key = submit.key;
+      if (key === null) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+      return this.dialect.executor.writeTransaction(this.db, async (tx) => {
+        await this.dialect.keyLock.acquire(tx, key);
+        const found = (await this.#exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
+        const existing = found === undefined ? null : decodeTask(found);
+        const decision = resolveKeyConflict(submit.conflict, existing);
+        switch (decision.kind) {
+          case "reject":
+            throw new AlreadyExists(key);
+          case "reuse":
+            return existing as Task;
+          case "insert": {
+            if (decision.cancelExisting && existing !== null) {
+              await this.#exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
+            }
+            const inserted = decodeTask(firstRow(await this.#exec(tx, SUBMIT_TEMPLATE, params)));
+            await this.#exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
+            return inserted;
+          }
+        }
+      });
+    });
+  }
+
+  // ------------------------------------------------------------------- reads
+
+  /** The full row, or `null` (§5.2). */
+  async get(id: string): Promise<Task | null> {
+    const params = { taskId: requireName(id, "id") };
+    return this.#readOne(GET_TEMPLATE, params, decodeTask);
+  }
+
+  /** The row the key points at, or `null` (§5.2); takes no key lock. */
+  async getByKey(key: string): Promise<Task | null> {
+    const params = { key: requireName(key, "key") };
+    return this.#readOne(GET_BY_KEY_TEMPLATE, params, decodeTask);
+  }
+
+  /** `{ id, status }`, or `null` (§5.3). */
+  async getStatus(id: string): Promise<TaskRef | null> {
+    const params = { taskId: requireName(id, "id") };
+    return this.#readOne(GET_STATUS_TEMPLATE, params, decodeTaskRef);
+  }
+
+  /** `{ id, status }` of the task the key points at now, or `null` (§5.3). */
+  async getStatusByKey(key: string): Promise<TaskRef | null> {
+    const params = { key: requireName(key, "key") };
+    return this.#readOne(GET_STATUS_BY_KEY_TEMPLATE, params, decodeTaskRef);
+  }
+
+  #readOne<T>(template: StatementTemplate, params: Params, decode: (row: Row) => T): Promise<T | null> {
+    return this.run(async () => {
+      const row = (await this.#read(template, params)).rows[0];
+      return row === undefined ? null : decode(row);
+    });
+  }
+
+  /** Rows matching every given filter, newest first (§5.4). */
+  async list(input: ListInput = {}): Promise<Task[]> {
+    const q = normalizeList(input);
+    return this.run(async () => (await this.#read(LIST_TEMPLATE, q as unknown as Params)).rows.map(decodeTask));
+  }
+
+  /** Counts by queue and status, zero-filled; a requested queue is always present (§5.5). */
+  async stats(queue?: string): Promise<QueueStats> {
+    const wanted = queue === undefined ? null : requireName(queue, "queue");
+    return this.run(async () => {
+      const out: QueueStats = {};
+      if (wanted !== null) out[wanted] = zeroCounts();
+      for (const row of (await this.#read(STATS_TEMPLATE, { queue: wanted })).rows) {
+        const status = row.status as TaskStatus;
+        if (!STATUSES.includes(status)) continue;
+        const counts = (out[String(row.queue)] ??= zeroCounts());
+        counts[status] += Number(row.n);
+      }
+      return out;
+    });
+  }
+
+  /** Headroom `maxDepth − min(maxDepth, queued)`, reading at most `maxDepth` rows (§5.6). Read-only. */
+  async queueDepth(queue: string, maxDepth: number): Promise<number> {
+    const args = queueDepthArgs(queue, maxDepth);
+    return this.run(async () => {
+      if (args.maxDepth === 0) return 0;
+      const row = (await this.#read(QUEUE_DEPTH_TEMPLATE, { queue: args.queue, maxDepth: args.maxDepth })).rows[0];
+      const queued = Number(row?.n ?? 0);
+      return args.maxDepth - Math.min(args.maxDepth, queued);
+    });
+  }
+
+  // ------------------------------------------------------- client transitions
+
+  /** T3/T4 (§5.7): the post-update row, or `null` when terminal or missing. */
+  async cancel(id: string): Promise<Task | null> {
+    return this.#clientTransition(CANCEL, { taskId: requireName(id, "id") });
+  }
+
+  /** Key lock, resolve the key, cancel that task (§5.7); `null` for an unknown key. */
+  async cancelByKey(key: string): Promise<Task | null> {
+    return this.#byKey(requireName(key, "key"), {}, CANCEL);
+  }
+
+  /** T14 (§5.8): the post-update row, or `null` unless failed or canceled. */
+  async retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#clientTransition(RETRY, retryParams(requireName(id, "id"), options));
+  }
+
+  /** Key lock, resolve the key, retry that task (§5.8); `null` for an unknown key. */
+  async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    // retryParams validates the options; the task id comes from the key inside the transaction.
+    return this.#byKey(requireName(key, "key"), retryParams(key, options), RETRY);
+  }
+
+  #clientTransition(rule: RowTransition, params: Params): Promise<Task | null> {
+    return this.run(async () => {
+      const row = (await this.#write(rowTransitionTemplate(rule), params)).rows[0];
+      return row === undefined ? null : decodeTask(row);
+    });
+  }
+
+  #byKey(key: string, extra: Params, rule: RowTransition): Promise<Task | null> {
+    return this.run(() =>
+      this.dialect.executor.writeTransaction(this.db, async (tx) => {
+        await this.dialect.keyLock.acquire(tx, key);
+        const found = (await this.#exec(tx, KEY_TASK_ID_TEMPLATE, { key })).rows[0];
+        if (found === undefined) return null;
+        const row = (await this.#exec(tx, rowTransitionTemplate(rule), { ...extra, taskId: String(found.task_id) })).rows[0];
+        return row === undefined ? null : decodeTask(row);
+      }),
+    );
+  }
+
+  /** T15 (§5.9): deletes up to `limit` terminal rows completed before the cutoff; returns their ids. */
+  async purge(input?: PurgeInput): Promise<string[]> {
+    const params = purgeParams(input);
+    return this.run(async () => (await this.#write(PURGE_TEMPLATE, params)).rows.map((row) => String(row.id)));
+  }
+
+  // ------------------------------------------------------------------- claim
+
+  /**
+   * The claim cycle (§5.10): a read-only probe outside any transaction (an
+   * idle worker never takes the write lock), then one write transaction —
+   * lease recovery over the whole table, then the draw planner's draws until
+   * it returns `null`.
+   */
+  async claim(input: ClaimInput): Promise<Task[]> {
+    const claim = normalizeClaim(input);
+    return this.run(async () => {
+      const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
+      if (!truthy(probe?.found)) return [];
+      return this.dialect.executor.writeTransaction(this.db, async (tx) => {
+        await this.#exec(tx, RECOVER_TEMPLATE, {});
+        const claimed: Task[] = [];
+        for (let index = 0; ; index += 1) {
+          const draw = claim.draws(claimed, index);
+          if (draw === null) break;
+          const params = drawParams(claim, draw.names, draw.limit);
+          if (params === null) continue;
+          for (const row of (await this.#exec(tx, DRAW_TEMPLATE, params)).rows) claimed.push(decodeTask(row));
+        }
+        return claimed;
+      });
+    });
+  }
+
+  // ------------------------------------------------------------- owned writes
+
+  /** §5.11: extends the lease; the full row, or `LostLease`. */
+  async heartbeat(input: HeartbeatInput): Promise<Task> {
+    return this.#owned(HEARTBEAT, heartbeatParams(input));
+  }
+
+  /**
+   * §5.12: one statement renews every listed lease still owned. Returns id →
+   * cancel requested, in requested-id order; a missing id lost its lease (not
+   * an error). Empty `taskIds` runs no statement.
+   */
+  async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
+    const params = heartbeatBatchParams(input);
+    if (params.taskIds.length === 0) return new Map();
+    return this.run(async () => {
+      const renewed = new Map<string, boolean>();
+      for (const row of (await this.#write(HEARTBEAT_BATCH_TEMPLATE, params)).rows) {
+        renewed.set(String(row.id), row.cancel_requested_at_ms !== null && row.cancel_requested_at_ms !== undefined);
+      }
+      const out = new Map<string, boolean>();
+      for (const id of params.taskIds) {
+        const flag = renewed.get(id);
+        if (flag !== undefined) out.set(id, flag);
+      }
+      return out;
+    });
+  }
+
+  /** §5.13: `null` keeps the previous value; the row, or `LostLease`. */
+  async progress(input: ProgressInput): Promise<Task> {
+    return this.#owned(PROGRESS, progressParams(input));
+  }
+
+  /** T5 (§5.14), the raw primitive: ignores the cancel flag. */
+  async succeed(input: SucceedInput): Promise<Task> {
+    return this.#owned(SUCCEED, succeedParams(input));
+  }
+
+  /** T6/T7 (§5.15): succeeds, or ends canceled when a cancel was requested. */
+  async complete(input: CompleteInput): Promise<Task> {
+    return this.#owned(COMPLETE, completeParams(input));
+  }
+
+  /** T8/T9/T10 (§5.16): cancel wins, then requeue while attempts remain, else failed. */
+  async fail(input: FailInput): Promise<Task> {
+    return this.#owned(FAIL, failParams(input));
+  }
+
+  #owned(rule: RowTransition, params: Params): Promise<Task> {
+    return this.run(async () => {
+      const row = (await this.#write(rowTransitionTemplate(rule), params)).rows[0];
+      if (row === undefined) throw new LostLease(String(params.taskId));
+      return decodeTask(row);
+    });
+  }
+
+  /**
+   * `complete_in` (§5.15): runs `fn` in one write transaction on the store's
+   * driver connection, then `complete` with its return value as the last
+   * statement; zero rows → `LostLease` and everything rolls back. Only where
+   * the dialect has `transactionalComplete` (Postgres); elsewhere it rejects
+   * with `UnsupportedBackend`.
+   *
+   * @param fn - Receives the transaction: a Kysely `Transaction` with the default executor (cast it to
+   *   `Transaction<YourDB>` to use the query builder).
+   */
+  async completeIn<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>): Promise<{ task: Task; result: R }> {
+    if (!this.dialect.capabilities.transactionalComplete) throw new UnsupportedBackend("completeIn", this.dialect.name);
+    completeParams({ ...input, result: null });
+    return this.run(() =>
+      this.dialect.executor.writeTransaction(this.db, async (tx) => {
+        const result = await fn(tx);
+        const params = completeParams({ ...input, result });
+        const row = (await this.#exec(tx, rowTransitionTemplate(COMPLETE), params)).rows[0];
+        if (row === undefined) throw new LostLease(String(params.taskId));
+        return { task: decodeTask(row), result };
+      }),
+    );
+  }
+
+  // ----------------------------------------------------------------- wakeups
+
+  /** Sleeps up to `timeoutMs`, ending early on a push signal for one of `queues` (§9). */
+  claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.dialect.wakeups.claimWake(queues, timeoutMs, signal);
+  }
+
+  /** Sleeps up to `timeoutMs`, ending early when the backend signals `taskId` is done (§9). */
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.dialect.wakeups.taskDoneWake(taskId, timeoutMs, signal);
+  }
+
+  /** Subscribes to the backend's push signals; a no-op unsubscribe where there are none. */
+  subscribe(listener: (signal: StoreSignal) => void): () => void {
+    return this.dialect.wakeups.subscribe(listener);
+  }
+}
+
+function firstRow(result: QueryResult<Row>): Row {
+  const row = result.rows[0];
+  if (row === undefined) throw new Error("the statement returned no row although RETURNING guarantees one; is the driver dropping RETURNING rows?");
+  return row;
+}
+
+function zeroCounts(): Record<TaskStatus, number> {
+  return Object.fromEntries(STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
+}
+
+function truthy(value: unknown): boolean {
+  return value === true || value === 1 || value === "1" || value === "t" || value === 1n;
+}

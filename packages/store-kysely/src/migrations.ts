@@ -1,0 +1,277 @@
+/**
+ * The schema of protocol v1 (§3) as migrations, and the runner that applies
+ * them (§3.7).
+ *
+ * The DDL is written once for every dialect: a {@link SchemaFlavor} supplies
+ * the column types, JSON checks and dialect-only migrations (0003 is
+ * Postgres-only). Ledger names are byte-identical to §3.6, because peers test
+ * "applied" by exact string match.
+ */
+import { CompiledQuery } from "kysely";
+import { PROTOCOL_VERSION, ProtocolVersionMismatch, STATUSES, TERMINAL_STATUSES, x } from "@cairnq/protocol";
+import type { StoreClock } from "./clock.js";
+import type { StatementTemplate } from "./compiler.js";
+import { StatementCompiler } from "./compiler.js";
+import type { AnyKysely, StoreExecutor } from "./executor.js";
+import type { SqlSyntax } from "./sql-syntax.js";
+import { META_TABLE, MIGRATIONS_TABLE } from "./statements.js";
+
+/** One ledger entry's work: statements run in order inside its own write transaction. */
+export interface Migration {
+  /** The full ledger name, including `.sql` (e.g. `0001_init.sql`). */
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+/** Every ledger name of protocol v1, in order (§3.6); a dialect may skip one. */
+export const MIGRATION_NAMES = [
+  "0001_init.sql",
+  "0002_purge_index.sql",
+  "0003_notify.sql",
+  "0004_lease_index.sql",
+  "0005_clear_terminal_lease.sql",
+  "0006_claim_name_index.sql",
+  "0007_purge_status_index.sql",
+  "0008_claim_due_index.sql",
+  "0009_purge_queue_index.sql",
+  "0010_drop_status_index.sql",
+] as const;
+
+/** What differs between dialects in the DDL of §3. */
+export interface SchemaFlavor {
+  /** Column types: `int32` for attempt/max_attempts/priority, `int64` for `*_ms`. */
+  readonly types: {
+    readonly text: string;
+    readonly int32: string;
+    readonly int64: string;
+    readonly float: string;
+    readonly json: string;
+  };
+  /** The CHECK of a JSON column, or `null` when the type validates itself (`jsonb`). */
+  jsonCheck(column: string, nullable: boolean): string | null;
+  /** The default of `metadata`: `'{}'` (Postgres `'{}'::jsonb`). */
+  readonly emptyJsonObject: string;
+  /** The statements of `0003_notify.sql`, or `null` to skip it (SQLite has no push channel). */
+  readonly notify: readonly string[] | null;
+  /** Quotes the `key` column name. */
+  quoteId(name: string): string;
+}
+
+/**
+ * SQLite's schema flavor (§3.1 SQLite column): `text`/`integer`/`real`, JSON
+ * as text checked by `json_valid`, no 0003. Also fits libSQL.
+ */
+export const SQLITE_SCHEMA: SchemaFlavor = Object.freeze({
+  types: Object.freeze({ text: "text", int32: "integer", int64: "integer", float: "real", json: "text" }),
+  jsonCheck: (column: string, nullable: boolean): string =>
+    nullable ? `CHECK (${column} IS NULL OR json_valid(${column}))` : `CHECK (json_valid(${column}))`,
+  emptyJsonObject: "'{}'",
+  notify: null,
+  quoteId: (name: string): string => `"${name}"`,
+});
+
+function quoteList(values: readonly string[]): string {
+  return values.map((v) => `'${v}'`).join(", ");
+}
+
+/** `CREATE TABLE IF NOT EXISTS cairnq_migrations …` (§3.4), run outside any transaction (§3.7 step 1). */
+export function ledgerDdl(flavor: SchemaFlavor): string {
+  return `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (name ${flavor.types.text} NOT NULL PRIMARY KEY, applied_at_ms ${flavor.types.int64} NOT NULL)`;
+}
+
+/** The task table of §3.1, columns in order, with the status CHECK built from `STATUSES`. */
+export function tasksTableDdl(flavor: SchemaFlavor): string {
+  const t = flavor.types;
+  const json = (column: string, nullable: boolean): string => {
+    const check = flavor.jsonCheck(column, nullable);
+    return check === null ? "" : ` ${check}`;
+  };
+  const columns = [
+    `id ${t.text} NOT NULL PRIMARY KEY`,
+    `name ${t.text} NOT NULL`,
+    `queue ${t.text} NOT NULL DEFAULT 'default'`,
+    `status ${t.text} NOT NULL CHECK (status IN (${quoteList(STATUSES)}))`,
+    `payload ${t.json} NOT NULL${json("payload", false)}`,
+    `result ${t.json}${json("result", true)}`,
+    `error ${t.json}${json("error", true)}`,
+    `metadata ${t.json} NOT NULL DEFAULT ${flavor.emptyJsonObject}${json("metadata", false)}`,
+    `progress ${t.float}`,
+    `message ${t.text}`,
+    `attempt ${t.int32} NOT NULL DEFAULT 0`,
+    `max_attempts ${t.int32} NOT NULL DEFAULT 3`,
+    `priority ${t.int32} NOT NULL DEFAULT 0`,
+    `worker_id ${t.text}`,
+    `lease_until_ms ${t.int64}`,
+    `run_at_ms ${t.int64} NOT NULL`,
+    `cancel_requested_at_ms ${t.int64}`,
+    `parent_id ${t.text}`,
+    `root_id ${t.text}`,
+    `correlation_id ${t.text}`,
+    `created_at_ms ${t.int64} NOT NULL`,
+    `updated_at_ms ${t.int64} NOT NULL`,
+    `completed_at_ms ${t.int64}`,
+  ];
+  return `CREATE TABLE IF NOT EXISTS cairnq_tasks (${columns.join(", ")})`;
+}
+
+function schemaVersion(flavor: SchemaFlavor, version: number): string {
+  return `UPDATE ${META_TABLE} SET value = '${version}' WHERE ${flavor.quoteId("key")} = 'schema_version'`;
+}
+
+function index(name: string, columns: string, predicate?: string, ifNotExists = true): string {
+  return `CREATE INDEX ${ifNotExists ? "IF NOT EXISTS " : ""}cairnq_tasks_${name} ON cairnq_tasks (${columns})${predicate === undefined ? "" : ` WHERE ${predicate}`}`;
+}
+
+/**
+ * The migrations of protocol v1 for one dialect (§3.6), in ledger order.
+ * Every creation is "if not exists" except 0008's drop-and-create, so a
+ * database whose objects were built by hand (or by a peer without our
+ * ledger) migrates cleanly.
+ *
+ * @example
+ * const migrations = buildMigrations(SQLITE_SCHEMA); // 9 entries: 0003 is Postgres-only
+ */
+export function buildMigrations(flavor: SchemaFlavor): Migration[] {
+  const t = flavor.types;
+  const key = flavor.quoteId("key");
+  const all: (Migration | null)[] = [
+    {
+      name: "0001_init.sql",
+      statements: [
+        tasksTableDdl(flavor),
+        `CREATE TABLE IF NOT EXISTS cairnq_task_keys (${key} ${t.text} NOT NULL PRIMARY KEY, ` +
+          `task_id ${t.text} NOT NULL REFERENCES cairnq_tasks(id) ON DELETE CASCADE, ` +
+          `created_at_ms ${t.int64} NOT NULL, updated_at_ms ${t.int64} NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS ${META_TABLE} (${key} ${t.text} NOT NULL PRIMARY KEY, value ${t.text} NOT NULL)`,
+        index("claim_idx", "queue, status, priority DESC, created_at_ms"),
+        index("status_idx", "status"),
+        index("name_idx", "name"),
+        index("root_idx", "root_id"),
+        index("correlation_idx", "correlation_id"),
+        `INSERT INTO ${META_TABLE} (${key}, value) VALUES ('protocol_version', '${PROTOCOL_VERSION}') ON CONFLICT (${key}) DO NOTHING`,
+        `INSERT INTO ${META_TABLE} (${key}, value) VALUES ('schema_version', '1') ON CONFLICT (${key}) DO NOTHING`,
+      ],
+    },
+    { name: "0002_purge_index.sql", statements: [index("completed_idx", "completed_at_ms"), schemaVersion(flavor, 2)] },
+    flavor.notify === null ? null : { name: "0003_notify.sql", statements: flavor.notify },
+    {
+      name: "0004_lease_index.sql",
+      statements: [index("lease_idx", "lease_until_ms", "status = 'running' AND lease_until_ms IS NOT NULL"), schemaVersion(flavor, 4)],
+    },
+    {
+      name: "0005_clear_terminal_lease.sql",
+      statements: [
+        `UPDATE cairnq_tasks SET lease_until_ms = NULL WHERE status <> 'running' AND lease_until_ms IS NOT NULL`,
+        schemaVersion(flavor, 5),
+      ],
+    },
+    {
+      name: "0006_claim_name_index.sql",
+      statements: [index("claim_name_idx", "queue, status, name, priority DESC, created_at_ms"), schemaVersion(flavor, 6)],
+    },
+    { name: "0007_purge_status_index.sql", statements: [index("status_completed_idx", "status, completed_at_ms"), schemaVersion(flavor, 7)] },
+    {
+      name: "0008_claim_due_index.sql",
+      statements: [
+        "DROP INDEX IF EXISTS cairnq_tasks_claim_idx",
+        index("claim_idx", "queue, status, priority DESC, run_at_ms, id", undefined, false),
+        "DROP INDEX IF EXISTS cairnq_tasks_claim_name_idx",
+        index("claim_name_idx", "queue, status, name, priority DESC, run_at_ms, id", undefined, false),
+        schemaVersion(flavor, 8),
+      ],
+    },
+    {
+      name: "0009_purge_queue_index.sql",
+      statements: [
+        index("queue_completed_idx", "queue, completed_at_ms", `status IN (${quoteList(TERMINAL_STATUSES)})`),
+        schemaVersion(flavor, 9),
+      ],
+    },
+    { name: "0010_drop_status_index.sql", statements: ["DROP INDEX IF EXISTS cairnq_tasks_status_idx", schemaVersion(flavor, 10)] },
+  ];
+  return all.filter((m): m is Migration => m !== null);
+}
+
+const LEDGER_NAME = x.param("name", "text");
+
+const LEDGER_HAS: StatementTemplate = {
+  params: [LEDGER_NAME],
+  clock: null,
+  build: (c) => `SELECT 1 AS applied FROM ${MIGRATIONS_TABLE} WHERE name = ${c.slot(LEDGER_NAME)}`,
+};
+
+/** The ledger insert; `applied_at_ms` is the SDK clock on SQLite, `now()` on Postgres (§3.7). */
+const LEDGER_INSERT: StatementTemplate = {
+  params: [LEDGER_NAME],
+  clock: "transaction",
+  build: (c) => `INSERT INTO ${MIGRATIONS_TABLE} (name, applied_at_ms) VALUES (${c.slot(LEDGER_NAME)}, ${c.now()})`,
+};
+
+/** What {@link runMigrations} needs. */
+export interface RunMigrationsOptions {
+  readonly db: AnyKysely;
+  readonly executor: StoreExecutor;
+  readonly syntax: SqlSyntax;
+  readonly clock: StoreClock;
+  readonly migrations: readonly Migration[];
+  /** {@link ledgerDdl} of the dialect. */
+  readonly ledgerDdl: string;
+  /**
+   * A statement run first in every migration transaction so that check and
+   * apply share one lock (Postgres: `LOCK TABLE cairnq_migrations IN
+   * EXCLUSIVE MODE`); `null` when the transaction itself is exclusive
+   * (SQLite `BEGIN IMMEDIATE`). @default null
+   */
+  readonly lockLedger?: string | null;
+}
+
+/**
+ * Applies migrations as §3.7 prescribes: create the ledger outside a
+ * transaction, then each migration in its own write transaction — skip it if
+ * the ledger has its name, else run its statements and record it. Concurrent
+ * cold starts therefore apply each migration exactly once. Any error rolls
+ * that migration back and fails the connect.
+ *
+ * @returns The names this call applied (empty when the database was current).
+ */
+export async function runMigrations(options: RunMigrationsOptions): Promise<string[]> {
+  const { db, executor, migrations } = options;
+  const compiler = new StatementCompiler(options.syntax, options.clock);
+  await executor.write(db, () => CompiledQuery.raw(options.ledgerDdl));
+  const applied: string[] = [];
+  for (const migration of migrations) {
+    const params = { name: migration.name };
+    const ran = await executor.writeTransaction(db, async (tx) => {
+      if (options.lockLedger !== undefined && options.lockLedger !== null) {
+        await tx.executeQuery(CompiledQuery.raw(options.lockLedger));
+      }
+      const found = await tx.executeQuery(compiler.statement(LEDGER_HAS, params).query(params));
+      if (found.rows.length > 0) return false;
+      for (const statement of migration.statements) await tx.executeQuery(CompiledQuery.raw(statement));
+      await tx.executeQuery(compiler.statement(LEDGER_INSERT, params).query(params));
+      return true;
+    });
+    if (ran) applied.push(migration.name);
+  }
+  return applied;
+}
+
+/**
+ * The stored `protocol_version` (§5.17): the meta value as a number, `0` when
+ * the row is absent, `NaN` when it is not an integer.
+ */
+export async function readProtocolVersion(db: AnyKysely, executor: StoreExecutor, syntax: SqlSyntax): Promise<number> {
+  const result = await executor.read(db, () =>
+    CompiledQuery.raw(`SELECT value FROM ${META_TABLE} WHERE ${syntax.quoteId("key")} = 'protocol_version'`),
+  );
+  const row = result.rows[0];
+  if (row === undefined) return 0;
+  const value = String(row.value);
+  return /^\d+$/.test(value) ? Number(value) : Number.NaN;
+}
+
+/** The protocol-version guard (§11): refuses any database whose version is not exactly {@link PROTOCOL_VERSION}. */
+export async function checkProtocolVersion(db: AnyKysely, executor: StoreExecutor, syntax: SqlSyntax): Promise<void> {
+  const stored = await readProtocolVersion(db, executor, syntax);
+  if (stored !== PROTOCOL_VERSION) throw new ProtocolVersionMismatch(stored, PROTOCOL_VERSION);
+}

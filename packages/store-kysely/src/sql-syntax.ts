@@ -1,0 +1,86 @@
+import type { ParamType } from "@cairnq/protocol";
+
+/**
+ * The dialect bits the statement compiler needs: placeholders and casts,
+ * literals, list expansion and how values are bound (§2.3).
+ *
+ * Everything here is pure string and value mapping; no driver is involved,
+ * so a MySQL or libSQL adapter can implement it without touching the core.
+ * Extend {@link BaseSqlSyntax} to inherit the defaults of future members.
+ */
+export interface SqlSyntax {
+  /**
+   * The placeholder of the `index`-th (1-based) distinct parameter, with any
+   * cast its type needs. A parameter used twice in one statement keeps one
+   * index, so dialects must use numbered placeholders (`?1`, `$1`).
+   */
+  placeholder(index: number, type: ParamType): string;
+  /** Converts a non-null parameter value to what the driver binds (e.g. `true` → `1` on SQLite). */
+  bindValue(value: unknown, type: ParamType): unknown;
+  /** A constant: a string (quoted and escaped), a number, a boolean or `NULL`. */
+  literal(value: string | number | boolean | null): string;
+  /** A constant JSON document, already encoded as JSON text. */
+  jsonLiteral(json: string): string;
+  /** Quotes an identifier that may be a keyword (`key`). */
+  quoteId(name: string): string;
+  /** `expr ∈ list` for a list parameter bound with {@link SqlSyntax.bindValue} (`textList`). */
+  inList(expr: string, listPlaceholder: string): string;
+  /** Appended to the row-picking subquery of set transitions and purge when the dialect has `skipLocked`. */
+  readonly skipLockedClause: string;
+  /**
+   * The task columns a statement returns or selects, optionally qualified by a
+   * table alias. Defaults to `*` / `alias.*`; a dialect whose driver decodes
+   * JSON itself may list the columns with casts instead.
+   */
+  taskColumns(alias?: string): string;
+  /**
+   * The key-row upsert of a keyed submit (§5.1 step 5): insert `(key, task_id,
+   * now, now)`, or on a key conflict repoint `task_id` and set `updated_at_ms`,
+   * keeping `created_at_ms`.
+   */
+  upsertKey(key: string, taskId: string, now: string): string;
+}
+
+/**
+ * Defaults shared by SQL dialects that follow the standard closely:
+ * double-quoted identifiers, single-quoted strings with `''` escaping,
+ * `ON CONFLICT … DO UPDATE` upserts, `*` for task columns and no
+ * `SKIP LOCKED`. Subclasses supply placeholders and list handling.
+ */
+export abstract class BaseSqlSyntax implements SqlSyntax {
+  abstract placeholder(index: number, type: ParamType): string;
+  abstract bindValue(value: unknown, type: ParamType): unknown;
+  abstract inList(expr: string, listPlaceholder: string): string;
+
+  readonly skipLockedClause: string = "";
+
+  literal(value: string | number | boolean | null): string {
+    if (value === null) return "NULL";
+    if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
+    if (typeof value === "number") {
+      if (!Number.isFinite(value)) throw new RangeError(`cannot write ${value} as an SQL literal`);
+      return String(value);
+    }
+    return `'${value.replaceAll("'", "''")}'`;
+  }
+
+  jsonLiteral(json: string): string {
+    return this.literal(json);
+  }
+
+  quoteId(name: string): string {
+    return `"${name.replaceAll('"', '""')}"`;
+  }
+
+  taskColumns(alias?: string): string {
+    return alias === undefined ? "*" : `${alias}.*`;
+  }
+
+  upsertKey(key: string, taskId: string, now: string): string {
+    const k = this.quoteId("key");
+    return (
+      `INSERT INTO cairnq_task_keys (${k}, task_id, created_at_ms, updated_at_ms) VALUES (${key}, ${taskId}, ${now}, ${now}) ` +
+      `ON CONFLICT (${k}) DO UPDATE SET task_id = excluded.task_id, updated_at_ms = excluded.updated_at_ms`
+    );
+  }
+}

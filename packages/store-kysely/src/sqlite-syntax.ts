@@ -1,0 +1,44 @@
+import type { ParamType } from "@cairnq/protocol";
+import { BaseSqlSyntax } from "./sql-syntax.js";
+
+/**
+ * SQLite's side of §2.3: numbered placeholders `?1 … ?n` (one per distinct
+ * parameter, so `now` is a single bound value however often a statement reads
+ * it), booleans as `0`/`1`, string lists as JSON array text expanded with
+ * `json_each`, JSON as text. Also fits libSQL.
+ *
+ * Drivers that bind numbered parameters by name rather than by position
+ * (better-sqlite3) must pass `{ 1: v1, 2: v2, … }`; `@cairnq/store-sqlite`
+ * does that in its statement cache.
+ *
+ * @example
+ * new SqliteSyntax().inList("queue", "?1"); // "queue IN (SELECT value FROM json_each(?1))"
+ */
+export class SqliteSyntax extends BaseSqlSyntax {
+  placeholder(index: number, _type: ParamType): string {
+    return `?${index}`;
+  }
+
+  bindValue(value: unknown, type: ParamType): unknown {
+    switch (type) {
+      case "bool":
+        return value === true ? 1 : 0;
+      case "textList":
+        return JSON.stringify(value);
+      case "text":
+      case "int":
+      case "float":
+      case "json":
+        return value;
+    }
+  }
+
+  override literal(value: string | number | boolean | null): string {
+    if (typeof value === "boolean") return value ? "1" : "0";
+    return super.literal(value);
+  }
+
+  inList(expr: string, listPlaceholder: string): string {
+    return `${expr} IN (SELECT value FROM json_each(${listPlaceholder}))`;
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * Every statement the store runs, as {@link StatementTemplate}s built from
+ * the protocol's rules (`@cairnq/protocol` `rules.ts`) and a few reads.
+ *
+ * Each database operation has one readable place here. Templates do not
+ * depend on the dialect; {@link StatementCompiler} compiles them per dialect
+ * and shape.
+ */
+import type { DeleteRule, Expr, InsertRule, ParamExpr, RowTransition, SetTransition, TaskColumn } from "@cairnq/protocol";
+import { flattenAssignments, PARAMS, PROBE, TASK_COLUMNS, x } from "@cairnq/protocol";
+import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
+import { paramsOfAll } from "./compiler.js";
+
+/** The task table (§3.1). */
+export const TASKS_TABLE = "cairnq_tasks";
+/** The business-key table (§3.2). */
+export const KEYS_TABLE = "cairnq_task_keys";
+/** The meta table (§3.3). */
+export const META_TABLE = "cairnq_meta";
+/** The migration ledger (§3.4). */
+export const MIGRATIONS_TABLE = "cairnq_migrations";
+
+/** Parameters of the reads and key statements that the rules do not define. */
+export const READ_PARAMS = {
+  key: x.param("key", "text"),
+  taskId: PARAMS.taskId,
+  queue: PARAMS.queue,
+  status: PARAMS.status,
+  name: PARAMS.name,
+  rootId: PARAMS.rootId,
+  correlationId: PARAMS.correlationId,
+  limit: PARAMS.limit,
+  offset: x.param("offset", "int"),
+  maxDepth: x.param("maxDepth", "int"),
+} as const;
+
+const P = READ_PARAMS;
+
+function setList(c: ExprCompiler, assignments: ReadonlyMap<TaskColumn, Expr>): string {
+  const parts: string[] = [];
+  for (const [column, expr] of assignments) {
+    const value = c.value(expr);
+    // `coalesce(NULL, col)` folds to `col`: assigning a column to itself is left out.
+    if (value !== column) parts.push(`${column} = ${value}`);
+  }
+  return parts.join(", ");
+}
+
+function where(c: ExprCompiler, expr: Expr): string {
+  const sql = c.condition(expr);
+  return sql === null ? "" : ` WHERE ${sql}`;
+}
+
+/** `SELECT id … ORDER BY … LIMIT ? [FOR UPDATE SKIP LOCKED]`: the rows a set operation acts on. */
+function pickIds(c: ExprCompiler, env: CompileEnv, selection: SetTransition["selection"]): string {
+  let sql = `SELECT id FROM ${TASKS_TABLE}${where(c, selection.where)}`;
+  if (selection.orderBy.length > 0) {
+    sql += ` ORDER BY ${selection.orderBy.map((o) => `${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`).join(", ")}`;
+  }
+  if (selection.limit !== null && c.has(selection.limit)) sql += ` LIMIT ${c.slot(selection.limit)}`;
+  if (selection.skipLocked && env.skipLocked) sql += env.syntax.skipLockedClause;
+  return sql;
+}
+
+function needsSubquery(selection: SetTransition["selection"], env: CompileEnv): boolean {
+  return selection.limit !== null || selection.orderBy.length > 0 || (selection.skipLocked && env.skipLocked);
+}
+
+const rowTemplates = new WeakMap<RowTransition, StatementTemplate>();
+
+/**
+ * A single-row transition (cancel, retry, heartbeat, progress, succeed,
+ * complete, fail) as ONE statement:
+ * `UPDATE cairnq_tasks SET <flattenAssignments> WHERE <guard> RETURNING *`.
+ * The guard and every branch read the row's current values in the database,
+ * so the transition is atomic against any concurrent writer (§5.0).
+ */
+export function rowTransitionTemplate(rule: RowTransition): StatementTemplate {
+  let template = rowTemplates.get(rule);
+  if (template === undefined) {
+    const assignments = flattenAssignments(rule.branches);
+    template = {
+      params: paramsOfAll([rule.guard, ...assignments.values()]),
+      clock: rule.clock,
+      build: (c, env) =>
+        `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
+    };
+    rowTemplates.set(rule, template);
+  }
+  return template;
+}
+
+const setTemplates = new WeakMap<SetTransition, Map<string, StatementTemplate>>();
+
+/**
+ * A transition over a selection of rows (lease recovery, claim draw,
+ * heartbeat_batch) as ONE statement:
+ * `UPDATE … SET … WHERE id IN (SELECT id … WHERE <where> ORDER BY … LIMIT ?
+ * [FOR UPDATE SKIP LOCKED]) RETURNING <returning>`. A selection without
+ * order, limit or row locking updates directly (`UPDATE … WHERE <where>`),
+ * which is the same rows with one scan less.
+ *
+ * @param returning - `"task"` for every task column, or the columns to return.
+ */
+export function setTransitionTemplate(rule: SetTransition, returning: "task" | readonly TaskColumn[]): StatementTemplate {
+  let byReturning = setTemplates.get(rule);
+  if (byReturning === undefined) {
+    byReturning = new Map();
+    setTemplates.set(rule, byReturning);
+  }
+  const cacheKey = returning === "task" ? "*" : returning.join(",");
+  let template = byReturning.get(cacheKey);
+  if (template === undefined) {
+    const assignments = flattenAssignments(rule.branches);
+    const selection = rule.selection;
+    template = {
+      params: paramsOfAll([selection.where, ...assignments.values()], [selection.limit]),
+      clock: rule.clock,
+      build: (c, env) => {
+        const set = setList(c, assignments);
+        const target = needsSubquery(selection, env) ? ` WHERE id IN (${pickIds(c, env, selection)})` : where(c, selection.where);
+        const columns = returning === "task" ? env.syntax.taskColumns() : returning.join(", ");
+        return `UPDATE ${TASKS_TABLE} SET ${set}${target} RETURNING ${columns}`;
+      },
+    };
+    byReturning.set(cacheKey, template);
+  }
+  return template;
+}
+
+const insertTemplates = new WeakMap<InsertRule, StatementTemplate>();
+
+/** The insert of a new task (T1): `INSERT INTO cairnq_tasks (…) VALUES (…) RETURNING *`. */
+export function insertTemplate(rule: InsertRule): StatementTemplate {
+  let template = insertTemplates.get(rule);
+  if (template === undefined) {
+    const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
+    const values = columns.map((column) => rule.values[column] as Expr);
+    template = {
+      params: paramsOfAll(values),
+      clock: rule.clock,
+      build: (c, env) =>
+        `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) VALUES (${values.map((v) => c.value(v)).join(", ")}) ` +
+        `RETURNING ${env.syntax.taskColumns()}`,
+    };
+    insertTemplates.set(rule, template);
+  }
+  return template;
+}
+
+const deleteTemplates = new WeakMap<DeleteRule, StatementTemplate>();
+
+/**
+ * Purge (T15): `DELETE FROM cairnq_tasks WHERE id IN (SELECT id … ORDER BY
+ * completed_at_ms LIMIT ? [FOR UPDATE SKIP LOCKED]) RETURNING id`. Key rows
+ * go with their task through the foreign key's cascade.
+ */
+export function deleteTemplate(rule: DeleteRule): StatementTemplate {
+  let template = deleteTemplates.get(rule);
+  if (template === undefined) {
+    const selection = rule.selection;
+    template = {
+      params: paramsOfAll([selection.where], [selection.limit]),
+      clock: rule.clock,
+      build: (c, env) => `DELETE FROM ${TASKS_TABLE} WHERE id IN (${pickIds(c, env, selection)}) RETURNING id`,
+    };
+    deleteTemplates.set(rule, template);
+  }
+  return template;
+}
+
+/**
+ * The claim probe (§5.10 step 2), read-only: `SELECT EXISTS(<claimable>) OR
+ * EXISTS(<expired>)`, two subqueries each able to use its own index (the
+ * claim indexes, the partial lease index).
+ */
+export const PROBE_TEMPLATE: StatementTemplate = {
+  params: paramsOfAll([PROBE.claimable, PROBE.expired]),
+  clock: "statement",
+  build: (c) =>
+    `SELECT EXISTS (SELECT 1 FROM ${TASKS_TABLE}${where(c, PROBE.claimable)}) ` +
+    `OR EXISTS (SELECT 1 FROM ${TASKS_TABLE}${where(c, PROBE.expired)}) AS found`,
+};
+
+const LIST_FILTER: Expr = x.and(
+  x.optionalEq("status", P.status),
+  x.optionalEq("queue", P.queue),
+  x.optionalEq("name", P.name),
+  x.optionalEq("root_id", P.rootId),
+  x.optionalEq("correlation_id", P.correlationId),
+);
+
+/** `list` (§5.4): optional AND-ed equality filters, newest first. */
+export const LIST_TEMPLATE: StatementTemplate = {
+  params: paramsOfAll([LIST_FILTER], [P.limit, P.offset]),
+  clock: null,
+  build: (c, env) =>
+    `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, LIST_FILTER)} ` +
+    `ORDER BY created_at_ms DESC, id DESC LIMIT ${c.slot(P.limit)} OFFSET ${c.slot(P.offset)}`,
+};
+
+const STATS_FILTER: Expr = x.optionalEq("queue", P.queue);
+
+/** `stats` (§5.5): counts by `(queue, status)`, optionally for one queue. */
+export const STATS_TEMPLATE: StatementTemplate = {
+  params: paramsOfAll([STATS_FILTER]),
+  clock: null,
+  build: (c) => `SELECT queue, status, count(*) AS n FROM ${TASKS_TABLE}${where(c, STATS_FILTER)} GROUP BY queue, status`,
+};
+
+const DEPTH_FILTER: Expr = x.and(x.eq(x.col("queue"), P.queue), x.eq(x.col("status"), x.lit("queued")));
+
+/** `queue_depth` (§5.6): counts queued rows of one queue over a LIMITed subquery, reading at most `maxDepth` rows. */
+export const QUEUE_DEPTH_TEMPLATE: StatementTemplate = {
+  params: paramsOfAll([DEPTH_FILTER], [P.maxDepth]),
+  clock: null,
+  build: (c) =>
+    `SELECT count(*) AS n FROM (SELECT 1 AS one FROM ${TASKS_TABLE}${where(c, DEPTH_FILTER)} LIMIT ${c.slot(P.maxDepth)}) AS q`,
+};
+
+const BY_ID: Expr = x.eq(x.col("id"), P.taskId);
+
+/** `get` (§5.2): the full row. */
+export const GET_TEMPLATE: StatementTemplate = {
+  params: [P.taskId],
+  clock: null,
+  build: (c, env) => `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, BY_ID)}`,
+};
+
+/** `get_status` (§5.3): `{ id, status }` only. */
+export const GET_STATUS_TEMPLATE: StatementTemplate = {
+  params: [P.taskId],
+  clock: null,
+  build: (c) => `SELECT id, status FROM ${TASKS_TABLE}${where(c, BY_ID)}`,
+};
+
+function byKey(c: ExprCompiler, env: CompileEnv, key: ParamExpr, columns: string): string {
+  return (
+    `SELECT ${columns} FROM ${KEYS_TABLE} AS k JOIN ${TASKS_TABLE} AS t ON t.id = k.task_id ` +
+    `WHERE k.${env.syntax.quoteId("key")} = ${c.slot(key)}`
+  );
+}
+
+/** `get_by_key` (§5.2): the row the key points at (a join; a dangling key reads as none). */
+export const GET_BY_KEY_TEMPLATE: StatementTemplate = {
+  params: [P.key],
+  clock: null,
+  build: (c, env) => byKey(c, env, P.key, env.syntax.taskColumns("t")),
+};
+
+/** `get_status_by_key` (§5.3): re-resolves the key on every call. */
+export const GET_STATUS_BY_KEY_TEMPLATE: StatementTemplate = {
+  params: [P.key],
+  clock: null,
+  build: (c, env) => byKey(c, env, P.key, "t.id, t.status"),
+};
+
+/** The task a key points at, by id only (`cancel_by_key`, `retry_by_key`, §5.7–5.8). */
+export const KEY_TASK_ID_TEMPLATE: StatementTemplate = {
+  params: [P.key],
+  clock: null,
+  build: (c, env) => `SELECT task_id FROM ${KEYS_TABLE} WHERE ${env.syntax.quoteId("key")} = ${c.slot(P.key)}`,
+};
+
+/** The key upsert of a keyed submit (§5.1 step 5); keeps `created_at_ms` of an existing key row. */
+export const UPSERT_KEY_TEMPLATE: StatementTemplate = {
+  params: [P.key, P.taskId],
+  clock: "transaction",
+  build: (c, env) => env.syntax.upsertKey(c.slot(P.key), c.slot(P.taskId), c.now()),
+};

@@ -1,0 +1,191 @@
+/**
+ * The two better-sqlite3 connections of one store and their setup (§3.9).
+ *
+ * A file database gets a **writer** (every write, through the file's write
+ * queue) and a **reader** (reads: probe, gets, lists, queue depth). With WAL
+ * the reader sees every committed write and never waits for, or lands inside,
+ * a write transaction of the writer. An in-memory database is private to its
+ * connection, so it gets the writer only; Kysely's connection mutex then keeps
+ * reads out of open transactions.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { CairnQError } from "@cairnq/protocol";
+import type { AnyKysely } from "@cairnq/store-kysely";
+import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
+import { delay, isBusyError } from "./busy.js";
+import { CachingDatabase } from "./statement-cache.js";
+import type { QueueConnection, WriteQueue } from "./write-queue.js";
+import { acquireWriteQueue, releaseWriteQueue } from "./write-queue.js";
+
+/** How long `journal_mode = WAL` is retried on a busy database, and how often (§3.9). */
+const WAL_TIMEOUT_MS = 5_000;
+const WAL_RETRY_MS = 50;
+/** Statistics are refreshed at most this often per connection (§3.9). */
+const STATISTICS_INTERVAL_MS = 60_000;
+
+/** True for `:memory:`, the anonymous `""` database and URIs with `mode=memory` (§3.9). */
+export function isMemoryFilename(filename: string): boolean {
+  return filename === ":memory:" || filename === "" || (filename.startsWith("file:") && /[?&]mode=memory(&|$)/.test(filename));
+}
+
+/** The writer and reader connections of one store, and the write queue of their file. */
+export class SQLiteConnection implements QueueConnection {
+  /** The file as resolved (or the name of an in-memory database), for messages and the queue key. */
+  readonly file: string;
+  /** True for in-memory databases: one connection, no WAL, a private write queue (unless a shared URI). */
+  readonly memory: boolean;
+  /** The busy budget of this connection's statements (§13). */
+  readonly busyTimeoutMs: number;
+  /** Kysely over the writer. Statements reach it only through the write queue. */
+  readonly db: AnyKysely;
+  readonly #writer = new CachingDatabase();
+  readonly #reader = new CachingDatabase();
+  readonly #readerDb: AnyKysely | null;
+  #queue: WriteQueue | null = null;
+  #queueKey: string | null = null;
+  #lastStatisticsAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Prepares (does not open) the connections; {@link SQLiteConnection.open} opens them.
+   *
+   * @param filename - A file path, `:memory:` or `""`.
+   * @param busyTimeoutMs - The busy budget (§13).
+   */
+  constructor(
+    readonly filename: string,
+    busyTimeoutMs: number,
+  ) {
+    this.memory = isMemoryFilename(filename);
+    this.file = this.memory || filename.startsWith("file:") ? filename : path.resolve(filename);
+    this.busyTimeoutMs = busyTimeoutMs;
+    const writer = this.#writer;
+    this.db = new Kysely<Record<string, never>>({ dialect: new SqliteDialect({ database: () => Promise.resolve(writer) }) });
+    const reader = this.#reader;
+    this.#readerDb = this.memory ? null : new Kysely<Record<string, never>>({ dialect: new SqliteDialect({ database: () => Promise.resolve(reader) }) });
+  }
+
+  /** The Kysely instance reads run on: the reader, or the writer for an in-memory database. */
+  get readDb(): AnyKysely {
+    return this.#readerDb ?? this.db;
+  }
+
+  /** The write queue of this file (after `open`). */
+  get queue(): WriteQueue {
+    if (this.#queue === null) throw new Error("the SQLite connection is not open");
+    return this.#queue;
+  }
+
+  /** Whether the writer is inside a transaction; false after SQLite rolled one back on its own. */
+  inTransaction(): boolean {
+    return this.#writer.isOpen && this.#writer.raw.inTransaction;
+  }
+
+  /**
+   * §3.9 up to migrations: create the parent directory, open the writer with
+   * `busy_timeout` = the budget, switch to WAL (retried while busy), set
+   * `synchronous` and `foreign_keys`; open the reader; join the file's write
+   * queue. On failure everything opened is closed again.
+   */
+  async open(): Promise<void> {
+    try {
+      if (!this.memory && !this.filename.startsWith("file:")) fs.mkdirSync(path.dirname(this.file), { recursive: true });
+      const writer = new Database(this.filename, { timeout: this.busyTimeoutMs });
+      this.#writer.attach(writer);
+      if (!this.memory) await this.#enableWal(writer);
+      // NORMAL is safe in WAL mode: a commit is durable once the WAL is synced at the next checkpoint, and a
+      // crash of the process (not of the OS or the power) loses nothing; the database is never corrupted.
+      // FULL would fsync the WAL on every commit, which is the cost group commit exists to amortize.
+      writer.pragma("synchronous = NORMAL");
+      // The key rows' ON DELETE CASCADE only happens with foreign keys enabled (§3.2).
+      writer.pragma("foreign_keys = ON");
+      if (!this.memory) {
+        const reader = new Database(this.filename, { timeout: 0 });
+        this.#reader.attach(reader);
+        reader.pragma("foreign_keys = ON");
+        // The reader must never write: writes go through the queue, which is what keeps them serialized.
+        reader.pragma("query_only = ON");
+        this.#queueKey = path.join(fs.realpathSync(path.dirname(this.file)), path.basename(this.file));
+      } else {
+        this.#queueKey = this.filename.startsWith("file:") ? this.filename : null;
+      }
+      this.#queue = acquireWriteQueue(this.#queueKey);
+    } catch (err) {
+      this.closeHandles();
+      throw err;
+    }
+  }
+
+  async #enableWal(writer: Database.Database): Promise<void> {
+    const deadline = Date.now() + WAL_TIMEOUT_MS;
+    let mode: unknown = null;
+    let lastError: unknown = undefined;
+    for (;;) {
+      try {
+        mode = writer.pragma("journal_mode = WAL", { simple: true });
+        if (String(mode).toLowerCase() === "wal") return;
+      } catch (err) {
+        if (!isBusyError(err)) throw err;
+        lastError = err;
+      }
+      if (Date.now() >= deadline) {
+        throw new CairnQError(
+          `could not switch the SQLite database '${this.file}' to WAL journal mode within ${WAL_TIMEOUT_MS}ms ` +
+            `(it reported ${mode === null ? "busy" : JSON.stringify(mode)}); CairnQ needs WAL for concurrent readers and writers — ` +
+            `check that the file is on a local filesystem and not held open in another journal mode`,
+          { cause: lastError },
+        );
+      }
+      await delay(WAL_RETRY_MS);
+    }
+  }
+
+  /** §3.9 after migrations: `busy_timeout = 0`, so busy errors surface at once and are retried without blocking. */
+  disableBusyWait(): void {
+    this.#writer.raw.pragma("busy_timeout = 0");
+  }
+
+  /**
+   * Refreshes planner statistics, best effort (busy or failing runs are
+   * skipped): `ANALYZE cairnq_tasks` when `sqlite_stat1` has no row for it,
+   * else `PRAGMA optimize`. Without statistics the planner skips the partial
+   * lease index (§3.9).
+   */
+  async refreshStatistics(): Promise<void> {
+    this.#lastStatisticsAt = Date.now();
+    await this.queue.maintenance(this, async (tx) => {
+      const hasStatTable = await tx.executeQuery(
+        CompiledQuery.raw("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_stat1'"),
+      );
+      const analyzed =
+        hasStatTable.rows.length > 0 &&
+        (await tx.executeQuery(CompiledQuery.raw("SELECT 1 AS found FROM sqlite_stat1 WHERE tbl = 'cairnq_tasks' LIMIT 1"))).rows
+          .length > 0;
+      await tx.executeQuery(CompiledQuery.raw(analyzed ? "PRAGMA optimize" : "ANALYZE cairnq_tasks"));
+    });
+  }
+
+  /** Queues a statistics refresh when the last one is at least 60 s old. */
+  maybeRefreshStatistics(): void {
+    if (Date.now() - this.#lastStatisticsAt >= STATISTICS_INTERVAL_MS && this.#writer.isOpen) void this.refreshStatistics();
+  }
+
+  /** Closes both connections at once (a failed connect); queued writes of this connection are not awaited. */
+  closeHandles(): void {
+    this.#reader.close();
+    this.#writer.close();
+    if (this.#queue !== null) {
+      releaseWriteQueue(this.#queueKey);
+      this.#queue = null;
+    }
+  }
+
+  /** Waits for this connection's queued writes, then closes both connections. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#queue !== null) await this.#queue.drain(this);
+    this.closeHandles();
+    await this.db.destroy();
+    await this.#readerDb?.destroy();
+  }
+}

@@ -1,0 +1,42 @@
+import type { StoreClock } from "@cairnq/store-kysely";
+import { BaseStoreDialect, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
+import { SQLiteConnection } from "./sqlite-connection.js";
+import { SQLiteExecutor } from "./sqlite-executor.js";
+import { SQLiteSchemaManager } from "./sqlite-schema.js";
+
+/** Options of {@link SQLiteDialect}. */
+export interface SQLiteDialectOptions {
+  /** Busy budget (§13). */
+  readonly busyTimeoutMs: number;
+  /** The process clock. @default Date.now */
+  readonly clock?: () => number;
+}
+
+/**
+ * The SQLite dialect of the shared core: `?n` placeholders and `json_each`
+ * lists, the process clock bound once per statement, the write queue with
+ * group commit and busy retry, a reader connection, no key lock (`BEGIN
+ * IMMEDIATE` serializes writers), no `SKIP LOCKED`, plain-sleep wakeups
+ * (SQLite has no push channel).
+ *
+ * @example
+ * const dialect = new SQLiteDialect("./data/cairnq.db", { busyTimeoutMs: 5000 });
+ * const store = new KyselyStore(dialect.connection.db, dialect);
+ */
+export class SQLiteDialect extends BaseStoreDialect {
+  readonly name = "sqlite";
+  readonly syntax = new SqliteSyntax();
+  override readonly clock: StoreClock;
+  /** The store's connections. */
+  readonly connection: SQLiteConnection;
+  override readonly executor: SQLiteExecutor;
+  readonly schema: SQLiteSchemaManager;
+
+  constructor(filename: string, options: SQLiteDialectOptions) {
+    super();
+    this.clock = new ProcessClock(options.clock);
+    this.connection = new SQLiteConnection(filename, options.busyTimeoutMs);
+    this.executor = new SQLiteExecutor(this.connection);
+    this.schema = new SQLiteSchemaManager(this.connection, this.syntax, this.clock);
+  }
+}

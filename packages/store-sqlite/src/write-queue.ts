@@ -1,0 +1,364 @@
+/**
+ * The in-process write queue of one SQLite database file (§13).
+ *
+ * Terminology:
+ * - **turn**: the queue runs one job at a time; the job holding the turn is
+ *   the only in-process writer of the file, so no statement lands inside
+ *   another operation's transaction.
+ * - **statement job**: one autocommit write (a transition, an insert, a
+ *   purge). Consecutive statement jobs of one connection form a **batch**.
+ * - **group commit**: a batch of one runs as plain autocommit; a batch of two
+ *   or more runs inside one `BEGIN IMMEDIATE … COMMIT`, each statement inside
+ *   its own SAVEPOINT so that a failing statement is undone and fails only
+ *   its caller. Callers resolve only after COMMIT. One fsync for many writes
+ *   is what makes concurrent settlements cheap.
+ * - **transaction job**: a multi-statement operation (keyed submit, by-key
+ *   operations, claim cycle, a migration) in its own `BEGIN IMMEDIATE`.
+ * - **maintenance job**: best-effort work (statistics) that is dropped, not
+ *   retried, when the database is busy.
+ *
+ * Busy handling: `busy_timeout` is 0 after open, so a lock held by another
+ * process surfaces as `SQLITE_BUSY` at once. The job (a whole batch) goes
+ * back to the head of the queue and the queue sleeps an awaited, jittered
+ * backoff (1 ms doubling to 50 ms, × U[0.5, 1.5)) before the next turn —
+ * writes arriving meanwhile join the retried batch. A job whose budget
+ * (`busyTimeoutMs`, counted from its first busy error) runs out fails with
+ * `DatabaseBusy`. Reads never join the queue.
+ */
+import type { QueryResult } from "kysely";
+import { CompiledQuery } from "kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row } from "@cairnq/store-kysely";
+import { CairnQError } from "@cairnq/protocol";
+import { busyDelayMs, DatabaseBusy, delay, isBusyError } from "./busy.js";
+
+/**
+ * Statements per group-commit transaction at most. A batch holds the write
+ * lock (and the event loop: better-sqlite3 is synchronous) until it commits,
+ * so the cap bounds that pause; at a few microseconds per statement, 256
+ * keeps it around a millisecond while amortizing the commit over plenty.
+ */
+const MAX_BATCH = 256;
+
+const BEGIN = "BEGIN IMMEDIATE";
+const COMMIT = "COMMIT";
+const ROLLBACK = "ROLLBACK";
+const SAVEPOINT = "SAVEPOINT cairnq_member";
+const RELEASE = "RELEASE cairnq_member";
+const ROLLBACK_TO = "ROLLBACK TO cairnq_member";
+
+/** A connection that writes through a queue: what the queue needs to know about it. */
+export interface QueueConnection {
+  /** The Kysely instance of the connection's single better-sqlite3 handle. */
+  readonly db: AnyKysely;
+  /** Whether the connection is inside a transaction (better-sqlite3 `inTransaction`): false after SQLite rolled one back. */
+  inTransaction(): boolean;
+  /** The database file, for messages. */
+  readonly file: string;
+  /** The busy budget of this connection's jobs. */
+  readonly busyTimeoutMs: number;
+}
+
+interface JobBase {
+  readonly connection: QueueConnection;
+  firstBusyAt: number | null;
+  attempts: number;
+  reject(err: unknown): void;
+}
+
+interface StatementJob extends JobBase {
+  readonly kind: "statement";
+  readonly query: QueryThunk;
+  resolve(result: QueryResult<Row>): void;
+}
+
+interface TransactionJob extends JobBase {
+  readonly kind: "transaction" | "maintenance";
+  readonly body: (tx: QueryRunner) => Promise<unknown>;
+  resolve(value: unknown): void;
+}
+
+type Job = StatementJob | TransactionJob;
+
+/** Counters for tests and tuning. */
+export interface WriteQueueStats {
+  /** Statement batches run (each one autocommit statement or one group-commit transaction). */
+  batches: number;
+  /** Batches of two or more statements. */
+  groupCommits: number;
+  /** Statements run in batches. */
+  statements: number;
+  /** The largest batch so far. */
+  largestBatch: number;
+  /** Transaction and maintenance jobs run. */
+  transactions: number;
+  /** Turns that ended in a busy error and were retried. */
+  busyRetries: number;
+}
+
+/** The write queue of one database file; get it with {@link acquireWriteQueue}. */
+export class WriteQueue {
+  readonly stats: WriteQueueStats = { batches: 0, groupCommits: 0, statements: 0, largestBatch: 0, transactions: 0, busyRetries: 0 };
+  readonly #pending: Job[] = [];
+  #pumping = false;
+  #retryAt = 0;
+  #running: QueueConnection | null = null;
+  #turnWaiters: (() => void)[] = [];
+
+  /** One autocommit write; joins a group commit when others are pending. Resolves after its COMMIT. */
+  statement(connection: QueueConnection, query: QueryThunk): Promise<QueryResult<Row>> {
+    return new Promise((resolve, reject) => {
+      this.#enqueue({ kind: "statement", connection, query, resolve, reject, firstBusyAt: null, attempts: 0 });
+    });
+  }
+
+  /** `fn` inside its own `BEGIN IMMEDIATE … COMMIT`; rolled back when it throws. May run again after a busy error. */
+  transaction<T>(connection: QueueConnection, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      this.#enqueue({
+        kind: "transaction",
+        connection,
+        body: fn,
+        resolve,
+        reject,
+        firstBusyAt: null,
+        attempts: 0,
+      });
+    });
+  }
+
+  /** Best-effort work on the connection outside a transaction, holding the turn; errors (busy included) are swallowed. */
+  maintenance(connection: QueueConnection, fn: (tx: QueryRunner) => Promise<void>): Promise<void> {
+    return new Promise((resolve) => {
+      this.#enqueue({ kind: "maintenance", connection, body: fn, resolve: () => resolve(), reject: () => resolve(), firstBusyAt: null, attempts: 0 });
+    });
+  }
+
+  /** Resolves once no job of `connection` is pending or running. */
+  async drain(connection: QueueConnection): Promise<void> {
+    while (this.#running === connection || this.#pending.some((job) => job.connection === connection)) {
+      await new Promise<void>((resolve) => this.#turnWaiters.push(resolve));
+    }
+  }
+
+  #enqueue(job: Job): void {
+    this.#pending.push(job);
+    if (!this.#pumping) {
+      this.#pumping = true;
+      // Start on a microtask, so that writes issued in the same tick form one batch.
+      queueMicrotask(() => void this.#pump());
+    }
+  }
+
+  async #pump(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) {
+        const wait = this.#retryAt - Date.now();
+        if (wait > 0) await delay(wait);
+        const head = this.#pending[0] as Job;
+        this.#running = head.connection;
+        try {
+          if (head.kind === "statement") await this.#runBatch(this.#takeBatch());
+          else await this.#runTransaction(this.#pending.shift() as TransactionJob);
+        } finally {
+          this.#running = null;
+          const waiters = this.#turnWaiters;
+          this.#turnWaiters = [];
+          for (const wake of waiters) wake();
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #takeBatch(): StatementJob[] {
+    const head = this.#pending[0] as StatementJob;
+    let n = 1;
+    while (n < this.#pending.length && n < MAX_BATCH) {
+      const next = this.#pending[n] as Job;
+      if (next.kind !== "statement" || next.connection !== head.connection) break;
+      n += 1;
+    }
+    return this.#pending.splice(0, n) as StatementJob[];
+  }
+
+  /** Puts busy jobs back at the head of the queue with a backoff, or fails those out of budget. */
+  #busy(jobs: readonly Job[], err: unknown): void {
+    const now = Date.now();
+    const keep: Job[] = [];
+    for (const job of jobs) {
+      if (job.kind === "maintenance") {
+        job.resolve(undefined);
+        continue;
+      }
+      job.firstBusyAt ??= now;
+      job.attempts += 1;
+      if (now - job.firstBusyAt >= job.connection.busyTimeoutMs) {
+        job.reject(new DatabaseBusy(job.connection.file, job.connection.busyTimeoutMs, err));
+      } else {
+        keep.push(job);
+      }
+    }
+    const head = keep[0];
+    if (head === undefined) return;
+    this.stats.busyRetries += 1;
+    const left = (head.firstBusyAt as number) + head.connection.busyTimeoutMs - now;
+    this.#retryAt = now + Math.min(left, busyDelayMs(head.attempts));
+    this.#pending.unshift(...keep);
+  }
+
+  async #runBatch(batch: StatementJob[]): Promise<void> {
+    this.stats.batches += 1;
+    this.stats.statements += batch.length;
+    this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+    const connection = (batch[0] as StatementJob).connection;
+    if (batch.length === 1) {
+      const job = batch[0] as StatementJob;
+      try {
+        job.resolve(await connection.db.executeQuery(job.query()));
+      } catch (err) {
+        if (isBusyError(err)) this.#busy(batch, err);
+        else job.reject(err);
+      }
+      return;
+    }
+    this.stats.groupCommits += 1;
+    await connection.db.connection().execute(async (conn) => {
+      try {
+        await run(conn, BEGIN);
+      } catch (err) {
+        if (isBusyError(err)) this.#busy(batch, err);
+        else for (const job of batch) job.reject(err);
+        return;
+      }
+      const outcomes: ({ ok: true; result: QueryResult<Row> } | { ok: false; error: unknown })[] = [];
+      // The member whose statement made SQLite roll back the whole transaction, if any.
+      let culprit = -1;
+      try {
+        for (const [i, job] of batch.entries()) {
+          await run(conn, SAVEPOINT);
+          try {
+            const result = await conn.executeQuery(job.query());
+            await run(conn, RELEASE);
+            outcomes.push({ ok: true, result });
+          } catch (err) {
+            if (!connection.inTransaction()) {
+              culprit = i;
+              throw err;
+            }
+            await run(conn, ROLLBACK_TO);
+            await run(conn, RELEASE);
+            outcomes.push({ ok: false, error: err });
+          }
+        }
+        await run(conn, COMMIT);
+      } catch (err) {
+        if (connection.inTransaction()) await run(conn, ROLLBACK).catch(() => {});
+        if (isBusyError(err)) {
+          this.#busy(batch, err);
+          return;
+        }
+        batch.forEach((job, i) => job.reject(culprit < 0 || i === culprit ? err : new GroupRolledBack(connection.file, err)));
+        return;
+      }
+      batch.forEach((job, i) => {
+        const outcome = outcomes[i] as (typeof outcomes)[number];
+        if (outcome.ok) job.resolve(outcome.result);
+        else job.reject(outcome.error);
+      });
+    });
+  }
+
+  async #runTransaction(job: TransactionJob): Promise<void> {
+    this.stats.transactions += 1;
+    const connection = job.connection;
+    await connection.db.connection().execute(async (conn) => {
+      if (job.kind === "maintenance") {
+        try {
+          await job.body(conn);
+        } catch {
+          // Best effort (statistics): a busy or failed run is skipped, never retried or reported.
+        }
+        if (connection.inTransaction()) await run(conn, ROLLBACK).catch(() => {});
+        job.resolve(undefined);
+        return;
+      }
+      try {
+        await run(conn, BEGIN);
+      } catch (err) {
+        if (isBusyError(err)) this.#busy([job], err);
+        else job.reject(err);
+        return;
+      }
+      let value: unknown;
+      try {
+        value = await job.body(conn);
+        await run(conn, COMMIT);
+      } catch (err) {
+        if (connection.inTransaction()) await run(conn, ROLLBACK).catch(() => {});
+        if (isBusyError(err)) this.#busy([job], err);
+        else job.reject(err);
+        return;
+      }
+      job.resolve(value);
+    });
+  }
+}
+
+function run(conn: QueryRunner, sql: string): Promise<QueryResult<unknown>> {
+  return conn.executeQuery(CompiledQuery.raw(sql));
+}
+
+/**
+ * A write in a group commit was not applied because SQLite rolled back the
+ * whole shared transaction when another write in it failed (§13). Retrying
+ * the write is safe.
+ */
+export class GroupRolledBack extends CairnQError {
+  static {
+    Object.defineProperty(this.prototype, "name", { value: "GroupRolledBack", writable: true, configurable: true });
+  }
+
+  /** The database file. */
+  readonly file: string;
+
+  constructor(file: string, cause: unknown) {
+    super(
+      `a write to the SQLite database '${file}' was not applied: it shared a group-commit transaction with another write ` +
+        `whose failure made SQLite roll back the whole transaction (${describe(cause)}); retry it`,
+      { cause },
+    );
+    this.file = file;
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+const registry = new Map<string, { queue: WriteQueue; refs: number }>();
+
+/**
+ * The queue of the database file `key` (a resolved path), shared by every
+ * store of this process on that file; `null` gets a private queue (a bare
+ * `:memory:` database). Pair with {@link releaseWriteQueue}.
+ */
+export function acquireWriteQueue(key: string | null): WriteQueue {
+  if (key === null) return new WriteQueue();
+  let entry = registry.get(key);
+  if (entry === undefined) {
+    entry = { queue: new WriteQueue(), refs: 0 };
+    registry.set(key, entry);
+  }
+  entry.refs += 1;
+  return entry.queue;
+}
+
+/** Drops one reference to the queue of `key`, forgetting it after the last. */
+export function releaseWriteQueue(key: string | null): void {
+  if (key === null) return;
+  const entry = registry.get(key);
+  if (entry === undefined) return;
+  entry.refs -= 1;
+  if (entry.refs <= 0) registry.delete(key);
+}

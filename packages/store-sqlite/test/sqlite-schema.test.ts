@@ -1,0 +1,355 @@
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { ProtocolVersionMismatch, STATUSES, TASK_COLUMNS } from "@cairnq/protocol";
+import { describe, expect, it } from "vitest";
+import type { SQLiteDialect } from "../src/index.js";
+import { SQLiteStore } from "../src/index.js";
+import { exited, nextLine, openStore, spawnFixture, tempFile } from "./helpers.js";
+
+const LEDGER = [
+  "0001_init.sql",
+  "0002_purge_index.sql",
+  "0004_lease_index.sql",
+  "0005_clear_terminal_lease.sql",
+  "0006_claim_name_index.sql",
+  "0007_purge_status_index.sql",
+  "0008_claim_due_index.sql",
+  "0009_purge_queue_index.sql",
+  "0010_drop_status_index.sql",
+];
+
+/** [name, type, notnull, default, pk] per column, in order (§3.1–§3.4). */
+const TABLES: Record<string, [string, string, 0 | 1, string | null, 0 | 1][]> = {
+  cairnq_tasks: [
+    ["id", "text", 1, null, 1],
+    ["name", "text", 1, null, 0],
+    ["queue", "text", 1, "'default'", 0],
+    ["status", "text", 1, null, 0],
+    ["payload", "text", 1, null, 0],
+    ["result", "text", 0, null, 0],
+    ["error", "text", 0, null, 0],
+    ["metadata", "text", 1, "'{}'", 0],
+    ["progress", "real", 0, null, 0],
+    ["message", "text", 0, null, 0],
+    ["attempt", "integer", 1, "0", 0],
+    ["max_attempts", "integer", 1, "3", 0],
+    ["priority", "integer", 1, "0", 0],
+    ["worker_id", "text", 0, null, 0],
+    ["lease_until_ms", "integer", 0, null, 0],
+    ["run_at_ms", "integer", 1, null, 0],
+    ["cancel_requested_at_ms", "integer", 0, null, 0],
+    ["parent_id", "text", 0, null, 0],
+    ["root_id", "text", 0, null, 0],
+    ["correlation_id", "text", 0, null, 0],
+    ["created_at_ms", "integer", 1, null, 0],
+    ["updated_at_ms", "integer", 1, null, 0],
+    ["completed_at_ms", "integer", 0, null, 0],
+  ],
+  cairnq_task_keys: [
+    ["key", "text", 1, null, 1],
+    ["task_id", "text", 1, null, 0],
+    ["created_at_ms", "integer", 1, null, 0],
+    ["updated_at_ms", "integer", 1, null, 0],
+  ],
+  cairnq_meta: [
+    ["key", "text", 1, null, 1],
+    ["value", "text", 1, null, 0],
+  ],
+  cairnq_migrations: [
+    ["name", "text", 1, null, 1],
+    ["applied_at_ms", "integer", 1, null, 0],
+  ],
+};
+
+/** Index → [columns (with DESC), partial predicate] (§3.5). */
+const INDEXES: Record<string, [string[], string | null]> = {
+  cairnq_tasks_claim_idx: [["queue", "status", "priority DESC", "run_at_ms", "id"], null],
+  cairnq_tasks_claim_name_idx: [["queue", "status", "name", "priority DESC", "run_at_ms", "id"], null],
+  cairnq_tasks_name_idx: [["name"], null],
+  cairnq_tasks_root_idx: [["root_id"], null],
+  cairnq_tasks_correlation_idx: [["correlation_id"], null],
+  cairnq_tasks_completed_idx: [["completed_at_ms"], null],
+  cairnq_tasks_lease_idx: [["lease_until_ms"], "status = 'running' AND lease_until_ms IS NOT NULL"],
+  cairnq_tasks_status_completed_idx: [["status", "completed_at_ms"], null],
+  cairnq_tasks_queue_completed_idx: [["queue", "completed_at_ms"], "status IN ('succeeded', 'failed', 'canceled')"],
+};
+
+interface Described {
+  tables: Record<string, [string, string, number, string | null, number][]>;
+  indexes: Record<string, [string[], string | null]>;
+  foreignKeys: unknown[];
+  meta: Record<string, string>;
+}
+
+/** Reads the schema back through SQLite's own introspection, independent of the DDL text where possible. */
+function describeSchema(file: string): Described {
+  const db = new Database(file, { readonly: true });
+  try {
+    const tables: Described["tables"] = {};
+    const names = db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .pluck()
+      .all() as string[];
+    for (const table of names) {
+      const columns = db.pragma(`table_xinfo(${table})`) as { name: string; type: string; notnull: number; dflt_value: string | null; pk: number }[];
+      tables[table] = columns.map((c) => [c.name, c.type.toLowerCase(), c.notnull, c.dflt_value, c.pk]);
+    }
+    const indexes: Described["indexes"] = {};
+    const rows = db
+      .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY name")
+      .all() as { name: string; sql: string }[];
+    for (const { name, sql } of rows) {
+      const columns = (db.pragma(`index_xinfo(${name})`) as { name: string; desc: number; key: number }[])
+        .filter((c) => c.key === 1)
+        .map((c) => (c.desc === 1 ? `${c.name} DESC` : c.name));
+      const where = / WHERE (.*)$/.exec(sql);
+      // Predicates compare modulo whitespace: a peer may format its DDL differently.
+      const predicate = where === null ? null : (where[1] as string).replace(/\s*,\s*/g, ", ").replace(/\s+/g, " ");
+      indexes[name] = [columns, predicate];
+    }
+    const meta = Object.fromEntries(
+      (db.prepare('SELECT "key", value FROM cairnq_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
+    );
+    return { tables, indexes, foreignKeys: db.pragma("foreign_key_list(cairnq_task_keys)") as unknown[], meta };
+  } finally {
+    db.close();
+  }
+}
+
+function ledger(file: string): { name: string; applied_at_ms: number }[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare("SELECT name, applied_at_ms FROM cairnq_migrations ORDER BY name").all() as { name: string; applied_at_ms: number }[];
+  } finally {
+    db.close();
+  }
+}
+
+function applied(store: SQLiteStore): readonly string[] {
+  return (store.dialect as SQLiteDialect).schema.applied;
+}
+
+/**
+ * The DDL of §3, written out by hand as a peer would run it (not generated by
+ * our migration builder), in its final state.
+ */
+const HAND_WRITTEN_DDL = `
+CREATE TABLE cairnq_tasks (
+  id text NOT NULL PRIMARY KEY, name text NOT NULL, queue text NOT NULL DEFAULT 'default',
+  status text NOT NULL CHECK (status IN ('queued','running','succeeded','failed','canceled')),
+  payload text NOT NULL CHECK (json_valid(payload)),
+  result text CHECK (result IS NULL OR json_valid(result)),
+  error text CHECK (error IS NULL OR json_valid(error)),
+  metadata text NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+  progress real, message text,
+  attempt integer NOT NULL DEFAULT 0, max_attempts integer NOT NULL DEFAULT 3, priority integer NOT NULL DEFAULT 0,
+  worker_id text, lease_until_ms integer, run_at_ms integer NOT NULL, cancel_requested_at_ms integer,
+  parent_id text, root_id text, correlation_id text,
+  created_at_ms integer NOT NULL, updated_at_ms integer NOT NULL, completed_at_ms integer
+);
+CREATE TABLE cairnq_task_keys (
+  "key" text NOT NULL PRIMARY KEY,
+  task_id text NOT NULL REFERENCES cairnq_tasks(id) ON DELETE CASCADE,
+  created_at_ms integer NOT NULL, updated_at_ms integer NOT NULL
+);
+CREATE TABLE cairnq_meta ("key" text NOT NULL PRIMARY KEY, value text NOT NULL);
+INSERT INTO cairnq_meta VALUES ('protocol_version', '1'), ('schema_version', '10');
+CREATE INDEX cairnq_tasks_claim_idx ON cairnq_tasks (queue, status, priority DESC, run_at_ms, id);
+CREATE INDEX cairnq_tasks_claim_name_idx ON cairnq_tasks (queue, status, name, priority DESC, run_at_ms, id);
+CREATE INDEX cairnq_tasks_name_idx ON cairnq_tasks (name);
+CREATE INDEX cairnq_tasks_root_idx ON cairnq_tasks (root_id);
+CREATE INDEX cairnq_tasks_correlation_idx ON cairnq_tasks (correlation_id);
+CREATE INDEX cairnq_tasks_completed_idx ON cairnq_tasks (completed_at_ms);
+CREATE INDEX cairnq_tasks_lease_idx ON cairnq_tasks (lease_until_ms) WHERE status = 'running' AND lease_until_ms IS NOT NULL;
+CREATE INDEX cairnq_tasks_status_completed_idx ON cairnq_tasks (status, completed_at_ms);
+CREATE INDEX cairnq_tasks_queue_completed_idx ON cairnq_tasks (queue, completed_at_ms) WHERE status IN ('succeeded','failed','canceled');
+`;
+
+describe("a fresh database (§3)", () => {
+  it("has exactly the tables, columns, indexes, meta rows and ledger entries of protocol.md", async () => {
+    const file = tempFile();
+    const before = Date.now();
+    const store = openStore(file);
+    await store.connect();
+    expect(applied(store)).toEqual(LEDGER);
+    const schema = describeSchema(file);
+    expect(schema.tables).toEqual(TABLES);
+    expect(schema.tables.cairnq_tasks?.map((c) => c[0])).toEqual([...TASK_COLUMNS]);
+    expect(schema.indexes).toEqual(INDEXES);
+    expect(schema.meta).toEqual({ protocol_version: "1", schema_version: "10" });
+    expect(schema.foreignKeys).toEqual([
+      expect.objectContaining({ table: "cairnq_tasks", from: "task_id", to: "id", on_delete: "CASCADE" }),
+    ]);
+    const entries = ledger(file);
+    expect(entries.map((e) => e.name)).toEqual(LEDGER);
+    for (const entry of entries) {
+      expect(Number.isInteger(entry.applied_at_ms)).toBe(true);
+      expect(entry.applied_at_ms).toBeGreaterThanOrEqual(before);
+      expect(entry.applied_at_ms).toBeLessThanOrEqual(Date.now());
+    }
+  });
+
+  it("checks status against STATUSES and JSON columns with json_valid", async () => {
+    const file = tempFile();
+    await openStore(file).connect();
+    const db = new Database(file);
+    try {
+      const insert = db.prepare(
+        "INSERT INTO cairnq_tasks (id, name, status, payload, run_at_ms, created_at_ms, updated_at_ms) VALUES (?, 'n', ?, ?, 0, 0, 0)",
+      );
+      STATUSES.forEach((status, i) => insert.run(`t${i}`, status, "{}"));
+      expect(() => insert.run("bad", "paused", "{}")).toThrow(/CHECK constraint/);
+      expect(() => insert.run("bad", "queued", "{not json")).toThrow(/CHECK constraint/);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("is in WAL mode, creates its parent directory, and cascades key rows on delete", async () => {
+    const file = path.join(path.dirname(tempFile()), "nested", "deeper", "q.db");
+    const store = openStore(file);
+    const task = await store.submit({ name: "n", key: "k" });
+    expect(fs.existsSync(file)).toBe(true);
+    expect(store.path).toBe(file);
+    const db = new Database(file);
+    try {
+      expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+      db.pragma("foreign_keys = ON");
+      db.prepare("DELETE FROM cairnq_tasks WHERE id = ?").run(task.id);
+      expect(db.prepare("SELECT count(*) FROM cairnq_task_keys").pluck().get()).toBe(0);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("works in memory (:memory:) without WAL, privately per store", async () => {
+    const a = openStore(":memory:");
+    const b = openStore(":memory:");
+    const task = await a.submit({ name: "n" });
+    expect(await a.get(task.id)).toMatchObject({ id: task.id, status: "queued" });
+    expect(await b.get(task.id)).toBeNull();
+    const [claimed] = await a.claim({ queues: ["default"], workerId: "w" });
+    expect(claimed?.id).toBe(task.id);
+  });
+});
+
+describe("reconnecting and foreign databases", () => {
+  it("re-connecting is idempotent: nothing re-applied, ledger and schema unchanged", async () => {
+    const file = tempFile();
+    const first = new SQLiteStore(file);
+    await first.connect();
+    await first.connect();
+    await first.close();
+    const before = { schema: describeSchema(file), ledger: ledger(file) };
+    const second = openStore(file);
+    await second.connect();
+    expect(applied(second)).toEqual([]);
+    expect(describeSchema(file)).toEqual(before.schema);
+    expect(ledger(file)).toEqual(before.ledger);
+  });
+
+  it("opens a database created by hand with the same DDL (no ledger): every migration is a no-op that records itself", async () => {
+    const file = tempFile();
+    const raw = new Database(file);
+    raw.exec(HAND_WRITTEN_DDL);
+    raw
+      .prepare(
+        "INSERT INTO cairnq_tasks (id, name, status, payload, run_at_ms, created_at_ms, updated_at_ms) VALUES ('task_x', 'n', 'queued', '{}', 0, 0, 0)",
+      )
+      .run();
+    raw.close();
+    const store = openStore(file);
+    await store.connect();
+    expect(applied(store)).toEqual(LEDGER);
+    const schema = describeSchema(file);
+    expect(schema.tables).toEqual(TABLES);
+    expect(schema.indexes).toEqual(INDEXES);
+    expect(schema.meta).toEqual({ protocol_version: "1", schema_version: "10" });
+    expect(await store.get("task_x")).toMatchObject({ id: "task_x", status: "queued", metadata: {}, attempt: 0 });
+  });
+
+  it("opens a hand-made database whose ledger is complete without touching it", async () => {
+    const file = tempFile();
+    const raw = new Database(file);
+    raw.exec(HAND_WRITTEN_DDL);
+    raw.exec("CREATE TABLE cairnq_migrations (name text NOT NULL PRIMARY KEY, applied_at_ms integer NOT NULL)");
+    const insert = raw.prepare("INSERT INTO cairnq_migrations VALUES (?, 42)");
+    for (const name of LEDGER) insert.run(name);
+    raw.close();
+    const store = openStore(file);
+    await store.connect();
+    expect(applied(store)).toEqual([]);
+    expect(ledger(file).every((e) => e.applied_at_ms === 42)).toBe(true);
+  });
+
+  it("upgrades a database left at 0001 (old index shapes, stale lease on a terminal row)", async () => {
+    const file = tempFile();
+    const raw = new Database(file);
+    raw.exec(HAND_WRITTEN_DDL.replace(/CREATE INDEX[^;]*;/g, "").replace("'schema_version', '10'", "'schema_version', '1'"));
+    raw.exec("CREATE INDEX cairnq_tasks_claim_idx ON cairnq_tasks (queue, status, priority DESC, created_at_ms)");
+    raw.exec("CREATE INDEX cairnq_tasks_status_idx ON cairnq_tasks (status)");
+    raw.exec("CREATE INDEX cairnq_tasks_name_idx ON cairnq_tasks (name)");
+    raw.exec("CREATE INDEX cairnq_tasks_root_idx ON cairnq_tasks (root_id)");
+    raw.exec("CREATE INDEX cairnq_tasks_correlation_idx ON cairnq_tasks (correlation_id)");
+    raw.exec("CREATE TABLE cairnq_migrations (name text NOT NULL PRIMARY KEY, applied_at_ms integer NOT NULL)");
+    raw.exec("INSERT INTO cairnq_migrations VALUES ('0001_init.sql', 1)");
+    raw.exec(
+      "INSERT INTO cairnq_tasks (id, name, status, payload, lease_until_ms, run_at_ms, created_at_ms, updated_at_ms, completed_at_ms) " +
+        "VALUES ('task_old', 'n', 'succeeded', '{}', 99, 0, 0, 0, 5)",
+    );
+    raw.close();
+    const store = openStore(file);
+    await store.connect();
+    expect(applied(store)).toEqual(LEDGER.slice(1));
+    const schema = describeSchema(file);
+    expect(schema.indexes).toEqual(INDEXES);
+    expect(schema.meta.schema_version).toBe("10");
+    expect((await store.get("task_old"))?.lease_until_ms).toBeNull();
+  });
+});
+
+describe("protocol-version guard (§11)", () => {
+  it.each([
+    ["2", 2],
+    [null, 0],
+  ])("protocol_version %s → ProtocolVersionMismatch(stored %i), and the store refuses to run", async (value, stored) => {
+    const file = tempFile();
+    const setup = new SQLiteStore(file);
+    await setup.connect();
+    await setup.close();
+    const raw = new Database(file);
+    if (value === null) raw.exec("DELETE FROM cairnq_meta WHERE key = 'protocol_version'");
+    else raw.prepare("UPDATE cairnq_meta SET value = ? WHERE key = 'protocol_version'").run(value);
+    raw.close();
+    const store = openStore(file);
+    const err = await store.connect().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolVersionMismatch);
+    expect(err).toMatchObject({ storedVersion: stored, supportedVersion: 1 });
+    await expect(store.submit({ name: "n" })).rejects.toBeInstanceOf(ProtocolVersionMismatch);
+    await store.close();
+    // Nothing was written by the refused store.
+    const check = new Database(file, { readonly: true });
+    expect(check.prepare("SELECT count(*) FROM cairnq_tasks").pluck().get()).toBe(0);
+    check.close();
+  });
+});
+
+describe("concurrent migration from several processes (§3.7)", () => {
+  it("applies each migration exactly once when 4 processes connect to one fresh file at once", async () => {
+    const file = tempFile();
+    const children = Array.from({ length: 4 }, () => spawnFixture("connect-child.ts", [file]));
+    await Promise.all(children.map((child) => nextLine(child, (line) => line === "ready")));
+    const results = children.map((child) => nextLine(child, (line) => line.startsWith("{")));
+    for (const child of children) child.stdin.write("go\n");
+    const reports = (await Promise.all(results)).map((line) => JSON.parse(line) as { applied?: string[]; error?: string });
+    expect(reports.filter((r) => r.error !== undefined)).toEqual([]);
+    const all = reports.flatMap((r) => r.applied ?? []);
+    expect(all.sort()).toEqual(LEDGER);
+    expect(await Promise.all(children.map(exited))).toEqual([0, 0, 0, 0]);
+    expect(ledger(file).map((e) => e.name)).toEqual(LEDGER);
+    const schema = describeSchema(file);
+    expect(schema.tables).toEqual(TABLES);
+    expect(schema.indexes).toEqual(INDEXES);
+  });
+});
