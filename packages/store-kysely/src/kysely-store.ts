@@ -455,16 +455,22 @@ export class KyselyStore implements TaskStore {
   }
 
   /**
-   * `complete_in` (§5.15): runs `fn` in one write transaction on the store's
-   * driver connection, then `complete` with its return value as the last
-   * statement; zero rows → `LostLease` and everything rolls back. Only where
-   * the dialect has `transactionalComplete` (Postgres); elsewhere it rejects
-   * with `UnsupportedBackend`.
+   * The body of `complete_in` (§5.15), for a subclass whose dialect has
+   * `transactionalComplete` to expose as `completeIn`: runs `fn` in one write
+   * transaction on the store's driver connection, then `complete` with its
+   * return value as the last statement; zero rows → `LostLease` and
+   * everything rolls back. Not a public method here, because a store has
+   * `completeIn` exactly when it declares the capability (the conformance kit
+   * checks both agree); elsewhere callers get `UnsupportedBackend` from the
+   * worker.
    *
-   * @param fn - Receives the transaction: a Kysely `Transaction` with the default executor (cast it to
-   *   `Transaction<YourDB>` to use the query builder).
+   * @param fn - Receives the transaction: a Kysely `Transaction` with the default executor.
+   * @example
+   * class PgStore extends KyselyStore {
+   *   completeIn<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>) { return this.completeInTransaction(input, fn); }
+   * }
    */
-  async completeIn<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>): Promise<{ task: Task; result: R }> {
+  protected async completeInTransaction<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>): Promise<{ task: Task; result: R }> {
     if (!this.dialect.capabilities.transactionalComplete) throw new UnsupportedBackend("completeIn", this.dialect.name);
     completeParams({ ...input, result: null });
     return this.run(() =>

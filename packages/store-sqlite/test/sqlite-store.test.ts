@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
-import { CairnQError, InvalidArgument, SerializationError, UnsupportedBackend } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument, SerializationError } from "@cairnq/protocol";
 import { DRAW, RECOVER } from "@cairnq/protocol";
 import { ProcessClock, PROBE_TEMPLATE, setTransitionTemplate, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
@@ -174,9 +174,10 @@ describe("store behaviour specific to SQLite", () => {
     );
   });
 
-  it("completeIn is unsupported on SQLite (§5.15)", async () => {
+  it("has no completeIn on SQLite, and says so in its capabilities (§5.15)", () => {
     const store = openStore();
-    await expect(store.completeIn({ taskId: "t", workerId: "w" }, async () => 1)).rejects.toBeInstanceOf(UnsupportedBackend);
+    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: false, databaseClock: false });
+    expect("completeIn" in store).toBe(false);
   });
 
   it("close waits for in-flight calls, is idempotent, and later calls reject", async () => {
