@@ -10,7 +10,8 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { createRequire } from "node:module";
+import type Database from "better-sqlite3";
 import { CairnQError } from "@cairnq/protocol";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
@@ -91,7 +92,8 @@ export class SQLiteConnection implements QueueConnection {
   async open(): Promise<void> {
     try {
       if (!this.memory && !this.filename.startsWith("file:")) fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      const writer = new Database(this.filename, { timeout: this.busyTimeoutMs });
+      const Driver = loadDriver();
+      const writer = new Driver(this.filename, { timeout: this.busyTimeoutMs });
       this.#writer.attach(writer);
       if (!this.memory) await this.#enableWal(writer);
       // NORMAL is safe in WAL mode: a commit is durable once the WAL is synced at the next checkpoint, and a
@@ -101,7 +103,7 @@ export class SQLiteConnection implements QueueConnection {
       // The key rows' ON DELETE CASCADE only happens with foreign keys enabled (§3.2).
       writer.pragma("foreign_keys = ON");
       if (!this.memory) {
-        const reader = new Database(this.filename, { timeout: 0 });
+        const reader = new Driver(this.filename, { timeout: 0 });
         this.#reader.attach(reader);
         reader.pragma("foreign_keys = ON");
         // The reader must never write: writes go through the queue, which is what keeps them serialized.
@@ -188,4 +190,13 @@ export class SQLiteConnection implements QueueConnection {
     await this.db.destroy();
     await this.#readerDb?.destroy();
   }
+}
+
+/**
+ * Loads better-sqlite3 on first open rather than at import, so importing
+ * `cairnq` (which re-exports this store) loads no native driver until a
+ * SQLite store is actually opened.
+ */
+function loadDriver(): typeof Database {
+  return createRequire(import.meta.url)("better-sqlite3") as typeof Database;
 }

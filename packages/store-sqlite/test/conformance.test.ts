@@ -1,0 +1,10 @@
+import { join } from "node:path";
+import { runConformance } from "@cairnq/conformance/vitest";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+
+// The whole behavioral suite, through the kit's public entry, exactly as a
+// third-party store would run it: a fresh database file per case.
+runConformance({
+  name: "SQLiteStore",
+  createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
+});
