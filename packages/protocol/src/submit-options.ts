@@ -1,0 +1,80 @@
+/**
+ * The per-submit options of `client.submit` / `client.call` and a worker's
+ * `ctx.submit`, and how they combine with a {@link TaskDef}'s defaults into
+ * the store's {@link SubmitInput}.
+ */
+import type { Conflict } from "./conflict.js";
+import type { SubmitInput } from "./store.js";
+import type { TaskDef } from "./task-def.js";
+
+/**
+ * Per-submit options. A {@link TaskDef}'s `queue`, `maxAttempts` and
+ * `priority` are defaults these override; anything left unset takes the
+ * store's default (§5.1).
+ */
+export interface SubmitOptions {
+  /** Business key: at most one current task per key (§5.1). @default null */
+  key?: string | null | undefined;
+  /** What a submit does when `key` already points at a task. @default "reuse" */
+  conflict?: Conflict | undefined;
+  /** @default the TaskDef's queue, else "default" */
+  queue?: string | undefined;
+  /** Higher is claimed first; a 32-bit integer. @default the TaskDef's priority, else 0 */
+  priority?: number | undefined;
+  /** Claims allowed before a failure is final; integer ≥ 1. @default the TaskDef's maxAttempts, else 3 */
+  maxAttempts?: number | undefined;
+  /** Do not claim before this many ms from now; integer ≥ 0. @default 0 */
+  runAtDelayMs?: number | undefined;
+  /** Groups related tasks for `list({ correlationId })`. @default null; from a handler, the running task's */
+  correlationId?: string | null | undefined;
+  /** Free-form JSON object stored with the task. @default {} */
+  metadata?: Record<string, unknown> | null | undefined;
+  /** The task that submitted this one. @default null; from a handler, the running task */
+  parentId?: string | null | undefined;
+  /** The root of the task tree. @default the new task's id; from a handler, the running task's root */
+  rootId?: string | null | undefined;
+}
+
+/** Every key of {@link SubmitOptions}, for callers that reject unknown (misspelt) options. */
+export const SUBMIT_OPTION_KEYS = Object.freeze([
+  "key",
+  "conflict",
+  "queue",
+  "priority",
+  "maxAttempts",
+  "runAtDelayMs",
+  "correlationId",
+  "metadata",
+  "parentId",
+  "rootId",
+] as const satisfies readonly (keyof SubmitOptions)[]);
+
+/**
+ * The store input for submitting `def` with `payload`: the options win over
+ * the definition's `queue`, `maxAttempts` and `priority`; other options pass
+ * through unchanged (validation is the store's, §5.1). Keys that are not
+ * {@link SubmitOptions} are ignored.
+ *
+ * @example
+ * ```ts
+ * const summarize = defineTask("summarize", { queue: "llm", maxAttempts: 5 });
+ * submitInputOf(summarize, { url }, { priority: 10 });
+ * // { name: "summarize", payload: { url }, queue: "llm", maxAttempts: 5, priority: 10, … }
+ * ```
+ */
+export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts" | "priority">, payload: unknown, options: SubmitOptions): SubmitInput {
+  return {
+    name: def.name,
+    payload,
+    queue: options.queue ?? def.queue,
+    maxAttempts: options.maxAttempts ?? def.maxAttempts,
+    priority: options.priority ?? def.priority,
+    key: options.key,
+    conflict: options.conflict,
+    runAtDelayMs: options.runAtDelayMs,
+    correlationId: options.correlationId,
+    metadata: options.metadata,
+    parentId: options.parentId,
+    rootId: options.rootId,
+  };
+}

@@ -1,0 +1,272 @@
+/**
+ * The wait loop of protocol v1 §7, written once for `client.wait`,
+ * `client.waitByKey`, `client.call` and a worker's `ctx.wait`: poll a task's
+ * status until it is terminal, read the full row only when it is (or on the
+ * timeout beat), and sleep between polls on the store's `taskDoneWake` so a
+ * backend with push signals ends the sleep early.
+ *
+ * Pure in the protocol's sense: the loop starts no timer of its own. It
+ * sleeps through the store (`taskDoneWake`) or an injected `sleep`, and reads
+ * an injected clock.
+ */
+import { InvalidArgument, TaskTimeout } from "./errors.js";
+import { requireName } from "./inputs.js";
+import { isTerminal } from "./statuses.js";
+import type { TaskStore } from "./store.js";
+import type { Task, TaskRef } from "./task.js";
+
+/** Options of a wait (`wait`, `waitByKey`, `ctx.wait`). */
+export interface WaitOptions {
+  /** Give up with `TaskTimeout` after this long. Integer ≥ 0. @default 30000 */
+  timeoutMs?: number | undefined;
+  /** The first interval between status polls. Integer ≥ 1. @default 100 */
+  pollMs?: number | undefined;
+  /**
+   * The interval grows by half each poll (100, 150, 225, 337, 500, …) up to
+   * this. Integer ≥ `pollMs`. @default 500, or `pollMs` when that is larger
+   */
+  maxPollMs?: number | undefined;
+  /**
+   * Aborts the wait: it rejects with `signal.reason` (the task is unaffected).
+   * @default undefined (in a handler's `ctx.wait`: the context's signal)
+   */
+  signal?: AbortSignal | undefined;
+}
+
+/** Default of {@link WaitOptions.timeoutMs} (§7). */
+export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
+/** Default of {@link WaitOptions.pollMs} (§7). */
+export const DEFAULT_POLL_MS = 100;
+/** Default of {@link WaitOptions.maxPollMs} (§7). */
+export const DEFAULT_MAX_POLL_MS = 500;
+
+/** The §7 wait defaults in one object. */
+export const WAIT_DEFAULTS: Readonly<{ timeoutMs: number; pollMs: number; maxPollMs: number }> = Object.freeze({
+  timeoutMs: DEFAULT_WAIT_TIMEOUT_MS,
+  pollMs: DEFAULT_POLL_MS,
+  maxPollMs: DEFAULT_MAX_POLL_MS,
+});
+
+/** What to wait for: a task id, or a business key re-resolved on every poll. */
+export type WaitTarget = { readonly id: string; readonly key?: undefined } | { readonly key: string; readonly id?: undefined };
+
+/** {@link WaitOptions} with defaults applied. */
+export interface ResolvedWaitOptions {
+  readonly timeoutMs: number;
+  readonly pollMs: number;
+  readonly maxPollMs: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** What a wait runs on besides the store; inject them to pin time in tests. */
+export interface WaitDeps {
+  /**
+   * Sleeps `ms`, resolving early (never rejecting) when `signal` aborts. Used
+   * only while a by-key wait finds no task (every other sleep is the store's
+   * `taskDoneWake`), so it is required for by-key waits.
+   */
+  sleep?: ((ms: number, signal?: AbortSignal) => Promise<void>) | undefined;
+  /** A monotonic clock in ms for the deadline, which must not move with the wall clock. @default performance.now() */
+  now?: (() => number) | undefined;
+  /** The wall clock in epoch ms, to say when a delayed task runs next in a timeout's message. @default Date.now() */
+  wallNow?: (() => number) | undefined;
+}
+
+/**
+ * The interval after `current` (§7): `min(max, max(current + 1, floor(current × 1.5)))`,
+ * so 100 → 150 → 225 → 337 → 500 with the defaults.
+ *
+ * @example
+ * ```ts
+ * nextPollInterval(100, 500); // 150
+ * ```
+ */
+export function nextPollInterval(current: number, max: number): number {
+  return Math.min(max, Math.max(current + 1, Math.floor(current * 1.5)));
+}
+
+function show(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : typeof value === "number" ? String(value) : typeof value;
+}
+
+function intOption(value: unknown, argument: string, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min} (milliseconds), got ${show(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Validates wait options and applies the §7 defaults.
+ *
+ * @param timeoutArgument - The option name the caller used for the timeout
+ *   (`call` spells it `waitTimeoutMs`), so an error names what was passed.
+ * @throws InvalidArgument naming the option.
+ * @example
+ * ```ts
+ * resolveWaitOptions({ pollMs: 800 }); // { timeoutMs: 30000, pollMs: 800, maxPollMs: 800, signal: undefined }
+ * ```
+ */
+export function resolveWaitOptions(
+  options: { timeoutMs?: unknown; pollMs?: unknown; maxPollMs?: unknown; signal?: unknown },
+  timeoutArgument = "timeoutMs",
+): ResolvedWaitOptions {
+  const timeoutMs = intOption(options.timeoutMs, timeoutArgument, DEFAULT_WAIT_TIMEOUT_MS, 0);
+  const pollMs = intOption(options.pollMs, "pollMs", DEFAULT_POLL_MS, 1);
+  const maxPollMs = intOption(options.maxPollMs, "maxPollMs", Math.max(DEFAULT_MAX_POLL_MS, pollMs), 1);
+  if (maxPollMs < pollMs) {
+    throw new InvalidArgument("maxPollMs", `maxPollMs (${maxPollMs}) must be at least pollMs (${pollMs}): the poll interval only grows`);
+  }
+  const signal = options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new InvalidArgument("signal", "signal must be an AbortSignal (e.g. AbortSignal.timeout(5000)) or undefined");
+  }
+  return { timeoutMs, pollMs, maxPollMs, signal };
+}
+
+/**
+ * Polls until the task is terminal and returns its full row, whatever the
+ * terminal status (§7):
+ *
+ * 1. probe `getStatus(id)` (by key: `getStatusByKey(key)`, re-resolved every
+ *    poll, so a `replace` is followed and a key with no task yet is awaited);
+ * 2. if the probe is terminal, or on the timeout beat, read the full row;
+ *    a terminal row is returned (a missing or live one — purged, or the key
+ *    repointed since the probe — is not finished);
+ * 3. past the deadline, throw `TaskTimeout` carrying the last row and a
+ *    message naming where the task was stuck ({@link describeTimeout});
+ * 4. sleep `min(interval, remaining)` on `taskDoneWake` (the probed id, else
+ *    the awaited id; a by-key wait that resolves to nothing sleeps on
+ *    `deps.sleep`), then grow the interval ({@link nextPollInterval}).
+ *
+ * The wait holds nothing that keeps a process alive: a caller that awaits it
+ * at the top of a script, on a store whose sleeps are unref'd, holds its own
+ * handle.
+ *
+ * @throws InvalidArgument for bad options, an empty id or key, or a by-key wait without `deps.sleep`.
+ * @throws TaskTimeout at the deadline; the task itself is unaffected.
+ * @throws the signal's reason when `signal` aborts.
+ * @example
+ * ```ts
+ * const row = await waitForTask(store, { id }, { timeoutMs: 10_000 });
+ * const byKey = await waitForTask(store, { key: "order-7" }, {}, { sleep });
+ * ```
+ */
+export async function waitForTask(store: TaskStore, target: WaitTarget, options: WaitOptions = {}, deps: WaitDeps = {}): Promise<Task> {
+  const { timeoutMs, pollMs, maxPollMs, signal } = resolveWaitOptions(options);
+  const byKey = target.key !== undefined;
+  const awaited = byKey ? requireName(target.key, "key") : requireName(target.id, "id");
+  const key = byKey ? awaited : null;
+  const sleep = deps.sleep;
+  if (byKey && sleep === undefined) {
+    throw new InvalidArgument("sleep", "a wait by key needs deps.sleep: it sleeps on its own while the key points at no task");
+  }
+  const now = deps.now ?? (() => performance.now());
+  signal?.throwIfAborted();
+  const deadline = now() + timeoutMs;
+  let interval = pollMs;
+  for (;;) {
+    const ref: TaskRef | null = byKey ? await store.getStatusByKey(awaited) : await store.getStatus(awaited);
+    const remaining = deadline - now();
+    let row: Task | null = null;
+    if (ref !== null && (isTerminal(ref) || remaining <= 0)) {
+      row = byKey ? await store.getByKey(awaited) : await store.get(awaited);
+      if (row !== null && isTerminal(row)) return row;
+    }
+    if (remaining <= 0) {
+      const nowMs = (deps.wallNow ?? Date.now)();
+      const message = describeTimeout({ id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs });
+      throw new TaskTimeout(ref?.id ?? awaited, key, row, { message });
+    }
+    const sleepMs = Math.ceil(Math.min(interval, remaining));
+    const wakeId = ref?.id ?? (byKey ? null : awaited);
+    if (wakeId !== null) await store.taskDoneWake(wakeId, sleepMs, signal);
+    // Only a by-key wait gets here, and it was checked to have a sleep.
+    else await (sleep as (ms: number, signal?: AbortSignal) => Promise<void>)(sleepMs, signal);
+    signal?.throwIfAborted();
+    interval = nextPollInterval(interval, maxPollMs);
+  }
+}
+
+/** What {@link describeTimeout} needs to know. */
+export interface TimeoutContext {
+  /** The awaited id (by-id waits). */
+  readonly id: string | null;
+  /** The awaited key (by-key waits). */
+  readonly key: string | null;
+  /** The row read on the timeout beat, if any. */
+  readonly task: Task | null;
+  readonly timeoutMs: number;
+  /** Wall-clock now, to say when a delayed task runs next. */
+  readonly nowMs: number;
+}
+
+function lastError(task: Task): string {
+  const error = task.error as { message?: unknown } | null;
+  return typeof error === "object" && error !== null && typeof error.message === "string" ? ` (last error: ${error.message})` : "";
+}
+
+/**
+ * The message of a wait's `TaskTimeout` (§7; the wording is not contract):
+ * it names where the task was stuck — not found (by id or by key); queued
+ * and never claimed (no worker for that name, queue or database); delayed or
+ * retrying, with the time to its next run; running with a cancel requested;
+ * running.
+ *
+ * @example
+ * ```ts
+ * describeTimeout({ id, key: null, task: row, timeoutMs: 5000, nowMs: Date.now() });
+ * // "task task_01… ('summarize') did not finish within 5000ms: queued and never claimed — is a worker running …?"
+ * ```
+ */
+export function describeTimeout(context: TimeoutContext): string {
+  const { key, task, timeoutMs, nowMs } = context;
+  if (task === null) {
+    if (key !== null) {
+      return (
+        `no task with key '${key}' was found within ${timeoutMs}ms: nothing was submitted with that key yet, or its task was purged; ` +
+        `submit it, and check that the submitter and this client use the same database`
+      );
+    }
+    return (
+      `task ${context.id ?? "?"} was not found within ${timeoutMs}ms: no row has that id; ` +
+      `check the id, that it was submitted to this database, and that it was not purged`
+    );
+  }
+  const subject = key === null ? `task ${task.id} ('${task.name}')` : `task ${task.id} ('${task.name}', key '${key}')`;
+  const attempts = `attempt ${task.attempt}/${task.max_attempts}`;
+  let state: string;
+  switch (task.status) {
+    case "queued": {
+      const dueInMs = task.run_at_ms - nowMs;
+      if (dueInMs > 0) {
+        state =
+          task.attempt === 0
+            ? `delayed, ${attempts}, next run in ${dueInMs}ms`
+            : `retrying after ${attempts}${lastError(task)}, next run in ${dueInMs}ms`;
+      } else if (task.attempt === 0) {
+        state = `queued and never claimed — is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database?`;
+      } else {
+        state =
+          `queued again after ${attempts}${lastError(task)} and not yet re-claimed — ` +
+          `are workers with a handler for '${task.name}' on queue '${task.queue}' running and free?`;
+      }
+      break;
+    }
+    case "running": {
+      const progress = `${task.progress === null ? "" : `, progress ${task.progress}`}${task.message === null ? "" : ` ("${task.message}")`}`;
+      state =
+        task.cancel_requested_at_ms !== null
+          ? `running ${attempts} with a cancel requested — waiting for the handler to see the cancel (the task ends canceled when it settles or its lease expires)`
+          : `running ${attempts} on ${task.worker_id ?? "a worker"}${progress} — the handler is still working; wait again with a longer timeout`;
+      break;
+    }
+    case "succeeded":
+    case "failed":
+    case "canceled":
+      state = `${task.status}, but the row was read only after the deadline`;
+      break;
+  }
+  return `${subject} did not finish within ${timeoutMs}ms: ${state}`;
+}

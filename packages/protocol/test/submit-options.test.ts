@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import type { SubmitOptions } from "../src/submit-options.js";
+import { SUBMIT_OPTION_KEYS, submitInputOf } from "../src/submit-options.js";
+import { defineTask } from "../src/task-def.js";
+
+describe("submit options", () => {
+  it("lists every option once", () => {
+    expect([...SUBMIT_OPTION_KEYS].sort()).toEqual(
+      ["conflict", "correlationId", "key", "maxAttempts", "metadata", "parentId", "priority", "queue", "rootId", "runAtDelayMs"],
+    );
+    expect(Object.isFrozen(SUBMIT_OPTION_KEYS)).toBe(true);
+  });
+
+  it("take the definition's queue, maxAttempts and priority as defaults", () => {
+    const def = defineTask("summarize", { queue: "llm", maxAttempts: 5, priority: 2 });
+    expect(submitInputOf(def, { url: "u" }, {})).toEqual({
+      name: "summarize",
+      payload: { url: "u" },
+      queue: "llm",
+      maxAttempts: 5,
+      priority: 2,
+      key: undefined,
+      conflict: undefined,
+      runAtDelayMs: undefined,
+      correlationId: undefined,
+      metadata: undefined,
+      parentId: undefined,
+      rootId: undefined,
+    });
+  });
+
+  it("override them, and pass every other option through", () => {
+    const options: Required<SubmitOptions> = {
+      key: "k",
+      conflict: "replace",
+      queue: "q",
+      priority: 9,
+      maxAttempts: 1,
+      runAtDelayMs: 60_000,
+      correlationId: "c",
+      metadata: { a: 1 },
+      parentId: "task_parent",
+      rootId: null,
+    };
+    const input = submitInputOf(defineTask("x", { queue: "llm", maxAttempts: 5, priority: 2 }), undefined, { ...options, extra: 1 } as SubmitOptions);
+    expect(input).toEqual({ name: "x", payload: undefined, ...options });
+  });
+});

@@ -1,0 +1,369 @@
+import { describe, expect, it } from "vitest";
+import { InvalidArgument, TaskTimeout } from "../src/errors.js";
+import type { TaskStore } from "../src/store.js";
+import type { Task, TaskRef } from "../src/task.js";
+import {
+  DEFAULT_MAX_POLL_MS,
+  DEFAULT_POLL_MS,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  describeTimeout,
+  nextPollInterval,
+  resolveWaitOptions,
+  WAIT_DEFAULTS,
+  waitForTask,
+} from "../src/wait.js";
+import { ID, NOW, queuedRow, runningRow, terminalRow } from "./fixtures.js";
+
+/**
+ * The slice of a store the wait loop reads, over a mutable row table and key
+ * map, on a fake monotonic clock that only `taskDoneWake` and the injected
+ * sleep advance. `onBeat` runs before every status probe (poll number 1, 2, …),
+ * so a test scripts what the task does between polls.
+ */
+function fakeStore(rows: Task[] = [], keys: Record<string, string> = {}) {
+  const table = new Map(rows.map((r) => [r.id, r]));
+  const keyed = new Map(Object.entries(keys));
+  const calls: { method: string; args: unknown[] }[] = [];
+  const clock = { ms: 0 };
+  const state = { polls: 0, onBeat: (_poll: number): void => {} };
+  const ref = (row: Task | undefined): TaskRef | null => (row === undefined ? null : { id: row.id, status: row.status });
+  const store = {
+    async getStatus(id: string) {
+      calls.push({ method: "getStatus", args: [id] });
+      state.polls += 1;
+      state.onBeat(state.polls);
+      return ref(table.get(id));
+    },
+    async getStatusByKey(key: string) {
+      calls.push({ method: "getStatusByKey", args: [key] });
+      state.polls += 1;
+      state.onBeat(state.polls);
+      const id = keyed.get(key);
+      return ref(id === undefined ? undefined : table.get(id));
+    },
+    async get(id: string) {
+      calls.push({ method: "get", args: [id] });
+      return table.get(id) ?? null;
+    },
+    async getByKey(key: string) {
+      calls.push({ method: "getByKey", args: [key] });
+      const id = keyed.get(key);
+      return (id === undefined ? undefined : table.get(id)) ?? null;
+    },
+    async taskDoneWake(id: string, ms: number, signal?: AbortSignal) {
+      calls.push({ method: "taskDoneWake", args: [id, ms, signal] });
+      clock.ms += ms;
+    },
+  };
+  const sleeps: number[] = [];
+  const deps = {
+    now: () => clock.ms,
+    wallNow: () => NOW,
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      clock.ms += ms;
+    },
+  };
+  return {
+    store: store as unknown as TaskStore,
+    table,
+    keyed,
+    clock,
+    state,
+    deps,
+    sleeps,
+    count: (method: string) => calls.filter((c) => c.method === method).length,
+    wakes: () => calls.filter((c) => c.method === "taskDoneWake").map((c) => [c.args[0], c.args[1]]),
+  };
+}
+
+async function timeoutOf(promise: Promise<unknown>): Promise<TaskTimeout> {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(TaskTimeout);
+  return error as TaskTimeout;
+}
+
+describe("defaults and interval growth (§7)", () => {
+  it("are 30000 / 100 / 500", () => {
+    expect([DEFAULT_WAIT_TIMEOUT_MS, DEFAULT_POLL_MS, DEFAULT_MAX_POLL_MS]).toEqual([30_000, 100, 500]);
+    expect(WAIT_DEFAULTS).toEqual({ timeoutMs: 30_000, pollMs: 100, maxPollMs: 500 });
+    expect(Object.isFrozen(WAIT_DEFAULTS)).toBe(true);
+  });
+
+  it("grows by half, at least by one, up to the maximum", () => {
+    const seq = [100];
+    while (seq.length < 7) seq.push(nextPollInterval(seq.at(-1)!, 500));
+    expect(seq).toEqual([100, 150, 225, 337, 500, 500, 500]);
+    expect(nextPollInterval(1, 10)).toBe(2);
+    expect(nextPollInterval(9, 10)).toBe(10);
+  });
+});
+
+describe("resolveWaitOptions", () => {
+  it("applies the defaults; maxPollMs follows a larger pollMs", () => {
+    expect(resolveWaitOptions({})).toEqual({ timeoutMs: 30_000, pollMs: 100, maxPollMs: 500, signal: undefined });
+    expect(resolveWaitOptions({ pollMs: 800 })).toMatchObject({ pollMs: 800, maxPollMs: 800 });
+    const signal = new AbortController().signal;
+    expect(resolveWaitOptions({ timeoutMs: 0, pollMs: 5, maxPollMs: 5, signal })).toEqual({ timeoutMs: 0, pollMs: 5, maxPollMs: 5, signal });
+  });
+
+  it.each([
+    [{ timeoutMs: -1 }, "timeoutMs", /timeoutMs must be an integer ≥ 0 \(milliseconds\), got -1/],
+    [{ timeoutMs: 1.5 }, "timeoutMs", /got 1.5/],
+    [{ pollMs: 0 }, "pollMs", /pollMs must be an integer ≥ 1/],
+    [{ maxPollMs: "5" }, "maxPollMs", /got "5"/],
+    [{ pollMs: {} }, "pollMs", /got object/],
+    [{ pollMs: 100, maxPollMs: 50 }, "maxPollMs", /maxPollMs \(50\) must be at least pollMs \(100\)/],
+    [{ signal: {} }, "signal", /signal must be an AbortSignal/],
+  ])("rejects %o", (options, argument, message) => {
+    let error: unknown;
+    try {
+      resolveWaitOptions(options);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidArgument);
+    expect((error as InvalidArgument).argument).toBe(argument);
+    expect((error as Error).message).toMatch(message);
+  });
+
+  it("names the caller's timeout option", () => {
+    expect(() => resolveWaitOptions({ timeoutMs: -5 }, "waitTimeoutMs")).toThrow(/waitTimeoutMs must be an integer/);
+  });
+});
+
+describe("waitForTask by id", () => {
+  it("probes every poll, sleeps on taskDoneWake with the growing interval, reads the row only once terminal", async () => {
+    const f = fakeStore([queuedRow()]);
+    f.state.onBeat = (poll) => {
+      if (poll === 7) f.table.set(ID, terminalRow("succeeded", { result: { ok: true } }));
+    };
+    const done = await waitForTask(f.store, { id: ID }, {}, f.deps);
+    expect(done).toMatchObject({ status: "succeeded", result: { ok: true } });
+    expect(f.wakes()).toEqual([
+      [ID, 100],
+      [ID, 150],
+      [ID, 225],
+      [ID, 337],
+      [ID, 500],
+      [ID, 500],
+    ]);
+    expect([f.count("getStatus"), f.count("get")]).toEqual([7, 1]);
+    expect(f.sleeps).toEqual([]);
+  });
+
+  it("returns an already terminal task after one probe and one read, without sleeping", async () => {
+    const f = fakeStore([terminalRow("canceled")]);
+    expect((await waitForTask(f.store, { id: ID }, {}, f.deps)).status).toBe("canceled");
+    expect([f.count("getStatus"), f.count("get"), f.count("taskDoneWake")]).toEqual([1, 1, 0]);
+  });
+
+  it("keeps polling when the full read finds the task purged or live again", async () => {
+    const f = fakeStore([terminalRow("failed")]);
+    const get = f.store.get.bind(f.store);
+    let reads = 0;
+    f.store.get = async (id: string) => {
+      reads += 1;
+      if (reads === 1) return null; // purged between probe and read
+      if (reads === 2) return queuedRow(); // retried between probe and read
+      return get(id);
+    };
+    expect((await waitForTask(f.store, { id: ID }, { pollMs: 10 }, f.deps)).status).toBe("failed");
+    expect(reads).toBe(3);
+    expect(f.wakes()).toEqual([
+      [ID, 10],
+      [ID, 15],
+    ]);
+  });
+
+  it("never sleeps past the deadline, and rounds a fractional remainder up", async () => {
+    const f = fakeStore([queuedRow()]);
+    f.clock.ms = 0.25;
+    const error = await timeoutOf(waitForTask(f.store, { id: ID }, { timeoutMs: 60, pollMs: 40 }, f.deps));
+    expect(f.wakes()).toEqual([
+      [ID, 40],
+      [ID, 20],
+    ]);
+    expect(error.task?.id).toBe(ID);
+  });
+
+  it("times out carrying the id, no key, the row read on the timeout beat and where it was stuck", async () => {
+    const f = fakeStore([queuedRow({ name: "summarize", queue: "llm" })]);
+    const error = await timeoutOf(waitForTask(f.store, { id: ID }, { timeoutMs: 30, pollMs: 5 }, f.deps));
+    expect(error).toMatchObject({ taskId: ID, key: null, task: { id: ID, status: "queued" } });
+    expect(error.message).toBe(
+      `task ${ID} ('summarize') did not finish within 30ms: queued and never claimed — ` +
+        `is a worker running with a handler for 'summarize' on queue 'llm' against this database?`,
+    );
+  });
+
+  it("wakes on the awaited id while no row has it, and times out with no row", async () => {
+    const f = fakeStore();
+    const error = await timeoutOf(waitForTask(f.store, { id: "task_missing" }, { timeoutMs: 20, pollMs: 10 }, f.deps));
+    expect(f.wakes()).toEqual([
+      ["task_missing", 10],
+      ["task_missing", 10],
+    ]);
+    expect(f.count("get")).toBe(0);
+    expect(error).toMatchObject({ taskId: "task_missing", key: null, task: null });
+    expect(error.message).toMatch(/^task task_missing was not found within 20ms/);
+  });
+
+  it("runs on the real clocks when none is injected", async () => {
+    const f = fakeStore([queuedRow({ run_at_ms: Date.now() + 60_000 })]);
+    const error = await timeoutOf(waitForTask(f.store, { id: ID }, { timeoutMs: 0 }));
+    expect(error.message).toMatch(/: delayed, attempt 0\/3, next run in \d+ms$/);
+    const dueInMs = Number(/next run in (\d+)ms/.exec(error.message)?.[1]);
+    expect(dueInMs).toBeGreaterThan(50_000);
+    expect(dueInMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it("rejects an empty id and bad options before touching the store", async () => {
+    const f = fakeStore();
+    await expect(waitForTask(f.store, { id: "" })).rejects.toMatchObject({ name: "InvalidArgument", argument: "id" });
+    await expect(waitForTask(f.store, { id: ID }, { pollMs: 0 })).rejects.toMatchObject({ argument: "pollMs" });
+    expect(f.count("getStatus")).toBe(0);
+  });
+});
+
+describe("waitForTask by key", () => {
+  it("sleeps on deps.sleep while the key points at nothing, then follows the key to its task", async () => {
+    const f = fakeStore();
+    f.state.onBeat = (poll) => {
+      if (poll === 3) {
+        f.table.set(ID, queuedRow());
+        f.keyed.set("order-7", ID);
+      }
+      if (poll === 4) f.table.set(ID, terminalRow("succeeded"));
+    };
+    const done = await waitForTask(f.store, { key: "order-7" }, { pollMs: 10 }, f.deps);
+    expect(done.status).toBe("succeeded");
+    expect(f.sleeps).toEqual([10, 15]);
+    expect(f.wakes()).toEqual([[ID, 22]]);
+    expect([f.count("getStatusByKey"), f.count("getByKey"), f.count("getStatus"), f.count("get")]).toEqual([4, 1, 0, 0]);
+  });
+
+  it("follows a replace: the wake moves to the task the key points at now", async () => {
+    const first = queuedRow();
+    const second = queuedRow({ id: "task_second" });
+    const f = fakeStore([first, second], { k: first.id });
+    f.state.onBeat = (poll) => {
+      if (poll === 2) {
+        f.table.set(first.id, terminalRow("canceled"));
+        f.keyed.set("k", second.id);
+      }
+      if (poll === 3) f.table.set(second.id, terminalRow("succeeded", { id: second.id }));
+    };
+    const done = await waitForTask(f.store, { key: "k" }, { pollMs: 5 }, f.deps);
+    expect(done.id).toBe(second.id);
+    expect(f.wakes().map(([id]) => id)).toEqual([first.id, second.id]);
+  });
+
+  it("times out with the key as task id when the key never resolved", async () => {
+    const f = fakeStore();
+    const error = await timeoutOf(waitForTask(f.store, { key: "ghost" }, { timeoutMs: 10, pollMs: 2 }, f.deps));
+    expect(error).toMatchObject({ taskId: "ghost", key: "ghost", task: null });
+    expect(error.message).toMatch(/^no task with key 'ghost' was found within 10ms/);
+  });
+
+  it("times out with the resolved task id and the key", async () => {
+    const f = fakeStore([queuedRow({ name: "job" })], { "order-7": ID });
+    const error = await timeoutOf(waitForTask(f.store, { key: "order-7" }, { timeoutMs: 0 }, f.deps));
+    expect(error).toMatchObject({ taskId: ID, key: "order-7" });
+    expect(error.message).toContain(`task ${ID} ('job', key 'order-7') did not finish within 0ms`);
+  });
+
+  it("needs deps.sleep and a non-empty key", async () => {
+    const f = fakeStore();
+    await expect(waitForTask(f.store, { key: "k" })).rejects.toMatchObject({ name: "InvalidArgument", argument: "sleep" });
+    await expect(waitForTask(f.store, { key: "" }, {}, f.deps)).rejects.toMatchObject({ argument: "key" });
+  });
+});
+
+describe("waitForTask and its signal", () => {
+  it("rejects at once with the reason of an aborted signal", async () => {
+    const f = fakeStore([queuedRow()]);
+    const reason = new Error("user left");
+    await expect(waitForTask(f.store, { id: ID }, { signal: AbortSignal.abort(reason) }, f.deps)).rejects.toBe(reason);
+    expect(f.count("getStatus")).toBe(0);
+  });
+
+  it("passes the signal to the wake and rejects when it aborted during the sleep", async () => {
+    const f = fakeStore([queuedRow()]);
+    const controller = new AbortController();
+    f.store.taskDoneWake = async (_id, _ms, signal) => {
+      expect(signal).toBe(controller.signal);
+      controller.abort(new Error("stop"));
+    };
+    await expect(waitForTask(f.store, { id: ID }, { signal: controller.signal }, f.deps)).rejects.toThrow("stop");
+  });
+
+  it("passes the signal to the plain sleep of an unresolved key", async () => {
+    const f = fakeStore();
+    const controller = new AbortController();
+    const sleep = async (_ms: number, signal?: AbortSignal) => {
+      expect(signal).toBe(controller.signal);
+      controller.abort();
+    };
+    await expect(waitForTask(f.store, { key: "k" }, { signal: controller.signal }, { ...f.deps, sleep })).rejects.toMatchObject({
+      name: "AbortError",
+    });
+  });
+});
+
+describe("describeTimeout", () => {
+  const base = { id: ID, key: null, timeoutMs: 5, nowMs: NOW } as const;
+
+  it("names a task that is not found, by id or by key", () => {
+    expect(describeTimeout({ ...base, task: null })).toMatch(new RegExp(`^task ${ID} was not found within 5ms: no row has that id`));
+    expect(describeTimeout({ ...base, id: null, task: null })).toMatch(/^task \? was not found/);
+    expect(describeTimeout({ ...base, id: null, key: "k", task: null })).toMatch(/^no task with key 'k' was found within 5ms/);
+  });
+
+  it("names a delayed first attempt and when it runs", () => {
+    expect(describeTimeout({ ...base, task: queuedRow({ run_at_ms: NOW + 1500, max_attempts: 4 }) })).toBe(
+      `task ${ID} ('summarize') did not finish within 5ms: delayed, attempt 0/4, next run in 1500ms`,
+    );
+  });
+
+  it("names a retry, its last error when it has a message, and when it runs", () => {
+    const retrying = (error: unknown) => queuedRow({ attempt: 1, run_at_ms: NOW + 10, error });
+    expect(describeTimeout({ ...base, task: retrying({ message: "upstream 503" }) })).toMatch(
+      /: retrying after attempt 1\/3 \(last error: upstream 503\), next run in 10ms$/,
+    );
+    expect(describeTimeout({ ...base, task: retrying({ code: 7 }) })).toMatch(/: retrying after attempt 1\/3, next run in 10ms$/);
+    expect(describeTimeout({ ...base, task: retrying({ message: 7 }) })).toMatch(/: retrying after attempt 1\/3, next run in 10ms$/);
+    expect(describeTimeout({ ...base, task: retrying(null) })).toMatch(/: retrying after attempt 1\/3, next run in 10ms$/);
+    expect(describeTimeout({ ...base, task: retrying("boom") })).toMatch(/: retrying after attempt 1\/3, next run in 10ms$/);
+  });
+
+  it("names a due task never claimed, and one requeued but not re-claimed", () => {
+    expect(describeTimeout({ ...base, task: queuedRow() })).toContain(
+      ": queued and never claimed — is a worker running with a handler for 'summarize' on queue 'default' against this database?",
+    );
+    expect(describeTimeout({ ...base, key: "k", task: queuedRow({ attempt: 2, error: { message: "flaky" } }) })).toBe(
+      `task ${ID} ('summarize', key 'k') did not finish within 5ms: queued again after attempt 2/3 (last error: flaky) and not yet re-claimed — ` +
+        `are workers with a handler for 'summarize' on queue 'default' running and free?`,
+    );
+  });
+
+  it("names a running task: cancel requested, or its worker and progress", () => {
+    expect(describeTimeout({ ...base, task: runningRow({ cancel_requested_at_ms: NOW }) })).toContain(
+      ": running attempt 1/3 with a cancel requested — waiting for the handler to see the cancel",
+    );
+    const running = runningRow({ progress: 0.4, message: "page 2" });
+    expect(describeTimeout({ ...base, task: running })).toContain(
+      `: running attempt 1/3 on ${running.worker_id ?? ""}, progress 0.4 ("page 2") — the handler is still working`,
+    );
+    expect(describeTimeout({ ...base, task: runningRow({ worker_id: null, progress: null, message: null }) })).toContain(
+      ": running attempt 1/3 on a worker — the handler is still working",
+    );
+  });
+
+  it.each(["succeeded", "failed", "canceled"] as const)("names a row that turned %s only after the deadline", (status) => {
+    expect(describeTimeout({ ...base, task: terminalRow(status) })).toContain(`: ${status}, but the row was read only after the deadline`);
+  });
+});
