@@ -1,155 +1,19 @@
 /**
- * The client's backpressure gate (protocol v1 §5.6): before a submit inserts
- * into a gated queue it takes one unit of a local *grant*; an empty grant is
- * refilled by probing `queueDepth`, and while the queue stays full the submit
- * sleeps and probes again until `maxQueueWaitMs`, then fails with `QueueFull`
- * having enqueued nothing.
- *
- * Terminology: *headroom* is what `queueDepth(queue, maxDepth)` returns
- * (`maxDepth − queued`, floor 0); a *grant* is the number of submits this
- * process may still make on a queue before probing again.
+ * The client's `BackpressureGate`: the §5.6 gate of `@cairnq/protocol` on the
+ * client's timers, so that it can be built from options alone.
  */
-import { setMaxListeners } from "node:events";
-import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
-import { CairnQError, InvalidArgument, QueueFull } from "@cairnq/protocol";
-import type { Logger } from "./logger.js";
-import { log } from "./logger.js";
-import { monotonicMs, sleep } from "./sleep.js";
+import type { BackpressureGateDeps, BackpressureGateOptions } from "@cairnq/protocol";
+import { BackpressureGate as ProtocolBackpressureGate } from "@cairnq/protocol";
+import { monotonicMs, nextTurn, sleep } from "./sleep.js";
 
 /**
- * A depth limit for every queue (a number), or for the named queues only (a
- * map); each limit is an integer ≥ 1 counting `queued` rows (delayed ones
- * included, running ones not).
- */
-export type MaxQueueDepth = number | Readonly<Record<string, number>>;
-
-/** Options of a {@link BackpressureGate}. */
-export interface BackpressureGateOptions {
-  /** The limit(s) to enforce; see {@link MaxQueueDepth}. */
-  maxQueueDepth: MaxQueueDepth;
-  /** How long a submit may wait for headroom before `QueueFull`. Integer ≥ 0. @default 600000 */
-  maxQueueWaitMs?: number;
-  /** First sleep after a full probe; doubles up to 5000 ms. Integer ≥ 1. @default 250 */
-  queuePollIntervalMs?: number;
-  /** Receives a `debug` line when a submit starts waiting. @default undefined (silent) */
-  logger?: Logger | undefined;
-}
-
-/** Default of {@link BackpressureGateOptions.maxQueueWaitMs} (§5.6): ten minutes. */
-export const DEFAULT_MAX_QUEUE_WAIT_MS = 600_000;
-/** Default of {@link BackpressureGateOptions.queuePollIntervalMs} (§5.6). */
-export const DEFAULT_QUEUE_POLL_INTERVAL_MS = 250;
-/**
- * Most submits one probe may grant (§5.6). It bounds the overshoot of a soft
- * limit: N producers may exceed `maxDepth` by at most (N − 1) × 64, while a
- * producer submitting in bulk pays one `queueDepth` read per 64 submits.
- */
-export const MAX_GRANT = 64;
-/** The poll interval stops doubling here (§5.6). */
-export const MAX_QUEUE_POLL_INTERVAL_MS = 5_000;
-
-interface QueueState {
-  /** Submits this process may still make before probing again. */
-  grant: number;
-  /** The probe in flight, shared by every submit waiting on this queue. */
-  probe: Promise<number> | null;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-function show(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : typeof value === "object" && value !== null ? typeof value : String(value);
-}
-
-function depthLimit(value: unknown, argument: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
-    throw new InvalidArgument(
-      argument,
-      `${argument} must be an integer ≥ 1 (the most queued tasks allowed before submits wait), got ${show(value)}`,
-    );
-  }
-  return value;
-}
-
-/**
- * Validates a {@link MaxQueueDepth}: a number for every queue, or a plain
- * object mapping queue names to limits.
- *
- * @returns the single limit, or a map of the gated queues.
- */
-export function normalizeMaxQueueDepth(value: unknown): number | ReadonlyMap<string, number> {
-  if (typeof value === "number") return depthLimit(value, "maxQueueDepth");
-  if (!isPlainObject(value)) {
-    throw new InvalidArgument(
-      "maxQueueDepth",
-      `maxQueueDepth must be an integer ≥ 1 for every queue, or an object such as { emails: 1000 } gating only the named queues; got ${show(value)}`,
-    );
-  }
-  const limits = new Map<string, number>();
-  for (const [queue, limit] of Object.entries(value)) {
-    if (queue === "") throw new InvalidArgument("maxQueueDepth", "maxQueueDepth keys must be queue names; one is empty");
-    limits.set(queue, depthLimit(limit, `maxQueueDepth.${queue}`));
-  }
-  return limits;
-}
-
-function durationOption(value: unknown, argument: string, fallback: number, min: number, why: string): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
-    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min} (${why}), got ${show(value)}`);
-  }
-  return value;
-}
-
-/**
- * Validates the gate's timing options and applies their defaults; a gate
- * calls it, and so does a client without `maxQueueDepth` so that a bad value
- * fails at construction instead of being ignored.
- *
- * @throws InvalidArgument naming the option.
- */
-export function resolveGateTiming(options: Pick<BackpressureGateOptions, "maxQueueWaitMs" | "queuePollIntervalMs">): {
-  maxQueueWaitMs: number;
-  queuePollIntervalMs: number;
-} {
-  return {
-    maxQueueWaitMs: durationOption(
-      options.maxQueueWaitMs,
-      "maxQueueWaitMs",
-      DEFAULT_MAX_QUEUE_WAIT_MS,
-      0,
-      "how long a submit waits for headroom before QueueFull; 0 fails at once",
-    ),
-    queuePollIntervalMs: durationOption(
-      options.queuePollIntervalMs,
-      "queuePollIntervalMs",
-      DEFAULT_QUEUE_POLL_INTERVAL_MS,
-      1,
-      "the first sleep between queue-depth probes while a queue is full",
-    ),
-  };
-}
-
-/**
- * The §5.6 backpressure gate. {@link CairnQ} builds one from its
- * `maxQueueDepth` option and installs it on `store.queueDepthGate`, so every
- * submit through that store object — the client's and child submits from
- * workers sharing it — passes the gate. Use it directly only to gate a store
- * without a client.
- *
- * Per queue, each submit takes one unit of a local grant. At zero it probes
- * `queueDepth(queue, maxDepth)` (one probe in flight per queue, shared by all
- * waiting submits) and sets the grant to `min(headroom, 64)`. Still zero: it
- * sleeps `queuePollIntervalMs`, doubling up to 5000 ms and never past the
- * deadline, then probes again; once it has waited `maxQueueWaitMs` it throws
- * `QueueFull(queue, maxDepth, waitedMs)`. The limit is soft: N producers may
- * overshoot it by (N − 1) × 64 (and one process submitting concurrently
- * against a store whose inserts take more than one event-loop turn by up to
- * one more grant, because the gate is not told when a granted insert lands).
+ * The §5.6 backpressure gate ({@link ProtocolBackpressureGate}) running on the
+ * client's timers: a ref'd sleep (a submit waiting for headroom is awaited by
+ * someone, so it must hold the process open), a monotonic clock, and
+ * `setImmediate` between a shared probe and the next. {@link CairnQ} builds
+ * one from its `maxQueueDepth` option and installs it on
+ * `store.queueDepthGate`; use it directly only to gate a store without a
+ * client.
  *
  * @example
  * ```ts
@@ -157,125 +21,13 @@ export function resolveGateTiming(options: Pick<BackpressureGateOptions, "maxQue
  * await store.submit({ name: "send", queue: "emails" }); // waits while 10 000 emails are queued
  * ```
  */
-export class BackpressureGate implements QueueDepthGate {
-  /** How long a submit may wait for headroom. */
-  readonly maxQueueWaitMs: number;
-  /** The first sleep after a full probe. */
-  readonly queuePollIntervalMs: number;
-
-  readonly #limits: number | ReadonlyMap<string, number>;
-  readonly #queues = new Map<string, QueueState>();
-  readonly #closed = new AbortController();
-  readonly #logger: Logger | undefined;
-
-  /** @throws InvalidArgument when an option is out of range. */
-  constructor(options: BackpressureGateOptions) {
-    if (!isPlainObject(options)) {
-      throw new InvalidArgument("options", `BackpressureGate needs an options object with maxQueueDepth, got ${show(options)}`);
-    }
-    this.#limits = normalizeMaxQueueDepth(options.maxQueueDepth);
-    const timing = resolveGateTiming(options);
-    this.maxQueueWaitMs = timing.maxQueueWaitMs;
-    this.queuePollIntervalMs = timing.queuePollIntervalMs;
-    this.#logger = options.logger;
-    // Every submit sleeping on a full queue listens for close; hundreds may wait at once.
-    setMaxListeners(0, this.#closed.signal);
-  }
-
-  /** The depth limit of `queue`, or `null` when the queue is not gated. */
-  limitFor(queue: string): number | null {
-    if (typeof this.#limits === "number") return this.#limits;
-    return this.#limits.get(queue) ?? null;
-  }
-
-  /** False when the map form names no queue: installing the gate would change nothing. */
-  get gatesAnything(): boolean {
-    return typeof this.#limits === "number" || this.#limits.size > 0;
-  }
-
+export class BackpressureGate extends ProtocolBackpressureGate {
   /**
-   * Waits until a submit to `queue` may proceed; resolves at once for an
-   * ungated queue or while a grant lasts.
-   *
-   * @throws QueueFull when the queue stayed full for `maxQueueWaitMs`.
-   * @throws CairnQError when the gate was closed while waiting.
-   * @throws whatever `store.queueDepth` throws.
+   * @param options - See `BackpressureGateOptions` (`@cairnq/protocol`).
+   * @param deps - Replaces the client's timers, e.g. to pin time in tests. @default the client's sleep, clock and `setImmediate`
+   * @throws InvalidArgument when an option is out of range.
    */
-  async acquire(queue: string, store: TaskStore): Promise<void> {
-    const maxDepth = this.limitFor(queue);
-    if (maxDepth === null) return;
-    this.#throwIfClosed(queue);
-    let state = this.#queues.get(queue);
-    if (state === undefined) {
-      state = { grant: 0, probe: null };
-      this.#queues.set(queue, state);
-    }
-    const startedAt = monotonicMs();
-    const deadline = startedAt + this.maxQueueWaitMs;
-    const maxInterval = Math.max(MAX_QUEUE_POLL_INTERVAL_MS, this.queuePollIntervalMs);
-    let interval = this.queuePollIntervalMs;
-    let announced = false;
-    for (;;) {
-      // Units may be left by a probe another submit made while this one slept or yielded.
-      if (state.grant > 0) {
-        state.grant -= 1;
-        return;
-      }
-      const headroom = await this.#probe(queue, maxDepth, state, store);
-      if (state.grant > 0) {
-        state.grant -= 1;
-        return;
-      }
-      if (headroom > 0) {
-        // The probe found room, but submits sharing it took every unit first. Probe again, but
-        // only after a macrotask turn, so those submits' inserts can land and be counted:
-        // probing at once reads the same headroom and lets this process overshoot the limit by
-        // a whole extra grant (measured with MemoryStore: 1000 concurrent submits, limit 100 →
-        // 164 enqueued; with the yield, exactly 100).
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        continue;
-      }
-      const waitedMs = monotonicMs() - startedAt;
-      if (waitedMs >= this.maxQueueWaitMs) throw new QueueFull(queue, maxDepth, Math.floor(waitedMs));
-      if (!announced) {
-        announced = true;
-        log(this.#logger, "debug", "queue full, submit waiting for headroom", { queue, maxDepth });
-      }
-      await sleep(Math.min(interval, deadline - monotonicMs()), this.#closed.signal);
-      this.#throwIfClosed(queue);
-      interval = Math.min(interval * 2, maxInterval);
-    }
-  }
-
-  /**
-   * Wakes every submit waiting for headroom and makes it (and any later
-   * acquire on a gated queue) throw: nothing waiting is enqueued. Idempotent.
-   */
-  close(): void {
-    this.#closed.abort();
-  }
-
-  #throwIfClosed(queue: string): void {
-    if (this.#closed.signal.aborted) {
-      throw new CairnQError(
-        `the client was closed while a submit waited for headroom on queue '${queue}', so nothing was submitted; ` +
-          `submit through an open client`,
-      );
-    }
-  }
-
-  #probe(queue: string, maxDepth: number, state: QueueState, store: TaskStore): Promise<number> {
-    state.probe ??= store.queueDepth(queue, maxDepth).then(
-      (headroom) => {
-        state.probe = null;
-        state.grant = Math.max(0, Math.min(headroom, MAX_GRANT));
-        return headroom;
-      },
-      (error: unknown) => {
-        state.probe = null;
-        throw error;
-      },
-    );
-    return state.probe;
+  constructor(options: BackpressureGateOptions, deps: Partial<BackpressureGateDeps> = {}) {
+    super(options, { sleep: deps.sleep ?? sleep, now: deps.now ?? monotonicMs, nextTurn: deps.nextTurn ?? nextTurn });
   }
 }

@@ -4,24 +4,32 @@
  * through the `TaskStore` contract, so the same code runs on any store.
  */
 import type {
-  Conflict,
   ListInput,
+  Logger,
+  MaxQueueDepth,
   PurgeInput,
   QueueStats,
   RetryOptions,
   SubmitInput,
+  SubmitOptions,
   Task,
   TaskDef,
   TaskRef,
   TaskStore,
+  WaitOptions,
 } from "@cairnq/protocol";
-import { InvalidArgument, requireName, TaskCanceled, TaskFailed } from "@cairnq/protocol";
-import type { MaxQueueDepth } from "./backpressure-gate.js";
-import { BackpressureGate, resolveGateTiming } from "./backpressure-gate.js";
-import type { Logger } from "./logger.js";
-import { log } from "./logger.js";
-import type { WaitOptions } from "./wait.js";
-import { resolveWaitOptions, waitForTask } from "./wait.js";
+import {
+  InvalidArgument,
+  logSafely,
+  resolveGateTiming,
+  resolveWaitOptions,
+  SUBMIT_OPTION_KEYS,
+  submitInputOf,
+  TaskCanceled,
+  TaskFailed,
+} from "@cairnq/protocol";
+import { BackpressureGate } from "./backpressure-gate.js";
+import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
 
@@ -30,10 +38,9 @@ import { watchStore } from "./watch.js";
  * `RetentionSweeper` from `@cairnq/retention` — whose life cycle the client
  * owns.
  *
- * The client calls `start()` once, when it connects (`connect()`, or lazily on
- * its first operation), and awaits `stop()` in `close()` *before* closing the
- * store, so a sweep in flight never runs against a closed store. Any object
- * with these two methods fits.
+ * The client calls `start()` once, at the end of its constructor, and awaits
+ * `stop()` in `close()` *before* closing the store, so a sweep in flight never
+ * runs against a closed store. Any object with these two methods fits.
  */
 export interface RetentionHook {
   /** Starts the schedule; must not throw for an already-started hook. */
@@ -62,36 +69,12 @@ export interface CairnQOptions {
   queuePollIntervalMs?: number | undefined;
   /**
    * A retention sweeper (`new RetentionSweeper(store, { olderThanMs })` from
-   * `@cairnq/retention`) for the client to start when it connects and stop
-   * in `close()`, before the store closes. @default undefined (nothing is purged automatically)
+   * `@cairnq/retention`) owned by this client: started in the constructor and
+   * stopped in `close()`, before the store closes. @default undefined (nothing is purged automatically)
    */
   retention?: RetentionHook | null | undefined;
   /** Structural logger (`console`, pino, …). @default undefined (silent) */
   logger?: Logger | undefined;
-}
-
-/** Per-submit options; a {@link TaskDef}'s `queue`, `maxAttempts` and `priority` are defaults these override. */
-export interface SubmitOptions {
-  /** Business key: at most one current task per key (§5.1). @default null */
-  key?: string | null | undefined;
-  /** What a submit does when `key` already points at a task. @default "reuse" */
-  conflict?: Conflict | undefined;
-  /** @default the TaskDef's queue, else "default" */
-  queue?: string | undefined;
-  /** Higher is claimed first; a 32-bit integer. @default the TaskDef's priority, else 0 */
-  priority?: number | undefined;
-  /** Claims allowed before a failure is final; integer ≥ 1. @default the TaskDef's maxAttempts, else 3 */
-  maxAttempts?: number | undefined;
-  /** Do not claim before this many ms from now; integer ≥ 0. @default 0 */
-  runAtDelayMs?: number | undefined;
-  /** Groups related tasks for `list({ correlationId })`; copied to child tasks. @default null */
-  correlationId?: string | null | undefined;
-  /** Free-form JSON object stored with the task. @default {} */
-  metadata?: Record<string, unknown> | null | undefined;
-  /** The task that submitted this one (set by a worker's `ctx.submit`). @default null */
-  parentId?: string | null | undefined;
-  /** The root of the task tree. @default the new task's id */
-  rootId?: string | null | undefined;
 }
 
 /** Options of {@link CairnQ.call}: submit options plus how to wait. */
@@ -121,18 +104,7 @@ export interface PurgeOptions extends Omit<PurgeInput, "olderThanMs"> {
  */
 export type PayloadArgs<P, O> = undefined extends P ? [payload?: P, options?: O] : [payload: P, options?: O];
 
-const SUBMIT_KEYS = [
-  "key",
-  "conflict",
-  "queue",
-  "priority",
-  "maxAttempts",
-  "runAtDelayMs",
-  "correlationId",
-  "metadata",
-  "parentId",
-  "rootId",
-] as const satisfies readonly (keyof SubmitOptions)[];
+const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
 const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
 const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof WaitOptions)[];
 const CLIENT_KEYS = ["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger"] as const satisfies readonly (keyof CairnQOptions)[];
@@ -180,8 +152,8 @@ function resolveTask(task: unknown): ResolvedTask {
  * backpressure grant, so any number of clients may share a database.
  *
  * Every method connects lazily; `connect()` only makes the first call's cost
- * (migrations, version guard) explicit. `close()` stops the retention hook,
- * then closes the store.
+ * (migrations, version guard) explicit. A `retention` hook starts with the
+ * client and `close()` stops it, then closes the store.
  *
  * @example
  * ```ts
@@ -205,13 +177,12 @@ export class CairnQ {
   readonly #gate: BackpressureGate | null;
   readonly #retention: RetentionHook | null;
   readonly #logger: Logger | undefined;
-  #retentionStarted = false;
   #closing: Promise<void> | null = null;
 
   /**
    * @param store - Any `TaskStore` (`SQLiteStore`, `PostgresStore`, a third-party adapter).
    * @param options - See {@link CairnQOptions}.
-   * @throws InvalidArgument when `store` is not a store or an option is invalid; nothing is installed then.
+   * @throws InvalidArgument when `store` is not a store or an option is invalid; nothing is installed or started then.
    * @example
    * ```ts
    * const client = new CairnQ(store, { maxQueueDepth: { emails: 5000 }, maxQueueWaitMs: 30_000 });
@@ -245,20 +216,27 @@ export class CairnQ {
     if (opts.maxQueueDepth === undefined) {
       this.#gate = null;
     } else {
-      const gate = new BackpressureGate({ maxQueueDepth: opts.maxQueueDepth, ...timing, logger: this.#logger });
+      const gate = new BackpressureGate({ maxQueueDepth: opts.maxQueueDepth, ...timing, logger: this.#logger, owner: "client" });
       this.#gate = gate.gatesAnything ? gate : null;
     }
+
+    // Retention starts here rather than on connect: a handle that is constructed owns the sweeper
+    // for its whole life, so rows age out even in a process that never calls connect() (every
+    // method connects lazily) or has not used the client yet, and close() is the one place it
+    // stops. Started after every check and before the gate is installed, so a constructor that
+    // throws leaves nothing running and nothing installed.
+    retention?.start();
+
     if (this.#gate !== null) {
       if (store.queueDepthGate !== null && store.queueDepthGate !== undefined) {
-        log(this.#logger, "warn", "replacing the queue-depth gate already installed on this store; the last client's maxQueueDepth applies", {});
+        logSafely(this.#logger, "warn", "replacing the queue-depth gate already installed on this store; the last client's maxQueueDepth applies", {});
       }
       store.queueDepthGate = this.#gate;
     }
   }
 
   /**
-   * Opens the store (migrations, version guard) and starts the retention
-   * hook. Optional — every method connects lazily — but it surfaces a bad
+   * Opens the store (migrations, version guard). Optional — every method connects lazily — but it surfaces a bad
    * database at startup rather than on the first request. Idempotent.
    *
    * @example
@@ -268,7 +246,6 @@ export class CairnQ {
    */
   async connect(): Promise<void> {
     await this.store.connect();
-    this.#startRetention();
   }
 
   /**
@@ -299,18 +276,6 @@ export class CairnQ {
     }
   }
 
-  #startRetention(): void {
-    if (this.#retentionStarted || this.#retention === null || this.#closing !== null) return;
-    this.#retentionStarted = true;
-    this.#retention.start();
-  }
-
-  /** The store, after making sure the retention hook runs. */
-  #use(): TaskStore {
-    if (!this.#retentionStarted) this.#startRetention();
-    return this.store;
-  }
-
   /**
    * Submits a task (T1) and returns its row, `queued` — or, with a `key`, the
    * row the conflict strategy chose (§5.1). Passes the backpressure gate
@@ -331,45 +296,31 @@ export class CairnQ {
   submit<P, R>(task: TaskDef<P, R>, ...args: PayloadArgs<P, SubmitOptions>): Promise<Task<P, R>>;
   submit<P = unknown, R = unknown>(name: string, payload?: P, options?: SubmitOptions): Promise<Task<P, R>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
-    return this.#use().submit(this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS)));
+    return this.store.submit(this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS)));
   }
 
   #submitInput(task: unknown, payload: unknown, options: SubmitOptions): SubmitInput {
-    const def = resolveTask(task);
-    return {
-      name: def.name,
-      payload,
-      queue: options.queue ?? def.queue,
-      maxAttempts: options.maxAttempts ?? def.maxAttempts,
-      priority: options.priority ?? def.priority,
-      key: options.key,
-      conflict: options.conflict,
-      runAtDelayMs: options.runAtDelayMs,
-      correlationId: options.correlationId,
-      metadata: options.metadata,
-      parentId: options.parentId,
-      rootId: options.rootId,
-    };
+    return submitInputOf(resolveTask(task), payload, options);
   }
 
   /** The full row of task `id`, or `null`. */
   get(id: string): Promise<Task | null> {
-    return this.#use().get(id);
+    return this.store.get(id);
   }
 
   /** The full row the key currently points at, or `null`. */
   getByKey(key: string): Promise<Task | null> {
-    return this.#use().getByKey(key);
+    return this.store.getByKey(key);
   }
 
   /** `{ id, status }` of task `id` (a cheap probe), or `null`. */
   getStatus(id: string): Promise<TaskRef | null> {
-    return this.#use().getStatus(id);
+    return this.store.getStatus(id);
   }
 
   /** `{ id, status }` of the task the key points at now (after a `replace`, the new one), or `null`. */
   getStatusByKey(key: string): Promise<TaskRef | null> {
-    return this.#use().getStatusByKey(key);
+    return this.store.getStatusByKey(key);
   }
 
   /**
@@ -381,17 +332,17 @@ export class CairnQ {
    * ```
    */
   list(input?: ListInput): Promise<Task[]> {
-    return this.#use().list(input);
+    return this.store.list(input);
   }
 
   /** Row counts by queue and status, zero-filled; `queue` restricts to one queue (present even if empty). */
   stats(queue?: string): Promise<QueueStats> {
-    return this.#use().stats(queue);
+    return this.store.stats(queue);
   }
 
   /** Headroom of `queue` under `maxDepth`: `maxDepth − queued` (floor 0), reading at most `maxDepth` rows. */
   queueDepth(queue: string, maxDepth: number): Promise<number> {
-    return this.#use().queueDepth(queue, maxDepth);
+    return this.store.queueDepth(queue, maxDepth);
   }
 
   /**
@@ -401,12 +352,12 @@ export class CairnQ {
    * @returns the updated row, or `null` when the task is terminal or missing.
    */
   cancel(id: string): Promise<Task | null> {
-    return this.#use().cancel(id);
+    return this.store.cancel(id);
   }
 
   /** {@link CairnQ.cancel} for the task the key points at; `null` for an unknown key. */
   cancelByKey(key: string): Promise<Task | null> {
-    return this.#use().cancelByKey(key);
+    return this.store.cancelByKey(key);
   }
 
   /**
@@ -416,12 +367,12 @@ export class CairnQ {
    * @returns the requeued row, or `null` unless the task was failed or canceled.
    */
   retry(id: string, options?: RetryOptions): Promise<Task | null> {
-    return this.#use().retry(id, options);
+    return this.store.retry(id, options);
   }
 
   /** {@link CairnQ.retry} for the task the key points at. */
   retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
-    return this.#use().retryByKey(key, options);
+    return this.store.retryByKey(key, options);
   }
 
   /**
@@ -442,7 +393,7 @@ export class CairnQ {
         "purge needs olderThanMs, e.g. purge({ olderThanMs: 86_400_000 }); pass olderThanMs: 0 to delete every terminal task",
       );
     }
-    return this.#use().purge(options);
+    return this.store.purge(options);
   }
 
   /**
@@ -461,7 +412,7 @@ export class CairnQ {
    */
   async wait(id: string, options: WaitOptions = {}): Promise<Task> {
     const resolved = resolveWaitOptions(checkOptions(options, "wait", WAIT_KEYS));
-    return waitForTask(this.#use(), { id: requireName(id, "id") }, resolved);
+    return waitForTask(this.store, { id }, resolved);
   }
 
   /**
@@ -473,7 +424,7 @@ export class CairnQ {
    */
   async waitByKey(key: string, options: WaitOptions = {}): Promise<Task> {
     const resolved = resolveWaitOptions(checkOptions(options, "waitByKey", WAIT_KEYS));
-    return waitForTask(this.#use(), { key: requireName(key, "key") }, resolved);
+    return waitForTask(this.store, { key }, resolved);
   }
 
   /**
@@ -503,7 +454,7 @@ export class CairnQ {
       { timeoutMs: opts.waitTimeoutMs, pollMs: opts.pollMs, maxPollMs: opts.maxPollMs, signal: opts.signal },
       "waitTimeoutMs",
     );
-    const submitted = await this.#use().submit(this.#submitInput(task, payload, opts));
+    const submitted = await this.store.submit(this.#submitInput(task, payload, opts));
     const done = await waitForTask(this.store, { id: submitted.id }, wait);
     switch (done.status) {
       case "succeeded":
@@ -536,6 +487,6 @@ export class CairnQ {
    * ```
    */
   watch(options: WatchOptions, onSignal: (signal: WatchSignal) => void | Promise<void>): StopWatching {
-    return watchStore(this.#use(), options, onSignal, this.#logger);
+    return watchStore(this.store, options, onSignal, this.#logger);
   }
 }

@@ -16,17 +16,19 @@
  * @packageDocumentation
  */
 export { CairnQ } from "./cairnq.js";
-export type { CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook, SubmitOptions } from "./cairnq.js";
-export {
-  BackpressureGate,
-  DEFAULT_MAX_QUEUE_WAIT_MS,
-  DEFAULT_QUEUE_POLL_INTERVAL_MS,
-  MAX_GRANT,
-  MAX_QUEUE_POLL_INTERVAL_MS,
-} from "./backpressure-gate.js";
-export type { BackpressureGateOptions, MaxQueueDepth } from "./backpressure-gate.js";
-export type { Logger, LogLevel } from "./logger.js";
-export { DEFAULT_MAX_POLL_MS, DEFAULT_POLL_MS, DEFAULT_WAIT_TIMEOUT_MS, nextPollInterval } from "./wait.js";
-export type { WaitOptions } from "./wait.js";
+export type { CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook } from "./cairnq.js";
+export { BackpressureGate } from "./backpressure-gate.js";
 export { DEFAULT_WATCH_POLL_MS } from "./watch.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
+// Rules shared with the worker live once in @cairnq/protocol; the client keeps their public names.
+export {
+  DEFAULT_MAX_POLL_MS,
+  DEFAULT_MAX_QUEUE_WAIT_MS,
+  DEFAULT_POLL_MS,
+  DEFAULT_QUEUE_POLL_INTERVAL_MS,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  MAX_GRANT,
+  MAX_QUEUE_POLL_INTERVAL_MS,
+  nextPollInterval,
+} from "@cairnq/protocol";
+export type { BackpressureGateOptions, Logger, LogLevel, MaxQueueDepth, SubmitOptions, WaitOptions } from "@cairnq/protocol";

@@ -26,3 +26,12 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function monotonicMs(): number {
   return performance.now();
 }
+
+/**
+ * Resolves after one macrotask turn (`setImmediate`), so I/O callbacks that
+ * are already due — the inserts of submits a gate just let through — run
+ * first.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

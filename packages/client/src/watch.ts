@@ -3,10 +3,8 @@
  * and UIs — the store's push signals where it has them, plus a timer so a
  * backend without push (SQLite) still refreshes.
  */
-import type { StoreSignal, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
-import type { Logger } from "./logger.js";
-import { log } from "./logger.js";
+import type { Logger, StoreSignal, TaskStore } from "@cairnq/protocol";
+import { InvalidArgument, logSafely } from "@cairnq/protocol";
 
 /**
  * A "re-read" signal: a task was queued on `queue`, task `taskId` reached a
@@ -78,7 +76,7 @@ export function watchStore(
     }
   };
   const report = (error: unknown, signal: WatchSignal): void => {
-    log(logger, "error", "watch callback failed", { error, reason: signal.reason });
+    logSafely(logger, "error", "watch callback failed", { error, reason: signal.reason });
   };
 
   const unsubscribe = store.subscribe((signal) => {

@@ -1,7 +1,6 @@
-import { CairnQError, InvalidArgument, QueueFull } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument, normalizeMaxQueueDepth, QueueFull } from "@cairnq/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { BackpressureGate, CairnQ, MAX_GRANT } from "../src/index.js";
-import { normalizeMaxQueueDepth } from "../src/backpressure-gate.js";
 import { claimOne, delay, isPendingAfter, MemoryStore, RecordingStore } from "./support.js";
 
 afterEach(() => {

@@ -344,17 +344,17 @@ describe("retention and close", () => {
     };
   }
 
-  it("starts retention on connect and stops it before the store closes", async () => {
+  it("starts retention in the constructor and stops it before the store closes", async () => {
     const events: string[] = [];
     const client = new CairnQ(new RecordingStore(events), { retention: retentionHook(events) });
-    expect(events).toEqual([]);
+    expect(events).toEqual(["retention.start"]);
     await client.connect();
     await client.connect();
     await client.close();
-    expect(events).toEqual(["store.connect", "retention.start", "store.connect", "retention.stop", "retention.stopped", "store.close"]);
+    expect(events).toEqual(["retention.start", "store.connect", "store.connect", "retention.stop", "retention.stopped", "store.close"]);
   });
 
-  it("starts retention lazily on the first operation", async () => {
+  it("starts retention once, whatever operations follow", async () => {
     const events: string[] = [];
     const client = new CairnQ(new RecordingStore(events), { retention: retentionHook(events) });
     await client.submit("job");
@@ -372,12 +372,30 @@ describe("retention and close", () => {
     expect(events.filter((e) => e === "retention.stop")).toHaveLength(1);
   });
 
-  it("does not start retention after close", async () => {
+  it("does not start retention again after close", async () => {
     const events: string[] = [];
     const client = new CairnQ(new RecordingStore(events), { retention: retentionHook(events) });
     await client.close();
     await client.get("task_x");
-    expect(events).not.toContain("retention.start");
+    expect(events.filter((e) => e === "retention.start")).toHaveLength(1);
+  });
+
+  it("starts nothing when construction fails", () => {
+    const events: string[] = [];
+    expect(() => new CairnQ(new RecordingStore(events), { retention: retentionHook(events), maxQueueWaitMs: -1 })).toThrow(InvalidArgument);
+    expect(events).toEqual([]);
+  });
+
+  it("installs no gate when retention fails to start", () => {
+    const store = new MemoryStore();
+    const retention: RetentionHook = {
+      start: () => {
+        throw new Error("bad schedule");
+      },
+      stop: async () => {},
+    };
+    expect(() => new CairnQ(store, { retention, maxQueueDepth: 5 })).toThrow("bad schedule");
+    expect(store.queueDepthGate).toBeNull();
   });
 
   it("still closes the store when retention fails to stop, and reports that failure", async () => {

@@ -1,10 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Task } from "@cairnq/protocol";
-import { InvalidArgument, TaskTimeout } from "@cairnq/protocol";
+import { describeTimeout, InvalidArgument, nextPollInterval, resolveWaitOptions, TaskTimeout } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import { CairnQ } from "../src/index.js";
-import { describeTimeout, nextPollInterval, resolveWaitOptions } from "../src/wait.js";
 import { claimOne, claimWhenQueued, delay, MemoryStore, RecordingStore } from "./support.js";
 
 async function timeoutOf(promise: Promise<unknown>): Promise<TaskTimeout> {
