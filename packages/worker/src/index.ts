@@ -9,7 +9,6 @@ export { Worker } from "./worker.js";
 export type { Awaitable, BatchHandler, BatchResults, TaskHandler, TaskOptions } from "./worker.js";
 export type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
 export type { ChildSubmitOptions, FailOptions, TaskContext } from "./task-context.js";
-export type { WaitOptions } from "./wait.js";
 export type {
   LeaseLostEvent,
   LeaseLostReason,
@@ -21,13 +20,7 @@ export type {
   WorkerStoppedEvent,
   WorkerStoppingEvent,
 } from "./events.js";
-export type { LogLevel, WorkerLogger } from "./logger.js";
-export {
-  CLAIM_ERROR_SLEEP_MS,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_POLL_INTERVAL_MS,
-  DEFAULT_STOP_TIMEOUT_MS,
-  defaultHeartbeatIntervalMs,
-  nextPollMs,
-  WAIT_DEFAULTS,
-} from "./defaults.js";
+export { CLAIM_ERROR_SLEEP_MS, DEFAULT_CONCURRENCY, DEFAULT_POLL_INTERVAL_MS, DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
+// Rules shared with the client live once in @cairnq/protocol; the worker keeps their public names.
+export { defaultHeartbeatIntervalMs, nextPollInterval as nextPollMs, WAIT_DEFAULTS } from "@cairnq/protocol";
+export type { Logger as WorkerLogger, LogLevel, WaitOptions } from "@cairnq/protocol";

@@ -1,11 +1,14 @@
-import { DEFAULT_LEASE_MS, InvalidArgument, RETRY_BACKOFF_DEFAULTS, requireInt, requireName } from "@cairnq/protocol";
+import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import {
-  DEFAULT_CONCURRENCY,
-  DEFAULT_POLL_INTERVAL_MS,
-  DEFAULT_STOP_TIMEOUT_MS,
   defaultHeartbeatIntervalMs,
-} from "./defaults.js";
-import type { WorkerLogger } from "./logger.js";
+  InvalidArgument,
+  normalizeMaxQueueDepth,
+  requireInt,
+  requireName,
+  resolveGateTiming,
+  WORKER_DEFAULTS,
+} from "@cairnq/protocol";
+import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
 export interface WorkerErrorInfo {
@@ -63,6 +66,25 @@ export interface WorkerOptions {
    */
   resources?: Readonly<Record<string, number>>;
   /**
+   * Backpressure for child submits (§5.6): the most `queued` tasks a queue
+   * may hold before a `ctx.submit` to it waits for room — an integer ≥ 1 for
+   * every queue, or an object `{ [queue]: limit }` gating only the named
+   * queues. The worker installs the gate on `store.queueDepthGate` unless the
+   * store already has one (a client sharing the store object installed its
+   * own), and removes it in `close()`. A soft limit: N producers may
+   * overshoot it by (N − 1) × 64.
+   * @default undefined (no limit)
+   */
+  maxQueueDepth?: MaxQueueDepth;
+  /**
+   * How long a gated child submit waits for room before it rejects with
+   * `QueueFull` (nothing enqueued). Integer ≥ 0.
+   * @default 600000
+   */
+  maxQueueWaitMs?: number;
+  /** First sleep between depth probes while a queue is full; doubles up to 5000 ms. Integer ≥ 1. @default 250 */
+  queuePollIntervalMs?: number;
+  /**
    * Receives errors the worker survives: failed claims (`phase: "claim"`),
    * heartbeat and settlement write failures and `EventLoopBlocked`
    * (`phase: "execute"`, with `taskId`). Exceptions it throws are swallowed.
@@ -70,7 +92,7 @@ export interface WorkerOptions {
    */
   onError?: (err: unknown, info: WorkerErrorInfo) => void;
   /** Structural logger; nothing is printed without one. @default undefined */
-  logger?: WorkerLogger;
+  logger?: Logger;
   /**
    * How long `stop()` lets running handlers finish. After it their signals
    * abort and the worker lets go of them: their tasks are left to lease
@@ -97,8 +119,12 @@ export interface ResolvedWorkerOptions {
   readonly maxRunMs: number | null;
   readonly maxInFlightBytes: number | null;
   readonly resources: Readonly<Record<string, number>>;
+  /** The validated `maxQueueDepth`, or `null` when unset. */
+  readonly maxQueueDepth: MaxQueueDepth | null;
+  readonly maxQueueWaitMs: number;
+  readonly queuePollIntervalMs: number;
   readonly onError: ((err: unknown, info: WorkerErrorInfo) => void) | null;
-  readonly logger: WorkerLogger | undefined;
+  readonly logger: Logger | undefined;
   readonly stopTimeoutMs: number;
   readonly closeStore: boolean;
   readonly random: () => number;
@@ -117,13 +143,13 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
   if (options === null || typeof options !== "object") {
     throw new InvalidArgument("options", `worker options must be an object, got ${typeof options}`);
   }
-  const queues = options.queues ?? ["default"];
+  const queues = options.queues ?? WORKER_DEFAULTS.queues;
   if (!Array.isArray(queues) || queues.length === 0) {
     throw new InvalidArgument("queues", "queues must be a non-empty array of queue names; omit it to use ['default']");
   }
   const uniqueQueues = [...new Set(queues.map((q, i) => requireName(q, `queues[${i}]`)))];
 
-  let concurrency = DEFAULT_CONCURRENCY;
+  let concurrency = WORKER_DEFAULTS.concurrency;
   if (options.concurrency !== undefined) {
     if (typeof options.concurrency !== "number" || Number.isNaN(options.concurrency)) {
       throw new InvalidArgument("concurrency", `concurrency must be a number (calls run at once), got ${String(options.concurrency)}`);
@@ -131,12 +157,12 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
     concurrency = Math.max(1, Math.floor(options.concurrency));
   }
 
-  const leaseMs = optionalInt(options.leaseMs, "leaseMs", 1) ?? DEFAULT_LEASE_MS;
+  const leaseMs = optionalInt(options.leaseMs, "leaseMs", 1) ?? WORKER_DEFAULTS.leaseMs;
   const heartbeatIntervalMs = optionalInt(options.heartbeatIntervalMs, "heartbeatIntervalMs", 1) ?? defaultHeartbeatIntervalMs(leaseMs);
-  const pollIntervalMs = optionalInt(options.pollIntervalMs, "pollIntervalMs", 1) ?? DEFAULT_POLL_INTERVAL_MS;
+  const pollIntervalMs = optionalInt(options.pollIntervalMs, "pollIntervalMs", 1) ?? WORKER_DEFAULTS.pollIntervalMs;
   const claimBatch = optionalInt(options.claimBatch, "claimBatch", 1);
-  const retryBackoffMs = optionalInt(options.retryBackoffMs, "retryBackoffMs", 0) ?? RETRY_BACKOFF_DEFAULTS.baseMs;
-  const retryBackoffMaxMs = optionalInt(options.retryBackoffMaxMs, "retryBackoffMaxMs", 0) ?? RETRY_BACKOFF_DEFAULTS.capMs;
+  const retryBackoffMs = optionalInt(options.retryBackoffMs, "retryBackoffMs", 0) ?? WORKER_DEFAULTS.retryBackoffMs;
+  const retryBackoffMaxMs = optionalInt(options.retryBackoffMaxMs, "retryBackoffMaxMs", 0) ?? WORKER_DEFAULTS.retryBackoffMaxMs;
   const maxRunMs = optionalInt(options.maxRunMs, "maxRunMs", 1);
   const maxInFlightBytes = optionalInt(options.maxInFlightBytes, "maxInFlightBytes", 1);
   const stopTimeoutMs = optionalInt(options.stopTimeoutMs, "stopTimeoutMs", 0) ?? DEFAULT_STOP_TIMEOUT_MS;
@@ -150,6 +176,12 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
       resources[requireName(name, "resources key")] = requireInt(capacity, `resources.${name}`, 1);
     }
   }
+
+  // Validated here (null included) so a bad limit fails at construction; the gate keeps the value as given.
+  if (options.maxQueueDepth !== undefined) normalizeMaxQueueDepth(options.maxQueueDepth);
+  const maxQueueDepth = options.maxQueueDepth ?? null;
+  // Checked even without maxQueueDepth, so a bad value fails here instead of being ignored.
+  const { maxQueueWaitMs, queuePollIntervalMs } = resolveGateTiming(options);
 
   if (options.onError !== undefined && typeof options.onError !== "function") {
     throw new InvalidArgument("onError", "onError must be a function (err, { phase, taskId }) => void");
@@ -170,6 +202,9 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
     maxRunMs,
     maxInFlightBytes,
     resources: Object.freeze(resources),
+    maxQueueDepth,
+    maxQueueWaitMs,
+    queuePollIntervalMs,
     onError: options.onError ?? null,
     logger: options.logger,
     stopTimeoutMs,

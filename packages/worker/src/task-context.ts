@@ -7,39 +7,25 @@
  * attempt of the same task. A context is *lost* once the worker knows it no
  * longer holds the lease, and *settled* once a succeed/fail was issued.
  */
-import type { Task, TaskDef, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import type { SubmitOptions, Task, TaskDef, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import {
   cancelRequested,
   envelopeForCtxFail,
   LostLease,
   SerializationError,
+  submitInputOf,
   UnsupportedBackend,
+  waitForTask,
 } from "@cairnq/protocol";
 import type { LeaseLostReason } from "./events.js";
-import type { WaitOptions } from "./wait.js";
-import { waitForTask } from "./wait.js";
 
-/** Options of `ctx.submit` (a child task). Unset fields come from the task definition, then the store's defaults. */
-export interface ChildSubmitOptions {
-  /** Business key (§5.1). @default null */
-  key?: string | null;
-  /** @default "reuse" */
-  conflict?: "reuse" | "reuse-succeeded" | "reject" | "replace";
-  /** @default the definition's queue, else "default" */
-  queue?: string;
-  /** @default the definition's priority, else 0 */
-  priority?: number;
-  /** @default the definition's maxAttempts, else 3 */
-  maxAttempts?: number;
-  /** @default 0 */
-  runAtDelayMs?: number;
-  /** @default {} */
-  metadata?: Record<string, unknown> | null;
-  /** @default the running task's root (so a tree shares one root) */
-  rootId?: string | null;
-  /** @default the running task's correlation id */
-  correlationId?: string | null;
-}
+/**
+ * Options of `ctx.submit` (a child task): the protocol's `SubmitOptions`.
+ * Unset fields come from the task definition, then the store's defaults;
+ * `parentId` defaults to the running task, `rootId` and `correlationId` to
+ * the running task's (§2.4), and explicit values override them.
+ */
+export type ChildSubmitOptions = SubmitOptions;
 
 /** Options of `ctx.fail`. */
 export interface FailOptions {
@@ -104,13 +90,16 @@ export interface TaskContext<P = unknown, R = unknown> {
    * otherwise reads the row (missing, flagged or `canceled` → true).
    */
   canceled(): Promise<boolean>;
-  /** Submits a child task: `parentId` is this task; root and correlation ids are copied unless given. */
+  /** Submits a child task: `parentId` is this task; root and correlation ids are copied; explicit options override them (§2.4). */
   submit<CP = unknown, CR = unknown>(
     task: TaskDef<CP, CR> | string,
     payload?: CP,
     options?: ChildSubmitOptions,
   ): Promise<Task<CP, CR>>;
-  /** Waits for a task to be terminal (§7) and returns its row; `TaskTimeout` at the deadline. */
+  /**
+   * Waits for a task to be terminal (§7) and returns its row; `TaskTimeout` at the deadline. `signal`
+   * defaults to this context's, so the wait ends when the worker stops owning this task.
+   */
   wait(id: string, options?: WaitOptions): Promise<Task>;
   /**
    * Completes the task now with `result` (a requested cancel wins: it then
@@ -286,26 +275,21 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     options: ChildSubmitOptions = {},
   ): Promise<Task<CP, CR>> {
     const def: TaskDef<CP, CR> = typeof task === "string" ? { name: task } : task;
-    const row = await this.#host.store.submit({
-      name: def.name,
-      payload,
-      queue: options.queue ?? def.queue,
-      priority: options.priority ?? def.priority,
-      maxAttempts: options.maxAttempts ?? def.maxAttempts,
-      key: options.key,
-      conflict: options.conflict,
-      metadata: options.metadata,
-      runAtDelayMs: options.runAtDelayMs,
-      parentId: this.taskId,
-      // A row without a root (written by a peer that omits it) is its own root.
-      rootId: options.rootId !== undefined ? options.rootId : (this.rootId ?? this.taskId),
-      correlationId: options.correlationId !== undefined ? options.correlationId : this.correlationId,
-    });
+    const row = await this.#host.store.submit(
+      submitInputOf(def, payload, {
+        ...options,
+        parentId: options.parentId !== undefined ? options.parentId : this.taskId,
+        // A row without a root (written by a peer that omits it) is its own root.
+        rootId: options.rootId !== undefined ? options.rootId : (this.rootId ?? this.taskId),
+        correlationId: options.correlationId !== undefined ? options.correlationId : this.correlationId,
+      }),
+    );
     return row as Task<CP, CR>;
   }
 
   wait(id: string, options: WaitOptions = {}): Promise<Task> {
-    return waitForTask(this.#host.store, id, { ...options, signal: options.signal ?? this.signal });
+    // By id only, so every sleep is the store's taskDoneWake: no sleep of the worker's is needed.
+    return waitForTask(this.#host.store, { id }, { ...options, signal: options.signal ?? this.signal });
   }
 
   async succeed(result?: R): Promise<Task | null> {

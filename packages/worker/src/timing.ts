@@ -1,14 +1,23 @@
-/** Small timer helpers. Timers are unref'd: the running worker keeps the process alive by its own handle. */
+/**
+ * Small timer helpers. Timers are unref'd by default: the running worker keeps
+ * the process alive by its own handle.
+ */
 
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms`, or at once when `signal` aborts (never rejects).
+ *
+ * @param unref - Let the process exit during the sleep. Pass `false` for a
+ *   sleep someone awaits outside the worker's run (a gated submit), which
+ *   must hold the process open like any pending I/O.
+ */
+export function sleep(ms: number, signal?: AbortSignal, unref = true): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted === true || ms <= 0) {
       resolve();
       return;
     }
     const timer = setTimeout(done, ms);
-    timer.unref();
+    if (unref) timer.unref();
     function done(): void {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
@@ -16,6 +25,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/** Resolves after one macrotask turn (`setImmediate`), once I/O callbacks already due have run. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** A promise with its resolver exposed. */

@@ -9,12 +9,14 @@
  */
 import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
 import {
+  BackpressureGate,
   CairnQError,
   EventLoopBlocked,
   encodeJson,
   envelopeFromThrown,
   handlerTimeoutEnvelope,
   InvalidArgument,
+  logSafely,
   LostLease,
   newWorkerId,
   noHandlerEnvelope,
@@ -23,12 +25,11 @@ import {
   retryDelayMs,
   SerializationError,
   unserializableResultEnvelope,
+  WORKER_DEFAULTS,
 } from "@cairnq/protocol";
-import { CLAIM_ERROR_SLEEP_MS } from "./defaults.js";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
 import { TypedEmitter } from "./events.js";
 import { Heartbeat } from "./heartbeat.js";
-import { log } from "./logger.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
 import { resolveWorkerOptions } from "./options.js";
 import type { NameRule } from "./planner.js";
@@ -36,7 +37,7 @@ import { buildSources, planDraws, rotate, splitCalls } from "./planner.js";
 import type { ContextHost, LostReason, TaskContext } from "./task-context.js";
 import { Context } from "./task-context.js";
 import type { Deferred } from "./timing.js";
-import { abortPromise, deferred, sleep } from "./timing.js";
+import { abortPromise, deferred, nextTurn, sleep } from "./timing.js";
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -131,6 +132,8 @@ export class Worker {
   readonly #resourceCalls = new Map<string, number>();
   /** Contexts of calls in flight by task id (to spot a re-claim of a task an older call still holds). */
   readonly #live = new Map<string, Set<Context>>();
+  /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
+  readonly #gate: BackpressureGate | null;
   #bytesInFlight = 0;
   #polls = 0;
   #callEnded: Deferred<void> = deferred();
@@ -158,6 +161,39 @@ export class Worker {
       settled: (ctx, row, failure) => this.#onSettled(ctx, row, failure),
       lost: (ctx, reason) => this.#onLost(ctx, reason),
     };
+    this.#gate = this.#installGate();
+  }
+
+  /**
+   * Builds the §5.6 gate from `maxQueueDepth` and installs it on the store,
+   * so child submits from handlers wait for room — unless the store already
+   * has a gate (a client sharing this store object installed one), which is
+   * kept: one gate per store, or two would probe and grant independently.
+   */
+  #installGate(): BackpressureGate | null {
+    const { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger } = this.options;
+    if (maxQueueDepth === null) return null;
+    const gate = new BackpressureGate(
+      { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, owner: "worker" },
+      // A gated submit is awaited (by a handler, or by anyone sharing the store), so its sleep is ref'd.
+      { sleep: (ms, signal) => sleep(ms, signal, false), nextTurn },
+    );
+    if (!gate.gatesAnything) return null;
+    if (this.store.queueDepthGate !== null && this.store.queueDepthGate !== undefined) {
+      logSafely(logger, "warn", "the store already has a queue-depth gate; keeping it, so this worker's maxQueueDepth does not apply", {
+        workerId: this.workerId,
+      });
+      return null;
+    }
+    this.store.queueDepthGate = gate;
+    return gate;
+  }
+
+  /** Closes the worker's gate (waiting submits reject, nothing enqueued) and uninstalls it if it is still the store's. */
+  #releaseGate(): void {
+    if (this.#gate === null) return;
+    this.#gate.close();
+    if (this.store.queueDepthGate === this.#gate) this.store.queueDepthGate = null;
   }
 
   /**
@@ -220,7 +256,7 @@ export class Worker {
       }
     }
     if (typeof task !== "string" && task.queue !== undefined && !this.options.queues.includes(task.queue)) {
-      log(this.options.logger, "warn", "task definition's queue is not one this worker claims from", {
+      logSafely(this.options.logger, "warn", "task definition's queue is not one this worker claims from", {
         workerId: this.workerId,
         name,
         queue: task.queue,
@@ -288,7 +324,7 @@ export class Worker {
       stopping: null,
     };
     this.#run = run;
-    log(this.options.logger, "info", "worker started", {
+    logSafely(this.options.logger, "info", "worker started", {
       workerId: this.workerId,
       queues: this.options.queues,
       names: [...this.#handlers.keys()],
@@ -310,12 +346,18 @@ export class Worker {
   }
 
   /**
-   * Stops (see {@link Worker.stop}) and releases the worker for good; with
-   * `closeStore` it also closes the store. Idempotent.
+   * Stops (see {@link Worker.stop}) and releases the worker for good: closes
+   * and uninstalls its `maxQueueDepth` gate (child submits still waiting on it
+   * reject, nothing enqueued) and, with `closeStore`, closes the store.
+   * Idempotent.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      await this.stop();
+      try {
+        await this.stop();
+      } finally {
+        this.#releaseGate();
+      }
       if (this.options.closeStore) await this.store.close();
     })();
     return this.#closing;
@@ -335,7 +377,7 @@ export class Worker {
     let received = 0;
     const onSignal = (signal: NodeJS.Signals): void => {
       received += 1;
-      log(this.options.logger, "info", "worker received a signal", { workerId: this.workerId, signal });
+      logSafely(this.options.logger, "info", "worker received a signal", { workerId: this.workerId, signal });
       if (received === 1) void this.stop();
       else this.#run?.forceAbandon.resolve();
     };
@@ -367,7 +409,7 @@ export class Worker {
           rows = await this.#claim();
         } catch (err) {
           this.#report(err, { phase: "claim" });
-          await sleep(CLAIM_ERROR_SLEEP_MS, signal);
+          await sleep(WORKER_DEFAULTS.claimErrorSleepMs, signal);
           continue;
         }
         if (rows.length === 0) {
@@ -378,7 +420,7 @@ export class Worker {
       } catch (err) {
         // Not expected; keep the loop alive rather than silently stop claiming.
         this.#report(err, { phase: "claim" });
-        await sleep(CLAIM_ERROR_SLEEP_MS, signal);
+        await sleep(WORKER_DEFAULTS.claimErrorSleepMs, signal);
       }
     }
   }
@@ -442,7 +484,7 @@ export class Worker {
       const older = this.#live.get(row.id);
       if (older !== undefined) for (const ctx of older) ctx.markLost("reclaimed");
     }
-    log(this.options.logger, "debug", "claimed tasks", { workerId: this.workerId, count: rows.length, durationMs: claimMs });
+    logSafely(this.options.logger, "debug", "claimed tasks", { workerId: this.workerId, count: rows.length, durationMs: claimMs });
     for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) this.#start(group, claimMs);
   }
 
@@ -648,7 +690,7 @@ export class Worker {
   async #stop(run: RunState): Promise<void> {
     const beganAtMs = Date.now();
     this.#emit("worker:stopping", { workerId: this.workerId, inFlight: this.#calls.size, durationMs: beganAtMs - run.startedAtMs });
-    log(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight: this.#calls.size });
+    logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight: this.#calls.size });
     run.controller.abort();
     await run.loop;
     let abandoned = 0;
@@ -669,7 +711,7 @@ export class Worker {
           call.abandon.resolve();
         }
         if (abandoned > 0) {
-          log(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
+          logSafely(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
             workerId: this.workerId,
             abandoned,
             stopTimeoutMs: this.options.stopTimeoutMs,
@@ -681,7 +723,7 @@ export class Worker {
     clearInterval(run.keepAlive);
     this.#run = null;
     this.#emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
-    log(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
+    logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
     run.stopped.resolve();
   }
 
@@ -696,14 +738,14 @@ export class Worker {
     const fields = { ...event, status: row.status };
     if (row.status === "succeeded") {
       this.#emit("task:succeeded", event);
-      log(this.options.logger, "debug", "task succeeded", fields);
+      logSafely(this.options.logger, "debug", "task succeeded", fields);
     } else if (row.status === "canceled") {
       this.#emit("task:canceled", event);
-      log(this.options.logger, "info", "task canceled", fields);
+      logSafely(this.options.logger, "info", "task canceled", fields);
     } else if (failure !== null) {
       const willRetry = row.status === "queued";
       this.#emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });
-      log(this.options.logger, willRetry ? "info" : "warn", willRetry ? "task failed; will retry" : "task failed", {
+      logSafely(this.options.logger, willRetry ? "info" : "warn", willRetry ? "task failed; will retry" : "task failed", {
         ...fields,
         error: failure.envelope,
       });
@@ -714,20 +756,20 @@ export class Worker {
     const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
     if (reason === "heartbeat" || reason === "write" || reason === "reclaimed") {
       this.#emit("lease:lost", { ...event, reason });
-      log(this.options.logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason });
+      logSafely(this.options.logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason });
     }
   }
 
   #emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
     this.#events.emit(event, payload, (err) =>
-      log(this.options.logger, "error", "a worker event listener threw; ignored", { workerId: this.workerId, event, error: err }),
+      logSafely(this.options.logger, "error", "a worker event listener threw; ignored", { workerId: this.workerId, event, error: err }),
     );
   }
 
   /** Hands an error the worker survives to `onError` (whose own exceptions are swallowed) and the logger. */
   #report(err: unknown, info: WorkerErrorInfo): void {
     const level = err instanceof EventLoopBlocked ? "warn" : "error";
-    log(this.options.logger, level, err instanceof Error ? err.message : "worker error", {
+    logSafely(this.options.logger, level, err instanceof Error ? err.message : "worker error", {
       workerId: this.workerId,
       phase: info.phase,
       taskId: info.taskId,

@@ -193,6 +193,14 @@ describe("ctx.submit / ctx.wait", () => {
     expect(out.b.root_id).toBe(out.b.id);
   });
 
+  it("explicit parentId, rootId and correlationId options win over the running task's", async () => {
+    const store = new MemoryStore();
+    const { out } = await withContext(store, (ctx) =>
+      ctx.submit("kid", {}, { parentId: "task_adopter", rootId: "task_root", correlationId: null }),
+    );
+    expect(out).toMatchObject({ parent_id: "task_adopter", root_id: "task_root", correlation_id: null });
+  });
+
   it("a grandchild keeps the tree's root", async () => {
     const store = new MemoryStore();
     const worker = makeWorker(store, { concurrency: 3 });
