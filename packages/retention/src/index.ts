@@ -14,7 +14,8 @@
  *
  * @packageDocumentation
  */
-export type { RetentionLogger } from "./retention-logger.js";
+// The structural logger lives once in @cairnq/protocol; retention keeps its public name for it.
+export type { Logger as RetentionLogger } from "@cairnq/protocol";
 export type { RetentionPolicy, RetentionRule, RetentionStatusMap } from "./retention-rules.js";
 export { normalizeRetentionPolicy } from "./retention-rules.js";
 export type { RetentionErrorInfo, RetentionOptions, RetentionStore, RetentionSweeperOptions } from "./retention-sweeper.js";

@@ -3,10 +3,8 @@
  * call (one bounded statement) of `limit` rows at most; the *schedule* is the
  * loop `sleep intervalMs → sweep → sleep …` between `start()` and `stop()`.
  */
-import type { PurgeInput, TaskStore } from "@cairnq/protocol";
-import { DEFAULT_PURGE_LIMIT, InvalidArgument } from "@cairnq/protocol";
-import type { RetentionLogger } from "./retention-logger.js";
-import { log } from "./retention-logger.js";
+import type { Logger, PurgeInput, TaskStore } from "@cairnq/protocol";
+import { DEFAULT_PURGE_LIMIT, InvalidArgument, logSafely } from "@cairnq/protocol";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
 import { sleepUnref, yieldToEventLoop } from "./timers.js";
@@ -81,7 +79,7 @@ export interface RetentionSweeperOptions {
    * fails, `error` when `onError` throws.
    * @default undefined (silent)
    */
-  logger?: RetentionLogger;
+  logger?: Logger;
 }
 
 /**
@@ -210,7 +208,7 @@ export class RetentionSweeper {
   readonly limit: number;
 
   readonly #onError: RetentionSweeperOptions["onError"];
-  readonly #logger: RetentionLogger | undefined;
+  readonly #logger: Logger | undefined;
   /** Aborted by `stop()`: ends the schedule's sleep and stops every sweep started before it after its current batch. */
   #halt = new AbortController();
   /** The schedule while started. */
@@ -350,13 +348,13 @@ export class RetentionSweeper {
   #finished(progress: { deleted: number; batches: number; startedAt: number }): SweepOutcome {
     const durationMs = performance.now() - progress.startedAt;
     const fields = { deleted: progress.deleted, batches: progress.batches, durationMs };
-    if (progress.deleted > 0) log(this.#logger, "info", `retention sweep deleted ${progress.deleted} finished tasks`, fields);
-    else log(this.#logger, "debug", "retention sweep found nothing to delete", fields);
+    if (progress.deleted > 0) logSafely(this.#logger, "info", `retention sweep deleted ${progress.deleted} finished tasks`, fields);
+    else logSafely(this.#logger, "debug", "retention sweep found nothing to delete", fields);
     return { deleted: progress.deleted, batches: progress.batches, durationMs, failed: false };
   }
 
   #report(error: unknown, info: RetentionErrorInfo): void {
-    log(this.#logger, "warn", "retention sweep failed; the rest of this sweep was skipped and the next runs on schedule", {
+    logSafely(this.#logger, "warn", "retention sweep failed; the rest of this sweep was skipped and the next runs on schedule", {
       ...ruleFields(info.rule),
       deleted: info.deleted,
       error,
@@ -364,7 +362,7 @@ export class RetentionSweeper {
     const onError = this.#onError;
     if (onError === undefined) return;
     const hookFailed = (hookError: unknown): void => {
-      log(this.#logger, "error", "retention onError threw; retention goes on", { error: hookError });
+      logSafely(this.#logger, "error", "retention onError threw; retention goes on", { error: hookError });
     };
     try {
       const returned = onError(error, info);
