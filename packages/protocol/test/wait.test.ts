@@ -77,13 +77,15 @@ function fakeStore(rows: Task[] = [], keys: Record<string, string> = {}) {
   };
 }
 
-async function timeoutOf(promise: Promise<unknown>): Promise<TaskTimeout> {
-  const error = await promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(TaskTimeout);
-  return error as TaskTimeout;
+/** The `TaskTimeout` a wait rejects with; any other outcome fails the test. */
+async function timeoutOf(wait: Promise<Task>): Promise<TaskTimeout> {
+  try {
+    await wait;
+  } catch (error) {
+    expect(error).toBeInstanceOf(TaskTimeout);
+    return error as TaskTimeout;
+  }
+  return expect.unreachable("the wait resolved instead of timing out");
 }
 
 describe("defaults and interval growth (§7)", () => {
@@ -94,10 +96,9 @@ describe("defaults and interval growth (§7)", () => {
   });
 
   it("grows by half, at least by one, up to the maximum", () => {
-    const seq = [100];
-    while (seq.length < 7) seq.push(nextPollInterval(seq.at(-1)!, 500));
-    expect(seq).toEqual([100, 150, 225, 337, 500, 500, 500]);
-    expect(nextPollInterval(1, 10)).toBe(2);
+    const after = (current: number) => nextPollInterval(current, 500);
+    expect([100, 150, 225, 337, 500].map(after)).toEqual([150, 225, 337, 500, 500]);
+    expect([1, 2, 3].map(after)).toEqual([2, 3, 4]);
     expect(nextPollInterval(9, 10)).toBe(10);
   });
 });
