@@ -1,0 +1,72 @@
+import type { CairnQOptions } from "@cairnq/client";
+import { CairnQ as ClientCairnQ } from "@cairnq/client";
+import type { TaskStore } from "@cairnq/protocol";
+import type { SQLiteStoreOptions } from "@cairnq/store-sqlite";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import type { WorkerOptions } from "@cairnq/worker";
+import { Worker as BaseWorker } from "@cairnq/worker";
+
+/** Options of {@link CairnQ.sqlite}: the store's and the client's, in one bag. */
+export type SQLiteCairnQOptions = CairnQOptions & SQLiteStoreOptions;
+
+/** Options of {@link Worker.sqlite}: the store's and the worker's, in one bag. */
+export type SQLiteWorkerOptions = Omit<WorkerOptions, "closeStore"> & SQLiteStoreOptions;
+
+const SQLITE_STORE_KEYS = ["busyTimeoutMs", "clock"] as const;
+
+/** Splits one option bag into the store's part and the rest (the client and worker reject keys they do not know). */
+export function splitOptions<S extends object, R extends object>(options: S & R, storeKeys: readonly string[]): { store: S; rest: R } {
+  const store: Record<string, unknown> = {};
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options)) (storeKeys.includes(key) ? store : rest)[key] = value;
+  return { store: store as S, rest: rest as R };
+}
+
+/**
+ * The CairnQ client (`@cairnq/client`), with factories that build its store.
+ *
+ * @example
+ * ```ts
+ * import { CairnQ } from "cairnq";
+ *
+ * const cairnq = CairnQ.sqlite("./cairnq.db");
+ * const task = await cairnq.submit("thumbnail", { url: "https://example.com/a.png" });
+ * const done = await cairnq.wait(task.id);
+ * ```
+ */
+export class CairnQ extends ClientCairnQ {
+  /**
+   * A client on a SQLite database file (created if absent). The better-sqlite3
+   * driver is loaded when the store first opens, not when `cairnq` is imported.
+   * `close()` closes the store too.
+   */
+  static sqlite(path: string, options: SQLiteCairnQOptions = {}): CairnQ {
+    const { store, rest } = splitOptions<SQLiteStoreOptions, CairnQOptions>(options, SQLITE_STORE_KEYS);
+    return new CairnQ(new SQLiteStore(path, store), rest);
+  }
+}
+
+/**
+ * The CairnQ worker (`@cairnq/worker`), with factories that build its store.
+ *
+ * @example
+ * ```ts
+ * import { Worker } from "cairnq";
+ *
+ * const worker = Worker.sqlite("./cairnq.db", { concurrency: 8 });
+ * worker.task("thumbnail", async (ctx, payload) => ({ ok: true }));
+ * await worker.serve(); // until SIGINT/SIGTERM, then drain and close
+ * ```
+ */
+export class Worker extends BaseWorker {
+  /** A worker on a SQLite database file; `close()` closes the store it built. */
+  static sqlite(path: string, options: SQLiteWorkerOptions = {}): Worker {
+    const { store, rest } = splitOptions<SQLiteStoreOptions, WorkerOptions>(options, SQLITE_STORE_KEYS);
+    return new Worker(new SQLiteStore(path, store), { ...rest, closeStore: true });
+  }
+
+  /** A worker over any store; it does not close a store it did not build. */
+  constructor(store: TaskStore, options?: WorkerOptions) {
+    super(store, options);
+  }
+}
