@@ -1,0 +1,44 @@
+// What the run measured on: the numbers only mean something next to these.
+import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
+import os from "node:os";
+
+const require = createRequire(import.meta.url);
+
+/** The SQLite library version better-sqlite3 is built with. */
+export function sqliteVersion() {
+  const Database = require("better-sqlite3");
+  const db = new Database(":memory:");
+  try {
+    return db.prepare("SELECT sqlite_version() AS v").get().v;
+  } finally {
+    db.close();
+  }
+}
+
+function gitCommit() {
+  try {
+    const cwd = new URL("..", import.meta.url).pathname;
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return dirty === "" ? head : `${head}+dirty`;
+  } catch {
+    return "unknown";
+  }
+}
+
+/** CPU, cores, memory, Node, SQLite, the commit, and the load average when the run started. */
+export function machineInfo() {
+  const cpus = os.cpus();
+  return {
+    cpu: cpus[0]?.model?.trim() ?? "unknown",
+    cores: cpus.length,
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    sqlite: sqliteVersion(),
+    postgres: null,
+    commit: gitCommit(),
+    loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
+  };
+}

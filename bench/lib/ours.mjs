@@ -1,0 +1,170 @@
+// CairnQ's side of every figure, written once over a backend (see targets.mjs):
+// the client in this process for submits and calls, one worker child process
+// for drains and latency, a bare store for the claim cost.
+import { spawnWorker } from "./child.mjs";
+import { percentile, median } from "./stats.mjs";
+import { newWorkerId, openClient, openStore } from "./targets.mjs";
+
+const QUEUE = "default";
+const NAME = "noop";
+
+/** Runs `fn(i)` for i in [0, n) with `concurrency` loops awaiting one call at a time each. */
+export async function runConcurrent(n, concurrency, fn) {
+  let next = 0;
+  const loop = async () => {
+    while (next < n) {
+      const i = next;
+      next += 1;
+      await fn(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, loop));
+}
+
+/** Submits `n` no-op tasks through a client at `concurrency` (the drain setup, untimed). */
+async function fill(target, n) {
+  const client = openClient(target);
+  try {
+    await runConcurrent(n, 64, (i) => client.submit(NAME, { i }));
+  } finally {
+    await client.close();
+  }
+}
+
+/** Throws unless the store shows exactly `n` succeeded tasks and nothing else left to do. */
+async function expectSucceeded(target, n) {
+  const client = openClient(target);
+  try {
+    const counts = (await client.stats(QUEUE))[QUEUE];
+    if (counts.succeeded !== n || counts.queued !== 0 || counts.running !== 0) {
+      throw new Error(`expected ${n} succeeded and nothing queued or running, the store shows ${JSON.stringify(counts)}`);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Submit throughput: `n` submits from this process through one client,
+ * `concurrency` = 1 (each awaited before the next) or 64 concurrent
+ * submitters. 100 untimed submits first warm up the JIT and the statement
+ * caches. Returns tasks/s.
+ */
+export async function submitThroughput(backend, { n, concurrency }) {
+  const { target, cleanup } = await backend.fresh(`submit-c${concurrency}`);
+  const client = openClient(target);
+  try {
+    await client.connect();
+    await runConcurrent(100, concurrency, (i) => client.submit(NAME, { i }, { queue: "warmup" }));
+    const started = performance.now();
+    await runConcurrent(n, concurrency, (i) => client.submit(NAME, { i }));
+    const ms = performance.now() - started;
+    return n / (ms / 1000);
+  } finally {
+    await client.close();
+    await cleanup();
+  }
+}
+
+/**
+ * Drain throughput: `n` pre-submitted tasks, ONE worker process at
+ * `concurrency`, timed from the start message until the worker has seen its
+ * n-th successful complete() (committed; checked with stats() after).
+ * Returns `{ tasksPerSec, peakRssMB }` — the peak RSS of the worker process
+ * sampled every 50 ms during the drain.
+ */
+export async function drainThroughput(backend, { n, concurrency, claimBatch, cpuProfDir = null, traceSql = false }) {
+  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}`);
+  try {
+    await fill(target, n);
+    const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }) };
+    const child = await spawnWorker({ target, worker, expect: n, cpuProfDir, traceSql });
+    let report;
+    try {
+      report = await child.run(Math.max(60_000, n * 10));
+    } finally {
+      await child.stop();
+    }
+    if (child.errors.length > 0) throw new Error(`the worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
+    await expectSucceeded(target, n);
+    return { tasksPerSec: n / (report.ms / 1000), peakRssMB: report.peakRssBytes / 2 ** 20 };
+  } finally {
+    await cleanup();
+  }
+}
+
+/**
+ * `call()` round trips from this process to a separate, idle worker process:
+ * `warmup` untimed calls, then `calls` sequential timed ones. `worker` and
+ * `call` are the options under test (defaults when empty). Returns
+ * `{ p50, p95, p99 }` in ms.
+ */
+export async function callLatency(backend, { calls, warmup, worker = {}, call = {}, label = "latency" }) {
+  const { target, cleanup } = await backend.fresh(label);
+  const client = openClient(target);
+  let child = null;
+  try {
+    await client.connect();
+    child = await spawnWorker({ target, worker, expect: 0 });
+    child.start();
+    for (let i = 0; i < warmup; i += 1) await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
+    const samples = [];
+    for (let i = 0; i < calls; i += 1) {
+      const started = performance.now();
+      await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
+      samples.push(performance.now() - started);
+    }
+    if (child.errors.length > 0) throw new Error(`the worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
+    return { p50: percentile(samples, 50), p95: percentile(samples, 95), p99: percentile(samples, 99) };
+  } finally {
+    await child?.stop();
+    await client.close();
+    await cleanup();
+  }
+}
+
+/**
+ * The cost of one claim cycle (`store.claim` of one task: the read-only
+ * probe, then the write transaction with lease recovery and one draw) with
+ * `backlog` queued tasks. The backlog is written raw (see the backend's
+ * `fillBacklog`, setup only); the measuring store opens after it, so its
+ * connect-time statistics refresh sees the table as a restarted worker would.
+ *
+ * Each timed claim is followed by an untimed complete() of the claimed task:
+ * the claim really commits (a rolled-back claim would skip the commit, which
+ * is part of the cost), and settling keeps `running` rows — which lease
+ * recovery scans — from piling up. The queue shrinks by `samples` over the
+ * measurement (from 1,000 to 1,000 − samples at the small backlog). Returns
+ * the median ms.
+ */
+export async function claimUnderBacklog(backend, { backlog, samples }) {
+  const { target, cleanup } = await backend.fresh(`claim-${backlog}`);
+  try {
+    const setup = openStore(target);
+    await setup.connect();
+    await setup.close();
+    await backend.fillBacklog(target, backlog + 20);
+    const store = openStore(target);
+    try {
+      await store.connect();
+      const workerId = newWorkerId();
+      const input = { queues: [QUEUE], workerId, leaseMs: 30_000, names: [NAME], limit: 1 };
+      const once = async () => {
+        const started = performance.now();
+        const [task] = await store.claim(input);
+        const ms = performance.now() - started;
+        if (task === undefined) throw new Error("a claim found nothing to claim although the backlog is queued");
+        await store.complete({ taskId: task.id, workerId, attempt: task.attempt, result: null });
+        return ms;
+      };
+      for (let i = 0; i < 20; i += 1) await once();
+      const times = [];
+      for (let i = 0; i < samples; i += 1) times.push(await once());
+      return median(times);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await cleanup();
+  }
+}

@@ -1,0 +1,206 @@
+// The SQLite backend of the bench: a fresh database file per measurement, the
+// backlog fill used only to set up the claim measurement, and the raw
+// better-sqlite3 floors.
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { newTaskId } from "./targets.mjs";
+import { sqliteVersion } from "./machine.mjs";
+
+const require = createRequire(import.meta.url);
+const Database = require("better-sqlite3");
+
+let dir = null;
+let counter = 0;
+
+function runDir() {
+  dir ??= mkdtempSync(join(tmpdir(), "cairnq-bench-"));
+  return dir;
+}
+
+/** The raw driver with the settings the issue fixes for the floor: WAL, synchronous = NORMAL. */
+function openRaw(path) {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  return db;
+}
+
+/**
+ * The floors' table: the same columns as `cairnq_tasks` (so rows are the
+ * same size), but only what a minimal queue needs to stay correct and fast —
+ * the primary key and one claim index in claim order. No CHECKs, no other
+ * indexes: whatever CairnQ's schema costs beyond this shows up in the ratio.
+ */
+const FLOOR_DDL = [
+  `CREATE TABLE tasks (id text NOT NULL PRIMARY KEY, name text NOT NULL, queue text NOT NULL, status text NOT NULL,
+    payload text NOT NULL, result text, error text, metadata text NOT NULL, progress real, message text,
+    attempt integer NOT NULL DEFAULT 0, max_attempts integer NOT NULL, priority integer NOT NULL, worker_id text,
+    lease_until_ms integer, run_at_ms integer NOT NULL, cancel_requested_at_ms integer, parent_id text, root_id text,
+    correlation_id text, created_at_ms integer NOT NULL, updated_at_ms integer NOT NULL, completed_at_ms integer)`,
+  `CREATE INDEX tasks_claim ON tasks (queue, status, priority DESC, run_at_ms, id)`,
+];
+
+const FLOOR_INSERT = `INSERT INTO tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id,
+  created_at_ms, updated_at_ms) VALUES (@id, 'noop', 'default', 'queued', @payload, '{}', 3, 0, @now, @id, @now, @now)`;
+
+/** Claim = one UPDATE … RETURNING of the next `limit` due rows in claim order (what a draw does). */
+const FLOOR_CLAIM = `UPDATE tasks SET status = 'running', worker_id = @workerId, lease_until_ms = @now + 30000, attempt = attempt + 1,
+  updated_at_ms = @now WHERE id IN (SELECT id FROM tasks WHERE queue = 'default' AND status = 'queued' AND run_at_ms <= @now
+  ORDER BY priority DESC, run_at_ms, id LIMIT @limit) RETURNING *`;
+
+/** Complete = one ownership-checked UPDATE per task. */
+const FLOOR_COMPLETE = `UPDATE tasks SET status = 'succeeded', result = @result, progress = 1, completed_at_ms = @now,
+  lease_until_ms = NULL, updated_at_ms = @now WHERE id = @id AND status = 'running' AND worker_id = @workerId`;
+
+/**
+ * Task ids for the floors, generated before the clock starts and sorted, so
+ * that rows are inserted — and claimed — in id order: the floor's best case.
+ * CairnQ's ids are ULIDs, random within one millisecond, so rows created in
+ * the same millisecond are claimed out of insertion order and a claim of 64
+ * touches more pages; with every row stamped in one instant that alone made
+ * this drain floor 2–3× slower (measured while writing this), so it must not
+ * leak into the floor. Whatever it costs CairnQ shows up in the ratio.
+ */
+export function floorIds(n) {
+  return Array.from({ length: n }, () => newTaskId()).sort();
+}
+
+export const sqliteBackend = {
+  name: "sqlite",
+
+  /** Nothing to check: the driver is a dependency of the bench. */
+  async available() {
+    return { ok: true };
+  },
+
+  async version() {
+    return sqliteVersion();
+  },
+
+  /** A fresh database file; `cleanup()` removes it with its WAL and shm files. */
+  async fresh(label) {
+    counter += 1;
+    const path = join(runDir(), `${String(counter).padStart(3, "0")}-${label}.db`);
+    return {
+      target: { backend: "sqlite", path },
+      cleanup: async () => {
+        for (const suffix of ["", "-wal", "-shm"]) rmSync(path + suffix, { force: true });
+      },
+    };
+  },
+
+  /**
+   * SETUP ONLY (the claim-under-backlog measurement): appends `count` queued
+   * `noop` tasks with exactly the values the protocol's SUBMIT writes for
+   * `submit({ name: "noop", payload: { i } })` — a `task_` ULID id, root_id =
+   * id, metadata {}, max_attempts 3, priority 0, run_at = created = updated =
+   * now — in one raw transaction, because 100k submits through the client
+   * would take longer than everything else. The schema must already exist.
+   */
+  async fillBacklog(target, count) {
+    const db = openRaw(target.path);
+    try {
+      const insert = db.prepare(
+        `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id,
+          created_at_ms, updated_at_ms) VALUES (@id, 'noop', 'default', 'queued', @payload, '{}', 3, 0, @now, @id, @now, @now)`,
+      );
+      db.transaction(() => {
+        for (let i = 0; i < count; i += 1) {
+          const now = Date.now();
+          insert.run({ id: newTaskId(now), payload: JSON.stringify({ i }), now });
+        }
+      }).immediate();
+    } finally {
+      db.close();
+    }
+  },
+
+  /** Raw better-sqlite3 floors; each runs on its own fresh file and returns tasks/s. */
+  floors: {
+    /** INSERT of a task row: `perTx` = 1 is autocommit (one statement per transaction), else `perTx` inserts per transaction. */
+    async insert({ n, perTx }) {
+      const { target, cleanup } = await sqliteBackend.fresh(`floor-insert-${perTx}`);
+      const db = openRaw(target.path);
+      try {
+        for (const ddl of FLOOR_DDL) db.exec(ddl);
+        const insert = db.prepare(FLOOR_INSERT);
+        const ids = floorIds(n);
+        const insertOne = (i) => insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+        const batch = db.transaction((from, to) => {
+          for (let i = from; i < to; i += 1) insertOne(i);
+        });
+        const started = performance.now();
+        if (perTx === 1) {
+          for (let i = 0; i < n; i += 1) insertOne(i);
+        } else {
+          for (let i = 0; i < n; i += perTx) batch.immediate(i, Math.min(n, i + perTx));
+        }
+        const ms = performance.now() - started;
+        return n / (ms / 1000);
+      } finally {
+        db.close();
+        await cleanup();
+      }
+    },
+
+    /**
+     * Drain of `n` queued rows: claim (UPDATE … RETURNING of up to `perTx`
+     * due rows) then one complete UPDATE per task. `perTx` = 1: each of the
+     * two statements is its own transaction; else one claim transaction of
+     * `perTx` rows and one transaction completing them.
+     */
+    async drain({ n, perTx }) {
+      const { target, cleanup } = await sqliteBackend.fresh(`floor-drain-${perTx}`);
+      const db = openRaw(target.path);
+      try {
+        for (const ddl of FLOOR_DDL) db.exec(ddl);
+        const insert = db.prepare(FLOOR_INSERT);
+        const ids = floorIds(n);
+        db.transaction(() => {
+          for (let i = 0; i < n; i += 1) insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+        }).immediate();
+        const claim = db.prepare(FLOOR_CLAIM);
+        const complete = db.prepare(FLOOR_COMPLETE);
+        const workerId = "worker_floor";
+        const completeAll = db.transaction((rows) => {
+          for (const row of rows) complete.run({ result: "null", now: Date.now(), id: row.id, workerId });
+        });
+        const claimTx = db.transaction((limit) => claim.all({ workerId, now: Date.now(), limit }));
+        let done = 0;
+        const started = performance.now();
+        for (;;) {
+          const rows = perTx === 1 ? claim.all({ workerId, now: Date.now(), limit: 1 }) : claimTx.immediate(perTx);
+          if (rows.length === 0) break;
+          for (const row of rows) JSON.parse(row.payload);
+          if (perTx === 1) complete.run({ result: "null", now: Date.now(), id: rows[0].id, workerId });
+          else completeAll.immediate(rows);
+          done += rows.length;
+        }
+        const ms = performance.now() - started;
+        if (done !== n) throw new Error(`the SQLite drain floor drained ${done} of ${n} rows`);
+        return n / (ms / 1000);
+      } finally {
+        db.close();
+        await cleanup();
+      }
+    },
+  },
+
+  /** The floors in table order, each matched to our figure by id in report.mjs. */
+  get floorPlan() {
+    return [
+      { id: "insert.tx1", run: (n) => this.floors.insert({ n, perTx: 1 }) },
+      { id: "insert.tx64", run: (n) => this.floors.insert({ n, perTx: 64 }) },
+      { id: "drain.tx1", run: (n) => this.floors.drain({ n, perTx: 1 }) },
+      { id: "drain.tx64", run: (n) => this.floors.drain({ n, perTx: 64 }) },
+    ];
+  },
+
+  /** Removes the run's temp directory. */
+  async finish() {
+    if (dir !== null) rmSync(dir, { recursive: true, force: true });
+    dir = null;
+  },
+};

@@ -1,0 +1,28 @@
+// Small statistics helpers: every figure is reported as the median of its
+// repetitions with the spread (min–max), and latency as nearest-rank percentiles.
+
+/** The median of a list of numbers (the mean of the middle two for an even count). */
+export function median(values) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Nearest-rank percentile `p` (0–100) of a list of numbers. */
+export function percentile(values, p) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(sorted.length, rank) - 1];
+}
+
+/** `{ median, min, max, samples }` of the repetitions of one figure. */
+export function summarize(samples) {
+  return {
+    median: median(samples),
+    min: samples.length === 0 ? Number.NaN : Math.min(...samples),
+    max: samples.length === 0 ? Number.NaN : Math.max(...samples),
+    samples,
+  };
+}

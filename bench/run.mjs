@@ -1,0 +1,185 @@
+#!/usr/bin/env node
+// The CairnQ benchmark suite (issue 6). Runs the BUILT packages: build first
+// (`pnpm bench` does: `turbo run build --filter=cairnq...`).
+//
+//   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
+//                      [--only submit,drain,latency,claim,floors]
+//                      [--cpu-prof] [--trace-sql]   diagnostics of the drain's worker process (slower; not for the table)
+//
+// Prints a markdown table on stdout (progress goes to stderr) and writes
+// bench/results/<date>.json and bench/results/latest.md. Numbers are never
+// asserted anywhere: this is a measurement, not a test.
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { parseArgs } from "node:util";
+import { machineInfo } from "./lib/machine.mjs";
+import { callLatency, claimUnderBacklog, drainThroughput, submitThroughput } from "./lib/ours.mjs";
+import { buildRows, renderMarkdown } from "./lib/report.mjs";
+import { sqliteBackend } from "./lib/sqlite-backend.mjs";
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    n: { type: "string" },
+    reps: { type: "string" },
+    backend: { type: "string", default: "all" },
+    only: { type: "string" },
+    "latency-calls": { type: "string" },
+    "claim-samples": { type: "string" },
+    "cpu-prof": { type: "boolean", default: false },
+    "trace-sql": { type: "boolean", default: false },
+  },
+});
+
+const positiveInt = (value, name) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${value}`);
+  return n;
+};
+
+const settings = {
+  n: args.quick ? 1_000 : 10_000,
+  reps: args.quick ? 1 : 3,
+  latencyCalls: args.quick ? 30 : 200,
+  latencyWarmup: args.quick ? 5 : 20,
+  claimSamples: args.quick ? 50 : 200,
+  backlogs: [1_000, 100_000],
+};
+if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
+if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
+if (args["latency-calls"] !== undefined) settings.latencyCalls = positiveInt(args["latency-calls"], "latency-calls");
+if (args["claim-samples"] !== undefined) settings.claimSamples = positiveInt(args["claim-samples"], "claim-samples");
+const only = args.only === undefined ? null : new Set(args.only.split(",").map((s) => s.trim()));
+const wants = (group) => only === null || only.has(group);
+
+const resultsDir = new URL("./results/", import.meta.url);
+// Diagnostics for the drain's worker children; both slow the worker down, so runs using them are not for the table.
+const cpuProfDir = args["cpu-prof"] ? new URL("./profiles/", resultsDir).pathname : null;
+const traceSql = args["trace-sql"];
+
+const log = (message) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+
+async function loadBackends() {
+  const wanted = args.backend === "all" ? ["sqlite", "postgres"] : args.backend.split(",");
+  const backends = [];
+  const skipped = {};
+  for (const name of wanted) {
+    if (name === "sqlite") backends.push(sqliteBackend);
+    else if (name === "postgres") {
+      const { postgresBackend } = await import("./lib/postgres-backend.mjs");
+      const status = await postgresBackend.available();
+      if (status.ok) backends.push(postgresBackend);
+      else {
+        skipped.postgres = status.reason;
+        if (args.backend !== "all") throw new Error(`postgres requested but unavailable: ${status.reason}`);
+      }
+    } else throw new Error(`unknown backend '${name}' (sqlite, postgres, all)`);
+  }
+  return { backends, skipped };
+}
+
+/**
+ * One repetition of every workload on one backend, floors first, each result
+ * appended to `result` under its figure id. Repetitions are the outer loop, so
+ * a noisy minute on the shared machine spreads over all figures instead of
+ * landing on one.
+ */
+async function repetition(backend, result, rep, errors) {
+  const n = settings.n;
+  const push = (bucket, id, value) => (result[bucket][id] ??= []).push(value);
+  const step = async (id, fn) => {
+    const started = performance.now();
+    try {
+      await fn();
+      log(`${backend.name} rep ${rep} ${id}: ${Math.round(performance.now() - started)} ms`);
+    } catch (err) {
+      errors.push({ backend: backend.name, rep, id, error: err instanceof Error ? err.stack : String(err) });
+      log(`${backend.name} rep ${rep} ${id} FAILED: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+
+  if (wants("floors")) {
+    for (const floor of backend.floorPlan) {
+      await step(`floor ${floor.id}`, async () => push("floors", floor.id, await floor.run(n)));
+    }
+  }
+  if (wants("submit")) {
+    await step("submit c1", async () => push("ours", "submit.c1", await submitThroughput(backend, { n, concurrency: 1 })));
+    await step("submit c64", async () => push("ours", "submit.c64", await submitThroughput(backend, { n, concurrency: 64 })));
+  }
+  if (wants("drain")) {
+    await step("drain c1", async () => {
+      const r = await drainThroughput(backend, { n, concurrency: 1, cpuProfDir, traceSql });
+      push("ours", "drain.c1", r.tasksPerSec);
+    });
+    await step("drain c64", async () => {
+      const r = await drainThroughput(backend, { n, concurrency: 64, claimBatch: 64, cpuProfDir, traceSql });
+      push("ours", "drain.c64", r.tasksPerSec);
+      push("ours", "rss.c64", r.peakRssMB);
+    });
+  }
+  if (wants("latency")) {
+    const base = { calls: settings.latencyCalls, warmup: settings.latencyWarmup };
+    await step("latency (defaults)", async () => {
+      const r = await callLatency(backend, base);
+      push("ours", "latency.p50", r.p50);
+      push("ours", "latency.p95", r.p95);
+      push("ours", "latency.p99", r.p99);
+    });
+    // Informational: the same round trip with polling turned far below its defaults, to separate what the
+    // polling intervals cost from what the machinery costs. Not a recommended setting (it busy-polls).
+    await step("latency (tuned polling)", async () => {
+      const r = await callLatency(backend, {
+        ...base,
+        label: "latency-tuned",
+        worker: { pollIntervalMs: 5 },
+        call: { pollMs: 1, maxPollMs: 1 },
+      });
+      push("ours", "latencyTuned.p50", r.p50);
+      push("ours", "latencyTuned.p99", r.p99);
+    });
+  }
+  if (wants("claim")) {
+    for (const backlog of settings.backlogs) {
+      const id = `claim.${backlog / 1000}k`;
+      await step(`claim with ${backlog} queued`, async () =>
+        push("ours", id, await claimUnderBacklog(backend, { backlog, samples: settings.claimSamples })),
+      );
+    }
+  }
+}
+
+const startedAt = new Date();
+const machine = machineInfo();
+const { backends, skipped } = await loadBackends();
+for (const backend of backends) if (backend.name === "postgres") machine.postgres = await backend.version();
+log(`n=${settings.n} reps=${settings.reps} backends=${backends.map((b) => b.name).join(",")}${Object.keys(skipped).length ? ` (skipped: ${Object.keys(skipped).join(",")})` : ""}`);
+
+const results = {};
+const errors = [];
+try {
+  for (const backend of backends) {
+    const result = { floors: {}, ours: {} };
+    results[backend.name] = result;
+    for (let rep = 1; rep <= settings.reps; rep += 1) await repetition(backend, result, rep, errors);
+  }
+} finally {
+  for (const backend of backends) await backend.finish();
+}
+machine.loadAverageAtEnd = os.loadavg().map((v) => Math.round(v * 100) / 100);
+
+const durationS = (Date.now() - startedAt.getTime()) / 1000;
+const rows = buildRows(results);
+const markdown = renderMarkdown({ machine, settings, rows, results, skipped, startedAt: startedAt.toISOString(), durationS });
+process.stdout.write(`${markdown}\n`);
+
+mkdirSync(resultsDir, { recursive: true });
+const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
+const json = { startedAt: startedAt.toISOString(), durationS, machine, settings, args, skipped, results, rows, errors };
+writeFileSync(new URL(`${stamp}.json`, resultsDir), `${JSON.stringify(json, null, 2)}\n`);
+writeFileSync(new URL("latest.md", resultsDir), `${markdown}\n`);
+log(`wrote bench/results/${stamp}.json and bench/results/latest.md`);
+if (errors.length > 0) {
+  for (const e of errors) process.stderr.write(`\n${e.backend} rep ${e.rep} ${e.id}:\n${e.error}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,82 @@
+// The worker process of the drain, memory and latency measurements: one
+// CairnQ worker with a no-op handler on the target, driven over IPC.
+//
+//   argv[2] = JSON { target, worker: WorkerOptions, expect }
+//   parent → child: { type: "start" }   start the worker (the drain clock starts here)
+//                   { type: "stop" }    close the worker and exit
+//   child → parent: { type: "ready" }   store connected (migrations done), handler registered
+//                   { type: "done", ms, peakRssBytes, startRssBytes }
+//                                       after `expect` tasks succeeded: ms since "start", and the
+//                                       highest RSS sampled every 50 ms meanwhile
+//                   { type: "error", message }
+//
+// "Succeeded" is counted on `task:succeeded`, which the worker emits only
+// after the store's complete() resolved, i.e. after the commit: when the count
+// reaches `expect`, the store shows all of them succeeded (the parent checks
+// with stats() afterwards).
+import { openWorker } from "./lib/targets.mjs";
+
+const RSS_SAMPLE_MS = 50;
+const config = JSON.parse(process.argv[2]);
+const send = (message) => process.send?.(message);
+
+const worker = openWorker(config.target, {
+  ...config.worker,
+  onError: (err) => send({ type: "error", message: `worker error: ${err instanceof Error ? err.stack : String(err)}` }),
+});
+worker.task("noop", () => null);
+
+let succeeded = 0;
+let startedAt = 0;
+let peakRss = 0;
+let sampler = null;
+let reported = false;
+
+function sampleRss() {
+  const rss = process.memoryUsage.rss();
+  if (rss > peakRss) peakRss = rss;
+}
+
+worker.on("task:succeeded", () => {
+  succeeded += 1;
+  if (!reported && config.expect > 0 && succeeded >= config.expect) {
+    reported = true;
+    const ms = performance.now() - startedAt;
+    sampleRss();
+    clearInterval(sampler);
+    send({ type: "done", ms, peakRssBytes: peakRss });
+  }
+});
+worker.on("task:failed", (e) => send({ type: "error", message: `task ${e.taskId} failed: ${JSON.stringify(e.error)}` }));
+
+let running = null;
+process.on("message", (message) => {
+  if (message?.type === "start") {
+    peakRss = 0;
+    sampleRss();
+    startedAt = performance.now();
+    sampler = setInterval(sampleRss, RSS_SAMPLE_MS);
+    running = worker.run();
+  } else if (message?.type === "stop") {
+    clearInterval(sampler);
+    void (async () => {
+      await worker.close();
+      await running;
+      process.disconnect?.();
+    })();
+  }
+});
+process.on("disconnect", () => {
+  // The parent went away without a stop (it crashed): do not linger as an orphan.
+  if (!worker.running) return;
+  void worker.close().finally(() => process.exit(0));
+});
+
+try {
+  await worker.store.connect();
+  send({ type: "ready" });
+} catch (err) {
+  send({ type: "error", message: `connect failed: ${err instanceof Error ? err.stack : String(err)}` });
+  process.exitCode = 1;
+  process.disconnect?.();
+}
