@@ -1,0 +1,39 @@
+/**
+ * The API process: `pnpm start` (or `tsx src/server.ts`).
+ *
+ * Env: `PORT` (default 3000; 0 picks a free port), `DATABASE_URL` (Postgres)
+ * or `CAIRNQ_SQLITE_PATH` (default ./cairnq.db).
+ */
+import type { AddressInfo } from "node:net";
+import { createApp } from "./app.js";
+import { describeDatabase, openClient } from "./cairnq.js";
+
+const cairnq = openClient();
+// Optional (every call connects lazily), but a wrong DATABASE_URL or an
+// unreadable SQLite file should stop the process now, not fail the first request.
+await cairnq.connect();
+
+const server = createApp(cairnq).listen(Number(process.env.PORT ?? 3000));
+server.on("listening", () => {
+  const { port } = server.address() as AddressInfo;
+  console.log(`API listening on http://localhost:${port} (${describeDatabase()})`);
+});
+server.on("error", (err) => {
+  console.error(`API could not listen: ${err.message}`);
+  process.exitCode = 1;
+  void cairnq.close();
+});
+
+// Stop accepting requests, let those in flight finish, then close the store.
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`API: ${signal}, shutting down`);
+    server.close(() => {
+      void cairnq.close().then(() => console.log("API stopped"));
+    });
+    server.closeIdleConnections();
+  });
+}
