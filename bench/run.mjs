@@ -116,6 +116,8 @@ async function repetition(backend, result, rep, errors) {
       const r = await drainThroughput(backend, { n, concurrency: 64, claimBatch: 64, cpuProfDir, traceSql });
       push("ours", "drain.c64", r.tasksPerSec);
       push("ours", "rss.c64", r.peakRssMB);
+      push("ours", "rssIdle.c64", r.startRssMB);
+      push("ours", "heapUsed.c64", r.peakHeapUsedMB);
     });
   }
   if (wants("latency")) {

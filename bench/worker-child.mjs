@@ -5,9 +5,10 @@
 //   parent → child: { type: "start" }   start the worker (the drain clock starts here)
 //                   { type: "stop" }    close the worker and exit
 //   child → parent: { type: "ready" }   store connected (migrations done), handler registered
-//                   { type: "done", ms, peakRssBytes, startRssBytes }
-//                                       after `expect` tasks succeeded: ms since "start", and the
-//                                       highest RSS sampled every 50 ms meanwhile
+//                   { type: "done", ms, peakRssBytes, startRssBytes, peakHeapUsedBytes }
+//                                       after `expect` tasks succeeded: ms since "start", the
+//                                       highest RSS (and V8 heap used) sampled every 50 ms meanwhile,
+//                                       and the RSS at "start" (connected, idle)
 //                   { type: "error", message }
 //
 // "Succeeded" is counted on `task:succeeded`, which the worker emits only
@@ -29,12 +30,15 @@ worker.task("noop", () => null);
 let succeeded = 0;
 let startedAt = 0;
 let peakRss = 0;
+let peakHeapUsed = 0;
+let startRss = 0;
 let sampler = null;
 let reported = false;
 
 function sampleRss() {
-  const rss = process.memoryUsage.rss();
+  const { rss, heapUsed } = process.memoryUsage();
   if (rss > peakRss) peakRss = rss;
+  if (heapUsed > peakHeapUsed) peakHeapUsed = heapUsed;
 }
 
 worker.on("task:succeeded", () => {
@@ -44,7 +48,7 @@ worker.on("task:succeeded", () => {
     const ms = performance.now() - startedAt;
     sampleRss();
     clearInterval(sampler);
-    send({ type: "done", ms, peakRssBytes: peakRss });
+    send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed });
   }
 });
 worker.on("task:failed", (e) => send({ type: "error", message: `task ${e.taskId} failed: ${JSON.stringify(e.error)}` }));
@@ -53,7 +57,9 @@ let running = null;
 process.on("message", (message) => {
   if (message?.type === "start") {
     peakRss = 0;
+    peakHeapUsed = 0;
     sampleRss();
+    startRss = peakRss;
     startedAt = performance.now();
     sampler = setInterval(sampleRss, RSS_SAMPLE_MS);
     running = worker.run();

@@ -70,8 +70,9 @@ export async function submitThroughput(backend, { n, concurrency }) {
  * Drain throughput: `n` pre-submitted tasks, ONE worker process at
  * `concurrency`, timed from the start message until the worker has seen its
  * n-th successful complete() (committed; checked with stats() after).
- * Returns `{ tasksPerSec, peakRssMB }` — the peak RSS of the worker process
- * sampled every 50 ms during the drain.
+ * Returns `{ tasksPerSec, peakRssMB, startRssMB, peakHeapUsedMB }` — the
+ * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
+ * drain, and its RSS when connected and idle, just before it.
  */
 export async function drainThroughput(backend, { n, concurrency, claimBatch, cpuProfDir = null, traceSql = false }) {
   const { target, cleanup } = await backend.fresh(`drain-c${concurrency}`);
@@ -87,7 +88,13 @@ export async function drainThroughput(backend, { n, concurrency, claimBatch, cpu
     }
     if (child.errors.length > 0) throw new Error(`the worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
     await expectSucceeded(target, n);
-    return { tasksPerSec: n / (report.ms / 1000), peakRssMB: report.peakRssBytes / 2 ** 20 };
+    const mb = (bytes) => bytes / 2 ** 20;
+    return {
+      tasksPerSec: n / (report.ms / 1000),
+      peakRssMB: mb(report.peakRssBytes),
+      startRssMB: mb(report.startRssBytes),
+      peakHeapUsedMB: mb(report.peakHeapUsedBytes),
+    };
   } finally {
     await cleanup();
   }

@@ -54,6 +54,8 @@ export const FIGURES = [
     target: both({ kind: "ratio≤", value: 1.5 }),
   },
   { id: "rss.c64", label: "worker peak RSS, c64 drain", unit: "mb", target: both({ kind: "≤", value: 120 }) },
+  { id: "rssIdle.c64", label: "↳ informational: worker RSS connected and idle, just before the drain", unit: "mb", target: {} },
+  { id: "heapUsed.c64", label: "↳ informational: worker peak V8 heap used, c64 drain", unit: "mb", target: {} },
 ];
 
 function both(target) {
