@@ -1,0 +1,66 @@
+import type { QueryResult, Transaction } from "kysely";
+import { CompiledQuery } from "kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
+import { KyselyExecutor } from "@cairnq/store-kysely";
+import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
+
+/**
+ * A Kysely transaction of any database shape (the store only runs compiled
+ * statements on it, so table types do not matter).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's idiom for schema-agnostic code; no table types are used.
+export type AnyTransaction = Transaction<any>;
+
+/**
+ * How the Postgres store runs statements: each autocommit statement on a
+ * pooled connection, each write transaction as `BEGIN … COMMIT` on one
+ * connection at the server's default isolation (READ COMMITTED, never
+ * raised: the statements are written for its re-checks, §3.9). No group
+ * commit and no in-process lock (§13).
+ *
+ * A keyed transaction whose key lock is busy ({@link KeyLockBusy}) is rolled
+ * back, the lock is waited for outside any transaction (an autocommit
+ * `pg_advisory_xact_lock`, released as soon as it is granted), and the
+ * transaction runs again — see `PostgresKeyLock` for why. Ids and encodings
+ * are computed before the transaction, so a rerun inserts the same task.
+ */
+export class PostgresExecutor extends KyselyExecutor {
+  override async writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await super.writeTransaction(db, fn);
+      } catch (error) {
+        if (!(error instanceof KeyLockBusy)) throw error;
+        await db.executeQuery(CompiledQuery.raw(KEY_LOCK_SQL, [error.key]));
+      }
+    }
+  }
+}
+
+/**
+ * How the statements of a {@link PostgresStore.withTransaction} view run:
+ * every read, write and "write transaction" on the caller's open
+ * transaction, so its writes commit or roll back with the caller's. A keyed
+ * submit's advisory lock (§5.0) is taken inside that transaction and held
+ * until it ends.
+ *
+ * A failing statement aborts the caller's transaction, as any statement of
+ * theirs would; `AlreadyExists` is raised before anything is written and
+ * leaves it usable.
+ */
+export class PostgresTransactionExecutor implements StoreExecutor {
+  /** @param trx - The caller's open transaction. */
+  constructor(private readonly trx: AnyTransaction) {}
+
+  read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return this.trx.executeQuery(query());
+  }
+
+  write(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return this.trx.executeQuery(query());
+  }
+
+  writeTransaction<T>(_db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    return fn(this.trx);
+  }
+}

@@ -1,0 +1,58 @@
+import type { DialectCapabilities, SqlClock } from "@cairnq/store-kysely";
+import { BaseStoreDialect, POSTGRES_CLOCK } from "@cairnq/store-kysely";
+import type { PostgresConnectionOptions, PostgresTarget } from "./postgres-connection.js";
+import { PostgresConnection } from "./postgres-connection.js";
+import { PostgresExecutor } from "./postgres-executor.js";
+import { PostgresKeyLock } from "./postgres-key-lock.js";
+import { PostgresSchemaManager } from "./postgres-schema.js";
+import { PostgresStoreSyntax } from "./postgres-store-syntax.js";
+import { PostgresWakeups } from "./postgres-wakeups.js";
+
+/**
+ * The Postgres dialect of the shared core: `$n` placeholders with casts,
+ * `text[]` lists, JSON columns returned as text, the database clock
+ * (`clock_timestamp()` / `now()`, §2.1), the advisory key lock (§5.0),
+ * `FOR UPDATE SKIP LOCKED` row picking, the installation guard and
+ * migrations under the ledger lock, and LISTEN/NOTIFY wakeups. Statements
+ * run through the default executor: autocommit statements on the pool and
+ * `BEGIN … COMMIT` at the server's default isolation (READ COMMITTED), never
+ * raised (§3.9).
+ *
+ * Named `PostgresStoreDialect` because Kysely's own `PostgresDialect` is the
+ * driver-level dialect this one runs on.
+ *
+ * @example
+ * const dialect = new PostgresStoreDialect("postgres://localhost/app", { schema: "jobs" });
+ * const store = new KyselyStore(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
+ */
+export class PostgresStoreDialect extends BaseStoreDialect {
+  readonly name = "postgres";
+  readonly syntax = new PostgresStoreSyntax();
+  override readonly clock: SqlClock = POSTGRES_CLOCK;
+  override readonly keyLock: PostgresKeyLock = new PostgresKeyLock();
+  override readonly executor: PostgresExecutor = new PostgresExecutor();
+  override readonly capabilities: DialectCapabilities;
+  override readonly wakeups: PostgresWakeups;
+  readonly schema: PostgresSchemaManager;
+  /** The store's connection: its Kysely instance, who owns it, and the LISTEN connector. */
+  readonly connection: PostgresConnection;
+
+  /**
+   * @param target - A connection string, a `pg.Pool` or a Kysely instance.
+   * @param options - The `schema` option, pool size, LISTEN source and error hook.
+   */
+  constructor(target: PostgresTarget, options: PostgresConnectionOptions) {
+    super();
+    this.connection = new PostgresConnection(target, options);
+    const connection = this.connection;
+    this.wakeups = new PostgresWakeups(connection.listen, (error) => connection.report(error, "listen"));
+    this.capabilities = Object.freeze({
+      skipLocked: true,
+      // Only with a LISTEN connection to hear them (a Kysely instance needs the `listen` option).
+      pushWakeups: connection.listen !== null,
+      transactionalComplete: true,
+      databaseClock: true,
+    });
+    this.schema = new PostgresSchemaManager(connection, this.wakeups, this.syntax, this.clock);
+  }
+}

@@ -1,0 +1,45 @@
+import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol";
+import { PostgresSyntax } from "@cairnq/store-kysely";
+
+const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);
+
+/**
+ * The core's {@link PostgresSyntax} for the `pg` driver: every statement
+ * that returns task rows lists the §3.1 columns in order and selects the four
+ * `jsonb` columns as text (`payload::text AS payload`, …).
+ *
+ * Why: `pg` decodes `jsonb` itself, so a payload that is a JSON string
+ * (`"hello"`) would reach the store as the JS string `hello`, and the shared
+ * row decoder — which parses a JSON column whenever the driver returns text
+ * (§2.2) — would parse it a second time. Returning text for every JSON column
+ * keeps one decoding path for every driver and every peer-written value, and
+ * works for a caller's pool or Kysely instance whose type parsers we must
+ * not change.
+ *
+ * @example
+ * new PostgresStoreSyntax().taskColumns("t"); // "t.id, t.name, …, t.payload::text AS payload, …"
+ */
+export class PostgresStoreSyntax extends PostgresSyntax {
+  readonly #plain: string;
+  readonly #byAlias = new Map<string, string>();
+
+  constructor() {
+    super();
+    this.#plain = columnList(undefined);
+  }
+
+  override taskColumns(alias?: string): string {
+    if (alias === undefined) return this.#plain;
+    let list = this.#byAlias.get(alias);
+    if (list === undefined) {
+      list = columnList(alias);
+      this.#byAlias.set(alias, list);
+    }
+    return list;
+  }
+}
+
+function columnList(alias: string | undefined): string {
+  const prefix = alias === undefined ? "" : `${alias}.`;
+  return TASK_COLUMNS.map((column) => (JSON_COLUMN_SET.has(column) ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`)).join(", ");
+}

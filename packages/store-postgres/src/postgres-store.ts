@@ -1,0 +1,184 @@
+import type { ClaimInput, OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import type { QueryRunner } from "@cairnq/store-kysely";
+import { KyselyStore } from "@cairnq/store-kysely";
+import type { PostgresErrorHook, PostgresTarget } from "./postgres-connection.js";
+import type { AnyTransaction } from "./postgres-executor.js";
+import { PostgresStoreDialect } from "./postgres-store-dialect.js";
+import { PostgresTransactionStore } from "./postgres-transaction-store.js";
+import type { ListenConnector, ListenState } from "./postgres-wakeups.js";
+
+/** Options of {@link PostgresStore}. */
+export interface PostgresStoreOptions {
+  /**
+   * The Postgres schema CairnQ's tables live in (§10). CairnQ's SQL never
+   * names a schema: `search_path` decides.
+   *
+   * - With a connection string: must match `^[A-Za-z_][A-Za-z0-9_$]*$`; the
+   *   store runs `create schema if not exists "<schema>"` and sets
+   *   `search_path` to it on every pooled connection.
+   * - With your `pg.Pool` or Kysely instance: only checked — the
+   *   connection's `current_schema()` must be this schema, else
+   *   `SchemaMismatch`. Set `search_path` yourself.
+   * - Unset: nothing is touched; connecting fails with `SchemaMismatch` when
+   *   CairnQ is installed in other schemas but not in `current_schema()`
+   *   (it would create a second, invisible installation).
+   * @default undefined (use `search_path` as it is)
+   */
+  schema?: string;
+  /**
+   * Pool size when the store builds the pool from a connection string; an
+   * integer ≥ 1. Rejected with a pool or Kysely instance (size those where
+   * you create them).
+   * @default 10
+   */
+  max?: number;
+  /**
+   * Where the dedicated LISTEN connection for push wakeups (§9) comes from:
+   * a connection string, a function returning a connected `pg.Client`
+   * (throw `ListenUnavailable` from it to poll for good), or `false` for no
+   * LISTEN (wakeups are plain sleeps; `capabilities.pushWakeups` is false).
+   * Give it when the pool goes through a transaction-mode pooler (LISTEN
+   * needs a session), or with a Kysely instance, whose connection settings
+   * the store cannot see.
+   * @default the connection string, or the pool's own client config; none for a Kysely instance
+   */
+  listen?: false | string | ListenConnector;
+  /**
+   * Receives errors the store survived without a caller to reject: a pooled
+   * connection whose backend died while idle (`source: "pool"`), the LISTEN
+   * connection failing or a push-signal subscriber throwing
+   * (`source: "listen"`). For logging; the store recovers by itself.
+   * @default ignores them
+   */
+  onError?: PostgresErrorHook;
+}
+
+/**
+ * The CairnQ `TaskStore` on Postgres: API and worker processes on many
+ * hosts share one database, and the database clock is the only clock.
+ *
+ * Accepts a connection string (the store builds, owns and on `close()` ends
+ * a `pg.Pool`), a `pg.Pool` you own, or a Kysely instance you own — the
+ * store never closes what it did not create. Opens lazily: the first call
+ * (or `connect()`) loads `pg`, runs the installation guard, applies the
+ * protocol's migrations (each once, even when many processes start
+ * together), checks the protocol version and starts LISTEN in the
+ * background.
+ *
+ * Beyond the `TaskStore` contract: {@link PostgresStore.completeIn} settles a
+ * task in the same transaction as your own writes, and
+ * {@link PostgresStore.withTransaction} submits inside your transaction.
+ *
+ * @example
+ * ```ts
+ * import { PostgresStore } from "@cairnq/store-postgres";
+ *
+ * const store = new PostgresStore("postgres://app@localhost:5432/app", { schema: "cairnq" });
+ * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
+ * const [claimed] = await store.claim({ queues: ["default"], workerId: "worker_1" });
+ * await store.complete({ taskId: claimed!.id, workerId: "worker_1", result: { sent: true } });
+ * await store.close();
+ * ```
+ */
+export class PostgresStore extends KyselyStore implements TransactionalTaskStore<AnyTransaction> {
+  declare readonly dialect: PostgresStoreDialect;
+
+  /**
+   * @param target - A connection string (`postgres://…`), a `pg.Pool` you own, or a Kysely instance you own (then `listen` enables push wakeups).
+   * @param options - See {@link PostgresStoreOptions}.
+   */
+  constructor(target: PostgresTarget, options: PostgresStoreOptions = {}) {
+    const dialect = new PostgresStoreDialect(target, {
+      schema: options.schema ?? null,
+      max: options.max,
+      listen: options.listen,
+      onError: options.onError,
+    });
+    super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
+  }
+
+  /**
+   * Waits for in-flight calls, stops LISTEN, and ends the pool if the store
+   * built it (never a pool or Kysely instance you passed in). Idempotent.
+   */
+  override async close(): Promise<void> {
+    // Idle pooled connections and the LISTEN connection are unref'd so they never hold a process open; while
+    // they say goodbye, this timer does, or a top-level `await store.close()` would end the process mid-close.
+    const hold = setInterval(() => {}, 60_000);
+    try {
+      await super.close();
+    } finally {
+      clearInterval(hold);
+    }
+  }
+
+  /** The `schema` option, or `null` when `search_path` decides unchecked. */
+  get schema(): string | null {
+    return this.dialect.connection.schema;
+  }
+
+  /** Where the LISTEN connection stands (§9): `listening` once push wakeups work. */
+  get listenState(): ListenState {
+    return this.dialect.wakeups.state;
+  }
+
+  /**
+   * The claim cycle (§5.10), registering `queues` as wakeable first so a
+   * `queued` signal arriving before the next `claimWake` is not lost.
+   */
+  override claim(input: ClaimInput): Promise<Task[]> {
+    const queues = (input as Partial<ClaimInput> | null | undefined)?.queues;
+    if (Array.isArray(queues)) this.dialect.wakeups.register(queues);
+    return super.claim(input);
+  }
+
+  /**
+   * `complete_in` (§5.15): in one transaction on one connection, runs `fn`
+   * with that transaction, then `complete` with its return value as the last
+   * statement. When the task is no longer this worker's (or the attempt
+   * differs), `LostLease` is thrown and `fn`'s writes roll back with it;
+   * when `fn` throws, everything rolls back and the task stays running.
+   * Workers expose it to handlers as `ctx.succeedIn(fn)`.
+   *
+   * `fn`'s return value is the task's result (JSON); encoding it fails with
+   * `SerializationError`, which also rolls back.
+   *
+   * @example
+   * ```ts
+   * const { task } = await store.completeIn({ taskId, workerId, attempt }, async (trx) => {
+   *   await trx.insertInto("invoices").values({ id: invoiceId, total }).execute();
+   *   return { invoiceId };
+   * });
+   * ```
+   */
+  completeIn<R>(input: OwnedInput, fn: (trx: AnyTransaction) => Promise<R>): Promise<{ task: Task; result: R }> {
+    // The default executor's transaction body receives Kysely's `Transaction`.
+    return this.completeInTransaction(input, fn as (tx: QueryRunner) => Promise<R>);
+  }
+
+  /**
+   * A `TaskStore` view whose statements run on your open Kysely
+   * transaction: a task submitted through it exists if and only if your
+   * transaction commits. A keyed submit takes the key's advisory lock inside
+   * your transaction and holds it until you commit or roll back, so a
+   * concurrent submit of the same key waits for your outcome.
+   *
+   * `trx` must be on the same database, with `search_path` resolving to
+   * this store's installation (with a connection string, use `store.db`).
+   * The store connects (migrations, guards) on its own connections first.
+   * The view shares the store's backpressure gate as installed when the view
+   * was made; with a gate, a submit may wait for headroom inside your
+   * transaction.
+   *
+   * @example
+   * ```ts
+   * await store.db.transaction().execute(async (trx) => {
+   *   await trx.insertInto("orders").values(order).execute();
+   *   await store.withTransaction(trx).submit({ name: "ship-order", payload: { orderId: order.id }, key: `ship:${order.id}` });
+   * });
+   * ```
+   */
+  withTransaction(trx: AnyTransaction): TaskStore {
+    return new PostgresTransactionStore(this, this.dialect, trx);
+  }
+}

@@ -1,0 +1,380 @@
+/**
+ * Push wakeups over LISTEN/NOTIFY (§9): one dedicated, non-pooled connection
+ * per store LISTENs on `cairnq_queued` and `cairnq_done`, which the §3.8
+ * trigger notifies at commit. An accelerator only: a lost notification costs
+ * one poll interval, never a task.
+ *
+ * Terminology:
+ * - **wakeable queues**: queues some claim has asked about (§5.10 step 1). A
+ *   `queued` signal for one of them that arrives while no `claimWake` waits
+ *   for it is **buffered** and ends the next such wait at once;
+ * - **drop**: the LISTEN connection failed or ended. Every waiter is released
+ *   (their callers re-read, as after a wake), and the store reconnects with
+ *   backoff (1 s doubling to 30 s) while polling carries on;
+ * - **unavailable**: LISTEN will never work on this connection (the connector
+ *   threw `ListenUnavailable`, or the server answered `feature_not_supported`,
+ *   as transaction-mode poolers do): the store polls for good.
+ */
+import type { StoreSignal } from "@cairnq/protocol";
+import { ListenUnavailable } from "@cairnq/protocol";
+import type { Wakeups } from "@cairnq/store-kysely";
+import { sleep } from "@cairnq/store-kysely";
+
+/** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
+export const QUEUED_CHANNEL = "cairnq_queued";
+/** The channel the trigger notifies on entry into a terminal status, with the task id as payload (§3.8). */
+export const DONE_CHANNEL = "cairnq_done";
+
+/** The first reconnect delay after the LISTEN connection failed (§9). */
+export const LISTEN_BACKOFF_INITIAL_MS = 1_000;
+/** The reconnect delay doubles up to this (§9). */
+export const LISTEN_BACKOFF_MAX_MS = 30_000;
+
+/** Node's timers overflow past this many milliseconds (and then fire at once). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** The SQLSTATE a server (or pooler) answers LISTEN with when it cannot support it. */
+const FEATURE_NOT_SUPPORTED = "0A000";
+
+/** A NOTIFY as `pg` delivers it. */
+export interface ListenNotification {
+  readonly channel: string;
+  readonly payload?: string;
+}
+
+/**
+ * The methods of a connected `pg.Client` the LISTEN side uses (a `pg.Client`
+ * satisfies it).
+ */
+export interface ListenClient {
+  /** Runs `LISTEN cairnq_queued; LISTEN cairnq_done`. */
+  query(sql: string): Promise<unknown>;
+  /** `notification` delivers NOTIFYs; `error` and `end` mean the connection is gone. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- EventEmitter's listener type, so pg.Client's own signatures fit
+  on(event: "notification" | "error" | "end", listener: (...args: any[]) => void): unknown;
+  /** Closes the connection. */
+  end(): Promise<void>;
+  /** The backend's process id once connected (`pg` sets it). */
+  readonly processID?: number | null;
+  /** Lets the process exit while this connection is open (`pg.Client#unref`). */
+  unref?(): void;
+  /** Undoes {@link ListenClient.unref}. */
+  ref?(): void;
+}
+
+/**
+ * Opens the dedicated LISTEN connection: resolves with a **connected**
+ * client, or rejects — with `ListenUnavailable` when LISTEN can never work
+ * there (the store then polls for good), with anything else to be retried
+ * with backoff.
+ *
+ * @example
+ * const listen: ListenConnector = async () => {
+ *   const client = new pg.Client(process.env.DIRECT_DATABASE_URL); // session mode, not through a transaction pooler
+ *   await client.connect();
+ *   return client;
+ * };
+ */
+export type ListenConnector = () => Promise<ListenClient>;
+
+/**
+ * Where the LISTEN connection stands:
+ * `off` (no connector: plain sleeps), `idle` (the store has not connected
+ * yet), `connecting`, `listening`, `retrying` (dropped or failed; a reconnect
+ * is scheduled), `unavailable` (polling for good), `closed`.
+ */
+export type ListenState = "off" | "idle" | "connecting" | "listening" | "retrying" | "unavailable" | "closed";
+
+interface ClaimWaiter {
+  readonly queues: ReadonlySet<string>;
+  readonly wake: () => void;
+}
+
+/**
+ * The Postgres {@link Wakeups}: `claimWake` ends early on a `cairnq_queued`
+ * notification for one of its queues (or a buffered one), `taskDoneWake` on
+ * `cairnq_done` for its task, `subscribe` hears both; without a live LISTEN
+ * connection both are plain sleeps. Errors go to `onError` and never
+ * propagate: neither a failing connection nor a throwing subscriber can
+ * crash the process.
+ *
+ * @example
+ * const wakeups = new PostgresWakeups(connector, (err) => logger.warn("listen", { err }));
+ * wakeups.start();
+ * await wakeups.claimWake(["default"], 500);
+ */
+export class PostgresWakeups implements Wakeups {
+  #state: ListenState;
+  #client: ListenClient | null = null;
+  #backendPid: number | null = null;
+  /** Bumped per connection attempt; events of an older connection are ignored. */
+  #generation = 0;
+  #backoffMs = LISTEN_BACKOFF_INITIAL_MS;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #connecting: Promise<void> | null = null;
+  readonly #claimWaiters = new Set<ClaimWaiter>();
+  readonly #doneWaiters = new Map<string, Set<() => void>>();
+  readonly #wakeable = new Set<string>();
+  readonly #buffered = new Set<string>();
+  readonly #subscribers = new Set<(signal: StoreSignal) => void>();
+
+  /**
+   * @param connector - Opens the LISTEN connection, or `null` for none (every wake is a plain sleep).
+   * @param onError - Receives connection failures and subscriber exceptions.
+   */
+  constructor(
+    private readonly connector: ListenConnector | null,
+    private readonly onError: (error: unknown) => void = () => {},
+  ) {
+    this.#state = connector === null ? "off" : "idle";
+  }
+
+  /** Where the LISTEN connection stands. */
+  get state(): ListenState {
+    return this.#state;
+  }
+
+  /** The server process id of the LISTEN connection while listening (for `pg_terminate_backend` in tests and operations), else `null`. */
+  get backendPid(): number | null {
+    return this.#backendPid;
+  }
+
+  /**
+   * Starts listening in the background (§3.9: after the guards). Idempotent;
+   * returns at once. The returned promise of the first attempt is kept for
+   * {@link PostgresWakeups.whenSettled}.
+   */
+  start(): void {
+    if (this.#state !== "idle") return;
+    this.#connecting = this.#open();
+  }
+
+  /** Resolves when the current connection attempt (if any) has succeeded or failed; for tests and diagnostics. */
+  async whenSettled(): Promise<void> {
+    await this.#connecting;
+  }
+
+  /** Registers queues as wakeable (§5.10 step 1): their signals are buffered while nobody waits. */
+  register(queues: readonly unknown[]): void {
+    for (const queue of queues) if (typeof queue === "string") this.#wakeable.add(queue);
+  }
+
+  /**
+   * Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_queued`
+   * signal for one of `queues` — at once when one is buffered (consuming it).
+   * A plain sleep while not listening. Registers `queues` as wakeable.
+   */
+  claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    this.register(queues);
+    if (this.#state !== "listening") return sleep(clampTimeout(timeoutMs), signal);
+    let consumed = false;
+    for (const queue of queues) if (this.#buffered.delete(queue)) consumed = true;
+    if (consumed) return Promise.resolve();
+    const wanted = new Set(queues);
+    return this.#wait(timeoutMs, signal, (wake) => {
+      const waiter: ClaimWaiter = { queues: wanted, wake };
+      this.#claimWaiters.add(waiter);
+      return () => this.#claimWaiters.delete(waiter);
+    });
+  }
+
+  /** Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_done` signal for `taskId`; a plain sleep while not listening. */
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.#state !== "listening") return sleep(clampTimeout(timeoutMs), signal);
+    return this.#wait(timeoutMs, signal, (wake) => {
+      let waiters = this.#doneWaiters.get(taskId);
+      if (waiters === undefined) {
+        waiters = new Set();
+        this.#doneWaiters.set(taskId, waiters);
+      }
+      waiters.add(wake);
+      return () => {
+        const set = this.#doneWaiters.get(taskId);
+        if (set === undefined) return;
+        set.delete(wake);
+        if (set.size === 0) this.#doneWaiters.delete(taskId);
+      };
+    });
+  }
+
+  /** Calls `listener` with every signal heard (`queued` with the queue, `done` with the task id); returns the unsubscribe. */
+  subscribe(listener: (signal: StoreSignal) => void): () => void {
+    // A wrapper per subscription, so subscribing one function twice gives two independent subscriptions.
+    const entry = (signal: StoreSignal): void => listener(signal);
+    this.#subscribers.add(entry);
+    return () => {
+      this.#subscribers.delete(entry);
+    };
+  }
+
+  /** Stops listening for good: releases every waiter, cancels a scheduled reconnect, ends the connection. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#state === "closed") return;
+    this.#state = "closed";
+    this.#generation += 1;
+    if (this.#retryTimer !== null) clearTimeout(this.#retryTimer);
+    this.#retryTimer = null;
+    this.#releaseAll();
+    this.#subscribers.clear();
+    await this.#connecting?.catch(() => {});
+    const client = this.#client;
+    this.#client = null;
+    this.#backendPid = null;
+    if (client !== null) await endQuietly(client);
+  }
+
+  // ------------------------------------------------------------- connection
+
+  async #open(): Promise<void> {
+    const connector = this.connector;
+    if (connector === null || this.#state === "closed") return;
+    const generation = ++this.#generation;
+    this.#state = "connecting";
+    let client: ListenClient | null = null;
+    try {
+      client = await connector();
+      if (generation !== this.#generation) {
+        await endQuietly(client);
+        return;
+      }
+      const current = client;
+      current.on("error", (error: unknown) => this.#dropped(generation, current, error));
+      current.on("end", () => this.#dropped(generation, current, new Error("the LISTEN connection ended")));
+      current.on("notification", (message: ListenNotification) => {
+        if (generation === this.#generation) this.#notified(message);
+      });
+      await current.query(`LISTEN ${QUEUED_CHANNEL}; LISTEN ${DONE_CHANNEL}`);
+      if (generation !== this.#generation) {
+        await endQuietly(current);
+        return;
+      }
+      // An accelerator must not keep an otherwise finished process alive (e.g. a script that forgot close()).
+      current.unref?.();
+      this.#client = current;
+      this.#backendPid = typeof current.processID === "number" ? current.processID : null;
+      this.#state = "listening";
+      this.#backoffMs = LISTEN_BACKOFF_INITIAL_MS;
+      // Signals sent before LISTEN took effect (or while it was down) were missed: one spurious wake per
+      // wakeable queue is cheaper than a waiter sleeping through a task that is already there.
+      for (const queue of this.#wakeable) this.#buffered.add(queue);
+    } catch (error) {
+      if (client !== null) await endQuietly(client);
+      if (generation !== this.#generation) return;
+      this.#report(error);
+      if (error instanceof ListenUnavailable || sqlState(error) === FEATURE_NOT_SUPPORTED) {
+        this.#state = "unavailable";
+        return;
+      }
+      this.#scheduleRetry();
+    }
+  }
+
+  #dropped(generation: number, client: ListenClient, error: unknown): void {
+    if (generation !== this.#generation || this.#state === "closed") return;
+    this.#generation += 1;
+    this.#client = null;
+    this.#backendPid = null;
+    this.#buffered.clear();
+    this.#report(error);
+    void endQuietly(client);
+    this.#releaseAll();
+    this.#scheduleRetry();
+  }
+
+  #scheduleRetry(): void {
+    this.#state = "retrying";
+    const delay = this.#backoffMs;
+    this.#backoffMs = Math.min(this.#backoffMs * 2, LISTEN_BACKOFF_MAX_MS);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null;
+      this.#connecting = this.#open();
+    }, delay);
+    // A reconnect must not keep an otherwise finished process alive.
+    this.#retryTimer.unref();
+  }
+
+  // ---------------------------------------------------------------- signals
+
+  #notified(message: ListenNotification): void {
+    const payload = message.payload ?? "";
+    if (message.channel === QUEUED_CHANNEL) {
+      let woke = false;
+      for (const waiter of [...this.#claimWaiters]) {
+        if (waiter.queues.has(payload)) {
+          waiter.wake();
+          woke = true;
+        }
+      }
+      if (!woke && this.#wakeable.has(payload)) this.#buffered.add(payload);
+      this.#emit({ reason: "queued", queue: payload });
+    } else if (message.channel === DONE_CHANNEL) {
+      const waiters = this.#doneWaiters.get(payload);
+      if (waiters !== undefined) for (const wake of [...waiters]) wake();
+      this.#emit({ reason: "done", taskId: payload });
+    }
+  }
+
+  #emit(signal: StoreSignal): void {
+    for (const listener of [...this.#subscribers]) {
+      try {
+        listener(signal);
+      } catch (error) {
+        this.#report(error);
+      }
+    }
+  }
+
+  /** Ends every pending wait now; their callers re-read, exactly as after a signal. */
+  #releaseAll(): void {
+    for (const waiter of [...this.#claimWaiters]) waiter.wake();
+    for (const waiters of [...this.#doneWaiters.values()]) for (const wake of [...waiters]) wake();
+  }
+
+  /** A wait that ends at the timeout, on abort, or when `register`'s wake is called. */
+  #wait(timeoutMs: number, signal: AbortSignal | undefined, register: (wake: () => void) => () => void): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted === true || !(timeoutMs > 0)) {
+        resolve();
+        return;
+      }
+      let unregister: () => void = () => {};
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        unregister();
+        resolve();
+      };
+      const timer = setTimeout(done, clampTimeout(timeoutMs));
+      // Like the core's sleep: a wake must not keep the process alive on its own.
+      timer.unref();
+      signal?.addEventListener("abort", done, { once: true });
+      unregister = register(done);
+    });
+  }
+
+  #report(error: unknown): void {
+    try {
+      this.onError(error);
+    } catch {
+      // A throwing hook must not turn a survived error into a crash.
+    }
+  }
+}
+
+function clampTimeout(ms: number): number {
+  return ms > MAX_TIMER_MS ? MAX_TIMER_MS : ms;
+}
+
+function sqlState(error: unknown): unknown {
+  return typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+}
+
+async function endQuietly(client: ListenClient): Promise<void> {
+  try {
+    // Ref'd again so the goodbye completes: awaiting an unref'd socket alone would let the process exit mid-close.
+    client.ref?.();
+    await client.end();
+  } catch {
+    // Already dead; nothing to release.
+  }
+}

@@ -1,0 +1,401 @@
+import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
+import pg from "pg";
+import type { Task } from "@cairnq/protocol";
+import { DRAW, InvalidArgument, LostLease, PURGE, purgeParams, RECOVER, SerializationError, SUBMIT } from "@cairnq/protocol";
+import { deleteTemplate, insertTemplate, POSTGRES_CLOCK, setTransitionTemplate, StatementCompiler } from "@cairnq/store-kysely";
+import { describe, expect, it } from "vitest";
+import { PostgresStore, PostgresStoreSyntax } from "../src/index.js";
+import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "./helpers.js";
+
+const W = "worker_test";
+
+/** A connection string tagged with a unique application_name, so a test can find (and kill) exactly its backends. */
+function taggedDsn(): { dsn: string; app: string } {
+  const app = schemaName("app");
+  const url = new URL(pgDsn());
+  url.searchParams.set("application_name", app);
+  return { dsn: url.toString(), app };
+}
+
+async function backendsOf(app: string): Promise<number[]> {
+  return (await q<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [app])).map((r) => r.pid);
+}
+
+function raw(text: string): CompiledQuery<Record<string, unknown>> {
+  return CompiledQuery.raw(text);
+}
+
+async function claimOne(store: PostgresStore, queue = "default"): Promise<Task> {
+  const [task] = await store.claim({ queues: [queue], workerId: W });
+  if (task === undefined) throw new Error("expected to claim a task");
+  return task;
+}
+
+describe("what the store runs on, and what it closes", () => {
+  it("a connection string: the store builds the pool (size `max`), owns it and ends it on close", async () => {
+    const { dsn, app } = taggedDsn();
+    const store = new PostgresStore(dsn, { schema: schemaName(), max: 2 });
+    await store.connect();
+    const answers = await Promise.all(Array.from({ length: 4 }, () => store.db.executeQuery<{ pid: number }>(raw("SELECT pg_backend_pid() AS pid, pg_sleep(0.05)"))));
+    expect(new Set(answers.map((a) => a.rows[0]?.pid)).size).toBeLessThanOrEqual(2);
+    expect(await until(() => store.listenState === "listening")).toBe(true);
+    expect((await backendsOf(app)).length).toBeGreaterThan(0);
+    await store.close();
+    expect(await until(async () => (await backendsOf(app)).length === 0)).toBe(true);
+    await expect(store.submit({ name: "n" })).rejects.toThrow(/closed/);
+  });
+
+  it("a pg.Pool the application owns: used, listened through, never ended by close()", async () => {
+    const schema = await freshSchema();
+    const pool = poolFor(schema);
+    const store = new PostgresStore(pool, { schema });
+    expect(store.capabilities.pushWakeups).toBe(true);
+    await store.submit({ name: "n" });
+    expect(await until(() => store.listenState === "listening")).toBe(true);
+    await store.close();
+    expect(pool.ended).toBe(false);
+    expect((await pool.query("SELECT count(*)::int AS n FROM cairnq_tasks")).rows).toEqual([{ n: 1 }]);
+    expect(pool.listenerCount("error")).toBe(1); // only the test's own: the store's guard is gone
+    expect(pool.listenerCount("acquire")).toBe(0);
+  });
+
+  it("a Kysely instance the application owns: used, never destroyed; push wakeups only with `listen`", async () => {
+    const schema = await freshSchema();
+    const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: poolFor(schema) }) });
+    const quiet = new PostgresStore(db, { schema });
+    expect(quiet.capabilities.pushWakeups).toBe(false);
+    await quiet.submit({ name: "n" });
+    expect(quiet.listenState).toBe("off");
+    await quiet.close();
+    // A connector returning a connected pg.Client (the string form, `listen: dsn`, works too).
+    const listen = async (): Promise<pg.Client> => {
+      const listenClient = new pg.Client(pgDsn());
+      await listenClient.connect();
+      return listenClient;
+    };
+    const listening = new PostgresStore(db, { schema, listen });
+    expect(listening.capabilities.pushWakeups).toBe(true);
+    await listening.connect();
+    expect(await until(() => listening.listenState === "listening")).toBe(true);
+    await listening.close();
+    expect((await db.executeQuery<{ n: number }>(raw("SELECT count(*)::int AS n FROM cairnq_tasks"))).rows).toEqual([{ n: 1 }]);
+  });
+
+  it("rejects `max` with a caller's pool or Kysely, a bad `max`, and a target that is none of the three", () => {
+    const pool = poolFor("public");
+    expect(() => new PostgresStore(pool, { max: 5 })).toThrow(InvalidArgument);
+    expect(() => new PostgresStore(pgDsn(), { max: 0 })).toThrow(InvalidArgument);
+    expect(() => new PostgresStore(pgDsn(), { max: 1.5 })).toThrow(InvalidArgument);
+    expect(() => new PostgresStore("")).toThrow(InvalidArgument);
+    expect(() => new PostgresStore(42 as never)).toThrow(InvalidArgument);
+    expect(() => new PostgresStore({} as never)).toThrow(InvalidArgument);
+  });
+
+  it.each(["close", "leave-open"])("a script with top-level await exits by itself (%s): idle connections and LISTEN hold no process open, close() completes", async (mode) => {
+    const child = spawnFixture("exit-child.ts", [pgDsn(), schemaName(), mode]);
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    expect(await exited(child)).toBe(0);
+    expect(out).toBe(mode === "close" ? "listening\nclosed\n" : "listening\n");
+  }, 30_000);
+
+  it("importing the package and constructing a store load no driver; the first statement loads pg", async () => {
+    const child = spawnFixture("lazy-driver-child.ts", [pgDsn(), schemaName()]);
+    const report = JSON.parse(await nextLine(child, (line) => line.startsWith("{"))) as Record<string, boolean>;
+    expect(report).toEqual({ afterImport: false, afterConstruct: false, afterFirstCall: true });
+  }, 30_000);
+});
+
+describe("the database clock and the JSON boundary (§2.1, §2.2)", () => {
+  it("statements read the database clock and bind no absolute time", () => {
+    const compiler = new StatementCompiler(new PostgresStoreSyntax(), POSTGRES_CLOCK, true);
+    const params = {
+      taskId: "task_x",
+      name: "n",
+      queue: "default",
+      payload: "{}",
+      metadata: "{}",
+      maxAttempts: 3,
+      priority: 0,
+      runAtDelayMs: 5,
+      parentId: null,
+      rootId: null,
+      correlationId: null,
+    };
+    const statement = compiler.statement(insertTemplate(SUBMIT), params);
+    expect(statement.sql).toContain("clock_timestamp()");
+    expect(statement.sql).toContain("payload::text AS payload");
+    expect(statement.binds.some((b) => b.kind === "now")).toBe(false);
+    expect(statement.parameters(params).filter((v) => typeof v === "number" && v > 1_000_000)).toEqual([]);
+    // Claim draws, lease recovery and purge pick their rows FOR UPDATE SKIP LOCKED (§13), on the database clock.
+    const draw = compiler.statement(setTransitionTemplate(DRAW, "task"), { queues: ["a", "b"], names: null, limit: 5, workerId: "w", leaseMs: 100 });
+    const recover = compiler.statement(setTransitionTemplate(RECOVER, ["id"]), {});
+    const purge = compiler.statement(deleteTemplate(PURGE), purgeParams({ olderThanMs: 10 }));
+    for (const s of [draw, recover, purge]) {
+      expect(s.sql).toContain("FOR UPDATE SKIP LOCKED");
+      expect(s.binds.some((b) => b.kind === "now")).toBe(false);
+    }
+    expect(draw.sql).toContain("clock_timestamp()");
+    expect(draw.sql).toContain("queue = any($");
+    expect(purge.sql).toContain("now()");
+  });
+
+  it("round-trips every JSON shape, a string-scalar payload included (decoded once, not twice)", async () => {
+    const store = openStore();
+    for (const payload of ["hello", '{"a":1}', 0, 1.5, true, null, [], {}, [null, { é: "漢字 — x" }], { big: 2 ** 53 - 1 }]) {
+      const task = await store.submit({ name: "n", payload });
+      const expected = payload === null ? {} : payload;
+      expect(task.payload).toEqual(expected);
+      expect((await store.get(task.id))?.payload).toEqual(expected);
+    }
+    const task = await store.submit({ name: "n", queue: "results", metadata: { m: "v" } });
+    await claimOne(store, "results");
+    const done = await store.complete({ taskId: task.id, workerId: W, result: "text result" });
+    expect(done.result).toBe("text result");
+    expect(done.metadata).toEqual({ m: "v" });
+    expect(typeof done.created_at_ms).toBe("number");
+  });
+
+  it("jsonb rejects \\u0000 in strings (a documented portability caveat): the insert fails, nothing is written", async () => {
+    const store = openStore();
+    await expect(store.submit({ name: "n", payload: { s: "a\u0000b" } })).rejects.toThrow(/unsupported Unicode escape sequence|\\u0000/);
+    expect(await store.list()).toEqual([]);
+  });
+});
+
+describe("killed pool connections never crash the process", () => {
+  it("a pool connection killed mid-use: the error reaches the caller, everything rolls back, the next call works", async () => {
+    const store = openStore();
+    const task = await store.submit({ name: "n" });
+    await claimOne(store);
+    await store.connect();
+    const schema = store.schema as string;
+    await q(`CREATE TABLE "${schema}".app_rows (v int)`);
+    let started!: (pid: number) => void;
+    const pidOf = new Promise<number>((resolve) => (started = resolve));
+    const call = store.completeIn({ taskId: task.id, workerId: W }, async (trx) => {
+      await sql`INSERT INTO app_rows (v) VALUES (1)`.execute(trx);
+      started((await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx)).rows[0]!.pid);
+      await sql`SELECT pg_sleep(30)`.execute(trx);
+      return "never";
+    });
+    const outcome = call.catch((error: unknown) => error);
+    expect(await q("SELECT pg_terminate_backend($1) AS killed", [await pidOf])).toEqual([{ killed: true }]);
+    const error = await outcome;
+    expect(error).toBeInstanceOf(Error);
+    expect(String((error as Error).message)).toMatch(/terminat/i);
+    expect(await q(`SELECT count(*)::int AS n FROM "${schema}".app_rows`)).toEqual([{ n: 0 }]);
+    expect(await store.get(task.id)).toMatchObject({ status: "running", worker_id: W });
+    const done = await store.complete({ taskId: task.id, workerId: W, result: 1 });
+    expect(done.status).toBe("succeeded");
+  });
+
+  it("every backend of a store killed at once (idle pool clients and LISTEN): errors go to onError, the pool replaces them, calls and wakeups resume", async () => {
+    const { dsn, app } = taggedDsn();
+    const errors: string[] = [];
+    const store = openStore(dsn, { schema: schemaName(), max: 3, onError: (_error, info) => errors.push(info.source) });
+    await store.connect();
+    await Promise.all(Array.from({ length: 3 }, () => store.db.executeQuery(raw("SELECT pg_sleep(0.05)"))));
+    expect(await until(() => store.listenState === "listening")).toBe(true);
+    const pids = await backendsOf(app);
+    expect(pids).toHaveLength(4); // three pooled connections and the LISTEN connection
+    await q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [app]);
+    // Each idle pooled client reports its death once; until then the pool may still hand it out (that call fails).
+    expect(await until(() => errors.filter((e) => e === "pool").length >= 3 && errors.includes("listen"))).toBe(true);
+    const task = await store.submit({ name: "n" });
+    expect(await store.get(task.id)).toMatchObject({ status: "queued" });
+    expect(await until(() => store.listenState === "listening", 5000)).toBe(true);
+    const start = Date.now();
+    const wait = store.taskDoneWake(task.id, 10_000);
+    await claimOne(store);
+    await store.complete({ taskId: task.id, workerId: W, result: null });
+    await wait;
+    expect(Date.now() - start).toBeLessThan(3000);
+  });
+
+  it("a caller's pg.Pool with no error listener of its own: killed idle clients do not crash the process while the store is open", async () => {
+    const schema = await freshSchema();
+    const { app } = taggedDsn();
+    const pool = new pg.Pool({ connectionString: pgDsn(), options: `-c search_path="${schema}"`, application_name: app, max: 2 });
+    const errors: string[] = [];
+    const store = new PostgresStore(pool, { schema, listen: false, onError: (_e, info) => errors.push(info.source) });
+    try {
+      await Promise.all([store.submit({ name: "a" }), store.submit({ name: "b" })]);
+      const killed = await q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [app]);
+      expect(killed).toHaveLength(2);
+      expect(await until(() => errors.length >= 2)).toBe(true);
+      expect(errors.every((e) => e === "pool")).toBe(true);
+      expect(await store.list()).toHaveLength(2);
+    } finally {
+      await store.close();
+      expect(pool.listenerCount("error")).toBe(0);
+      await pool.end();
+    }
+  });
+});
+
+describe("keyed operations serialize on the advisory key lock (§5.0, §13)", () => {
+  it("concurrent same-key submits from two stores (two pools) make one task per key", async () => {
+    const schema = schemaName();
+    const a = openStore(pgDsn(), { schema, max: 5, listen: false });
+    const b = openStore(pgDsn(), { schema, max: 5, listen: false });
+    await a.connect();
+    await b.connect();
+    const keys = Array.from({ length: 20 }, (_, i) => `key-${i}`);
+    const reused = await Promise.all(keys.flatMap((key) => [a.submit({ name: "n", key }), b.submit({ name: "n", key })]));
+    for (let i = 0; i < keys.length; i++) expect(reused[2 * i]?.id).toBe(reused[2 * i + 1]?.id);
+    expect(await a.list({ limit: 1000 })).toHaveLength(keys.length);
+    await Promise.all(keys.flatMap((key) => [a.submit({ name: "n", key, conflict: "replace" }), b.submit({ name: "n", key, conflict: "replace" })]));
+    const rows = await a.list({ limit: 1000 });
+    expect(rows.filter((r) => r.status === "queued")).toHaveLength(keys.length);
+    for (const key of keys) expect((await b.getByKey(key))?.status).toBe("queued");
+  });
+
+  it("takes exactly pg_advisory_xact_lock(hashtextextended(key, 0)): a peer session holding it makes keyed calls wait", async () => {
+    const store = openStore(pgDsn(), { schema: schemaName(), listen: false });
+    await store.submit({ name: "n", key: "held" });
+    const peer = await client();
+    await peer.query("SELECT pg_advisory_lock(hashtextextended($1::text, 0))", ["held"]);
+    let settled = 0;
+    const submit = store.submit({ name: "n", key: "held", conflict: "replace" }).finally(() => (settled += 1));
+    const cancel = store.cancelByKey("held").finally(() => (settled += 1));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(settled).toBe(0);
+    const unrelated = await store.submit({ name: "n", key: "free" });
+    expect(unrelated.status).toBe("queued");
+    await peer.query("SELECT pg_advisory_unlock(hashtextextended($1::text, 0))", ["held"]);
+    const [submitted, canceled] = await Promise.all([submit, cancel]);
+    expect(submitted.status).toBe("queued");
+    expect(canceled?.status).toBe("canceled");
+  });
+});
+
+describe("completeIn: settle in the caller's transaction (§5.15)", () => {
+  async function setup(): Promise<{ store: PostgresStore; task: Task; schema: string }> {
+    const store = openStore(pgDsn(), { schema: schemaName(), listen: false });
+    await store.submit({ name: "n" });
+    const task = await claimOne(store);
+    const schema = store.schema as string;
+    await q(`CREATE TABLE "${schema}".app_rows (v text)`);
+    return { store, task, schema };
+  }
+
+  async function appRows(schema: string): Promise<string[]> {
+    return (await q<{ v: string }>(`SELECT v FROM "${schema}".app_rows ORDER BY v`)).map((r) => r.v);
+  }
+
+  it("commit: the caller's writes and the completion land together; the return value is the result", async () => {
+    const { store, task, schema } = await setup();
+    let isolation = "";
+    const out = await store.completeIn({ taskId: task.id, workerId: W, attempt: 1 }, async (trx) => {
+      await sql`INSERT INTO app_rows (v) VALUES ('written')`.execute(trx);
+      isolation = (await sql<{ level: string }>`SELECT current_setting('transaction_isolation') AS level`.execute(trx)).rows[0]!.level;
+      return { rows: 1 };
+    });
+    expect(isolation).toBe("read committed"); // the server default, never raised (§3.9)
+    expect(out.result).toEqual({ rows: 1 });
+    expect(out.task).toMatchObject({ status: "succeeded", result: { rows: 1 }, progress: 1 });
+    expect(await appRows(schema)).toEqual(["written"]);
+  });
+
+  it.each([
+    ["another worker", { workerId: "worker_other" }],
+    ["another attempt", { attempt: 2 }],
+  ])("LostLease (%s) rolls the caller's writes back; the task stays running", async (_label, override) => {
+    const { store, task, schema } = await setup();
+    await expect(
+      store.completeIn({ taskId: task.id, workerId: W, ...override }, async (trx) => {
+        await sql`INSERT INTO app_rows (v) VALUES ('lost')`.execute(trx);
+        return 1;
+      }),
+    ).rejects.toBeInstanceOf(LostLease);
+    expect(await appRows(schema)).toEqual([]);
+    expect(await store.get(task.id)).toMatchObject({ status: "running", worker_id: W });
+  });
+
+  it("a throwing function or an unencodable result rolls everything back", async () => {
+    const { store, task, schema } = await setup();
+    const failure = new Error("handler failed");
+    await expect(
+      store.completeIn({ taskId: task.id, workerId: W }, async (trx) => {
+        await sql`INSERT INTO app_rows (v) VALUES ('thrown')`.execute(trx);
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    await expect(
+      store.completeIn({ taskId: task.id, workerId: W }, async (trx) => {
+        await sql`INSERT INTO app_rows (v) VALUES ('nan')`.execute(trx);
+        return { n: Number.NaN };
+      }),
+    ).rejects.toBeInstanceOf(SerializationError);
+    expect(await appRows(schema)).toEqual([]);
+    expect(await store.get(task.id)).toMatchObject({ status: "running" });
+  });
+});
+
+describe("withTransaction: submit inside the caller's transaction", () => {
+  it("a task submitted in the caller's transaction is invisible to others until commit, then exists", async () => {
+    const store = openStore();
+    await store.connect();
+    let id = "";
+    await store.db.transaction().execute(async (trx) => {
+      const task = await store.withTransaction(trx).submit({ name: "n", key: "order-1" });
+      id = task.id;
+      expect(task.status).toBe("queued");
+      expect(await store.get(id)).toBeNull(); // another connection
+      expect(await store.withTransaction(trx).get(id)).toMatchObject({ id }); // the transaction itself
+    });
+    expect(await store.get(id)).toMatchObject({ id, status: "queued" });
+    expect(await store.getByKey("order-1")).toMatchObject({ id });
+  });
+
+  it("rolled back with the caller's transaction: no task, no key", async () => {
+    const store = openStore();
+    await store.connect();
+    let id = "";
+    const failure = new Error("order rejected");
+    await expect(
+      store.db.transaction().execute(async (trx) => {
+        id = (await store.withTransaction(trx).submit({ name: "n", key: "order-2" })).id;
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await store.get(id)).toBeNull();
+    expect(await store.getByKey("order-2")).toBeNull();
+    expect(await store.list()).toEqual([]);
+  });
+
+  it("a keyed submit holds the key lock until the caller commits: a concurrent submit of the key waits, then reuses that task", async () => {
+    const store = openStore(pgDsn(), { schema: schemaName(), max: 4 });
+    await store.connect();
+    let inner = "";
+    let outside: Promise<Task> | null = null;
+    await store.db.transaction().execute(async (trx) => {
+      inner = (await store.withTransaction(trx).submit({ name: "n", key: "shared" })).id;
+      outside = store.submit({ name: "n", key: "shared" });
+      let settled = false;
+      void outside.finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(settled).toBe(false);
+    });
+    expect((await (outside as unknown as Promise<Task>)).id).toBe(inner);
+    expect(await store.list()).toHaveLength(1);
+  });
+
+  it("works on the caller's own Kysely (its own pool) on the same search_path", async () => {
+    const store = openStore();
+    await store.connect();
+    const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: poolFor(store.schema as string) }) });
+    const task = await db.transaction().execute((trx) => store.withTransaction(trx).submit({ name: "n" }));
+    expect(await store.get(task.id)).toMatchObject({ status: "queued" });
+    const view = await db.transaction().execute(async (trx) => store.withTransaction(trx));
+    expect(view.capabilities.transactionalComplete).toBe(false);
+    expect((view as unknown as { completeIn?: unknown }).completeIn).toBeUndefined();
+  });
+
+  it("rejects anything but an open Kysely transaction", () => {
+    const store = openStore();
+    expect(() => store.withTransaction(store.db as never)).toThrow(InvalidArgument);
+    expect(() => store.withTransaction(null as never)).toThrow(InvalidArgument);
+  });
+});
