@@ -1,6 +1,8 @@
 import type { CairnQOptions } from "@cairnq/client";
 import { CairnQ as ClientCairnQ } from "@cairnq/client";
 import type { TaskStore } from "@cairnq/protocol";
+import type { PostgresStoreOptions, PostgresTarget } from "@cairnq/store-postgres";
+import { PostgresStore } from "@cairnq/store-postgres";
 import type { SQLiteStoreOptions } from "@cairnq/store-sqlite";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import type { WorkerOptions } from "@cairnq/worker";
@@ -12,7 +14,14 @@ export type SQLiteCairnQOptions = CairnQOptions & SQLiteStoreOptions;
 /** Options of {@link Worker.sqlite}: the store's and the worker's, in one bag. */
 export type SQLiteWorkerOptions = Omit<WorkerOptions, "closeStore"> & SQLiteStoreOptions;
 
+/** Options of {@link CairnQ.postgres}: the store's and the client's, in one bag. */
+export type PostgresCairnQOptions = CairnQOptions & PostgresStoreOptions;
+
+/** Options of {@link Worker.postgres}: the store's and the worker's, in one bag. */
+export type PostgresWorkerOptions = Omit<WorkerOptions, "closeStore"> & PostgresStoreOptions;
+
 const SQLITE_STORE_KEYS = ["busyTimeoutMs", "clock"] as const;
+const POSTGRES_STORE_KEYS = ["schema", "max", "listen", "onError"] as const;
 
 /** Splits one option bag into the store's part and the rest (the client and worker reject keys they do not know). */
 export function splitOptions<S extends object, R extends object>(options: S & R, storeKeys: readonly string[]): { store: S; rest: R } {
@@ -44,6 +53,17 @@ export class CairnQ extends ClientCairnQ {
     const { store, rest } = splitOptions<SQLiteStoreOptions, CairnQOptions>(options, SQLITE_STORE_KEYS);
     return new CairnQ(new SQLiteStore(path, store), rest);
   }
+
+  /**
+   * A client on Postgres: a connection string (cairnq builds and owns the
+   * pool), your `pg.Pool`, or your Kysely instance (never closed by cairnq).
+   * The pg driver is loaded when the store first connects. `close()` closes
+   * the store, and with it only what the store built.
+   */
+  static postgres(target: PostgresTarget, options: PostgresCairnQOptions = {}): CairnQ {
+    const { store, rest } = splitOptions<PostgresStoreOptions, CairnQOptions>(options, POSTGRES_STORE_KEYS);
+    return new CairnQ(new PostgresStore(target, store), rest);
+  }
 }
 
 /**
@@ -63,6 +83,12 @@ export class Worker extends BaseWorker {
   static sqlite(path: string, options: SQLiteWorkerOptions = {}): Worker {
     const { store, rest } = splitOptions<SQLiteStoreOptions, WorkerOptions>(options, SQLITE_STORE_KEYS);
     return new Worker(new SQLiteStore(path, store), { ...rest, closeStore: true });
+  }
+
+  /** A worker on Postgres (connection string, `pg.Pool` or Kysely); `close()` closes the store it built. */
+  static postgres(target: PostgresTarget, options: PostgresWorkerOptions = {}): Worker {
+    const { store, rest } = splitOptions<PostgresStoreOptions, WorkerOptions>(options, POSTGRES_STORE_KEYS);
+    return new Worker(new PostgresStore(target, store), { ...rest, closeStore: true });
   }
 
   /** A worker over any store; it does not close a store it did not build. */

@@ -12,6 +12,7 @@ export * from "@cairnq/client";
 export * from "@cairnq/worker";
 export * from "@cairnq/retention";
 export * from "@cairnq/store-sqlite";
+export * from "@cairnq/store-postgres";
 export { BackpressureGate } from "@cairnq/client";
 export { CairnQ, Worker } from "./factories.js";
-export type { SQLiteCairnQOptions, SQLiteWorkerOptions } from "./factories.js";
+export type { PostgresCairnQOptions, PostgresWorkerOptions, SQLiteCairnQOptions, SQLiteWorkerOptions } from "./factories.js";

@@ -13,6 +13,7 @@ import * as cairnq from "cairnq";
 import * as client from "@cairnq/client";
 import * as protocol from "@cairnq/protocol";
 import * as retention from "@cairnq/retention";
+import * as storePostgres from "@cairnq/store-postgres";
 import * as storeSqlite from "@cairnq/store-sqlite";
 import * as worker from "@cairnq/worker";
 import { Children } from "./support/processes.ts";
@@ -50,6 +51,7 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
   "@cairnq/worker": { from: worker, names: ["Worker"] },
   "@cairnq/retention": { from: retention, names: ["RetentionSweeper"] },
   "@cairnq/store-sqlite": { from: storeSqlite, names: ["SQLiteStore"] },
+  "@cairnq/store-postgres": { from: storePostgres, names: ["PostgresStore"] },
 };
 
 const ERRORS = [
@@ -172,16 +174,21 @@ describe("cairnq re-exports the public floor", () => {
     }
   });
 
-  it("the Postgres names are pending (issue 4): absent together until the umbrella gains them — then move them into FLOOR", () => {
-    // design.md's floor includes CairnQ.postgres, Worker.postgres and PostgresStore; they land with
-    // @cairnq/store-postgres. This fails as soon as any of them appears, so the floor check is
-    // extended in the same change rather than forgotten.
-    const present = [
-      ["CairnQ.postgres", (cairnq.CairnQ as unknown as Record<string, unknown>).postgres],
-      ["Worker.postgres", (cairnq.Worker as unknown as Record<string, unknown>).postgres],
-      ["PostgresStore", exported.PostgresStore],
-    ].filter(([, value]) => value !== undefined);
-    expect(present.map(([name]) => name)).toEqual([]);
+  it("CairnQ.postgres and Worker.postgres build a client and worker on a PostgresStore (no connection until used)", async () => {
+    const dsn = "postgres://postgres@127.0.0.1:1/never-connected";
+    const api = cairnq.CairnQ.postgres(dsn, { schema: "cairnq_umbrella", max: 2 });
+    const runner = cairnq.Worker.postgres(dsn, { schema: "cairnq_umbrella", concurrency: 2 });
+    try {
+      expect(api.store).toBeInstanceOf(cairnq.PostgresStore);
+      expect(runner.store).toBeInstanceOf(cairnq.PostgresStore);
+      expect(missingMethods(api, CLIENT_METHODS)).toEqual([]);
+      expect(missingMethods(runner, WORKER_METHODS)).toEqual([]);
+      expectTypeOf(cairnq.CairnQ.postgres).returns.toEqualTypeOf<cairnq.CairnQ>();
+      expectTypeOf(cairnq.Worker.postgres).returns.toEqualTypeOf<cairnq.Worker>();
+    } finally {
+      await runner.close();
+      await api.close();
+    }
   });
 });
 
