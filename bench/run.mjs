@@ -4,7 +4,7 @@
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
 //                      [--only submit,drain,latency,claim,floors]
-//                      [--cpu-prof] [--trace-sql]   diagnostics of the drain's worker process (slower; not for the table)
+//                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
 // bench/results/<date>.json and bench/results/latest.md. Numbers are never
@@ -53,7 +53,8 @@ const only = args.only === undefined ? null : new Set(args.only.split(",").map((
 const wants = (group) => only === null || only.has(group);
 
 const resultsDir = new URL("./results/", import.meta.url);
-// Diagnostics for the drain's worker children; both slow the worker down, so runs using them are not for the table.
+// Diagnostics of the worker children (--cpu-prof: drains; --trace-sql: drains and latency); both slow the worker
+// down, so runs using them are not for the table. Trace this process too with `node --import ./bench/lib/sql-trace.mjs`.
 const cpuProfDir = args["cpu-prof"] ? new URL("./profiles/", resultsDir).pathname : null;
 const traceSql = args["trace-sql"];
 
@@ -121,7 +122,7 @@ async function repetition(backend, result, rep, errors) {
     });
   }
   if (wants("latency")) {
-    const base = { calls: settings.latencyCalls, warmup: settings.latencyWarmup };
+    const base = { calls: settings.latencyCalls, warmup: settings.latencyWarmup, traceSql };
     await step("latency (defaults)", async () => {
       const r = await callLatency(backend, base);
       push("ours", "latency.p50", r.p50);

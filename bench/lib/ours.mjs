@@ -106,13 +106,13 @@ export async function drainThroughput(backend, { n, concurrency, claimBatch, cpu
  * `call` are the options under test (defaults when empty). Returns
  * `{ p50, p95, p99 }` in ms.
  */
-export async function callLatency(backend, { calls, warmup, worker = {}, call = {}, label = "latency" }) {
+export async function callLatency(backend, { calls, warmup, worker = {}, call = {}, label = "latency", traceSql = false }) {
   const { target, cleanup } = await backend.fresh(label);
   const client = openClient(target);
   let child = null;
   try {
     await client.connect();
-    child = await spawnWorker({ target, worker, expect: 0 });
+    child = await spawnWorker({ target, worker, expect: 0, traceSql });
     child.start();
     for (let i = 0; i < warmup; i += 1) await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
     const samples = [];

@@ -1,8 +1,11 @@
 // Diagnostic preload (`node bench/run.mjs --trace-sql` passes it to worker
-// children with --import): times every better-sqlite3 statement execution in
-// the process and prints, at exit, the statements by total time. Used to tell
-// which SQL a drain spends its SQLite time in; never part of a measured run
-// worth reporting (the wrapping adds overhead).
+// children with --import): times every better-sqlite3 statement execution and
+// every pg query in the process and prints, at exit, the statements by total
+// time. better-sqlite3 times are CPU spent in SQLite (it is synchronous); pg
+// times are from query() to its result, so they include waiting for the
+// server, for locks and for the client's own queue. Used to tell which SQL a
+// drain spends its time in; never part of a measured run worth reporting (the
+// wrapping adds overhead).
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
@@ -12,6 +15,13 @@ const proto = Object.getPrototypeOf(probe.prepare("SELECT 1"));
 probe.close();
 
 const stats = new Map();
+function record(sql, ns) {
+  const key = String(sql).replace(/\s+/g, " ").slice(0, 140);
+  const entry = stats.get(key) ?? { count: 0, ns: 0 };
+  entry.count += 1;
+  entry.ns += ns;
+  stats.set(key, entry);
+}
 for (const method of ["all", "run", "get", "iterate"]) {
   const original = proto[method];
   proto[method] = function timed(...args) {
@@ -19,20 +29,36 @@ for (const method of ["all", "run", "get", "iterate"]) {
     try {
       return original.apply(this, args);
     } finally {
-      const ns = Number(process.hrtime.bigint() - started);
-      const key = this.source.replace(/\s+/g, " ").slice(0, 140);
-      const entry = stats.get(key) ?? { count: 0, ns: 0 };
-      entry.count += 1;
-      entry.ns += ns;
-      stats.set(key, entry);
+      record(this.source, Number(process.hrtime.bigint() - started));
     }
   };
 }
 
+const pg = require("pg");
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function timedQuery(config, values, callback) {
+  const sql = typeof config === "string" ? config : config?.text;
+  const started = process.hrtime.bigint();
+  const done = () => record(sql, Number(process.hrtime.bigint() - started));
+  const cb = [values, callback].find((arg) => typeof arg === "function");
+  if (cb !== undefined || typeof config?.submit === "function") {
+    // Callback style and Submittables (Kysely's pg driver passes a callback): time until the callback.
+    if (cb === undefined) return query.call(this, config, values, callback);
+    const wrapped = (...args) => {
+      done();
+      return cb(...args);
+    };
+    return typeof values === "function" ? query.call(this, config, wrapped) : query.call(this, config, values, wrapped);
+  }
+  const result = query.call(this, config, values);
+  if (result && typeof result.then === "function") result.then(done, done);
+  return result;
+};
+
 process.on("exit", () => {
   const rows = [...stats].sort((a, b) => b[1].ns - a[1].ns).slice(0, 20);
   const total = rows.reduce((sum, [, e]) => sum + e.ns, 0);
-  const lines = [`[sql-trace pid ${process.pid}] ${(total / 1e6).toFixed(0)} ms in statements:`];
+  const lines = [`[sql-trace pid ${process.pid}] ${(total / 1e6).toFixed(0)} ms in the top statements:`];
   for (const [sql, e] of rows) {
     lines.push(`  ${(e.ns / 1e6).toFixed(1).padStart(8)} ms  ${String(e.count).padStart(7)}×  ${(e.ns / e.count / 1e3).toFixed(1).padStart(7)} µs  ${sql}`);
   }
