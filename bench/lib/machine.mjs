@@ -27,6 +27,26 @@ function gitCommit() {
   }
 }
 
+/**
+ * The packages whose sources differ from the commit (tracked changes or new
+ * files under `packages/<name>/src`): the built code measured is the working
+ * tree's, so the table must say when that is not the commit.
+ */
+function uncommittedPackages() {
+  try {
+    const cwd = new URL("..", import.meta.url).pathname;
+    const out = execFileSync("git", ["status", "--porcelain", "--", "../packages"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const names = new Set();
+    for (const line of out.split("\n")) {
+      const match = line.slice(3).match(/^packages\/([^/]+)\/src\//);
+      if (match) names.add(match[1]);
+    }
+    return [...names].sort();
+  } catch {
+    return [];
+  }
+}
+
 /** CPU, cores, memory, Node, SQLite, the commit, and the load average when the run started. */
 export function machineInfo() {
   const cpus = os.cpus();
@@ -39,6 +59,7 @@ export function machineInfo() {
     sqlite: sqliteVersion(),
     postgres: null,
     commit: gitCommit(),
+    uncommittedSources: uncommittedPackages(),
     loadAverageAtStart: os.loadavg().map((v) => Math.round(v * 100) / 100),
   };
 }

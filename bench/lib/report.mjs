@@ -136,6 +136,11 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
     `Settings: n = ${int.format(settings.n)}, ${settings.reps} repetition${settings.reps === 1 ? "" : "s"} (median, min–max), no-op handlers; ` +
       `latency ${settings.latencyCalls} sequential calls after ${settings.latencyWarmup} warm-up; claim cost = median of ${settings.claimSamples} single claims.`,
   );
+  if (machine.uncommittedSources.length > 0) {
+    lines.push(
+      `Measured the working tree's build, which had uncommitted source changes in: ${machine.uncommittedSources.map((p) => `packages/${p}`).join(", ")}.`,
+    );
+  }
   for (const [backend, reason] of Object.entries(skipped)) lines.push(`Skipped ${backend}: ${reason}.`);
   lines.push("");
   lines.push("| backend | figure | ours | floor | ratio | target | met? |");
