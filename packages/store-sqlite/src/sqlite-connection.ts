@@ -12,10 +12,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import type Database from "better-sqlite3";
-import { CairnQError } from "@cairnq/protocol";
+import { CairnQError, TERMINAL_STATUSES } from "@cairnq/protocol";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
 import { delay, isBusyError } from "./busy.js";
+import type { WakeupSource } from "./sqlite-wakeups.js";
 import { CachingDatabase } from "./statement-cache.js";
 import type { QueueConnection, WriteQueue } from "./write-queue.js";
 import { acquireWriteQueue, releaseWriteQueue } from "./write-queue.js";
@@ -31,8 +32,19 @@ export function isMemoryFilename(filename: string): boolean {
   return filename === ":memory:" || filename === "" || (filename.startsWith("file:") && /[?&]mode=memory(&|$)/.test(filename));
 }
 
+/**
+ * What the wake-ups read after a commit (§9 accelerator). The terminal ids
+ * among a JSON array of ids: `+status` keeps the planner on the primary key,
+ * not on the status index, which would scan every settled task.
+ */
+const SETTLED_AMONG =
+  "SELECT id FROM cairnq_tasks WHERE id IN (SELECT value FROM json_each(?)) " +
+  `AND +status IN (${TERMINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
+/** Whether a task is queued on one of a JSON array of queues: one seek in the claim index per queue. */
+const QUEUED_IN = "SELECT 1 FROM cairnq_tasks WHERE status = 'queued' AND queue IN (SELECT value FROM json_each(?)) LIMIT 1";
+
 /** The writer and reader connections of one store, and the write queue of their file. */
-export class SQLiteConnection implements QueueConnection {
+export class SQLiteConnection implements QueueConnection, WakeupSource {
   /** The file as resolved (or the name of an in-memory database), for messages and the queue key. */
   readonly file: string;
   /** True for in-memory databases: one connection, no WAL, a private write queue (unless a shared URI). */
@@ -47,6 +59,10 @@ export class SQLiteConnection implements QueueConnection {
   #queue: WriteQueue | null = null;
   #queueKey: string | null = null;
   #lastStatisticsAt = Number.NEGATIVE_INFINITY;
+  #mainFile: string | null = null;
+  #dataVersion: Database.Statement | null = null;
+  #settledAmong: Database.Statement | null = null;
+  #queuedIn: Database.Statement | null = null;
 
   /**
    * Prepares (does not open) the connections; {@link SQLiteConnection.open} opens them.
@@ -109,6 +125,9 @@ export class SQLiteConnection implements QueueConnection {
         // The reader must never write: writes go through the queue, which is what keeps them serialized.
         reader.pragma("query_only = ON");
         this.#queueKey = path.join(fs.realpathSync(path.dirname(this.file)), path.basename(this.file));
+        // SQLite's own resolution (URI filenames, symlinks): the WAL lives next to this name.
+        const main = (writer.pragma("database_list") as { name: string; file: string }[]).find((db) => db.name === "main");
+        this.#mainFile = main === undefined || main.file === "" ? null : main.file;
       } else {
         this.#queueKey = this.filename.startsWith("file:") ? this.filename : null;
       }
@@ -173,8 +192,40 @@ export class SQLiteConnection implements QueueConnection {
     if (Date.now() - this.#lastStatisticsAt >= STATISTICS_INTERVAL_MS && this.#writer.isOpen) void this.refreshStatistics();
   }
 
+  /** The main database file as SQLite resolved it; null for an in-memory database or while not open (§9 wake-ups watch its directory). */
+  databaseFile(): string | null {
+    return this.#reader.isOpen ? this.#mainFile : null;
+  }
+
+  /**
+   * `PRAGMA data_version` on the reader, which never commits: it changes
+   * exactly when another connection (another process, or this store's
+   * writer) committed since the last call. Null while not open.
+   */
+  dataVersion(): number | null {
+    if (!this.#reader.isOpen) return null;
+    this.#dataVersion ??= this.#reader.raw.prepare("PRAGMA data_version").pluck();
+    return this.#dataVersion.get() as number;
+  }
+
+  /** Whether any task is queued (due or not) on one of `queues`, read on the reader. */
+  queuedIn(queues: readonly string[]): boolean {
+    this.#queuedIn ??= this.#reader.raw.prepare(QUEUED_IN).pluck();
+    return this.#queuedIn.get(JSON.stringify(queues)) !== undefined;
+  }
+
+  /** The ids among `taskIds` whose task is terminal, read on the reader in one statement. */
+  settledAmong(taskIds: readonly string[]): readonly string[] {
+    this.#settledAmong ??= this.#reader.raw.prepare(SETTLED_AMONG).pluck();
+    return this.#settledAmong.all(JSON.stringify(taskIds)) as string[];
+  }
+
   /** Closes both connections at once (a failed connect); queued writes of this connection are not awaited. */
   closeHandles(): void {
+    this.#mainFile = null;
+    this.#dataVersion = null;
+    this.#settledAmong = null;
+    this.#queuedIn = null;
     this.#reader.close();
     this.#writer.close();
     if (this.#queue !== null) {

@@ -3,6 +3,7 @@ import { BaseStoreDialect, ProcessClock, SqliteSyntax } from "@cairnq/store-kyse
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
 import { SQLiteSchemaManager } from "./sqlite-schema.js";
+import { SQLiteWakeups } from "./sqlite-wakeups.js";
 
 /** Options of {@link SQLiteDialect}. */
 export interface SQLiteDialectOptions {
@@ -16,8 +17,10 @@ export interface SQLiteDialectOptions {
  * The SQLite dialect of the shared core: `?n` placeholders and `json_each`
  * lists, the process clock bound once per statement, the write queue with
  * group commit and busy retry, a reader connection, no key lock (`BEGIN
- * IMMEDIATE` serializes writers), no `SKIP LOCKED`, plain-sleep wakeups
- * (SQLite has no push channel).
+ * IMMEDIATE` serializes writers), no `SKIP LOCKED`, and same-host wake-ups
+ * ({@link SQLiteWakeups}: the database's directory watched while someone
+ * waits, an accelerator only — `capabilities.pushWakeups` stays false, as
+ * nothing says which queue or task a commit touched).
  *
  * @example
  * const dialect = new SQLiteDialect("./data/cairnq.db", { busyTimeoutMs: 5000 });
@@ -31,12 +34,14 @@ export class SQLiteDialect extends BaseStoreDialect {
   readonly connection: SQLiteConnection;
   override readonly executor: SQLiteExecutor;
   readonly schema: SQLiteSchemaManager;
+  override readonly wakeups: SQLiteWakeups;
 
   constructor(filename: string, options: SQLiteDialectOptions) {
     super();
     this.clock = new ProcessClock(options.clock);
     this.connection = new SQLiteConnection(filename, options.busyTimeoutMs);
     this.executor = new SQLiteExecutor(this.connection);
-    this.schema = new SQLiteSchemaManager(this.connection, this.syntax, this.clock);
+    this.wakeups = new SQLiteWakeups(this.connection);
+    this.schema = new SQLiteSchemaManager(this.connection, this.syntax, this.clock, this.wakeups);
   }
 }

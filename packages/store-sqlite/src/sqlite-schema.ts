@@ -1,6 +1,7 @@
 import type { AnyKysely, StoreClock, StoreExecutor, SqlSyntax } from "@cairnq/store-kysely";
 import { buildMigrations, ledgerDdl, MigratingSchemaManager, SQLITE_SCHEMA } from "@cairnq/store-kysely";
 import type { SQLiteConnection } from "./sqlite-connection.js";
+import type { SQLiteWakeups } from "./sqlite-wakeups.js";
 
 /** The SQLite migrations of protocol v1: 0001 … 0010 without the Postgres-only 0003 (§3.6). */
 export const SQLITE_MIGRATIONS = buildMigrations(SQLITE_SCHEMA);
@@ -10,13 +11,15 @@ export const SQLITE_MIGRATIONS = buildMigrations(SQLITE_SCHEMA);
  * `busy_timeout` = budget, WAL, `synchronous`, `foreign_keys`), migrations —
  * each in its own `BEGIN IMMEDIATE` through the write queue —,
  * `busy_timeout = 0`, statistics, then the protocol-version guard. A failed
- * connect closes what it opened.
+ * connect closes what it opened; `close` stops the wake-ups before closing
+ * the connections they read.
  */
 export class SQLiteSchemaManager extends MigratingSchemaManager {
   constructor(
     private readonly connection: SQLiteConnection,
     syntax: SqlSyntax,
     clock: StoreClock,
+    private readonly wakeups?: Pick<SQLiteWakeups, "close">,
   ) {
     super({ syntax, clock, migrations: SQLITE_MIGRATIONS, ledgerDdl: ledgerDdl(SQLITE_SCHEMA) });
   }
@@ -40,6 +43,7 @@ export class SQLiteSchemaManager extends MigratingSchemaManager {
   }
 
   override async close(): Promise<void> {
+    this.wakeups?.close();
     await this.connection.close();
   }
 }

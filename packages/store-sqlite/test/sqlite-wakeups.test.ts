@@ -1,0 +1,422 @@
+import { EventEmitter } from "node:events";
+import fs from "node:fs";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import type { SQLiteDialect, SQLiteStore, SQLiteWakeupsOptions, WakeupSource } from "../src/index.js";
+import { SQLiteWakeups } from "../src/index.js";
+import { exited, nextLine, openStore, spawnFixture, tempFile } from "./helpers.js";
+
+// Waits here use long timeouts (10 s) so that "woke early" is told apart from
+// "timed out" without asserting latencies; the numbers are measured, not tested.
+const LONG_MS = 10_000;
+
+function wakeupsOf(store: SQLiteStore): SQLiteWakeups {
+  return (store.dialect as SQLiteDialect).wakeups;
+}
+
+/** Settles with the elapsed milliseconds; `settled()` tells whether it did yet. */
+function timed(promise: Promise<void>): { done: Promise<number>; settled: () => boolean } {
+  const started = performance.now();
+  let settled = false;
+  const done = promise.then(() => {
+    settled = true;
+    return performance.now() - started;
+  });
+  return { done, settled: () => settled };
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How many of each kind of handle hold the process open (`FSEventWrap`, `Timeout`, `Immediate`, …). */
+function resourceCounts(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const resource of process.getActiveResourcesInfo()) counts.set(resource, (counts.get(resource) ?? 0) + 1);
+  return counts;
+}
+
+/** A `store-child.ts` process on `file`, and a function sending it one command. */
+async function startChild(file: string): Promise<(command: Record<string, unknown>) => Promise<{ ok?: boolean; id?: string; error?: string }>> {
+  const child: ChildProcessWithoutNullStreams = spawnFixture("store-child.ts", [file]);
+  await nextLine(child, (line) => line === "ready");
+  return async (command) => {
+    const reply = nextLine(child, (line) => line.startsWith("{"));
+    child.stdin.write(`${JSON.stringify(command)}\n`);
+    const out = JSON.parse(await reply) as { ok?: boolean; id?: string; error?: string };
+    if (out.error !== undefined) throw new Error(`child: ${out.error}`);
+    return out;
+  };
+}
+
+describe("SQLiteWakeups on a database file", () => {
+  it("a claim waiter in this process wakes when another process submits to its queue", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await store.connect();
+    const send = await startChild(file);
+    const wait = timed(store.claimWake(["jobs"], LONG_MS));
+    await send({ op: "submit", queue: "jobs" });
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    expect(wakeupsOf(store).mode).toBe("watch");
+    await send({ op: "close" });
+  });
+
+  it("a task-done waiter in this process wakes when another process completes the task, not when it claims it", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    const task = await store.submit({ name: "job", queue: "jobs" });
+    const send = await startChild(file);
+    const wait = timed(store.taskDoneWake(task.id, LONG_MS));
+    const claimed = await send({ op: "claim", queue: "jobs", workerId: "child" });
+    expect(claimed.id).toBe(task.id);
+    await pause(50);
+    expect(wait.settled()).toBe(false);
+    await send({ op: "complete", taskId: task.id, workerId: "child" });
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    expect((await store.getStatus(task.id))?.status).toBe("succeeded");
+    await send({ op: "close" });
+  });
+
+  it("claimWake resolves early on a submit from a second store instance, and only for its queues", async () => {
+    const file = tempFile();
+    const waiting = openStore(file);
+    const other = openStore(file);
+    await waiting.connect();
+    const wait = timed(waiting.claimWake(["jobs"], LONG_MS));
+    await other.submit({ name: "job", queue: "elsewhere" });
+    await pause(50);
+    expect(wait.settled()).toBe(false);
+    await other.submit({ name: "job", queue: "jobs" });
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+  });
+
+  it("taskDoneWake resolves early when the task completes, and not for another task", async () => {
+    const file = tempFile();
+    const waiting = openStore(file);
+    const worker = openStore(file);
+    const awaited = await waiting.submit({ name: "job", priority: 1 });
+    const other = await waiting.submit({ name: "job" });
+    const wait = timed(waiting.taskDoneWake(awaited.id, LONG_MS));
+    const [first, second] = await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 2 });
+    expect([first?.id, second?.id]).toEqual([awaited.id, other.id]);
+    await worker.complete({ taskId: other.id, workerId: "w1", result: null });
+    await pause(50);
+    expect(wait.settled()).toBe(false);
+    await worker.fail({ taskId: awaited.id, workerId: "w1", error: { type: "E", code: "e", message: "no" }, retryable: false });
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+  });
+
+  it("a commit between a probe and the next claimWake is not lost (buffered for the next claim waiter)", async () => {
+    const file = tempFile();
+    const waiting = openStore(file);
+    const other = openStore(file);
+    await waiting.connect();
+    // Start the watch, then let it run with no claim waiter while a submit lands.
+    await waiting.claimWake(["jobs"], 1);
+    await waiting.taskDoneWake("task_none", 1);
+    const watching = timed(waiting.taskDoneWake("task_none", 300));
+    await other.submit({ name: "job", queue: "jobs" });
+    await watching.done;
+    expect(await timed(waiting.claimWake(["jobs"], LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    // Told once: the next wait sleeps again.
+    expect(await timed(waiting.claimWake(["jobs"], 100)).done).toBeGreaterThanOrEqual(90);
+  });
+
+  it("timeouts bound every wait while nothing commits", async () => {
+    const store = openStore();
+    const task = await store.submit({ name: "job" });
+    const claim = await timed(store.claimWake(["nothing-here"], 80)).done;
+    const done = await timed(store.taskDoneWake(task.id, 80)).done;
+    expect(wakeupsOf(store).mode).toBe("watch");
+    for (const elapsed of [claim, done]) {
+      expect(elapsed).toBeGreaterThanOrEqual(70);
+      expect(elapsed).toBeLessThan(LONG_MS / 2);
+    }
+    // Zero and negative timeouts resolve at once.
+    await store.claimWake(["default"], 0);
+    await store.taskDoneWake(task.id, -5);
+  });
+
+  it("an aborted signal resolves at once, and an abort during the wait resolves it", async () => {
+    const store = openStore();
+    const task = await store.submit({ name: "job", queue: "elsewhere" });
+    const aborted = AbortSignal.abort();
+    expect(await timed(store.claimWake(["default"], LONG_MS, aborted)).done).toBeLessThan(1000);
+    expect(await timed(store.taskDoneWake(task.id, LONG_MS, aborted)).done).toBeLessThan(1000);
+    const controller = new AbortController();
+    const waits = [timed(store.claimWake(["default"], LONG_MS, controller.signal)), timed(store.taskDoneWake(task.id, LONG_MS, controller.signal))];
+    await pause(20);
+    expect(waits.some((w) => w.settled())).toBe(false);
+    controller.abort();
+    for (const wait of waits) expect(await wait.done).toBeLessThan(LONG_MS / 2);
+  });
+
+  it("close() stops the watch, releases waiters, and leaves no handle behind; later waits are plain sleeps", async () => {
+    const before = resourceCounts();
+    const store = openStore();
+    const task = await store.submit({ name: "job", queue: "elsewhere" });
+    const waits = [timed(store.claimWake(["default"], LONG_MS)), timed(store.taskDoneWake(task.id, LONG_MS))];
+    const wakeups = wakeupsOf(store);
+    expect(wakeups.mode).toBe("watch");
+    await store.close();
+    expect(wakeups.mode).toBe("off");
+    for (const wait of waits) expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    expect(await timed(store.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    expect(wakeups.mode).toBe("off");
+    await pause(5);
+    // Timers of the runner or of earlier tests may end meanwhile, so "nothing added" rather than "equal".
+    const after = resourceCounts();
+    for (const [resource, count] of after) expect({ resource, count }).toEqual({ resource, count: Math.min(count, before.get(resource) ?? 0) });
+  });
+
+  it("a pending wake does not hold the process open", async () => {
+    const file = tempFile();
+    const child = spawnFixture("pending-wake.ts", [file]);
+    expect(JSON.parse(await nextLine(child))).toEqual({ mode: "watch" });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("still running"), 8_000)));
+    const code = await Promise.race([exited(child), deadline]);
+    clearTimeout(timer);
+    expect(code).toBe(0);
+  });
+
+  it("stops watching once nobody has waited for idleStopMs, and on close(): the real watchers are closed", async () => {
+    const store = openStore();
+    await store.connect();
+    const watchers: { closed: boolean }[] = [];
+    const wakeups = new SQLiteWakeups((store.dialect as SQLiteDialect).connection, {
+      idleStopMs: 30,
+      watch: (directory, listener) => {
+        const watcher = fs.watch(directory, { persistent: false }, listener);
+        const entry = { closed: false };
+        watcher.once("close", () => (entry.closed = true));
+        watchers.push(entry);
+        return watcher;
+      },
+    });
+    await wakeups.claimWake(["default"], 10);
+    expect(wakeups.mode).toBe("watch");
+    await pause(100);
+    expect(wakeups.mode).toBe("off");
+    expect(watchers).toEqual([{ closed: true }]);
+    await wakeups.claimWake(["default"], 10);
+    expect(wakeups.mode).toBe("watch");
+    wakeups.close();
+    expect(wakeups.mode).toBe("off");
+    await pause(5);
+    expect(watchers).toEqual([{ closed: true }, { closed: true }]);
+  });
+
+  it("an idle claim loop does not spin: probes come from its timeouts, not from its own reads", async () => {
+    const store = openStore();
+    await store.submit({ name: "job", queue: "elsewhere" });
+    let probes = 0;
+    const until = performance.now() + 500;
+    while (performance.now() < until) {
+      probes++;
+      const rows = await store.claim({ queues: ["default"], workerId: "idle", leaseMs: 30_000 });
+      expect(rows).toEqual([]);
+      await store.claimWake(["default"], 100);
+    }
+    // 500 ms / 100 ms, plus the first probe and one buffered re-check.
+    expect(probes).toBeLessThanOrEqual(8);
+  });
+});
+
+describe("SQLiteWakeups falls back to plain sleeps", () => {
+  it("on an in-memory database", async () => {
+    const store = openStore(":memory:");
+    const task = await store.submit({ name: "job" });
+    const elapsed = await timed(store.claimWake(["default"], 50)).done;
+    expect(elapsed).toBeGreaterThanOrEqual(45);
+    expect(await timed(store.taskDoneWake(task.id, 30)).done).toBeGreaterThanOrEqual(25);
+    expect(wakeupsOf(store).mode).toBe("off");
+  });
+
+  it("before the store is open, then watches from the next wait", async () => {
+    const store = openStore();
+    expect(await timed(store.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    expect(wakeupsOf(store).mode).toBe("off");
+    await store.connect();
+    await store.claimWake(["default"], 5);
+    expect(wakeupsOf(store).mode).toBe("watch");
+  });
+
+  it("when watching throws (no inotify watches left), without an error reaching the caller, and retries later", async () => {
+    const store = openStore();
+    await store.connect();
+    let calls = 0;
+    const wakeups = new SQLiteWakeups((store.dialect as SQLiteDialect).connection, {
+      retryWatchMs: 50,
+      watch: () => {
+        calls++;
+        throw Object.assign(new Error("ENOSPC: System limit for number of file watchers reached"), { code: "ENOSPC" });
+      },
+    });
+    expect(await timed(wakeups.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    await wakeups.taskDoneWake("task_x", 5);
+    expect(calls).toBe(1);
+    expect(wakeups.mode).toBe("off");
+    await pause(60);
+    await wakeups.claimWake(["default"], 5);
+    expect(calls).toBe(2);
+    wakeups.close();
+  });
+
+  it("when the watch reports an error: waiters are released and waits sleep until the retry", async () => {
+    const { wakeups, watcher } = fakeWakeups({ retryWatchMs: 10_000 });
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    watcher().emit("error", new Error("EACCES"));
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    expect(wakeups.mode).toBe("off");
+    expect(await timed(wakeups.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    wakeups.close();
+  });
+});
+
+// ---------------------------------------------------------------------------
+// The check logic, on a scripted source: events are emitted by hand and the
+// "database" is a data version and two predicates.
+
+interface FakeWatcher extends EventEmitter {
+  closed: boolean;
+  listener: (event: string, filename: string | null) => void;
+}
+
+function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
+  const db = { version: 1, queued: false, settled: new Set<string>(), reads: 0 };
+  const source: WakeupSource = {
+    databaseFile: () => "/data/cairnq.db",
+    dataVersion: () => {
+      db.reads++;
+      return db.version;
+    },
+    queuedIn: () => db.queued,
+    settledAmong: (ids) => ids.filter((id) => db.settled.has(id)),
+  };
+  const watchers: FakeWatcher[] = [];
+  const wakeups = new SQLiteWakeups(source, {
+    ...options,
+    watch: (directory, listener) => {
+      expect(directory).toBe("/data");
+      const watcher = Object.assign(new EventEmitter(), {
+        closed: false,
+        listener,
+        close: () => {
+          watcher.closed = true;
+        },
+        unref: () => watcher,
+        ref: () => watcher,
+      });
+      watchers.push(watcher);
+      return watcher;
+    },
+  });
+  const watcher = (): FakeWatcher => {
+    const last = watchers.at(-1);
+    if (last === undefined) throw new Error("not watching");
+    return last;
+  };
+  return { db, source, wakeups, watcher, watchers };
+}
+
+describe("SQLiteWakeups checks", () => {
+  it("an event wakes nobody until the commit is visible; the spin and follow-up checks catch it when it is", async () => {
+    const { db, wakeups, watcher } = fakeWakeups();
+    db.queued = true;
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    watcher().listener("change", "cairnq.db-wal");
+    await pause(3);
+    expect(wait.settled()).toBe(false);
+    db.version++;
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
+  it("ignores other files in the directory, and checks on a nameless event", async () => {
+    const { db, wakeups, watcher } = fakeWakeups();
+    db.queued = true;
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.version++;
+    watcher().listener("change", "notes.txt");
+    watcher().listener("change", "cairnq.db-shm");
+    await pause(30);
+    expect(wait.settled()).toBe(false);
+    watcher().listener("rename", null);
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
+  it("a commit wakes claim waiters only when a task is queued on their queues", async () => {
+    const { db, wakeups, watcher } = fakeWakeups();
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    await pause(30);
+    expect(wait.settled()).toBe(false);
+    db.queued = true;
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
+  it("a commit wakes the task-done waiters of settled tasks only", async () => {
+    const { db, wakeups, watcher } = fakeWakeups();
+    const a = timed(wakeups.taskDoneWake("task_a", LONG_MS));
+    const b = timed(wakeups.taskDoneWake("task_b", LONG_MS));
+    db.settled.add("task_b");
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await b.done).toBeLessThan(LONG_MS / 2);
+    await pause(30);
+    expect(a.settled()).toBe(false);
+    wakeups.close();
+    await a.done;
+  });
+
+  it("a failing filter read wakes everyone (they re-read) and never rejects", async () => {
+    const { db, source, wakeups, watcher } = fakeWakeups();
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const done = timed(wakeups.taskDoneWake("task_a", LONG_MS));
+    const busy = (): never => {
+      throw new Error("SQLITE_BUSY");
+    };
+    source.queuedIn = busy;
+    source.settledAmong = busy;
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    expect(await done.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
+  it("no events, no checks: an idle waiter costs nothing", async () => {
+    const { db, wakeups } = fakeWakeups();
+    await wakeups.claimWake(["default"], 1);
+    const readsAfterStart = db.reads;
+    await wakeups.claimWake(["default"], 100);
+    await wakeups.taskDoneWake("task_a", 100);
+    expect(db.reads - readsAfterStart).toBe(0);
+    wakeups.close();
+  });
+
+  it("switches to polling while events are dense, and back to watching when commits are rare", async () => {
+    const { db, wakeups, watcher, watchers } = fakeWakeups();
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
+    expect(wakeups.mode).toBe("poll");
+    expect(watchers[0]?.closed).toBe(true);
+    // Polling still wakes on a relevant commit.
+    db.queued = true;
+    db.version++;
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    const next = timed(wakeups.claimWake(["other"], LONG_MS));
+    db.queued = false;
+    await pause(150);
+    expect(wakeups.mode).toBe("watch");
+    expect(watchers).toHaveLength(2);
+    expect(next.settled()).toBe(false);
+    wakeups.close();
+    await next.done;
+  });
+});
