@@ -101,10 +101,12 @@ const AFTER_COMMIT_DELAYS_MS: readonly number[] = [2];
  * commit in all; polling costs ~50 ms of CPU per second (1,000 timer
  * wake-ups) plus the filter reads after each commit. So more than 100 events
  * in a window (2,000/s) switch to polling, and fewer than 10 commits (200/s)
- * switch back. Measured with an idle waiter beside a process submitting to
- * another queue as fast as it can (~7,000/s): 260 ms of CPU per second
- * watching, 90 ms polling. Re-measure: two processes, one committing in a
- * loop, the other waiting; compare `process.cpuUsage()`.
+ * switch back. Measured on the 2-core dev machine with an idle worker beside
+ * a process submitting to another queue as fast as it can: watching only,
+ * ~250 ms of CPU per second and the submitter slowed to ~3,500/s; with the
+ * switch, ~70 ms and ~7,000/s (plain sleeps: ~3 ms and ~8,000/s). At 200
+ * commits/s both cost ~32 ms. Re-measure: two processes, one committing in
+ * a loop, the other waiting; compare `process.cpuUsage()`.
  */
 const WINDOW_MS = 50;
 const DENSE_EVENTS = 100;
