@@ -116,6 +116,9 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
       // crash of the process (not of the OS or the power) loses nothing; the database is never corrupted.
       // FULL would fsync the WAL on every commit, which is the cost group commit exists to amortize.
       writer.pragma("synchronous = NORMAL");
+      // `RETURNING` materializes its rows into a temporary b-tree before handing back the first one; in
+      // memory that costs a fraction of a temp file's (measured: submit c64 +35%, drain c64 +25%).
+      writer.pragma("temp_store = MEMORY");
       // The key rows' ON DELETE CASCADE only happens with foreign keys enabled (§3.2).
       writer.pragma("foreign_keys = ON");
       if (!this.memory) {
