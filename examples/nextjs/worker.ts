@@ -6,7 +6,6 @@
  * Env: `DATABASE_URL` (Postgres) or `CAIRNQ_SQLITE_PATH` (default ./cairnq.db),
  * the same as the app's, so both meet in one database.
  */
-import { PostgresStore } from "@cairnq/store-postgres";
 import { Worker } from "cairnq";
 import type { AnalyzeResult } from "./lib/tasks";
 import { ANALYSIS_QUEUE, analyzeText } from "./lib/tasks";
@@ -14,10 +13,7 @@ import { ANALYSIS_QUEUE, analyzeText } from "./lib/tasks";
 const options = { queues: [ANALYSIS_QUEUE], concurrency: 2, pollIntervalMs: 250 };
 const url = process.env.DATABASE_URL;
 const sqlitePath = process.env.CAIRNQ_SQLITE_PATH ?? "./cairnq.db";
-const worker = url
-  ? // Once the umbrella ships it, this line becomes `Worker.postgres(url, options)`.
-    new Worker(new PostgresStore(url), { ...options, closeStore: true })
-  : Worker.sqlite(sqlitePath, options);
+const worker = url ? Worker.postgres(url, options) : Worker.sqlite(sqlitePath, options);
 
 /**
  * Each step pauses this long, standing in for slow work (a model call, a big

@@ -6,7 +6,6 @@
  * - otherwise → the SQLite file `CAIRNQ_SQLITE_PATH` (default `./cairnq.db`),
  *   which every process on this host opens by path.
  */
-import { PostgresStore } from "@cairnq/store-postgres";
 import type { WorkerOptions } from "cairnq";
 import { CairnQ, Worker } from "cairnq";
 
@@ -14,26 +13,38 @@ function sqlitePath(): string {
   return process.env.CAIRNQ_SQLITE_PATH ?? "./cairnq.db";
 }
 
+/**
+ * Postgres only: `CAIRNQ_PG_SCHEMA` names the schema CairnQ's tables live in
+ * (created on first connect). Unset, the connection's `search_path` decides.
+ */
+function postgresOptions(): { schema?: string } {
+  const schema = process.env.CAIRNQ_PG_SCHEMA;
+  return schema ? { schema } : {};
+}
+
 /** One line for the startup log: which database this process uses (without credentials). */
 export function describeDatabase(): string {
   const url = process.env.DATABASE_URL;
   if (!url) return `SQLite file ${sqlitePath()}`;
   const { host, pathname } = new URL(url);
-  return `Postgres ${host}${pathname}`;
+  const { schema } = postgresOptions();
+  return `Postgres ${host}${pathname}${schema ? ` (schema ${schema})` : ""}`;
 }
 
 /** The API's client. `close()` closes the store it opens. */
 export function openClient(): CairnQ {
   const url = process.env.DATABASE_URL;
-  // Once the umbrella ships it, this line becomes `CairnQ.postgres(url)`.
-  if (url) return new CairnQ(new PostgresStore(url));
+  if (url) return CairnQ.postgres(url, postgresOptions());
   return CairnQ.sqlite(sqlitePath());
 }
 
-/** The worker. `close()` (and `serve()` on SIGINT/SIGTERM) closes the store it opens. */
-export function openWorker(options: Omit<WorkerOptions, "closeStore"> = {}): Worker {
+/**
+ * The worker. `close()` (and `serve()` on SIGINT/SIGTERM) closes the store it
+ * opens. Errors it survives go to `options.logger` (`onError` is left out:
+ * in `Worker.postgres`'s option bag it belongs to the store).
+ */
+export function openWorker(options: Omit<WorkerOptions, "closeStore" | "onError"> = {}): Worker {
   const url = process.env.DATABASE_URL;
-  // Once the umbrella ships it, this line becomes `Worker.postgres(url, options)`.
-  if (url) return new Worker(new PostgresStore(url), { ...options, closeStore: true });
+  if (url) return Worker.postgres(url, { ...postgresOptions(), ...options });
   return Worker.sqlite(sqlitePath(), options);
 }

@@ -1,8 +1,8 @@
 /**
  * The API process: `pnpm start` (or `tsx src/server.ts`).
  *
- * Env: `PORT` (default 3000; 0 picks a free port), `DATABASE_URL` (Postgres)
- * or `CAIRNQ_SQLITE_PATH` (default ./cairnq.db).
+ * Env: `PORT` (default 3000; 0 picks a free port), `DATABASE_URL` (Postgres,
+ * with `CAIRNQ_PG_SCHEMA` optional) or `CAIRNQ_SQLITE_PATH` (default ./cairnq.db).
  */
 import type { AddressInfo } from "node:net";
 import { createApp } from "./app.js";

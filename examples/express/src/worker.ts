@@ -3,7 +3,8 @@
  * you like, on this host (SQLite) or on any host that reaches the database
  * (Postgres); each task runs on one of them.
  *
- * Env: `DATABASE_URL` (Postgres) or `CAIRNQ_SQLITE_PATH` (default ./cairnq.db).
+ * Env: `DATABASE_URL` (Postgres, with `CAIRNQ_PG_SCHEMA` optional) or
+ * `CAIRNQ_SQLITE_PATH` (default ./cairnq.db).
  */
 import { createHash } from "node:crypto";
 import { TaskError } from "cairnq";
@@ -13,7 +14,10 @@ import { THUMBNAILS_QUEUE, thumbnail } from "./tasks.js";
 const worker = openWorker({
   queues: [THUMBNAILS_QUEUE],
   concurrency: 4,
-  onError: (err, info) => console.error(`worker ${info.phase} error${info.taskId ? ` (task ${info.taskId})` : ""}:`, err),
+  // Errors the worker survives — a claim that failed while the database was
+  // unreachable, a lost heartbeat — arrive here with { phase, taskId, error };
+  // it carries on by itself. (Any structural logger fits: pino, console, …)
+  logger: { error: (message, fields) => console.error(`worker: ${message}`, fields) },
 });
 
 /** How often a running download reports progress and checks for a cancel request. */

@@ -1,9 +1,11 @@
 /**
  * End to end: the API (src/server.ts) and the worker (src/worker.ts) as two
- * real processes on one temporary SQLite file, driven over HTTP as a client
- * would. The source images come from a small HTTP server in this test.
+ * real processes, driven over HTTP as a client would — once on a temporary
+ * SQLite file, once on Postgres (`CAIRNQ_TEST_PG_DSN` as `DATABASE_URL`, a
+ * fresh schema as `CAIRNQ_PG_SCHEMA`, dropped afterwards). The source images
+ * come from a small HTTP server in this test.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { createServer } from "node:http";
@@ -11,6 +13,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ThumbnailResult } from "../src/tasks.js";
 import type { Started } from "./processes.js";
@@ -44,35 +47,20 @@ const images: Server = createServer((req, res) => {
   }
   res.writeHead(404).end();
 });
-
-let dir: string;
 let imagesUrl: string;
-let api: Started;
-let worker: Started;
-let apiUrl: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "cairnq-example-express-"));
   images.listen(0, "127.0.0.1");
   await new Promise((resolve) => images.once("listening", resolve));
   imagesUrl = `http://127.0.0.1:${(images.address() as AddressInfo).port}`;
-
-  const env: NodeJS.ProcessEnv = { ...process.env, CAIRNQ_SQLITE_PATH: join(dir, "cairnq.db"), PORT: "0" };
-  delete env.DATABASE_URL; // this test is the SQLite run, whatever the shell has
-  worker = startTs("worker", "src/worker.ts", { cwd: exampleDir, env });
-  api = startTs("api", "src/server.ts", { cwd: exampleDir, env });
-  const [, port] = await api.waitFor(/API listening on http:\/\/localhost:(\d+)/);
-  apiUrl = `http://127.0.0.1:${port}`;
-  await worker.waitFor(/worker \S+ running/);
 });
 
 afterAll(async () => {
-  await Promise.all([api?.stop(), worker?.stop()]);
   images.closeAllConnections();
   await new Promise((resolve) => images.close(resolve));
-  rmSync(dir, { recursive: true, force: true });
 });
 
+/** What GET /tasks/:id answers (the fields these tests read). */
 interface TaskView {
   id: string;
   status: string;
@@ -84,31 +72,105 @@ interface TaskView {
   error: unknown;
 }
 
-/** One API call; `T` is the JSON body's shape (a task, or `{ error }` on a 4xx). */
-async function request<T = TaskView>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${apiUrl}${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as T };
+/** Where one run's two processes meet: the environment both get, and how to clean up after them. */
+interface Database {
+  env: NodeJS.ProcessEnv;
+  dispose(): Promise<void>;
 }
 
-/** Polls GET /tasks/:id until `done(view)`, as a client would; fails with both processes' output. */
-async function pollTask(id: string, done: (task: TaskView) => boolean, timeoutMs = 15_000): Promise<TaskView> {
-  const deadline = Date.now() + timeoutMs;
-  let last: TaskView | undefined;
-  while (Date.now() < deadline) {
-    const { status, body } = await request("GET", `/tasks/${id}`);
-    expect(status).toBe(200);
-    last = body;
-    if (done(last)) return last;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+/** A temporary SQLite file. */
+async function sqliteDatabase(): Promise<Database> {
+  const dir = mkdtempSync(join(tmpdir(), "cairnq-example-express-"));
+  const env: NodeJS.ProcessEnv = { ...process.env, CAIRNQ_SQLITE_PATH: join(dir, "cairnq.db") };
+  delete env.DATABASE_URL; // the SQLite run, whatever the shell has
+  delete env.CAIRNQ_PG_SCHEMA;
+  return { env, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A fresh schema on the test database (`CAIRNQ_TEST_PG_DSN`, which the root
+ * `pnpm test` provides). The processes create it on first connect; it is
+ * dropped afterwards. Never skipped: without a reachable database this fails.
+ */
+async function postgresDatabase(): Promise<Database> {
+  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
+  if (!dsn) {
+    throw new Error(
+      "CAIRNQ_TEST_PG_DSN is not set, so the Postgres run of this example's test cannot start (it never skips). " +
+        "Run it through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
+    );
   }
-  throw new Error(`task ${id} did not get there within ${timeoutMs}ms; last seen ${JSON.stringify(last)}\n${api.output()}\n${worker.output()}`);
+  const admin = new pg.Client({ connectionString: dsn, connectionTimeoutMillis: 10_000 });
+  admin.on("error", () => {});
+  try {
+    await admin.connect();
+  } catch (err) {
+    throw new Error(`CAIRNQ_TEST_PG_DSN is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`, { cause: err });
+  }
+  const schema = `cq_express_${randomBytes(5).toString("hex")}`;
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dsn, CAIRNQ_PG_SCHEMA: schema };
+  delete env.CAIRNQ_SQLITE_PATH;
+  return {
+    env,
+    async dispose() {
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
 }
 
-describe("examples/express: API + worker processes on SQLite", () => {
+describe.each([
+  { label: "SQLite", open: sqliteDatabase },
+  { label: "Postgres", open: postgresDatabase },
+])("examples/express: API + worker processes on $label", ({ open }) => {
+  let database: Database | undefined;
+  let api: Started;
+  let worker: Started;
+  let apiUrl: string;
+
+  beforeAll(async () => {
+    lateUploaded = false;
+    database = await open();
+    const env: NodeJS.ProcessEnv = { ...database.env, PORT: "0" };
+    worker = startTs("worker", "src/worker.ts", { cwd: exampleDir, env });
+    api = startTs("api", "src/server.ts", { cwd: exampleDir, env });
+    const [, port] = await api.waitFor(/API listening on http:\/\/localhost:(\d+)/);
+    apiUrl = `http://127.0.0.1:${port}`;
+    await worker.waitFor(/worker \S+ running/);
+  });
+
+  afterAll(async () => {
+    await Promise.all([api?.stop(), worker?.stop()]);
+    await database?.dispose();
+  });
+
+  /** One API call; `T` is the JSON body's shape (a task, or `{ error }` on a 4xx). */
+  async function request<T = TaskView>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const res = await fetch(`${apiUrl}${path}`, {
+      method,
+      headers: { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as T };
+  }
+
+  /** Polls GET /tasks/:id until `done(view)`, as a client would; fails with both processes' output. */
+  async function pollTask(id: string, done: (task: TaskView) => boolean, timeoutMs = 15_000): Promise<TaskView> {
+    const deadline = Date.now() + timeoutMs;
+    let last: TaskView | undefined;
+    while (Date.now() < deadline) {
+      const { status, body } = await request("GET", `/tasks/${id}`);
+      expect(status).toBe(200);
+      last = body;
+      if (done(last)) return last;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`task ${id} did not get there within ${timeoutMs}ms; last seen ${JSON.stringify(last)}\n${api.output()}\n${worker.output()}`);
+  }
+
   it("submits idempotently and returns the result the worker produced", async () => {
     const first = await request("POST", "/thumbnails", { url: `${imagesUrl}/cat.png`, width: 320 }, { "Idempotency-Key": "cat-320" });
     expect(first.status).toBe(202);

@@ -17,7 +17,6 @@
  *
  * Import this only from server code (route handlers, server components).
  */
-import { PostgresStore } from "@cairnq/store-postgres";
 import { CairnQ } from "cairnq";
 
 const globalForCairnQ = globalThis as typeof globalThis & { cairnq?: CairnQ };
@@ -25,8 +24,7 @@ const globalForCairnQ = globalThis as typeof globalThis & { cairnq?: CairnQ };
 /** Postgres when `DATABASE_URL` is set; otherwise the SQLite file `CAIRNQ_SQLITE_PATH` (default ./cairnq.db). */
 function openClient(): CairnQ {
   const url = process.env.DATABASE_URL;
-  // Once the umbrella ships it, this line becomes `CairnQ.postgres(url)`.
-  if (url) return new CairnQ(new PostgresStore(url));
+  if (url) return CairnQ.postgres(url);
   return CairnQ.sqlite(process.env.CAIRNQ_SQLITE_PATH ?? "./cairnq.db");
 }
 

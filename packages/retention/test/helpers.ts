@@ -3,32 +3,68 @@
  * (submit, claim, complete, fail, cancel), and wrapper stores that count,
  * delay or break `purge`.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { MemoryStore } from "@cairnq/conformance";
 import type { PurgeInput, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
+import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import type { RetentionStore } from "../src/index.ts";
 
 /** A store opened for one test, and how to release it (after the test's sweepers stopped). */
 export interface OpenStore {
   store: TaskStore;
+  /** Moves the store's clock forward by `ms` (whatever reads it: a JS clock, or the database's). */
+  advance(ms: number): Promise<void>;
+  /**
+   * Where the store can run calls inside one transaction of its own
+   * (Postgres: `withTransaction`): runs `work` on such a view and commits.
+   * For building large fixtures fast; calls on one view go one at a time.
+   */
+  inTransaction?<T>(work: (view: TaskStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** How a test's store keeps time. */
+export interface ClockOptions {
+  /**
+   * The clock starts at this instant and stands still, moving only by
+   * `advance`, so cutoffs are exact. Omitted: real time, plus whatever
+   * `advance` adds.
+   */
+  frozenAtMs?: number;
 }
 
 /** A backend the behavioural tests run on: a fresh, isolated store per call. */
 export interface Backend {
   label: string;
-  open(options?: { clock?: () => number }): Promise<OpenStore>;
+  /** Each store call is a network round trip (timers and immediates can run inside one purge). @default false */
+  networked?: boolean;
+  open(options?: ClockOptions): Promise<OpenStore>;
+}
+
+/** The JS clock the in-process stores take, and its `advance`. */
+function jsClock(options: ClockOptions = {}): { clock: () => number; advance: (ms: number) => Promise<void> } {
+  let offsetMs = 0;
+  const frozen = options.frozenAtMs;
+  return {
+    clock: () => (frozen ?? Date.now()) + offsetMs,
+    advance: async (ms) => {
+      offsetMs += ms;
+    },
+  };
 }
 
 /** The in-memory store of the conformance kit: fast, one process. */
 export const MEMORY: Backend = {
   label: "memory",
   async open(options) {
-    const store = new MemoryStore(options);
-    return { store, close: () => store.close() };
+    const { clock, advance } = jsClock(options);
+    const store = new MemoryStore({ clock });
+    return { store, advance, close: () => store.close() };
   },
 };
 
@@ -36,10 +72,12 @@ export const MEMORY: Backend = {
 export const SQLITE: Backend = {
   label: "sqlite",
   async open(options) {
+    const { clock, advance } = jsClock(options);
     const dir = await mkdtemp(join(tmpdir(), "cairnq-retention-"));
-    const store = new SQLiteStore(join(dir, "tasks.db"), options);
+    const store = new SQLiteStore(join(dir, "tasks.db"), { clock });
     return {
       store,
+      advance,
       async close() {
         await store.close();
         await rm(dir, { recursive: true, force: true });
@@ -48,8 +86,120 @@ export const SQLITE: Backend = {
   },
 };
 
-// Postgres joins this list once its test database helper lands.
-export const BACKENDS: readonly Backend[] = [MEMORY, SQLITE];
+/**
+ * The test database, from `CAIRNQ_TEST_PG_DSN` (the root `pnpm test`
+ * provides one). Postgres tests never skip: without it they fail, saying
+ * what to do.
+ */
+export function pgDsn(): string {
+  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
+  if (dsn === undefined || dsn.trim() === "") {
+    throw new Error(
+      "CAIRNQ_TEST_PG_DSN is not set, so the retention tests on Postgres cannot run (they never skip). " +
+        "Run them through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
+    );
+  }
+  return dsn;
+}
+
+async function connectAdmin(dsn: string): Promise<pg.Client> {
+  const admin = new pg.Client({ connectionString: dsn, connectionTimeoutMillis: 10_000 });
+  admin.on("error", () => {});
+  try {
+    await admin.connect();
+  } catch (err) {
+    const shown = dsn.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+    throw new Error(`CAIRNQ_TEST_PG_DSN (${shown}) is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`, {
+      cause: err,
+    });
+  }
+  return admin;
+}
+
+/**
+ * Postgres in a fresh schema per store, dropped at `close()`.
+ *
+ * The store reads the database clock (`now()`, `clock_timestamp()`), never a
+ * JS one. To move it as the other backends' clocks move, the schema shadows
+ * both functions: the pool's `search_path` is `"<schema>", pg_catalog`, and
+ * naming pg_catalog after the schema puts the schema's `now()` and
+ * `clock_timestamp()` first (pg_catalog comes first only when the path leaves
+ * it out). Each returns the frozen instant or the real function's time, plus
+ * the offset `advance` has added — constants written into the function body
+ * (`advance` replaces it), so the planner inlines it like the real call. The
+ * store's SQL is untouched: the same purge statement, cutoff arithmetic and
+ * SKIP LOCKED as in production, on a clock the test holds.
+ */
+export const POSTGRES: Backend = {
+  label: "postgres",
+  networked: true,
+  async open(options = {}) {
+    const dsn = pgDsn();
+    const schema = `cq_retention_${randomBytes(5).toString("hex")}`;
+    const frozenAtMs = options.frozenAtMs ?? null;
+    let offsetMs = 0;
+    const admin = await connectAdmin(dsn);
+    let pool: pg.Pool | null = null;
+    let store: PostgresStore | null = null;
+    const close = async (): Promise<void> => {
+      try {
+        await store?.close();
+        await pool?.end();
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    };
+    /** (Re)defines the schema's clock functions; both at once, so no statement sees one moved and not the other. */
+    const setClock = async (): Promise<void> => {
+      for (const value of [frozenAtMs ?? 0, offsetMs]) {
+        if (!Number.isSafeInteger(value)) throw new Error(`the test clock takes integer milliseconds, got ${value}`);
+      }
+      await admin.query("BEGIN");
+      try {
+        for (const [name, volatility] of [
+          ["now", "STABLE"],
+          ["clock_timestamp", "VOLATILE"],
+        ] as const) {
+          const base = frozenAtMs === null ? `pg_catalog.${name}()` : `timestamptz 'epoch' + ${frozenAtMs}::float8 * interval '1 millisecond'`;
+          await admin.query(
+            `CREATE OR REPLACE FUNCTION "${schema}".${name}() RETURNS timestamptz LANGUAGE sql ${volatility} ` +
+              `AS $$ SELECT ${base} + ${offsetMs}::float8 * interval '1 millisecond' $$`,
+          );
+        }
+        await admin.query("COMMIT");
+      } catch (err) {
+        await admin.query("ROLLBACK");
+        throw err;
+      }
+    };
+    try {
+      await admin.query(`CREATE SCHEMA "${schema}"`);
+      await setClock();
+      // synchronous_commit off: a test database need not wait for each commit's WAL flush (3-4× faster fixtures here).
+      pool = new pg.Pool({ connectionString: dsn, options: `-c search_path="${schema}",pg_catalog -c synchronous_commit=off`, max: 8 });
+      pool.on("error", () => {});
+      // Given a pool, the store only checks that current_schema() is `schema`, as it is here.
+      store = new PostgresStore(pool, { schema });
+      await store.connect();
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    const opened = store;
+    return {
+      store,
+      advance: async (ms) => {
+        offsetMs += ms;
+        await setClock();
+      },
+      inTransaction: (work) => opened.db.transaction().execute((trx) => work(opened.withTransaction(trx))),
+      close,
+    };
+  },
+};
+
+export const BACKENDS: readonly Backend[] = [MEMORY, SQLITE, POSTGRES];
 
 /** Above any priority a test submits otherwise, so the next claim takes exactly this task. */
 const JUMP_THE_QUEUE = 1_000_000;

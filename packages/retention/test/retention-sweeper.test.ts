@@ -11,11 +11,10 @@ const SECOND = 1_000;
 
 const opened: OpenStore[] = [];
 /** A fresh store on a clock the test moves by hand, so cutoffs are exact; closed after the test's sweepers stop. */
-async function clockedStore(backend: Backend = MEMORY): Promise<{ store: TaskStore; advance: (ms: number) => void }> {
-  let now = 1_700_000_000_000;
-  const open = await backend.open({ clock: () => now });
+async function clockedStore(backend: Backend = MEMORY): Promise<{ store: TaskStore; advance: (ms: number) => Promise<void> }> {
+  const open = await backend.open({ frozenAtMs: 1_700_000_000_000 });
   opened.push(open);
-  return { store: open.store, advance: (ms) => (now += ms) };
+  return { store: open.store, advance: (ms) => open.advance(ms) };
 }
 
 /** Polls `condition` (real time), failing after `timeoutMs`. */
@@ -60,9 +59,9 @@ describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
   it("one cutoff deletes every terminal task older than it, and nothing live or younger", async () => {
     const { store, advance } = await clockedStore(backend);
     await mixedTasks(store);
-    advance(10 * SECOND);
+    await advance(10 * SECOND);
     const young = await taskIn(store, { status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     const before = await idsByStatus(store);
     const deleted = await sweeperOf(store, { olderThanMs: 5 * SECOND }).sweep();
     const after = await idsByStatus(store);
@@ -77,11 +76,11 @@ describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
   it("a cutoff is strict: a task exactly olderThanMs old stays", async () => {
     const { store, advance } = await clockedStore(backend);
     const task = await taskIn(store, { status: "succeeded" });
-    advance(5 * SECOND);
+    await advance(5 * SECOND);
     const sweeper = sweeperOf(store, { olderThanMs: 5 * SECOND });
     expect(await sweeper.sweep()).toBe(0);
     expect(await store.get(task.id)).not.toBeNull();
-    advance(1);
+    await advance(1);
     expect(await sweeper.sweep()).toBe(1);
   });
 
@@ -89,12 +88,12 @@ describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
     const { store, advance } = await clockedStore(backend);
     const oldCanceled = await taskIn(store, { status: "canceled" });
     const oldFailed = await taskIn(store, { status: "failed" });
-    advance(100 * SECOND);
+    await advance(100 * SECOND);
     const midFailed = await taskIn(store, { status: "failed" });
     const midSucceeded = await taskIn(store, { status: "succeeded" });
-    advance(10 * SECOND);
+    await advance(10 * SECOND);
     const newSucceeded = await taskIn(store, { status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     const sweeper = sweeperOf(store, { olderThanMs: { succeeded: 5 * SECOND, failed: 60 * SECOND } });
     expect(await sweeper.sweep()).toBe(2);
     const after = await idsByStatus(store);
@@ -104,7 +103,7 @@ describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
     expect(await store.get(oldFailed.id)).toBeNull();
     expect(await store.get(midSucceeded.id)).toBeNull();
     // Ages on: canceled is still never swept, however old.
-    advance(1_000_000 * SECOND);
+    await advance(1_000_000 * SECOND);
     expect(await sweeper.sweep()).toBe(2);
     expect((await idsByStatus(store)).canceled).toEqual([oldCanceled.id]);
   });
@@ -112,7 +111,7 @@ describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
   it("a rule list runs each rule as an independent purge with its own filters", async () => {
     const { store, advance } = await clockedStore(backend);
     await mixedTasks(store);
-    advance(10 * SECOND);
+    await advance(10 * SECOND);
     const probe = new PurgeProbe(store);
     const sweeper = sweeperOf(probe, {
       olderThanMs: [
@@ -148,7 +147,7 @@ describe.each(BACKENDS)("what each policy form purges ($label)", (backend) => {
     const { store, advance } = await clockedStore(backend);
     const task = await store.submit({ name: "job", key: "order-1" });
     await store.cancel(task.id);
-    advance(SECOND);
+    await advance(SECOND);
     await sweeperOf(store, { olderThanMs: 0 }).sweep();
     expect(await store.getByKey("order-1")).toBeNull();
     const again = await store.submit({ name: "job", key: "order-1", conflict: "reject" });
@@ -160,7 +159,7 @@ describe.each(BACKENDS)("batches ($label)", (backend) => {
   it("drains a rule in purges of at most limit rows until one comes back short", async () => {
     const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 25; i += 1) await taskIn(store, { status: i % 2 === 0 ? "succeeded" : "canceled" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     expect(await sweeperOf(probe, { olderThanMs: 0, limit: 10 }).sweep()).toBe(25);
     expect(probe.calls.map((c) => c.deleted)).toEqual([10, 10, 5]);
@@ -170,7 +169,7 @@ describe.each(BACKENDS)("batches ($label)", (backend) => {
   it("needs one more, empty purge when the backlog is an exact multiple of limit", async () => {
     const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 20; i += 1) await taskIn(store, { status: "canceled" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     expect(await sweeperOf(probe, { olderThanMs: 0, limit: 10 }).sweep()).toBe(20);
     expect(probe.calls.map((c) => c.deleted)).toEqual([10, 10, 0]);
@@ -180,7 +179,7 @@ describe.each(BACKENDS)("batches ($label)", (backend) => {
     const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 7; i += 1) await taskIn(store, { status: "succeeded" });
     for (let i = 0; i < 3; i += 1) await taskIn(store, { status: "failed" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     expect(await sweeperOf(probe, { olderThanMs: { succeeded: 0, failed: 0 }, limit: 3 }).sweep()).toBe(10);
     expect(probe.calls.map((c) => [c.input.status, c.deleted])).toEqual([
@@ -195,7 +194,7 @@ describe.each(BACKENDS)("batches ($label)", (backend) => {
   it("yields to the event loop between batches: a timer set during the sweep fires before it ends", async () => {
     const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 50; i += 1) await taskIn(store, { status: "canceled" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     let firedAtCall: number | null = null;
     let immediateAtCall: number | null = null;
@@ -206,7 +205,10 @@ describe.each(BACKENDS)("batches ($label)", (backend) => {
     };
     expect(await sweeperOf(probe, { olderThanMs: 0, limit: 2 }).sweep()).toBe(50);
     expect(probe.calls).toHaveLength(26);
-    expect(immediateAtCall).toBe(1);
+    // In process, the yield between batches is the only way out to the event loop, so the immediate runs right
+    // after the first purge; over a network it may already run while the first purge waits for its answer.
+    if (backend.networked === true) expect(immediateAtCall).toBeLessThanOrEqual(1);
+    else expect(immediateAtCall).toBe(1);
     expect(firedAtCall).not.toBeNull();
     expect(firedAtCall!).toBeLessThan(26);
   });
@@ -227,7 +229,7 @@ describe.each(BACKENDS)("batches ($label)", (backend) => {
   it("never overlaps two sweeps of one sweeper: a second sweep() runs after the first", async () => {
     const { store, advance } = await clockedStore(backend);
     for (let i = 0; i < 30; i += 1) await taskIn(store, { status: "canceled" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     let maxInFlight = 0;
     probe.onPurge = () => (maxInFlight = Math.max(maxInFlight, probe.inFlight));
@@ -311,7 +313,7 @@ describe("the schedule", () => {
   it("stop() waits for the purge in flight and starts no further batch", async () => {
     const { store, advance } = await clockedStore();
     for (let i = 0; i < 30; i += 1) await taskIn(store, { status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     const gate = deferred();
     probe.gate = gate.promise;
@@ -336,7 +338,7 @@ describe("the schedule", () => {
   it("stop() also waits for a direct sweep() in flight, which resolves with the rows deleted so far", async () => {
     const { store, advance } = await clockedStore();
     for (let i = 0; i < 30; i += 1) await taskIn(store, { status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     const gate = deferred();
     probe.gate = gate.promise;
@@ -366,7 +368,7 @@ describe("the schedule", () => {
     sweeper.start();
     await sweeper.stop();
     await taskIn(store, { status: "canceled" });
-    advance(SECOND);
+    await advance(SECOND);
     expect(await sweeper.sweep()).toBe(1);
     sweeper.start();
     expect(sweeper.running).toBe(true);
@@ -380,7 +382,7 @@ describe("errors", () => {
     const { store, advance } = await clockedStore();
     for (let i = 0; i < 10; i += 1) await taskIn(store, { status: "succeeded" });
     await taskIn(store, { status: "failed" });
-    advance(SECOND);
+    await advance(SECOND);
     const probe = new PurgeProbe(store);
     const boom = new Error("database is locked");
     let call = 0;
@@ -421,7 +423,7 @@ describe("errors", () => {
     expect(seen[0]).toEqual([boom, { rule: { queue: "emails", olderThanMs: 0 }, deleted: 0 }]);
     expect(warnings[0]).toMatchObject({ queue: "emails", status: null, name: null, olderThanMs: 0, deleted: 0, error: boom });
     await taskIn(store, { queue: "emails", status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     probe.failWith = undefined;
     await until(() => probe.calls.some((c) => c.deleted === 1));
     expect(sweeper.running).toBe(true);
@@ -484,7 +486,7 @@ describe("logging", () => {
   it("logs info after a sweep that deleted rows and debug after an empty one", async () => {
     const { store, advance } = await clockedStore();
     await taskIn(store, { status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     const lines: [string, string, Record<string, unknown> | undefined][] = [];
     const logger: RetentionLogger = {
       debug: (msg, fields) => lines.push(["debug", msg, fields]),
@@ -502,7 +504,7 @@ describe("logging", () => {
   it("a throwing logger never breaks a sweep", async () => {
     const { store, advance } = await clockedStore();
     await taskIn(store, { status: "succeeded" });
-    advance(SECOND);
+    await advance(SECOND);
     const sweeper = sweeperOf(store, {
       olderThanMs: 0,
       logger: {

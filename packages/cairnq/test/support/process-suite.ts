@@ -1,8 +1,9 @@
 /**
  * The multi-process suite, written once for every backend: producers, workers
  * and the API side run as separate OS processes on one database, as in
- * production. `processes-sqlite.test.ts` runs it on a SQLite file; a Postgres
- * file passes a backend whose `fixtureArg` is `postgres:<dsn>`.
+ * production. `processes-sqlite.test.ts` runs it on a SQLite file,
+ * `processes-postgres.test.ts` on a fresh Postgres schema
+ * (`postgres:<dsn>#schema=<name>`).
  *
  * The test process is the API side (a `CairnQ` client on the sources);
  * fixture processes run the BUILT `cairnq` (see fixtures/backend.mjs).
@@ -29,6 +30,13 @@ export interface ProcessBackend {
   /** Shown in test names and log lines: "sqlite", "postgres". */
   label: string;
   fresh(): Promise<ProcessDatabase>;
+  /**
+   * Adds a test that logs (never asserts) `call()` latency p50/p95/p99 over
+   * {@link LATENCY_ROUND_TRIPS} round trips to an idle worker process with
+   * the worker's default poll interval — fast only where push wakeups work.
+   * @default false
+   */
+  measureCallLatency?: boolean;
 }
 
 /** Worker fixture options: the worker's own, plus `hold: "forever"` for the hanging handler. */
@@ -44,6 +52,15 @@ const PRODUCERS = 2;
 const PER_PRODUCER = 1_500;
 const TOTAL = PRODUCERS * PER_PRODUCER;
 const TERMINAL = ["succeeded", "failed", "canceled"] as const;
+
+/** Sequential `call()`s measured by the latency test, after a few unmeasured ones. */
+export const LATENCY_ROUND_TRIPS = 100;
+const LATENCY_WARMUP = 5;
+
+/** Nearest-rank percentile of ascending `sorted`. */
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -285,5 +302,33 @@ export function describeProcessSuite(backend: ProcessBackend): void {
       expect((error as TaskFailed).message).toContain("refused: nope");
       await stopWorker(child);
     }, 60_000);
+
+    if (backend.measureCallLatency === true) {
+      it(`call() latency over ${LATENCY_ROUND_TRIPS} round trips to an idle worker process (logged, not asserted)`, async () => {
+        const { client } = database();
+        // The worker's default poll interval: a round trip faster than it is a push wakeup at work.
+        const { child } = await startWorker("worker", { concurrency: 2 });
+        const add = defineTask<{ a: number; b: number }, { sum: number; pid: number }>("add");
+
+        const samples: number[] = [];
+        for (let i = 0; i < LATENCY_WARMUP + LATENCY_ROUND_TRIPS; i += 1) {
+          // Let the worker finish its claim cycle and go idle, so each call wakes an idle worker.
+          await sleep(10);
+          const started = performance.now();
+          const result = await client.call(add, { a: i, b: 1 }, { waitTimeoutMs: 30_000 });
+          const elapsed = performance.now() - started;
+          expect(result).toEqual({ sum: i + 1, pid: child.pid });
+          if (i >= LATENCY_WARMUP) samples.push(elapsed);
+        }
+        await stopWorker(child);
+
+        const sorted = [...samples].sort((a, b) => a - b);
+        const ms = (value: number): string => `${value.toFixed(1)} ms`;
+        console.log(
+          `[${backend.label}] call() latency, ${samples.length} sequential round trips to an idle worker process (default pollIntervalMs): ` +
+            `p50 ${ms(percentile(sorted, 50))} / p95 ${ms(percentile(sorted, 95))} / p99 ${ms(percentile(sorted, 99))} / max ${ms(sorted.at(-1) ?? Number.NaN)}`,
+        );
+      }, 60_000);
+    }
   });
 }

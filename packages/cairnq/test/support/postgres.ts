@@ -1,0 +1,120 @@
+/**
+ * The Postgres side of the multi-process tests: the test database from
+ * `CAIRNQ_TEST_PG_DSN` (the root `pnpm test` provides one), a fresh schema
+ * per test (dropped afterwards), and one plain admin connection per test file
+ * for setup, inspection (`pg_stat_activity`) and `pg_terminate_backend`.
+ *
+ * These tests never skip: without a DSN, or with one that does not answer,
+ * they fail saying what to do.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+/** The test database, or a loud failure naming what is missing. */
+export function pgDsn(): string {
+  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
+  if (dsn === undefined || dsn.trim() === "") {
+    throw new Error(
+      "CAIRNQ_TEST_PG_DSN is not set, so the Postgres multi-process tests cannot run (they never skip). " +
+        "Run them through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
+    );
+  }
+  return dsn;
+}
+
+function redact(dsn: string): string {
+  return dsn.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+}
+
+let adminClient: Promise<pg.Client> | null = null;
+
+/** The file's admin connection (opened on first use; close it with {@link closeAdmin}). */
+export function admin(): Promise<pg.Client> {
+  adminClient ??= (async () => {
+    const dsn = pgDsn();
+    const client = new pg.Client({ connectionString: dsn, connectionTimeoutMillis: 10_000, application_name: "cairnq-test-admin" });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+    } catch (err) {
+      adminClient = null;
+      throw new Error(
+        `CAIRNQ_TEST_PG_DSN (${redact(dsn)}) is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`,
+        { cause: err },
+      );
+    }
+    return client;
+  })();
+  return adminClient;
+}
+
+/** Runs one statement on the admin connection. */
+export async function q<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<R[]> {
+  return (await (await admin()).query<R>(text, values)).rows;
+}
+
+export async function closeAdmin(): Promise<void> {
+  const pending = adminClient;
+  adminClient = null;
+  if (pending !== null) await (await pending.catch(() => null))?.end();
+}
+
+/**
+ * A fresh schema name (not created: the first store to connect with the
+ * `schema` option creates it, as in production). Checks the server answers
+ * first, so a missing database fails here with the reason.
+ */
+export async function freshSchemaName(prefix: string): Promise<string> {
+  await admin();
+  return `${prefix}_${randomBytes(5).toString("hex")}`;
+}
+
+/** Drops a test schema and everything in it; fails if it is still there afterwards. */
+export async function dropSchema(schema: string): Promise<void> {
+  await q(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  const left = await q("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+  if (left.length > 0) throw new Error(`schema ${schema} survived DROP SCHEMA`);
+}
+
+/**
+ * The fixture argument for a fresh schema: `postgres:<dsn>#schema=<name>`.
+ * The fragment never reaches pg: fixtures/backend.mjs takes it off and passes
+ * `schema` to `CairnQ.postgres` / `Worker.postgres`.
+ */
+export function fixtureArg(schema: string): string {
+  return `postgres:${pgDsn()}#schema=${schema}`;
+}
+
+/**
+ * The `application_name` fixtures/backend.mjs gives every connection of a
+ * fixture process (pool and LISTEN alike, through the connection string):
+ * how a test finds one process's backends in `pg_stat_activity`.
+ */
+export function fixtureApplicationName(pid: number): string {
+  return `cairnq-fixture-${pid}`;
+}
+
+/** One backend of a fixture process, as `pg_stat_activity` shows it. */
+export interface Backend {
+  pid: number;
+  state: string | null;
+  query: string;
+  /** True for the store's dedicated LISTEN connection (its last statement is the LISTEN). */
+  listen: boolean;
+}
+
+/** Every backend of the fixture process `pid` on the test database. */
+export async function backendsOf(pid: number): Promise<Backend[]> {
+  const rows = await q<{ pid: number; state: string | null; query: string | null }>(
+    "SELECT pid, state, query FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() ORDER BY pid",
+    [fixtureApplicationName(pid)],
+  );
+  return rows.map((row) => ({ pid: row.pid, state: row.state, query: row.query ?? "", listen: /^\s*LISTEN cairnq_queued/i.test(row.query ?? "") }));
+}
+
+/** `pg_terminate_backend` on each pid; returns the pids the server terminated (one that ended meanwhile is left out). */
+export async function terminate(pids: readonly number[]): Promise<number[]> {
+  if (pids.length === 0) return [];
+  const rows = await q<{ pid: number; ok: boolean }>("SELECT pid, pg_terminate_backend(pid) AS ok FROM unnest($1::int[]) AS pid", [pids]);
+  return rows.filter((row) => row.ok).map((row) => row.pid);
+}
