@@ -40,10 +40,9 @@ export function openClient(): CairnQ {
 
 /**
  * The worker. `close()` (and `serve()` on SIGINT/SIGTERM) closes the store it
- * opens. Errors it survives go to `options.logger` (`onError` is left out:
- * in `Worker.postgres`'s option bag it belongs to the store).
+ * opens. Errors it survives go to `options.onError` / `options.logger`.
  */
-export function openWorker(options: Omit<WorkerOptions, "closeStore" | "onError"> = {}): Worker {
+export function openWorker(options: Omit<WorkerOptions, "closeStore"> = {}): Worker {
   const url = process.env.DATABASE_URL;
   if (url) return Worker.postgres(url, { ...postgresOptions(), ...options });
   return Worker.sqlite(sqlitePath(), options);

@@ -14,14 +14,30 @@ export type SQLiteCairnQOptions = CairnQOptions & SQLiteStoreOptions;
 /** Options of {@link Worker.sqlite}: the store's and the worker's, in one bag. */
 export type SQLiteWorkerOptions = Omit<WorkerOptions, "closeStore"> & SQLiteStoreOptions;
 
+/**
+ * The store's options inside a factory's bag. The store's `onError` (pool and
+ * LISTEN connection failures, `(err, { source })`) is named `storeOnError`
+ * there, so that a worker's `onError(err, { phase, taskId })` keeps its name
+ * and hears the worker's own errors.
+ */
+export type PostgresFactoryStoreOptions = Omit<PostgresStoreOptions, "onError"> & {
+  /** The store's `onError`: background pool and LISTEN failures. @default undefined */
+  storeOnError?: PostgresStoreOptions["onError"];
+};
+
 /** Options of {@link CairnQ.postgres}: the store's and the client's, in one bag. */
-export type PostgresCairnQOptions = CairnQOptions & PostgresStoreOptions;
+export type PostgresCairnQOptions = CairnQOptions & PostgresFactoryStoreOptions;
 
 /** Options of {@link Worker.postgres}: the store's and the worker's, in one bag. */
-export type PostgresWorkerOptions = Omit<WorkerOptions, "closeStore"> & PostgresStoreOptions;
+export type PostgresWorkerOptions = Omit<WorkerOptions, "closeStore"> & PostgresFactoryStoreOptions;
 
 const SQLITE_STORE_KEYS = ["busyTimeoutMs", "clock"] as const;
-const POSTGRES_STORE_KEYS = ["schema", "max", "listen", "onError"] as const;
+const POSTGRES_STORE_KEYS = ["schema", "max", "listen", "storeOnError"] as const;
+
+function postgresStore(target: PostgresTarget, options: PostgresFactoryStoreOptions): PostgresStore {
+  const { storeOnError, ...rest } = options;
+  return new PostgresStore(target, storeOnError === undefined ? rest : { ...rest, onError: storeOnError });
+}
 
 /** Splits one option bag into the store's part and the rest (the client and worker reject keys they do not know). */
 export function splitOptions<S extends object, R extends object>(options: S & R, storeKeys: readonly string[]): { store: S; rest: R } {
@@ -61,8 +77,8 @@ export class CairnQ extends ClientCairnQ {
    * the store, and with it only what the store built.
    */
   static postgres(target: PostgresTarget, options: PostgresCairnQOptions = {}): CairnQ {
-    const { store, rest } = splitOptions<PostgresStoreOptions, CairnQOptions>(options, POSTGRES_STORE_KEYS);
-    return new CairnQ(new PostgresStore(target, store), rest);
+    const { store, rest } = splitOptions<PostgresFactoryStoreOptions, CairnQOptions>(options, POSTGRES_STORE_KEYS);
+    return new CairnQ(postgresStore(target, store), rest);
   }
 }
 
@@ -87,8 +103,8 @@ export class Worker extends BaseWorker {
 
   /** A worker on Postgres (connection string, `pg.Pool` or Kysely); `close()` closes the store it built. */
   static postgres(target: PostgresTarget, options: PostgresWorkerOptions = {}): Worker {
-    const { store, rest } = splitOptions<PostgresStoreOptions, WorkerOptions>(options, POSTGRES_STORE_KEYS);
-    return new Worker(new PostgresStore(target, store), { ...rest, closeStore: true });
+    const { store, rest } = splitOptions<PostgresFactoryStoreOptions, WorkerOptions>(options, POSTGRES_STORE_KEYS);
+    return new Worker(postgresStore(target, store), { ...rest, closeStore: true });
   }
 
   /** A worker over any store; it does not close a store it did not build. */

@@ -15,4 +15,4 @@ export * from "@cairnq/store-sqlite";
 export * from "@cairnq/store-postgres";
 export { BackpressureGate } from "@cairnq/client";
 export { CairnQ, Worker } from "./factories.js";
-export type { PostgresCairnQOptions, PostgresWorkerOptions, SQLiteCairnQOptions, SQLiteWorkerOptions } from "./factories.js";
+export type { PostgresCairnQOptions, PostgresFactoryStoreOptions, PostgresWorkerOptions, SQLiteCairnQOptions, SQLiteWorkerOptions } from "./factories.js";

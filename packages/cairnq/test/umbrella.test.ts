@@ -191,11 +191,8 @@ describe("cairnq re-exports the public floor", () => {
     }
   });
 
-  // KNOWN BUG (reported): the bag has one `onError`, and Worker.postgres hands it to the store alone
-  // (its `(error, { source })` hook), so the worker's own errors (failed claims, lost settlements;
-  // `{ phase, taskId }`) reach only `logger`. `it.fails` keeps the suite green while that holds;
-  // once the worker hears its errors through this option, this reports a failure: make it `it`.
-  it.fails("Worker.postgres(target, { onError }): the worker's own errors (a claim that cannot connect) reach onError", async () => {
+  // The bag's `onError` is the worker's (`{ phase, taskId }`); the store's hook is `storeOnError`.
+  it("Worker.postgres(target, { onError }): the worker's own errors (a claim that cannot connect) reach onError", async () => {
     const heard: unknown[] = [];
     const runner = cairnq.Worker.postgres("postgres://postgres@127.0.0.1:1/never-connected", {
       schema: "cairnq_umbrella",
