@@ -52,10 +52,15 @@ export class CompiledStatement {
     private readonly clock: StoreClock,
   ) {}
 
-  /** The parameter values for `params`, reading the process clock at most once. */
-  parameters(params: Params): unknown[] {
+  /**
+   * The parameter values for `params`, reading the process clock at most once.
+   *
+   * @param nowMs - The process clock's reading to bind as `now` instead of reading it here (a caller
+   *   that needs to know the `now` the statement ran with reads it once and passes it).
+   */
+  parameters(params: Params, nowMs?: number): unknown[] {
     const out: unknown[] = new Array(this.binds.length);
-    let now: number | undefined;
+    let now: number | undefined = nowMs;
     for (let i = 0; i < this.binds.length; i++) {
       const bind = this.binds[i] as Bind;
       switch (bind.kind) {
@@ -75,8 +80,8 @@ export class CompiledStatement {
   }
 
   /** A Kysely query for `params`, ready for `executeQuery`; call it when the statement runs. */
-  query(params: Params): CompiledQuery<Row> {
-    return CompiledQuery.raw(this.sql, this.parameters(params));
+  query(params: Params, nowMs?: number): CompiledQuery<Row> {
+    return CompiledQuery.raw(this.sql, this.parameters(params, nowMs));
   }
 }
 

@@ -24,6 +24,7 @@ import type {
 } from "@cairnq/protocol";
 import {
   AlreadyExists,
+  buildInsert,
   CairnQError,
   CANCEL,
   COMPLETE,
@@ -95,6 +96,7 @@ const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
 const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
 const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]);
 const SUBMIT_TEMPLATE = insertTemplate(SUBMIT);
+const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
 const PURGE_TEMPLATE = deleteTemplate(PURGE);
 
 type State = "idle" | "open" | "closing" | "closed";
@@ -231,7 +233,13 @@ export class KyselyStore implements TaskStore {
       if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
       const params = submit.params;
       const key = submit.key;
-      if (key === null) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+      if (key === null) {
+        if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+        const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
+        let nowMs = 0;
+        await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
+        return this.#inserted(params, nowMs);
+      }
       return this.dialect.executor.writeTransaction(this.db, async (tx) => {
         await this.dialect.keyLock.acquire(tx, key);
         const found = (await this.#exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
@@ -246,13 +254,36 @@ export class KyselyStore implements TaskStore {
             if (decision.cancelExisting && existing !== null) {
               await this.#exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
             }
-            const inserted = decodeTask(firstRow(await this.#exec(tx, SUBMIT_TEMPLATE, params)));
+            const inserted = await this.#insert(tx, params);
             await this.#exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
             return inserted;
           }
         }
       });
     });
+  }
+
+  /**
+   * Whether SUBMIT's `now` is the process clock, bound as one parameter. Then every column of the new
+   * row is known before the insert runs, and the insert skips `RETURNING` (≈ 3× the cost of a plain
+   * insert on SQLite): the row is the protocol's `buildInsert(SUBMIT, params, now)` over the very params
+   * and `now` the statement bound. With a database clock (Postgres) the row comes back from `RETURNING`.
+   */
+  get #submitClockIsProcess(): boolean {
+    return this.compiler.clock.nowSql(SUBMIT.clock) === null;
+  }
+
+  /** The row SUBMIT inserted with `nowMs`, decoded exactly as the same row read back from the database. */
+  #inserted(params: Params, nowMs: number): Task {
+    return decodeTask(buildInsert(SUBMIT, params, nowMs) as unknown as Row);
+  }
+
+  /** SUBMIT inside a write transaction; the inserted row. */
+  async #insert(tx: QueryRunner, params: Params): Promise<Task> {
+    if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#exec(tx, SUBMIT_TEMPLATE, params)));
+    const nowMs = this.compiler.clock.nowMs();
+    await tx.executeQuery(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
+    return this.#inserted(params, nowMs);
   }
 
   // ------------------------------------------------------------------- reads

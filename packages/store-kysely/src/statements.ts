@@ -129,10 +129,17 @@ export function setTransitionTemplate(rule: SetTransition, returning: "task" | r
 }
 
 const insertTemplates = new WeakMap<InsertRule, StatementTemplate>();
+const plainInsertTemplates = new WeakMap<InsertRule, StatementTemplate>();
 
-/** The insert of a new task (T1): `INSERT INTO cairnq_tasks (…) VALUES (…) RETURNING *`. */
-export function insertTemplate(rule: InsertRule): StatementTemplate {
-  let template = insertTemplates.get(rule);
+/**
+ * The insert of a new task (T1): `INSERT INTO cairnq_tasks (…) VALUES (…) RETURNING *`.
+ *
+ * @param returning - `false` leaves `RETURNING` out: for a process clock, where the caller builds the
+ *   row with the protocol's `buildInsert` from the same parameters and `now` the statement bound.
+ */
+export function insertTemplate(rule: InsertRule, returning = true): StatementTemplate {
+  const cache = returning ? insertTemplates : plainInsertTemplates;
+  let template = cache.get(rule);
   if (template === undefined) {
     const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
     const values = columns.map((column) => rule.values[column] as Expr);
@@ -140,10 +147,10 @@ export function insertTemplate(rule: InsertRule): StatementTemplate {
       params: paramsOfAll(values),
       clock: rule.clock,
       build: (c, env) =>
-        `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) VALUES (${values.map((v) => c.value(v)).join(", ")}) ` +
-        `RETURNING ${env.syntax.taskColumns()}`,
+        `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) VALUES (${values.map((v) => c.value(v)).join(", ")})` +
+        (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
     };
-    insertTemplates.set(rule, template);
+    cache.set(rule, template);
   }
   return template;
 }

@@ -247,3 +247,32 @@ describe("store behaviour specific to SQLite", () => {
     db.close();
   });
 });
+
+describe("submit without RETURNING (the process clock: the row is SUBMIT's buildInsert)", () => {
+  it("returns exactly the row the database holds, for every kind of submit", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await store.connect();
+    try {
+      const parent = await store.submit({ name: "parent" });
+      const submitted = [
+        parent,
+        await store.submit({ name: "n", queue: "q", payload: { a: [1, "x", null], b: { c: 1.5 } }, metadata: { m: "1" }, priority: -3, maxAttempts: 7, runAtDelayMs: 5000 }),
+        await store.submit({ name: "n", parentId: parent.id, rootId: parent.id, correlationId: "corr" }),
+        await store.submit({ name: "n", key: "k1" }),
+        await store.submit({ name: "n", key: "k2" }).then(async (first) => {
+          // The replaced task is canceled; the one returned is the new row.
+          const second = await store.submit({ name: "n", key: "k2", conflict: "replace" });
+          expect(second.id).not.toBe(first.id);
+          return second;
+        }),
+        await Promise.all(Array.from({ length: 20 }, (_, i) => store.submit({ name: "c", payload: i }))),
+      ].flat();
+      for (const task of submitted) {
+        expect(task).toEqual(await store.get(task.id));
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
