@@ -136,7 +136,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
     client = api;
     await api.connect();
     // Work waiting for the worker's first claims, so it first goes idle after its LISTEN connection is up: an idle
-    // sleep begun before that is a plain 5 s sleep (the gap the `it.fails` below pins down) and would only slow the test.
+    // wait begun before that ends only when LISTEN comes up, which would only slow the test.
     const primers = await Promise.all(Array.from({ length: PRIMERS }, () => api.submit("nap", { ms: NAP_MS })));
     const worker = children.spawn("worker", "worker.mjs", [
       fixtureArg(schema),
@@ -227,7 +227,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
       expect(poolNow.filter((b) => killedPids.has(b.pid)), `round ${round}: killed backends still listed`).toEqual([]);
 
       // Wakeups resume: with the flow paused and the worker idle, each call() is picked up far sooner than a poll.
-      // The first one may wait out an idle sleep the worker began while LISTEN was down (see the `it.fails` below);
+      // The first one may wait for LISTEN to come back (the worker's idle wait ends when it does; see the last test);
       // it is logged, and the ones after it must be push-fast.
       flowing.paused = true;
       const first = await roundTrip(round * 100);
@@ -272,12 +272,9 @@ describe("a worker process whose Postgres backends are terminated", () => {
     );
   }, 120_000);
 
-  // KNOWN BUG (store-postgres, reported): while LISTEN is down, PostgresWakeups.claimWake is a plain
-  // sleep of the full poll interval, and a reconnect does not end it (the wake it buffers serves only
-  // the *next* claimWake). So a worker that went idle during the 1 s backoff sleeps through tasks
-  // submitted after LISTEN is back, for up to pollIntervalMs. `it.fails` keeps the suite green while
-  // this holds; once the store wakes such sleepers on reconnect, this reports a failure: make it `it`.
-  it.fails("a submit right after LISTEN reconnects wakes a worker that went idle while LISTEN was down", async () => {
+  // A worker that went idle while LISTEN was down (during the reconnect backoff) is woken when LISTEN is
+  // back, so a task submitted then is picked up at push speed, not after pollIntervalMs.
+  it("a submit right after LISTEN reconnects wakes a worker that went idle while LISTEN was down", async () => {
     const { worker, context, roundTrip } = await setUp("cq_relisten");
     // Fast, or the worker was in an idle sleep begun before LISTEN was up; either way it now waits on LISTEN.
     await roundTrip(0);

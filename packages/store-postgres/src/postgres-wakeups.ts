@@ -166,7 +166,7 @@ export class PostgresWakeups implements Wakeups {
    */
   claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
     this.register(queues);
-    if (this.#state !== "listening") return sleep(clampTimeout(timeoutMs), signal);
+    if (!this.#mayWake()) return sleep(clampTimeout(timeoutMs), signal);
     let consumed = false;
     for (const queue of queues) if (this.#buffered.delete(queue)) consumed = true;
     if (consumed) return Promise.resolve();
@@ -180,7 +180,7 @@ export class PostgresWakeups implements Wakeups {
 
   /** Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_done` signal for `taskId`; a plain sleep while not listening. */
   taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (this.#state !== "listening") return sleep(clampTimeout(timeoutMs), signal);
+    if (!this.#mayWake()) return sleep(clampTimeout(timeoutMs), signal);
     return this.#wait(timeoutMs, signal, (wake) => {
       let waiters = this.#doneWaiters.get(taskId);
       if (waiters === undefined) {
@@ -195,6 +195,16 @@ export class PostgresWakeups implements Wakeups {
         if (set.size === 0) this.#doneWaiters.delete(taskId);
       };
     });
+  }
+
+  /**
+   * Whether a wait can end early: while listening, and also while LISTEN is
+   * not up yet or reconnecting — those waiters are released the moment it is
+   * (back) up, since signals sent meanwhile were missed. Otherwise (no
+   * connector, LISTEN refused for good, closed) waits are plain sleeps.
+   */
+  #mayWake(): boolean {
+    return this.#state === "listening" || this.#state === "connecting" || this.#state === "retrying" || this.#state === "idle";
   }
 
   /** Calls `listener` with every signal heard (`queued` with the queue, `done` with the task id); returns the unsubscribe. */
@@ -257,12 +267,16 @@ export class PostgresWakeups implements Wakeups {
       // Signals sent before LISTEN took effect (or while it was down) were missed: one spurious wake per
       // wakeable queue is cheaper than a waiter sleeping through a task that is already there.
       for (const queue of this.#wakeable) this.#buffered.add(queue);
+      // Waiters that began while LISTEN was down re-read now rather than sleeping out their timeout.
+      this.#releaseAll();
     } catch (error) {
       if (client !== null) await endQuietly(client);
       if (generation !== this.#generation) return;
       this.#report(error);
       if (error instanceof ListenUnavailable || sqlState(error) === FEATURE_NOT_SUPPORTED) {
         this.#state = "unavailable";
+        // Nothing will ever wake them: let them re-read and fall back to plain sleeps.
+        this.#releaseAll();
         return;
       }
       this.#scheduleRetry();
