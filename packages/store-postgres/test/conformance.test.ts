@@ -1,5 +1,5 @@
 import { runConformance } from "@cairnq/conformance/vitest";
-import { PostgresStore } from "../src/index.js";
+import { PostgresStore } from "@cairnq/store-postgres";
 import pg from "pg";
 
 // The whole behavioral suite, through the kit's public entry, exactly as a
