@@ -5,7 +5,7 @@ import type { Task, TaskStore } from "@cairnq/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 // The SQLite store from its sources by path: it is only this one test's yardstick, and declaring it a
 // dependency of the Postgres store would change the workspace lockfile for a test.
-import { SQLiteStore } from "../../store-sqlite/src/index.js";
+import { SQLiteStore } from "@cairnq/store-sqlite";
 import { openStore } from "./helpers.js";
 
 const dirs: string[] = [];
