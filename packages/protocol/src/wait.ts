@@ -131,6 +131,8 @@ export function resolveWaitOptions(
  *
  * 1. probe `getStatus(id)` (by key: `getStatusByKey(key)`, re-resolved every
  *    poll, so a `replace` is followed and a key with no task yet is awaited);
+ *    after a push `done` signal for the awaited id (`store.subscribe`), the
+ *    poll reads the full row instead, which is step 2's read done at once;
  * 2. if the probe is terminal, or on the timeout beat, read the full row;
  *    a terminal row is returned (a missing or live one — purged, or the key
  *    repointed since the probe — is not finished);
@@ -166,26 +168,51 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
   signal?.throwIfAborted();
   const deadline = now() + timeoutMs;
   let interval = pollMs;
-  for (;;) {
-    const ref: TaskRef | null = byKey ? await store.getStatusByKey(awaited) : await store.getStatus(awaited);
-    const remaining = deadline - now();
-    let row: Task | null = null;
-    if (ref !== null && (isTerminal(ref) || remaining <= 0)) {
-      row = byKey ? await store.getByKey(awaited) : await store.get(awaited);
+  // A push `done` signal for the awaited id (§9) says the task reached a terminal status: the next poll
+  // then reads the full row at once, instead of a status probe followed by the full read. Only an
+  // accelerator: the row read decides, exactly as after a probe (a non-terminal row keeps waiting).
+  let doneSignaled = false;
+  const unsubscribe =
+    byKey || typeof store.subscribe !== "function"
+      ? () => {}
+      : store.subscribe((s) => {
+          if (s.reason === "done" && s.taskId === awaited) doneSignaled = true;
+        });
+  try {
+    for (;;) {
+      let row: Task | null = null;
+      let ref: TaskRef | null;
+      const fullRead = doneSignaled;
+      if (fullRead) {
+        doneSignaled = false;
+        row = await store.get(awaited);
+        ref = row === null ? null : { id: row.id, status: row.status };
+      } else {
+        ref = byKey ? await store.getStatusByKey(awaited) : await store.getStatus(awaited);
+      }
+      const remaining = deadline - now();
+      if (!fullRead && ref !== null && (isTerminal(ref) || remaining <= 0)) {
+        row = byKey ? await store.getByKey(awaited) : await store.get(awaited);
+      }
       if (row !== null && isTerminal(row)) return row;
+      if (remaining <= 0) {
+        const nowMs = (deps.wallNow ?? Date.now)();
+        const message = describeTimeout({ id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs });
+        throw new TaskTimeout(ref?.id ?? awaited, key, row, { message });
+      }
+      // A done signal that arrived during the reads above: read again at once rather than sleep through it.
+      if (!doneSignaled) {
+        const sleepMs = Math.ceil(Math.min(interval, remaining));
+        const wakeId = ref?.id ?? (byKey ? null : awaited);
+        if (wakeId !== null) await store.taskDoneWake(wakeId, sleepMs, signal);
+        // Only a by-key wait gets here, and it was checked to have a sleep.
+        else await (sleep as (ms: number, signal?: AbortSignal) => Promise<void>)(sleepMs, signal);
+      }
+      signal?.throwIfAborted();
+      interval = nextPollInterval(interval, maxPollMs);
     }
-    if (remaining <= 0) {
-      const nowMs = (deps.wallNow ?? Date.now)();
-      const message = describeTimeout({ id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs });
-      throw new TaskTimeout(ref?.id ?? awaited, key, row, { message });
-    }
-    const sleepMs = Math.ceil(Math.min(interval, remaining));
-    const wakeId = ref?.id ?? (byKey ? null : awaited);
-    if (wakeId !== null) await store.taskDoneWake(wakeId, sleepMs, signal);
-    // Only a by-key wait gets here, and it was checked to have a sleep.
-    else await (sleep as (ms: number, signal?: AbortSignal) => Promise<void>)(sleepMs, signal);
-    signal?.throwIfAborted();
-    interval = nextPollInterval(interval, maxPollMs);
+  } finally {
+    unsubscribe();
   }
 }
 

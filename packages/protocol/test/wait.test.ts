@@ -368,3 +368,51 @@ describe("describeTimeout", () => {
     expect(describeTimeout({ ...base, task: terminalRow(status) })).toContain(`: ${status}, but the row was read only after the deadline`);
   });
 });
+
+describe("waitForTask after a push done signal (§9)", () => {
+  it("reads the full row at once: no status probe between the signal and the return", async () => {
+    const f = fakeStore([queuedRow()]);
+    let listener: ((signal: { reason: "done"; taskId: string }) => void) | null = null;
+    let unsubscribed = false;
+    const store = Object.assign(f.store, {
+      subscribe(l: (signal: { reason: "done"; taskId: string }) => void) {
+        listener = l;
+        return () => {
+          unsubscribed = true;
+        };
+      },
+      async taskDoneWake(_id: string, ms: number) {
+        f.clock.ms += ms / 2;
+        f.table.set(ID, terminalRow("succeeded"));
+        listener?.({ reason: "done", taskId: "some-other-task" });
+        listener?.({ reason: "done", taskId: ID });
+      },
+    });
+    const row = await waitForTask(store, { id: ID }, {}, f.deps);
+    expect(row.status).toBe("succeeded");
+    expect(f.count("getStatus")).toBe(1);
+    expect(f.count("get")).toBe(1);
+    expect(unsubscribed).toBe(true);
+  });
+
+  it("keeps waiting when the row read after a signal is not terminal (the read decides, not the signal)", async () => {
+    const f = fakeStore([queuedRow()]);
+    let listener: ((signal: { reason: "done"; taskId: string }) => void) | null = null;
+    let wakes = 0;
+    const store = Object.assign(f.store, {
+      subscribe(l: (signal: { reason: "done"; taskId: string }) => void) {
+        listener = l;
+        return () => {};
+      },
+      async taskDoneWake(_id: string, ms: number) {
+        f.clock.ms += ms;
+        wakes += 1;
+        if (wakes === 1) listener?.({ reason: "done", taskId: ID });
+        if (wakes === 2) f.table.set(ID, terminalRow("failed"));
+      },
+    });
+    const row = await waitForTask(store, { id: ID }, {}, f.deps);
+    expect(row.status).toBe("failed");
+    expect(wakes).toBe(2);
+  });
+});
