@@ -240,6 +240,8 @@ export interface NormalizedClaim {
   readonly names: string[] | null;
   /** The draw planner: the caller's, or one default draw `(names, limit)`. */
   readonly draws: NonNullable<ClaimInput["draws"]>;
+  /** Whether the cycle starts with the read-only probe (`ClaimInput.probe`). */
+  readonly probe: boolean;
 }
 
 /** Validates a claim cycle (§5.10). */
@@ -249,7 +251,11 @@ export function normalizeClaim(input: ClaimInput): NormalizedClaim {
   const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names");
   const limit = intOr(input.limit, 1, "limit", 0);
   const draws = input.draws ?? ((_claimed: readonly unknown[], index: number) => (index === 0 ? { names, limit } : null));
-  return { queues, workerId: requireName(input.workerId, "workerId"), leaseMs: leaseMsOf(input.leaseMs), names, draws };
+  if (input.probe !== undefined && typeof input.probe !== "boolean") {
+    fail("probe", `probe must be a boolean or undefined, got ${describe(input.probe)}`);
+  }
+  const probe = input.probe !== false;
+  return { queues, workerId: requireName(input.workerId, "workerId"), leaseMs: leaseMsOf(input.leaseMs), names, draws, probe };
 }
 
 /** Parameters of one `DRAW`, or `null` when the draw takes nothing without a statement (§5.10 step 5). */

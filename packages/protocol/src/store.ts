@@ -167,6 +167,14 @@ export interface ClaimInput {
    * finish. Must be synchronous and pure. When given, `limit` is ignored.
    */
   draws?: (claimedSoFar: readonly Task[], index: number) => ClaimDraw | null;
+  /**
+   * Advanced: `false` skips the read-only probe and opens the claim
+   * transaction at once (lease recovery, then the draws, as always). The probe
+   * only spares a transaction when nothing is claimable; a caller that was
+   * just woken by a push `queued` signal for its queues (§9) expects work.
+   * A store may probe anyway. @default true
+   */
+  probe?: boolean;
 }
 
 /** Fields of every ownership-checked write. */

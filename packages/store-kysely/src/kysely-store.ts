@@ -404,15 +404,17 @@ export class KyselyStore implements TaskStore {
 
   /**
    * The claim cycle (§5.10): a read-only probe outside any transaction (an
-   * idle worker never takes the write lock), then one write transaction —
+   * idle worker never takes the write lock; skipped with `probe: false`), then one write transaction —
    * lease recovery over the whole table, then the draw planner's draws until
    * it returns `null`.
    */
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
     return this.run(async () => {
-      const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
-      if (!truthy(probe?.found)) return [];
+      if (claim.probe) {
+        const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
+        if (!truthy(probe?.found)) return [];
+      }
       return this.dialect.executor.writeTransaction(this.db, async (tx) => {
         await this.#exec(tx, RECOVER_TEMPLATE, {});
         const claimed: Task[] = [];

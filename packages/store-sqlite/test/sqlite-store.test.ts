@@ -276,3 +276,19 @@ describe("submit without RETURNING (the process clock: the row is SUBMIT's build
     }
   });
 });
+
+describe("claim with probe: false", () => {
+  it("opens the claim transaction without the probe: recovery and draws as always, nothing when nothing is claimable", async () => {
+    const store = openStore();
+    await store.connect();
+    try {
+      expect(await store.claim({ queues: ["default"], workerId: "w", probe: false })).toEqual([]);
+      const task = await store.submit({ name: "n" });
+      const claimed = await store.claim({ queues: ["default"], workerId: "w", probe: false });
+      expect(claimed.map((t) => [t.id, t.status])).toEqual([[task.id, "running"]]);
+      await expect(store.claim({ queues: ["default"], workerId: "w", probe: "no" as never })).rejects.toThrow(/probe/);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -136,6 +136,10 @@ export class Worker {
   readonly #gate: BackpressureGate | null;
   #bytesInFlight = 0;
   #polls = 0;
+  /** Whether a push `queued` signal for one of our queues arrived since the last idle sleep began (§9). */
+  #queuedSignal = false;
+  /** Whether the next claim cycle may skip the store's probe: we were just woken by a `queued` signal. */
+  #skipProbe = false;
   #callEnded: Deferred<void> = deferred();
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
@@ -395,6 +399,26 @@ export class Worker {
   // ── poll loop (§8.3) ─────────────────────────────────────────────────────
 
   async #loop(signal: AbortSignal): Promise<void> {
+    const queues = new Set(this.options.queues);
+    let unsubscribe: () => void = () => {};
+    try {
+      if (typeof this.store.subscribe === "function") {
+        unsubscribe = this.store.subscribe((s) => {
+          if (s.reason === "queued" && queues.has(s.queue)) this.#queuedSignal = true;
+        });
+      }
+    } catch (err) {
+      // Push signals only accelerate: without them every claim cycle probes, as always.
+      this.#report(err, { phase: "claim" });
+    }
+    try {
+      await this.#claimLoop(signal);
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  async #claimLoop(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       try {
         await this.#waitForRoom(signal);
@@ -446,8 +470,12 @@ export class Worker {
   }
 
   async #idle(signal: AbortSignal): Promise<void> {
+    this.#queuedSignal = false;
     try {
       await this.store.claimWake(this.options.queues, this.options.pollIntervalMs, signal);
+      // Woken by a queued signal for our queues: the probe would only confirm what the signal said, so the
+      // next cycle opens its transaction at once (recovery still runs first in it; an empty draw is harmless).
+      this.#skipProbe = this.#queuedSignal;
     } catch (err) {
       if (signal.aborted) return;
       this.#report(err, { phase: "claim" });
@@ -468,12 +496,15 @@ export class Worker {
       capacities: this.options.resources,
       batchOf: (name) => batches.get(name) ?? 1,
     });
+    const skipProbe = this.#skipProbe;
+    this.#skipProbe = false;
     return this.store.claim({
       queues: this.options.queues,
       workerId: this.workerId,
       leaseMs: this.options.leaseMs,
       names: registrations.map((r) => r.name),
       draws,
+      ...(skipProbe ? { probe: false } : {}),
     });
   }
 
