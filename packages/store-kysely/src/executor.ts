@@ -51,6 +51,13 @@ export interface StoreExecutor {
    * (a busy retry), so compute ids and encodings before calling this.
    */
   writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
+  /**
+   * Optional: a write transaction whose first statement is `first` (its
+   * result is not needed), then `fn`. An executor may send `first` together
+   * with `BEGIN` to save a round trip; without this method the store runs
+   * `first` as the first statement of {@link StoreExecutor.writeTransaction}'s body.
+   */
+  writeTransactionAfter?<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
 }
 
 /**

@@ -59,7 +59,7 @@ import {
   succeedParams,
   UnsupportedBackend,
 } from "@cairnq/protocol";
-import type { QueryResult } from "kysely";
+import type { CompiledQuery, QueryResult } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";
 import type { StoreDialect } from "./dialect.js";
@@ -415,8 +415,11 @@ export class KyselyStore implements TaskStore {
         const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
         if (!truthy(probe?.found)) return [];
       }
-      return this.dialect.executor.writeTransaction(this.db, async (tx) => {
-        await this.#exec(tx, RECOVER_TEMPLATE, {});
+      // Lease recovery is always the transaction's first statement, before any draw.
+      const recover = this.compiler.statement(RECOVER_TEMPLATE, {});
+      const first = (): CompiledQuery<Row> => recover.query({});
+      const executor = this.dialect.executor;
+      const draw = async (tx: QueryRunner): Promise<Task[]> => {
         const claimed: Task[] = [];
         for (let index = 0; ; index += 1) {
           const draw = claim.draws(claimed, index);
@@ -426,6 +429,11 @@ export class KyselyStore implements TaskStore {
           for (const row of (await this.#exec(tx, DRAW_TEMPLATE, params)).rows) claimed.push(decodeTask(row));
         }
         return claimed;
+      };
+      if (executor.writeTransactionAfter !== undefined) return executor.writeTransactionAfter(this.db, first, draw);
+      return executor.writeTransaction(this.db, async (tx) => {
+        await tx.executeQuery(first());
+        return draw(tx);
       });
     });
   }

@@ -35,6 +35,43 @@ export class PostgresExecutor extends KyselyExecutor {
       }
     }
   }
+
+  /**
+   * `BEGIN` and `first` in one round trip when `first` binds no parameter
+   * (lease recovery: its clock is the database's): one simple-protocol query
+   * `BEGIN; <first>` opens the transaction and runs `first` inside it, then
+   * `fn` and `COMMIT` as usual; any failure rolls back. A `first` with
+   * parameters runs as the first statement of an ordinary transaction.
+   */
+  async writeTransactionAfter<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    const query = first();
+    if (query.parameters.length > 0) {
+      return this.writeTransaction(db, async (tx) => {
+        await tx.executeQuery(query);
+        return fn(tx);
+      });
+    }
+    for (;;) {
+      try {
+        return await db.connection().execute(async (conn) => {
+          try {
+            // No parameters, so pg sends it as a simple query, which may hold several statements.
+            await conn.executeQuery(CompiledQuery.raw(`BEGIN; ${query.sql}`));
+            const value = await fn(conn);
+            await conn.executeQuery(CompiledQuery.raw("COMMIT"));
+            return value;
+          } catch (error) {
+            // Outside a transaction (BEGIN itself failed, or COMMIT ended it) ROLLBACK only warns.
+            await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+            throw error;
+          }
+        });
+      } catch (error) {
+        if (!(error instanceof KeyLockBusy)) throw error;
+        await db.executeQuery(CompiledQuery.raw(KEY_LOCK_SQL, [error.key]));
+      }
+    }
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Task } from "@cairnq/protocol";
 import { DRAW, InvalidArgument, LostLease, PURGE, purgeParams, RECOVER, SerializationError, SUBMIT } from "@cairnq/protocol";
 import { deleteTemplate, insertTemplate, POSTGRES_CLOCK, setTransitionTemplate, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
-import { PostgresStore, PostgresStoreSyntax } from "../src/index.js";
+import { PostgresExecutor, PostgresStore, PostgresStoreSyntax } from "../src/index.js";
 import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "./helpers.js";
 
 const W = "worker_test";
@@ -397,5 +397,35 @@ describe("withTransaction: submit inside the caller's transaction", () => {
     const store = openStore();
     expect(() => store.withTransaction(store.db as never)).toThrow(InvalidArgument);
     expect(() => store.withTransaction(null as never)).toThrow(InvalidArgument);
+  });
+});
+
+describe("PostgresExecutor.writeTransactionAfter (BEGIN and the first statement in one round trip)", () => {
+  it("commits the first statement with the body, rolls both back when the body throws, and leaves the connection usable", async () => {
+    const schema = await freshSchema();
+    const pool = poolFor(schema, { max: 1 });
+    const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool }) });
+    const executor = new PostgresExecutor();
+    try {
+      await db.executeQuery(CompiledQuery.raw("CREATE TABLE t (v int)"));
+      const first = (v: number) => () => CompiledQuery.raw(`INSERT INTO t VALUES (${v})`);
+      const inTx = await executor.writeTransactionAfter(db, first(1), async (tx) => {
+        await tx.executeQuery(CompiledQuery.raw("INSERT INTO t VALUES ($1)", [2]));
+        const result = await tx.executeQuery(CompiledQuery.raw("SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS n"));
+        return (result.rows[0] as { n: boolean } | undefined)?.n;
+      });
+      expect(inTx).toBe(true);
+      await expect(
+        executor.writeTransactionAfter(db, first(3), async (tx) => {
+          await tx.executeQuery(CompiledQuery.raw("INSERT INTO t VALUES (4)"));
+          throw new Error("body failed");
+        }),
+      ).rejects.toThrow("body failed");
+      await expect(executor.writeTransactionAfter(db, () => CompiledQuery.raw("INSERT INTO missing VALUES (1)"), async () => 1)).rejects.toThrow(/missing/);
+      const rows = (await db.executeQuery(CompiledQuery.raw("SELECT v FROM t ORDER BY v"))).rows as { v: number }[];
+      expect(rows.map((r) => r.v)).toEqual([1, 2]);
+    } finally {
+      await db.destroy();
+    }
   });
 });
