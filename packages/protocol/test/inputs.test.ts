@@ -310,6 +310,14 @@ describe("owned writes: common fields", () => {
     });
   });
 
+  it("claim's probe flag: on by default, false skips it, anything but a boolean is rejected", () => {
+    const base = { queues: ["q"], workerId: "w" };
+    expect(normalizeClaim(base).probe).toBe(true);
+    expect(normalizeClaim({ ...base, probe: true }).probe).toBe(true);
+    expect(normalizeClaim({ ...base, probe: false }).probe).toBe(false);
+    expectInvalid(() => normalizeClaim(loose({ ...base, probe: "no" })), "probe", /probe must be a boolean/);
+  });
+
   it("every operation rejects a null input with InvalidArgument, never a TypeError", () => {
     expectInvalid(() => progressParams(loose(null)), "input");
     expectInvalid(() => succeedParams(loose(null)), "input");

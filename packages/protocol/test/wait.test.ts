@@ -415,4 +415,53 @@ describe("waitForTask after a push done signal (§9)", () => {
     expect(row.status).toBe("failed");
     expect(wakes).toBe(2);
   });
+  it("a signal heard during the status read is not slept through: the next beat reads the full row at once", async () => {
+    const f = fakeStore([queuedRow()]);
+    let listener: ((signal: { reason: "done"; taskId: string }) => void) | null = null;
+    const probe = f.store.getStatus.bind(f.store);
+    const store = Object.assign(f.store, {
+      subscribe(l: (signal: { reason: "done"; taskId: string }) => void) {
+        listener = l;
+        return () => {};
+      },
+      async getStatus(id: string) {
+        const ref = await probe(id);
+        // The task settles while this probe's answer (still queued) is on its way back.
+        f.table.set(ID, terminalRow("succeeded"));
+        listener?.({ reason: "done", taskId: ID });
+        return ref;
+      },
+    });
+    const row = await waitForTask(store, { id: ID }, {}, f.deps);
+    expect(row.status).toBe("succeeded");
+    expect(f.wakes()).toEqual([]);
+    expect(f.count("get")).toBe(1);
+  });
+
+  it("a task gone (purged) when the signal's full read runs is not finished: the wait goes on, by id, until the deadline", async () => {
+    const f = fakeStore([queuedRow()]);
+    let listener: ((signal: { reason: "done"; taskId: string }) => void) | null = null;
+    const woken: string[] = [];
+    const store = Object.assign(f.store, {
+      subscribe(l: (signal: { reason: "done"; taskId: string }) => void) {
+        listener = l;
+        return () => {};
+      },
+      async taskDoneWake(id: string, ms: number) {
+        woken.push(id);
+        f.clock.ms += ms;
+        if (woken.length === 1) {
+          f.table.delete(ID);
+          listener?.({ reason: "done", taskId: ID });
+        }
+      },
+    });
+    const err = await waitForTask(store, { id: ID }, { timeoutMs: 1_000 }, f.deps).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskTimeout);
+    expect((err as TaskTimeout).taskId).toBe(ID);
+    expect((err as TaskTimeout).task).toBe(null);
+    // After the missing full read, it kept sleeping on the awaited id itself.
+    expect(woken.length).toBeGreaterThan(1);
+    expect(new Set(woken)).toEqual(new Set([ID]));
+  });
 });
