@@ -28,7 +28,7 @@ process.env.TURBO_NO_UPDATE_NOTIFIER ??= "1";
 // `pnpm test -- --filter=x` may hand us a literal "--".
 const extraArgs = process.argv.slice(2).filter((a, i) => !(i === 0 && a === "--"));
 
-// The pnpm that runs us (npm_execpath), so `npx pnpm@X test` uses pnpm X for its children too.
+// The pnpm that runs us (npm_execpath), so `npx -p pnpm@X pnpm test` uses pnpm X for its children too.
 const PNPM = (() => {
   const execpath = process.env.npm_execpath;
   if (execpath && /^pnpm/.test(path.basename(execpath))) {
