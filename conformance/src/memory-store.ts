@@ -45,6 +45,7 @@ import {
   HEARTBEAT,
   HEARTBEAT_BATCH,
   heartbeatBatchParams,
+  heartbeatBatchResult,
   heartbeatParams,
   holds,
   LostLease,
@@ -268,20 +269,15 @@ export class MemoryStore implements TaskStore {
 
   async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
     const params = heartbeatBatchParams(input);
-    const out = new Map<string, boolean>();
-    if (params.taskIds.length === 0) return out;
+    if (params.taskIds.length === 0) return new Map();
     const now = this.#clock();
-    const renewed = new Map<string, boolean>();
+    const renewed: Task[] = [];
     for (const row of selectRows(HEARTBEAT_BATCH.selection, this.#tasks.values(), params, now)) {
       const next = applyBranches(HEARTBEAT_BATCH.branches, row, params, now).row;
       this.#tasks.set(next.id, next);
-      renewed.set(next.id, next.cancel_requested_at_ms !== null);
+      renewed.push(next);
     }
-    for (const id of params.taskIds) {
-      const flag = renewed.get(id);
-      if (flag !== undefined) out.set(id, flag);
-    }
-    return out;
+    return heartbeatBatchResult(params.taskIds, renewed);
   }
 
   async progress(input: ProgressInput): Promise<Task> {

@@ -173,6 +173,26 @@ export function heartbeatBatchParams(input: HeartbeatBatchInput): Params & { tas
   };
 }
 
+/**
+ * The result of `heartbeat_batch` (§5.12) from the rows the statement renewed:
+ * task id → whether a cancel was requested (`cancel_requested_at_ms` non-null),
+ * in the order the ids were requested. A requested id with no renewed row lost
+ * its lease and is simply absent.
+ */
+export function heartbeatBatchResult(
+  taskIds: readonly string[],
+  renewed: Iterable<{ readonly id?: unknown; readonly cancel_requested_at_ms?: unknown }>,
+): Map<string, boolean> {
+  const flags = new Map<string, boolean>();
+  for (const row of renewed) flags.set(String(row.id), row.cancel_requested_at_ms !== null && row.cancel_requested_at_ms !== undefined);
+  const out = new Map<string, boolean>();
+  for (const id of taskIds) {
+    const flag = flags.get(id);
+    if (flag !== undefined) out.set(id, flag);
+  }
+  return out;
+}
+
 /** Parameters of `PROGRESS`; `null` keeps the previous value. */
 export function progressParams(input: ProgressInput): Params {
   objectInput(input);

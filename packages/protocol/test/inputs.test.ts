@@ -14,6 +14,7 @@ import {
   encodeFailError,
   failParams,
   heartbeatBatchParams,
+  heartbeatBatchResult,
   heartbeatParams,
   leaseMsOf,
   normalizeClaim,
@@ -336,6 +337,23 @@ describe("owned writes: common fields", () => {
 });
 
 describe("heartbeat / heartbeat_batch (§5.11, §5.12)", () => {
+  it("heartbeatBatchResult maps renewed ids to their flag, in requested order, leaving out ids not renewed", () => {
+    const result = heartbeatBatchResult(
+      ["task_c", "task_a", "task_lost", "task_b"],
+      [
+        { id: "task_a", cancel_requested_at_ms: null },
+        { id: "task_b", cancel_requested_at_ms: 1_700_000_000_000 },
+        { id: "task_c" },
+      ],
+    );
+    expect([...result]).toEqual([
+      ["task_c", false],
+      ["task_a", false],
+      ["task_b", true],
+    ]);
+    expect(heartbeatBatchResult([], [{ id: "task_a", cancel_requested_at_ms: 1 }]).size).toBe(0);
+  });
+
   it("lease_ms defaults to 30000 and must be an integer ≥ 1", () => {
     expect(heartbeatParams(owned)).toEqual({ ...owned, attempt: null, leaseMs: 30_000 });
     expect(heartbeatParams({ ...owned, leaseMs: 1 }).leaseMs).toBe(1);

@@ -36,6 +36,7 @@ import {
   HEARTBEAT,
   HEARTBEAT_BATCH,
   heartbeatBatchParams,
+  heartbeatBatchResult,
   heartbeatParams,
   LostLease,
   newTaskId,
@@ -453,18 +454,7 @@ export class KyselyStore implements TaskStore {
   async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
     const params = heartbeatBatchParams(input);
     if (params.taskIds.length === 0) return new Map();
-    return this.run(async () => {
-      const renewed = new Map<string, boolean>();
-      for (const row of (await this.#write(HEARTBEAT_BATCH_TEMPLATE, params)).rows) {
-        renewed.set(String(row.id), row.cancel_requested_at_ms !== null && row.cancel_requested_at_ms !== undefined);
-      }
-      const out = new Map<string, boolean>();
-      for (const id of params.taskIds) {
-        const flag = renewed.get(id);
-        if (flag !== undefined) out.set(id, flag);
-      }
-      return out;
-    });
+    return this.run(async () => heartbeatBatchResult(params.taskIds, (await this.#write(HEARTBEAT_BATCH_TEMPLATE, params)).rows));
   }
 
   /** §5.13: `null` keeps the previous value; the row, or `LostLease`. */
