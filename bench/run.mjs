@@ -13,8 +13,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machineInfo } from "./lib/machine.mjs";
-import { callLatency, claimUnderBacklog, drainThroughput, submitThroughput } from "./lib/ours.mjs";
-import { buildRows, renderMarkdown } from "./lib/report.mjs";
+import { callLatency, claimUnderBacklog, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
+import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
 
 const { values: args } = parseArgs({
@@ -44,6 +44,9 @@ const settings = {
   latencyWarmup: args.quick ? 5 : 20,
   claimSamples: args.quick ? 50 : 200,
   backlogs: [1_000, 100_000],
+  // The growth figure (bloat resistance): claim cost with this many terminal rows next to this many queued,
+  // against the 1k-queued figure. --quick scales both down by 10 to stay fast (the row says which it measured).
+  growth: args.quick ? { terminal: 100_000, queued: 10_000 } : { terminal: 1_000_000, queued: 100_000 },
 };
 if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
@@ -149,6 +152,10 @@ async function repetition(backend, result, rep, errors) {
         push("ours", id, await claimUnderBacklog(backend, { backlog, samples: settings.claimSamples })),
       );
     }
+    const { terminal, queued } = settings.growth;
+    await step(`claim with ${terminal} terminal + ${queued} queued`, async () =>
+      push("ours", "claim.growth", await claimUnderBacklog(backend, { backlog: queued, terminal, samples: settings.claimSamples })),
+    );
   }
 }
 
@@ -167,18 +174,20 @@ try {
     for (let rep = 1; rep <= settings.reps; rep += 1) await repetition(backend, result, rep, errors);
   }
 } finally {
+  await finishOurs();
   for (const backend of backends) await backend.finish();
 }
 machine.loadAverageAtEnd = os.loadavg().map((v) => Math.round(v * 100) / 100);
 
 const durationS = (Date.now() - startedAt.getTime()) / 1000;
-const rows = buildRows(results);
+const rows = buildRows(results, settings);
+const targets = buildTargets(rows);
 const markdown = renderMarkdown({ machine, settings, rows, results, skipped, startedAt: startedAt.toISOString(), durationS });
 process.stdout.write(`${markdown}\n`);
 
 mkdirSync(resultsDir, { recursive: true });
 const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
-const json = { startedAt: startedAt.toISOString(), durationS, machine, settings, args, skipped, results, rows, errors };
+const json = { startedAt: startedAt.toISOString(), durationS, machine, settings, args, skipped, results, rows, targets, errors };
 writeFileSync(new URL(`${stamp}.json`, resultsDir), `${JSON.stringify(json, null, 2)}\n`);
 writeFileSync(new URL("latest.md", resultsDir), `${markdown}\n`);
 log(`wrote bench/results/${stamp}.json and bench/results/latest.md`);

@@ -5,7 +5,7 @@
 // The database: CAIRNQ_BENCH_PG_DSN, default postgres://postgres@127.0.0.1:5432/test.
 import { createRequire } from "node:module";
 import { floorIds } from "./sqlite-backend.mjs";
-import { hasPostgres } from "./targets.mjs";
+import { hasPostgres, openStore } from "./targets.mjs";
 
 const require = createRequire(import.meta.url);
 const pg = require("pg");
@@ -80,6 +80,43 @@ const COMPLETE_MANY = {
     updated_at_ms = $1 WHERE id = ANY($2::text[]) AND status = 'running' AND worker_id = $3`,
 };
 
+/**
+ * The same statements on the protocol's `cairnq_tasks` (§3.1; see the SQLite
+ * backend's PROTOCOL): every §3.5 index and the §3.8 notify trigger fire for
+ * these as for the store (each insert notifies `cairnq_queued`, each complete
+ * `cairnq_done`). A no-op complete writes SQL NULL (§2.2).
+ */
+const PROTOCOL = {
+  insertOne: {
+    name: "proto_insert_one",
+    text: `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id,
+      created_at_ms, updated_at_ms) VALUES ($1, 'noop', 'default', 'queued', $2::jsonb, '{}'::jsonb, 3, 0, $3, $1, $3, $3)`,
+  },
+  insertMany: {
+    name: "proto_insert_many",
+    text: `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id,
+      created_at_ms, updated_at_ms) SELECT u.id, 'noop', 'default', 'queued', u.payload, '{}'::jsonb, 3, 0, $3, u.id, $3, $3
+      FROM unnest($1::text[], $2::jsonb[]) AS u(id, payload)`,
+  },
+  claim: {
+    name: "proto_claim",
+    text: `UPDATE cairnq_tasks SET status = 'running', worker_id = $1, lease_until_ms = $2 + 30000, attempt = attempt + 1,
+      updated_at_ms = $2 WHERE id IN (SELECT id FROM cairnq_tasks WHERE queue = 'default' AND status = 'queued' AND run_at_ms <= $2
+      ORDER BY priority DESC, run_at_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *`,
+  },
+  completeOne: {
+    name: "proto_complete_one",
+    text: `UPDATE cairnq_tasks SET status = 'succeeded', result = NULL, progress = 1, completed_at_ms = $1, lease_until_ms = NULL,
+      updated_at_ms = $1 WHERE id = $2 AND status = 'running' AND worker_id = $3 AND cancel_requested_at_ms IS NULL`,
+  },
+  completeMany: {
+    name: "proto_complete_many",
+    text: `UPDATE cairnq_tasks SET status = 'succeeded', result = NULL, progress = 1, completed_at_ms = $1, lease_until_ms = NULL,
+      updated_at_ms = $1 WHERE id = ANY($2::text[]) AND status = 'running' AND worker_id = $3 AND cancel_requested_at_ms IS NULL`,
+  },
+};
+const MINIMAL = { insertOne: INSERT_ONE, insertMany: INSERT_MANY, claim: CLAIM, completeOne: COMPLETE_ONE, completeMany: COMPLETE_MANY };
+
 /** Runs `fn(client, index)` on every client at once; resolves with the elapsed ms. */
 async function timed(conns, fn) {
   const started = performance.now();
@@ -87,17 +124,33 @@ async function timed(conns, fn) {
   return performance.now() - started;
 }
 
-/** A fresh floor schema with the floor table and `conns` connections on it; `done()` closes and drops everything. */
-async function floorSchema(label, conns) {
+/**
+ * A fresh floor schema with `conns` connections on it; `done()` closes and
+ * drops everything. `kind` = "minimal" (the floor table) or "protocol" (the
+ * protocol v1 schema, created the way the store creates it: a
+ * `PostgresStore` connects once — migrations, indexes, CHECK, trigger — and
+ * closes).
+ */
+async function floorSchema(label, conns, kind = "minimal") {
   counter += 1;
-  const schema = `${PREFIX}${counter}_${label}`;
-  const first = await connect(schema, { create: true });
-  for (const ddl of FLOOR_DDL) await first.query(ddl);
+  const schema = `${PREFIX}${counter}_${kind === "protocol" ? "p_" : ""}${label}`;
+  let first;
+  if (kind === "protocol") {
+    const store = openStore({ backend: "postgres", dsn: DSN, schema });
+    await store.connect();
+    await store.close();
+    first = await connect(schema);
+  } else {
+    first = await connect(schema, { create: true });
+    for (const ddl of FLOOR_DDL) await first.query(ddl);
+  }
   const rest = await clients(schema, conns - 1);
   const all = [first, ...rest];
   return {
     schema,
     conns: all,
+    sql: kind === "protocol" ? PROTOCOL : MINIMAL,
+    table: kind === "protocol" ? "cairnq_tasks" : "tasks",
     async done() {
       await Promise.all(all.map((client) => client.end()));
       await admin((client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
@@ -106,13 +159,14 @@ async function floorSchema(label, conns) {
 }
 
 /** `n` rows in insertion order (see floorIds), written in chunks before the clock starts. */
-async function prefill(client, n) {
+async function prefill(s, n) {
+  const client = s.conns[0];
   const ids = floorIds(n);
   for (let i = 0; i < n; i += 5_000) {
     const chunk = ids.slice(i, i + 5_000);
-    await client.query(INSERT_MANY, [chunk, chunk.map((_, j) => JSON.stringify({ i: i + j })), Date.now()]);
+    await client.query(s.sql.insertMany, [chunk, chunk.map((_, j) => JSON.stringify({ i: i + j })), Date.now()]);
   }
-  await client.query("ANALYZE tasks");
+  await client.query(`ANALYZE ${s.table}`);
 }
 
 /**
@@ -179,11 +233,41 @@ export const postgresBackend = {
     }
   },
 
+  /**
+   * SETUP ONLY (the growth figure): appends `count` terminal (`succeeded`)
+   * `noop` tasks, as COMPLETE leaves them, older than anything queued, with
+   * ONE `INSERT … SELECT` over `generate_series` (no row crosses the wire),
+   * with the §3.8 trigger disabled for that statement only: for an insert of
+   * a terminal row it matches no branch and notifies nothing, so this skips
+   * a million no-op plpgsql calls and nothing else. The rows are written in
+   * their final state, so the table holds no dead tuples from them (as after
+   * autovacuum). ANALYZE follows in `fillBacklog`.
+   */
+  async fillTerminal(target, count) {
+    const client = await connect(target.schema);
+    try {
+      await client.query("BEGIN");
+      await client.query("ALTER TABLE cairnq_tasks DISABLE TRIGGER cairnq_tasks_notify");
+      await client.query(
+        `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, progress, attempt, max_attempts, priority, worker_id,
+          run_at_ms, root_id, created_at_ms, updated_at_ms, completed_at_ms)
+        SELECT 'task_' || lpad(i::text, 26, '0'), 'noop', 'default', 'succeeded', jsonb_build_object('i', i), '{}'::jsonb, 1, 1, 3, 0,
+          'worker_bench', $1::bigint + i, 'task_' || lpad(i::text, 26, '0'), $1::bigint + i, $1::bigint + i + 5, $1::bigint + i + 5
+        FROM generate_series(0, $2::integer - 1) AS i`,
+        [Date.now() - count - 60_000, count],
+      );
+      await client.query("ALTER TABLE cairnq_tasks ENABLE TRIGGER cairnq_tasks_notify");
+      await client.query("COMMIT");
+    } finally {
+      await client.end();
+    }
+  },
+
   /** Raw pg floors; each on its own fresh schema, connections opened before the clock starts; tasks/s. */
   floors: {
     /** INSERT: `perStatement` = 1 (single-row INSERTs) or 64 (one multi-row INSERT), over `conns` connections. */
-    async insert({ n, perStatement, conns }) {
-      const s = await floorSchema(`insert_${perStatement}_c${conns}`, conns);
+    async insert({ n, perStatement, conns, schema = "minimal" }) {
+      const s = await floorSchema(`insert_${perStatement}_c${conns}`, conns, schema);
       try {
         const ids = floorIds(n);
         let next = 0;
@@ -192,10 +276,10 @@ export const postgresBackend = {
             const from = next;
             next = Math.min(n, next + perStatement);
             if (perStatement === 1) {
-              await client.query(INSERT_ONE, [ids[from], JSON.stringify({ i: from }), Date.now()]);
+              await client.query(s.sql.insertOne, [ids[from], JSON.stringify({ i: from }), Date.now()]);
             } else {
               const chunk = ids.slice(from, next);
-              await client.query(INSERT_MANY, [chunk, chunk.map((_, j) => JSON.stringify({ i: from + j })), Date.now()]);
+              await client.query(s.sql.insertMany, [chunk, chunk.map((_, j) => JSON.stringify({ i: from + j })), Date.now()]);
             }
           }
         });
@@ -210,20 +294,20 @@ export const postgresBackend = {
      * (UPDATE … RETURNING of up to `perStatement` rows, SKIP LOCKED) then
      * complete (one UPDATE per task, or one UPDATE … = ANY of the batch).
      */
-    async drain({ n, perStatement, conns }) {
-      const s = await floorSchema(`drain_${perStatement}_c${conns}`, conns);
+    async drain({ n, perStatement, conns, schema = "minimal" }) {
+      const s = await floorSchema(`drain_${perStatement}_c${conns}`, conns, schema);
       try {
-        await prefill(s.conns[0], n);
+        await prefill(s, n);
         let done = 0;
         const ms = await timed(s.conns, async (client, index) => {
           const workerId = `worker_floor_${index}`;
           for (;;) {
-            const { rows } = await client.query(CLAIM, [workerId, Date.now(), perStatement]);
+            const { rows } = await client.query(s.sql.claim, [workerId, Date.now(), perStatement]);
             if (rows.length === 0) return;
             if (perStatement === 1) {
-              await client.query(COMPLETE_ONE, [Date.now(), rows[0].id, workerId]);
+              await client.query(s.sql.completeOne, [Date.now(), rows[0].id, workerId]);
             } else {
-              await client.query(COMPLETE_MANY, [Date.now(), rows.map((row) => row.id), workerId]);
+              await client.query(s.sql.completeMany, [Date.now(), rows.map((row) => row.id), workerId]);
             }
             done += rows.length;
           }
@@ -245,6 +329,16 @@ export const postgresBackend = {
       { id: "drain.stmt1.c1", run: (n) => this.floors.drain({ n, perStatement: 1, conns: 1 }) },
       { id: "drain.stmt1.c64", run: (n) => this.floors.drain({ n, perStatement: 1, conns: 64 }) },
       { id: "drain.stmt64", run: (n) => this.floors.drain({ n, perStatement: 64, conns: BATCH_CONNECTIONS }) },
+      { id: "proto.insert.stmt1.c1", run: (n) => this.floors.insert({ n, perStatement: 1, conns: 1, schema: "protocol" }) },
+      {
+        id: "proto.insert.stmt64",
+        run: (n) => this.floors.insert({ n, perStatement: 64, conns: BATCH_CONNECTIONS, schema: "protocol" }),
+      },
+      { id: "proto.drain.stmt1.c1", run: (n) => this.floors.drain({ n, perStatement: 1, conns: 1, schema: "protocol" }) },
+      {
+        id: "proto.drain.stmt64",
+        run: (n) => this.floors.drain({ n, perStatement: 64, conns: BATCH_CONNECTIONS, schema: "protocol" }),
+      },
     ];
   },
 

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { newTaskId } from "./targets.mjs";
+import { newTaskId, openStore } from "./targets.mjs";
 import { sqliteVersion } from "./machine.mjs";
 
 const require = createRequire(import.meta.url);
@@ -24,6 +24,24 @@ function openRaw(path) {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
+  return db;
+}
+
+/**
+ * The raw driver on a database file holding the protocol v1 schema, created
+ * the way the store creates it (a `SQLiteStore` connects once — all
+ * migrations, every §3.5 index, every CHECK — and closes), with the
+ * connection settings the store uses on its writer (WAL, synchronous =
+ * NORMAL, temp_store = MEMORY, foreign_keys = ON), so that the only
+ * difference left between this floor and our figure is our code.
+ */
+async function openRawProtocol(path) {
+  const store = openStore({ backend: "sqlite", path });
+  await store.connect();
+  await store.close();
+  const db = openRaw(path);
+  db.pragma("temp_store = MEMORY");
+  db.pragma("foreign_keys = ON");
   return db;
 }
 
@@ -53,6 +71,43 @@ const FLOOR_CLAIM = `UPDATE tasks SET status = 'running', worker_id = @workerId,
 /** Complete = one ownership-checked UPDATE per task. */
 const FLOOR_COMPLETE = `UPDATE tasks SET status = 'succeeded', result = @result, progress = 1, completed_at_ms = @now,
   lease_until_ms = NULL, updated_at_ms = @now WHERE id = @id AND status = 'running' AND worker_id = @workerId`;
+
+/**
+ * The same four statements on the protocol's `cairnq_tasks` (§3.1): the
+ * insert writes what SUBMIT writes for `submit({ name: "noop", payload })`,
+ * the claim is one draw in the §3.5 claim index's order, the complete is
+ * COMPLETE's no-flag branch for a NULL result (§5.14). Every index, CHECK and
+ * `json_valid` of the schema is paid by these as by the store.
+ */
+const PROTOCOL = {
+  insert: `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id,
+    created_at_ms, updated_at_ms) VALUES (@id, 'noop', 'default', 'queued', @payload, '{}', 3, 0, @now, @id, @now, @now)`,
+  claim: `UPDATE cairnq_tasks SET status = 'running', worker_id = @workerId, lease_until_ms = @now + 30000, attempt = attempt + 1,
+    updated_at_ms = @now WHERE id IN (SELECT id FROM cairnq_tasks WHERE queue = 'default' AND status = 'queued' AND run_at_ms <= @now
+    ORDER BY priority DESC, run_at_ms, id LIMIT @limit) RETURNING *`,
+  complete: `UPDATE cairnq_tasks SET status = 'succeeded', result = @result, progress = 1, completed_at_ms = @now,
+    lease_until_ms = NULL, updated_at_ms = @now WHERE id = @id AND status = 'running' AND worker_id = @workerId
+    AND cancel_requested_at_ms IS NULL`,
+};
+const MINIMAL = { insert: FLOOR_INSERT, claim: FLOOR_CLAIM, complete: FLOOR_COMPLETE };
+
+/**
+ * A fresh floor database: `schema` = "minimal" (the floor table above) or
+ * "protocol" (the protocol v1 schema as the store creates it). Returns the
+ * raw connection, the statements and the result value a no-op complete
+ * writes (the minimal floor keeps its historical JSON `null`; the protocol
+ * writes SQL NULL for a null result, §2.2).
+ */
+async function floorDatabase(label, schema) {
+  const { target, cleanup } = await sqliteBackend.fresh(`${label}-${schema}`);
+  if (schema === "protocol") {
+    const db = await openRawProtocol(target.path);
+    return { db, sql: PROTOCOL, result: null, cleanup };
+  }
+  const db = openRaw(target.path);
+  for (const ddl of FLOOR_DDL) db.exec(ddl);
+  return { db, sql: MINIMAL, result: "null", cleanup };
+}
 
 /**
  * Task ids for the floors, generated before the clock starts and sorted, so
@@ -117,15 +172,39 @@ export const sqliteBackend = {
     }
   },
 
-  /** Raw better-sqlite3 floors; each runs on its own fresh file and returns tasks/s. */
+  /**
+   * SETUP ONLY (the growth figure): appends `count` terminal (`succeeded`)
+   * `noop` tasks, as COMPLETE leaves them, older than anything queued (ids
+   * and times before now), with ONE `INSERT … SELECT` over a recursive CTE —
+   * no row crosses into JavaScript, so a million rows take seconds.
+   */
+  async fillTerminal(target, count) {
+    const db = openRaw(target.path);
+    try {
+      const t0 = Date.now() - count - 60_000;
+      db.prepare(
+        `WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < @count)
+        INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, progress, attempt, max_attempts, priority, worker_id,
+          run_at_ms, root_id, created_at_ms, updated_at_ms, completed_at_ms)
+        SELECT 'task_' || printf('%026d', i), 'noop', 'default', 'succeeded', '{"i":' || i || '}', '{}', 1, 1, 3, 0, 'worker_bench',
+          @t0 + i, 'task_' || printf('%026d', i), @t0 + i, @t0 + i + 5, @t0 + i + 5 FROM s`,
+      ).run({ count, t0 });
+    } finally {
+      db.close();
+    }
+  },
+
+  /**
+   * Raw better-sqlite3 floors; each runs on its own fresh file and returns
+   * tasks/s. `schema` = "minimal" (the floor table) or "protocol" (the
+   * protocol v1 schema, see `openRawProtocol`).
+   */
   floors: {
     /** INSERT of a task row: `perTx` = 1 is autocommit (one statement per transaction), else `perTx` inserts per transaction. */
-    async insert({ n, perTx }) {
-      const { target, cleanup } = await sqliteBackend.fresh(`floor-insert-${perTx}`);
-      const db = openRaw(target.path);
+    async insert({ n, perTx, schema = "minimal" }) {
+      const { db, sql, cleanup } = await floorDatabase(`floor-insert-${perTx}`, schema);
       try {
-        for (const ddl of FLOOR_DDL) db.exec(ddl);
-        const insert = db.prepare(FLOOR_INSERT);
+        const insert = db.prepare(sql.insert);
         const ids = floorIds(n);
         const insertOne = (i) => insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
         const batch = db.transaction((from, to) => {
@@ -151,21 +230,19 @@ export const sqliteBackend = {
      * two statements is its own transaction; else one claim transaction of
      * `perTx` rows and one transaction completing them.
      */
-    async drain({ n, perTx }) {
-      const { target, cleanup } = await sqliteBackend.fresh(`floor-drain-${perTx}`);
-      const db = openRaw(target.path);
+    async drain({ n, perTx, schema = "minimal" }) {
+      const { db, sql, result, cleanup } = await floorDatabase(`floor-drain-${perTx}`, schema);
       try {
-        for (const ddl of FLOOR_DDL) db.exec(ddl);
-        const insert = db.prepare(FLOOR_INSERT);
+        const insert = db.prepare(sql.insert);
         const ids = floorIds(n);
         db.transaction(() => {
           for (let i = 0; i < n; i += 1) insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
         }).immediate();
-        const claim = db.prepare(FLOOR_CLAIM);
-        const complete = db.prepare(FLOOR_COMPLETE);
+        const claim = db.prepare(sql.claim);
+        const complete = db.prepare(sql.complete);
         const workerId = "worker_floor";
         const completeAll = db.transaction((rows) => {
-          for (const row of rows) complete.run({ result: "null", now: Date.now(), id: row.id, workerId });
+          for (const row of rows) complete.run({ result, now: Date.now(), id: row.id, workerId });
         });
         const claimTx = db.transaction((limit) => claim.all({ workerId, now: Date.now(), limit }));
         let done = 0;
@@ -174,7 +251,7 @@ export const sqliteBackend = {
           const rows = perTx === 1 ? claim.all({ workerId, now: Date.now(), limit: 1 }) : claimTx.immediate(perTx);
           if (rows.length === 0) break;
           for (const row of rows) JSON.parse(row.payload);
-          if (perTx === 1) complete.run({ result: "null", now: Date.now(), id: rows[0].id, workerId });
+          if (perTx === 1) complete.run({ result, now: Date.now(), id: rows[0].id, workerId });
           else completeAll.immediate(rows);
           done += rows.length;
         }
@@ -195,6 +272,10 @@ export const sqliteBackend = {
       { id: "insert.tx64", run: (n) => this.floors.insert({ n, perTx: 64 }) },
       { id: "drain.tx1", run: (n) => this.floors.drain({ n, perTx: 1 }) },
       { id: "drain.tx64", run: (n) => this.floors.drain({ n, perTx: 64 }) },
+      { id: "proto.insert.tx1", run: (n) => this.floors.insert({ n, perTx: 1, schema: "protocol" }) },
+      { id: "proto.insert.tx64", run: (n) => this.floors.insert({ n, perTx: 64, schema: "protocol" }) },
+      { id: "proto.drain.tx1", run: (n) => this.floors.drain({ n, perTx: 1, schema: "protocol" }) },
+      { id: "proto.drain.tx64", run: (n) => this.floors.drain({ n, perTx: 64, schema: "protocol" }) },
     ];
   },
 
