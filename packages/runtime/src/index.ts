@@ -1,0 +1,26 @@
+/**
+ * `@cairnq/runtime` — internal support for CairnQ packages: the sleep and
+ * timer that honour durations past 2^31 ms, `deferred`, the keep-alive
+ * handle, the waiter set of the wake-up channels, and the options checker.
+ * No stability promise for use outside CairnQ's own packages.
+ *
+ * @packageDocumentation
+ */
+export { MAX_TIMER_MS, monotonicMs, nextTurn, sleep, startTimer } from "./timers.js";
+export type { SleepOptions, TimerHandle, TimerOptions } from "./timers.js";
+export { abortPromise, deferred } from "./deferred.js";
+export type { Deferred } from "./deferred.js";
+export { keepAlive } from "./keep-alive.js";
+export type { KeepAlive } from "./keep-alive.js";
+export { WaiterSet } from "./waiter-set.js";
+export type { Waiter, WaiterSetOptions } from "./waiter-set.js";
+export {
+  checkOptions,
+  closest,
+  MAX_DURATION_MS,
+  optionalCount,
+  optionalDurationMs,
+  requireCount,
+  requireDurationMs,
+} from "./options.js";
+export type { DurationRule } from "./options.js";

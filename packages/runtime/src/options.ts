@@ -1,0 +1,150 @@
+/**
+ * The one options checker every CairnQ role uses (client, worker, task
+ * options, factories, sweeper, scheduler): unknown keys are rejected with
+ * the valid ones listed, durations and counts are checked, never coerced.
+ */
+import { InvalidArgument } from "@cairnq/protocol";
+
+/**
+ * The longest duration an option may hold: 2^52 ms (about 142,000 years).
+ * Timers here honour any length by chaining; the bound keeps
+ * `Date.now() + duration` a safe integer, as the protocol's `*_at_ms`
+ * columns need.
+ */
+export const MAX_DURATION_MS = 2 ** 52;
+
+/**
+ * Rejects anything but a plain options object, and keys that are not
+ * options: `concurency: 8` silently ignored would run at 1. `undefined` and
+ * `null` stand for "no options" and give `{}`.
+ *
+ * @param what - How the caller wrote the call, for the message: `"new Worker(store, options)"`.
+ * @param allowed - Every valid key.
+ * @throws InvalidArgument naming the first unknown key, a close valid key
+ *   ("did you mean 'concurrency'?") and the whole list.
+ * @example
+ * ```ts
+ * const opts = checkOptions(options, "new Worker(store, options)", WORKER_OPTION_KEYS);
+ * ```
+ */
+export function checkOptions(value: unknown, what: string, allowed: readonly string[]): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new InvalidArgument("options", `${what} options must be an object, got ${Array.isArray(value) ? "an array" : typeof value}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (allowed.includes(key)) continue;
+    const near = closest(key, allowed);
+    const hint = near === null ? "" : ` (did you mean '${near}'?)`;
+    throw new InvalidArgument(key, `'${key}' is not an option of ${what}${hint}; the options are ${allowed.join(", ")}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The valid key closest to a misspelt one: a case-only difference, or at
+ * most two single-character edits (insert, delete, substitute, swap of
+ * neighbours) for keys of four or more characters; `null` when nothing is
+ * that close.
+ */
+export function closest(key: string, allowed: readonly string[]): string | null {
+  const lower = key.toLowerCase();
+  let best: string | null = null;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of allowed) {
+    if (candidate.toLowerCase() === lower) return candidate;
+    const limit = Math.min(2, Math.floor(Math.min(key.length, candidate.length) / 4));
+    if (limit === 0) continue;
+    const distance = editDistance(lower, candidate.toLowerCase(), limit);
+    if (distance <= limit && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance, stopping early once every path exceeds `limit`. */
+function editDistance(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let prev2: number[] = [];
+  let prev: number[] = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row: number[] = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, (prev2[j - 2] as number) + 1);
+      row.push(d);
+      if (d < rowMin) rowMin = d;
+    }
+    if (rowMin > limit) return limit + 1;
+    prev2 = prev;
+    prev = row;
+  }
+  return prev[b.length] as number;
+}
+
+/** Options of {@link requireDurationMs}. */
+export interface DurationRule {
+  /** The smallest value allowed: 0 where "no wait" makes sense, 1 where it cannot work. @default 0 */
+  min?: number;
+  /** The largest value allowed. @default MAX_DURATION_MS */
+  max?: number;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (typeof value === "object" && value !== null) return Array.isArray(value) ? "an array" : "an object";
+  return String(value);
+}
+
+/**
+ * A duration option in milliseconds: a finite integer in `[min, max]`.
+ * Any such value is honoured exactly by the runtime's timers (they chain
+ * past Node's 2^31 − 1 ms limit), so nothing is clamped.
+ *
+ * @throws InvalidArgument naming the option, the rule and the value given.
+ * @example
+ * ```ts
+ * const maxRunMs = requireDurationMs(options.maxRunMs, "maxRunMs", { min: 1 });
+ * ```
+ */
+export function requireDurationMs(value: unknown, argument: string, rule: DurationRule = {}): number {
+  const min = rule.min ?? 0;
+  const max = rule.max ?? MAX_DURATION_MS;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === MAX_DURATION_MS ? `an integer number of milliseconds ≥ ${min}` : `an integer number of milliseconds from ${min} to ${max}`;
+    throw new InvalidArgument(argument, `${argument} must be ${range}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** {@link requireDurationMs} for an optional option: `undefined` gives `fallback`. */
+export function optionalDurationMs<F>(value: unknown, argument: string, fallback: F, rule: DurationRule = {}): number | F {
+  return value === undefined ? fallback : requireDurationMs(value, argument, rule);
+}
+
+/**
+ * A count option (concurrency, batch size, capacity): an integer ≥ `min`.
+ * `0`, `-1` and `1.5` are rejected, never rounded or raised to 1.
+ *
+ * @throws InvalidArgument naming the option and the value given.
+ * @example
+ * ```ts
+ * const concurrency = requireCount(options.concurrency, "concurrency");
+ * ```
+ */
+export function requireCount(value: unknown, argument: string, min = 1): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** {@link requireCount} for an optional option: `undefined` gives `fallback`. */
+export function optionalCount<F>(value: unknown, argument: string, fallback: F, min = 1): number | F {
+  return value === undefined ? fallback : requireCount(value, argument, min);
+}

@@ -1,0 +1,154 @@
+/**
+ * The one sleep and the one callback timer every CairnQ package uses.
+ *
+ * Node's `setTimeout` takes a 32-bit signed delay: anything above
+ * 2^31 − 1 ms (about 24.8 days) is replaced by 1 ms, with only a process
+ * warning. A `maxRunMs` of 30 days would then fire at once. Both helpers here
+ * chain timers of at most {@link MAX_TIMER_MS} until the full duration has
+ * passed, so every non-negative duration is honoured.
+ */
+
+/** The longest delay one Node timer honours; longer ones fire after ~1 ms, so they are chained. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Options of {@link sleep} and {@link startTimer}. */
+export interface TimerOptions {
+  /** Ends a sleep early (see {@link SleepOptions.rejectOnAbort}); cancels a timer without calling it. @default undefined */
+  signal?: AbortSignal | undefined;
+  /**
+   * Let the process exit while only this timer is pending. Sleeps inside a
+   * long-lived object that holds its own keep-alive handle (a running worker,
+   * a store's idle wait) are unref'd; a sleep someone awaits outside such an
+   * object (a gated submit, a client wait) must stay ref'd, or `await` at the
+   * top of a script would end the process mid-wait.
+   * @default false
+   */
+  unref?: boolean | undefined;
+}
+
+/** Options of {@link sleep}. */
+export interface SleepOptions extends TimerOptions {
+  /**
+   * On abort, reject with `signal.reason` instead of resolving. Most callers
+   * treat an abort as "stop waiting, then look again", so the default resolves.
+   * @default false
+   */
+  rejectOnAbort?: boolean | undefined;
+}
+
+/** A running {@link startTimer} timer. */
+export interface TimerHandle {
+  /** Cancels the timer (idempotent; a no-op once it fired). */
+  clear(): void;
+  /** Whether the callback ran. */
+  readonly fired: boolean;
+}
+
+/**
+ * Calls `callback` once, `ms` milliseconds from now, however large `ms` is
+ * (timers are chained past {@link MAX_TIMER_MS}). An abort of
+ * `options.signal` cancels it. `ms` ≤ 0 (or not a number) fires on the next
+ * timer turn, as `setTimeout(fn, 0)` would.
+ *
+ * @example
+ * ```ts
+ * const timer = startTimer(() => controller.abort(), maxRunMs, { unref: true });
+ * // … later
+ * timer.clear();
+ * ```
+ */
+export function startTimer(callback: () => void, ms: number, options: TimerOptions = {}): TimerHandle {
+  const { signal, unref = false } = options;
+  let remaining = ms > 0 ? ms : 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let done = false;
+  let fired = false;
+  const onAbort = (): void => handle.clear();
+  const arm = (): void => {
+    const step = Math.min(remaining, MAX_TIMER_MS);
+    remaining -= step;
+    timer = setTimeout(() => {
+      if (remaining > 0) {
+        arm();
+        return;
+      }
+      done = true;
+      fired = true;
+      signal?.removeEventListener("abort", onAbort);
+      callback();
+    }, step);
+    if (unref) timer.unref();
+  };
+  const handle: TimerHandle = {
+    clear(): void {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    },
+    get fired(): boolean {
+      return fired;
+    },
+  };
+  if (signal?.aborted === true) {
+    done = true;
+    return handle;
+  }
+  signal?.addEventListener("abort", onAbort, { once: true });
+  arm();
+  return handle;
+}
+
+/**
+ * Resolves after `ms` milliseconds (chained past {@link MAX_TIMER_MS}, so
+ * 30 days means 30 days), or as soon as `options.signal` aborts: then it
+ * resolves, or with `rejectOnAbort` rejects with the signal's reason.
+ * `ms` ≤ 0 (or not a number) resolves at once without a timer.
+ *
+ * @example
+ * ```ts
+ * await sleep(500, { signal, unref: true });
+ * ```
+ */
+export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
+  const { signal, rejectOnAbort = false } = options;
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) {
+      if (rejectOnAbort) reject(signal.reason as Error);
+      else resolve();
+      return;
+    }
+    if (!(ms > 0)) {
+      resolve();
+      return;
+    }
+    const onAbort = (): void => {
+      timer.clear();
+      if (rejectOnAbort) reject((signal as AbortSignal).reason as Error);
+      else resolve();
+    };
+    const timer = startTimer(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      ms,
+      { unref: options.unref },
+    );
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Resolves after one macrotask turn (`setImmediate`), once I/O callbacks that
+ * are already due have run — unlike a resolved promise, whose continuation
+ * runs before any of them.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Milliseconds from a monotonic clock: deadlines must not move when the wall clock is adjusted. */
+export function monotonicMs(): number {
+  return performance.now();
+}
