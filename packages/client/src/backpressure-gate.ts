@@ -4,7 +4,7 @@
  */
 import type { BackpressureGateDeps, BackpressureGateOptions } from "@cairnq/protocol";
 import { BackpressureGate as ProtocolBackpressureGate } from "@cairnq/protocol";
-import { monotonicMs, nextTurn, sleep } from "./sleep.js";
+import { monotonicMs, nextTurn, sleep } from "@cairnq/runtime";
 
 /**
  * The §5.6 backpressure gate ({@link ProtocolBackpressureGate}) running on the
@@ -28,6 +28,6 @@ export class BackpressureGate extends ProtocolBackpressureGate {
    * @throws InvalidArgument when an option is out of range.
    */
   constructor(options: BackpressureGateOptions, deps: Partial<BackpressureGateDeps> = {}) {
-    super(options, { sleep: deps.sleep ?? sleep, now: deps.now ?? monotonicMs, nextTurn: deps.nextTurn ?? nextTurn });
+    super(options, { sleep: deps.sleep ?? ((ms, signal) => sleep(ms, { signal })), now: deps.now ?? monotonicMs, nextTurn: deps.nextTurn ?? nextTurn });
   }
 }

@@ -5,10 +5,7 @@
  */
 import type { Task, TaskStore, WaitOptions, WaitTarget } from "@cairnq/protocol";
 import { waitForTask as protocolWaitForTask } from "@cairnq/protocol";
-import { monotonicMs, sleep } from "./sleep.js";
-
-/** Period of the keep-alive handle: it never needs to fire. */
-const KEEP_ALIVE_MS = 2 ** 30;
+import { keepAlive, monotonicMs, sleep } from "@cairnq/runtime";
 
 /**
  * Runs the protocol's wait loop ({@link protocolWaitForTask}) on the client's
@@ -21,10 +18,10 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
   // sleep on unref'd timers (first-party stores do, so that idle workers never pin a process);
   // without this handle `await client.wait(id)` at the top of a script exits the process mid-wait
   // (exit code 13, unsettled top-level await).
-  const keepAlive = setInterval(() => {}, KEEP_ALIVE_MS);
+  const hold = keepAlive();
   try {
-    return await protocolWaitForTask(store, target, options, { sleep, now: monotonicMs });
+    return await protocolWaitForTask(store, target, options, { sleep: (ms, signal) => sleep(ms, { signal }), now: monotonicMs });
   } finally {
-    clearInterval(keepAlive);
+    hold.release();
   }
 }

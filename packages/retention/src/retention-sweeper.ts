@@ -7,7 +7,7 @@ import type { Logger, PurgeInput, TaskStore } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, InvalidArgument, logSafely } from "@cairnq/protocol";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
-import { sleepUnref, yieldToEventLoop } from "./timers.js";
+import { nextTurn, sleep } from "@cairnq/runtime";
 
 /** One hour: the protocol's default interval between sweeps (§5.9). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
@@ -313,7 +313,8 @@ export class RetentionSweeper {
 
   async #schedule(signal: AbortSignal): Promise<void> {
     for (;;) {
-      await sleepUnref(this.intervalMs, signal);
+      // Unref'd: a sweeper is housekeeping and must never be the reason a process stays alive.
+      await sleep(this.intervalMs, { signal, unref: true });
       if (signal.aborted) return;
       const outcome = await this.#enqueue(signal);
       if (outcome.failed) this.#report(outcome.error, { rule: outcome.rule, deleted: outcome.deleted });
@@ -327,8 +328,9 @@ export class RetentionSweeper {
     for (const rule of this.rules) {
       const input: PurgeInput = { ...rule, limit: this.limit };
       for (;;) {
-        // Between batches, not before the first: a sweep that finds nothing stays one statement.
-        if (batches > 0) await yieldToEventLoop();
+        // Between batches, not before the first: a sweep that finds nothing stays one statement. A macrotask,
+        // not a microtask, so queued I/O runs between the batches of a large backlog.
+        if (batches > 0) await nextTurn();
         if (signal.aborted) return this.#finished({ deleted, batches, startedAt });
         let ids: unknown;
         try {

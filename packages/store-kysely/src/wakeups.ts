@@ -1,4 +1,5 @@
 import type { StoreSignal } from "@cairnq/protocol";
+import { sleep } from "@cairnq/runtime";
 
 /**
  * Push wakeups (§9): an accelerator only, correctness never depends on them.
@@ -14,40 +15,17 @@ export interface Wakeups {
 }
 
 /**
- * Sleeps `ms` without holding the process open (the timer is unref'd);
- * resolves early, never rejects, when `signal` aborts.
- *
- * @example
- * await sleep(500, controller.signal);
- */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted === true || !(ms > 0)) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(done, ms);
-    timer.unref();
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
-/**
- * The no-push default: every wake is a plain sleep and `subscribe` never
- * calls its listener.
+ * The no-push default: every wake is a plain sleep (unref'd, so an idle
+ * store never holds the process open; chained past 2^31 ms) and `subscribe`
+ * never calls its listener.
  */
 export class SleepWakeups implements Wakeups {
   claimWake(_queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return sleep(timeoutMs, signal);
+    return sleep(timeoutMs, { signal, unref: true });
   }
 
   taskDoneWake(_taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return sleep(timeoutMs, signal);
+    return sleep(timeoutMs, { signal, unref: true });
   }
 
   subscribe(_listener: (signal: StoreSignal) => void): () => void {

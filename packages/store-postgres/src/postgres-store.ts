@@ -1,4 +1,5 @@
 import type { ClaimInput, OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import { keepAlive } from "@cairnq/runtime";
 import type { QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget } from "./postgres-connection.js";
@@ -104,11 +105,11 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
   override async close(): Promise<void> {
     // Idle pooled connections and the LISTEN connection are unref'd so they never hold a process open; while
     // they say goodbye, this timer does, or a top-level `await store.close()` would end the process mid-close.
-    const hold = setInterval(() => {}, 60_000);
+    const hold = keepAlive();
     try {
       await super.close();
     } finally {
-      clearInterval(hold);
+      hold.release();
     }
   }
 

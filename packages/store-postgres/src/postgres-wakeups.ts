@@ -17,8 +17,9 @@
  */
 import type { StoreSignal } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
+import type { TimerHandle } from "@cairnq/runtime";
+import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
-import { sleep } from "@cairnq/store-kysely";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -29,9 +30,6 @@ export const DONE_CHANNEL = "cairnq_done";
 export const LISTEN_BACKOFF_INITIAL_MS = 1_000;
 /** The reconnect delay doubles up to this (§9). */
 export const LISTEN_BACKOFF_MAX_MS = 30_000;
-
-/** Node's timers overflow past this many milliseconds (and then fire at once). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /** The SQLSTATE a server (or pooler) answers LISTEN with when it cannot support it. */
 const FEATURE_NOT_SUPPORTED = "0A000";
@@ -85,11 +83,6 @@ export type ListenConnector = () => Promise<ListenClient>;
  */
 export type ListenState = "off" | "idle" | "connecting" | "listening" | "retrying" | "unavailable" | "closed";
 
-interface ClaimWaiter {
-  readonly queues: ReadonlySet<string>;
-  readonly wake: () => void;
-}
-
 /**
  * The Postgres {@link Wakeups}: `claimWake` ends early on a `cairnq_queued`
  * notification for one of its queues (or a buffered one), `taskDoneWake` on
@@ -110,10 +103,12 @@ export class PostgresWakeups implements Wakeups {
   /** Bumped per connection attempt; events of an older connection are ignored. */
   #generation = 0;
   #backoffMs = LISTEN_BACKOFF_INITIAL_MS;
-  #retryTimer: NodeJS.Timeout | null = null;
+  #retryTimer: TimerHandle | null = null;
   #connecting: Promise<void> | null = null;
-  readonly #claimWaiters = new Set<ClaimWaiter>();
-  readonly #doneWaiters = new Map<string, Set<() => void>>();
+  /** Pending `claimWake`s, each with the queues it waits for. */
+  readonly #claimWaiters = new WaiterSet<ReadonlySet<string>>();
+  /** Pending `taskDoneWake`s by task id. */
+  readonly #doneWaiters = new WaiterSet<string>({ keyOf: (taskId) => taskId });
   readonly #wakeable = new Set<string>();
   readonly #buffered = new Set<string>();
   readonly #subscribers = new Set<(signal: StoreSignal) => void>();
@@ -166,35 +161,17 @@ export class PostgresWakeups implements Wakeups {
    */
   claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
     this.register(queues);
-    if (!this.#mayWake()) return sleep(clampTimeout(timeoutMs), signal);
+    if (!this.#mayWake()) return sleep(timeoutMs, { signal, unref: true });
     let consumed = false;
     for (const queue of queues) if (this.#buffered.delete(queue)) consumed = true;
     if (consumed) return Promise.resolve();
-    const wanted = new Set(queues);
-    return this.#wait(timeoutMs, signal, (wake) => {
-      const waiter: ClaimWaiter = { queues: wanted, wake };
-      this.#claimWaiters.add(waiter);
-      return () => this.#claimWaiters.delete(waiter);
-    });
+    return this.#claimWaiters.wait(new Set(queues), timeoutMs, signal);
   }
 
   /** Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_done` signal for `taskId`; a plain sleep while not listening. */
   taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (!this.#mayWake()) return sleep(clampTimeout(timeoutMs), signal);
-    return this.#wait(timeoutMs, signal, (wake) => {
-      let waiters = this.#doneWaiters.get(taskId);
-      if (waiters === undefined) {
-        waiters = new Set();
-        this.#doneWaiters.set(taskId, waiters);
-      }
-      waiters.add(wake);
-      return () => {
-        const set = this.#doneWaiters.get(taskId);
-        if (set === undefined) return;
-        set.delete(wake);
-        if (set.size === 0) this.#doneWaiters.delete(taskId);
-      };
-    });
+    if (!this.#mayWake()) return sleep(timeoutMs, { signal, unref: true });
+    return this.#doneWaiters.wait(taskId, timeoutMs, signal);
   }
 
   /**
@@ -222,7 +199,7 @@ export class PostgresWakeups implements Wakeups {
     if (this.#state === "closed") return;
     this.#state = "closed";
     this.#generation += 1;
-    if (this.#retryTimer !== null) clearTimeout(this.#retryTimer);
+    this.#retryTimer?.clear();
     this.#retryTimer = null;
     this.#releaseAll();
     this.#subscribers.clear();
@@ -299,12 +276,15 @@ export class PostgresWakeups implements Wakeups {
     this.#state = "retrying";
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(this.#backoffMs * 2, LISTEN_BACKOFF_MAX_MS);
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = null;
-      this.#connecting = this.#open();
-    }, delay);
-    // A reconnect must not keep an otherwise finished process alive.
-    this.#retryTimer.unref();
+    // Unref'd: a reconnect must not keep an otherwise finished process alive.
+    this.#retryTimer = startTimer(
+      () => {
+        this.#retryTimer = null;
+        this.#connecting = this.#open();
+      },
+      delay,
+      { unref: true },
+    );
   }
 
   // ---------------------------------------------------------------- signals
@@ -312,18 +292,11 @@ export class PostgresWakeups implements Wakeups {
   #notified(message: ListenNotification): void {
     const payload = message.payload ?? "";
     if (message.channel === QUEUED_CHANNEL) {
-      let woke = false;
-      for (const waiter of [...this.#claimWaiters]) {
-        if (waiter.queues.has(payload)) {
-          waiter.wake();
-          woke = true;
-        }
-      }
-      if (!woke && this.#wakeable.has(payload)) this.#buffered.add(payload);
+      const woke = this.#claimWaiters.wakeWhere((queues) => queues.has(payload));
+      if (woke === 0 && this.#wakeable.has(payload)) this.#buffered.add(payload);
       this.#emit({ reason: "queued", queue: payload });
     } else if (message.channel === DONE_CHANNEL) {
-      const waiters = this.#doneWaiters.get(payload);
-      if (waiters !== undefined) for (const wake of [...waiters]) wake();
+      this.#doneWaiters.wakeKey(payload);
       this.#emit({ reason: "done", taskId: payload });
     }
   }
@@ -340,30 +313,8 @@ export class PostgresWakeups implements Wakeups {
 
   /** Ends every pending wait now; their callers re-read, exactly as after a signal. */
   #releaseAll(): void {
-    for (const waiter of [...this.#claimWaiters]) waiter.wake();
-    for (const waiters of [...this.#doneWaiters.values()]) for (const wake of [...waiters]) wake();
-  }
-
-  /** A wait that ends at the timeout, on abort, or when `register`'s wake is called. */
-  #wait(timeoutMs: number, signal: AbortSignal | undefined, register: (wake: () => void) => () => void): Promise<void> {
-    return new Promise((resolve) => {
-      if (signal?.aborted === true || !(timeoutMs > 0)) {
-        resolve();
-        return;
-      }
-      let unregister: () => void = () => {};
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", done);
-        unregister();
-        resolve();
-      };
-      const timer = setTimeout(done, clampTimeout(timeoutMs));
-      // Like the core's sleep: a wake must not keep the process alive on its own.
-      timer.unref();
-      signal?.addEventListener("abort", done, { once: true });
-      unregister = register(done);
-    });
+    this.#claimWaiters.wakeAll();
+    this.#doneWaiters.wakeAll();
   }
 
   #report(error: unknown): void {
@@ -373,10 +324,6 @@ export class PostgresWakeups implements Wakeups {
       // A throwing hook must not turn a survived error into a crash.
     }
   }
-}
-
-function clampTimeout(ms: number): number {
-  return ms > MAX_TIMER_MS ? MAX_TIMER_MS : ms;
 }
 
 function sqlState(error: unknown): unknown {

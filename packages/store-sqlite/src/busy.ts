@@ -5,6 +5,7 @@
  * the synchronous better-sqlite3 call and block the event loop.
  */
 import { CairnQError } from "@cairnq/protocol";
+import { sleep } from "@cairnq/runtime";
 
 /** First retry delay (ms); doubles per retry. */
 const FIRST_DELAY_MS = 1;
@@ -34,7 +35,7 @@ export function busyDelayMs(attempt: number, random: () => number = Math.random)
 
 /** A promise that resolves after `ms` (the timer keeps the process alive: a write is waiting). */
 export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+  return sleep(ms);
 }
 
 /**

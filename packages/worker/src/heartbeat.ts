@@ -5,6 +5,8 @@
  */
 import type { TaskStore } from "@cairnq/protocol";
 import { EventLoopBlocked } from "@cairnq/protocol";
+import type { TimerHandle } from "@cairnq/runtime";
+import { startTimer } from "@cairnq/runtime";
 import type { WorkerErrorInfo } from "./options.js";
 import type { Context } from "./task-context.js";
 
@@ -24,7 +26,7 @@ export interface HeartbeatOptions {
  */
 export class Heartbeat {
   readonly #opts: HeartbeatOptions;
-  #timer: NodeJS.Timeout | null = null;
+  #timer: TimerHandle | null = null;
   #lastBeatAtMs = 0;
   #beating = false;
   #running = false;
@@ -52,13 +54,13 @@ export class Heartbeat {
 
   #halt(): void {
     this.#running = false;
-    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer?.clear();
     this.#timer = null;
   }
 
   #schedule(): void {
-    this.#timer = setTimeout(() => this.#tick(), this.#opts.intervalMs);
-    this.#timer.unref();
+    // Chained past 2^31 ms, so a long interval is not a beat every millisecond.
+    this.#timer = startTimer(() => this.#tick(), this.#opts.intervalMs, { unref: true });
   }
 
   #tick(): void {

@@ -36,8 +36,8 @@ import type { NameRule } from "./planner.js";
 import { buildSources, planDraws, rotate, splitCalls } from "./planner.js";
 import type { ContextHost, LostReason, TaskContext } from "./task-context.js";
 import { Context } from "./task-context.js";
-import type { Deferred } from "./timing.js";
-import { abortPromise, deferred, nextTurn, sleep } from "./timing.js";
+import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
+import { abortPromise, deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtime";
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -92,7 +92,7 @@ interface RunState {
   readonly stopped: Deferred<void>;
   readonly controller: AbortController;
   readonly startedAtMs: number;
-  readonly keepAlive: NodeJS.Timeout;
+  readonly keepAlive: KeepAlive;
   /** Resolving it ends the stop's drain at once (second signal in `serve()`). */
   readonly forceAbandon: Deferred<void>;
   loop: Promise<void>;
@@ -180,7 +180,7 @@ export class Worker {
     const gate = new BackpressureGate(
       { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, owner: "worker" },
       // A gated submit is awaited (by a handler, or by anyone sharing the store), so its sleep is ref'd.
-      { sleep: (ms, signal) => sleep(ms, signal, false), nextTurn },
+      { sleep: (ms, signal) => sleep(ms, { signal }), nextTurn },
     );
     if (!gate.gatesAnything) return null;
     if (this.store.queueDepthGate !== null && this.store.queueDepthGate !== undefined) {
@@ -322,7 +322,7 @@ export class Worker {
       controller,
       startedAtMs: Date.now(),
       // The store's sleeps are unref'd; this handle keeps the process alive while the worker runs.
-      keepAlive: setInterval(() => {}, 2 ** 30),
+      keepAlive: keepAlive(),
       forceAbandon: deferred(),
       loop: Promise.resolve(),
       stopping: null,
@@ -433,7 +433,7 @@ export class Worker {
           rows = await this.#claim();
         } catch (err) {
           this.#report(err, { phase: "claim" });
-          await sleep(WORKER_DEFAULTS.claimErrorSleepMs, signal);
+          await sleep(WORKER_DEFAULTS.claimErrorSleepMs, { signal, unref: true });
           continue;
         }
         if (rows.length === 0) {
@@ -444,7 +444,7 @@ export class Worker {
       } catch (err) {
         // Not expected; keep the loop alive rather than silently stop claiming.
         this.#report(err, { phase: "claim" });
-        await sleep(WORKER_DEFAULTS.claimErrorSleepMs, signal);
+        await sleep(WORKER_DEFAULTS.claimErrorSleepMs, { signal, unref: true });
       }
     }
   }
@@ -479,7 +479,7 @@ export class Worker {
     } catch (err) {
       if (signal.aborted) return;
       this.#report(err, { phase: "claim" });
-      await sleep(this.options.pollIntervalMs, signal);
+      await sleep(this.options.pollIntervalMs, { signal, unref: true });
     }
   }
 
@@ -633,20 +633,20 @@ export class Worker {
       (error: unknown): Outcome => ({ kind: "threw", error }),
     );
     const racers: Promise<Outcome>[] = [handled, call.abandon.promise.then((): Outcome => ({ kind: "abandoned" }))];
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const maxRunMs = this.options.maxRunMs;
     if (maxRunMs !== null) {
       racers.push(
         new Promise<Outcome>((resolve) => {
-          timer = setTimeout(() => resolve({ kind: "timeout" }), maxRunMs);
-          timer.unref();
+          // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
+          timer = startTimer(() => resolve({ kind: "timeout" }), maxRunMs, { unref: true });
         }),
       );
     }
     try {
       return await Promise.race(racers);
     } finally {
-      if (timer !== undefined) clearTimeout(timer);
+      timer?.clear();
     }
   }
 
@@ -726,14 +726,15 @@ export class Worker {
     await run.loop;
     let abandoned = 0;
     if (this.#calls.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
+      let timer: TimerHandle | undefined;
       const drained = Promise.all([...this.#calls].map((call) => call.done)).then(() => true);
       const deadline = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), this.options.stopTimeoutMs);
+        // Chained past 2^31 ms: stopTimeoutMs: 2 ** 31 must not abandon handlers at once.
+        timer = startTimer(() => resolve(false), this.options.stopTimeoutMs);
       });
       const forced = run.forceAbandon.promise.then(() => false);
       const finished = await Promise.race([drained, deadline, forced]);
-      clearTimeout(timer);
+      timer?.clear();
       if (!finished) {
         for (const call of this.#calls) {
           if (call.phase !== "running") continue;
@@ -751,7 +752,7 @@ export class Worker {
         await Promise.all([...this.#calls].map((call) => call.done));
       }
     }
-    clearInterval(run.keepAlive);
+    run.keepAlive.release();
     this.#run = null;
     this.#emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
     logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
