@@ -61,6 +61,8 @@ import {
   purgeParams,
   queueDepthArgs,
   RECOVER,
+  requireKey,
+  requireLimitedText,
   requireName,
   resolveKeyConflict,
   RETRY,
@@ -142,7 +144,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async getByKey(key: string): Promise<Task | null> {
-    const row = this.#keyTask(requireName(key, "key"));
+    const row = this.#keyTask(requireKey(key));
     return row === null ? null : copy(row);
   }
 
@@ -152,7 +154,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async getStatusByKey(key: string): Promise<TaskRef | null> {
-    const row = this.#keyTask(requireName(key, "key"));
+    const row = this.#keyTask(requireKey(key));
     return row === null ? null : { id: row.id, status: row.status };
   }
 
@@ -171,7 +173,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async stats(queue?: string): Promise<QueueStats> {
-    const wanted = queue === undefined ? null : requireName(queue, "queue");
+    const wanted = queue === undefined ? null : requireLimitedText(queue, "queue");
     const out: QueueStats = {};
     const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as QueueStats[string];
     if (wanted !== null) out[wanted] = zero();
@@ -215,7 +217,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async cancelByKey(key: string): Promise<Task | null> {
-    const row = this.#keyTask(requireName(key, "key"));
+    const row = this.#keyTask(requireKey(key));
     return row === null ? null : this.cancel(row.id);
   }
 
@@ -224,7 +226,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
-    const row = this.#keyTask(requireName(key, "key"));
+    const row = this.#keyTask(requireKey(key));
     return row === null ? null : this.retry(row.id, options);
   }
 

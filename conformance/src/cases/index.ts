@@ -1,4 +1,5 @@
 import type { ConformanceCase } from "../case.js";
+import { boundaryCases } from "./boundaries.js";
 import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
 import { inputCases } from "./inputs.js";
@@ -20,5 +21,6 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...claimCases,
   ...ownedWriteCases,
   ...inputCases,
+  ...boundaryCases,
   ...lifecycleCases,
 ];

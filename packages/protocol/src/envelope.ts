@@ -8,6 +8,7 @@
  */
 import type { ErrorEnvelope } from "./errors.js";
 import { TaskError } from "./errors.js";
+import { sanitizeText } from "./json.js";
 
 /** A failure ready to write: the error JSON for `fail` and its `retryable` flag. */
 export interface Failure<E = ErrorEnvelope> {
@@ -227,10 +228,14 @@ function read(target: object, key: string): unknown {
   }
 }
 
-/** `String(value)` that cannot throw (`String(Object.create(null))` does). */
+/**
+ * `String(value)` that cannot throw (`String(Object.create(null))` does), made
+ * storable on every backend (U+0000 and lone surrogates become U+FFFD), so the
+ * fallback envelope itself always encodes.
+ */
 function safeString(value: unknown): string {
   try {
-    return String(value);
+    return sanitizeText(String(value));
   } catch {
     try {
       return Object.prototype.toString.call(value);

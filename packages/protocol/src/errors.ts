@@ -41,6 +41,8 @@ export interface CairnQErrorOptions {
   message?: string;
   /** The underlying error, if any. @default undefined */
   cause?: unknown;
+  /** Overrides the class's {@link CairnQError.fatal} verdict. @default the class's verdict */
+  fatal?: boolean;
 }
 
 /** Registry key marking every `CairnQError`, whichever copy created it. */
@@ -78,8 +80,18 @@ function hasBrandedInstance(cls: Branded, value: unknown): boolean {
   return (value as Record<symbol, unknown>)[brand] === true;
 }
 
-function optionsOf(options: CairnQErrorOptions | undefined): ErrorOptions | undefined {
-  return options?.cause === undefined ? undefined : { cause: options.cause };
+/** What {@link CairnQError}'s constructor takes besides the message: the standard `cause`, and `fatal`. */
+export interface CairnQErrorInit extends ErrorOptions {
+  /** Overrides the class's {@link CairnQError.fatal} verdict. @default the class's verdict */
+  fatal?: boolean;
+}
+
+function optionsOf(options: CairnQErrorOptions | undefined): CairnQErrorInit | undefined {
+  if (options === undefined) return undefined;
+  const init: CairnQErrorInit = {};
+  if (options.cause !== undefined) init.cause = options.cause;
+  if (options.fatal !== undefined) init.fatal = options.fatal;
+  return init;
 }
 
 /**
@@ -100,13 +112,54 @@ export class CairnQError extends Error {
     brandClass(this, ERROR_BRAND, "CairnQError");
   }
 
+  /**
+   * The verdict instances of this class get unless their constructor is told
+   * otherwise: `true` on the classes that report a misconfiguration or a
+   * wrong database ({@link ProtocolVersionMismatch}, {@link SchemaMismatch},
+   * {@link DatabaseUnusable}, {@link InvalidArgument},
+   * {@link UnsupportedBackend}, {@link SerializationError}).
+   */
+  static readonly fatalByDefault: boolean = false;
+
   static override [Symbol.hasInstance](value: unknown): boolean {
     return hasBrandedInstance(this, value);
   }
 
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
+  /**
+   * Whether repeating the operation unchanged cannot succeed: the cause is
+   * the configuration, the input or the database itself (a directory given
+   * as the SQLite file, a database of another protocol major or another
+   * installation, an invalid argument), not a passing condition (a server
+   * restarting, a lock held, a lost lease). A worker's claim loop stops on
+   * a fatal error instead of retrying it forever; anything else — including
+   * every error that is not a `CairnQError` — counts as transient. Test it
+   * with {@link isFatalError}, which also reads errors from other copies of
+   * this package.
+   */
+  readonly fatal: boolean;
+
+  constructor(message: string, options?: CairnQErrorInit) {
+    const { fatal, ...errorOptions } = options ?? {};
+    super(message, options === undefined ? undefined : errorOptions);
+    this.fatal = fatal ?? new.target.fatalByDefault;
   }
+}
+
+/**
+ * Whether `err` is a {@link CairnQError} marked {@link CairnQError.fatal}:
+ * retrying the operation that raised it cannot succeed without a change of
+ * configuration, input or database. Errors from other copies of this
+ * package count (the brand is checked, not the prototype); every other
+ * error — a driver's connection error, a timeout — is transient.
+ *
+ * @example
+ * ```ts
+ * try { await store.claim(input); }
+ * catch (err) { if (isFatalError(err)) throw err; else await sleep(backoffMs); }
+ * ```
+ */
+export function isFatalError(err: unknown): boolean {
+  return err instanceof CairnQError && (err as { fatal?: unknown }).fatal === true;
 }
 
 /**
@@ -328,6 +381,9 @@ export class ProtocolVersionMismatch extends CairnQError {
     brandClass(this, Symbol.for("cairnq.error.ProtocolVersionMismatch"), "ProtocolVersionMismatch");
   }
 
+  /** Retrying cannot help: see {@link CairnQError.fatal}. */
+  static override readonly fatalByDefault: boolean = true;
+
   readonly storedVersion: number;
   readonly supportedVersion: number;
 
@@ -366,6 +422,9 @@ export class SchemaMismatch extends CairnQError {
     brandClass(this, Symbol.for("cairnq.error.SchemaMismatch"), "SchemaMismatch");
   }
 
+  /** Retrying cannot help: see {@link CairnQError.fatal}. */
+  static override readonly fatalByDefault: boolean = true;
+
   readonly schema: string | null;
   readonly currentSchema: string | null;
   readonly installations: readonly string[];
@@ -389,6 +448,9 @@ export class SerializationError extends CairnQError {
     brandClass(this, Symbol.for("cairnq.error.SerializationError"), "SerializationError");
   }
 
+  /** Retrying cannot help: see {@link CairnQError.fatal}. */
+  static override readonly fatalByDefault: boolean = true;
+
   /** Where the bad value sits, rooted at what was encoded (e.g. `payload.items[2].n`). */
   readonly path: string;
   /** Why it cannot be encoded, and what to do instead. */
@@ -409,6 +471,9 @@ export class UnsupportedBackend extends CairnQError {
     brandClass(this, Symbol.for("cairnq.error.UnsupportedBackend"), "UnsupportedBackend");
   }
 
+  /** Retrying cannot help: see {@link CairnQError.fatal}. */
+  static override readonly fatalByDefault: boolean = true;
+
   /** What was asked for, e.g. `"succeedIn"`. */
   readonly feature: string;
   /** The backend that lacks it, e.g. `"sqlite"`. */
@@ -426,6 +491,35 @@ export class UnsupportedBackend extends CairnQError {
 }
 
 /**
+ * The database cannot be opened or used as a CairnQ database at all: the
+ * SQLite path is a directory, a file that is not a database, a file the
+ * process may not read or write, or a directory it cannot create.
+ *
+ * Fatal (see {@link CairnQError.fatal}): retrying cannot help until the
+ * path or its permissions change, so a worker stops instead of retrying.
+ * `database` names the file as resolved; `reason` says what is wrong with it.
+ */
+export class DatabaseUnusable extends CairnQError {
+  static {
+    brandClass(this, Symbol.for("cairnq.error.DatabaseUnusable"), "DatabaseUnusable");
+  }
+
+  /** Retrying cannot help: see {@link CairnQError.fatal}. */
+  static override readonly fatalByDefault: boolean = true;
+
+  /** The database as the store resolved it (an absolute file path for SQLite). */
+  readonly database: string;
+  /** What is wrong with it, and what to do. */
+  readonly reason: string;
+
+  constructor(database: string, reason: string, options?: CairnQErrorOptions) {
+    super(options?.message ?? `cannot use '${database}' as a CairnQ database: ${reason}`, optionsOf(options));
+    this.database = database;
+    this.reason = reason;
+  }
+}
+
+/**
  * An operation input is invalid (an unknown conflict, `maxAttempts < 1`, a negative delay, …).
  *
  * Raised before anything is written, by the shared input validation every
@@ -436,6 +530,9 @@ export class InvalidArgument extends CairnQError {
   static {
     brandClass(this, Symbol.for("cairnq.error.InvalidArgument"), "InvalidArgument");
   }
+
+  /** Retrying cannot help: see {@link CairnQError.fatal}. */
+  static override readonly fatalByDefault: boolean = true;
 
   /** The input that was rejected, e.g. `"maxAttempts"`. */
   readonly argument: string;

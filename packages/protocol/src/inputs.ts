@@ -9,7 +9,7 @@ import { CONFLICTS, isConflict } from "./conflict.js";
 import type { Params } from "./decide.js";
 import { InvalidArgument } from "./errors.js";
 import { fallbackEnvelope } from "./envelope.js";
-import { encodeJson } from "./json.js";
+import { encodeJson, unstorableText } from "./json.js";
 import { isTaskStatus, isTerminalStatus, TERMINAL_STATUSES, STATUSES } from "./statuses.js";
 import type {
   ClaimInput,
@@ -44,17 +44,111 @@ function fail(argument: string, message: string): never {
   throw new InvalidArgument(argument, message);
 }
 
-/** A non-empty string. */
+/**
+ * The longest `name`, `queue`, `key`, `correlationId`, `parentId` and
+ * `rootId` accepted, in UTF-8 bytes, checked before anything is written.
+ *
+ * They are sized for Postgres, the tighter backend, so that one input means
+ * the same on every backend: a btree index row must fit in a third of a page
+ * (2704 bytes), and `cairnq_tasks_claim_name_idx` holds `queue` and `name`
+ * together (256 + 1024 bytes plus the status, priority, run time and id
+ * leave room to spare); `cairnq_task_keys`' primary key holds `key`,
+ * `cairnq_tasks_correlation_idx` and `cairnq_tasks_root_idx` hold
+ * `correlation_id` and `root_id`; and a `cairnq_queued` NOTIFY carries the
+ * queue (at most 8000 bytes). SQLite would accept more, but a database
+ * must stay usable by a Postgres deployment of the same code.
+ */
+export const TEXT_LIMITS = Object.freeze({
+  /** A task name (`cairnq_tasks.name`). */
+  name: 1024,
+  /** A queue (`cairnq_tasks.queue`; also the NOTIFY payload). */
+  queue: 256,
+  /** A business key (`cairnq_task_keys.key`). */
+  key: 1024,
+  /** A correlation id (`cairnq_tasks.correlation_id`). */
+  correlationId: 1024,
+  /** A parent task id given explicitly (`cairnq_tasks.parent_id`). */
+  parentId: 1024,
+  /** A root task id given explicitly (`cairnq_tasks.root_id`). */
+  rootId: 1024,
+});
+
+/** A field whose length {@link TEXT_LIMITS} bounds. */
+export type LimitedTextField = keyof typeof TEXT_LIMITS;
+
+/** The length of `text` in UTF-8 bytes (a lone surrogate counts as the 3 bytes of U+FFFD). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * A non-empty string every backend stores exactly as given: no U+0000 and no
+ * lone UTF-16 surrogate (Postgres cannot store the first and would turn the
+ * second into U+FFFD, so two different inputs could become one).
+ */
 export function requireName(value: unknown, argument: string): string {
   if (typeof value !== "string" || value.length === 0) {
     fail(argument, `${argument} must be a non-empty string, got ${describe(value)}`);
   }
+  return requireStorable(value, argument);
+}
+
+/** `value` unchanged when every backend stores it exactly, else `InvalidArgument`. */
+function requireStorable(value: string, argument: string): string {
+  const problem = unstorableText(value);
+  if (problem !== null) fail(argument, `${argument} cannot be stored: ${problem}`);
   return value;
 }
 
-function optionalText(value: unknown, argument: string): string | null {
+/**
+ * {@link requireName}, and at most `TEXT_LIMITS[field]` UTF-8 bytes long.
+ * Reads (`getByKey`, list filters, …) check it too: a value that cannot be
+ * written can never be found, and saying so beats an empty answer.
+ *
+ * @param argument - How the input is named in the error. @default field
+ */
+export function requireLimitedText(value: unknown, field: LimitedTextField, argument: string = field): string {
+  const text = requireName(value, argument);
+  const limit = TEXT_LIMITS[field];
+  // Every code unit is at least one byte: only long strings need counting.
+  if (text.length > limit / 3) {
+    const bytes = utf8Length(text);
+    if (bytes > limit) {
+      fail(
+        argument,
+        `${argument} is ${bytes} bytes long in UTF-8, over the limit of ${limit} bytes (TEXT_LIMITS.${field}, sized so every index row fits on Postgres); use a shorter value, e.g. a hash of it`,
+      );
+    }
+  }
+  return text;
+}
+
+/** A business key: {@link requireLimitedText} for `key`. */
+export function requireKey(value: unknown, argument = "key"): string {
+  return requireLimitedText(value, "key", argument);
+}
+
+function optionalText(value: unknown, field: LimitedTextField): string | null {
   if (value === undefined || value === null) return null;
-  return requireName(value, argument);
+  return requireLimitedText(value, field);
+}
+
+/** A message written to the `message` column, or `null`. */
+function optionalMessage(value: unknown): string | null {
+  const message = value ?? null;
+  if (message === null) return null;
+  if (typeof message !== "string") fail("message", `message must be a string or null, got ${describe(message)}`);
+  return requireStorable(message, "message");
 }
 
 /** An integer in `[min, max]`. */
@@ -89,9 +183,11 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function stringList(value: unknown, argument: string): string[] {
+function stringList(value: unknown, argument: string, field: LimitedTextField | null = null): string[] {
   if (!Array.isArray(value)) fail(argument, `${argument} must be an array of non-empty strings, got ${describe(value)}`);
-  return value.map((item, i) => requireName(item, `${argument}[${i}]`));
+  return value.map((item, i) =>
+    field === null ? requireName(item, `${argument}[${i}]`) : requireLimitedText(item, field, `${argument}[${i}]`),
+  );
 }
 
 /** A normalized submit: the insert's parameters, plus the key handling. */
@@ -109,8 +205,8 @@ export interface NormalizedSubmit {
  */
 export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedSubmit {
   objectInput(input);
-  const name = requireName(input.name, "name");
-  const queue = input.queue === undefined || input.queue === null ? DEFAULT_QUEUE : requireName(input.queue, "queue");
+  const name = requireLimitedText(input.name, "name");
+  const queue = input.queue === undefined || input.queue === null ? DEFAULT_QUEUE : requireLimitedText(input.queue, "queue");
   const conflict = input.conflict ?? "reuse";
   if (!isConflict(conflict)) {
     fail("conflict", `conflict must be one of ${CONFLICTS.map((c) => `'${c}'`).join(", ")}, got ${describe(conflict)}`);
@@ -200,9 +296,7 @@ export function progressParams(input: ProgressInput): Params {
   if (progress !== null && (typeof progress !== "number" || !Number.isFinite(progress))) {
     fail("progress", `progress must be a finite number or null, got ${describe(progress)}`);
   }
-  const message = input.message ?? null;
-  if (message !== null && typeof message !== "string") fail("message", `message must be a string or null, got ${describe(message)}`);
-  return { ...owned(input), progress, message };
+  return { ...owned(input), progress, message: optionalMessage(input.message) };
 }
 
 /** Encodes a result: `null`/absent → SQL NULL (§2.2). */
@@ -213,8 +307,7 @@ function resultParam(result: unknown): string | null {
 /** Parameters of `SUCCEED`. */
 export function succeedParams(input: SucceedInput): Params {
   objectInput(input);
-  const message = input.message ?? null;
-  if (message !== null && typeof message !== "string") fail("message", `message must be a string or null, got ${describe(message)}`);
+  const message = optionalMessage(input.message);
   return { ...owned(input), result: resultParam(input.result), message };
 }
 
@@ -267,8 +360,8 @@ export interface NormalizedClaim {
 /** Validates a claim cycle (§5.10). */
 export function normalizeClaim(input: ClaimInput): NormalizedClaim {
   objectInput(input);
-  const queues = stringList(input.queues, "queues");
-  const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names");
+  const queues = stringList(input.queues, "queues", "queue");
+  const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names", "name");
   const limit = intOr(input.limit, 1, "limit", 0);
   const draws = input.draws ?? ((_claimed: readonly unknown[], index: number) => (index === 0 ? { names, limit } : null));
   if (input.probe !== undefined && typeof input.probe !== "boolean") {
@@ -338,5 +431,5 @@ export function purgeParams(input: PurgeInput = {}): Params & { limit: number } 
 
 /** Validates `queueDepth` arguments (§5.6). */
 export function queueDepthArgs(queue: unknown, maxDepth: unknown): { queue: string; maxDepth: number } {
-  return { queue: requireName(queue, "queue"), maxDepth: requireInt(maxDepth, "maxDepth", 0) };
+  return { queue: requireLimitedText(queue, "queue"), maxDepth: requireInt(maxDepth, "maxDepth", 0) };
 }

@@ -8,8 +8,96 @@
  * the caller submitted, so `encodeJson` rejects those cases with a
  * `SerializationError` naming the path, and otherwise produces exactly what
  * `JSON.stringify` would.
+ *
+ * It also rejects what one of the backends cannot hold, so that a value means
+ * the same on every backend (it round-trips exactly everywhere, or is refused
+ * everywhere, before anything is written):
+ * - U+0000 in a string or a key: Postgres `jsonb` refuses `\u0000` (and `text`
+ *   cannot hold it at all); SQLite would store it.
+ * - A lone UTF-16 surrogate in a string or a key: `jsonb` refuses the escape
+ *   `JSON.stringify` writes for it; SQLite would store it.
+ * - Nesting deeper than {@link MAX_JSON_DEPTH}: SQLite's `json_valid` answers 0
+ *   beyond 1000 levels (so the row's CHECK fails), and a deep enough value
+ *   overflows the stack of Postgres' parser and of the encoder itself.
  */
 import { SerializationError } from "./errors.js";
+
+/**
+ * The deepest nesting of arrays and objects a JSON column accepts: 1000, the
+ * limit of SQLite's JSON functions (`json_valid` fails at 1001, which the
+ * column's CHECK turns into a failed write). Deeper values are rejected with
+ * `SerializationError` on every backend.
+ */
+export const MAX_JSON_DEPTH = 1000;
+
+/** Matches the first code unit that may make a string unstorable: U+0000 or any surrogate (paired ones are fine). */
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what this looks for.
+const SUSPECT = /[\u0000\ud800-\udfff]/;
+
+/**
+ * Why a string cannot be stored in a JSON or text column on every backend,
+ * or `null` when it can: it holds U+0000, or a UTF-16 surrogate that is not
+ * half of a pair. Both are refused by Postgres and kept by SQLite, so the
+ * protocol refuses them everywhere.
+ *
+ * @example
+ * ```ts
+ * unstorableText("café"); // null
+ * unstorableText("a\u0000b"); // "it contains U+0000 (NUL) at index 1, which Postgres cannot store"
+ * ```
+ */
+export function unstorableText(text: string): string | null {
+  if (!SUSPECT.test(text)) return null;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit === 0) return `it contains U+0000 (NUL) at index ${i}, which Postgres cannot store; remove it or encode the data (e.g. base64)`;
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++;
+        continue;
+      }
+      return `it contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${i}, which is not valid Unicode and which Postgres cannot store; fix the string (e.g. do not cut it between the halves of a surrogate pair)`;
+    }
+    if (unit >= 0xdc00 && unit <= 0xdfff) {
+      return `it contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${i}, which is not valid Unicode and which Postgres cannot store; fix the string (e.g. do not cut it between the halves of a surrogate pair)`;
+    }
+  }
+  return null;
+}
+
+/**
+ * `text` with every U+0000 and every lone surrogate replaced by U+FFFD, so it
+ * can be stored on every backend. For values that must be stored even when
+ * they are not clean — an error's message in the §5.16 fallback envelope —
+ * never for user data, which is rejected instead ({@link unstorableText}).
+ *
+ * @example
+ * ```ts
+ * sanitizeText("a\u0000b"); // "a\ufffdb"
+ * ```
+ */
+export function sanitizeText(text: string): string {
+  if (unstorableText(text) === null) return text;
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        out += text.slice(i, i + 2);
+        i++;
+        continue;
+      }
+      out += "\ufffd";
+    } else if (unit === 0 || (unit >= 0xdc00 && unit <= 0xdfff)) {
+      out += "\ufffd";
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
 
 /** Keys that can be written `a.b` in a path; anything else is written `a["b c"]`. */
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -19,7 +107,10 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
  *
  * Rejected with `SerializationError` (its `path` rooted at `what`): non-finite
  * numbers at any depth, BigInt, cycles, `undefined`/function/symbol as an
- * array element or as the whole value. Object properties holding
+ * array element or as the whole value; strings or keys holding U+0000 or a
+ * lone surrogate, and nesting deeper than {@link MAX_JSON_DEPTH} (what some
+ * backend cannot store, see the module comment); a getter, `toJSON` or
+ * proxy trap that throws (the error is the `cause`). Object properties holding
  * `undefined`/function/symbol are omitted, and `toJSON` is honoured (its
  * output is checked too), as in `JSON.stringify`. The same object may appear
  * twice as long as it does not contain itself.
@@ -48,7 +139,14 @@ class Encoder {
   constructor(private readonly what: string) {}
 
   encodeRoot(value: unknown): string {
-    const out = this.encode(value, "");
+    let out: string | undefined;
+    try {
+      out = this.encode(value, "");
+    } catch (err) {
+      if (err instanceof SerializationError) throw err;
+      // A getter, toJSON or proxy trap threw while the value was read: `keys` still points at it.
+      throw this.error(`reading it threw (${describeThrown(err)}); make the value plain data before passing it`, err);
+    }
     if (out === undefined) {
       throw this.error(`the value is ${describeOmitted(value)}, which has no JSON form; pass null or an object instead`);
     }
@@ -71,6 +169,7 @@ class Encoder {
     }
     switch (typeof value) {
       case "string":
+        this.checkText(value, null);
         return JSON.stringify(value);
       case "number":
         if (!Number.isFinite(value)) {
@@ -117,6 +216,7 @@ class Encoder {
     let first = true;
     for (const key of Object.keys(object)) {
       this.keys.push(key);
+      this.checkText(key, key);
       const encoded = this.encode((object as Record<string, unknown>)[key], key);
       this.keys.pop();
       if (encoded === undefined) continue;
@@ -127,7 +227,19 @@ class Encoder {
     return out + "}";
   }
 
+  /** Rejects a string (or, when `key` is given, the key just pushed) that some backend cannot store. */
+  private checkText(text: string, key: string | null): void {
+    const problem = unstorableText(text);
+    if (problem === null) return;
+    throw this.error(key === null ? `the string cannot be stored: ${problem}` : `the key ${JSON.stringify(key)} cannot be stored: ${problem}`);
+  }
+
   private enter(value: object): void {
+    if (this.keys.length >= MAX_JSON_DEPTH) {
+      throw this.error(
+        `the value is nested more than ${MAX_JSON_DEPTH} levels deep, more than SQLite's JSON functions accept; flatten it or store the deep part as a string`,
+      );
+    }
     const depth = this.ancestors.get(value);
     if (depth !== undefined) {
       throw this.error(
@@ -141,8 +253,8 @@ class Encoder {
     this.ancestors.delete(value);
   }
 
-  private error(reason: string): SerializationError {
-    return new SerializationError(this.format(this.keys.length), reason);
+  private error(reason: string, cause?: unknown): SerializationError {
+    return new SerializationError(this.format(this.keys.length), reason, cause === undefined ? undefined : { cause });
   }
 
   /** The path of the first `depth` keys, e.g. `payload.items[2]`. */
@@ -155,6 +267,16 @@ class Encoder {
       else path += `[${JSON.stringify(key)}]`;
     }
     return path;
+  }
+}
+
+/** A thrown value, briefly, for a message: `TypeError: boom`; never throws itself. */
+function describeThrown(err: unknown): string {
+  try {
+    if (err instanceof Error) return `${err.name}: ${err.message}`;
+    return String(err);
+  } catch {
+    return "an unprintable value";
   }
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   AlreadyExists,
   CairnQError,
+  DatabaseUnusable,
   EventLoopBlocked,
   InvalidArgument,
   ListenUnavailable,
@@ -15,6 +16,7 @@ import {
   TaskFailed,
   TaskTimeout,
   UnsupportedBackend,
+  isFatalError,
 } from "../src/errors.js";
 import type * as ErrorsExports from "../src/errors.js";
 import type { Task } from "../src/task.js";
@@ -53,6 +55,7 @@ describe("error classes", () => {
     ["SerializationError", new SerializationError("$.a", "bad")],
     ["UnsupportedBackend", new UnsupportedBackend("succeedIn", "sqlite")],
     ["InvalidArgument", new InvalidArgument("limit", "limit must be ≥ 0")],
+    ["DatabaseUnusable", new DatabaseUnusable("/tmp/x", "it is a directory")],
     ["TaskError", new TaskError("boom")],
   ];
 
@@ -334,5 +337,67 @@ describe("ListenUnavailable", () => {
     const err = new ListenUnavailable("transaction pooler", { cause });
     expect(err.message).toBe("transaction pooler");
     expect(err.cause).toBe(cause);
+  });
+});
+
+describe("DatabaseUnusable", () => {
+  it("names the database and the reason, and keeps a cause", () => {
+    const cause = new Error("SQLITE_NOTADB");
+    const err = new DatabaseUnusable("/srv/app/tasks.db", "it is not a SQLite database", { cause });
+    expect(err.database).toBe("/srv/app/tasks.db");
+    expect(err.reason).toBe("it is not a SQLite database");
+    expect(err.message).toBe("cannot use '/srv/app/tasks.db' as a CairnQ database: it is not a SQLite database");
+    expect(err.cause).toBe(cause);
+    expect(new DatabaseUnusable("a", "b", { message: "custom" }).message).toBe("custom");
+  });
+});
+
+describe("fatal (retrying cannot help) vs transient", () => {
+  it("marks misconfiguration and wrong-database errors fatal, everything else transient", () => {
+    const fatal = [
+      new ProtocolVersionMismatch(2, 1),
+      new SchemaMismatch("elsewhere"),
+      new DatabaseUnusable("/x", "a directory"),
+      new InvalidArgument("queues", "bad"),
+      new UnsupportedBackend("succeedIn", "sqlite"),
+      new SerializationError("payload", "bad"),
+    ];
+    for (const err of fatal) {
+      expect({ name: err.name, fatal: err.fatal }).toEqual({ name: err.name, fatal: true });
+      expect(isFatalError(err)).toBe(true);
+    }
+    const transient = [
+      new AlreadyExists("k"),
+      new QueueFull("q", 1, 1),
+      new TaskTimeout("task_x"),
+      new TaskFailed({}),
+      new TaskCanceled("task_x"),
+      new LostLease("task_x"),
+      new EventLoopBlocked(1, 1, 1),
+      new TaskError("boom"),
+      new CairnQError("plain"),
+    ];
+    for (const err of transient) {
+      expect({ name: err.name, fatal: err.fatal }).toEqual({ name: err.name, fatal: false });
+      expect(isFatalError(err)).toBe(false);
+    }
+    for (const other of [new Error("ECONNREFUSED"), new TypeError("x"), null, undefined, "text", { fatal: true }]) {
+      expect(isFatalError(other)).toBe(false);
+    }
+  });
+
+  it("lets an instance override its class's verdict", () => {
+    expect(new CairnQError("no database file", { fatal: true }).fatal).toBe(true);
+    expect(new SchemaMismatch("m", { fatal: false }).fatal).toBe(false);
+    expect(new ProtocolVersionMismatch(2, 1, { fatal: false }).fatal).toBe(false);
+    expect(new LostLease("task_x", { fatal: true, cause: 1 }).fatal).toBe(true);
+    expect(Object.keys(new CairnQError("x", { cause: 1 }))).not.toContain("cause");
+  });
+
+  it("reads the verdict of an error from a second copy of the package", async () => {
+    const copy = await loadSecondCopy();
+    expect(isFatalError(new copy.ProtocolVersionMismatch(2, 1))).toBe(true);
+    expect(isFatalError(new copy.LostLease("task_x"))).toBe(false);
+    expect(copy.isFatalError(new DatabaseUnusable("/x", "y"))).toBe(true);
   });
 });

@@ -25,8 +25,12 @@ import {
   purgeParams,
   queueDepthArgs,
   requireInt,
+  requireKey,
+  requireLimitedText,
   requireName,
   retryParams,
+  TEXT_LIMITS,
+  utf8Length,
   succeedParams,
 } from "../src/inputs.js";
 import {
@@ -656,5 +660,96 @@ describe("normalized parameters supply every parameter the rules read", () => {
     supplies(probeParams(claim), read(PROBE.claimable, PROBE.expired));
     supplies(heartbeatBatchParams({ taskIds: [ID], workerId: W1 }), read(HEARTBEAT_BATCH.selection.where, ...ofBranches(HEARTBEAT_BATCH.branches)));
     supplies(purgeParams(), read(PURGE.selection.where, PURGE.selection.limit));
+  });
+});
+
+describe("text that every backend stores exactly (one input, one meaning)", () => {
+  const bad: [string, string, RegExp][] = [
+    ["U+0000", "a\u0000b", /U\+0000/],
+    ["a lone high surrogate", "a\ud800", /lone UTF-16 surrogate/],
+    ["a lone low surrogate", "\udc00a", /lone UTF-16 surrogate/],
+  ];
+
+  it.each(bad)("rejects %s in every name, queue, key, id and filter with InvalidArgument naming the input", (_label, text, message) => {
+    expectInvalid(() => requireName(text, "workerId"), "workerId", message);
+    for (const field of ["name", "queue", "key", "correlationId", "parentId", "rootId"] as const) {
+      expectInvalid(() => normalizeSubmit(loose<SubmitInput>({ name: "job", [field]: text }), ID), field, message);
+    }
+    expectInvalid(() => normalizeClaim({ queues: ["default", text], workerId: W1 }), "queues[1]", message);
+    expectInvalid(() => normalizeClaim({ queues: ["default"], names: [text], workerId: W1 }), "names[0]", message);
+    expectInvalid(() => normalizeClaim({ queues: ["default"], workerId: text }), "workerId", message);
+    expectInvalid(() => normalizeList({ correlationId: text }), "correlationId", message);
+    expectInvalid(() => purgeParams({ name: text }), "name", message);
+    expectInvalid(() => queueDepthArgs(text, 1), "queue", message);
+    expectInvalid(() => requireKey(text), "key", message);
+    expectInvalid(() => heartbeatParams({ taskId: text, workerId: W1 }), "taskId", message);
+    expectInvalid(() => progressParams({ ...owned, progress: null, message: text }), "message", message);
+    expectInvalid(() => succeedParams({ ...owned, result: null, message: text }), "message", message);
+  });
+
+  it("accepts proper surrogate pairs and other control characters", () => {
+    const text = "🙂 tab\t \u0001";
+    expect(normalizeSubmit({ name: text, queue: text, key: text, correlationId: text }, ID)).toMatchObject({ key: text, queue: text });
+    expect(progressParams({ ...owned, progress: null, message: text }).message).toBe(text);
+  });
+});
+
+describe("TEXT_LIMITS (UTF-8 bytes, sized for Postgres index rows and NOTIFY)", () => {
+  it("are the documented values", () => {
+    expect(TEXT_LIMITS).toEqual({ name: 1024, queue: 256, key: 1024, correlationId: 1024, parentId: 1024, rootId: 1024 });
+    expect(Object.isFrozen(TEXT_LIMITS)).toBe(true);
+  });
+
+  it("utf8Length counts bytes as Postgres stores them", () => {
+    expect(utf8Length("")).toBe(0);
+    expect(utf8Length("abc")).toBe(3);
+    expect(utf8Length("é")).toBe(2);
+    expect(utf8Length("漢")).toBe(3);
+    expect(utf8Length("🙂")).toBe(4);
+    expect(utf8Length("\ud800")).toBe(3);
+    expect(utf8Length("\ud800a")).toBe(4);
+    for (const text of ["abc", "é漢🙂", "x".repeat(300)]) expect(utf8Length(text)).toBe(Buffer.byteLength(text, "utf8"));
+  });
+
+  it.each(Object.entries(TEXT_LIMITS))("accepts %s at its limit (%i bytes) and rejects one byte more, on submit and on reads", (field, limit) => {
+    const atLimit = "é".repeat(Math.floor(limit / 2)) + (limit % 2 === 0 ? "" : "x");
+    expect(utf8Length(atLimit)).toBe(limit);
+    expect(requireLimitedText(atLimit, field as keyof typeof TEXT_LIMITS)).toBe(atLimit);
+    expect(normalizeSubmit(loose<SubmitInput>({ name: "job", [field]: atLimit }), ID)).toBeTruthy();
+    const over = atLimit + "x";
+    const err = expectInvalid(() => normalizeSubmit(loose<SubmitInput>({ name: "job", [field]: over }), ID), field, /over the limit/);
+    expect(err.message).toContain(`${limit + 1} bytes`);
+    expect(err.message).toContain(`TEXT_LIMITS.${field}`);
+    // Short strings skip the count; a long ASCII string at the limit passes.
+    expect(requireLimitedText("x".repeat(limit), field as keyof typeof TEXT_LIMITS)).toHaveLength(limit);
+  });
+
+  it("checks the limits on claims, lists, purges, queue depth and keys too", () => {
+    const longQueue = "q".repeat(TEXT_LIMITS.queue + 1);
+    const longName = "n".repeat(TEXT_LIMITS.name + 1);
+    expectInvalid(() => normalizeClaim({ queues: [longQueue], workerId: W1 }), "queues[0]", /over the limit/);
+    expectInvalid(() => normalizeClaim({ queues: ["default"], names: ["ok", longName], workerId: W1 }), "names[1]", /over the limit/);
+    expectInvalid(() => normalizeList({ queue: longQueue }), "queue");
+    expectInvalid(() => normalizeList({ name: longName }), "name");
+    expectInvalid(() => normalizeList({ rootId: "r".repeat(TEXT_LIMITS.rootId + 1) }), "rootId");
+    expectInvalid(() => purgeParams({ queue: longQueue }), "queue");
+    expectInvalid(() => queueDepthArgs(longQueue, 1), "queue");
+    expectInvalid(() => requireKey("k".repeat(TEXT_LIMITS.key + 1)), "key", /over the limit/);
+    expectInvalid(() => requireKey("k".repeat(TEXT_LIMITS.key + 1), "keys[0]"), "keys[0]");
+  });
+});
+
+describe("the §5.16 fallback stays storable", () => {
+  it("sanitizes U+0000 and lone surrogates in an unencodable error's fields, keeping its code", () => {
+    const error = { type: "Boom\u0000", code: "bad\ud800", message: "nul \u0000 here", details: { n: NaN } };
+    expect(JSON.parse(encodeFailError(error, false))).toEqual({
+      type: "Boom\ufffd",
+      code: "bad\ufffd",
+      message: "nul \ufffd here",
+      retryable: false,
+      details: {},
+    });
+    // An error whose only problem is the NUL in its message is still recorded.
+    expect(JSON.parse(encodeFailError({ code: "c", message: "a\u0000" }, true))).toMatchObject({ code: "c", message: "a\ufffd" });
   });
 });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SerializationError } from "../src/errors.js";
-import { decodeJson, encodeJson, toMs } from "../src/json.js";
+import { decodeJson, encodeJson, MAX_JSON_DEPTH, sanitizeText, toMs, unstorableText } from "../src/json.js";
 
 /** Runs `fn`, expects a SerializationError, and returns it. */
 function rejection(fn: () => unknown): SerializationError {
@@ -25,8 +25,8 @@ describe("encodeJson: agrees with JSON.stringify on encodable values", () => {
     1e21,
     5e-324,
     "",
-    'quote " backslash \\ newline \n tab \t nul \u0000',
-    "accents é, CJK 漢字, em dash —, emoji 🙂, lone surrogate \ud800",
+    'quote " backslash \\ newline \n tab \t control \u0001 \u001f',
+    "accents é, CJK 漢字, em dash —, emoji 🙂, pair at the end \ud83d\ude42",
     [],
     {},
     [null, [1, [2, [3]]], {}, []],
@@ -199,14 +199,101 @@ describe("encodeJson: rejections name the path and the reason", () => {
     expect(err.path).toBe('payload["a b"]["0"]._ok$[0]');
   });
 
-  it("propagates an error thrown by a getter or toJSON", () => {
+  it("turns an error thrown by a getter, toJSON or a proxy trap into a SerializationError at its path, keeping the cause", () => {
     const boom = new Error("getter");
-    const value = {
+    const getter = rejection(() =>
+      encodeJson(
+        {
+          list: [
+            {
+              get a(): never {
+                throw boom;
+              },
+            },
+          ],
+        },
+        "result",
+      ),
+    );
+    expect(getter.path).toBe("result.list[0].a");
+    expect(getter.reason).toContain("Error: getter");
+    expect(getter.cause).toBe(boom);
+
+    const toJSON = rejection(() =>
+      encodeJson(
+        {
+          at: {
+            toJSON(): never {
+              // eslint-disable-next-line @typescript-eslint/only-throw-error -- what a careless handler might throw
+              throw "nope";
+            },
+          },
+        },
+        "result",
+      ),
+    );
+    expect(toJSON.path).toBe("result.at");
+    expect(toJSON.reason).toContain("nope");
+
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    expect(rejection(() => encodeJson({ p: proxy }, "result")).path).toBe("result.p");
+
+    const unprintable = {
       get a(): never {
-        throw boom;
+        throw Object.create(null);
       },
     };
-    expect(() => encodeJson(value, "payload")).toThrow(boom);
+    expect(rejection(() => encodeJson(unprintable, "result")).reason).toContain("an unprintable value");
+  });
+});
+
+describe("encodeJson: what some backend cannot store is refused on every backend", () => {
+  it("refuses U+0000 in a string or a key, naming the path", () => {
+    const inString = rejection(() => encodeJson({ a: ["ok", "x\u0000y"] }, "payload"));
+    expect(inString.path).toBe("payload.a[1]");
+    expect(inString.reason).toContain("U+0000");
+    const inKey = rejection(() => encodeJson({ a: { "k\u0000": 1 } }, "payload"));
+    expect(inKey.path).toBe('payload.a["k\\u0000"]');
+    expect(inKey.reason).toContain("key");
+    expect(rejection(() => encodeJson("\u0000", "result")).path).toBe("result");
+  });
+
+  it("refuses a lone high or low surrogate in a string or a key, and accepts a proper pair", () => {
+    expect(rejection(() => encodeJson({ s: "a\ud800" }, "payload")).reason).toContain("lone UTF-16 surrogate (\\ud800) at index 1");
+    expect(rejection(() => encodeJson({ s: "\ud800b" }, "payload")).path).toBe("payload.s");
+    expect(rejection(() => encodeJson({ s: "\udc00" }, "payload")).reason).toContain("\\udc00");
+    expect(rejection(() => encodeJson({ "\udfff": 1 }, "payload")).path).toBe('payload["\\udfff"]');
+    expect(encodeJson({ "🙂": "🙂\ud83d\ude42" }, "payload")).toBe(JSON.stringify({ "🙂": "🙂🙂" }));
+  });
+
+  it(`accepts nesting up to MAX_JSON_DEPTH (${MAX_JSON_DEPTH}) levels and refuses one more, without a RangeError`, () => {
+    const nest = (levels: number): unknown => {
+      let value: unknown = [];
+      for (let i = 1; i < levels; i++) value = i % 2 === 0 ? [value] : { a: value };
+      return value;
+    };
+    expect(JSON.parse(encodeJson(nest(MAX_JSON_DEPTH), "payload"))).toEqual(nest(MAX_JSON_DEPTH));
+    const err = rejection(() => encodeJson(nest(MAX_JSON_DEPTH + 1), "payload"));
+    expect(err.reason).toContain(`more than ${MAX_JSON_DEPTH} levels`);
+    expect(err.path.startsWith("payload[0].a[0].a")).toBe(true);
+    // Ten thousand levels (which overflowed the stack before) fail the same way.
+    expect(rejection(() => encodeJson(nest(10_000), "result")).reason).toContain("levels deep");
+  });
+});
+
+describe("unstorableText and sanitizeText", () => {
+  it("accept clean text as it is", () => {
+    for (const text of ["", "plain", "é漢字—", "\ud83d\ude42", "\u0001"]) {
+      expect(unstorableText(text)).toBeNull();
+      expect(sanitizeText(text)).toBe(text);
+    }
+  });
+
+  it("name the first problem and replace every one with U+FFFD", () => {
+    expect(unstorableText("ab\u0000")).toContain("U+0000 (NUL) at index 2");
+    expect(unstorableText("\udc01")).toContain("\\udc01");
+    expect(sanitizeText("a\u0000b\ud800c\udc00\ud83d\ude42\ud800")).toBe("a\ufffdb\ufffdc\ufffd\ud83d\ude42\ufffd");
   });
 });
 

@@ -50,6 +50,8 @@ import {
   purgeParams,
   queueDepthArgs,
   RECOVER,
+  requireKey,
+  requireLimitedText,
   requireName,
   resolveKeyConflict,
   RETRY,
@@ -297,7 +299,7 @@ export class KyselyStore implements TaskStore {
 
   /** The row the key points at, or `null` (§5.2); takes no key lock. */
   async getByKey(key: string): Promise<Task | null> {
-    const params = { key: requireName(key, "key") };
+    const params = { key: requireKey(key) };
     return this.#readOne(GET_BY_KEY_TEMPLATE, params, decodeTask);
   }
 
@@ -309,7 +311,7 @@ export class KyselyStore implements TaskStore {
 
   /** `{ id, status }` of the task the key points at now, or `null` (§5.3). */
   async getStatusByKey(key: string): Promise<TaskRef | null> {
-    const params = { key: requireName(key, "key") };
+    const params = { key: requireKey(key) };
     return this.#readOne(GET_STATUS_BY_KEY_TEMPLATE, params, decodeTaskRef);
   }
 
@@ -328,7 +330,7 @@ export class KyselyStore implements TaskStore {
 
   /** Counts by queue and status, zero-filled; a requested queue is always present (§5.5). */
   async stats(queue?: string): Promise<QueueStats> {
-    const wanted = queue === undefined ? null : requireName(queue, "queue");
+    const wanted = queue === undefined ? null : requireLimitedText(queue, "queue");
     return this.run(async () => {
       const out: QueueStats = {};
       if (wanted !== null) out[wanted] = zeroCounts();
@@ -362,7 +364,7 @@ export class KyselyStore implements TaskStore {
 
   /** Key lock, resolve the key, cancel that task (§5.7); `null` for an unknown key. */
   async cancelByKey(key: string): Promise<Task | null> {
-    return this.#byKey(requireName(key, "key"), {}, CANCEL);
+    return this.#byKey(requireKey(key), {}, CANCEL);
   }
 
   /** T14 (§5.8): the post-update row, or `null` unless failed or canceled. */
@@ -373,7 +375,7 @@ export class KyselyStore implements TaskStore {
   /** Key lock, resolve the key, retry that task (§5.8); `null` for an unknown key. */
   async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
     // retryParams validates the options; the task id comes from the key inside the transaction.
-    return this.#byKey(requireName(key, "key"), retryParams(key, options), RETRY);
+    return this.#byKey(requireKey(key), retryParams(key, options), RETRY);
   }
 
   #clientTransition(rule: RowTransition, params: Params): Promise<Task | null> {
