@@ -1,0 +1,202 @@
+/**
+ * The call and settlement path (§8.4): runs one handler call under its
+ * heartbeat, bounded by `maxRunMs` and by abandonment at the stop deadline,
+ * then settles every task the handler did not settle itself.
+ *
+ * Terminology: a *call* is one handler invocation (one task, or a batch of
+ * tasks of one name); *settling* a task is writing its outcome (`complete`
+ * or `fail`); a call is *abandoned* when the worker lets go of it without
+ * settling (the `stop()` deadline), leaving its tasks to lease expiry.
+ */
+import type { Task, TaskStore } from "@cairnq/protocol";
+import {
+  envelopeFromThrown,
+  handlerTimeoutEnvelope,
+  LostLease,
+  noHandlerEnvelope,
+  SerializationError,
+  unserializableResultEnvelope,
+} from "@cairnq/protocol";
+import type { Deferred, TimerHandle } from "@cairnq/runtime";
+import { startTimer } from "@cairnq/runtime";
+import { Heartbeat } from "./heartbeat.js";
+import type { WorkerErrorInfo } from "./options.js";
+import type { ContextHost, TaskContext } from "./task-context.js";
+import type { Context } from "./task-context.js";
+import type { Registration } from "./task-registry.js";
+
+/** How a handler call ended. @internal */
+export type Outcome =
+  | { readonly kind: "returned"; readonly value: unknown }
+  | { readonly kind: "threw"; readonly error: unknown }
+  | { readonly kind: "timeout" }
+  | { readonly kind: "abandoned" };
+
+/** One handler call in flight. @internal */
+export interface Call {
+  readonly name: string;
+  readonly registration: Registration | undefined;
+  readonly contexts: Context[];
+  readonly bytes: number;
+  readonly startedAtMs: number;
+  readonly abandon: Deferred<void>;
+  /** `running` until the handler's outcome is known; a settling call is never abandoned. */
+  phase: "running" | "settling";
+  done: Promise<void>;
+}
+
+/** What a {@link CallRunner} needs from its worker. @internal */
+export interface CallRunnerHost {
+  readonly store: TaskStore;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly maxRunMs: number | null;
+  readonly contexts: ContextHost;
+  report(err: unknown, info: WorkerErrorInfo): void;
+}
+
+/** Runs calls and settles their tasks. @internal */
+export class CallRunner {
+  readonly #host: CallRunnerHost;
+
+  constructor(host: CallRunnerHost) {
+    this.#host = host;
+  }
+
+  /** Runs `call` to its end: handler, heartbeat, settlement. Never settles an abandoned call. */
+  async execute(call: Call): Promise<void> {
+    const registration = call.registration;
+    if (registration === undefined) {
+      // Handlers changed while the claim was in flight: fail for good, without a heartbeat.
+      await Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0)));
+      return;
+    }
+    const host = this.#host;
+    const heartbeat = new Heartbeat({
+      store: host.store,
+      workerId: host.workerId,
+      leaseMs: host.leaseMs,
+      intervalMs: host.heartbeatIntervalMs,
+      contexts: call.contexts,
+      report: (err, info) => host.report(err, info),
+    });
+    heartbeat.start();
+    let outcome: Outcome;
+    try {
+      outcome = await this.#invoke(call, registration);
+    } finally {
+      heartbeat.stop();
+    }
+    if (outcome.kind === "abandoned") return;
+    call.phase = "settling";
+    await this.#settle(call, outcome);
+  }
+
+  /** Runs the handler, bounded by `maxRunMs` and by abandonment at the stop deadline. */
+  async #invoke(call: Call, registration: Registration): Promise<Outcome> {
+    const contexts = call.contexts;
+    // The executor turns a synchronous throw into a rejection, like an async handler's.
+    const handled = new Promise<unknown>((resolve) => {
+      if (registration.batch !== null) {
+        resolve((registration.handler as (ctxs: TaskContext[]) => unknown)(contexts));
+      } else {
+        const ctx = contexts[0] as Context;
+        resolve((registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload));
+      }
+    }).then(
+      (value): Outcome => ({ kind: "returned", value }),
+      (error: unknown): Outcome => ({ kind: "threw", error }),
+    );
+    const racers: Promise<Outcome>[] = [handled, call.abandon.promise.then((): Outcome => ({ kind: "abandoned" }))];
+    let timer: TimerHandle | undefined;
+    const maxRunMs = this.#host.maxRunMs;
+    if (maxRunMs !== null) {
+      racers.push(
+        new Promise<Outcome>((resolve) => {
+          // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
+          timer = startTimer(() => resolve({ kind: "timeout" }), maxRunMs, { unref: true });
+        }),
+      );
+    }
+    try {
+      return await Promise.race(racers);
+    } finally {
+      timer?.clear();
+    }
+  }
+
+  /** The settlement table (§8.4): tasks the handler did not settle are settled by how the call ended. */
+  async #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>): Promise<void> {
+    const failDelayMs = (ctx: Context, retryable: boolean): number => this.#host.contexts.failDelayMs(ctx.attempt, retryable);
+    // Contexts already lost are left alone: this worker no longer holds them (and a write might land on a newer run).
+    const leftovers = call.contexts.filter((ctx) => ctx.live);
+    switch (outcome.kind) {
+      case "returned": {
+        const batch = call.registration !== undefined && call.registration.batch !== null;
+        await Promise.all(
+          leftovers.map((ctx) => this.#finalComplete(ctx, batch ? resultById(outcome.value, ctx.taskId) : outcome.value)),
+        );
+        return;
+      }
+      case "threw": {
+        if (outcome.error instanceof LostLease) return;
+        const { envelope, retryable } = envelopeFromThrown(outcome.error);
+        await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, retryable, failDelayMs(ctx, retryable))));
+        return;
+      }
+      case "timeout": {
+        for (const ctx of call.contexts) ctx.markLost("timeout");
+        const envelope = handlerTimeoutEnvelope(this.#host.maxRunMs as number);
+        await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, true, failDelayMs(ctx, true))));
+        return;
+      }
+    }
+  }
+
+  /** The worker's own `complete`, straight to the store (the store's ownership check decides). */
+  async #finalComplete(ctx: Context, result: unknown): Promise<void> {
+    const host = this.#host;
+    ctx.beginSettle();
+    try {
+      const row = await host.store.complete({ taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result });
+      host.contexts.settled(ctx, row, null);
+    } catch (err) {
+      if (err instanceof SerializationError) {
+        await this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
+      } else if (err instanceof LostLease) {
+        ctx.markLost("write");
+      } else {
+        host.report(err, { phase: "execute", taskId: ctx.taskId });
+      }
+    }
+  }
+
+  /** The worker's own `fail`, straight to the store; `LostLease` is swallowed (nothing more to write). */
+  async #finalFail(ctx: Context, envelope: unknown, retryable: boolean, delayMs: number): Promise<void> {
+    const host = this.#host;
+    ctx.beginSettle();
+    try {
+      const row: Task = await host.store.fail({
+        taskId: ctx.taskId,
+        workerId: host.workerId,
+        attempt: ctx.attempt,
+        error: envelope,
+        retryable,
+        delayMs,
+      });
+      host.contexts.settled(ctx, row, { envelope, retryable, delayMs });
+    } catch (err) {
+      if (!(err instanceof LostLease)) host.report(err, { phase: "execute", taskId: ctx.taskId });
+    }
+  }
+}
+
+/** A batch call's result for one task: read from an object or Map by id; anything else (or a missing id) is `null`. */
+function resultById(value: unknown, taskId: string): unknown {
+  if (value instanceof Map) return value.has(taskId) ? (value.get(taskId) as unknown) : null;
+  if (typeof value === "object" && value !== null && !Array.isArray(value) && Object.hasOwn(value, taskId)) {
+    return (value as Record<string, unknown>)[taskId];
+  }
+  return null;
+}

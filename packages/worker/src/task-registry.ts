@@ -1,0 +1,136 @@
+/**
+ * The worker's task registry (§8.2): which handler runs each task name, and
+ * how that name is claimed (`batch`, `concurrency`, `resource`).
+ */
+import type { Logger, TaskDef } from "@cairnq/protocol";
+import { InvalidArgument, logSafely, requireInt, requireName } from "@cairnq/protocol";
+import type { NameRule } from "./planner.js";
+import type { TaskContext } from "./task-context.js";
+
+/** A value or a promise of it. */
+export type Awaitable<T> = T | Promise<T>;
+
+/**
+ * Handles one task: gets its context and payload; what it returns becomes
+ * the task's result (unless it settled the task itself).
+ */
+export type TaskHandler<P = unknown, R = unknown> = (ctx: TaskContext<P, R>, payload: P) => Awaitable<R | void>;
+
+/** Results of a batch call by task id; ids left out complete with a `null` result. */
+export type BatchResults<R = unknown> = Readonly<Record<string, R>> | ReadonlyMap<string, R>;
+
+/** Handles a batch of tasks of one name in one call (`worker.task(name, { batch }, handler)`). */
+export type BatchHandler<P = unknown, R = unknown> = (ctxs: TaskContext<P, R>[]) => Awaitable<BatchResults<R> | void>;
+
+/** Per-name options of `worker.task` (§8.2). */
+export interface TaskOptions {
+  /** Deliver up to this many tasks per call to a batch handler (an integer ≥ 1). @default undefined (one task per call, single handler) */
+  batch?: number;
+  /** At most this many calls of this name at once (an integer ≥ 1). @default undefined (only the worker's concurrency) */
+  concurrency?: number;
+  /** A resource declared in the worker's `resources`; each call holds one unit. @default undefined */
+  resource?: string;
+}
+
+/** A handler of either shape, as stored. @internal */
+export type AnyHandler = (...args: never[]) => unknown;
+
+/** A registered name: its handler and claim rule. @internal */
+export interface Registration extends NameRule {
+  readonly handler: AnyHandler;
+}
+
+/** What the registry checks registrations against. @internal */
+export interface RegistryScope {
+  readonly workerId: string;
+  readonly queues: readonly string[];
+  readonly resources: Readonly<Record<string, number>>;
+  readonly logger: Logger | undefined;
+}
+
+/**
+ * The handlers of one worker by task name, in registration order (the
+ * planner's source order). @internal
+ */
+export class TaskRegistry {
+  readonly #scope: RegistryScope;
+  readonly #handlers = new Map<string, Registration>();
+
+  constructor(scope: RegistryScope) {
+    this.#scope = scope;
+  }
+
+  /** Registered names. */
+  get size(): number {
+    return this.#handlers.size;
+  }
+
+  /** The registration of `name`, if any. */
+  get(name: string): Registration | undefined {
+    return this.#handlers.get(name);
+  }
+
+  /** Every registration, in registration order. */
+  registrations(): Registration[] {
+    return [...this.#handlers.values()];
+  }
+
+  /** Registered names, in registration order. */
+  names(): string[] {
+    return [...this.#handlers.keys()];
+  }
+
+  /** Unregisters a name; whether it was registered. */
+  remove(task: TaskDef | string): boolean {
+    return this.#handlers.delete(typeof task === "string" ? task : task.name);
+  }
+
+  /**
+   * Checks and stores a registration (`worker.task`'s arguments); a name
+   * registered again replaces its handler and options.
+   *
+   * @throws `InvalidArgument` for a bad name, option or undeclared resource.
+   */
+  register(task: TaskDef | string, optionsOrHandler: TaskOptions | AnyHandler, maybeHandler?: AnyHandler): void {
+    const name = requireName(typeof task === "string" ? task : (task as TaskDef | null)?.name, "name");
+    let options: TaskOptions;
+    let handler: unknown;
+    if (typeof optionsOrHandler === "function") {
+      options = {};
+      handler = optionsOrHandler;
+    } else {
+      options = optionsOrHandler ?? {};
+      handler = maybeHandler;
+      if (typeof options !== "object") {
+        throw new InvalidArgument("options", `worker.task('${name}', options, handler): options must be an object`);
+      }
+    }
+    if (typeof handler !== "function") {
+      throw new InvalidArgument("handler", `worker.task('${name}', …) needs a handler function`);
+    }
+    const batch = options.batch === undefined ? null : requireInt(options.batch, "batch", 1);
+    const concurrency = options.concurrency === undefined ? null : requireInt(options.concurrency, "concurrency", 1);
+    let resource: string | null = null;
+    const { resources, queues, logger, workerId } = this.#scope;
+    if (options.resource !== undefined) {
+      resource = requireName(options.resource, "resource");
+      if (!Object.hasOwn(resources, resource)) {
+        const declared = Object.keys(resources);
+        throw new InvalidArgument(
+          "resource",
+          `task '${name}' uses resource '${resource}', which this worker does not declare ` +
+            `(declared: ${declared.length === 0 ? "none" : declared.join(", ")}); add it to the worker's resources option with its capacity`,
+        );
+      }
+    }
+    if (typeof task !== "string" && task.queue !== undefined && !queues.includes(task.queue)) {
+      logSafely(logger, "warn", "task definition's queue is not one this worker claims from", {
+        workerId,
+        name,
+        queue: task.queue,
+        queues,
+      });
+    }
+    this.#handlers.set(name, { name, handler: handler as AnyHandler, batch, concurrency, resource });
+  }
+}
