@@ -166,9 +166,11 @@ export class MemoryStore implements TaskStore {
         (q.queue === null || t.queue === q.queue) &&
         (q.name === null || t.name === q.name) &&
         (q.rootId === null || t.root_id === q.rootId) &&
-        (q.correlationId === null || t.correlation_id === q.correlationId),
+        (q.correlationId === null || t.correlation_id === q.correlationId) &&
+        (q.beforeId === null || t.id < q.beforeId),
     );
-    rows.sort((a, b) => b.created_at_ms - a.created_at_ms || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    const byId = (a: Task, b: Task): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+    rows.sort(q.order === "id" ? byId : (a, b) => b.created_at_ms - a.created_at_ms || byId(a, b));
     return rows.slice(q.offset, q.offset + q.limit).map(copy);
   }
 

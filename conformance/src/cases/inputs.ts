@@ -78,13 +78,15 @@ export const inputCases: readonly ConformanceCase[] = [
   },
   {
     id: "input-bad-list",
-    title: "list rejects an unknown status and a negative limit or offset",
+    title: "list rejects an unknown status or order, a negative limit or offset, and beforeId without order 'id'",
     spec: "§5.4",
     async run(t) {
       await t.submit("job");
       await t.rejectsAny(t.store.list({ status: "pending" as never }), "list with status 'pending'");
       await t.rejectsAny(t.store.list({ limit: -1 }), "list with limit -1");
       await t.rejectsAny(t.store.list({ offset: -1 }), "list with offset -1");
+      await t.rejectsAny(t.store.list({ order: "newest" as never }), "list with order 'newest'");
+      await t.rejectsAny(t.store.list({ beforeId: "task_0" }), "list with beforeId but without order 'id'");
     },
   },
   {

@@ -2,6 +2,7 @@
  * Reads beyond §14: unknown ids, list ordering and paging, stats of terminal
  * rows, queue_depth arguments (§5.2–§5.6).
  */
+import type { Task } from "@cairnq/protocol";
 import { newTaskId } from "@cairnq/protocol";
 import type { ConformanceCase } from "../case.js";
 import { ids, sortedIds } from "../case.js";
@@ -43,6 +44,35 @@ export const readCases: readonly ConformanceCase[] = [
       t.expect(ids(await t.store.list({ offset: 5 }))).toEqual(ids(all.slice(5)));
       t.expect(await t.store.list({ offset: 6 })).toEqual([]);
       t.expect(await t.store.list({ limit: 0 })).toEqual([]);
+    },
+  },
+  {
+    id: "list-order-id-keyset",
+    title: "list with order 'id' returns id DESC and pages by beforeId (with filters), seeing nothing twice",
+    spec: "§5.4 (keyset extension)",
+    async run(t) {
+      const made: Task[] = [];
+      for (let i = 0; i < 7; i++) made.push(await t.submit(i % 2 === 0 ? "even" : "odd", { queue: i < 5 ? "q" : "r", payload: { i } }));
+      const byIdDesc = [...made].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+      t.expect(ids(await t.store.list({ order: "id" }))).toEqual(ids(byIdDesc));
+      const pages: string[][] = [];
+      let beforeId: string | undefined;
+      for (;;) {
+        const page = await t.store.list({ order: "id", limit: 3, ...(beforeId === undefined ? {} : { beforeId }) });
+        if (page.length === 0) break;
+        pages.push(ids(page));
+        beforeId = page[page.length - 1]?.id;
+      }
+      t.expect(pages).toEqual([ids(byIdDesc.slice(0, 3)), ids(byIdDesc.slice(3, 6)), ids(byIdDesc.slice(6))]);
+      const evenInQ = byIdDesc.filter((task) => task.name === "even" && task.queue === "q");
+      t.expect(evenInQ).toHaveLength(3);
+      const first = await t.store.list({ order: "id", name: "even", queue: "q", limit: 2 });
+      t.expect(ids(first)).toEqual(ids(evenInQ.slice(0, 2)));
+      const rest = await t.store.list({ order: "id", name: "even", queue: "q", limit: 2, beforeId: first[1]?.id ?? "" });
+      t.expect(ids(rest)).toEqual(ids(evenInQ.slice(2)));
+      // A cursor need not be an existing id: everything strictly before it.
+      t.expect(ids(await t.store.list({ order: "id", beforeId: "task_" }))).toEqual([]);
+      t.expect(ids(await t.store.list({ order: "id", beforeId: "task_ZZZZZZZZZZZZZZZZZZZZZZZZZZ" }))).toEqual(ids(byIdDesc));
     },
   },
   {

@@ -18,6 +18,7 @@ import type {
   HeartbeatBatchInput,
   HeartbeatInput,
   ListInput,
+  ListOrder,
   OwnedInput,
   ProgressInput,
   PurgeInput,
@@ -391,9 +392,11 @@ export interface NormalizedList {
   readonly correlationId: string | null;
   readonly limit: number;
   readonly offset: number;
+  readonly order: ListOrder;
+  readonly beforeId: string | null;
 }
 
-/** Validates `list` filters; `status` must be one of the five. */
+/** Validates `list` filters; `status` must be one of the five; `beforeId` needs `order: "id"`. */
 export function normalizeList(input: ListInput = {}): NormalizedList {
   objectInput(input);
   if (input.status !== undefined && input.status !== null && !isTaskStatus(input.status)) {
@@ -407,7 +410,24 @@ export function normalizeList(input: ListInput = {}): NormalizedList {
     correlationId: optionalText(input.correlationId, "correlationId"),
     limit: intOr(input.limit, DEFAULT_LIST_LIMIT, "limit", 0),
     offset: intOr(input.offset, 0, "offset", 0),
+    order: listOrder(input.order),
+    beforeId: listBeforeId(input),
   };
+}
+
+function listOrder(order: unknown): ListOrder {
+  if (order === undefined || order === null) return "created";
+  if (order === "created" || order === "id") return order;
+  fail("order", `order must be "created" or "id", got ${describe(order)}`);
+}
+
+function listBeforeId(input: ListInput): string | null {
+  // A cursor is a task id (or any string bounding one): held to the id columns' limit.
+  const beforeId = input.beforeId === undefined || input.beforeId === null ? null : requireLimitedText(input.beforeId, "rootId", "beforeId");
+  if (beforeId !== null && input.order !== "id") {
+    fail("beforeId", 'beforeId pages through the id order: pass order: "id" with it (list({ order: "id", beforeId }))');
+  }
+  return beforeId;
 }
 
 /** Parameters of `PURGE` (§5.9): status, when given, must be terminal. */

@@ -125,7 +125,27 @@ export interface ListInput {
   limit?: number;
   /** @default 0 */
   offset?: number;
+  /**
+   * Row order. `"created"` is §5.4's `created_at_ms DESC, id DESC`. `"id"` is
+   * `id DESC`, which the primary key index serves, and the only order
+   * {@link ListInput.beforeId} pages through: task ids are ULIDs, so it is
+   * newest first by the submitting process's clock (it can differ from
+   * `created_at_ms` order by a few milliseconds).
+   * @default "created"
+   */
+  order?: ListOrder;
+  /**
+   * Keyset pagination (with `order: "id"` only): only tasks whose id sorts
+   * strictly before this one. Pass the last id of a page to get the next
+   * page; unlike `offset`, the cost does not grow with the page number and
+   * rows submitted meanwhile never shift a page.
+   * @default undefined (from the newest task)
+   */
+  beforeId?: string;
 }
+
+/** The orders `list` can return rows in: see {@link ListInput.order}. */
+export type ListOrder = "created" | "id";
 
 /** Per-queue counts by status, zero-filled (§5.5). */
 export type QueueStats = Record<string, Record<TaskStatus, number>>;

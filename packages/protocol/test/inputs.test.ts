@@ -547,7 +547,7 @@ describe("claim (§5.10)", () => {
 
 describe("list (§5.4)", () => {
   it("defaults: no filters, limit 100, offset 0", () => {
-    const none = { status: null, queue: null, name: null, rootId: null, correlationId: null, limit: 100, offset: 0 };
+    const none = { status: null, queue: null, name: null, rootId: null, correlationId: null, limit: 100, offset: 0, order: "created", beforeId: null };
     expect(normalizeList()).toEqual(none);
     expect(normalizeList({})).toEqual(none);
     expect(normalizeList(loose<ListInput>({ status: null, limit: null, offset: null }))).toEqual(none);
@@ -562,7 +562,16 @@ describe("list (§5.4)", () => {
       correlationId: "c",
       limit: 0,
       offset: 0,
+      order: "created",
+      beforeId: null,
     });
+    expect(normalizeList({ order: "id", beforeId: "task_1" })).toMatchObject({ order: "id", beforeId: "task_1" });
+  });
+
+  it("order is created or id; beforeId needs order id and is non-empty text", () => {
+    expect(expectInvalid(() => normalizeList(loose<ListInput>({ order: "newest" })), "order").message).toContain('"created" or "id"');
+    expect(expectInvalid(() => normalizeList({ beforeId: "task_1" }), "beforeId").message).toContain('order: "id"');
+    expectInvalid(() => normalizeList({ order: "id", beforeId: "" }), "beforeId");
   });
 
   it("status must be one of the five", () => {

@@ -76,6 +76,7 @@ import {
   GET_TEMPLATE,
   insertTemplate,
   KEY_TASK_ID_TEMPLATE,
+  LIST_BY_ID_TEMPLATE,
   LIST_TEMPLATE,
   PROBE_TEMPLATE,
   QUEUE_DEPTH_TEMPLATE,
@@ -325,7 +326,8 @@ export class KyselyStore implements TaskStore {
   /** Rows matching every given filter, newest first (§5.4). */
   async list(input: ListInput = {}): Promise<Task[]> {
     const q = normalizeList(input);
-    return this.run(async () => (await this.#read(LIST_TEMPLATE, q as unknown as Params)).rows.map(decodeTask));
+    const template = q.order === "id" ? LIST_BY_ID_TEMPLATE : LIST_TEMPLATE;
+    return this.run(async () => (await this.#read(template, q as unknown as Params)).rows.map(decodeTask));
   }
 
   /** Counts by queue and status, zero-filled; a requested queue is always present (§5.5). */

@@ -31,6 +31,7 @@ export const READ_PARAMS = {
   correlationId: PARAMS.correlationId,
   limit: PARAMS.limit,
   offset: x.param("offset", "int"),
+  beforeId: x.param("beforeId", "text"),
   maxDepth: x.param("maxDepth", "int"),
 } as const;
 
@@ -204,6 +205,22 @@ export const LIST_TEMPLATE: StatementTemplate = {
   build: (c, env) =>
     `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, LIST_FILTER)} ` +
     `ORDER BY created_at_ms DESC, id DESC LIMIT ${c.slot(P.limit)} OFFSET ${c.slot(P.offset)}`,
+};
+
+const BEFORE_ID: Expr = x.or(x.isNull(P.beforeId), x.lt(x.col("id"), P.beforeId));
+
+/**
+ * `list` in id order (`order: "id"`), with keyset pagination by `beforeId`:
+ * `… AND id < ? ORDER BY id DESC LIMIT ?`. The primary key index yields the
+ * rows in this order, so a page costs the same at any depth of a large table
+ * (a filter with few matches is served by its own index instead).
+ */
+export const LIST_BY_ID_TEMPLATE: StatementTemplate = {
+  params: paramsOfAll([LIST_FILTER, BEFORE_ID], [P.limit, P.offset]),
+  clock: null,
+  build: (c, env) =>
+    `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, x.and(LIST_FILTER, BEFORE_ID))} ` +
+    `ORDER BY id DESC LIMIT ${c.slot(P.limit)} OFFSET ${c.slot(P.offset)}`,
 };
 
 const STATS_FILTER: Expr = x.optionalEq("queue", P.queue);
