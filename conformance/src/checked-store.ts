@@ -5,6 +5,7 @@
  * the store through it, so each case also checks every row it reads.
  */
 import type {
+  BulkBatchInput,
   ClaimInput,
   CompleteInput,
   FailInput,
@@ -16,10 +17,12 @@ import type {
   PurgeInput,
   QueueDepthGate,
   QueueStats,
+  RetryBatchInput,
   RetryOptions,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
+  SubmitOutcome,
   SucceedInput,
   Task,
   TaskRef,
@@ -97,6 +100,21 @@ export class CheckedStore implements TaskStore {
     return row;
   }
 
+  async submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
+    const out = await this.#inner.submitOutcome(input);
+    if (typeof out !== "object" || out === null || typeof out.created !== "boolean") {
+      throw new InvariantViolation("submit-outcome-shape", "submitOutcome() must return { task, created: boolean }", out, "submitOutcome()");
+    }
+    const row = this.#row(out.task, "submitOutcome().task");
+    if (out.created && row.status !== "queued") {
+      throw new InvariantViolation("submit-created-queued", `submitOutcome() said created but returned a '${row.status}' row (T1 inserts 'queued')`, row, "submitOutcome()");
+    }
+    if (!out.created && (input.key === undefined || input.key === null)) {
+      throw new InvariantViolation("submit-unkeyed-created", "an unkeyed submit always creates its task; submitOutcome() said created: false", out, "submitOutcome()");
+    }
+    return { task: row, created: out.created };
+  }
+
   async get(id: string): Promise<Task | null> {
     return this.#maybeRow(await this.#inner.get(id), "get()");
   }
@@ -156,6 +174,28 @@ export class CheckedStore implements TaskStore {
 
   async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
     return this.#maybeRow(await this.#inner.retryByKey(key, options), "retryByKey()");
+  }
+
+  async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    return this.#batchIds(await this.#inner.cancelBatch(input), input, "cancelBatch()");
+  }
+
+  async retryBatch(input?: RetryBatchInput): Promise<string[]> {
+    return this.#batchIds(await this.#inner.retryBatch(input), input, "retryBatch()");
+  }
+
+  #batchIds(ids: unknown, input: BulkBatchInput | undefined, where: string): string[] {
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== "string" || !TASK_ID_PATTERN.test(id)) || new Set(ids).size !== ids.length) {
+      throw new InvariantViolation("batch-ids", `${where} must return the distinct ids of the rows it changed`, ids, where);
+    }
+    const limit = input?.limit ?? 1000;
+    if (ids.length > limit) throw new InvariantViolation("batch-limit", `${where} changed ${ids.length} rows, over its limit ${limit}`, ids, where);
+    const after = input?.afterId;
+    if (typeof after === "string" && ids.some((id: string) => id <= after)) {
+      throw new InvariantViolation("batch-after", `${where} changed a row whose id does not sort after afterId ${after}`, ids, where);
+    }
+    for (const id of ids as string[]) this.observed.ids.add(id);
+    return ids as string[];
   }
 
   async purge(input?: PurgeInput): Promise<string[]> {

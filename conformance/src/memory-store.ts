@@ -9,6 +9,7 @@
    and LostLease reject the returned promise, as the TaskStore contract's callers expect, instead of
    throwing synchronously; most bodies have nothing else to await. */
 import type {
+  BulkBatchInput,
   ClaimInput,
   CompleteInput,
   FailInput,
@@ -20,11 +21,14 @@ import type {
   PurgeInput,
   QueueDepthGate,
   QueueStats,
+  RetryBatchInput,
   RetryOptions,
   RowTransition,
+  SetTransition,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
+  SubmitOutcome,
   SucceedInput,
   Task,
   TaskRef,
@@ -35,6 +39,8 @@ import {
   applyBranches,
   buildInsert,
   CANCEL,
+  CANCEL_BATCH,
+  cancelBatchParams,
   COMPLETE,
   completeParams,
   decideRow,
@@ -66,6 +72,8 @@ import {
   requireName,
   resolveKeyConflict,
   RETRY,
+  RETRY_BATCH,
+  retryBatchParams,
   retryParams,
   selectRows,
   STATUSES,
@@ -114,6 +122,10 @@ export class MemoryStore implements TaskStore {
   async close(): Promise<void> {}
 
   async submit(input: SubmitInput): Promise<Task> {
+    return (await this.submitOutcome(input)).task;
+  }
+
+  async submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
     const submit = normalizeSubmit(input, newTaskId());
     if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
     const now = this.#clock();
@@ -121,7 +133,7 @@ export class MemoryStore implements TaskStore {
       const existing = this.#keyTask(submit.key);
       const decision = resolveKeyConflict(submit.conflict, existing);
       if (decision.kind === "reject") throw new AlreadyExists(submit.key);
-      if (decision.kind === "reuse") return copy(existing as Task);
+      if (decision.kind === "reuse") return { task: copy(existing as Task), created: false };
       if (decision.cancelExisting && existing !== null) this.#applyRow(CANCEL, existing.id, { taskId: existing.id }, now);
     }
     const row = buildInsert(SUBMIT, decoded(submit.params), now);
@@ -130,7 +142,7 @@ export class MemoryStore implements TaskStore {
       const key = this.#keys.get(submit.key);
       this.#keys.set(submit.key, { task_id: row.id, created_at_ms: key?.created_at_ms ?? now, updated_at_ms: now });
     }
-    return copy(row);
+    return { task: copy(row), created: true };
   }
 
   #keyTask(key: string): Task | null {
@@ -230,6 +242,22 @@ export class MemoryStore implements TaskStore {
   async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
     const row = this.#keyTask(requireKey(key));
     return row === null ? null : this.retry(row.id, options);
+  }
+
+  async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    return this.#batch(CANCEL_BATCH, cancelBatchParams(input));
+  }
+
+  async retryBatch(input?: RetryBatchInput): Promise<string[]> {
+    return this.#batch(RETRY_BATCH, retryBatchParams(input));
+  }
+
+  /** The batch's selection, then the single rule's branches on each picked row, through the rule evaluator. */
+  #batch(rule: SetTransition, params: Params): string[] {
+    const now = this.#clock();
+    const picked = selectRows(rule.selection, this.#tasks.values(), params, now);
+    for (const row of picked) this.#tasks.set(row.id, applyBranches(rule.branches, row, params, now).row);
+    return picked.map((row) => row.id);
   }
 
   async purge(input?: PurgeInput): Promise<string[]> {

@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "../case.js";
 import { boundaryCases } from "./boundaries.js";
+import { bulkCases } from "./bulk.js";
 import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
 import { inputCases } from "./inputs.js";
@@ -18,6 +19,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...submitCases,
   ...readCases,
   ...clientTransitionCases,
+  ...bulkCases,
   ...claimCases,
   ...ownedWriteCases,
   ...inputCases,

@@ -12,15 +12,20 @@ import type {
   RetryOptions,
   SubmitInput,
   SubmitOptions,
+  SubmitOutcome,
   Task,
   TaskDef,
+  TaskFilter,
   TaskRef,
   TaskStore,
   WaitOptions,
 } from "@cairnq/protocol";
 import {
+  DEFAULT_BULK_LIMIT,
   InvalidArgument,
   logSafely,
+  nextBatchCursor,
+  requireInt,
   resolveGateTiming,
   resolveWaitOptions,
   SUBMIT_OPTION_KEYS,
@@ -96,6 +101,30 @@ export interface CallOptions extends SubmitOptions {
 export interface PurgeOptions extends Omit<PurgeInput, "olderThanMs"> {
   /** Delete only rows completed more than this long ago; `0` = every terminal row. */
   olderThanMs: number;
+}
+
+/** Options of {@link CairnQ.cancelMany}: `list`'s filters and the batch size. */
+export interface BulkOptions extends TaskFilter {
+  /** Rows per statement (an integer ≥ 1). @default 1000 */
+  batchSize?: number | undefined;
+}
+
+/** Options of {@link CairnQ.retryMany}: {@link BulkOptions} plus retry's `resetAttempt`. */
+export interface RetryManyOptions extends BulkOptions, RetryOptions {}
+
+const BULK_KEYS = ["status", "queue", "name", "rootId", "correlationId", "batchSize"] as const satisfies readonly (keyof BulkOptions)[];
+const RETRY_MANY_KEYS = [...BULK_KEYS, "resetAttempt"] as const satisfies readonly (keyof RetryManyOptions)[];
+
+function bulkOptions<O extends BulkOptions>(options: O, what: string, keys: readonly string[]): { batchSize: number; filter: Omit<O, "batchSize"> } {
+  if (typeof options === "object" && options !== null && "limit" in options) {
+    throw new InvalidArgument(
+      "limit",
+      `${what} changes every matching task, so it takes no 'limit'; batchSize sets how many rows each statement changes (default ${DEFAULT_BULK_LIMIT})`,
+    );
+  }
+  const checked = checkOptions(options, what, keys) as O;
+  const { batchSize, ...filter } = checked;
+  return { batchSize: batchSize === undefined ? DEFAULT_BULK_LIMIT : requireInt(batchSize, "batchSize", 1), filter };
 }
 
 /**
@@ -299,6 +328,24 @@ export class CairnQ {
     return this.store.submit(this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS)));
   }
 
+  /**
+   * {@link CairnQ.submit}, also saying whether this call created the task
+   * (`created: true`) or a keyed submit returned an existing one
+   * (`created: false`) — decided in the same keyed transaction, so an API
+   * can answer 201 or 200 truthfully under concurrent retries.
+   *
+   * @example
+   * ```ts
+   * const { task, created } = await client.submitOutcome("charge", { orderId }, { key: `charge:${orderId}` });
+   * res.status(created ? 201 : 200).json({ id: task.id, status: task.status });
+   * ```
+   */
+  submitOutcome<P, R>(task: TaskDef<P, R>, ...args: PayloadArgs<P, SubmitOptions>): Promise<SubmitOutcome<P, R>>;
+  submitOutcome<P = unknown, R = unknown>(name: string, payload?: P, options?: SubmitOptions): Promise<SubmitOutcome<P, R>>;
+  async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
+    return this.store.submitOutcome(this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS)));
+  }
+
   #submitInput(task: unknown, payload: unknown, options: SubmitOptions): SubmitInput {
     return submitInputOf(resolveTask(task), payload, options);
   }
@@ -373,6 +420,59 @@ export class CairnQ {
   /** {@link CairnQ.retry} for the task the key points at. */
   retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
     return this.store.retryByKey(key, options);
+  }
+
+  /**
+   * Cancels every queued or running task matching `filter` (`list`'s filters,
+   * AND-ed; `{}` = every live task): a queued task ends `canceled` now, a
+   * running one is flagged and ends `canceled` when its handler settles —
+   * the same transition as {@link CairnQ.cancel}, decided per row on its
+   * current values, so a task that finishes meanwhile is left alone.
+   *
+   * Runs in batches of `batchSize` rows (one statement each, in id order), so
+   * no transaction grows with the backlog. Tasks submitted while it runs may
+   * or may not be included.
+   *
+   * @returns how many tasks were canceled or flagged.
+   * @throws InvalidArgument for an unknown key (a misspelt filter would widen the operation), or a `status`
+   *   other than `queued`/`running`.
+   * @example
+   * ```ts
+   * const n = await client.cancelMany({ queue: "emails", name: "newsletter" });
+   * ```
+   */
+  async cancelMany(filter: BulkOptions = {}): Promise<number> {
+    const { batchSize, filter: rest } = bulkOptions(filter, "cancelMany", BULK_KEYS);
+    return this.#bulk((afterId) => this.store.cancelBatch({ ...rest, limit: batchSize, afterId }), batchSize);
+  }
+
+  /**
+   * Requeues every failed or canceled task matching `filter` (`list`'s
+   * filters; `{}` = every failed and canceled task), clearing each error —
+   * the same transition as {@link CairnQ.retry}, with its `resetAttempt`.
+   * Batched as {@link CairnQ.cancelMany}.
+   *
+   * @returns how many tasks were requeued.
+   * @throws InvalidArgument for an unknown key or a `status` other than `failed`/`canceled`.
+   * @example
+   * ```ts
+   * const n = await client.retryMany({ status: "failed", queue: "emails", resetAttempt: true });
+   * ```
+   */
+  async retryMany(filter: RetryManyOptions = {}): Promise<number> {
+    const { batchSize, filter: rest } = bulkOptions(filter, "retryMany", RETRY_MANY_KEYS);
+    return this.#bulk((afterId) => this.store.retryBatch({ ...rest, limit: batchSize, afterId }), batchSize);
+  }
+
+  async #bulk(batch: (afterId: string | null) => Promise<string[]>, batchSize: number): Promise<number> {
+    let total = 0;
+    let afterId: string | null = null;
+    for (;;) {
+      const ids = await batch(afterId);
+      total += ids.length;
+      if (ids.length < batchSize) return total;
+      afterId = nextBatchCursor(ids);
+    }
   }
 
   /**

@@ -16,7 +16,7 @@
  * @packageDocumentation
  */
 export { CairnQ } from "./cairnq.js";
-export type { CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook } from "./cairnq.js";
+export type { BulkOptions, CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook, RetryManyOptions } from "./cairnq.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export { DEFAULT_WATCH_POLL_MS } from "./watch.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
@@ -31,4 +31,4 @@ export {
   MAX_QUEUE_POLL_INTERVAL_MS,
   nextPollInterval,
 } from "@cairnq/protocol";
-export type { BackpressureGateOptions, Logger, LogLevel, MaxQueueDepth, SubmitOptions, WaitOptions } from "@cairnq/protocol";
+export type { BackpressureGateOptions, Logger, LogLevel, MaxQueueDepth, SubmitOptions, SubmitOutcome, TaskFilter, WaitOptions } from "@cairnq/protocol";

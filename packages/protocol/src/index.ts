@@ -11,6 +11,7 @@
  */
 export * from "./backoff.js";
 export * from "./backpressure-gate.js";
+export * from "./bulk.js";
 export * from "./conflict.js";
 export * from "./decide.js";
 export * from "./envelope.js";

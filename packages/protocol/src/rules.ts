@@ -159,6 +159,12 @@ export const CLAIMABLE: Expr = x.and(
   x.le(col("run_at_ms"), x.now),
 );
 
+/** The statuses a cancel acts on (§5.7): the guard of `CANCEL` beyond the task id. */
+export const CANCELABLE: Expr = x.in(col("status"), ["queued", "running"]);
+
+/** The statuses a retry acts on (§5.8): the guard of `RETRY` beyond the task id; succeeded cannot be retried. */
+export const RETRYABLE: Expr = x.in(col("status"), ["failed", "canceled"]);
+
 const leaseFromNow = x.add(x.now, p.leaseMs);
 const endLease = { lease_until_ms: NULL } as const;
 
@@ -188,7 +194,7 @@ export const SUBMIT: InsertRule = {
 export const CANCEL: RowTransition = {
   op: "cancel",
   clock: "transaction",
-  guard: x.and(thisTask, x.in(col("status"), ["queued", "running"])),
+  guard: x.and(thisTask, CANCELABLE),
   branches: [
     { name: "cancel-queued", to: "canceled", when: x.eq(col("status"), x.lit("queued")), set: { status: x.lit("canceled"), completed_at_ms: x.now } },
     { name: "flag-running", to: "running", when: null, set: { cancel_requested_at_ms: x.now } },
@@ -200,7 +206,7 @@ export const CANCEL: RowTransition = {
 export const RETRY: RowTransition = {
   op: "retry",
   clock: "transaction",
-  guard: x.and(thisTask, x.in(col("status"), ["failed", "canceled"])),
+  guard: x.and(thisTask, RETRYABLE),
   branches: [
     {
       name: "requeue",

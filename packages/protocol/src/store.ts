@@ -27,6 +27,13 @@ export interface TaskStore {
 
   /** T1, honouring `key` + `conflict` in one keyed transaction (§5.1). */
   submit(input: SubmitInput): Promise<Task>;
+  /**
+   * {@link TaskStore.submit}, also saying whether the row was inserted by
+   * this call (`created: true`) or is an existing task a keyed submit reused
+   * (`created: false`) — what an API needs to answer 201 or 200. Decided
+   * inside the same keyed transaction as the submit itself.
+   */
+  submitOutcome(input: SubmitInput): Promise<SubmitOutcome>;
   get(id: string): Promise<Task | null>;
   getByKey(key: string): Promise<Task | null>;
   getStatus(id: string): Promise<TaskRef | null>;
@@ -42,6 +49,18 @@ export interface TaskStore {
   /** T14; the post-update row, or `null` unless the task is failed or canceled. */
   retry(id: string, options?: RetryOptions): Promise<Task | null>;
   retryByKey(key: string, options?: RetryOptions): Promise<Task | null>;
+  /**
+   * One batch of a bulk cancel: `CANCEL`'s transition (T3/T4) on up to
+   * `limit` queued or running rows matching `list`'s filters, taken in id
+   * order after `afterId`. Returns the ids it changed. Each row is decided on
+   * its current values as it is written (one conditional statement in the
+   * Kysely core), so it is as atomic as `cancel(id)`. Callers loop, moving
+   * `afterId` to the greatest id returned, until a batch is shorter than
+   * `limit` (the client's `cancelMany` does).
+   */
+  cancelBatch(input?: BulkBatchInput): Promise<string[]>;
+  /** One batch of a bulk retry: `RETRY`'s transition (T14) on failed or canceled rows; as {@link TaskStore.cancelBatch}. */
+  retryBatch(input?: RetryBatchInput): Promise<string[]>;
   /** T15: deletes up to `limit` terminal rows past the cutoff; returns their ids. */
   purge(input?: PurgeInput): Promise<string[]>;
 
@@ -114,6 +133,34 @@ export interface SubmitInput<Payload = unknown> {
   /** Integer ≥ 0. @default 0 */
   runAtDelayMs?: number;
 }
+
+/** What {@link TaskStore.submitOutcome} returns. */
+export interface SubmitOutcome<P = unknown, R = unknown> {
+  /** The new row, or the existing one a keyed submit returned. */
+  task: Task<P, R>;
+  /** True when this call inserted `task`; false when a keyed submit reused an existing task. */
+  created: boolean;
+}
+
+/** `list`'s filters (§5.4), AND-ed; absent = any. */
+export interface TaskFilter {
+  status?: TaskStatus;
+  queue?: string;
+  name?: string;
+  rootId?: string;
+  correlationId?: string;
+}
+
+/** One batch of a bulk cancel or retry. */
+export interface BulkBatchInput extends TaskFilter {
+  /** At most this many rows (an integer ≥ 1). @default 1000 */
+  limit?: number;
+  /** Only rows whose id sorts after this one: the cursor of the previous batch. @default null (from the first id) */
+  afterId?: string | null;
+}
+
+/** One batch of a bulk retry. */
+export interface RetryBatchInput extends BulkBatchInput, RetryOptions {}
 
 export interface ListInput {
   status?: TaskStatus;

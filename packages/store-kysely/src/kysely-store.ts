@@ -1,4 +1,5 @@
 import type {
+  BulkBatchInput,
   ClaimInput,
   CompleteInput,
   FailInput,
@@ -11,11 +12,13 @@ import type {
   PurgeInput,
   QueueDepthGate,
   QueueStats,
+  RetryBatchInput,
   RetryOptions,
   RowTransition,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
+  SubmitOutcome,
   SucceedInput,
   Task,
   TaskRef,
@@ -27,6 +30,8 @@ import {
   buildInsert,
   CairnQError,
   CANCEL,
+  CANCEL_BATCH,
+  cancelBatchParams,
   COMPLETE,
   completeParams,
   DRAW,
@@ -55,6 +60,8 @@ import {
   requireName,
   resolveKeyConflict,
   RETRY,
+  RETRY_BATCH,
+  retryBatchParams,
   retryParams,
   STATUSES,
   SUBMIT,
@@ -69,6 +76,7 @@ import type { StoreDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner, Row } from "./executor.js";
 import { decodeTask, decodeTaskRef } from "./rows.js";
 import {
+  batchTransitionTemplate,
   deleteTemplate,
   GET_BY_KEY_TEMPLATE,
   GET_STATUS_BY_KEY_TEMPLATE,
@@ -102,6 +110,8 @@ const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "
 const SUBMIT_TEMPLATE = insertTemplate(SUBMIT);
 const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
 const PURGE_TEMPLATE = deleteTemplate(PURGE);
+const CANCEL_BATCH_TEMPLATE = batchTransitionTemplate(CANCEL_BATCH);
+const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
 
 type State = "idle" | "open" | "closing" | "closed";
 
@@ -232,19 +242,32 @@ export class KyselyStore implements TaskStore {
    * nothing written) or cancel-and-insert with the key upserted.
    */
   async submit(input: SubmitInput): Promise<Task> {
+    return (await this.#submit(input)).task;
+  }
+
+  /**
+   * {@link KyselyStore.submit}, also saying whether this call inserted the
+   * row (`created`) or a keyed submit reused an existing task — decided in
+   * the same key-locked transaction.
+   */
+  submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
+    return this.#submit(input);
+  }
+
+  #submit(input: SubmitInput): Promise<SubmitOutcome> {
     const submit = normalizeSubmit(input, newTaskId());
     return this.run(async () => {
       if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
       const params = submit.params;
       const key = submit.key;
       if (key === null) {
-        if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+        if (!this.#submitClockIsProcess) return { task: decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params))), created: true };
         const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
         let nowMs = 0;
         await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
-        return this.#inserted(params, nowMs);
+        return { task: this.#inserted(params, nowMs), created: true };
       }
-      return this.dialect.executor.writeTransaction(this.db, async (tx) => {
+      return this.dialect.executor.writeTransaction(this.db, async (tx): Promise<SubmitOutcome> => {
         await this.dialect.keyLock.acquire(tx, key);
         const found = (await this.#exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
         const existing = found === undefined ? null : decodeTask(found);
@@ -253,14 +276,14 @@ export class KyselyStore implements TaskStore {
           case "reject":
             throw new AlreadyExists(key);
           case "reuse":
-            return existing as Task;
+            return { task: existing as Task, created: false };
           case "insert": {
             if (decision.cancelExisting && existing !== null) {
               await this.#exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
             }
             const inserted = await this.#insert(tx, params);
             await this.#exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
-            return inserted;
+            return { task: inserted, created: true };
           }
         }
       });
@@ -378,6 +401,25 @@ export class KyselyStore implements TaskStore {
   async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
     // retryParams validates the options; the task id comes from the key inside the transaction.
     return this.#byKey(requireKey(key), retryParams(key, options), RETRY);
+  }
+
+  /**
+   * One batch of a bulk cancel: `CANCEL`'s branches on up to `limit` queued
+   * or running rows matching the filters, in id order after `afterId`, as
+   * one statement that re-checks each row's guard as it writes it. Returns
+   * the ids it changed.
+   */
+  async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    return this.#batch(CANCEL_BATCH_TEMPLATE, cancelBatchParams(input));
+  }
+
+  /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link KyselyStore.cancelBatch}. */
+  async retryBatch(input?: RetryBatchInput): Promise<string[]> {
+    return this.#batch(RETRY_BATCH_TEMPLATE, retryBatchParams(input));
+  }
+
+  #batch(template: StatementTemplate, params: Params): Promise<string[]> {
+    return this.run(async () => (await this.#write(template, params)).rows.map((row) => String(row.id)));
   }
 
   #clientTransition(rule: RowTransition, params: Params): Promise<Task | null> {

@@ -292,3 +292,35 @@ export const UPSERT_KEY_TEMPLATE: StatementTemplate = {
   clock: "transaction",
   build: (c, env) => env.syntax.upsertKey(c.slot(P.key), c.slot(P.taskId), c.now()),
 };
+
+const batchTemplates = new WeakMap<SetTransition, StatementTemplate>();
+
+/**
+ * One batch of a bulk cancel or retry (`CANCEL_BATCH`, `RETRY_BATCH`) as ONE
+ * statement: `UPDATE … SET <the single rule's branches> WHERE id IN (SELECT
+ * id … WHERE <where> ORDER BY id LIMIT ?) AND <where> RETURNING id`. The
+ * selection's condition is repeated on the outer UPDATE so that it is
+ * evaluated again on each row's current values as it is written: on Postgres
+ * a row another transaction changed after the subquery's snapshot is
+ * re-checked once its lock is released (READ COMMITTED), so a task that
+ * finished meanwhile is left alone, exactly as `cancel(id)` would leave it.
+ */
+export function batchTransitionTemplate(rule: SetTransition): StatementTemplate {
+  let template = batchTemplates.get(rule);
+  if (template === undefined) {
+    const assignments = flattenAssignments(rule.branches);
+    const selection = rule.selection;
+    template = {
+      params: paramsOfAll([selection.where, ...assignments.values()], [selection.limit]),
+      clock: rule.clock,
+      build: (c, env) => {
+        const set = setList(c, assignments);
+        const guard = c.condition(selection.where);
+        const recheck = guard === null ? "" : ` AND ${guard}`;
+        return `UPDATE ${TASKS_TABLE} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id`;
+      },
+    };
+    batchTemplates.set(rule, template);
+  }
+  return template;
+}
