@@ -3,7 +3,7 @@
  * MemoryStore with one deliberate bug; the cases named must reject it, and
  * the same cases must pass on the unmodified store.
  */
-import type { CompleteInput, FailInput, HeartbeatBatchInput, ListInput, QueueStats, SubmitInput, SucceedInput, Task, TaskStore } from "@cairnq/protocol";
+import type { BulkBatchInput, CompleteInput, FailInput, HeartbeatBatchInput, ListInput, QueueStats, SubmitInput, SubmitOutcome, SucceedInput, Task, TaskStore } from "@cairnq/protocol";
 import { AlreadyExists } from "@cairnq/protocol";
 import { defineConformanceSuite, InvariantViolation, MemoryStore } from "@cairnq/conformance";
 import { describe, expect, it } from "vitest";
@@ -96,6 +96,20 @@ class ListOldestFirst extends MemoryStore {
   }
 }
 
+/** Ignores the filters and the cursor: every cancelable row, every batch. */
+class CancelBatchIgnoresFilters extends MemoryStore {
+  override cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    return super.cancelBatch({ limit: input?.limit });
+  }
+}
+
+/** Says created for every submit, reused or not. */
+class OutcomeAlwaysCreated extends MemoryStore {
+  override async submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
+    return { ...(await super.submitOutcome(input)), created: true };
+  }
+}
+
 const mutants: { name: string; create: () => TaskStore; cases: string[]; error?: (err: unknown) => void }[] = [
   { name: "complete ignores the cancel flag", create: () => new CompleteIgnoresFlag(), cases: ["s15-cancel-wins-on-complete", "cancel-wins-on-every-exit"] },
   { name: "fail requeues a flagged task", create: () => new FailRequeuesFlagged(), cases: ["s16-cancel-wins-on-fail", "cancel-wins-on-every-exit"] },
@@ -114,6 +128,8 @@ const mutants: { name: string; create: () => TaskStore; cases: string[]; error?:
   },
   { name: "stats are not zero-filled", create: () => new StatsNotZeroFilled(), cases: ["s35-stats-zero-filled"] },
   { name: "list is oldest first", create: () => new ListOldestFirst(), cases: ["list-order-limit-offset"] },
+  { name: "cancelBatch ignores filters and cursor", create: () => new CancelBatchIgnoresFilters(), cases: ["bulk-cancel-batch", "bulk-batch-cursor"] },
+  { name: "submitOutcome always says created", create: () => new OutcomeAlwaysCreated(), cases: ["submit-outcome-created"] },
 ];
 
 describe("the kit rejects broken stores", () => {
