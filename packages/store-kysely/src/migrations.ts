@@ -37,6 +37,16 @@ export const MIGRATION_NAMES = [
   "0010_drop_status_index.sql",
 ] as const;
 
+/*
+ * Primary keys are declared exactly `<col> text PRIMARY KEY`, without an
+ * explicit NOT NULL (§3.1): other v1 implementations' SQLite databases report
+ * `notnull = 0` for them, and a schema diff between two v1 databases must be
+ * empty. (Postgres makes a primary key NOT NULL either way.) Databases created
+ * by earlier builds, which said `NOT NULL PRIMARY KEY`, are left as they are:
+ * the difference changes no behaviour (stores never write a null key), and a
+ * migration to rewrite them would be a ledger name no peer knows (§11).
+ */
+
 /** What differs between dialects in the DDL of §3. */
 export interface SchemaFlavor {
   /** Column types: `int32` for attempt/max_attempts/priority, `int64` for `*_ms`. */
@@ -76,7 +86,7 @@ function quoteList(values: readonly string[]): string {
 
 /** `CREATE TABLE IF NOT EXISTS cairnq_migrations …` (§3.4), run outside any transaction (§3.7 step 1). */
 export function ledgerDdl(flavor: SchemaFlavor): string {
-  return `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (name ${flavor.types.text} NOT NULL PRIMARY KEY, applied_at_ms ${flavor.types.int64} NOT NULL)`;
+  return `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (name ${flavor.types.text} PRIMARY KEY, applied_at_ms ${flavor.types.int64} NOT NULL)`;
 }
 
 /** The task table of §3.1, columns in order, with the status CHECK built from `STATUSES`. */
@@ -87,7 +97,7 @@ export function tasksTableDdl(flavor: SchemaFlavor): string {
     return check === null ? "" : ` ${check}`;
   };
   const columns = [
-    `id ${t.text} NOT NULL PRIMARY KEY`,
+    `id ${t.text} PRIMARY KEY`,
     `name ${t.text} NOT NULL`,
     `queue ${t.text} NOT NULL DEFAULT 'default'`,
     `status ${t.text} NOT NULL CHECK (status IN (${quoteList(STATUSES)}))`,
@@ -139,10 +149,10 @@ export function buildMigrations(flavor: SchemaFlavor): Migration[] {
       name: "0001_init.sql",
       statements: [
         tasksTableDdl(flavor),
-        `CREATE TABLE IF NOT EXISTS cairnq_task_keys (${key} ${t.text} NOT NULL PRIMARY KEY, ` +
+        `CREATE TABLE IF NOT EXISTS cairnq_task_keys (${key} ${t.text} PRIMARY KEY, ` +
           `task_id ${t.text} NOT NULL REFERENCES cairnq_tasks(id) ON DELETE CASCADE, ` +
           `created_at_ms ${t.int64} NOT NULL, updated_at_ms ${t.int64} NOT NULL)`,
-        `CREATE TABLE IF NOT EXISTS ${META_TABLE} (${key} ${t.text} NOT NULL PRIMARY KEY, value ${t.text} NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS ${META_TABLE} (${key} ${t.text} PRIMARY KEY, value ${t.text} NOT NULL)`,
         index("claim_idx", "queue, status, priority DESC, created_at_ms"),
         index("status_idx", "status"),
         index("name_idx", "name"),

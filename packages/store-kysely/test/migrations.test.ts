@@ -36,7 +36,7 @@ describe("migrations (§3.6)", () => {
   it("the task table's status CHECK is built from STATUSES", () => {
     expect(tasksTableDdl(SQLITE_SCHEMA)).toContain(`CHECK (status IN (${STATUSES.map((s) => `'${s}'`).join(", ")}))`);
     expect(ledgerDdl(SQLITE_SCHEMA)).toBe(
-      "CREATE TABLE IF NOT EXISTS cairnq_migrations (name text NOT NULL PRIMARY KEY, applied_at_ms integer NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS cairnq_migrations (name text PRIMARY KEY, applied_at_ms integer NOT NULL)",
     );
   });
 });

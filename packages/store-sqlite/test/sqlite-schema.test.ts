@@ -19,10 +19,14 @@ const LEDGER = [
   "0010_drop_status_index.sql",
 ];
 
-/** [name, type, notnull, default, pk] per column, in order (§3.1–§3.4). */
+/**
+ * [name, type, notnull, default, pk] per column, in order (§3.1–§3.4).
+ * Primary keys report `notnull = 0`: they are declared `text PRIMARY KEY`
+ * without an explicit NOT NULL, as every other v1 implementation declares them.
+ */
 const TABLES: Record<string, [string, string, 0 | 1, string | null, 0 | 1][]> = {
   cairnq_tasks: [
-    ["id", "text", 1, null, 1],
+    ["id", "text", 0, null, 1],
     ["name", "text", 1, null, 0],
     ["queue", "text", 1, "'default'", 0],
     ["status", "text", 1, null, 0],
@@ -47,17 +51,17 @@ const TABLES: Record<string, [string, string, 0 | 1, string | null, 0 | 1][]> = 
     ["completed_at_ms", "integer", 0, null, 0],
   ],
   cairnq_task_keys: [
-    ["key", "text", 1, null, 1],
+    ["key", "text", 0, null, 1],
     ["task_id", "text", 1, null, 0],
     ["created_at_ms", "integer", 1, null, 0],
     ["updated_at_ms", "integer", 1, null, 0],
   ],
   cairnq_meta: [
-    ["key", "text", 1, null, 1],
+    ["key", "text", 0, null, 1],
     ["value", "text", 1, null, 0],
   ],
   cairnq_migrations: [
-    ["name", "text", 1, null, 1],
+    ["name", "text", 0, null, 1],
     ["applied_at_ms", "integer", 1, null, 0],
   ],
 };
@@ -136,7 +140,7 @@ function applied(store: SQLiteStore): readonly string[] {
  */
 const HAND_WRITTEN_DDL = `
 CREATE TABLE cairnq_tasks (
-  id text NOT NULL PRIMARY KEY, name text NOT NULL, queue text NOT NULL DEFAULT 'default',
+  id text PRIMARY KEY, name text NOT NULL, queue text NOT NULL DEFAULT 'default',
   status text NOT NULL CHECK (status IN ('queued','running','succeeded','failed','canceled')),
   payload text NOT NULL CHECK (json_valid(payload)),
   result text CHECK (result IS NULL OR json_valid(result)),
@@ -149,11 +153,11 @@ CREATE TABLE cairnq_tasks (
   created_at_ms integer NOT NULL, updated_at_ms integer NOT NULL, completed_at_ms integer
 );
 CREATE TABLE cairnq_task_keys (
-  "key" text NOT NULL PRIMARY KEY,
+  "key" text PRIMARY KEY,
   task_id text NOT NULL REFERENCES cairnq_tasks(id) ON DELETE CASCADE,
   created_at_ms integer NOT NULL, updated_at_ms integer NOT NULL
 );
-CREATE TABLE cairnq_meta ("key" text NOT NULL PRIMARY KEY, value text NOT NULL);
+CREATE TABLE cairnq_meta ("key" text PRIMARY KEY, value text NOT NULL);
 INSERT INTO cairnq_meta VALUES ('protocol_version', '1'), ('schema_version', '10');
 CREATE INDEX cairnq_tasks_claim_idx ON cairnq_tasks (queue, status, priority DESC, run_at_ms, id);
 CREATE INDEX cairnq_tasks_claim_name_idx ON cairnq_tasks (queue, status, name, priority DESC, run_at_ms, id);
@@ -273,7 +277,7 @@ describe("reconnecting and foreign databases", () => {
     const file = tempFile();
     const raw = new Database(file);
     raw.exec(HAND_WRITTEN_DDL);
-    raw.exec("CREATE TABLE cairnq_migrations (name text NOT NULL PRIMARY KEY, applied_at_ms integer NOT NULL)");
+    raw.exec("CREATE TABLE cairnq_migrations (name text PRIMARY KEY, applied_at_ms integer NOT NULL)");
     const insert = raw.prepare("INSERT INTO cairnq_migrations VALUES (?, 42)");
     for (const name of LEDGER) insert.run(name);
     raw.close();
@@ -292,7 +296,7 @@ describe("reconnecting and foreign databases", () => {
     raw.exec("CREATE INDEX cairnq_tasks_name_idx ON cairnq_tasks (name)");
     raw.exec("CREATE INDEX cairnq_tasks_root_idx ON cairnq_tasks (root_id)");
     raw.exec("CREATE INDEX cairnq_tasks_correlation_idx ON cairnq_tasks (correlation_id)");
-    raw.exec("CREATE TABLE cairnq_migrations (name text NOT NULL PRIMARY KEY, applied_at_ms integer NOT NULL)");
+    raw.exec("CREATE TABLE cairnq_migrations (name text PRIMARY KEY, applied_at_ms integer NOT NULL)");
     raw.exec("INSERT INTO cairnq_migrations VALUES ('0001_init.sql', 1)");
     raw.exec(
       "INSERT INTO cairnq_tasks (id, name, status, payload, lease_until_ms, run_at_ms, created_at_ms, updated_at_ms, completed_at_ms) " +
@@ -306,6 +310,73 @@ describe("reconnecting and foreign databases", () => {
     expect(schema.indexes).toEqual(INDEXES);
     expect(schema.meta.schema_version).toBe("10");
     expect((await store.get("task_old"))?.lease_until_ms).toBeNull();
+  });
+});
+
+/**
+ * What earlier builds of this store created: the same schema, but with every
+ * primary key declared `NOT NULL PRIMARY KEY`, and a complete ledger.
+ */
+const EARLIER_BUILD_DDL =
+  HAND_WRITTEN_DDL.replaceAll(" PRIMARY KEY", " NOT NULL PRIMARY KEY") +
+  "CREATE TABLE cairnq_migrations (name text NOT NULL PRIMARY KEY, applied_at_ms integer NOT NULL);";
+
+/** {@link TABLES} as an earlier build left them: primary keys report `notnull = 1`. */
+const EARLIER_BUILD_TABLES = Object.fromEntries(
+  Object.entries(TABLES).map(([table, columns]) => [table, columns.map((c) => (c[4] === 1 ? [c[0], c[1], 1, c[3], c[4]] : c))]),
+);
+
+describe("primary keys without an explicit NOT NULL (§3.1)", () => {
+  it("a fresh database reports notnull = 0 for every primary key, as other v1 implementations' databases do", async () => {
+    const file = tempFile();
+    await openStore(file).connect();
+    const db = new Database(file, { readonly: true });
+    try {
+      const keys: [string, string][] = [
+        ["cairnq_tasks", "id"],
+        ["cairnq_task_keys", "key"],
+        ["cairnq_meta", "key"],
+        ["cairnq_migrations", "name"],
+      ];
+      for (const [table, column] of keys) {
+        const info = (db.pragma(`table_info(${table})`) as { name: string; notnull: number; pk: number }[]).find((c) => c.name === column);
+        expect({ table, column, notnull: info?.notnull, pk: info?.pk }).toEqual({ table, column, notnull: 0, pk: 1 });
+      }
+      // The DDL text itself says exactly `<col> text PRIMARY KEY`.
+      const ddl = (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).join("\n");
+      expect(ddl).not.toMatch(/NOT NULL PRIMARY KEY/);
+      expect(ddl.match(/ text PRIMARY KEY/g)).toHaveLength(4);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("a database created by an earlier build (NOT NULL PRIMARY KEY) opens and works as it is, with no new ledger entry", async () => {
+    const file = tempFile();
+    const raw = new Database(file);
+    raw.exec(EARLIER_BUILD_DDL);
+    const insert = raw.prepare("INSERT INTO cairnq_migrations VALUES (?, 7)");
+    for (const name of LEDGER) insert.run(name);
+    raw.close();
+    const before = describeSchema(file);
+    expect(before.tables).toEqual(EARLIER_BUILD_TABLES);
+
+    const store = openStore(file);
+    await store.connect();
+    expect(applied(store)).toEqual([]);
+    const task = await store.submit({ name: "n", key: "k", payload: { a: 1 } });
+    expect((await store.getByKey("k"))?.id).toBe(task.id);
+    const [claimed] = await store.claim({ queues: ["default"], workerId: "w" });
+    expect(claimed?.id).toBe(task.id);
+    expect(await store.complete({ taskId: task.id, workerId: "w", result: { ok: true } })).toMatchObject({ status: "succeeded" });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await store.purge({ olderThanMs: 0 })).toEqual([task.id]);
+    expect(await store.getByKey("k")).toBeNull();
+    await store.close();
+
+    // Left exactly as it was: same schema (notnull = 1 kept), same ledger, nothing added.
+    expect(describeSchema(file)).toEqual(before);
+    expect(ledger(file)).toEqual(LEDGER.map((name) => ({ name, applied_at_ms: 7 })).sort((a, b) => a.name.localeCompare(b.name)));
   });
 });
 
