@@ -1,3 +1,6 @@
+import fs from "node:fs";
+import path from "node:path";
+import { DatabaseUnusable } from "@cairnq/protocol";
 import type { AnyKysely, StoreClock, StoreExecutor, SqlSyntax } from "@cairnq/store-kysely";
 import { buildMigrations, ledgerDdl, MigratingSchemaManager, SQLITE_SCHEMA } from "@cairnq/store-kysely";
 import type { SQLiteConnection } from "./sqlite-connection.js";
@@ -29,7 +32,7 @@ export class SQLiteSchemaManager extends MigratingSchemaManager {
       await super.connect(db, executor);
     } catch (err) {
       this.connection.closeHandles();
-      throw err;
+      throw unusableDatabase(this.connection.file, err) ?? err;
     }
   }
 
@@ -46,4 +49,66 @@ export class SQLiteSchemaManager extends MigratingSchemaManager {
     this.wakeups?.close();
     await this.connection.close();
   }
+}
+
+/** SQLite result codes (primary and extended) that say the file itself cannot be used. */
+const NOT_A_DATABASE = new Set(["SQLITE_NOTADB"]);
+const CORRUPT = new Set(["SQLITE_CORRUPT", "SQLITE_CORRUPT_VTAB", "SQLITE_CORRUPT_SEQUENCE", "SQLITE_CORRUPT_INDEX"]);
+/** Errors of the parent-directory step (§3.9) and of opening the file that no retry can fix. */
+const FILESYSTEM = new Set(["EACCES", "EPERM", "EROFS", "ENOTDIR", "EEXIST", "EISDIR", "ENAMETOOLONG", "ELOOP"]);
+
+function codeOf(err: unknown): string {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === "string" ? code : "";
+}
+
+/**
+ * A {@link DatabaseUnusable} naming `file` and what is wrong with it, when
+ * `err` (from opening, the pragmas or the first migration) says the file
+ * cannot be used at all; `null` for anything else (a busy database, a
+ * version mismatch), which is rethrown as it is. The file is looked at again
+ * to tell a directory from a missing or unreadable path, because SQLite
+ * reports all three as `SQLITE_CANTOPEN`.
+ */
+export function unusableDatabase(file: string, err: unknown): DatabaseUnusable | null {
+  const code = codeOf(err);
+  const reason = reasonFor(file, code);
+  return reason === null ? null : new DatabaseUnusable(file, `${reason} (${code})`, { cause: err });
+}
+
+function reasonFor(file: string, code: string): string | null {
+  if (NOT_A_DATABASE.has(code)) {
+    return "the file exists but is not a SQLite database (it holds something else, or is encrypted); point the store at a new path or at the right file";
+  }
+  if (CORRUPT.has(code)) return "the database file is corrupt; restore it from a backup or point the store at a new path";
+  if (code.startsWith("SQLITE_READONLY")) {
+    return "the database (or its directory, where SQLite writes the -wal and -shm files) is read-only for this process; CairnQ writes to it, so make both writable";
+  }
+  if (code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_PERM" || code === "SQLITE_AUTH" || FILESYSTEM.has(code)) {
+    return describePath(file, code);
+  }
+  return null;
+}
+
+/** Why `file` could not be opened or created, from what the filesystem shows now. */
+function describePath(file: string, code: string): string {
+  let stat: fs.Stats | null = null;
+  try {
+    stat = fs.statSync(file);
+  } catch (err) {
+    const statCode = codeOf(err);
+    if (statCode === "EACCES" || statCode === "EPERM") {
+      return "this process may not access it (permission denied on the file or one of its parent directories); check the owners and permissions along the path";
+    }
+  }
+  if (stat?.isDirectory() === true) {
+    return `it is a directory, not a database file; give a file path, e.g. '${path.join(file, "cairnq.db")}'`;
+  }
+  if (stat !== null) {
+    return "the file exists but this process cannot open it for reading and writing; check its owner and permissions (and those of its directory)";
+  }
+  if (code === "EEXIST" || code === "ENOTDIR") {
+    return "a part of its directory path is a file, not a directory, so the database cannot be created there; choose another path";
+  }
+  return `it does not exist and cannot be created in '${path.dirname(file)}'; check that the directory is writable by this process`;
 }

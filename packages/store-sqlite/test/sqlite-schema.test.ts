@@ -1,7 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { ProtocolVersionMismatch, STATUSES, TASK_COLUMNS } from "@cairnq/protocol";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { DatabaseUnusable, isFatalError, ProtocolVersionMismatch, STATUSES, TASK_COLUMNS } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import type { SQLiteDialect } from "../src/index.js";
 import { SQLiteStore } from "../src/index.js";
@@ -422,5 +424,72 @@ describe("concurrent migration from several processes (§3.7)", () => {
     const schema = describeSchema(file);
     expect(schema.tables).toEqual(TABLES);
     expect(schema.indexes).toEqual(INDEXES);
+  });
+});
+
+describe("open errors name the file and say what is wrong (fatal: retrying cannot help)", () => {
+  async function openError(file: string): Promise<DatabaseUnusable> {
+    const store = openStore(file);
+    const err = await store.connect().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DatabaseUnusable);
+    const unusable = err as DatabaseUnusable;
+    expect(unusable.database).toBe(file);
+    expect(unusable.message).toContain(`'${file}'`);
+    expect(unusable.fatal).toBe(true);
+    expect(isFatalError(unusable)).toBe(true);
+    // Every later call fails the same way (connect is retried, and fails again, naming the file).
+    await expect(store.submit({ name: "n" })).rejects.toBeInstanceOf(DatabaseUnusable);
+    return unusable;
+  }
+
+  it("a directory", async () => {
+    const dir = path.dirname(tempFile());
+    const err = await openError(dir);
+    expect(err.reason).toMatch(/is a directory, not a database file/);
+    expect(err.reason).toContain(path.join(dir, "cairnq.db"));
+    expect(err.reason).toContain("SQLITE_CANTOPEN");
+  });
+
+  it("a file that is not a database", async () => {
+    const file = tempFile("notes.txt");
+    fs.writeFileSync(file, "these are my notes, not a database\n".repeat(100));
+    const err = await openError(file);
+    expect(err.reason).toMatch(/exists but is not a SQLite database/);
+    expect(err.reason).toContain("SQLITE_NOTADB");
+    // The file is left as it was.
+    expect(fs.readFileSync(file, "utf8")).toContain("these are my notes");
+  });
+
+  it("a path under a regular file (its directory cannot be created)", async () => {
+    const file = tempFile("plain-file");
+    fs.writeFileSync(file, "x");
+    const err = await openError(path.join(file, "sub", "cairnq.db"));
+    expect(err.reason).toMatch(/part of its directory path is a file/);
+  });
+
+  it("a database file this process may not open (a real process without the permission)", () => {
+    const file = tempFile();
+    fs.writeFileSync(file, "");
+    fs.chmodSync(path.dirname(file), 0o755);
+    fs.chmodSync(file, 0o000);
+    const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "open-store.mjs");
+    // Root may open anything: as root, the child runs as an unprivileged user (the one Postgres tests use).
+    const argv = process.getuid?.() === 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", process.execPath, fixture, file] : [process.execPath, fixture, file];
+    const child = spawnSync(argv[0] as string, argv.slice(1), { encoding: "utf8", timeout: 20_000 });
+    expect(child.status, child.stderr).toBe(0);
+    const outcome = JSON.parse(child.stdout.trim().split("\n").pop() as string) as Record<string, unknown>;
+    expect(outcome).toMatchObject({ ok: false, name: "DatabaseUnusable", database: file, fatal: true });
+    expect(outcome.message).toMatch(/cannot open it for reading and writing; check its owner and permissions/);
+  });
+
+  it("leaves errors that are not about the file as they are (a protocol-version mismatch stays one)", async () => {
+    const file = tempFile();
+    await openStore(file).connect();
+    const raw = new Database(file);
+    raw.exec("UPDATE cairnq_meta SET value = '2' WHERE key = 'protocol_version'");
+    raw.close();
+    const err = await openStore(file).connect().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolVersionMismatch);
+    expect(isFatalError(err)).toBe(true);
   });
 });
