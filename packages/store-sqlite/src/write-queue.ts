@@ -24,6 +24,19 @@
  * writes arriving meanwhile join the retried batch. A job whose budget
  * (`busyTimeoutMs`, counted from its first busy error) runs out fails with
  * `DatabaseBusy`. Reads never join the queue.
+ *
+ * Execution: the job holding the turn runs its statements straight on the
+ * writer's better-sqlite3 handle ({@link QueueConnection.execute}, synchronous),
+ * not through Kysely: a statement batch — one autocommit statement, or a
+ * whole group commit — runs start to finish in one synchronous stretch, so
+ * nothing can interleave with it. Kysely's connection (and its mutex) is
+ * taken only where something else may be using the writer through Kysely: a
+ * transaction job (its body may run Kysely queries on the connection it is
+ * given, and an in-memory database's reads go through that mutex), and a
+ * statement batch that finds the writer inside a transaction it did not open
+ * (a caller's own Kysely transaction on the store's `db`): that batch waits
+ * for the caller's transaction to end, as it did before, rather than landing
+ * inside it.
  */
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
@@ -39,12 +52,12 @@ import { busyDelayMs, DatabaseBusy, delay, isBusyError } from "./busy.js";
  */
 const MAX_BATCH = 256;
 
-const BEGIN = "BEGIN IMMEDIATE";
-const COMMIT = "COMMIT";
-const ROLLBACK = "ROLLBACK";
-const SAVEPOINT = "SAVEPOINT cairnq_member";
-const RELEASE = "RELEASE cairnq_member";
-const ROLLBACK_TO = "ROLLBACK TO cairnq_member";
+const BEGIN = CompiledQuery.raw("BEGIN IMMEDIATE");
+const COMMIT = CompiledQuery.raw("COMMIT");
+const ROLLBACK = CompiledQuery.raw("ROLLBACK");
+const SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_member");
+const RELEASE = CompiledQuery.raw("RELEASE cairnq_member");
+const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_member");
 
 /** A connection that writes through a queue: what the queue needs to know about it. */
 export interface QueueConnection {
@@ -52,6 +65,8 @@ export interface QueueConnection {
   readonly db: AnyKysely;
   /** Whether the connection is inside a transaction (better-sqlite3 `inTransaction`): false after SQLite rolled one back. */
   inTransaction(): boolean;
+  /** Runs one statement on the writer now, synchronously; only the job holding the turn calls it. Throws SQLite's error. */
+  execute(query: CompiledQuery<unknown>): QueryResult<Row>;
   /** The database file, for messages. */
   readonly file: string;
   /** The busy budget of this connection's jobs. */
@@ -74,7 +89,25 @@ interface StatementJob extends JobBase {
 interface TransactionJob extends JobBase {
   readonly kind: "transaction" | "maintenance";
   readonly body: (tx: QueryRunner) => Promise<unknown>;
+  /** The transaction's first statement (after BEGIN), run before the body. */
+  readonly first: QueryThunk | null;
+  /** Whether the body gets the direct runner instead of Kysely's connection (see {@link TransactionOptions}). */
+  readonly direct: boolean;
   resolve(value: unknown): void;
+}
+
+/** Options of {@link WriteQueue.transaction}. */
+export interface TransactionOptions {
+  /** A statement to run first, right after BEGIN (the claim cycle's lease recovery). @default none */
+  readonly first?: QueryThunk;
+  /**
+   * Give the body a runner that executes straight on the writer (a
+   * `QueryRunner` with `executeQuery` only) instead of the Kysely connection
+   * — for store-internal bodies that only run compiled statements. Bodies
+   * that hand the connection to user code (`completeIn`) need Kysely's.
+   * @default false
+   */
+  readonly direct?: boolean;
 }
 
 type Job = StatementJob | TransactionJob;
@@ -112,13 +145,15 @@ export class WriteQueue {
   }
 
   /** `fn` inside its own `BEGIN IMMEDIATE … COMMIT`; rolled back when it throws. May run again after a busy error. */
-  transaction<T>(connection: QueueConnection, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+  transaction<T>(connection: QueueConnection, fn: (tx: QueryRunner) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return new Promise((resolve, reject) => {
       this.#enqueue({
         kind: "transaction",
         connection,
         body: fn,
-        resolve,
+        first: options.first ?? null,
+        direct: options.direct ?? false,
+        resolve: resolve as (value: unknown) => void,
         reject,
         firstBusyAt: null,
         attempts: 0,
@@ -129,7 +164,17 @@ export class WriteQueue {
   /** Best-effort work on the connection outside a transaction, holding the turn; errors (busy included) are swallowed. */
   maintenance(connection: QueueConnection, fn: (tx: QueryRunner) => Promise<void>): Promise<void> {
     return new Promise((resolve) => {
-      this.#enqueue({ kind: "maintenance", connection, body: fn, resolve: () => resolve(), reject: () => resolve(), firstBusyAt: null, attempts: 0 });
+      this.#enqueue({
+        kind: "maintenance",
+        connection,
+        body: fn,
+        first: null,
+        direct: false,
+        resolve: () => resolve(),
+        reject: () => resolve(),
+        firstBusyAt: null,
+        attempts: 0,
+      });
     });
   }
 
@@ -157,8 +202,15 @@ export class WriteQueue {
         const head = this.#pending[0] as Job;
         this.#running = head.connection;
         try {
-          if (head.kind === "statement") await this.#runBatch(this.#takeBatch());
-          else await this.#runTransaction(this.#pending.shift() as TransactionJob);
+          if (head.kind === "statement") {
+            const batch = this.#takeBatch();
+            // The writer inside a transaction no job of ours opened: a caller's Kysely transaction on the store's
+            // `db`. Wait for it to end (Kysely's connection mutex) instead of landing inside it.
+            if (head.connection.inTransaction()) await head.connection.db.connection().execute(() => Promise.resolve(this.#runBatch(batch)));
+            else this.#runBatch(batch);
+          } else {
+            await this.#runTransaction(this.#pending.shift() as TransactionJob);
+          }
         } finally {
           this.#running = null;
           const waiters = this.#turnWaiters;
@@ -207,71 +259,75 @@ export class WriteQueue {
     this.#pending.unshift(...keep);
   }
 
-  async #runBatch(batch: StatementJob[]): Promise<void> {
+  /** Runs a statement batch to its end, synchronously (see the module comment): every job is settled when it returns. */
+  #runBatch(batch: StatementJob[]): void {
     this.stats.batches += 1;
     this.stats.statements += batch.length;
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
     const connection = (batch[0] as StatementJob).connection;
     if (batch.length === 1) {
       const job = batch[0] as StatementJob;
+      let result: QueryResult<Row>;
       try {
-        job.resolve(await connection.db.executeQuery(job.query()));
+        result = connection.execute(job.query()) as QueryResult<Row>;
       } catch (err) {
         if (isBusyError(err)) this.#busy(batch, err);
         else job.reject(err);
+        return;
       }
+      job.resolve(result);
       return;
     }
     this.stats.groupCommits += 1;
-    await connection.db.connection().execute(async (conn) => {
-      try {
-        await run(conn, BEGIN);
-      } catch (err) {
-        if (isBusyError(err)) this.#busy(batch, err);
-        else for (const job of batch) job.reject(err);
-        return;
-      }
-      const outcomes: ({ ok: true; result: QueryResult<Row> } | { ok: false; error: unknown })[] = [];
-      // The member whose statement made SQLite roll back the whole transaction, if any.
-      let culprit = -1;
-      try {
-        for (const [i, job] of batch.entries()) {
-          await run(conn, SAVEPOINT);
-          try {
-            const result = await conn.executeQuery(job.query());
-            await run(conn, RELEASE);
-            outcomes.push({ ok: true, result });
-          } catch (err) {
-            if (!connection.inTransaction()) {
-              culprit = i;
-              throw err;
-            }
-            await run(conn, ROLLBACK_TO);
-            await run(conn, RELEASE);
-            outcomes.push({ ok: false, error: err });
+    try {
+      connection.execute(BEGIN);
+    } catch (err) {
+      if (isBusyError(err)) this.#busy(batch, err);
+      else for (const job of batch) job.reject(err);
+      return;
+    }
+    const outcomes: ({ ok: true; result: QueryResult<Row> } | { ok: false; error: unknown })[] = [];
+    // The member whose statement made SQLite roll back the whole transaction, if any.
+    let culprit = -1;
+    try {
+      for (const [i, job] of batch.entries()) {
+        connection.execute(SAVEPOINT);
+        try {
+          const result = connection.execute(job.query()) as QueryResult<Row>;
+          connection.execute(RELEASE);
+          outcomes.push({ ok: true, result });
+        } catch (err) {
+          if (!connection.inTransaction()) {
+            culprit = i;
+            throw err;
           }
+          connection.execute(ROLLBACK_TO);
+          connection.execute(RELEASE);
+          outcomes.push({ ok: false, error: err });
         }
-        await run(conn, COMMIT);
-      } catch (err) {
-        if (connection.inTransaction()) await run(conn, ROLLBACK).catch(() => {});
-        if (isBusyError(err)) {
-          this.#busy(batch, err);
-          return;
-        }
-        batch.forEach((job, i) => job.reject(culprit < 0 || i === culprit ? err : new GroupRolledBack(connection.file, err)));
+      }
+      connection.execute(COMMIT);
+    } catch (err) {
+      rollbackQuietly(connection);
+      if (isBusyError(err)) {
+        this.#busy(batch, err);
         return;
       }
-      batch.forEach((job, i) => {
-        const outcome = outcomes[i] as (typeof outcomes)[number];
-        if (outcome.ok) job.resolve(outcome.result);
-        else job.reject(outcome.error);
-      });
+      batch.forEach((job, i) => job.reject(culprit < 0 || i === culprit ? err : new GroupRolledBack(connection.file, err)));
+      return;
+    }
+    batch.forEach((job, i) => {
+      const outcome = outcomes[i] as (typeof outcomes)[number];
+      if (outcome.ok) job.resolve(outcome.result);
+      else job.reject(outcome.error);
     });
   }
 
   async #runTransaction(job: TransactionJob): Promise<void> {
     this.stats.transactions += 1;
     const connection = job.connection;
+    // Holding Kysely's connection keeps Kysely users of the writer (an in-memory database's reads, a caller's
+    // transaction on the store's `db`) out while this transaction is open across the body's awaits.
     await connection.db.connection().execute(async (conn) => {
       if (job.kind === "maintenance") {
         try {
@@ -279,12 +335,12 @@ export class WriteQueue {
         } catch {
           // Best effort (statistics): a busy or failed run is skipped, never retried or reported.
         }
-        if (connection.inTransaction()) await run(conn, ROLLBACK).catch(() => {});
+        rollbackQuietly(connection);
         job.resolve(undefined);
         return;
       }
       try {
-        await run(conn, BEGIN);
+        connection.execute(BEGIN);
       } catch (err) {
         if (isBusyError(err)) this.#busy([job], err);
         else job.reject(err);
@@ -292,10 +348,11 @@ export class WriteQueue {
       }
       let value: unknown;
       try {
-        value = await job.body(conn);
-        await run(conn, COMMIT);
+        if (job.first !== null) connection.execute(job.first());
+        value = await job.body(job.direct ? directRunner(connection) : conn);
+        connection.execute(COMMIT);
       } catch (err) {
-        if (connection.inTransaction()) await run(conn, ROLLBACK).catch(() => {});
+        rollbackQuietly(connection);
         if (isBusyError(err)) this.#busy([job], err);
         else job.reject(err);
         return;
@@ -305,8 +362,27 @@ export class WriteQueue {
   }
 }
 
-function run(conn: QueryRunner, sql: string): Promise<QueryResult<unknown>> {
-  return conn.executeQuery(CompiledQuery.raw(sql));
+/** Rolls back the writer's open transaction, if SQLite has not already; a failing ROLLBACK is ignored (nothing is left to undo). */
+function rollbackQuietly(connection: QueueConnection): void {
+  if (!connection.inTransaction()) return;
+  try {
+    connection.execute(ROLLBACK);
+  } catch {
+    // The transaction is gone either way.
+  }
+}
+
+/** A `QueryRunner` over {@link QueueConnection.execute}: what a direct transaction body runs its statements on. */
+function directRunner(connection: QueueConnection): QueryRunner {
+  return {
+    executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
+      try {
+        return Promise.resolve(connection.execute(query) as QueryResult<R>);
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+    },
+  };
 }
 
 /**
