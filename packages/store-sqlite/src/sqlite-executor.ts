@@ -27,7 +27,7 @@ export class SQLiteExecutor implements StoreExecutor {
       const result = c.executeRead(query());
       if (result !== null) return Promise.resolve(result);
     } catch (err) {
-      if (!isBusyError(err)) return Promise.reject(err as Error);
+      if (!isBusyError(err)) return Promise.reject(err);
       // Busy (rare on a WAL reader): the awaited backoff below, from a fresh attempt.
     }
     return retryBusy(() => c.readDb.executeQuery(query()), c.file, c.busyTimeoutMs);

@@ -153,7 +153,7 @@ export class WriteQueue {
         body: fn,
         first: options.first ?? null,
         direct: options.direct ?? false,
-        resolve: resolve as (value: unknown) => void,
+        resolve: resolve,
         reject,
         firstBusyAt: null,
         attempts: 0,
@@ -269,7 +269,7 @@ export class WriteQueue {
       const job = batch[0] as StatementJob;
       let result: QueryResult<Row>;
       try {
-        result = connection.execute(job.query()) as QueryResult<Row>;
+        result = connection.execute(job.query());
       } catch (err) {
         if (isBusyError(err)) this.#busy(batch, err);
         else job.reject(err);
@@ -293,7 +293,7 @@ export class WriteQueue {
       for (const [i, job] of batch.entries()) {
         connection.execute(SAVEPOINT);
         try {
-          const result = connection.execute(job.query()) as QueryResult<Row>;
+          const result = connection.execute(job.query());
           connection.execute(RELEASE);
           outcomes.push({ ok: true, result });
         } catch (err) {
@@ -379,7 +379,7 @@ function directRunner(connection: QueueConnection): QueryRunner {
       try {
         return Promise.resolve(connection.execute(query) as QueryResult<R>);
       } catch (err) {
-        return Promise.reject(err as Error);
+        return Promise.reject(err);
       }
     },
   };
