@@ -21,13 +21,13 @@ import type { SQLiteConnection } from "./sqlite-connection.js";
 export class SQLiteExecutor implements StoreExecutor {
   constructor(private readonly connection: SQLiteConnection) {}
 
-  read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+  async read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const c = this.connection;
     try {
       const result = c.executeRead(query());
-      if (result !== null) return Promise.resolve(result);
+      if (result !== null) return result;
     } catch (err) {
-      if (!isBusyError(err)) return Promise.reject(err);
+      if (!isBusyError(err)) throw err;
       // Busy (rare on a WAL reader): the awaited backoff below, from a fresh attempt.
     }
     return retryBusy(() => c.readDb.executeQuery(query()), c.file, c.busyTimeoutMs);

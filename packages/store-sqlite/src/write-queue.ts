@@ -376,11 +376,8 @@ function rollbackQuietly(connection: QueueConnection): void {
 function directRunner(connection: QueueConnection): QueryRunner {
   return {
     executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
-      try {
-        return Promise.resolve(connection.execute(query) as QueryResult<R>);
-      } catch (err) {
-        return Promise.reject(err);
-      }
+      // Run inside the executor function: a statement's error becomes the promise's rejection, as with Kysely.
+      return new Promise((resolve) => resolve(connection.execute(query) as QueryResult<R>));
     },
   };
 }
