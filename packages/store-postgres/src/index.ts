@@ -7,8 +7,8 @@
  *
  * @packageDocumentation
  */
-export type { PostgresConnectionOptions, PostgresErrorHook, PostgresErrorInfo, PostgresPool, PostgresTarget } from "./postgres-connection.js";
-export { PostgresConnection } from "./postgres-connection.js";
+export type { PostgresConnectionOptions, PostgresErrorHook, PostgresErrorInfo, PostgresPool, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
+export { DEFAULT_POSTGRES_TIMEOUTS, PostgresConnection } from "./postgres-connection.js";
 export type { AnyTransaction } from "./postgres-executor.js";
 export { PostgresExecutor, PostgresTransactionExecutor } from "./postgres-executor.js";
 export { BLOCKING_KEY_LOCK, KEY_LOCK_SQL, KeyLockBusy, PostgresKeyLock, TRY_KEY_LOCK_SQL } from "./postgres-key-lock.js";
@@ -33,6 +33,7 @@ export {
   DONE_CHANNEL,
   LISTEN_BACKOFF_INITIAL_MS,
   LISTEN_BACKOFF_MAX_MS,
+  LISTEN_PING_INTERVAL_MS,
   PostgresWakeups,
   QUEUED_CHANNEL,
 } from "./postgres-wakeups.js";

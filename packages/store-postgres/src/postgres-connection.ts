@@ -12,6 +12,7 @@ import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
 import type { ListenClient, ListenConnector } from "./postgres-wakeups.js";
+import { destroySocket, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
 
 /**
  * The `pg.Pool` methods the store uses (a `pg.Pool` satisfies it): Kysely's
@@ -51,6 +52,83 @@ export interface PostgresConnectionOptions {
   readonly listen?: false | string | ListenConnector;
   /** @default ignores the error */
   readonly onError?: PostgresErrorHook;
+  /** See {@link PostgresTimeouts}; only with a connection string, except `listenPingIntervalMs`. */
+  readonly timeouts?: Partial<PostgresTimeouts>;
+}
+
+/**
+ * How long the store waits on the network and the server before giving up
+ * on a connection, so a server that restarts, a connection cut without FIN
+ * or RST (a NAT entry dropped, a network path gone dark) or a transaction
+ * abandoned mid-way never hangs a call or holds row locks forever. All in
+ * milliseconds; `0` turns one off.
+ */
+export interface PostgresTimeouts {
+  /**
+   * Opening a connection (TCP, TLS, startup) must finish within this, or the
+   * call fails (pg's `connectionTimeoutMillis`). While the server is down a
+   * call fails within this time instead of waiting.
+   * @default 10000
+   */
+  connectTimeoutMs: number;
+  /**
+   * A statement must answer within this, or the call fails with pg's
+   * "Query read timeout" and the connection is destroyed rather than
+   * returned to the pool (a connection that stopped answering would
+   * otherwise fail every later call too). Bounds every call of the store,
+   * including the statements of `completeIn`/`withTransaction` bodies, so
+   * keep it above your longest statement. (pg's `query_timeout`.)
+   * @default 30000
+   */
+  queryTimeoutMs: number;
+  /**
+   * Server side: a session of this store that sits inside an open
+   * transaction without sending anything for this long is ended by the
+   * server (`idle_in_transaction_session_timeout`), releasing its row locks.
+   * Without it, a claim transaction whose connection was cut mid-way keeps
+   * its rows locked, and every other worker's `SKIP LOCKED` skips them for
+   * good.
+   * @default 60000
+   */
+  idleInTransactionTimeoutMs: number;
+  /** TCP keepalive on every connection, first probe after this much idle time (detects peers that vanished). @default 10000 */
+  keepAliveInitialDelayMs: number;
+  /**
+   * The LISTEN connection must answer a `SELECT 1` every this often, within
+   * the same time, or it is dropped and reopened (push wakeups resume). Also
+   * applies to a caller's pool or Kysely instance.
+   * @default 30000
+   */
+  listenPingIntervalMs: number;
+}
+
+/** The defaults of {@link PostgresTimeouts}. */
+export const DEFAULT_POSTGRES_TIMEOUTS: Readonly<PostgresTimeouts> = Object.freeze({
+  connectTimeoutMs: 10_000,
+  queryTimeoutMs: 30_000,
+  idleInTransactionTimeoutMs: 60_000,
+  keepAliveInitialDelayMs: 10_000,
+  listenPingIntervalMs: LISTEN_PING_INTERVAL_MS,
+});
+
+/** The {@link PostgresTimeouts} keys that configure connections the store builds (not a caller's pool). */
+const POOL_TIMEOUTS = ["connectTimeoutMs", "queryTimeoutMs", "idleInTransactionTimeoutMs", "keepAliveInitialDelayMs"] as const;
+
+function resolveTimeouts(given: Partial<PostgresTimeouts> | undefined, ownsPool: boolean): PostgresTimeouts {
+  const out: PostgresTimeouts = { ...DEFAULT_POSTGRES_TIMEOUTS };
+  for (const key of Object.keys(DEFAULT_POSTGRES_TIMEOUTS) as (keyof PostgresTimeouts)[]) {
+    const value = given?.[key];
+    if (value === undefined) continue;
+    if (!ownsPool && (POOL_TIMEOUTS as readonly string[]).includes(key)) {
+      throw new InvalidArgument(
+        key,
+        `${key} configures the connections the store builds from a connection string; with your own pg.Pool set ` +
+          "connectionTimeoutMillis, query_timeout, keepAlive and options (-c idle_in_transaction_session_timeout=…) where you create it",
+      );
+    }
+    out[key] = requireInt(value, key, 0, 2_147_483_647);
+  }
+  return out;
 }
 
 /** `schema` must be a plain identifier when the store puts it into SQL and `search_path` (§10). */
@@ -81,6 +159,8 @@ export class PostgresConnection {
   #poolGuarded = false;
   readonly #guardedClients = new Set<ClientEvents>();
   readonly #reported = new WeakSet<object>();
+  /** The timeouts in force (defaults filled in). */
+  readonly timeouts: PostgresTimeouts;
 
   /**
    * @param target - A connection string, a `pg.Pool`, or a Kysely instance.
@@ -89,6 +169,7 @@ export class PostgresConnection {
   constructor(target: PostgresTarget, options: PostgresConnectionOptions) {
     this.schema = options.schema;
     this.#onError = options.onError ?? (() => {});
+    this.timeouts = resolveTimeouts(options.timeouts, typeof target === "string");
     if (typeof target === "string") {
       if (target.length === 0) throw new InvalidArgument("connectionString", "the connection string is empty; pass e.g. 'postgres://user@host:5432/db'");
       if (this.schema !== null && !SCHEMA_IDENTIFIER.test(this.schema)) {
@@ -102,7 +183,7 @@ export class PostgresConnection {
       this.owned = true;
       this.managesSchema = this.schema !== null;
       this.#pool = null;
-      const config = poolConfig(target, this.schema, max);
+      const config = poolConfig(target, this.schema, max, this.timeouts);
       this.db = new Kysely<Record<string, never>>({
         dialect: new PostgresDialect({
           // A function: pg is loaded, and the pool built, on the first statement — not at import or construction.
@@ -111,11 +192,11 @@ export class PostgresConnection {
             const pool = new Driver.Pool(config) as unknown as PostgresPool;
             this.#pool = pool;
             this.#guardPool(pool);
-            return Promise.resolve(pool);
+            return Promise.resolve(discardingPool(pool));
           },
         }),
       });
-      this.listen = listenConnector(options.listen, () => ({ connectionString: target }), null);
+      this.listen = listenConnector(options.listen, () => ({ ...config, max: undefined }), null);
       return;
     }
     if (options.max !== undefined) {
@@ -136,7 +217,7 @@ export class PostgresConnection {
     this.kind = "pool";
     this.#pool = target;
     // Kysely over the caller's pool; never destroyed, because Kysely's destroy would end the pool.
-    this.db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: target }) });
+    this.db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: discardingPool(target) }) });
     this.listen = listenConnector(options.listen, () => target.options ?? {}, target.Client ?? null);
   }
 
@@ -218,9 +299,18 @@ interface ClientEvents {
  * connection string is kept: pg lets the URL override the config, so it is
  * moved into the config and ours appended.
  */
-function poolConfig(dsn: string, schema: string | null, max: number): pg.PoolConfig {
+function poolConfig(dsn: string, schema: string | null, max: number, timeouts: PostgresTimeouts): pg.PoolConfig {
   const config: pg.PoolConfig = { connectionString: dsn, max, allowExitOnIdle: true };
-  if (schema === null) return config;
+  if (timeouts.connectTimeoutMs > 0) config.connectionTimeoutMillis = timeouts.connectTimeoutMs;
+  if (timeouts.queryTimeoutMs > 0) config.query_timeout = timeouts.queryTimeoutMs;
+  if (timeouts.keepAliveInitialDelayMs > 0) {
+    config.keepAlive = true;
+    config.keepAliveInitialDelayMillis = timeouts.keepAliveInitialDelayMs;
+  }
+  const settings: string[] = [];
+  if (schema !== null) settings.push(`-c search_path="${schema}"`);
+  if (timeouts.idleInTransactionTimeoutMs > 0) settings.push(`-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs}`);
+  if (settings.length === 0) return config;
   let existing = "";
   try {
     const url = new URL(dsn);
@@ -233,8 +323,46 @@ function poolConfig(dsn: string, schema: string | null, max: number): pg.PoolCon
   } catch {
     // Not a URL (e.g. a socket path): pg reads no `options` from it either.
   }
-  config.options = `${existing}-c search_path="${schema}"`;
+  config.options = `${existing}${settings.join(" ")}`;
   return config;
+}
+
+/** pg's error for a statement that did not answer within `query_timeout`. */
+function isReadTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === "Query read timeout";
+}
+
+const DISCARDING = Symbol("cairnq.discardOnTimeout");
+
+/**
+ * `pool` as Kysely sees it, except that a client whose statement hit the
+ * query timeout has its socket destroyed before Kysely releases it: pg
+ * leaves such a client "queryable", so the pool would hand the dead
+ * connection to the next call, which would time out again, forever. A
+ * destroyed client ends, and the pool drops it on release.
+ */
+function discardingPool(pool: PostgresPool): KyselyPostgresPool {
+  return {
+    connect: async () => {
+      const client = (await pool.connect()) as Awaited<ReturnType<KyselyPostgresPool["connect"]>> & { [DISCARDING]?: true };
+      if (client[DISCARDING] !== true) {
+        client[DISCARDING] = true;
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as { query: unknown }).query = (...args: unknown[]): unknown => {
+          const result = query(...args);
+          if (result instanceof Promise) {
+            return result.catch((error: unknown) => {
+              if (isReadTimeout(error)) destroySocket(client);
+              throw error;
+            });
+          }
+          return result;
+        };
+      }
+      return client;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /**

@@ -45,7 +45,11 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     super();
     this.connection = new PostgresConnection(target, options);
     const connection = this.connection;
-    this.wakeups = new PostgresWakeups(connection.listen, (error) => connection.report(error, "listen"));
+    this.wakeups = new PostgresWakeups(
+      connection.listen,
+      (error) => connection.report(error, "listen"),
+      connection.timeouts.listenPingIntervalMs,
+    );
     this.capabilities = Object.freeze({
       skipLocked: true,
       // Only with a LISTEN connection to hear them (a Kysely instance needs the `listen` option).

@@ -2,7 +2,7 @@ import type { ClaimInput, OwnedInput, Task, TaskStore, TransactionalTaskStore } 
 import { keepAlive } from "@cairnq/runtime";
 import type { QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
-import type { PostgresErrorHook, PostgresTarget } from "./postgres-connection.js";
+import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
 import type { AnyTransaction } from "./postgres-executor.js";
 import { PostgresStoreDialect } from "./postgres-store-dialect.js";
 import { PostgresTransactionStore } from "./postgres-transaction-store.js";
@@ -52,6 +52,17 @@ export interface PostgresStoreOptions {
    * @default ignores them
    */
   onError?: PostgresErrorHook;
+  /**
+   * Bounds on connecting, on every statement, on a transaction left idle on
+   * the server, TCP keepalive, and the LISTEN liveness ping — so a server
+   * restart or a connection cut without FIN/RST never hangs a call, never
+   * hands a dead connection to the next call, and never leaves rows locked.
+   * Only `listenPingIntervalMs` applies to your own pool or Kysely instance
+   * (configure those where you create them); the others are rejected there.
+   * See {@link PostgresTimeouts} for each default.
+   * @default { connectTimeoutMs: 10000, queryTimeoutMs: 30000, idleInTransactionTimeoutMs: 60000, keepAliveInitialDelayMs: 10000, listenPingIntervalMs: 30000 }
+   */
+  timeouts?: Partial<PostgresTimeouts>;
 }
 
 /**
@@ -94,6 +105,7 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
       max: options.max,
       listen: options.listen,
       onError: options.onError,
+      timeouts: options.timeouts,
     });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
   }

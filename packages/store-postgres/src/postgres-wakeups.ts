@@ -28,6 +28,8 @@ export const DONE_CHANNEL = "cairnq_done";
 
 /** The first reconnect delay after the LISTEN connection failed (§9). */
 export const LISTEN_BACKOFF_INITIAL_MS = 1_000;
+/** How often the LISTEN connection must prove it is alive (`SELECT 1`), and how long it has to answer. */
+export const LISTEN_PING_INTERVAL_MS = 30_000;
 /** The reconnect delay doubles up to this (§9). */
 export const LISTEN_BACKOFF_MAX_MS = 30_000;
 
@@ -113,15 +115,22 @@ export class PostgresWakeups implements Wakeups {
   readonly #buffered = new Set<string>();
   readonly #subscribers = new Set<(signal: StoreSignal) => void>();
 
+  #pingTimer: NodeJS.Timeout | null = null;
+  readonly #pingIntervalMs: number;
+
   /**
    * @param connector - Opens the LISTEN connection, or `null` for none (every wake is a plain sleep).
    * @param onError - Receives connection failures and subscriber exceptions.
+   * @param pingIntervalMs - How often the LISTEN connection is proven alive with `SELECT 1` (answer
+   *   within the same time, or it is dropped and reopened); `0` turns the ping off. @default 30000
    */
   constructor(
     private readonly connector: ListenConnector | null,
     private readonly onError: (error: unknown) => void = () => {},
+    pingIntervalMs: number = LISTEN_PING_INTERVAL_MS,
   ) {
     this.#state = connector === null ? "off" : "idle";
+    this.#pingIntervalMs = pingIntervalMs;
   }
 
   /** Where the LISTEN connection stands. */
@@ -198,6 +207,7 @@ export class PostgresWakeups implements Wakeups {
   async close(): Promise<void> {
     if (this.#state === "closed") return;
     this.#state = "closed";
+    this.#stopPing();
     this.#generation += 1;
     this.#retryTimer?.clear();
     this.#retryTimer = null;
@@ -240,6 +250,7 @@ export class PostgresWakeups implements Wakeups {
       this.#client = current;
       this.#backendPid = typeof current.processID === "number" ? current.processID : null;
       this.#state = "listening";
+      this.#startPing(generation, current);
       this.#backoffMs = LISTEN_BACKOFF_INITIAL_MS;
       // Signals sent before LISTEN took effect (or while it was down) were missed: one spurious wake per
       // wakeable queue is cheaper than a waiter sleeping through a task that is already there.
@@ -260,8 +271,50 @@ export class PostgresWakeups implements Wakeups {
     }
   }
 
+  /**
+   * A half-open connection (the path silently stopped carrying bytes) never
+   * errors and never ends: notifications just stop. So every interval the
+   * connection must answer `SELECT 1` within that interval, or it is treated
+   * as dropped — destroyed, waiters released, reopened with backoff.
+   */
+  #startPing(generation: number, client: ListenClient): void {
+    if (this.#pingIntervalMs <= 0) return;
+    const interval = this.#pingIntervalMs;
+    const tick = (): void => {
+      this.#pingTimer = null;
+      if (generation !== this.#generation) return;
+      let answered = false;
+      const deadline = setTimeout(() => {
+        if (!answered) this.#dropped(generation, client, new Error(`the LISTEN connection did not answer a liveness ping within ${interval}ms`));
+      }, interval);
+      deadline.unref();
+      client.query("SELECT 1").then(
+        () => {
+          answered = true;
+          clearTimeout(deadline);
+          if (generation !== this.#generation) return;
+          this.#pingTimer = setTimeout(tick, interval);
+          this.#pingTimer.unref();
+        },
+        (error: unknown) => {
+          answered = true;
+          clearTimeout(deadline);
+          this.#dropped(generation, client, error);
+        },
+      );
+    };
+    this.#pingTimer = setTimeout(tick, interval);
+    this.#pingTimer.unref();
+  }
+
+  #stopPing(): void {
+    if (this.#pingTimer !== null) clearTimeout(this.#pingTimer);
+    this.#pingTimer = null;
+  }
+
   #dropped(generation: number, client: ListenClient, error: unknown): void {
     if (generation !== this.#generation || this.#state === "closed") return;
+    this.#stopPing();
     this.#generation += 1;
     this.#client = null;
     this.#backendPid = null;
@@ -330,12 +383,31 @@ function sqlState(error: unknown): unknown {
   return typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
 }
 
+/** How long a goodbye may take before the socket is destroyed: a half-open connection never answers one. */
+const END_TIMEOUT_MS = 2_000;
+
 async function endQuietly(client: ListenClient): Promise<void> {
   try {
     // Ref'd again so the goodbye completes: awaiting an unref'd socket alone would let the process exit mid-close.
     client.ref?.();
-    await client.end();
+    let timer: NodeJS.Timeout | null = null;
+    const ended = client.end();
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), END_TIMEOUT_MS);
+    });
+    const outcome = await Promise.race([ended.then(() => "ended" as const), timedOut]);
+    if (timer !== null) clearTimeout(timer);
+    if (outcome === "timeout") {
+      destroySocket(client);
+      ended.catch(() => {});
+    }
   } catch {
     // Already dead; nothing to release.
   }
+}
+
+/** Destroys a `pg` client's socket (`connection.stream`), if it has one: the only way out of a half-open connection. */
+export function destroySocket(client: unknown): void {
+  const stream = (client as { connection?: { stream?: { destroy?: () => void } } } | null)?.connection?.stream;
+  if (typeof stream?.destroy === "function") stream.destroy();
 }

@@ -156,9 +156,9 @@ describe("the database clock and the JSON boundary (§2.1, §2.2)", () => {
     expect(typeof done.created_at_ms).toBe("number");
   });
 
-  it("jsonb rejects \\u0000 in strings (a documented portability caveat): the insert fails, nothing is written", async () => {
+  it("\\u0000 in strings, which jsonb cannot hold, is refused at the JSON boundary with the path (as on every backend), nothing is written", async () => {
     const store = openStore();
-    await expect(store.submit({ name: "n", payload: { s: "a\u0000b" } })).rejects.toThrow(/unsupported Unicode escape sequence|\\u0000/);
+    await expect(store.submit({ name: "n", payload: { s: "a\u0000b" } })).rejects.toMatchObject({ name: "SerializationError", path: "payload.s" });
     expect(await store.list()).toEqual([]);
   });
 });
