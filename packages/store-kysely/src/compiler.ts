@@ -30,10 +30,23 @@ import type { SqlSyntax } from "./sql-syntax.js";
 export type Bind =
   | { readonly kind: "param"; readonly name: string; readonly type: ParamType }
   | { readonly kind: "first"; readonly name: string }
-  | { readonly kind: "now" };
+  | { readonly kind: "now" }
+  /** A multi-row statement's rows: the values of `params` of every row, as the dialect binds a row set. */
+  | { readonly kind: "rows"; readonly params: readonly ParamExpr[] }
+  /** One parameter of every row of a multi-row statement, as one array (one placeholder per parameter). */
+  | { readonly kind: "column"; readonly name: string; readonly type: ParamType };
 
-/** One character per parameter: `n` null, `v` a value, `1` a one-element list, `*` any other list. */
-type ShapeChar = "n" | "v" | "1" | "*";
+/**
+ * One character per parameter: `n` null, `v` a value, `1` a one-element list, `*` any other list,
+ * `r` a per-row value of a multi-row statement (null or not, decided per row in the database).
+ */
+type ShapeChar = "n" | "v" | "1" | "*" | "r";
+
+/**
+ * The parameter under which a multi-row statement receives its rows: `{ [BATCH_ROWS]: rows }`,
+ * each row a `Params` of the single-row operation.
+ */
+export const BATCH_ROWS = "#rows";
 
 /**
  * A statement compiled for one shape: fixed SQL text plus the recipe for its
@@ -74,6 +87,12 @@ export class CompiledStatement {
         case "param":
           out[i] = this.syntax.bindValue(param(params, bind.name), bind.type);
           break;
+        case "rows":
+          out[i] = this.syntax.batchRows(batchRows(params), bind.params);
+          break;
+        case "column":
+          out[i] = this.syntax.batchColumn(batchRows(params), bind.name, bind.type);
+          break;
       }
     }
     return out;
@@ -83,6 +102,12 @@ export class CompiledStatement {
   query(params: Params, nowMs?: number): CompiledQuery<Row> {
     return CompiledQuery.raw(this.sql, this.parameters(params, nowMs));
   }
+}
+
+function batchRows(params: Params): readonly Params[] {
+  const rows = params[BATCH_ROWS];
+  if (!Array.isArray(rows)) throw new Error("a multi-row statement runs with { [BATCH_ROWS]: rows }");
+  return rows as readonly Params[];
 }
 
 function param(params: Params, name: string): unknown {
@@ -149,7 +174,17 @@ export class ExprCompiler {
 
   /** A placeholder for `param`, which must be non-null in this shape (used for LIMIT/OFFSET). */
   slot(param: ParamExpr): string {
+    if (this.#shapeOf(param) === "r") return this.syntax.batchRef(param);
     return this.#slot(param.name, { kind: "param", name: param.name, type: param.type }, param.type);
+  }
+
+  /**
+   * The FROM item of a multi-row statement: one row per element of the bound row set, a column per
+   * per-row parameter (see {@link SqlSyntax.batchSource}). Call it before compiling any expression, so
+   * the row set takes the first placeholders.
+   */
+  batchSource(params: readonly ParamExpr[]): string {
+    return this.syntax.batchSource(params, (key, bind) => this.#index(key, bind));
   }
 
   /** A placeholder for `now` (or its SQL when the clock is the database's). */
@@ -158,13 +193,17 @@ export class ExprCompiler {
   }
 
   #slot(key: string, bind: Bind, type: ParamType): string {
+    return this.syntax.placeholder(this.#index(key, bind), type);
+  }
+
+  #index(key: string, bind: Bind): number {
     let index = this.#slots.get(key);
     if (index === undefined) {
       this.binds.push(bind);
       index = this.binds.length;
       this.#slots.set(key, index);
     }
-    return this.syntax.placeholder(index, type);
+    return index;
   }
 
   #shapeOf(param: ParamExpr): ShapeChar {
@@ -174,7 +213,10 @@ export class ExprCompiler {
   }
 
   #paramFragment(param: ParamExpr): Fragment {
-    if (this.#shapeOf(param) === "n") return this.#NULL;
+    const shape = this.#shapeOf(param);
+    if (shape === "n") return this.#NULL;
+    // A per-row value: its nullness is the row's, so nothing folds.
+    if (shape === "r") return { sql: this.syntax.batchRef(param), prec: Prec.Atom };
     return { sql: this.slot(param), prec: Prec.Atom, nonNull: true };
   }
 
@@ -267,6 +309,7 @@ export class ExprCompiler {
       case "inList": {
         const shape = this.#shapeOf(expr.param);
         if (shape === "n") return expr.nullMeansAll ? this.#TRUE : this.#NULL;
+        if (shape === "r") throw new Error(`list parameter '${expr.param.name}' cannot vary per row of a multi-row statement`);
         const arg = this.expr(expr.arg);
         if (arg.known === null) return this.#NULL;
         const left = this.#wrap(arg, Prec.Add);
@@ -277,7 +320,12 @@ export class ExprCompiler {
         return { sql: this.syntax.inList(left, this.slot(expr.param)), prec: Prec.Compare, nonNull: arg.nonNull };
       }
       case "optionalEq": {
-        if (this.#shapeOf(expr.param) === "n") return this.#TRUE;
+        const shape = this.#shapeOf(expr.param);
+        if (shape === "n") return this.#TRUE;
+        if (shape === "r") {
+          const ref = this.syntax.batchRef(expr.param);
+          return { sql: `(${ref} IS NULL OR ${expr.column} = ${ref})`, prec: Prec.Atom };
+        }
         return { sql: `${expr.column} = ${this.slot(expr.param)}`, prec: Prec.Compare };
       }
       case "coalesce": {
@@ -331,6 +379,11 @@ export interface StatementTemplate {
   readonly params: readonly ParamExpr[];
   /** The rule clock of `now` in this statement (§2.1); `null` when it never reads `now`. */
   readonly clock: Clock | null;
+  /**
+   * Set for a multi-row statement: every parameter is a per-row value (shape `r`), the statement has
+   * one shape, and it runs with `{ [BATCH_ROWS]: rows }`.
+   */
+  readonly perRow?: true;
   /** Writes the statement's SQL. */
   build(c: ExprCompiler, env: CompileEnv): string;
 }
@@ -382,7 +435,8 @@ export class StatementCompiler {
       this.#cache.set(template, byShape);
     }
     let key = "";
-    for (const p of template.params) key += shapeChar(p, params[p.name]);
+    if (template.perRow === true) key = "r".repeat(template.params.length);
+    else for (const p of template.params) key += shapeChar(p, params[p.name]);
     let compiled = byShape.get(key);
     if (compiled === undefined) {
       compiled = this.#compile(template, key);

@@ -10,6 +10,26 @@ import type { SchemaManager } from "./schema-manager.js";
 import type { SqlSyntax } from "./sql-syntax.js";
 import type { Wakeups } from "./wakeups.js";
 import { SleepWakeups } from "./wakeups.js";
+import type { WriteCombinerOptions } from "./write-combiner.js";
+
+/**
+ * Turns on write combining (see `write-combiner.ts`): concurrent owned writes
+ * (heartbeat, progress, succeed, complete, fail) and unkeyed submits of one
+ * store are combined into multi-row statements (the syntax's `batchSource`),
+ * within these bounds.
+ */
+export interface WriteCombining extends WriteCombinerOptions {
+  /**
+   * True when `error`, thrown by a multi-row statement, means the database
+   * rejected the statement and applied none of it (a data error in one row,
+   * a deadlock): its rows are then re-sent in halves until each caller has
+   * the outcome its own statement would have had. Anything else — above all
+   * a connection lost with the outcome unknown — fails every caller of the
+   * statement with that error, exactly as their own statements would have,
+   * and nothing is re-sent.
+   */
+  splittable(error: unknown): boolean;
+}
 
 /**
  * Everything a backend supplies to run the shared store core: a small set of
@@ -24,6 +44,7 @@ import { SleepWakeups } from "./wakeups.js";
  * - **keyLock**: the lock keyed transactions take first (§5.0);
  * - **schema**: connect-time setup, migrations and guards (§3.7, §3.9, §11);
  * - **wakeups**: push signals, or plain sleeps (§9);
+ * - **combining**: whether concurrent writes share multi-row statements;
  * - **capabilities**: flags with documented defaults.
  *
  * Extend {@link BaseStoreDialect} rather than implementing this directly, so
@@ -39,6 +60,8 @@ export interface StoreDialect {
   readonly keyLock: KeyLock;
   readonly schema: SchemaManager;
   readonly wakeups: Wakeups;
+  /** Write combining, or `null`/absent to run every write on its own (the default). */
+  readonly combining?: WriteCombining | null;
 }
 
 /**
@@ -68,4 +91,6 @@ export abstract class BaseStoreDialect implements StoreDialect {
   readonly keyLock: KeyLock = NO_KEY_LOCK;
   /** @default new SleepWakeups() */
   readonly wakeups: Wakeups = new SleepWakeups();
+  /** @default null (every write its own statement) */
+  readonly combining: WriteCombining | null = null;
 }

@@ -22,3 +22,4 @@ export * from "./sql-syntax.js";
 export * from "./sqlite-syntax.js";
 export * from "./statements.js";
 export * from "./wakeups.js";
+export * from "./write-combiner.js";

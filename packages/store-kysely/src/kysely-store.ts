@@ -72,10 +72,15 @@ import {
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";
-import type { StoreDialect } from "./dialect.js";
+import { BATCH_ROWS } from "./compiler.js";
+import type { StoreDialect, WriteCombining } from "./dialect.js";
 import type { AnyKysely, QueryRunner, Row } from "./executor.js";
 import { decodeTask, decodeTaskRef } from "./rows.js";
+import type { CombinedWrite } from "./write-combiner.js";
+import { WriteCombiner } from "./write-combiner.js";
 import {
+  batchInsertTemplate,
+  batchRowTransitionTemplate,
   batchTransitionTemplate,
   deleteTemplate,
   GET_BY_KEY_TEMPLATE,
@@ -145,6 +150,10 @@ export class KyselyStore implements TaskStore {
   #state: State = "idle";
   #connecting: Promise<void> | null = null;
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #combining: WriteCombining | null;
+  /** One combiner per owned-write rule, when the dialect combines writes. */
+  readonly #ownedCombiners = new Map<RowTransition, WriteCombiner<Params, Task>>();
+  readonly #submitCombiner: WriteCombiner<Params, Task> | null;
 
   /**
    * @param db - The Kysely instance statements run on (the dialect's executor may route reads elsewhere).
@@ -163,6 +172,14 @@ export class KyselyStore implements TaskStore {
     };
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked);
     this.#destroyOnClose = options.destroyOnClose ?? false;
+    this.#combining = dialect.combining ?? null;
+    const combining = this.#combining;
+    if (combining !== null) {
+      for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
+        this.#ownedCombiners.set(rule, new WriteCombiner((batch) => this.#flushOwned(rule, batch), combining));
+      }
+    }
+    this.#submitCombiner = combining === null ? null : new WriteCombiner((batch) => this.#flushSubmits(batch), combining);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -261,11 +278,8 @@ export class KyselyStore implements TaskStore {
       const params = submit.params;
       const key = submit.key;
       if (key === null) {
-        if (!this.#submitClockIsProcess) return { task: decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params))), created: true };
-        const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
-        let nowMs = 0;
-        await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
-        return { task: this.#inserted(params, nowMs), created: true };
+        if (this.#submitCombiner !== null) return { task: await this.#submitCombiner.add(params, String(params.taskId), paramBytes(params)), created: true };
+        return { task: await this.#submitOne(params), created: true };
       }
       return this.dialect.executor.writeTransaction(this.db, async (tx): Promise<SubmitOutcome> => {
         await this.dialect.keyLock.acquire(tx, key);
@@ -288,6 +302,57 @@ export class KyselyStore implements TaskStore {
         }
       });
     });
+  }
+
+  /** One unkeyed SUBMIT as its own autocommit statement. */
+  async #submitOne(params: Params): Promise<Task> {
+    if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+    const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
+    let nowMs = 0;
+    await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
+    return this.#inserted(params, nowMs);
+  }
+
+  /**
+   * One flush of combined submits: a lone submit runs its own statement; more run as one multi-row
+   * insert (ids sorted), each caller getting the row with its id. See {@link KyselyStore.#splitOrFail}.
+   */
+  async #flushSubmits(batch: readonly CombinedWrite<Params, Task>[]): Promise<void> {
+    if (batch.length === 1) {
+      const entry = batch[0] as CombinedWrite<Params, Task>;
+      await this.#submitOne(entry.item).then(entry.resolve, entry.reject);
+      return;
+    }
+    const sorted = [...batch].sort(byTaskId);
+    let rows: Row[];
+    try {
+      rows = (await this.#write(batchInsertTemplate(SUBMIT), { [BATCH_ROWS]: sorted.map((entry) => entry.item) })).rows;
+    } catch (error) {
+      await this.#splitOrFail(sorted, error, (half) => this.#flushSubmits(half));
+      return;
+    }
+    const byId = rowsById(rows);
+    for (const entry of sorted) {
+      const row = byId.get(String(entry.item.taskId));
+      if (row === undefined) entry.reject(new Error("the multi-row insert returned no row for this task although RETURNING guarantees one"));
+      else entry.resolve(decodeTask(row));
+    }
+  }
+
+  /**
+   * After a multi-row statement failed: when the database rejected it whole (the dialect's
+   * `splittable`), re-send the rows in two halves, down to single rows, which run the single-row
+   * statement and so get exactly its outcome; otherwise (outcome unknown, e.g. a lost connection)
+   * every caller gets the error and nothing is re-sent.
+   */
+  async #splitOrFail<I, O>(batch: readonly CombinedWrite<I, O>[], error: unknown, flush: (half: readonly CombinedWrite<I, O>[]) => Promise<void>): Promise<void> {
+    if (this.#combining?.splittable(error) !== true) {
+      for (const entry of batch) entry.reject(error);
+      return;
+    }
+    const middle = Math.ceil(batch.length / 2);
+    await flush(batch.slice(0, middle));
+    await flush(batch.slice(middle));
   }
 
   /**
@@ -524,11 +589,45 @@ export class KyselyStore implements TaskStore {
   }
 
   #owned(rule: RowTransition, params: Params): Promise<Task> {
-    return this.run(async () => {
-      const row = (await this.#write(rowTransitionTemplate(rule), params)).rows[0];
-      if (row === undefined) throw new LostLease(String(params.taskId));
-      return decodeTask(row);
-    });
+    const combiner = this.#ownedCombiners.get(rule);
+    if (combiner !== undefined) return this.run(() => combiner.add(params, String(params.taskId), paramBytes(params)));
+    return this.run(() => this.#ownedOne(rule, params));
+  }
+
+  /** One owned write as its own statement: the row, or `LostLease`. */
+  async #ownedOne(rule: RowTransition, params: Params): Promise<Task> {
+    const row = (await this.#write(rowTransitionTemplate(rule), params)).rows[0];
+    if (row === undefined) throw new LostLease(String(params.taskId));
+    return decodeTask(row);
+  }
+
+  /**
+   * One flush of combined owned writes of `rule` (distinct task ids): a lone write runs its own
+   * statement; more run as the rule's multi-row statement, rows sorted by id (so two statements
+   * lock shared rows in one order). Each row passes its own guard; a caller whose id is not among
+   * the returned rows lost its lease (or attempt), exactly as its own statement would have said.
+   */
+  async #flushOwned(rule: RowTransition, batch: readonly CombinedWrite<Params, Task>[]): Promise<void> {
+    if (batch.length === 1) {
+      const entry = batch[0] as CombinedWrite<Params, Task>;
+      await this.#ownedOne(rule, entry.item).then(entry.resolve, entry.reject);
+      return;
+    }
+    const sorted = [...batch].sort(byTaskId);
+    let rows: Row[];
+    try {
+      rows = (await this.#write(batchRowTransitionTemplate(rule), { [BATCH_ROWS]: sorted.map((entry) => entry.item) })).rows;
+    } catch (error) {
+      await this.#splitOrFail(sorted, error, (half) => this.#flushOwned(rule, half));
+      return;
+    }
+    const byId = rowsById(rows);
+    for (const entry of sorted) {
+      const taskId = String(entry.item.taskId);
+      const row = byId.get(taskId);
+      if (row === undefined) entry.reject(new LostLease(taskId));
+      else entry.resolve(decodeTask(row));
+    }
   }
 
   /**
@@ -583,6 +682,25 @@ function firstRow(result: QueryResult<Row>): Row {
   const row = result.rows[0];
   if (row === undefined) throw new Error("the statement returned no row although RETURNING guarantees one; is the driver dropping RETURNING rows?");
   return row;
+}
+
+function byTaskId(a: CombinedWrite<Params, unknown>, b: CombinedWrite<Params, unknown>): number {
+  const x = String(a.item.taskId);
+  const y = String(b.item.taskId);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+function rowsById(rows: readonly Row[]): Map<string, Row> {
+  const out = new Map<string, Row>();
+  for (const row of rows) out.set(String(row.id), row);
+  return out;
+}
+
+/** A write's size for the combiner's byte bounds: its string parameters (encoded JSON included) plus a fixed row overhead. */
+function paramBytes(params: Params): number {
+  let bytes = 64;
+  for (const value of Object.values(params)) if (typeof value === "string") bytes += value.length;
+  return bytes;
 }
 
 function zeroCounts(): Record<TaskStatus, number> {

@@ -1,4 +1,5 @@
-import type { ParamType } from "@cairnq/protocol";
+import type { ParamExpr, ParamType } from "@cairnq/protocol";
+import type { Bind } from "./compiler.js";
 import { BaseSqlSyntax } from "./sql-syntax.js";
 
 const CASTS: Readonly<Record<ParamType, string>> = {
@@ -7,6 +8,15 @@ const CASTS: Readonly<Record<ParamType, string>> = {
   float: "double precision",
   bool: "boolean",
   json: "jsonb",
+  textList: "text[]",
+};
+
+const ARRAY_CASTS: Readonly<Record<ParamType, string>> = {
+  text: "text[]",
+  int: "bigint[]",
+  float: "double precision[]",
+  bool: "boolean[]",
+  json: "text[]",
   textList: "text[]",
 };
 
@@ -39,5 +49,24 @@ export class PostgresSyntax extends BaseSqlSyntax {
 
   inList(expr: string, listPlaceholder: string): string {
     return `${expr} = any(${listPlaceholder})`;
+  }
+
+  /**
+   * `unnest($1::text[], $2::bigint[], …) AS b("p_taskId", …)`: one typed array per parameter, so the
+   * statement text is the same for every row count and prepares once. JSON travels as `text[]` and is
+   * cast where it is read.
+   */
+  override batchSource(params: readonly ParamExpr[], slot: (key: string, bind: Bind) => number): string {
+    const arrays = params.map((p) => {
+      if (p.type === "textList") throw new Error(`list parameter '${p.name}' cannot vary per row of a multi-row statement`);
+      return `$${slot(`#column:${p.name}`, { kind: "column", name: p.name, type: p.type })}::${ARRAY_CASTS[p.type]}`;
+    });
+    const columns = params.map((p) => this.quoteId(`p_${p.name}`));
+    return `unnest(${arrays.join(", ")}) AS b(${columns.join(", ")})`;
+  }
+
+  override batchRef(param: ParamExpr): string {
+    const ref = super.batchRef(param);
+    return param.type === "json" ? `cast(${ref} as jsonb)` : ref;
   }
 }

@@ -1,4 +1,5 @@
-import type { ParamType } from "@cairnq/protocol";
+import type { ParamExpr, ParamType, Params } from "@cairnq/protocol";
+import type { Bind } from "./compiler.js";
 
 /**
  * The dialect bits the statement compiler needs: placeholders and casts,
@@ -39,6 +40,19 @@ export interface SqlSyntax {
    * keeping `created_at_ms`.
    */
   upsertKey(key: string, taskId: string, now: string): string;
+  /**
+   * Multi-row statements (the write combiner): the FROM item that turns the bound rows into a derived
+   * table `b` with one column per parameter, each column named by {@link SqlSyntax.batchRef}. `slot`
+   * allocates the (1-based) placeholder index of a `rows` bind (the whole row set as one value) or a `column` bind (one
+   * array per parameter). The default throws: a dialect without it runs every write on its own.
+   */
+  batchSource(params: readonly ParamExpr[], slot: (key: string, bind: Bind) => number): string;
+  /** The per-row value of `param` inside a multi-row statement (typed as the single-row placeholder is). */
+  batchRef(param: ParamExpr): string;
+  /** The bound value of a `rows` bind: every row's values of `params`. */
+  batchRows(rows: readonly Params[], params: readonly ParamExpr[]): unknown;
+  /** The bound value of a `column` bind: one parameter of every row, as an array. */
+  batchColumn(rows: readonly Params[], name: string, type: ParamType): unknown;
 }
 
 /**
@@ -76,6 +90,22 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
     return alias === undefined ? "*" : `${alias}.*`;
   }
 
+  batchSource(_params: readonly ParamExpr[], _slot: (key: string, bind: Bind) => number): string {
+    throw new Error(`${this.constructor.name} has no multi-row statements; leave the dialect's combineWrites capability off`);
+  }
+
+  batchRef(param: ParamExpr): string {
+    return `b.${this.quoteId(`p_${param.name}`)}`;
+  }
+
+  batchRows(rows: readonly Params[], params: readonly ParamExpr[]): unknown {
+    return rows.map((row) => params.map((p) => nullable(row[p.name], (v) => this.bindValue(v, p.type))));
+  }
+
+  batchColumn(rows: readonly Params[], name: string, type: ParamType): unknown {
+    return rows.map((row) => nullable(row[name], (v) => this.bindValue(v, type)));
+  }
+
   upsertKey(key: string, taskId: string, now: string): string {
     const k = this.quoteId("key");
     return (
@@ -83,4 +113,8 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
       `ON CONFLICT (${k}) DO UPDATE SET task_id = excluded.task_id, updated_at_ms = excluded.updated_at_ms`
     );
   }
+}
+
+function nullable(value: unknown, bind: (value: unknown) => unknown): unknown {
+  return value === null || value === undefined ? null : bind(value);
 }

@@ -1,4 +1,5 @@
-import type { ParamType } from "@cairnq/protocol";
+import type { ParamExpr, ParamType, Params } from "@cairnq/protocol";
+import type { Bind } from "./compiler.js";
 import { BaseSqlSyntax } from "./sql-syntax.js";
 
 /**
@@ -40,5 +41,20 @@ export class SqliteSyntax extends BaseSqlSyntax {
 
   inList(expr: string, listPlaceholder: string): string {
     return `${expr} IN (SELECT value FROM json_each(${listPlaceholder}))`;
+  }
+
+  /**
+   * The rows as one JSON array of arrays, expanded with `json_each`:
+   * `(SELECT value ->> 0 AS "p_taskId", … FROM json_each(?1)) AS b`. JSON parameters travel as their
+   * text, booleans as 0/1, as in single-row statements.
+   */
+  override batchSource(params: readonly ParamExpr[], slot: (key: string, bind: Bind) => number): string {
+    const index = slot("#rows", { kind: "rows", params });
+    const columns = params.map((p, i) => `value ->> ${i} AS ${this.quoteId(`p_${p.name}`)}`);
+    return `(SELECT ${columns.join(", ")} FROM json_each(?${index})) AS b`;
+  }
+
+  override batchRows(rows: readonly Params[], params: readonly ParamExpr[]): unknown {
+    return JSON.stringify(super.batchRows(rows, params));
   }
 }

@@ -91,6 +91,38 @@ export function rowTransitionTemplate(rule: RowTransition): StatementTemplate {
   return template;
 }
 
+const batchRowTemplates = new WeakMap<RowTransition, StatementTemplate>();
+
+/**
+ * The multi-row form of a single-row transition, for the write combiner: the
+ * same guard and the same flattened branches, with every parameter read per
+ * row from a derived table `b` of the bound rows —
+ * `UPDATE cairnq_tasks SET <flattenAssignments> FROM <rows> AS b WHERE <guard> RETURNING *`.
+ * Each row still passes or fails its own guard (ownership, the attempt fence)
+ * on its own current values, so a row whose guard fails is simply not
+ * returned; callers match the returned rows by id. One shape per rule: the
+ * SQL text does not depend on the row count or on which values are null, so
+ * it prepares once. The rows must have distinct task ids.
+ */
+export function batchRowTransitionTemplate(rule: RowTransition): StatementTemplate {
+  let template = batchRowTemplates.get(rule);
+  if (template === undefined) {
+    const assignments = flattenAssignments(rule.branches);
+    const params = paramsOfAll([rule.guard, ...assignments.values()]);
+    template = {
+      params,
+      clock: rule.clock,
+      perRow: true,
+      build: (c, env) => {
+        const source = c.batchSource(params);
+        return `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`;
+      },
+    };
+    batchRowTemplates.set(rule, template);
+  }
+  return template;
+}
+
 const setTemplates = new WeakMap<SetTransition, Map<string, StatementTemplate>>();
 
 /**
@@ -152,6 +184,36 @@ export function insertTemplate(rule: InsertRule, returning = true): StatementTem
         (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
     };
     cache.set(rule, template);
+  }
+  return template;
+}
+
+const batchInsertTemplates = new WeakMap<InsertRule, StatementTemplate>();
+
+/**
+ * The multi-row form of the insert (T1), for the write combiner:
+ * `INSERT INTO cairnq_tasks (…) SELECT <values> FROM <rows> AS b RETURNING *`,
+ * every value read per row. One shape; rows must have distinct ids.
+ */
+export function batchInsertTemplate(rule: InsertRule): StatementTemplate {
+  let template = batchInsertTemplates.get(rule);
+  if (template === undefined) {
+    const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
+    const values = columns.map((column) => rule.values[column] as Expr);
+    const params = paramsOfAll(values);
+    template = {
+      params,
+      clock: rule.clock,
+      perRow: true,
+      build: (c, env) => {
+        const source = c.batchSource(params);
+        return (
+          `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
+          `RETURNING ${env.syntax.taskColumns()}`
+        );
+      },
+    };
+    batchInsertTemplates.set(rule, template);
   }
   return template;
 }

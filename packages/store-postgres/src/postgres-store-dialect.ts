@@ -1,4 +1,4 @@
-import type { DialectCapabilities, SqlClock } from "@cairnq/store-kysely";
+import type { DialectCapabilities, SqlClock, WriteCombinerOptions, WriteCombining } from "@cairnq/store-kysely";
 import { BaseStoreDialect, POSTGRES_CLOCK } from "@cairnq/store-kysely";
 import type { PostgresConnectionOptions, PostgresTarget } from "./postgres-connection.js";
 import { PostgresConnection } from "./postgres-connection.js";
@@ -13,8 +13,9 @@ import { PostgresWakeups } from "./postgres-wakeups.js";
  * `text[]` lists, JSON columns returned as text, the database clock
  * (`clock_timestamp()` / `now()`, §2.1), the advisory key lock (§5.0),
  * `FOR UPDATE SKIP LOCKED` row picking, the installation guard and
- * migrations under the ledger lock, and LISTEN/NOTIFY wakeups. Statements
- * run through the default executor: autocommit statements on the pool and
+ * migrations under the ledger lock, LISTEN/NOTIFY wakeups, and write
+ * combining (concurrent owned writes and unkeyed submits share `unnest`
+ * multi-row statements). Statements run as autocommit statements on the pool and
  * `BEGIN … COMMIT` at the server's default isolation (READ COMMITTED), never
  * raised (§3.9).
  *
@@ -33,15 +34,17 @@ export class PostgresStoreDialect extends BaseStoreDialect {
   override readonly executor: PostgresExecutor = new PostgresExecutor();
   override readonly capabilities: DialectCapabilities;
   override readonly wakeups: PostgresWakeups;
+  override readonly combining: WriteCombining | null;
   readonly schema: PostgresSchemaManager;
   /** The store's connection: its Kysely instance, who owns it, and the LISTEN connector. */
   readonly connection: PostgresConnection;
 
   /**
    * @param target - A connection string, a `pg.Pool` or a Kysely instance.
-   * @param options - The `schema` option, pool size, LISTEN source and error hook.
+   * @param options - The `schema` option, pool size, LISTEN source and error hook; `combine`: the
+   *   write combiner's bounds, or `false` for one statement per write.
    */
-  constructor(target: PostgresTarget, options: PostgresConnectionOptions) {
+  constructor(target: PostgresTarget, options: PostgresConnectionOptions & { readonly combine?: false | WriteCombinerOptions }) {
     super();
     this.connection = new PostgresConnection(target, options);
     const connection = this.connection;
@@ -58,5 +61,20 @@ export class PostgresStoreDialect extends BaseStoreDialect {
       databaseClock: true,
     });
     this.schema = new PostgresSchemaManager(connection, this.wakeups, this.syntax, this.clock);
+    this.combining = options.combine === false ? null : Object.freeze({ ...options.combine, splittable: rejectedWhole });
   }
+}
+
+/**
+ * SQLSTATE classes after which a multi-row statement certainly applied nothing and may be re-sent in
+ * halves: 22 data exception (e.g. a `\u0000` the jsonb parser rejects, 22P05), 23 integrity
+ * constraint, 40 transaction rollback (deadlock, serialization), 54 program limit exceeded. The server
+ * answered with an error for an autocommit statement, so it rolled back. Connection errors (no
+ * SQLSTATE, or class 08/57) leave the outcome unknown and are never re-sent.
+ */
+const SPLITTABLE = /^(22|23|40|54)[0-9A-Z]{3}$/;
+
+function rejectedWhole(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && SPLITTABLE.test(code);
 }

@@ -1,6 +1,6 @@
 import type { ClaimInput, OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { keepAlive } from "@cairnq/runtime";
-import type { QueryRunner } from "@cairnq/store-kysely";
+import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
 import type { AnyTransaction } from "./postgres-executor.js";
@@ -63,6 +63,20 @@ export interface PostgresStoreOptions {
    * @default { connectTimeoutMs: 10000, queryTimeoutMs: 30000, idleInTransactionTimeoutMs: 60000, keepAliveInitialDelayMs: 10000, listenPingIntervalMs: 30000 }
    */
   timeouts?: Partial<PostgresTimeouts>;
+  /**
+   * Write combining: concurrent heartbeats, progress reports, settlements
+   * (`succeed`, `complete`, `fail`) and unkeyed submits of this store are
+   * sent as multi-row statements (`unnest` arrays, one prepared text per
+   * operation), group-commit style: a write goes at the end of the current
+   * event-loop turn when no statement of its kind is in flight, otherwise
+   * with everything that arrived while that statement ran. Every caller
+   * still gets its own row or its own error (`LostLease` per task). Give
+   * bounds (`maxRows`, `maxBytes`, `maxPendingRows`, `maxPendingBytes`) or
+   * `false` for one statement per write. Keyed submits, claims, client
+   * transitions and `withTransaction` views never combine.
+   * @default { maxRows: 128, maxBytes: 1 MiB, maxPendingRows: 512, maxPendingBytes: 4 MiB }
+   */
+  combine?: false | WriteCombinerOptions;
 }
 
 /**
@@ -106,6 +120,7 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
       listen: options.listen,
       onError: options.onError,
       timeouts: options.timeouts,
+      ...(options.combine === undefined ? {} : { combine: options.combine }),
     });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
   }

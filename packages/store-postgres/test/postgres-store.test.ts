@@ -220,6 +220,8 @@ describe("killed pool connections never crash the process", () => {
     const errors: string[] = [];
     const store = new PostgresStore(pool, { schema, listen: false, onError: (_e, info) => errors.push(info.source) });
     try {
+      // Two submits at once would share one statement (the write combiner) and one connection: hold two.
+      await Promise.all(Array.from({ length: 2 }, () => store.db.executeQuery(raw("SELECT pg_sleep(0.05)"))));
       await Promise.all([store.submit({ name: "a" }), store.submit({ name: "b" })]);
       const killed = await q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [app]);
       expect(killed).toHaveLength(2);

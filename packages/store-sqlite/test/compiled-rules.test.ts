@@ -25,6 +25,9 @@ import {
 } from "@cairnq/protocol";
 import type { CompiledStatement } from "@cairnq/store-kysely";
 import {
+  BATCH_ROWS,
+  batchInsertTemplate,
+  batchRowTransitionTemplate,
   decodeTask,
   deleteTemplate,
   insertTemplate,
@@ -267,6 +270,61 @@ describe("compiled rules decide as the protocol evaluator does", () => {
       const expected = buildInsert(SUBMIT, decoded(params), NOW);
       const returned = run(compiler.statement(insertTemplate(SUBMIT), params), params).map(decodeTask);
       expect(returned).toEqual([expected]);
+    }
+  });
+});
+
+describe("the multi-row forms (the write combiner's statements) decide row by row as the evaluator does", () => {
+  it.each(Object.entries(ROW_TRANSITIONS))("%s over several rows in one statement (%#)", (_name, rule: RowTransition) => {
+    const rand = prng(rule.op.length * 15_485_863);
+    for (let trial = 0; trial < TRIALS / 2; trial++) {
+      db.exec("DELETE FROM cairnq_tasks");
+      const rows = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomRow(rand, i));
+      insertRows(rows);
+      const byRowId = new Map(rows.map((r) => [r.id, r]));
+      // Distinct ids (the combiner never puts one task twice in a statement), each with its own parameters.
+      const ids = [...subset(rand, rows.map((r) => r.id)), ...(rand() < 0.3 ? ["task_missing"] : [])];
+      const batch = ids.map((taskId) => {
+        const attempt = byRowId.get(taskId)?.attempt ?? 0;
+        return { ...randomParams(rand, ids), taskId, attempt: pick(rand, [null, null, attempt, attempt + 1]) };
+      });
+      const after = new Map(rows.map((r) => [r.id, r]));
+      const applied: Task[] = [];
+      for (const params of batch) {
+        const decision = decideRow(rule, byRowId.get(params.taskId) ?? null, decoded(params), NOW);
+        if (decision.kind === "applied") {
+          applied.push(decision.row);
+          after.set(decision.row.id, decision.row);
+        }
+      }
+      const returned = run(compiler.statement(batchRowTransitionTemplate(rule), {}), { [BATCH_ROWS]: batch }).map(decodeTask);
+      const context = { trial, rows, batch };
+      expect({ ...context, returned: returned.sort(byId) }).toEqual({ ...context, returned: applied.sort(byId) });
+      expect({ ...context, table: table() }).toEqual({ ...context, table: [...after.values()].sort(byId) });
+    }
+  });
+
+  it("submit: several inserts in one statement", () => {
+    const rand = prng(11);
+    for (let trial = 0; trial < TRIALS / 4; trial++) {
+      db.exec("DELETE FROM cairnq_tasks");
+      const batch = Array.from({ length: 1 + Math.floor(rand() * 6) }, (_, i) => ({
+        taskId: `task_${trial}_${i}`,
+        name: pick(rand, ["a", "b"]),
+        queue: pick(rand, ["default", "q"]),
+        payload: pick(rand, ["{}", '{"a":[1,null,"é"]}', "[]", "null", '"text"']),
+        metadata: pick(rand, ["{}", '{"m":1}']),
+        maxAttempts: pick(rand, [1, 3, 10]),
+        priority: pick(rand, [-3, 0, 7]),
+        runAtDelayMs: pick(rand, [0, 5]),
+        parentId: pick(rand, [null, "task_p"]),
+        rootId: pick(rand, [null, "task_r"]),
+        correlationId: pick(rand, [null, "c"]),
+      }));
+      const expected = batch.map((params) => buildInsert(SUBMIT, decoded(params), NOW));
+      const returned = run(compiler.statement(batchInsertTemplate(SUBMIT), {}), { [BATCH_ROWS]: batch }).map(decodeTask);
+      expect({ trial, returned: returned.sort(byId) }).toEqual({ trial, returned: expected.sort(byId) });
+      expect(table()).toEqual(expected.sort(byId));
     }
   });
 });

@@ -1,0 +1,202 @@
+/**
+ * Write combining: concurrent single-row writes of one process gathered
+ * into multi-row statements, flushed the way group commit works.
+ *
+ * Terminology:
+ * - **entry**: one caller's write (its item, the key it may not share a
+ *   statement with, its size) and the caller's promise;
+ * - **flush**: one batch of entries handed to the runner, which runs one
+ *   multi-row statement (or splits it, see `KyselyStore`) and settles every
+ *   entry itself — each with its own row or its own error, matched by id;
+ * - **pending**: entries waiting for a flush.
+ *
+ * Group commit: the first write schedules a flush for the end of the current
+ * event-loop turn (`setImmediate`, no timer); while that flush runs, writes
+ * collect, and the next flush starts the moment the current one returns. So a
+ * lone caller pays one loop turn, and under load each statement carries what
+ * arrived during the previous one.
+ */
+
+/** Bounds of a {@link WriteCombiner}. */
+export interface WriteCombinerOptions {
+  /**
+   * Most entries in one statement. 64 rows per statement is where the raw
+   * pg floor of `bench/` levels off; more only delays the first caller.
+   * @default 128
+   */
+  readonly maxRows?: number;
+  /**
+   * Most bytes (the entries' sizes: encoded JSON plus a fixed overhead per
+   * row) in one statement; an entry larger than this runs alone.
+   * @default 1048576 (1 MiB)
+   */
+  readonly maxBytes?: number;
+  /**
+   * Entries waiting for a flush beyond which further callers wait
+   * (backpressure) until a flush takes some.
+   * @default 4 × maxRows
+   */
+  readonly maxPendingRows?: number;
+  /**
+   * Bytes waiting for a flush beyond which further callers wait.
+   * @default 4 × maxBytes
+   */
+  readonly maxPendingBytes?: number;
+}
+
+/** One caller's write inside a flush; the runner settles it exactly once. */
+export interface CombinedWrite<I, O> {
+  readonly item: I;
+  /** Entries with the same non-null key never share a flush (e.g. a task id, a business key). */
+  readonly key: string | null;
+  readonly bytes: number;
+  readonly resolve: (value: O) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Runs one flush: settles every entry (those it leaves unsettled get the error it throws, or a plain error). */
+export type FlushRunner<I, O> = (batch: readonly CombinedWrite<I, O>[]) => Promise<void>;
+
+const DEFAULT_MAX_ROWS = 128;
+const DEFAULT_MAX_BYTES = 1 << 20;
+
+interface Entry<I, O> extends CombinedWrite<I, O> {
+  settled: boolean;
+}
+
+/**
+ * Gathers writes into bounded batches for a {@link FlushRunner}, one flush in
+ * flight at a time.
+ *
+ * @example
+ * const combiner = new WriteCombiner<Params, Task>(async (batch) => { ... each.resolve(row) ... });
+ * const task = await combiner.add(params, params.taskId as string, 200);
+ */
+export class WriteCombiner<I, O> {
+  readonly maxRows: number;
+  readonly maxBytes: number;
+  readonly maxPendingRows: number;
+  readonly maxPendingBytes: number;
+  readonly #run: FlushRunner<I, O>;
+  #pending: Entry<I, O>[] = [];
+  #pendingBytes = 0;
+  #scheduled = false;
+  #flushing = false;
+  #spaceWaiters: (() => void)[] = [];
+
+  /**
+   * @param run - Runs one flush.
+   * @param options - Bounds; see {@link WriteCombinerOptions}.
+   */
+  constructor(run: FlushRunner<I, O>, options: WriteCombinerOptions = {}) {
+    this.#run = run;
+    this.maxRows = positive(options.maxRows ?? DEFAULT_MAX_ROWS, "maxRows");
+    this.maxBytes = positive(options.maxBytes ?? DEFAULT_MAX_BYTES, "maxBytes");
+    this.maxPendingRows = positive(options.maxPendingRows ?? 4 * this.maxRows, "maxPendingRows");
+    this.maxPendingBytes = positive(options.maxPendingBytes ?? 4 * this.maxBytes, "maxPendingBytes");
+  }
+
+  /** Entries waiting for a flush (not counting the one in flight). */
+  get pending(): number {
+    return this.#pending.length;
+  }
+
+  /** Whether a flush is running. */
+  get flushing(): boolean {
+    return this.#flushing;
+  }
+
+  /**
+   * Adds one write; resolves or rejects with what the runner gave this entry.
+   * Waits first while the pending bounds are reached (backpressure), in
+   * arrival order.
+   */
+  async add(item: I, key: string | null, bytes: number): Promise<O> {
+    while (this.#spaceWaiters.length > 0 || this.#full(bytes)) {
+      await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
+      if (!this.#full(bytes)) break;
+    }
+    return new Promise<O>((resolve, reject) => {
+      const entry: Entry<I, O> = {
+        item,
+        key,
+        bytes,
+        settled: false,
+        resolve: (value) => {
+          if (entry.settled) return;
+          entry.settled = true;
+          resolve(value);
+        },
+        reject: (error) => {
+          if (entry.settled) return;
+          entry.settled = true;
+          // The caller gets exactly what its own statement raised (a driver error, LostLease, …).
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          reject(error);
+        },
+      };
+      this.#pending.push(entry);
+      this.#pendingBytes += bytes;
+      this.#schedule();
+    });
+  }
+
+  #full(bytes: number): boolean {
+    if (this.#pending.length === 0) return false;
+    return this.#pending.length >= this.maxPendingRows || this.#pendingBytes + bytes > this.maxPendingBytes;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#flushing) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#flush();
+    });
+  }
+
+  /** Takes the next batch: arrival order, at most one entry per key, within the row and byte bounds. */
+  #take(): Entry<I, O>[] {
+    const batch: Entry<I, O>[] = [];
+    const keys = new Set<string>();
+    const rest: Entry<I, O>[] = [];
+    let bytes = 0;
+    for (const entry of this.#pending) {
+      const fits = batch.length < this.maxRows && (batch.length === 0 || bytes + entry.bytes <= this.maxBytes);
+      if (!fits || (entry.key !== null && keys.has(entry.key))) {
+        rest.push(entry);
+        continue;
+      }
+      batch.push(entry);
+      bytes += entry.bytes;
+      if (entry.key !== null) keys.add(entry.key);
+    }
+    this.#pending = rest;
+    this.#pendingBytes -= bytes;
+    return batch;
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#flushing || this.#pending.length === 0) return;
+    this.#flushing = true;
+    const batch = this.#take();
+    const waiters = this.#spaceWaiters;
+    this.#spaceWaiters = [];
+    for (const wake of waiters) wake();
+    try {
+      await this.#run(batch);
+      for (const entry of batch) entry.reject(new Error("the write combiner's runner left this write unsettled"));
+    } catch (error) {
+      for (const entry of batch) entry.reject(error);
+    } finally {
+      this.#flushing = false;
+    }
+    // What collected while this flush ran goes at once.
+    if (this.#pending.length > 0) void this.#flush();
+  }
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`write combiner option ${name} must be an integer ≥ 1, got ${String(value)}`);
+  return value;
+}

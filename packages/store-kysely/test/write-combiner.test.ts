@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import type { CombinedWrite } from "../src/index.js";
+import { WriteCombiner } from "../src/index.js";
+
+/** A runner that records each flush and settles it when the test says so. */
+function controlledRunner(): {
+  flushes: string[][];
+  release: () => void;
+  run: (batch: readonly CombinedWrite<string, string>[]) => Promise<void>;
+} {
+  const flushes: string[][] = [];
+  let releases: (() => void)[] = [];
+  return {
+    flushes,
+    release: () => {
+      const pending = releases;
+      releases = [];
+      for (const r of pending) r();
+    },
+    run: async (batch) => {
+      flushes.push(batch.map((e) => e.item));
+      await new Promise<void>((resolve) => releases.push(resolve));
+      for (const entry of batch) entry.resolve(`done:${entry.item}`);
+    },
+  };
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe("WriteCombiner", () => {
+  it("group commit: the first write flushes at the end of the turn; writes arriving meanwhile go together once it returns", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run);
+    const a = combiner.add("a", "a", 1);
+    await turn();
+    expect(runner.flushes).toEqual([["a"]]);
+    const rest = ["b", "c", "d"].map((item) => combiner.add(item, item, 1));
+    await turn();
+    expect(runner.flushes).toHaveLength(1); // collecting while the first flush is in flight
+    runner.release();
+    expect(await a).toBe("done:a");
+    await turn();
+    expect(runner.flushes).toEqual([["a"], ["b", "c", "d"]]);
+    runner.release();
+    expect(await Promise.all(rest)).toEqual(["done:b", "done:c", "done:d"]);
+  });
+
+  it("writes of one turn share a flush", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run);
+    const all = ["a", "b", "c"].map((item) => combiner.add(item, item, 1));
+    await turn();
+    expect(runner.flushes).toEqual([["a", "b", "c"]]);
+    runner.release();
+    await Promise.all(all);
+  });
+
+  it("never puts two writes with one key in a flush; the second waits for the next, in order", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner<string, string>(runner.run);
+    const results = [combiner.add("k1-first", "k1", 1), combiner.add("k2", "k2", 1), combiner.add("k1-second", "k1", 1), combiner.add("free", null, 1)];
+    await turn();
+    expect(runner.flushes).toEqual([["k1-first", "k2", "free"]]);
+    runner.release();
+    await turn();
+    expect(runner.flushes[1]).toEqual(["k1-second"]);
+    runner.release();
+    expect(await Promise.all(results)).toEqual(["done:k1-first", "done:k2", "done:k1-second", "done:free"]);
+  });
+
+  it("bounds a flush by rows and by bytes (an oversized write runs alone)", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run, { maxRows: 2, maxBytes: 10, maxPendingRows: 100, maxPendingBytes: 1000 });
+    const all = [combiner.add("a", null, 1), combiner.add("b", null, 1), combiner.add("c", null, 1), combiner.add("big", null, 50), combiner.add("d", null, 6), combiner.add("e", null, 6)];
+    for (let i = 0; i < 5; i++) {
+      await turn();
+      runner.release();
+    }
+    await Promise.all(all);
+    // An entry that does not fit is passed over (it goes first next time); a flush's first entry always fits.
+    expect(runner.flushes).toEqual([["a", "b"], ["c", "d"], ["big"], ["e"]]);
+  });
+
+  it("backpressure: callers past the pending bound wait until a flush takes writes, then enter in arrival order", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run, { maxRows: 2, maxPendingRows: 2 });
+    const first = combiner.add("a", null, 1);
+    await turn(); // "a" in flight
+    const queued = [combiner.add("b", null, 1), combiner.add("c", null, 1)];
+    let entered = 0;
+    const late = ["d", "e"].map((item) =>
+      combiner.add(item, null, 1).then((v) => {
+        entered += 1;
+        return v;
+      }),
+    );
+    await turn();
+    expect(combiner.pending).toBe(2); // d and e wait outside: the pending bound is reached
+    runner.release();
+    await first;
+    await turn();
+    expect(runner.flushes[1]).toEqual(["b", "c"]);
+    expect(combiner.pending).toBe(2); // d and e entered once b and c were taken
+    expect(entered).toBe(0);
+    runner.release();
+    await turn();
+    expect(runner.flushes[2]).toEqual(["d", "e"]);
+    runner.release();
+    expect(await Promise.all([...queued, ...late])).toEqual(["done:b", "done:c", "done:d", "done:e"]);
+  });
+
+  it("a runner that throws fails the writes it left unsettled, with its error, and the next flush still runs", async () => {
+    let calls = 0;
+    const combiner = new WriteCombiner<string, string>(async (batch) => {
+      calls += 1;
+      if (calls === 1) {
+        batch[0]?.resolve("kept");
+        throw new Error("boom");
+      }
+      for (const entry of batch) entry.resolve("ok");
+    });
+    const a = combiner.add("a", null, 1);
+    const b = combiner.add("b", null, 1);
+    expect(await a).toBe("kept");
+    await expect(b).rejects.toThrow("boom");
+    expect(await combiner.add("c", null, 1)).toBe("ok");
+  });
+
+  it("rejects bounds that are not positive integers", () => {
+    expect(() => new WriteCombiner(async () => {}, { maxRows: 0 })).toThrow(/maxRows/);
+    expect(() => new WriteCombiner(async () => {}, { maxBytes: 1.5 })).toThrow(/maxBytes/);
+  });
+});
