@@ -418,11 +418,13 @@ export class StatementCompiler {
    * @param syntax - The dialect's SQL bits.
    * @param clock - How `now` compiles and, for the process clock, its reading.
    * @param skipLocked - Whether row-picking subqueries take `FOR UPDATE SKIP LOCKED`.
+   * @param onCompile - Called once with each statement text compiled (e.g. to prepare it by name).
    */
   constructor(
     readonly syntax: SqlSyntax,
     readonly clock: StoreClock,
     skipLocked = false,
+    private readonly onCompile: ((sql: string) => void) | null = null,
   ) {
     this.#env = { syntax, skipLocked };
   }
@@ -451,6 +453,7 @@ export class StatementCompiler {
     const nowSql = template.clock === null ? null : this.clock.nowSql(template.clock);
     const c = new ExprCompiler(this.syntax, shape, nowSql);
     const sql = template.build(c, this.#env);
+    this.onCompile?.(sql);
     return new CompiledStatement(sql, c.binds, this.syntax, this.clock);
   }
 }

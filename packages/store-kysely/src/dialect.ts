@@ -62,6 +62,11 @@ export interface StoreDialect {
   readonly wakeups: Wakeups;
   /** Write combining, or `null`/absent to run every write on its own (the default). */
   readonly combining?: WriteCombining | null;
+  /**
+   * Called once with the text of every statement the store compiles (a bounded set: templates ×
+   * shapes), e.g. to run them as named prepared statements. Optional.
+   */
+  statementCompiled?(sql: string): void;
 }
 
 /**

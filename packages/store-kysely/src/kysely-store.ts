@@ -170,7 +170,8 @@ export class KyselyStore implements TaskStore {
       transactionalComplete: caps.transactionalComplete,
       databaseClock: caps.databaseClock,
     };
-    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked);
+    const compiled = dialect.statementCompiled === undefined ? null : (sql: string): void => dialect.statementCompiled?.(sql);
+    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, compiled);
     this.#destroyOnClose = options.destroyOnClose ?? false;
     this.#combining = dialect.combining ?? null;
     const combining = this.#combining;
@@ -684,7 +685,7 @@ function firstRow(result: QueryResult<Row>): Row {
   return row;
 }
 
-function byTaskId(a: CombinedWrite<Params, unknown>, b: CombinedWrite<Params, unknown>): number {
+function byTaskId<O>(a: CombinedWrite<Params, O>, b: CombinedWrite<Params, O>): number {
   const x = String(a.item.taskId);
   const y = String(b.item.taskId);
   return x < y ? -1 : x > y ? 1 : 0;

@@ -11,6 +11,7 @@ import { InvalidArgument, requireInt } from "@cairnq/protocol";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
+import { prepareRegistered } from "./postgres-prepared.js";
 import type { ListenClient, ListenConnector } from "./postgres-wakeups.js";
 import { destroySocket, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
 
@@ -54,6 +55,8 @@ export interface PostgresConnectionOptions {
   readonly onError?: PostgresErrorHook;
   /** See {@link PostgresTimeouts}; only with a connection string, except `listenPingIntervalMs`. */
   readonly timeouts?: Partial<PostgresTimeouts>;
+  /** Send CairnQ's statements as named prepared statements on the pool's clients (see `postgres-prepared.ts`). @default true */
+  readonly prepare?: boolean;
 }
 
 /**
@@ -155,6 +158,7 @@ export class PostgresConnection {
   /** How the LISTEN connection is opened, or `null` when there is none (push wakeups off). */
   readonly listen: ListenConnector | null;
   readonly #onError: PostgresErrorHook;
+  readonly #prepare: boolean;
   #pool: PostgresPool | null;
   #poolGuarded = false;
   readonly #guardedClients = new Set<ClientEvents>();
@@ -170,6 +174,7 @@ export class PostgresConnection {
     this.schema = options.schema;
     this.#onError = options.onError ?? (() => {});
     this.timeouts = resolveTimeouts(options.timeouts, typeof target === "string");
+    this.#prepare = options.prepare ?? true;
     if (typeof target === "string") {
       if (target.length === 0) throw new InvalidArgument("connectionString", "the connection string is empty; pass e.g. 'postgres://user@host:5432/db'");
       if (this.schema !== null && !SCHEMA_IDENTIFIER.test(this.schema)) {
@@ -247,6 +252,7 @@ export class PostgresConnection {
 
   /** Every client handed out (new or idle, ours or not) gets an error listener once: pg.Pool removes its own while a client is checked out. */
   readonly #onAcquire = (client: ClientEvents): void => {
+    if (this.#prepare) prepareRegistered(client);
     if (this.#guardedClients.has(client)) return;
     this.#guardedClients.add(client);
     client.on("error", this.#onPoolError);

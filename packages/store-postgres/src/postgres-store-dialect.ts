@@ -3,7 +3,8 @@ import { BaseStoreDialect, POSTGRES_CLOCK } from "@cairnq/store-kysely";
 import type { PostgresConnectionOptions, PostgresTarget } from "./postgres-connection.js";
 import { PostgresConnection } from "./postgres-connection.js";
 import { PostgresExecutor } from "./postgres-executor.js";
-import { PostgresKeyLock } from "./postgres-key-lock.js";
+import { KEY_LOCK_SQL, PostgresKeyLock, TRY_KEY_LOCK_SQL } from "./postgres-key-lock.js";
+import { registerPrepared } from "./postgres-prepared.js";
 import { PostgresSchemaManager } from "./postgres-schema.js";
 import { PostgresStoreSyntax } from "./postgres-store-syntax.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
@@ -38,6 +39,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
   readonly schema: PostgresSchemaManager;
   /** The store's connection: its Kysely instance, who owns it, and the LISTEN connector. */
   readonly connection: PostgresConnection;
+  readonly #prepare: boolean;
 
   /**
    * @param target - A connection string, a `pg.Pool` or a Kysely instance.
@@ -61,7 +63,14 @@ export class PostgresStoreDialect extends BaseStoreDialect {
       databaseClock: true,
     });
     this.schema = new PostgresSchemaManager(connection, this.wakeups, this.syntax, this.clock);
+    this.#prepare = options.prepare ?? true;
+    if (this.#prepare) for (const sql of [KEY_LOCK_SQL, TRY_KEY_LOCK_SQL]) registerPrepared(sql);
     this.combining = options.combine === false ? null : Object.freeze({ ...options.combine, splittable: rejectedWhole });
+  }
+
+  /** Every statement text the store compiles is prepared by name on the pool's clients (unless `prepare: false`). */
+  statementCompiled(sql: string): void {
+    if (this.#prepare) registerPrepared(sql);
   }
 }
 

@@ -77,6 +77,16 @@ export interface PostgresStoreOptions {
    * @default { maxRows: 128, maxBytes: 1 MiB, maxPendingRows: 512, maxPendingBytes: 4 MiB }
    */
   combine?: false | WriteCombinerOptions;
+  /**
+   * Send CairnQ's own statements as named prepared statements, each parsed
+   * and planned once per pooled connection (the application's queries on a
+   * shared pool are untouched). Turn it off behind a transaction-mode pooler
+   * that cannot keep prepared statements (PgBouncer before 1.21, or without
+   * `max_prepared_statements`). Has no effect with a Kysely instance, whose
+   * pool the store cannot reach.
+   * @default true
+   */
+  prepare?: boolean;
 }
 
 /**
@@ -121,6 +131,7 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
       onError: options.onError,
       timeouts: options.timeouts,
       ...(options.combine === undefined ? {} : { combine: options.combine }),
+      ...(options.prepare === undefined ? {} : { prepare: options.prepare }),
     });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
   }
