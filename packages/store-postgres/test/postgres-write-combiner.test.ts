@@ -52,28 +52,44 @@ describe("write combiner (Postgres)", () => {
   });
 
   it("one bad row among good ones: only its caller fails, with the error its own statement gives; the others are inserted", async () => {
-    const { store, sql } = await loggedStore();
-    // jsonb rejects \u0000 in strings (§2.2 portability caveat): the server refuses the whole statement.
-    const bad = { name: "n", payload: { s: "nul\u0000byte" } };
+    const { store, sql, schema } = await loggedStore();
+    // A row the database refuses although it passes the SDK's validation (here a CHECK of this test's own).
+    await q(`ALTER TABLE "${schema}".cairnq_tasks ADD CONSTRAINT no_poison CHECK (name <> 'poison')`);
     const results = await Promise.allSettled([
       ...Array.from({ length: 5 }, (_, i) => store.submit({ name: "n", payload: { i } })),
-      store.submit(bad),
+      store.submit({ name: "poison" }),
       ...Array.from({ length: 5 }, (_, i) => store.submit({ name: "n", payload: { i: i + 5 } })),
     ]);
     expect(multiRow(sql, "INSERT").length).toBeGreaterThanOrEqual(1);
-    const single = openStore(undefined, { listen: false, combine: false });
-    const alone = await single.submit(bad).then(
+    const single = openStore(poolFor(schema), { schema, listen: false, combine: false });
+    const alone = await single.submit({ name: "poison" }).then(
       () => null,
-      (error: unknown) => error as { code?: string; message?: string },
+      (error: unknown) => error as { code?: string; constraint?: string },
     );
-    expect(alone?.code).toBe("22P05");
-    const rejected = results.flatMap((r, i) => (r.status === "rejected" ? [{ i, error: r.reason as { code?: string; message?: string } }] : []));
+    expect(alone).toMatchObject({ code: "23514", constraint: "no_poison" });
+    const rejected = results.flatMap((r, i) => (r.status === "rejected" ? [{ i, error: r.reason as { code?: string; constraint?: string } }] : []));
     expect(rejected.map((r) => r.i)).toEqual([5]);
-    expect(rejected[0]?.error.code).toBe(alone?.code);
-    expect(rejected[0]?.error.message).toBe(alone?.message);
+    expect(rejected[0]?.error).toMatchObject({ code: alone?.code, constraint: alone?.constraint });
     const inserted = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     expect(inserted.map((t) => (t.payload as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await store.stats("default")).toMatchObject({ default: { queued: 10 } });
+  });
+
+  it("one bad settlement among good ones: only its caller fails; the other tasks complete", async () => {
+    const { store, schema } = await loggedStore();
+    await q(`ALTER TABLE "${schema}".cairnq_tasks ADD CONSTRAINT no_poison_result CHECK (result IS NULL OR NOT result ? 'poison')`);
+    for (let i = 0; i < 6; i++) await store.submit({ name: "n", payload: { i } });
+    const claimed = await claimAll(store, 6);
+    const poisoned = claimed[3] as Task;
+    const results = await Promise.allSettled(
+      claimed.map((task) => store.complete({ taskId: task.id, workerId: W, result: task === poisoned ? { poison: true } : { ok: task.id } })),
+    );
+    results.forEach((result, i) => {
+      const task = claimed[i] as Task;
+      if (task === poisoned) expect(result).toMatchObject({ status: "rejected", reason: { code: "23514", constraint: "no_poison_result" } });
+      else expect(result).toMatchObject({ status: "fulfilled", value: { id: task.id, status: "succeeded", result: { ok: task.id } } });
+    });
+    expect(await store.get(poisoned.id)).toMatchObject({ status: "running", worker_id: W });
   });
 
   it("a lost lease among owned rows: only that caller gets LostLease (its own task id); the others complete", async () => {
