@@ -1,0 +1,203 @@
+/**
+ * What each `cairnq` command does, over a connected client. Each returns
+ * the JSON document `--json` prints and the text people see otherwise.
+ */
+import type { CairnQ } from "@cairnq/client";
+import { describeError, explainTask, formatDuration, formatInstant, formatRelative, readQueueActivity } from "@cairnq/dashboard";
+import type { ListInput, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
+import { isTaskId, PROTOCOL_VERSION, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import type { CliIo } from "./output.js";
+import { paint, STATUS_COLOR, table, truncate } from "./output.js";
+import { OperationFailed, UsageError } from "./usage-error.js";
+
+/** What a command hands back: the `--json` document and the human text. */
+export interface CommandOutput {
+  readonly json: unknown;
+  readonly text: string;
+}
+
+/** The list filters the CLI takes (`--status`, `--queue`, `--name`, `--correlation-id`). */
+export interface TaskFilter {
+  status?: TaskStatus;
+  queue?: string;
+  name?: string;
+  correlationId?: string;
+}
+
+function status(s: TaskStatus, io: CliIo): string {
+  return paint(s, STATUS_COLOR[s], io.color);
+}
+
+/** Checks an id argument before touching the database, with what a task id looks like. */
+export function requireTaskId(id: string): string {
+  if (!isTaskId(id)) {
+    throw new UsageError(`${JSON.stringify(id)} is not a task id (they look like task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP); find ids with: cairnq list`);
+  }
+  return id;
+}
+
+async function existing(client: CairnQ, id: string): Promise<Task> {
+  const task = await client.get(id);
+  if (task === null) throw new OperationFailed(`no task ${id} in this database (it may have been purged); list tasks with: cairnq list`, "not_found");
+  return task;
+}
+
+/** `cairnq stats`: counts per queue and status. */
+export async function statsCommand(client: CairnQ, io: CliIo, queue: string | undefined): Promise<CommandOutput> {
+  const stats = await client.stats(queue);
+  const names = Object.keys(stats).sort();
+  const totals: Record<TaskStatus | "total", number> = { queued: 0, running: 0, succeeded: 0, failed: 0, canceled: 0, total: 0 };
+  const queues: Record<string, Record<TaskStatus | "total", number>> = {};
+  for (const name of names) {
+    const counts = stats[name] as Record<TaskStatus, number>;
+    const total = STATUSES.reduce((sum, s) => sum + counts[s], 0);
+    queues[name] = { ...counts, total };
+    for (const s of STATUSES) totals[s] += counts[s];
+    totals.total += total;
+  }
+  if (names.length === 0) return { json: { queues, totals }, text: "no tasks in this database yet" };
+  const header = ["QUEUE", ...STATUSES.map((s) => s.toUpperCase()), "TOTAL"];
+  const cell = (s: TaskStatus, n: number): string => (n === 0 ? paint("0", "dim", io.color) : paint(String(n), STATUS_COLOR[s], io.color));
+  const rows = names.map((name) => {
+    const c = queues[name] as Record<TaskStatus | "total", number>;
+    return [name, ...STATUSES.map((s) => cell(s, c[s])), String(c.total)];
+  });
+  if (names.length > 1) rows.push(["(all)", ...STATUSES.map((s) => cell(s, totals[s])), String(totals.total)]);
+  return { json: { queues, totals }, text: table(header, rows, { right: [1, 2, 3, 4, 5, 6], color: io.color }) };
+}
+
+/** `cairnq list`: newest first, keyset-paged by `--before`. */
+export async function listCommand(client: CairnQ, io: CliIo, filter: TaskFilter, limit: number, before: string | undefined): Promise<CommandOutput> {
+  const input: ListInput = { ...filter, order: "id", limit };
+  if (before !== undefined) input.beforeId = requireTaskId(before);
+  const tasks = await client.list(input);
+  const nextBeforeId = tasks.length === limit ? (tasks[tasks.length - 1]?.id ?? null) : null;
+  const json = { tasks, nextBeforeId };
+  if (tasks.length === 0) return { json, text: before === undefined ? "no tasks match" : "no more tasks" };
+  const now = io.now();
+  const rows = tasks.map((t) => [
+    t.id,
+    truncate(t.name, 24),
+    truncate(t.queue, 16),
+    status(t.status, io),
+    `${t.attempt}/${t.max_attempts}`,
+    t.progress === null ? "" : `${Math.round(t.progress * 100)}%`,
+    formatRelative(t.created_at_ms, now),
+  ]);
+  const text = table(["ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "PROGRESS", "CREATED"], rows, { right: [4, 5], color: io.color });
+  const more = nextBeforeId === null ? "" : `\n${paint(`more: add --before ${nextBeforeId}`, "dim", io.color)}`;
+  return { json, text: text + more };
+}
+
+function jsonBlock(value: unknown): string {
+  return JSON.stringify(value, null, 2)
+    .split("\n")
+    .map((line) => `  ${line}`)
+    .join("\n");
+}
+
+/** `cairnq get <id>`: the whole row. */
+export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise<CommandOutput> {
+  const task = await existing(client, requireTaskId(id));
+  const now = io.now();
+  const when = (ms: number | null): string => (ms === null ? "—" : `${formatInstant(ms)} (${formatRelative(ms, now)})`);
+  const fields: [string, string][] = [
+    ["id", task.id],
+    ["name", task.name],
+    ["queue", task.queue],
+    ["status", status(task.status, io) + (task.cancel_requested_at_ms !== null && task.status === "running" ? " (cancel requested)" : "")],
+    ["attempt", `${task.attempt} of ${task.max_attempts}`],
+    ["priority", String(task.priority)],
+    ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${JSON.stringify(task.message)}`}`],
+    ["worker", task.worker_id ?? "—"],
+    ["lease until", when(task.lease_until_ms)],
+    ["run at", when(task.run_at_ms)],
+    ["created", when(task.created_at_ms)],
+    ["updated", when(task.updated_at_ms)],
+    ["completed", when(task.completed_at_ms)],
+    ["parent", task.parent_id ?? "—"],
+    ["root", task.root_id ?? "—"],
+    ["correlation", task.correlation_id ?? "—"],
+  ];
+  const pad = Math.max(...fields.map(([k]) => k.length));
+  const lines = fields.map(([k, v]) => `${paint(k.padEnd(pad), "bold", io.color)}  ${v}`);
+  lines.push(`${paint("payload", "bold", io.color)}\n${jsonBlock(task.payload)}`);
+  if (Object.keys(task.metadata).length > 0) lines.push(`${paint("metadata", "bold", io.color)}\n${jsonBlock(task.metadata)}`);
+  if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
+  if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${describeError(task.error) ?? ""}\n${jsonBlock(task.error)}`);
+  return { json: { task }, text: lines.join("\n") };
+}
+
+/** `cairnq explain <id>`: one paragraph on why the task is where it is. */
+export async function explainCommand(client: CairnQ, io: CliIo, id: string): Promise<CommandOutput> {
+  const task = await existing(client, requireTaskId(id));
+  const now = io.now();
+  const activity = task.status === "queued" ? await readQueueActivity(client.store, task, now) : null;
+  const explanation = explainTask(task, { nowMs: now, activity });
+  const head = `${task.id} ${status(task.status, io)} (${explanation.state})`;
+  return {
+    json: { task: { id: task.id, name: task.name, queue: task.queue, status: task.status }, explanation, activity },
+    text: `${paint(head, "bold", io.color)}\n${explanation.summary}`,
+  };
+}
+
+/** `cairnq cancel <id>`. */
+export async function cancelCommand(client: CairnQ, io: CliIo, id: string): Promise<CommandOutput> {
+  const task = await client.cancel(requireTaskId(id));
+  if (task === null) {
+    const current = await existing(client, id);
+    throw new OperationFailed(`task ${id} is already ${current.status}; only queued or running tasks can be canceled`, "not_cancelable");
+  }
+  const text =
+    task.status === "canceled"
+      ? `canceled 1 task: ${task.id} (it was queued)`
+      : `requested cancel of 1 running task: ${task.id} (worker ${task.worker_id ?? "?"}); it ends canceled when its handler sees the cancel at its next heartbeat`;
+  return { json: { command: "cancel", changed: 1, task }, text: paint(text, "green", io.color) };
+}
+
+/** `cairnq retry <id>`. */
+export async function retryOneCommand(client: CairnQ, io: CliIo, id: string, resetAttempt: boolean): Promise<CommandOutput> {
+  const task = await client.retry(requireTaskId(id), { resetAttempt });
+  if (task === null) {
+    const current = await existing(client, id);
+    throw new OperationFailed(`task ${id} is ${current.status}; only failed or canceled tasks can be retried`, "not_retryable");
+  }
+  const text = `requeued 1 task: ${task.id} (attempt ${task.attempt} of ${task.max_attempts} so far${resetAttempt ? ", reset" : ""})`;
+  return { json: { command: "retry", changed: 1, task }, text: paint(text, "green", io.color) };
+}
+
+/** `cairnq retry --status failed|canceled [--queue] [--name]`: bulk. */
+export async function retryManyCommand(client: CairnQ, io: CliIo, filter: TaskFilter & { status: TerminalStatus }): Promise<CommandOutput> {
+  // TEMPORARY until features-txn lands retryMany on main.
+  const changed = Number(await (client as unknown as { retryMany(f: TaskFilter): Promise<unknown> }).retryMany(filter));
+  const scope = [filter.queue === undefined ? null : `queue ${filter.queue}`, filter.name === undefined ? null : `name ${filter.name}`].filter((p) => p !== null);
+  const text = `requeued ${changed} ${filter.status} task${changed === 1 ? "" : "s"}${scope.length === 0 ? "" : ` (${scope.join(", ")})`}`;
+  return { json: { command: "retry", changed, filter }, text: paint(text, changed > 0 ? "green" : "dim", io.color) };
+}
+
+/** `cairnq purge --older-than <duration>`: deletes in batches until none is left. */
+export async function purgeCommand(
+  client: CairnQ,
+  io: CliIo,
+  options: { olderThanMs: number; status?: TerminalStatus; queue?: string; name?: string },
+): Promise<CommandOutput> {
+  const limit = 1000;
+  let changed = 0;
+  for (;;) {
+    const ids = await client.purge({ ...options, limit });
+    changed += ids.length;
+    if (ids.length < limit) break;
+  }
+  const what = options.status ?? "terminal";
+  const text = `deleted ${changed} ${what} task${changed === 1 ? "" : "s"} completed more than ${formatDuration(options.olderThanMs)} ago`;
+  return { json: { command: "purge", changed, olderThanMs: options.olderThanMs }, text: paint(text, changed > 0 ? "green" : "dim", io.color) };
+}
+
+/** `cairnq migrate`: connect, which applies the protocol's migrations. */
+export async function migrateCommand(client: CairnQ, io: CliIo, description: string): Promise<CommandOutput> {
+  await client.connect();
+  return {
+    json: { command: "migrate", database: description, protocolVersion: PROTOCOL_VERSION, schemaVersion: SCHEMA_VERSION },
+    text: paint(`${description} is at CairnQ protocol v${PROTOCOL_VERSION}, schema version ${SCHEMA_VERSION} (migrations applied)`, "green", io.color),
+  };
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env node
+/**
+ * The `cairnq` bin: `cairnq <command> --db <sqlite file | postgres:// URL>`.
+ * Run `cairnq --help` for the commands.
+ */
+import { runCli } from "./program.js";
+
+const color = process.stdout.isTTY === true && process.env.NO_COLOR === undefined && process.env.TERM !== "dumb";
+
+process.exitCode = await runCli(process.argv.slice(2), {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+  color,
+  env: process.env,
+  now: () => Date.now(),
+});

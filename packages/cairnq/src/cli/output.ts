@@ -1,0 +1,67 @@
+/**
+ * How the CLI prints: aligned tables and colours for people (colours only
+ * when stdout is a terminal and `NO_COLOR` is unset), one JSON document for
+ * scripts.
+ */
+import type { TaskStatus } from "@cairnq/protocol";
+
+/** Where output goes and whether it may be coloured. Injected so tests and the bin share one code path. */
+export interface CliIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  /** Colours allowed (a TTY without `NO_COLOR`). */
+  readonly color: boolean;
+  /** The environment (`CAIRNQ_DB`). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The clock, epoch ms. */
+  readonly now: () => number;
+}
+
+const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, gray: 90, bold: 1, dim: 2 } as const;
+/** A colour (or weight) name. */
+export type Color = keyof typeof CODES;
+
+/** Wraps `text` in an ANSI colour when `on`. */
+export function paint(text: string, color: Color, on: boolean): string {
+  return on ? `\u001b[${CODES[color]}m${text}\u001b[0m` : text;
+}
+
+/** The colour of each status, shared with the dashboard's palette in spirit. */
+export const STATUS_COLOR: Readonly<Record<TaskStatus, Color>> = {
+  queued: "cyan",
+  running: "blue",
+  succeeded: "green",
+  failed: "red",
+  canceled: "gray",
+};
+
+// eslint-disable-next-line no-control-regex -- strips the ANSI colour codes paint() adds, to measure visible width
+const ANSI = /\u001b\[[0-9;]*m/g;
+
+function width(text: string): number {
+  return [...text.replace(ANSI, "")].length;
+}
+
+/** Columns aligned with two spaces between them; `right` names right-aligned (numeric) columns. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[], options: { right?: readonly number[]; color: boolean }): string {
+  const widths = header.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ""))));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => {
+        const pad = " ".repeat((widths[i] ?? 0) - width(cell));
+        return options.right?.includes(i) ? pad + cell : i === cells.length - 1 ? cell : cell + pad;
+      })
+      .join("  ");
+  return [paint(line(header), "bold", options.color), ...rows.map(line)].join("\n");
+}
+
+/** One JSON document, pretty-printed, with a trailing newline. */
+export function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** `value` shortened to `max` visible characters with an ellipsis. */
+export function truncate(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
+}

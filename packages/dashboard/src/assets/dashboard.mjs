@@ -1,0 +1,521 @@
+// The CairnQ dashboard page. Plain browser JavaScript, no dependencies.
+// Every value from the database reaches the DOM through textContent or an
+// attribute set with setAttribute, never as markup.
+
+const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
+const TERMINAL = new Set(["succeeded", "failed", "canceled"]);
+const readOnly = document.body.dataset.readOnly === "true";
+
+const state = {
+  filter: {},
+  tasks: [],
+  nextBeforeId: null,
+  selectedId: null,
+  selected: null,
+  skewMs: 0,
+  overview: null,
+  live: false,
+};
+
+const $ = (id) => document.getElementById(id);
+
+/** Builds an element; string and number children become text nodes. */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) node.setAttribute(name, String(value));
+  return node;
+}
+
+async function api(path, body) {
+  const init =
+    body === undefined
+      ? { headers: { accept: "application/json" } }
+      : { method: "POST", headers: { "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(body) };
+  const res = await fetch(path, init);
+  let data = {};
+  try {
+    data = await res.json();
+  } catch {
+    data = {};
+  }
+  if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
+  return data;
+}
+
+// ---- time ---------------------------------------------------------------
+
+const now = () => Date.now() + state.skewMs;
+
+function duration(ms) {
+  const abs = Math.abs(Math.round(ms));
+  if (abs < 1000) return `${abs} ms`;
+  const units = [
+    [86400000, "d"],
+    [3600000, "h"],
+    [60000, "min"],
+    [1000, "s"],
+  ];
+  const i = units.findIndex(([u]) => abs >= u);
+  const [u, label] = units[i];
+  const n = Math.floor(abs / u);
+  const next = units[i + 1];
+  if (!next || n >= 10) return `${n} ${label}`;
+  const m = Math.floor((abs - n * u) / next[0]);
+  return m === 0 ? `${n} ${label}` : `${n} ${label} ${m} ${next[1]}`;
+}
+
+function relative(atMs) {
+  const delta = atMs - now();
+  if (Math.abs(delta) < 1000) return "just now";
+  return delta > 0 ? `in ${duration(delta)}` : `${duration(delta)} ago`;
+}
+
+/** A time that keeps itself fresh (see tickTimes). */
+function when(atMs) {
+  if (atMs === null || atMs === undefined) return el("span", { class: "dim" }, "—");
+  return el("time", { class: "when", datetime: new Date(atMs).toISOString(), title: new Date(atMs).toISOString(), "data-at": atMs }, relative(atMs));
+}
+
+function tickTimes() {
+  for (const node of document.querySelectorAll("time[data-at]")) node.textContent = relative(Number(node.getAttribute("data-at")));
+  $("clock").textContent = new Date(now()).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+}
+
+// ---- pieces ---------------------------------------------------------------
+
+function pill(status, cancelRequested) {
+  return el(
+    "span",
+    {},
+    el("span", { class: `pill s-${status}`, "data-testid": "status" }, status),
+    cancelRequested && status === "running" ? el("span", { class: "flag" }, "cancel requested") : null,
+  );
+}
+
+function progressBar(progress, status) {
+  if (progress === null || progress === undefined) return el("span", { class: "dim" }, "—");
+  const pct = Math.max(0, Math.min(100, Math.round(progress * 100)));
+  const fill = el("span", {});
+  fill.style.width = `${pct}%`;
+  return el("span", {}, el("span", { class: `bar s-${status}`, role: "progressbar", "aria-valuenow": pct, "aria-valuemin": 0, "aria-valuemax": 100 }, fill), el("span", { class: "bar-label" }, `${pct}%`));
+}
+
+function shortId(id) {
+  return id.length > 16 ? `${id.slice(0, 9)}…${id.slice(-5)}` : id;
+}
+
+function toast(message, bad) {
+  const node = $("toast");
+  node.textContent = message;
+  node.className = bad ? "toast bad" : "toast";
+  node.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (node.hidden = true), 4000);
+}
+
+// ---- overview -----------------------------------------------------------
+
+function renderQueues(queues) {
+  const names = Object.keys(queues).sort();
+  const box = $("queues");
+  box.replaceChildren();
+  const list = $("queue-names");
+  list.replaceChildren(...names.map((n) => el("option", { value: n })));
+  if (names.length === 0) {
+    box.append(el("p", { class: "empty" }, "No tasks in this database yet."));
+    return;
+  }
+  for (const name of names) {
+    const counts = queues[name];
+    const total = STATUSES.reduce((s, k) => s + counts[k], 0);
+    const stack = el("div", { class: "stack", title: STATUSES.map((s) => `${s} ${counts[s]}`).join(", ") });
+    for (const s of STATUSES) {
+      if (counts[s] === 0) continue;
+      const seg = el("span", { class: `s-${s}` });
+      seg.style.width = `${(counts[s] / total) * 100}%`;
+      stack.append(seg);
+    }
+    const chips = STATUSES.map((s) =>
+      el(
+        "button",
+        {
+          type: "button",
+          class: `chip s-${s}${counts[s] === 0 ? " zero" : ""}`,
+          title: `show ${s} tasks of ${name}`,
+          "data-testid": `count-${s}`,
+          onclick: () => applyFilter({ status: s, queue: name }),
+        },
+        el("i", {}),
+        `${s} ${counts[s]}`,
+      ),
+    );
+    box.append(
+      el(
+        "div",
+        { class: "queue", "data-queue": name },
+        el("div", { class: "queue-head" }, el("span", { class: "queue-name" }, name), el("span", { class: "queue-total" }, `${total} task${total === 1 ? "" : "s"}`)),
+        stack,
+        el("div", { class: "chips" }, chips),
+      ),
+    );
+  }
+}
+
+async function refreshOverview() {
+  const overview = await api("api/overview");
+  state.skewMs = overview.nowMs - Date.now();
+  state.overview = overview;
+  renderQueues(overview.queues);
+}
+
+function renderChart(data) {
+  const width = 720;
+  const height = 130;
+  const top = 8;
+  const bottom = 18;
+  const n = data.buckets.length;
+  const max = Math.max(1, ...data.buckets.map((b) => b.succeeded + b.failed));
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img", "aria-label": "tasks finished per minute over the last hour" });
+  const plot = height - top - bottom;
+  for (const f of [0, 0.5, 1]) {
+    const y = top + plot * (1 - f);
+    chart.append(svg("line", { class: "grid", x1: 0, x2: width, y1: y, y2: y }));
+  }
+  const slot = width / n;
+  data.buckets.forEach((b, i) => {
+    const x = i * slot + 1;
+    const w = Math.max(1, slot - 2);
+    const okH = (b.succeeded / max) * plot;
+    const badH = (b.failed / max) * plot;
+    const base = top + plot;
+    if (b.succeeded > 0) chart.append(svg("rect", { class: "ok", x, y: base - okH, width: w, height: okH, rx: 1 }));
+    if (b.failed > 0) chart.append(svg("rect", { class: "bad", x, y: base - okH - badH, width: w, height: badH, rx: 1 }));
+    const tip = svg("title", {});
+    tip.textContent = `${new Date(b.atMs).toISOString().slice(11, 16)} UTC: ${b.succeeded} succeeded, ${b.failed} failed`;
+    const hit = svg("rect", { x: i * slot, y: top, width: slot, height: plot, fill: "transparent" });
+    hit.append(tip);
+    chart.append(hit);
+  });
+  const labels = [
+    [0, "start", "60 min ago"],
+    [width / 2, "middle", "30 min ago"],
+    [width, "end", "now"],
+  ];
+  for (const [x, anchor, label] of labels) {
+    const t = svg("text", { class: "axis", x, y: height - 4, "text-anchor": anchor });
+    t.textContent = label;
+    chart.append(t);
+  }
+  const maxLabel = svg("text", { class: "axis", x: 2, y: top + 9 });
+  maxLabel.textContent = `${max}/min`;
+  chart.append(maxLabel);
+  $("chart").replaceChildren(chart);
+  const ok = data.buckets.reduce((s, b) => s + b.succeeded, 0);
+  const bad = data.buckets.reduce((s, b) => s + b.failed, 0);
+  $("chart-legend").replaceChildren(
+    el("span", { class: "ok" }, `${ok} succeeded`),
+    " · ",
+    el("span", { class: "bad" }, `${bad} failed`),
+    data.sampled ? el("span", { class: "dim" }, " (sampled: newest tasks only)") : null,
+  );
+}
+
+async function refreshChart() {
+  renderChart(await api("api/throughput"));
+}
+
+// ---- task list ------------------------------------------------------------
+
+function row(task) {
+  return el(
+    "tr",
+    { "data-id": task.id, class: task.id === state.selectedId ? "selected" : null, onclick: () => select(task.id) },
+    el("td", {}, pill(task.status, task.cancel_requested)),
+    el("td", { class: "mono", title: task.id }, shortId(task.id)),
+    el("td", { class: "cell-name", title: task.name }, task.name),
+    el("td", { class: "cell-name", title: task.queue }, task.queue),
+    el("td", { class: "num" }, `${task.attempt}/${task.max_attempts}`),
+    el("td", {}, progressBar(task.progress, task.status)),
+    el("td", {}, when(task.created_at_ms)),
+    el("td", {}, when(task.updated_at_ms)),
+  );
+}
+
+function renderTasks() {
+  $("task-rows").replaceChildren(...state.tasks.map(row));
+  $("no-tasks").hidden = state.tasks.length > 0;
+  $("load-more").hidden = state.nextBeforeId === null;
+  renderBulk();
+}
+
+async function refreshTasks() {
+  const limit = Math.min(200, Math.max(50, state.tasks.length));
+  const page = await api("api/tasks", { filter: state.filter, limit });
+  state.tasks = page.tasks;
+  state.nextBeforeId = page.nextBeforeId;
+  renderTasks();
+}
+
+async function loadMore() {
+  if (state.nextBeforeId === null) return;
+  const page = await api("api/tasks", { filter: state.filter, beforeId: state.nextBeforeId, limit: 50 });
+  state.tasks = state.tasks.concat(page.tasks);
+  state.nextBeforeId = page.nextBeforeId;
+  renderTasks();
+}
+
+function readFilterForm() {
+  const form = new FormData($("filters"));
+  const filter = {};
+  for (const key of ["status", "queue", "name", "key", "correlationId"]) {
+    const value = String(form.get(key) ?? "").trim();
+    if (value !== "") filter[key] = value;
+  }
+  return filter;
+}
+
+function applyFilter(filter) {
+  state.filter = filter;
+  $("filter-status").value = filter.status ?? "";
+  $("filter-queue").value = filter.queue ?? "";
+  $("filter-name").value = filter.name ?? "";
+  $("filter-key").value = filter.key ?? "";
+  $("filter-correlation").value = filter.correlationId ?? "";
+  state.tasks = [];
+  refreshTasks().catch((err) => toast(err.message, true));
+}
+
+// ---- bulk -----------------------------------------------------------------
+
+function bulkAction() {
+  const s = state.filter.status;
+  if (readOnly || state.filter.key !== undefined) return null;
+  if (s === "failed" || s === "canceled") return "retry";
+  if (s === "queued" || s === "running") return "cancel";
+  return null;
+}
+
+function describeFilter() {
+  const parts = [];
+  if (state.filter.queue) parts.push(`in queue ${state.filter.queue}`);
+  if (state.filter.name) parts.push(`named ${state.filter.name}`);
+  if (state.filter.correlationId) parts.push(`with correlation id ${state.filter.correlationId}`);
+  return parts.join(", ");
+}
+
+function renderBulk() {
+  const action = bulkAction();
+  $("bulk").hidden = action === null;
+  $("bulk-confirm").hidden = true;
+  $("bulk-action").hidden = false;
+  if (action === null) return;
+  const scope = describeFilter();
+  const what = `every ${state.filter.status} task${scope ? ` ${scope}` : ""}`;
+  $("bulk-text").textContent = action === "retry" ? "Requeue them all?" : "Stop them all?";
+  $("bulk-action").textContent = action === "retry" ? `Retry ${what}` : `Cancel ${what}`;
+  $("bulk-confirm-text").textContent = `${action === "retry" ? "Retry" : "Cancel"} ${what}?`;
+}
+
+async function runBulk() {
+  const action = bulkAction();
+  if (action === null) return;
+  const { key: _key, ...filter } = state.filter;
+  const result = await api(`api/bulk/${action}`, { filter });
+  toast(`${action === "retry" ? "Requeued" : "Canceled or asked to stop"} ${result.changed} task${result.changed === 1 ? "" : "s"}`);
+  await refreshAll();
+}
+
+// ---- detail ---------------------------------------------------------------
+
+function jsonBlock(value, cls) {
+  return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, JSON.stringify(value, null, 2));
+}
+
+function field(label, ...value) {
+  return [el("dt", {}, label), el("dd", {}, ...value)];
+}
+
+function taskLink(id) {
+  return el("button", { type: "button", class: "link", onclick: () => select(id) }, id);
+}
+
+function renderDetail(data) {
+  const { task, explanation, parent, children } = data;
+  const box = $("detail");
+  const actions = [];
+  if (!readOnly && (task.status === "failed" || task.status === "canceled")) {
+    actions.push(el("button", { type: "button", class: "primary", "data-testid": "retry", onclick: () => act("retry", task.id) }, "Retry"));
+  }
+  if (!readOnly && (task.status === "queued" || task.status === "running")) {
+    actions.push(
+      el("button", { type: "button", class: "danger", "data-testid": "cancel", onclick: () => act("cancel", task.id) }, task.status === "running" ? "Request cancel" : "Cancel"),
+    );
+  }
+  const progress =
+    task.progress === null && task.message === null
+      ? null
+      : el(
+          "div",
+          { class: "progress-block" },
+          progressBar(task.progress ?? 0, task.status),
+          task.message === null ? null : el("div", { class: "progress-text", "data-testid": "progress-message" }, task.message),
+        );
+  box.replaceChildren(
+    el(
+      "div",
+      { class: "detail-head" },
+      pill(task.status, task.cancel_requested_at_ms !== null),
+      el("h3", { "data-testid": "detail-id" }, task.id),
+      el("button", { type: "button", class: "close", title: "close", "aria-label": "close", onclick: () => select(null) }, "×"),
+    ),
+    el("p", { class: `explain s-${task.status}`, "data-testid": "explain" }, el("b", {}, `Why ${explanation.state}`), explanation.summary),
+    actions.length > 0 ? el("div", { class: "actions" }, actions) : null,
+    progress,
+    el(
+      "dl",
+      { class: "fields" },
+      field("name", task.name),
+      field("queue", task.queue),
+      field("attempt", `${task.attempt} of ${task.max_attempts}`),
+      field("priority", String(task.priority)),
+      field("worker", task.worker_id === null ? el("span", { class: "dim" }, "—") : el("span", { class: "mono" }, task.worker_id)),
+      field("lease until", when(task.lease_until_ms)),
+      field("run at", when(task.run_at_ms)),
+      field("created", when(task.created_at_ms)),
+      field("updated", when(task.updated_at_ms)),
+      field("completed", when(task.completed_at_ms)),
+      task.cancel_requested_at_ms === null ? [] : field("cancel asked", when(task.cancel_requested_at_ms)),
+      field("parent", parent === null ? el("span", { class: "dim" }, "—") : taskLink(parent.id)),
+      task.root_id !== null && task.root_id !== task.id ? field("root", taskLink(task.root_id)) : [],
+      field("correlation", task.correlation_id === null ? el("span", { class: "dim" }, "—") : task.correlation_id),
+    ),
+    children.length === 0
+      ? null
+      : [el("h4", {}, `Children (${children.length})`), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), el("span", { class: "dim" }, c.name))))],
+    el("h4", {}, "Payload"),
+    el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),
+    task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],
+    task.error === null ? null : [el("h4", {}, "Error"), el("div", { "data-testid": "error" }, jsonBlock(task.error, "error"))],
+    Object.keys(task.metadata).length === 0 ? null : [el("h4", {}, "Metadata"), jsonBlock(task.metadata)],
+  );
+  box.hidden = false;
+}
+
+async function refreshDetail() {
+  if (state.selectedId === null) return;
+  const id = state.selectedId;
+  try {
+    const data = await api(`api/tasks/${encodeURIComponent(id)}`);
+    if (state.selectedId !== id) return;
+    state.skewMs = data.nowMs - Date.now();
+    state.selected = data.task;
+    renderDetail(data);
+  } catch (err) {
+    if (state.selectedId !== id) return;
+    $("detail").replaceChildren(el("p", { class: "empty" }, err.message));
+    $("detail").hidden = false;
+  }
+}
+
+function select(id) {
+  state.selectedId = id;
+  state.selected = null;
+  for (const tr of document.querySelectorAll("#task-rows tr")) tr.classList.toggle("selected", tr.getAttribute("data-id") === id);
+  if (id === null) {
+    $("detail").hidden = true;
+    history.replaceState(null, "", location.pathname);
+    return;
+  }
+  // Only the id goes into the URL, never task data.
+  history.replaceState(null, "", `#${id}`);
+  refreshDetail().catch((err) => toast(err.message, true));
+}
+
+async function act(action, id) {
+  try {
+    const result = await api(`api/tasks/${encodeURIComponent(id)}/${action}`, {});
+    const t = result.task;
+    toast(action === "retry" ? `Requeued ${t.id}` : t.status === "canceled" ? `Canceled ${t.id}` : `Asked ${t.id} to stop: it ends canceled when its handler notices`);
+  } catch (err) {
+    toast(err.message, true);
+  }
+  await refreshAll();
+}
+
+// ---- live updates ---------------------------------------------------------
+
+async function refreshAll() {
+  const jobs = [refreshOverview(), refreshTasks(), refreshDetail()];
+  const results = await Promise.allSettled(jobs);
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) setLive("down", failed.reason.message);
+}
+
+function setLive(mode, text) {
+  $("live").dataset.state = mode;
+  $("live-text").textContent = text;
+}
+
+function connect() {
+  const source = new EventSource("api/events");
+  source.addEventListener("hello", (event) => {
+    const hello = JSON.parse(event.data);
+    state.live = true;
+    setLive("live", hello.pushWakeups ? "live (push)" : "live (polling)");
+    refreshAll();
+  });
+  source.addEventListener("tick", (event) => {
+    const tick = JSON.parse(event.data);
+    if (tick.changed) {
+      refreshOverview().catch(() => {});
+      refreshTasks().catch(() => {});
+    }
+    // An open task that is not finished moves (progress, lease) without changing any count.
+    if (tick.changed || (state.selected !== null && !TERMINAL.has(state.selected.status))) refreshDetail().catch(() => {});
+  });
+  source.addEventListener("problem", (event) => setLive("down", JSON.parse(event.data).message));
+  source.addEventListener("error", () => {
+    state.live = false;
+    setLive("down", "reconnecting…");
+  });
+}
+
+// ---- start ----------------------------------------------------------------
+
+$("filters").addEventListener("submit", (event) => {
+  event.preventDefault();
+  applyFilter(readFilterForm());
+});
+$("clear-filters").addEventListener("click", () => applyFilter({}));
+$("load-more").addEventListener("click", () => loadMore().catch((err) => toast(err.message, true)));
+$("bulk-action").addEventListener("click", () => {
+  $("bulk-action").hidden = true;
+  $("bulk-confirm").hidden = false;
+});
+$("bulk-no").addEventListener("click", renderBulk);
+$("bulk-yes").addEventListener("click", () => runBulk().catch((err) => toast(err.message, true)));
+
+const initial = location.hash.slice(1);
+if (/^task_[0-9A-Z]{26}$/.test(initial)) state.selectedId = initial;
+
+setInterval(tickTimes, 1000);
+setInterval(() => refreshChart().catch(() => {}), 15000);
+tickTimes();
+refreshAll().then(() => (state.selectedId === null ? null : select(state.selectedId)));
+refreshChart().catch(() => {});
+connect();

@@ -1,0 +1,258 @@
+/**
+ * `explain`: one paragraph on why a task is where it is, as a pure function
+ * of the row, the clock and what the store can tell about its queue. The
+ * `cairnq explain` command and the dashboard's task page both print it.
+ */
+import type { Task } from "@cairnq/protocol";
+import { formatDuration, formatWhen } from "./format.js";
+
+/**
+ * What the store tells about the task's queue, gathered by
+ * {@link readQueueActivity} (or by hand in a test). It is the evidence for
+ * "is anything claiming this queue?".
+ */
+export interface QueueActivity {
+  /** Tasks of the task's queue running now under a live lease (a worker claimed and is renewing them). */
+  readonly runningOnQueue: number;
+  /** Of those, the tasks with the task's name. */
+  readonly runningWithName: number;
+  /** The newest `completed_at_ms` among tasks of the queue that a worker ran (so it claimed them), or `null` if none was seen. */
+  readonly lastFinishedAtMs: number | null;
+  /** Queued tasks of the queue (due or not), counting the task itself. */
+  readonly queuedOnQueue: number;
+}
+
+/** Where a task stands, as a word a script can switch on. */
+export type ExplainState =
+  | "delayed"
+  | "backing-off"
+  | "waiting"
+  | "unclaimed"
+  | "running"
+  | "lease-expired"
+  | "cancel-requested"
+  | "succeeded"
+  | "failed"
+  | "canceled";
+
+/** The result of {@link explainTask}. */
+export interface Explanation {
+  /** The task's id. */
+  readonly taskId: string;
+  /** Where the task stands. */
+  readonly state: ExplainState;
+  /** One paragraph, for people. */
+  readonly summary: string;
+  /** The instant the state is about (due at, lease until, completed at), or `null`. */
+  readonly atMs: number | null;
+}
+
+/** Inputs of {@link explainTask} besides the row. */
+export interface ExplainContext {
+  /** The clock: epoch ms. */
+  readonly nowMs: number;
+  /** What the store can tell about the queue; without it a due queued task is explained without that evidence. @default null */
+  readonly activity?: QueueActivity | null;
+  /** How long ago a finished task still counts as "recent" claiming activity. @default 300000 (5 minutes) */
+  readonly recentMs?: number;
+}
+
+/** The default of {@link ExplainContext.recentMs}: five minutes. */
+export const RECENT_ACTIVITY_MS = 300_000;
+
+interface EnvelopeView {
+  type: string | null;
+  code: string | null;
+  message: string | null;
+  retryable: boolean | null;
+}
+
+function envelope(error: unknown): EnvelopeView | null {
+  if (error === null || error === undefined || typeof error !== "object" || Array.isArray(error)) return null;
+  const e = error as Record<string, unknown>;
+  const text = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
+  return { type: text(e.type), code: text(e.code), message: text(e.message), retryable: typeof e.retryable === "boolean" ? e.retryable : null };
+}
+
+/** `TaskError bad_input: "no url" (not retryable)`, or `null` for an empty error. */
+export function describeError(error: unknown): string | null {
+  const e = envelope(error);
+  if (e === null) return null;
+  const head = [e.type, e.code].filter((p) => p !== null).join(" ");
+  const parts: string[] = [];
+  if (head !== "") parts.push(head);
+  if (e.message !== null) parts.push(JSON.stringify(e.message));
+  if (parts.length === 0) return null;
+  const retry = e.retryable === null ? "" : e.retryable ? " (retryable)" : " (not retryable)";
+  return `${parts.join(": ")}${retry}`;
+}
+
+function attempts(task: Task): string {
+  return `attempt ${task.attempt} of ${task.max_attempts}`;
+}
+
+function quoted(text: string): string {
+  return `'${text}'`;
+}
+
+function lastError(task: Task): string {
+  const text = describeError(task.error);
+  return text === null ? "" : ` The last error was ${text}.`;
+}
+
+function explainDue(task: Task, ctx: ExplainContext): Explanation {
+  const { nowMs } = ctx;
+  const activity = ctx.activity ?? null;
+  const recentMs = ctx.recentMs ?? RECENT_ACTIVITY_MS;
+  const requeued = task.attempt > 0 ? ` after ${attempts(task)}` : "";
+  const head = `Queued${requeued} in queue ${quoted(task.queue)} and due since ${formatWhen(task.run_at_ms, nowMs)}, waiting for a worker with a handler for ${quoted(task.name)} to claim it.`;
+  const base = { taskId: task.id, atMs: task.run_at_ms };
+  if (activity === null) return { ...base, state: "waiting", summary: head + lastError(task) };
+  const recent = activity.lastFinishedAtMs !== null && nowMs - activity.lastFinishedAtMs <= recentMs;
+  if (activity.runningOnQueue === 0 && !recent) {
+    const last =
+      activity.lastFinishedAtMs === null ? "no finished task of that queue was found" : `the last one finished ${formatWhen(activity.lastFinishedAtMs, nowMs)}`;
+    return {
+      ...base,
+      state: "unclaimed",
+      summary:
+        `${head} Nothing has claimed queue ${quoted(task.queue)} recently: no task of it is running under a live lease and ${last}. ` +
+        `Is a worker running with a handler for ${quoted(task.name)} on queue ${quoted(task.queue)} against this database?` +
+        lastError(task),
+    };
+  }
+  const busy =
+    activity.runningOnQueue > 0
+      ? `${activity.runningOnQueue} task${activity.runningOnQueue === 1 ? "" : "s"} of the queue ${activity.runningOnQueue === 1 ? "is" : "are"} running now` +
+        ` (${activity.runningWithName} named ${quoted(task.name)})`
+      : `a task of the queue finished ${formatWhen(activity.lastFinishedAtMs ?? nowMs, nowMs)}`;
+  const competition =
+    activity.queuedOnQueue > 1 ? `; ${activity.queuedOnQueue} tasks are queued in it, claimed by priority (this one has ${task.priority}) then due time` : "";
+  return {
+    ...base,
+    state: "waiting",
+    summary:
+      `${head} Workers are claiming the queue: ${busy}${competition}. If no worker has a handler for ${quoted(task.name)}, it stays queued; check the workers' task names.` +
+      lastError(task),
+  };
+}
+
+/**
+ * Says in one paragraph why `task` is where it is: not due until T; backing
+ * off after attempt n; queued with nothing claiming its queue recently;
+ * running under worker W until T; lease expired and awaiting recovery;
+ * cancel requested; finished (with the error envelope).
+ *
+ * Pure: the same row, clock and activity always give the same text.
+ *
+ * @example
+ * ```ts
+ * const task = await cairnq.get(id);
+ * if (task) console.log(explainTask(task, { nowMs: Date.now(), activity: await readQueueActivity(cairnq.store, task) }).summary);
+ * ```
+ */
+export function explainTask(task: Task, ctx: ExplainContext): Explanation {
+  const { nowMs } = ctx;
+  const worker = task.worker_id === null ? "no worker" : `worker ${task.worker_id}`;
+  switch (task.status) {
+    case "queued": {
+      if (task.run_at_ms > nowMs) {
+        if (task.attempt > 0 && task.error !== null) {
+          return {
+            taskId: task.id,
+            state: "backing-off",
+            atMs: task.run_at_ms,
+            summary:
+              `Backing off after ${attempts(task)} failed: it is queued again and becomes due ${formatWhen(task.run_at_ms, nowMs)}, ` +
+              `when a worker on queue ${quoted(task.queue)} may claim it for attempt ${task.attempt + 1}.${lastError(task)}`,
+          };
+        }
+        return {
+          taskId: task.id,
+          state: "delayed",
+          atMs: task.run_at_ms,
+          summary:
+            `Not due until ${formatWhen(task.run_at_ms, nowMs)}: it was submitted with a delay (or retried into one), and no worker claims it before then. ` +
+            `Then a worker on queue ${quoted(task.queue)} with a handler for ${quoted(task.name)} can claim it.`,
+        };
+      }
+      return explainDue(task, ctx);
+    }
+    case "running": {
+      const lease = task.lease_until_ms ?? nowMs;
+      const progress =
+        task.progress === null && task.message === null
+          ? ""
+          : ` Last progress: ${task.progress === null ? "" : `${Math.round(task.progress * 100)}%`}${task.progress !== null && task.message !== null ? " " : ""}${task.message === null ? "" : JSON.stringify(task.message)}.`;
+      if (lease <= nowMs) {
+        const next =
+          task.cancel_requested_at_ms !== null
+            ? "ends canceled (a cancel was requested)"
+            : task.attempt < task.max_attempts
+              ? `goes back to the queue for attempt ${task.attempt + 1}`
+              : "ends failed with lease_expired (no attempts left)";
+        return {
+          taskId: task.id,
+          state: "lease-expired",
+          atMs: lease,
+          summary:
+            `The lease of ${worker} expired ${formatWhen(lease, nowMs)} (${attempts(task)}): the worker stopped renewing it — it crashed, was killed, or its event loop is blocked. ` +
+            `The task awaits recovery, which the next claim by any worker of this database performs; it then ${next}.${progress}`,
+        };
+      }
+      if (task.cancel_requested_at_ms !== null) {
+        return {
+          taskId: task.id,
+          state: "cancel-requested",
+          atMs: task.cancel_requested_at_ms,
+          summary:
+            `Cancel requested ${formatWhen(task.cancel_requested_at_ms, nowMs)} while running under ${worker} (${attempts(task)}). ` +
+            `The handler learns it at its next heartbeat (its signal aborts) and the task ends canceled when the handler returns or its lease ` +
+            `(held until ${formatWhen(lease, nowMs)}) expires.${progress}`,
+        };
+      }
+      return {
+        taskId: task.id,
+        state: "running",
+        atMs: lease,
+        summary:
+          `Running under ${worker} (${attempts(task)}), claimed ${formatDuration(nowMs - task.updated_at_ms)} or less ago; its lease is held until ${formatWhen(lease, nowMs)} and renewed by heartbeats while the handler runs.${progress}`,
+      };
+    }
+    case "succeeded": {
+      const done = task.completed_at_ms ?? task.updated_at_ms;
+      return {
+        taskId: task.id,
+        state: "succeeded",
+        atMs: done,
+        summary: `Finished: succeeded ${formatWhen(done, nowMs)} on ${attempts(task)} under ${worker}, ${formatDuration(done - task.created_at_ms)} after it was submitted.`,
+      };
+    }
+    case "failed": {
+      const done = task.completed_at_ms ?? task.updated_at_ms;
+      const why = describeError(task.error) ?? "no error envelope";
+      const cause = task.attempt >= task.max_attempts ? "with no attempts left" : "by a non-retryable failure";
+      return {
+        taskId: task.id,
+        state: "failed",
+        atMs: done,
+        summary: `Finished: failed ${formatWhen(done, nowMs)} on ${attempts(task)} under ${worker}, ${cause}: ${why}. Retrying it requeues it for one more attempt.`,
+      };
+    }
+    case "canceled": {
+      const done = task.completed_at_ms ?? task.updated_at_ms;
+      const how =
+        task.cancel_requested_at_ms !== null
+          ? `while running under ${worker} (cancel requested ${formatWhen(task.cancel_requested_at_ms, nowMs)})`
+          : task.attempt === 0
+            ? "while queued, before any worker claimed it"
+            : "while queued between attempts";
+      return {
+        taskId: task.id,
+        state: "canceled",
+        atMs: done,
+        summary: `Finished: canceled ${formatWhen(done, nowMs)} ${how}, on ${attempts(task)}.${lastError(task)} Retrying it requeues it.`,
+      };
+    }
+  }
+}

@@ -1,0 +1,13 @@
+/**
+ * `@cairnq/dashboard` — a web dashboard for a CairnQ database, as a Node
+ * `(req, res)` handler: queues with live counts, a filterable task list,
+ * each task's detail and `explain`, retry and cancel.
+ *
+ * @packageDocumentation
+ */
+export type { DashboardAction, DashboardHandler, DashboardOptions, TaskSummary } from "./dashboard.js";
+export { createDashboard } from "./dashboard.js";
+export type { ExplainContext, ExplainState, Explanation, QueueActivity } from "./explain.js";
+export { describeError, explainTask, RECENT_ACTIVITY_MS } from "./explain.js";
+export { readQueueActivity } from "./activity.js";
+export { formatDuration, formatInstant, formatRelative, formatWhen } from "./format.js";
