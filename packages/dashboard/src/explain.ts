@@ -216,7 +216,8 @@ export function explainTask(task: Task, ctx: ExplainContext): Explanation {
         state: "running",
         atMs: lease,
         summary:
-          `Running under ${worker} (${attempts(task)}), claimed ${formatDuration(nowMs - task.updated_at_ms)} or less ago; its lease is held until ${formatWhen(lease, nowMs)} and renewed by heartbeats while the handler runs.${progress}`,
+          `Running under ${worker} (${attempts(task)}); its lease is held until ${formatWhen(lease, nowMs)} and renewed by heartbeats while the handler runs ` +
+          `(the row was last written ${formatDuration(Math.max(0, nowMs - task.updated_at_ms))} ago).${progress}`,
       };
     }
     case "succeeded": {

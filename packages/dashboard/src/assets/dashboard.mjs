@@ -35,6 +35,11 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+/** Children for replaceChildren: arrays flattened, null/false dropped. */
+function nodes(...items) {
+  return items.flat(Infinity).filter((item) => item !== null && item !== undefined && item !== false);
+}
+
 function svg(tag, attrs) {
   const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
   for (const [name, value] of Object.entries(attrs ?? {})) node.setAttribute(name, String(value));
@@ -107,12 +112,17 @@ function pill(status, cancelRequested) {
   );
 }
 
-function progressBar(progress, status) {
+function progressBar(progress, status, wide) {
   if (progress === null || progress === undefined) return el("span", { class: "dim" }, "—");
   const pct = Math.max(0, Math.min(100, Math.round(progress * 100)));
   const fill = el("span", {});
   fill.style.width = `${pct}%`;
-  return el("span", {}, el("span", { class: `bar s-${status}`, role: "progressbar", "aria-valuenow": pct, "aria-valuemin": 0, "aria-valuemax": 100 }, fill), el("span", { class: "bar-label" }, `${pct}%`));
+  return el(
+    "span",
+    { class: wide ? "progress wide" : "progress" },
+    el("span", { class: `bar s-${status}`, role: "progressbar", "aria-valuenow": pct, "aria-valuemin": 0, "aria-valuemax": 100 }, fill),
+    el("span", { class: "bar-label" }, `${pct}%`),
+  );
 }
 
 function shortId(id) {
@@ -133,16 +143,15 @@ function toast(message, bad) {
 function renderQueues(queues) {
   const names = Object.keys(queues).sort();
   const box = $("queues");
-  box.replaceChildren();
-  const list = $("queue-names");
-  list.replaceChildren(...names.map((n) => el("option", { value: n })));
+  $("queue-names").replaceChildren(...names.map((n) => el("option", { value: n })));
   if (names.length === 0) {
-    box.append(el("p", { class: "empty" }, "No tasks in this database yet."));
+    box.replaceChildren(el("p", { class: "empty" }, "No tasks in this database yet."));
     return;
   }
-  for (const name of names) {
+  const head = el("tr", {}, el("th", {}, "Queue"), el("th", {}, ""), ...STATUSES.map((s) => el("th", { class: `num s-${s}` }, el("i", { class: "dot" }), s)), el("th", { class: "num" }, "total"));
+  const rows = names.map((name) => {
     const counts = queues[name];
-    const total = STATUSES.reduce((s, k) => s + counts[k], 0);
+    const total = STATUSES.reduce((sum, s) => sum + counts[s], 0);
     const stack = el("div", { class: "stack", title: STATUSES.map((s) => `${s} ${counts[s]}`).join(", ") });
     for (const s of STATUSES) {
       if (counts[s] === 0) continue;
@@ -150,30 +159,26 @@ function renderQueues(queues) {
       seg.style.width = `${(counts[s] / total) * 100}%`;
       stack.append(seg);
     }
-    const chips = STATUSES.map((s) =>
+    const cells = STATUSES.map((s) =>
       el(
-        "button",
-        {
-          type: "button",
-          class: `chip s-${s}${counts[s] === 0 ? " zero" : ""}`,
-          title: `show ${s} tasks of ${name}`,
-          "data-testid": `count-${s}`,
-          onclick: () => applyFilter({ status: s, queue: name }),
-        },
-        el("i", {}),
-        `${s} ${counts[s]}`,
+        "td",
+        { class: "num" },
+        el(
+          "button",
+          {
+            type: "button",
+            class: `count s-${s}${counts[s] === 0 ? " zero" : ""}`,
+            title: `show ${s} tasks of ${name}`,
+            "data-testid": `count-${s}`,
+            onclick: () => applyFilter({ status: s, queue: name }),
+          },
+          String(counts[s]),
+        ),
       ),
     );
-    box.append(
-      el(
-        "div",
-        { class: "queue", "data-queue": name },
-        el("div", { class: "queue-head" }, el("span", { class: "queue-name" }, name), el("span", { class: "queue-total" }, `${total} task${total === 1 ? "" : "s"}`)),
-        stack,
-        el("div", { class: "chips" }, chips),
-      ),
-    );
-  }
+    return el("tr", { class: "queue", "data-queue": name }, el("td", { class: "queue-name" }, name), el("td", { class: "stack-cell" }, stack), ...cells, el("td", { class: "num total" }, String(total)));
+  });
+  box.replaceChildren(el("table", { class: "queue-table" }, el("thead", {}, head), el("tbody", {}, rows)));
 }
 
 async function refreshOverview() {
@@ -185,9 +190,9 @@ async function refreshOverview() {
 
 function renderChart(data) {
   const width = 720;
-  const height = 130;
-  const top = 8;
-  const bottom = 18;
+  const height = 110;
+  const top = 6;
+  const bottom = 2;
   const n = data.buckets.length;
   const max = Math.max(1, ...data.buckets.map((b) => b.succeeded + b.failed));
   const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img", "aria-label": "tasks finished per minute over the last hour" });
@@ -211,27 +216,17 @@ function renderChart(data) {
     hit.append(tip);
     chart.append(hit);
   });
-  const labels = [
-    [0, "start", "60 min ago"],
-    [width / 2, "middle", "30 min ago"],
-    [width, "end", "now"],
-  ];
-  for (const [x, anchor, label] of labels) {
-    const t = svg("text", { class: "axis", x, y: height - 4, "text-anchor": anchor });
-    t.textContent = label;
-    chart.append(t);
-  }
-  const maxLabel = svg("text", { class: "axis", x: 2, y: top + 9 });
-  maxLabel.textContent = `${max}/min`;
-  chart.append(maxLabel);
-  $("chart").replaceChildren(chart);
+  $("chart").replaceChildren(
+    el("div", { class: "chart-wrap" }, chart, el("span", { class: "chart-max" }, `${max} per min`)),
+    el("div", { class: "axis-row" }, el("span", {}, "60 min ago"), el("span", {}, "30 min ago"), el("span", {}, "now")),
+  );
   const ok = data.buckets.reduce((s, b) => s + b.succeeded, 0);
   const bad = data.buckets.reduce((s, b) => s + b.failed, 0);
   $("chart-legend").replaceChildren(
     el("span", { class: "ok" }, `${ok} succeeded`),
     " · ",
     el("span", { class: "bad" }, `${bad} failed`),
-    data.sampled ? el("span", { class: "dim" }, " (sampled: newest tasks only)") : null,
+    ...(data.sampled ? [el("span", { class: "dim" }, " (sampled: newest tasks only)")] : []),
   );
 }
 
@@ -372,10 +367,11 @@ function renderDetail(data) {
       : el(
           "div",
           { class: "progress-block" },
-          progressBar(task.progress ?? 0, task.status),
+          progressBar(task.progress ?? 0, task.status, true),
           task.message === null ? null : el("div", { class: "progress-text", "data-testid": "progress-message" }, task.message),
         );
   box.replaceChildren(
+    ...nodes(
     el(
       "div",
       { class: "detail-head" },
@@ -412,6 +408,7 @@ function renderDetail(data) {
     task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],
     task.error === null ? null : [el("h4", {}, "Error"), el("div", { "data-testid": "error" }, jsonBlock(task.error, "error"))],
     Object.keys(task.metadata).length === 0 ? null : [el("h4", {}, "Metadata"), jsonBlock(task.metadata)],
+    ),
   );
   box.hidden = false;
 }

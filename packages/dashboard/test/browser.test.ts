@@ -1,0 +1,226 @@
+/**
+ * The dashboard in a real browser: `createDashboard` on a Node HTTP server
+ * over a real SQLite file and a real Postgres schema, a real worker running
+ * tasks, and headless Chromium (Debian's, driven by playwright-core)
+ * clicking through the page: filter, open a task, retry a failed one and see
+ * it requeued, cancel a running one and see it end canceled, bulk retry, and
+ * a payload of `<script>alert(1)</script>` shown as inert text.
+ *
+ * Screenshots land in test/artifacts/ (gitignored): <backend>-overview.png,
+ * <backend>-failed-filter.png, <backend>-running-detail.png,
+ * <backend>-xss-detail.png.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createDashboard } from "@cairnq/dashboard";
+import type { DashboardHandler } from "@cairnq/dashboard";
+import type { Task, TaskStore } from "@cairnq/protocol";
+import { PostgresStore } from "@cairnq/store-postgres";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import { Worker } from "@cairnq/worker";
+import pg from "pg";
+import type { Browser, Page } from "playwright-core";
+import { chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from "./support/chromium.js";
+import { failTask, pgDsn } from "./support/seed.js";
+
+const artifacts = fileURLToPath(new URL("./artifacts/", import.meta.url));
+const XSS_PAYLOAD = { html: "<script>alert(1)</script>", img: '<img src=x onerror="alert(2)">' };
+const XSS_NAME = "<img src=x onerror=alert(3)>";
+
+let browser: Browser;
+
+beforeAll(async () => {
+  ensureChromium();
+  mkdirSync(artifacts, { recursive: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+interface Backend {
+  name: string;
+  open(): Promise<TaskStore>;
+  dispose(): Promise<void>;
+}
+
+function sqlite(): Backend {
+  const dir = mkdtempSync(join(tmpdir(), "cairnq-dashboard-"));
+  return {
+    name: "sqlite",
+    open: async () => new SQLiteStore(join(dir, "cairnq.db")),
+    dispose: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+function postgres(): Backend {
+  const schema = `cairnq_dash_${Math.random().toString(16).slice(2, 10)}`;
+  return {
+    name: "postgres",
+    open: async () => new PostgresStore(pgDsn(), { schema }),
+    async dispose() {
+      const admin = new pg.Client({ connectionString: pgDsn() });
+      await admin.connect();
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+async function waitForStatus(store: TaskStore, id: string, status: Task["status"], timeoutMs = 15_000): Promise<Task> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const task = await store.get(id);
+    if (task?.status === status) return task;
+    if (Date.now() > deadline) throw new Error(`task ${id} is ${task?.status ?? "missing"}, not ${status}, after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function filter(page: Page, values: { status?: string; queue?: string; name?: string }): Promise<void> {
+  await page.getByRole("button", { name: "Clear" }).click();
+  if (values.status !== undefined) await page.locator("#filter-status").selectOption(values.status);
+  if (values.queue !== undefined) await page.locator("#filter-queue").fill(values.queue);
+  if (values.name !== undefined) await page.locator("#filter-name").fill(values.name);
+  await page.getByRole("button", { name: "Filter", exact: true }).click();
+}
+
+for (const make of [sqlite, postgres]) {
+  const backend = make();
+  describe(`dashboard in Chromium on ${backend.name}`, () => {
+    let store: TaskStore;
+    let worker: Worker;
+    let running: Promise<void>;
+    let dashboard: DashboardHandler;
+    let server: Server;
+    let url: string;
+    let page: Page;
+    const dialogs: string[] = [];
+    const handled: string[] = [];
+
+    beforeAll(async () => {
+      store = await backend.open();
+      worker = new Worker(store, { queues: ["work"], leaseMs: 1500, heartbeatIntervalMs: 150, pollIntervalMs: 50, onError: () => {} });
+      worker.task("slow", async (ctx) => {
+        // Until canceled (the flag arrives with a heartbeat), for 20 s at most.
+        for (let step = 1; step <= 200 && !ctx.signal.aborted && !(await ctx.canceled()); step++) {
+          await ctx.progress(Math.min(0.95, step / 100), `step ${step}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        handled.push(ctx.taskId);
+        return { steps: "done" };
+      });
+      running = worker.run();
+      dashboard = createDashboard({ store, pollIntervalMs: 300 });
+      server = createServer((req, res) => dashboard(req, res));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+      page = await context.newPage();
+      page.on("dialog", (dialog) => {
+        dialogs.push(dialog.message());
+        void dialog.dismiss();
+      });
+    }, 60_000);
+
+    afterAll(async () => {
+      await page?.context().close();
+      await dashboard?.close();
+      server?.closeAllConnections();
+      await new Promise((resolve) => server?.close(resolve));
+      await worker?.stop();
+      await running;
+      await store?.close();
+      await backend.dispose();
+    });
+
+    it("shows queues with counts, filters the list, and retries a failed task until it is queued again", async () => {
+      const charge = await failTask(store, "charge", "billing", { type: "TaskError", code: "card_declined", message: "card declined", retryable: false, details: {} });
+      await store.submit({ name: "email", queue: "mail", payload: { to: "a@example.com" } });
+      await store.submit({ name: "email", queue: "mail", payload: { to: "later@example.com" }, runAtDelayMs: 600_000 });
+
+      await page.goto(url);
+      const billing = page.locator('.queue[data-queue="billing"]');
+      await billing.getByTestId("count-failed").filter({ hasText: /^1$/ }).waitFor();
+      await expect(page.locator(`.queue[data-queue="mail"]`).getByTestId("count-queued").textContent()).resolves.toBe("2");
+      await page.screenshot({ path: join(artifacts, `${backend.name}-overview.png`), fullPage: true });
+
+      await filter(page, { status: "failed" });
+      const rows = page.locator("#task-rows tr");
+      await rows.first().waitFor();
+      await expect(rows.count()).resolves.toBe(1);
+      await expect(rows.first().getByTestId("status").textContent()).resolves.toBe("failed");
+      await rows.first().click();
+      const detail = page.locator("#detail");
+      await expect(detail.getByTestId("detail-id").textContent()).resolves.toBe(charge.id);
+      await detail.getByTestId("explain").filter({ hasText: 'card_declined: "card declined"' }).waitFor();
+      await detail.getByTestId("error").filter({ hasText: '"code": "card_declined"' }).waitFor();
+      await page.screenshot({ path: join(artifacts, `${backend.name}-failed-filter.png`), fullPage: true });
+
+      await detail.getByTestId("retry").click();
+      await detail.getByTestId("status").filter({ hasText: "queued" }).waitFor();
+      expect((await store.get(charge.id))?.status).toBe("queued");
+      expect(page.url()).toBe(`${url}#${charge.id}`); // only the id in the URL
+    });
+
+    it("shows a running task's live progress, and cancels it: the worker stops and it ends canceled", async () => {
+      const slow = await store.submit({ name: "slow", queue: "work", payload: { size: 3 } });
+      await waitForStatus(store, slow.id, "running");
+      await filter(page, { queue: "work" });
+      await page.locator(`#task-rows tr[data-id="${slow.id}"]`).click();
+      const detail = page.locator("#detail");
+      await detail.getByTestId("progress-message").filter({ hasText: /^step \d+$/ }).waitFor();
+      const first = await detail.getByTestId("progress-message").textContent();
+      // Live: the open task re-reads on each tick, so the step moves on by itself.
+      await detail.getByTestId("progress-message").filter({ hasNotText: first ?? "" }).waitFor({ timeout: 10_000 });
+      await detail.getByTestId("explain").filter({ hasText: "Running under worker" }).waitFor();
+      await page.screenshot({ path: join(artifacts, `${backend.name}-running-detail.png`), fullPage: true });
+
+      await detail.getByTestId("cancel").click();
+      await waitForStatus(store, slow.id, "canceled");
+      await detail.getByTestId("status").filter({ hasText: "canceled" }).waitFor({ timeout: 10_000 });
+      expect(handled).toContain(slow.id);
+    });
+
+    it("retries every failed task of a queue in bulk after a confirmation", async () => {
+      const a = await failTask(store, "sync", "bulk", { type: "TaskError", code: "x", message: "one", retryable: false, details: {} });
+      const b = await failTask(store, "sync", "bulk", { type: "TaskError", code: "x", message: "two", retryable: false, details: {} });
+      await filter(page, { status: "failed", queue: "bulk" });
+      await page.locator("#task-rows tr").nth(1).waitFor();
+      await page.locator("#bulk-action").click();
+      await page.locator("#bulk-yes").click();
+      await page.locator("#toast").filter({ hasText: "Requeued 2 tasks" }).waitFor();
+      expect((await store.get(a.id))?.status).toBe("queued");
+      expect((await store.get(b.id))?.status).toBe("queued");
+    });
+
+    it("renders a script payload as text: no dialog, no injected element", async () => {
+      const xss = await store.submit({ name: XSS_NAME, queue: "xss", payload: XSS_PAYLOAD, metadata: { note: "</pre><script>alert(4)</script>" } });
+      await filter(page, { queue: "xss" });
+      const row = page.locator(`#task-rows tr[data-id="${xss.id}"]`);
+      await row.waitFor();
+      await expect(row.locator("td").nth(2).textContent()).resolves.toBe(XSS_NAME);
+      await row.click();
+      const payload = page.locator("#detail").getByTestId("payload");
+      await payload.filter({ hasText: "<script>alert(1)</script>" }).waitFor();
+      expect(await payload.textContent()).toContain('"img": "<img src=x onerror=\\"alert(2)\\">"');
+      await page.screenshot({ path: join(artifacts, `${backend.name}-xss-detail.png`), fullPage: true });
+      // Nothing the database said became markup: no script or img element outside the page's own.
+      await expect(page.locator("body script").count()).resolves.toBe(0);
+      await expect(page.locator("main img").count()).resolves.toBe(0);
+      await page.waitForTimeout(300);
+      expect(dialogs).toEqual([]);
+    });
+  });
+}
