@@ -3,10 +3,12 @@
  * submitting a task writes a row, reading status reads it back. The work
  * itself happens in the worker process (`worker.ts`).
  */
+import type { DashboardHandler } from "@cairnq/dashboard";
 import type { CairnQ, Task } from "cairnq";
 import { InvalidArgument, SerializationError } from "cairnq";
 import type { ErrorRequestHandler, Request, Response } from "express";
 import express from "express";
+import type { IncomingMessage } from "node:http";
 import { thumbnail } from "./tasks.js";
 
 /** The JSON shape of a task in responses: what a client polling for status needs. */
@@ -69,9 +71,20 @@ async function existingTask(cairnq: CairnQ, id: string): Promise<Task> {
   return task;
 }
 
-export function createApp(cairnq: CairnQ): express.Express {
+/** Whether a request comes from this machine: the example's stand-in for real admin authentication. */
+export function fromLoopback(req: IncomingMessage): boolean {
+  const address = req.socket.remoteAddress ?? "";
+  return address === "127.0.0.1" || address === "::1" || address === "::ffff:127.0.0.1";
+}
+
+export function createApp(cairnq: CairnQ, options: { admin?: DashboardHandler } = {}): express.Express {
   const app = express();
   app.disable("x-powered-by");
+  // The operators' dashboard (queues, tasks, retry/cancel) at /admin/. It
+  // checks the origin of its own POSTs; who may see it is up to you: here,
+  // only requests from this machine (see server.ts). Put your real
+  // authentication in its `authorize` hook or in a middleware before it.
+  if (options.admin) app.use("/admin", options.admin);
   app.use(express.json({ limit: "16kb" }));
 
   app.post("/thumbnails", async (req, res) => {

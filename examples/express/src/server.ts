@@ -5,7 +5,8 @@
  * with `CAIRNQ_PG_SCHEMA` optional) or `CAIRNQ_SQLITE_PATH` (default ./cairnq.db).
  */
 import type { AddressInfo } from "node:net";
-import { createApp } from "./app.js";
+import { createDashboard } from "@cairnq/dashboard";
+import { createApp, fromLoopback } from "./app.js";
 import { describeDatabase, openClient } from "./cairnq.js";
 
 const cairnq = openClient();
@@ -13,10 +14,12 @@ const cairnq = openClient();
 // unreadable SQLite file should stop the process now, not fail the first request.
 await cairnq.connect();
 
-const server = createApp(cairnq).listen(Number(process.env.PORT ?? 3000));
+// The dashboard at /admin/, for requests from this machine only (swap in your auth).
+const admin = createDashboard({ client: cairnq, authorize: (req) => fromLoopback(req) });
+const server = createApp(cairnq, { admin }).listen(Number(process.env.PORT ?? 3000));
 server.on("listening", () => {
   const { port } = server.address() as AddressInfo;
-  console.log(`API listening on http://localhost:${port} (${describeDatabase()})`);
+  console.log(`API listening on http://localhost:${port} (${describeDatabase()}); dashboard at http://localhost:${port}/admin/`);
 });
 server.on("error", (err) => {
   console.error(`API could not listen: ${err.message}`);
@@ -31,6 +34,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     if (stopping) return;
     stopping = true;
     console.log(`API: ${signal}, shutting down`);
+    void admin.close(); // ends the dashboard's live event streams, which would keep server.close() waiting
     server.close(() => {
       void cairnq.close().then(() => console.log("API stopped"));
     });

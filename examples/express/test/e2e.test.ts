@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ThumbnailResult } from "../src/tasks.js";
+import { THUMBNAILS_QUEUE } from "../src/tasks.js";
 import type { Started } from "./processes.js";
 import { startTs } from "./processes.js";
 
@@ -237,6 +238,42 @@ describe.each([
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatch(/body\.url/);
     expect((await request("GET", "/tasks/task_01NOPE")).status).toBe(404);
+  });
+
+  it("serves the dashboard under /admin: the page, the counts, the task list, and only same-origin POSTs", async () => {
+    const bare = await fetch(`${apiUrl}/admin`, { redirect: "manual" });
+    expect(bare.status).toBe(308);
+    expect(bare.headers.get("location")).toBe("/admin/");
+    const page = await fetch(`${apiUrl}/admin/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<title>CairnQ dashboard</title>");
+    expect((await fetch(`${apiUrl}/admin/assets/dashboard.js`)).headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+
+    const overview = (await (await fetch(`${apiUrl}/admin/api/overview`)).json()) as { queues: Record<string, Record<string, number>> };
+    const counts = overview.queues[THUMBNAILS_QUEUE];
+    expect(counts?.succeeded).toBeGreaterThanOrEqual(1);
+    expect(counts?.canceled).toBeGreaterThanOrEqual(1);
+
+    const list = await fetch(`${apiUrl}/admin/api/tasks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: apiUrl },
+      body: JSON.stringify({ filter: { status: "canceled" } }),
+    });
+    expect(list.status).toBe(200);
+    const { tasks } = (await list.json()) as { tasks: { id: string; status: string }[] };
+    expect(tasks.length).toBeGreaterThanOrEqual(1);
+    expect(tasks.every((t) => t.status === "canceled")).toBe(true);
+
+    // A cross-site page cannot make the dashboard retry anything.
+    const forged = await fetch(`${apiUrl}/admin/api/tasks/${tasks[0]?.id}/retry`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: "https://evil.example" },
+      body: "{}",
+    });
+    expect(forged.status).toBe(403);
+    const detail = (await (await fetch(`${apiUrl}/admin/api/tasks/${tasks[0]?.id}`)).json()) as { task: { status: string }; explanation: { state: string } };
+    expect(detail.task.status).toBe("canceled");
+    expect(detail.explanation.state).toBe("canceled");
   });
 
   it("stops both processes on SIGTERM", async () => {

@@ -264,7 +264,7 @@ describe("cairnq CLI usage", () => {
     const bare = await cli(["purge", "--older-than", "7", ...db]);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toContain("--older-than 7d");
-    const both = await cli(["retry", t.failed.id, "--status", "failed", ...db]);
+    const both = await cli(["retry", newTaskId(), "--status", "failed", ...db]);
     expect(both.code).toBe(2);
     const neither = await cli(["retry", ...db]);
     expect(neither.code).toBe(2);

@@ -573,6 +573,9 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       sendJson(res, 500, { error: err instanceof Error ? err.message : "internal error" });
     });
   }) as DashboardHandler;
-  handler.close = async () => hub.close();
+  handler.close = () => {
+    hub.close();
+    return Promise.resolve();
+  };
   return handler;
 }
