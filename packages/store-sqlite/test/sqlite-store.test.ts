@@ -2,7 +2,7 @@ import Database from "better-sqlite3";
 import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument, SerializationError } from "@cairnq/protocol";
 import { DRAW, RECOVER } from "@cairnq/protocol";
-import { ProcessClock, PROBE_TEMPLATE, setTransitionTemplate, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
+import { LIST_BY_ID_TEMPLATE, ProcessClock, PROBE_TEMPLATE, setTransitionTemplate, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
 import { SQLiteStore } from "../src/index.js";
 import { openStore, tempFile } from "./helpers.js";
@@ -244,6 +244,28 @@ describe("store behaviour specific to SQLite", () => {
     const probeParams = { queues: ["q1"], names: null };
     const probe = compiler.statement(PROBE_TEMPLATE, probeParams);
     expect(plan(probe.sql, probe.parameters(probeParams))).toMatch(/cairnq_tasks_claim(_name)?_idx.*cairnq_tasks_lease_idx/);
+    db.close();
+  });
+
+  it("list in id order (keyset by beforeId) reads the primary key index in order, never sorting the table", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.submit({ name: `n${i % 5}`, queue: `q${i % 3}` })));
+    await store.close();
+    const db = new Database(file);
+    db.exec("ANALYZE");
+    const compiler = new StatementCompiler(new SqliteSyntax(), new ProcessClock());
+    const plan = (input: Record<string, unknown>): string => {
+      const params = { status: null, queue: null, name: null, rootId: null, correlationId: null, limit: 50, offset: 0, beforeId: null, ...input };
+      const s = compiler.statement(LIST_BY_ID_TEMPLATE, params);
+      const values = s.parameters(params);
+      return (db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(Object.fromEntries(values.map((v, i) => [i + 1, v]))) as { detail: string }[]).map((r) => r.detail).join(" | ");
+    };
+    for (const input of [{ beforeId: "task_8" }, { beforeId: "task_7" }]) {
+      const p = plan(input);
+      expect(p, JSON.stringify(input)).toContain("sqlite_autoindex_cairnq_tasks_1");
+      expect(p, JSON.stringify(input)).not.toContain("TEMP B-TREE");
+    }
     db.close();
   });
 });
