@@ -217,7 +217,7 @@ export function explainTask(task: Task, ctx: ExplainContext): Explanation {
         atMs: lease,
         summary:
           `Running under ${worker} (${attempts(task)}); its lease is held until ${formatWhen(lease, nowMs)} and renewed by heartbeats while the handler runs ` +
-          `(the row was last written ${formatDuration(Math.max(0, nowMs - task.updated_at_ms))} ago).${progress}`,
+          `(last heard from ${formatDuration(Math.max(0, nowMs - task.updated_at_ms))} ago).${progress}`,
       };
     }
     case "succeeded": {

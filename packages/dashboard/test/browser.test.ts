@@ -52,11 +52,23 @@ interface Backend {
   dispose(): Promise<void>;
 }
 
+/** The file of a SQLite store built by {@link sqlite}. */
+const files = new WeakMap<TaskStore, string>();
+function sqliteFile(store: TaskStore): string {
+  const file = files.get(store);
+  if (file === undefined) throw new Error("not a SQLite store of this test");
+  return file;
+}
+
 function sqlite(): Backend {
   const dir = mkdtempSync(join(tmpdir(), "cairnq-dashboard-"));
   return {
     name: "sqlite",
-    open: async () => new SQLiteStore(join(dir, "cairnq.db")),
+    open: async () => {
+      const store = new SQLiteStore(join(dir, "cairnq.db"));
+      files.set(store, join(dir, "cairnq.db"));
+      return store;
+    },
     dispose: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
@@ -108,13 +120,14 @@ for (const make of [sqlite, postgres]) {
     let page: Page;
     const dialogs: string[] = [];
     const handled: string[] = [];
+    let closing = false;
 
     beforeAll(async () => {
       store = await backend.open();
       worker = new Worker(store, { queues: ["work"], leaseMs: 1500, heartbeatIntervalMs: 150, pollIntervalMs: 50, onError: () => {} });
       worker.task("slow", async (ctx) => {
         // Until canceled (the flag arrives with a heartbeat), for 20 s at most.
-        for (let step = 1; step <= 200 && !ctx.signal.aborted && !(await ctx.canceled()); step++) {
+        for (let step = 1; step <= 200 && !closing && !ctx.signal.aborted && !(await ctx.canceled()); step++) {
           await ctx.progress(Math.min(0.95, step / 100), `step ${step}`);
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
@@ -139,6 +152,7 @@ for (const make of [sqlite, postgres]) {
       await dashboard?.close();
       server?.closeAllConnections();
       await new Promise((resolve) => server?.close(resolve));
+      closing = true;
       await worker?.stop();
       await running;
       await store?.close();
@@ -204,6 +218,47 @@ for (const make of [sqlite, postgres]) {
       expect((await store.get(a.id))?.status).toBe("queued");
       expect((await store.get(b.id))?.status).toBe("queued");
     });
+
+    if (backend.name === "sqlite") {
+      // SQLite takes an injected clock, so an hour of history can be written in a second.
+      it("charts the last hour's completions per minute (and leaves the README's screenshot)", async () => {
+        let clock = Date.now() - 59 * 60_000;
+        const history = new SQLiteStore(sqliteFile(store), { clock: () => clock });
+        let succeeded = 0;
+        let failed = 0;
+        try {
+          for (let minute = 0; minute < 58; minute++) {
+            clock = Date.now() - (58 - minute) * 60_000;
+            const ok = 2 + Math.round(3 + 3 * Math.sin(minute / 6));
+            const bad = minute % 9 === 4 ? 2 : minute % 13 === 7 ? 1 : 0;
+            for (let i = 0; i < ok + bad; i++) await history.submit({ name: i < ok ? "thumbnail" : "webhook", queue: i < ok ? "images" : "hooks", maxAttempts: 1 });
+            for (const queue of ["images", "hooks"]) {
+              const claimed = await history.claim({ queues: [queue], workerId: "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", limit: 50, leaseMs: 60_000 });
+              for (const t of claimed) {
+                if (queue === "images") await history.complete({ taskId: t.id, workerId: t.worker_id ?? "", result: { ok: true } });
+                else await history.fail({ taskId: t.id, workerId: t.worker_id ?? "", error: { type: "TaskError", code: "http_502", message: "bad gateway", retryable: false, details: {} }, retryable: false });
+              }
+              if (queue === "images") succeeded += claimed.length;
+              else failed += claimed.length;
+            }
+          }
+        } finally {
+          await history.close();
+        }
+        for (let i = 0; i < 3; i++) await store.submit({ name: "slow", queue: "work", payload: { size: i } });
+        await store.submit({ name: "thumbnail", queue: "images", payload: { url: "https://example.com/cat.png" }, runAtDelayMs: 120_000 });
+        // Earlier tests' tasks finished within the hour too (those still failed count; retried ones no longer do).
+        const otherFailed = (await store.list({ status: "failed", limit: 1000 })).filter((t) => t.queue !== "hooks").length;
+        const otherSucceeded = (await store.list({ status: "succeeded", limit: 1000 })).filter((t) => t.queue !== "images").length;
+        await page.reload();
+        await page.locator("#chart-legend").filter({ hasText: `${succeeded + otherSucceeded} succeeded · ${failed + otherFailed} failed` }).waitFor({ timeout: 20_000 });
+        await filter(page, { queue: "work", status: "running" });
+        await page.locator("#task-rows tr").first().click();
+        await page.locator("#detail").getByTestId("progress-message").waitFor();
+        await page.setViewportSize({ width: 1440, height: 900 });
+        await page.screenshot({ path: join(artifacts, "readme-dashboard.png") });
+      }, 90_000);
+    }
 
     it("renders a script payload as text: no dialog, no injected element", async () => {
       const xss = await store.submit({ name: XSS_NAME, queue: "xss", payload: XSS_PAYLOAD, metadata: { note: "</pre><script>alert(4)</script>" } });

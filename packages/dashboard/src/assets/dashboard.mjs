@@ -176,7 +176,7 @@ function renderQueues(queues) {
         ),
       ),
     );
-    return el("tr", { class: "queue", "data-queue": name }, el("td", { class: "queue-name" }, name), el("td", { class: "stack-cell" }, stack), ...cells, el("td", { class: "num total" }, String(total)));
+    return el("tr", { class: "queue", "data-queue": name }, el("td", { class: "queue-name", title: name }, name), el("td", { class: "stack-cell" }, stack), ...cells, el("td", { class: "num total" }, String(total)));
   });
   box.replaceChildren(el("table", { class: "queue-table" }, el("thead", {}, head), el("tbody", {}, rows)));
 }
