@@ -8,7 +8,7 @@
  *
  * Screenshots land in test/artifacts/ (gitignored): <backend>-overview.png,
  * <backend>-failed-filter.png, <backend>-running-detail.png,
- * <backend>-xss-detail.png.
+ * <backend>-xss-detail.png, and readme-dashboard.png (copied by hand to docs/dashboard.png for the README).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
