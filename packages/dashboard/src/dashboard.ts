@@ -8,7 +8,6 @@ import type { ListInput, StoreSignal, Task, TaskStatus, TaskStore } from "@cairn
 import { InvalidArgument, isTaskId, isTaskStatus, STATUSES, taskIdTime } from "@cairnq/protocol";
 import { readQueueActivity } from "./activity.js";
 import { ASSETS, pageHtml } from "./assets.js";
-import { cancelMany, retryMany } from "./bulk.js";
 import { explainTask } from "./explain.js";
 
 /** What a request asks to do, as passed to {@link DashboardOptions.authorize}. */
@@ -554,7 +553,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       const action = bulk[1] as "retry" | "cancel";
       await mutation(req, action === "retry" ? "retry-many" : "cancel-many");
       const filter = bulkFilter(await readBody(req), action);
-      const changed = action === "retry" ? await retryMany(client, filter) : await cancelMany(client, filter);
+      const changed = action === "retry" ? await client.retryMany(filter) : await client.cancelMany(filter);
       sendJson(res, 200, { changed });
       return;
     }

@@ -167,9 +167,13 @@ export async function retryOneCommand(client: CairnQ, io: CliIo, id: string, res
 }
 
 /** `cairnq retry --status failed|canceled [--queue] [--name]`: bulk. */
-export async function retryManyCommand(client: CairnQ, io: CliIo, filter: TaskFilter & { status: TerminalStatus }): Promise<CommandOutput> {
-  // TEMPORARY until features-txn lands retryMany on main.
-  const changed = Number(await (client as unknown as { retryMany(f: TaskFilter): Promise<unknown> }).retryMany(filter));
+export async function retryManyCommand(
+  client: CairnQ,
+  io: CliIo,
+  filter: TaskFilter & { status: Exclude<TerminalStatus, "succeeded"> },
+  resetAttempt: boolean,
+): Promise<CommandOutput> {
+  const changed = await client.retryMany(resetAttempt ? { ...filter, resetAttempt } : filter);
   const scope = [filter.queue === undefined ? null : `queue ${filter.queue}`, filter.name === undefined ? null : `name ${filter.name}`].filter((p) => p !== null);
   const text = `requeued ${changed} ${filter.status} task${changed === 1 ? "" : "s"}${scope.length === 0 ? "" : ` (${scope.join(", ")})`}`;
   return { json: { command: "retry", changed, filter }, text: paint(text, changed > 0 ? "green" : "dim", io.color) };

@@ -160,7 +160,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .addOption(statusOption(TERMINAL_STATUSES.filter((s) => s !== "succeeded"), "bulk: retry every task with this status"))
     .option("--queue <queue>", "bulk: only this queue")
     .option("--name <name>", "bulk: only tasks with this name")
-    .option("--reset-attempt", "count attempts from 0 again (single task only)")
+    .option("--reset-attempt", "count attempts from 0 again")
     .action((id: string | undefined, options: FilterOptions & { resetAttempt?: boolean }) => {
       const filter = filterOf(options);
       if (id !== undefined) {
@@ -174,9 +174,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           "retry needs a task id or --status: cairnq retry task_… , or cairnq retry --status failed [--queue q] [--name n] to requeue every failed task",
         );
       }
-      if (options.resetAttempt === true) throw new UsageError("--reset-attempt applies to a single task: cairnq retry task_… --reset-attempt");
       const status = filter.status as Exclude<TerminalStatus, "succeeded">;
-      return run(options, {}, (client) => retryManyCommand(client, io, { ...filter, status }));
+      return run(options, {}, (client) => retryManyCommand(client, io, { ...filter, status }, options.resetAttempt === true));
     });
 
   withDb(program.command("purge"))
