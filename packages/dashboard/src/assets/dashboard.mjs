@@ -323,6 +323,8 @@ function renderBulk() {
   const what = `every ${state.filter.status} task${scope ? ` ${scope}` : ""}`;
   $("bulk-text").textContent = action === "retry" ? "Requeue them all?" : "Stop them all?";
   $("bulk-action").textContent = action === "retry" ? `Retry ${what}` : `Cancel ${what}`;
+  $("bulk-action").className = action === "retry" ? "primary" : "danger";
+  $("bulk-yes").className = action === "retry" ? "primary" : "danger";
   $("bulk-confirm-text").textContent = `${action === "retry" ? "Retry" : "Cancel"} ${what}?`;
 }
 
