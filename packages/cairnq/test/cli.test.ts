@@ -252,30 +252,34 @@ describe("cairnq CLI usage", () => {
 
   it("bad usage exits 2 with what to type instead", async () => {
     const db = ["--db", file];
-    const noDb = await cli(["stats"]);
+    // Independent invocations: run them side by side.
+    const [noDb, typo, status, bare, both, neither, limit, help] = await Promise.all([
+      cli(["stats"]),
+      cli(["stast", ...db]),
+      cli(["list", "--status", "done", ...db]),
+      cli(["purge", "--older-than", "7", ...db]),
+      cli(["retry", newTaskId(), "--status", "failed", ...db]),
+      cli(["retry", ...db]),
+      cli(["list", "--limit", "0", ...db]),
+      cli(["explain", "--help"]),
+    ]);
     expect(noDb.code).toBe(2);
     expect(noDb.stderr).toContain("pass --db");
-    const typo = await cli(["stast", ...db]);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain("Did you mean stats?");
-    const status = await cli(["list", "--status", "done", ...db]);
     expect(status.code).toBe(2);
     expect(status.stderr).toContain("queued");
-    const bare = await cli(["purge", "--older-than", "7", ...db]);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toContain("--older-than 7d");
-    const both = await cli(["retry", newTaskId(), "--status", "failed", ...db]);
     expect(both.code).toBe(2);
-    const neither = await cli(["retry", ...db]);
+    expect(both.stderr).toContain("not both");
     expect(neither.code).toBe(2);
     expect(neither.stderr).toContain("cairnq retry --status failed");
-    const limit = await cli(["list", "--limit", "0", ...db]);
     expect(limit.code).toBe(2);
-    const help = await cli(["explain", "--help"]);
+    expect(limit.stderr).toContain("from 1 to 1000");
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: cairnq explain [options] <id>");
   });
-
 
   it("refuses a SQLite file that does not exist (exit 2, suggests migrate); migrate creates it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cairnq-cli-new-"));
