@@ -24,3 +24,4 @@ export {
   requireDurationMs,
 } from "./options.js";
 export type { DurationRule } from "./options.js";
+export { stderrLogger } from "./stderr-logger.js";

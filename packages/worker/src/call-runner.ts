@@ -20,6 +20,7 @@ import {
 import type { Deferred, TimerHandle } from "@cairnq/runtime";
 import { startTimer } from "@cairnq/runtime";
 import { Heartbeat } from "./heartbeat.js";
+import { storableEnvelope, unencodableResult } from "./storable-outcome.js";
 import type { WorkerErrorInfo } from "./options.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
@@ -140,7 +141,7 @@ export class CallRunner {
         return;
       }
       case "threw": {
-        if (outcome.error instanceof LostLease) return;
+        if (isLostLease(outcome.error)) return;
         const { envelope, retryable } = envelopeFromThrown(outcome.error);
         await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, retryable, failDelayMs(ctx, retryable))));
         return;
@@ -158,6 +159,12 @@ export class CallRunner {
   async #finalComplete(ctx: Context, result: unknown): Promise<void> {
     const host = this.#host;
     ctx.beginSettle();
+    // Encoded before the write: a write that throws would leave the task to lease expiry and run the handler again.
+    const unencodable = unencodableResult(result);
+    if (unencodable !== null) {
+      await this.#finalFail(ctx, unserializableResultEnvelope(unencodable), false, 0);
+      return;
+    }
     try {
       const row = await host.store.complete({ taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result });
       host.contexts.settled(ctx, row, null);
@@ -173,9 +180,11 @@ export class CallRunner {
   }
 
   /** The worker's own `fail`, straight to the store; `LostLease` is swallowed (nothing more to write). */
-  async #finalFail(ctx: Context, envelope: unknown, retryable: boolean, delayMs: number): Promise<void> {
+  async #finalFail(ctx: Context, thrownEnvelope: unknown, retryable: boolean, delayMs: number): Promise<void> {
     const host = this.#host;
     ctx.beginSettle();
+    // Made storable before the write (sanitised text, the representable part of details), so the failure is recorded.
+    const envelope = storableEnvelope(thrownEnvelope, retryable);
     try {
       const row: Task = await host.store.fail({
         taskId: ctx.taskId,
@@ -199,4 +208,13 @@ function resultById(value: unknown, taskId: string): unknown {
     return (value as Record<string, unknown>)[taskId];
   }
   return null;
+}
+
+/** `err instanceof LostLease` that cannot throw: a thrown Proxy's traps may throw on any read. */
+function isLostLease(err: unknown): boolean {
+  try {
+    return err instanceof LostLease;
+  } catch {
+    return false;
+  }
 }

@@ -16,3 +16,10 @@ export const CLAIM_ERROR_SLEEP_MS: number = WORKER_DEFAULTS.claimErrorSleepMs;
 
 /** How long `stop()` lets handlers finish before abandoning them. Not a protocol number. */
 export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
+
+/**
+ * The longest sleep between claim attempts while the store keeps failing
+ * transiently: `CLAIM_ERROR_SLEEP_MS` doubles per failure up to this. Short
+ * enough that a worker resumes within seconds of a restarted server.
+ */
+export const CLAIM_ERROR_MAX_SLEEP_MS = 5_000;

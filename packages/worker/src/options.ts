@@ -3,11 +3,11 @@ import {
   defaultHeartbeatIntervalMs,
   InvalidArgument,
   normalizeMaxQueueDepth,
-  requireInt,
   requireName,
   resolveGateTiming,
   WORKER_DEFAULTS,
 } from "@cairnq/protocol";
+import { checkOptions, optionalCount, optionalDurationMs, requireCount, stderrLogger } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
@@ -25,14 +25,23 @@ export interface WorkerOptions {
   /** Queues to claim from. @default ["default"] */
   queues?: readonly string[];
   /**
-   * Handler calls run at once. Counts calls, not tasks: a batch of 10 is one
-   * call. Values below 1 are raised to 1.
+   * Handler calls run at once: an integer ≥ 1 (`0`, `-1`, `1.5` are
+   * rejected). Counts calls, not tasks: a batch of 10 is one call.
    * @default 1
    */
   concurrency?: number;
-  /** Lease taken by each claim and renewed by each heartbeat. @default 30000 */
+  /**
+   * Lease taken by each claim and renewed by each heartbeat: an integer ≥
+   * {@link MIN_LEASE_MS}, and more than `heartbeatIntervalMs`. Any length is
+   * honoured (timers chain past 2^31 ms).
+   * @default 30000
+   */
   leaseMs?: number;
-  /** How often running tasks' leases are renewed. @default max(50, floor(leaseMs / 3)) */
+  /**
+   * How often running tasks' leases are renewed: an integer ≥ 1, less than
+   * `leaseMs` (a heartbeat due after the lease ran out renews nothing).
+   * @default max(50, floor(leaseMs / 3))
+   */
   heartbeatIntervalMs?: number;
   /** Idle sleep after a claim found nothing (cut short by a push wakeup or `stop()`). @default 500 */
   pollIntervalMs?: number;
@@ -49,6 +58,7 @@ export interface WorkerOptions {
   /**
    * A handler call running longer is abandoned: its contexts lose their lease
    * (signal aborted) and its tasks fail retryably with `handler_timeout`.
+   * Any length is honoured (30 days means 30 days).
    * @default undefined (no limit)
    */
   maxRunMs?: number;
@@ -88,15 +98,23 @@ export interface WorkerOptions {
    * Receives errors the worker survives: failed claims (`phase: "claim"`),
    * heartbeat and settlement write failures and `EventLoopBlocked`
    * (`phase: "execute"`, with `taskId`). Exceptions it throws are swallowed.
-   * @default undefined (errors go to `logger.error` only)
+   * Errors retrying cannot fix (see `isFatalError`) are not survived: they
+   * reject `run()` instead.
+   * @default undefined (errors go to the logger)
    */
   onError?: (err: unknown, info: WorkerErrorInfo) => void;
-  /** Structural logger; nothing is printed without one. @default undefined */
-  logger?: Logger;
+  /**
+   * Structural logger (`console`, pino, …). Without one, and without
+   * `onError`, warnings and errors go to stderr (normal operation prints
+   * nothing); `null` silences the worker.
+   * @default stderr for warnings and errors, unless `onError` is given
+   */
+  logger?: Logger | null;
   /**
    * How long `stop()` lets running handlers finish. After it their signals
    * abort and the worker lets go of them: their tasks are left to lease
-   * expiry, never settled from the abandoned call.
+   * expiry, never settled from the abandoned call. Integer ≥ 0; any length
+   * is honoured.
    * @default 30000
    */
   stopTimeoutMs?: number;
@@ -130,8 +148,39 @@ export interface ResolvedWorkerOptions {
   readonly random: () => number;
 }
 
-function optionalInt(value: unknown, argument: string, min: number): number | null {
-  return value === undefined || value === null ? null : requireInt(value, argument, min);
+/**
+ * The shortest lease a worker accepts. A renewal is a database round trip
+ * plus a timer turn, and one late turn of a loaded event loop is routinely
+ * 10 ms or more: a lease below this could lapse between two heartbeats.
+ */
+export const MIN_LEASE_MS = 20;
+
+/** Every key of {@link WorkerOptions}, for the unknown-key check. */
+export const WORKER_OPTION_KEYS = [
+  "queues",
+  "concurrency",
+  "leaseMs",
+  "heartbeatIntervalMs",
+  "pollIntervalMs",
+  "claimBatch",
+  "retryBackoffMs",
+  "retryBackoffMaxMs",
+  "maxRunMs",
+  "maxInFlightBytes",
+  "resources",
+  "maxQueueDepth",
+  "maxQueueWaitMs",
+  "queuePollIntervalMs",
+  "onError",
+  "logger",
+  "stopTimeoutMs",
+  "closeStore",
+  "random",
+] as const satisfies readonly (keyof WorkerOptions)[];
+
+/** `undefined` and `null` both mean "not set" for the optional limits. */
+function unset(value: unknown): boolean {
+  return value === undefined || value === null;
 }
 
 /**
@@ -139,33 +188,39 @@ function optionalInt(value: unknown, argument: string, min: number): number | nu
  * naming the option, so a misconfigured worker fails at construction rather
  * than in its poll loop.
  */
-export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorkerOptions {
-  if (options === null || typeof options !== "object") {
-    throw new InvalidArgument("options", `worker options must be an object, got ${typeof options}`);
-  }
+export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerOptions {
+  const options = checkOptions(input, "new Worker(store, options)", WORKER_OPTION_KEYS) as WorkerOptions;
   const queues = options.queues ?? WORKER_DEFAULTS.queues;
   if (!Array.isArray(queues) || queues.length === 0) {
     throw new InvalidArgument("queues", "queues must be a non-empty array of queue names; omit it to use ['default']");
   }
   const uniqueQueues = [...new Set(queues.map((q, i) => requireName(q, `queues[${i}]`)))];
 
-  let concurrency = WORKER_DEFAULTS.concurrency;
-  if (options.concurrency !== undefined) {
-    if (typeof options.concurrency !== "number" || Number.isNaN(options.concurrency)) {
-      throw new InvalidArgument("concurrency", `concurrency must be a number (calls run at once), got ${String(options.concurrency)}`);
-    }
-    concurrency = Math.max(1, Math.floor(options.concurrency));
-  }
+  const concurrency = options.concurrency === undefined ? WORKER_DEFAULTS.concurrency : requireCount(options.concurrency, "concurrency");
 
-  const leaseMs = optionalInt(options.leaseMs, "leaseMs", 1) ?? WORKER_DEFAULTS.leaseMs;
-  const heartbeatIntervalMs = optionalInt(options.heartbeatIntervalMs, "heartbeatIntervalMs", 1) ?? defaultHeartbeatIntervalMs(leaseMs);
-  const pollIntervalMs = optionalInt(options.pollIntervalMs, "pollIntervalMs", 1) ?? WORKER_DEFAULTS.pollIntervalMs;
-  const claimBatch = optionalInt(options.claimBatch, "claimBatch", 1);
-  const retryBackoffMs = optionalInt(options.retryBackoffMs, "retryBackoffMs", 0) ?? WORKER_DEFAULTS.retryBackoffMs;
-  const retryBackoffMaxMs = optionalInt(options.retryBackoffMaxMs, "retryBackoffMaxMs", 0) ?? WORKER_DEFAULTS.retryBackoffMaxMs;
-  const maxRunMs = optionalInt(options.maxRunMs, "maxRunMs", 1);
-  const maxInFlightBytes = optionalInt(options.maxInFlightBytes, "maxInFlightBytes", 1);
-  const stopTimeoutMs = optionalInt(options.stopTimeoutMs, "stopTimeoutMs", 0) ?? DEFAULT_STOP_TIMEOUT_MS;
+  const leaseMs = optionalDurationMs(options.leaseMs, "leaseMs", WORKER_DEFAULTS.leaseMs, { min: MIN_LEASE_MS });
+  const heartbeatIntervalMs = optionalDurationMs(options.heartbeatIntervalMs, "heartbeatIntervalMs", null, { min: 1 });
+  if (heartbeatIntervalMs === null && defaultHeartbeatIntervalMs(leaseMs) >= leaseMs) {
+    throw new InvalidArgument(
+      "leaseMs",
+      `leaseMs ${leaseMs} is not longer than the default heartbeat interval (${defaultHeartbeatIntervalMs(leaseMs)} ms), so no heartbeat would renew it in time; ` +
+        `raise leaseMs or set heartbeatIntervalMs below it`,
+    );
+  }
+  if (heartbeatIntervalMs !== null && heartbeatIntervalMs >= leaseMs) {
+    throw new InvalidArgument(
+      "heartbeatIntervalMs",
+      `heartbeatIntervalMs (${heartbeatIntervalMs}) must be less than leaseMs (${leaseMs}): a heartbeat renews the lease, so it must come before the lease runs out; ` +
+        `lower heartbeatIntervalMs (the default is leaseMs / 3) or raise leaseMs`,
+    );
+  }
+  const pollIntervalMs = optionalDurationMs(options.pollIntervalMs, "pollIntervalMs", WORKER_DEFAULTS.pollIntervalMs, { min: 1 });
+  const claimBatch = unset(options.claimBatch) ? null : requireCount(options.claimBatch, "claimBatch");
+  const retryBackoffMs = optionalDurationMs(options.retryBackoffMs, "retryBackoffMs", WORKER_DEFAULTS.retryBackoffMs);
+  const retryBackoffMaxMs = optionalDurationMs(options.retryBackoffMaxMs, "retryBackoffMaxMs", WORKER_DEFAULTS.retryBackoffMaxMs);
+  const maxRunMs = unset(options.maxRunMs) ? null : optionalDurationMs(options.maxRunMs, "maxRunMs", null, { min: 1 });
+  const maxInFlightBytes = unset(options.maxInFlightBytes) ? null : optionalCount(options.maxInFlightBytes, "maxInFlightBytes", null);
+  const stopTimeoutMs = optionalDurationMs(options.stopTimeoutMs, "stopTimeoutMs", DEFAULT_STOP_TIMEOUT_MS);
 
   const resources: Record<string, number> = {};
   if (options.resources !== undefined && options.resources !== null) {
@@ -173,7 +228,7 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
       throw new InvalidArgument("resources", "resources must be an object mapping a resource name to its capacity (an integer ≥ 1)");
     }
     for (const [name, capacity] of Object.entries(options.resources)) {
-      resources[requireName(name, "resources key")] = requireInt(capacity, `resources.${name}`, 1);
+      resources[requireName(name, "resources key")] = requireCount(capacity, `resources.${name}`);
     }
   }
 
@@ -189,12 +244,17 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
   if (options.random !== undefined && typeof options.random !== "function") {
     throw new InvalidArgument("random", "random must be a function returning a number in [0, 1)");
   }
+  if (options.logger !== undefined && options.logger !== null && typeof options.logger !== "object") {
+    throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console, or null to silence the worker");
+  }
+  // Quiet when healthy, never silent when not: without a logger or onError, warnings reach stderr.
+  const logger = options.logger === null ? undefined : (options.logger ?? (options.onError === undefined ? stderrLogger() : undefined));
 
   return {
     queues: Object.freeze(uniqueQueues),
     concurrency,
     leaseMs,
-    heartbeatIntervalMs,
+    heartbeatIntervalMs: heartbeatIntervalMs ?? defaultHeartbeatIntervalMs(leaseMs),
     pollIntervalMs,
     claimBatch,
     retryBackoffMs,
@@ -206,7 +266,7 @@ export function resolveWorkerOptions(options: WorkerOptions = {}): ResolvedWorke
     maxQueueWaitMs,
     queuePollIntervalMs,
     onError: options.onError ?? null,
-    logger: options.logger,
+    logger,
     stopTimeoutMs,
     closeStore: options.closeStore ?? false,
     random: options.random ?? Math.random,

@@ -14,10 +14,12 @@ import {
   LostLease,
   SerializationError,
   submitInputOf,
+  TaskCanceled,
   UnsupportedBackend,
   waitForTask,
 } from "@cairnq/protocol";
 import type { LeaseLostReason } from "./events.js";
+import { storableEnvelope } from "./storable-outcome.js";
 
 /**
  * Options of `ctx.submit` (a child task): the protocol's `SubmitOptions`.
@@ -73,8 +75,12 @@ export interface TaskContext<P = unknown, R = unknown> {
   /** The worker running the task. */
   readonly workerId: string;
   /**
-   * Aborts when the worker stops owning the task: lease lost, `maxRunMs`
-   * exceeded, or the `stop()` deadline passed. Its reason is a `LostLease`.
+   * Aborts when the handler should stop: with a `LostLease` reason when the
+   * worker stops owning the task (lease lost, `maxRunMs` exceeded, the
+   * `stop()` deadline passed), with a `TaskCanceled` reason when a cancel
+   * was requested (seen by a heartbeat, `ctx.heartbeat()` or
+   * `ctx.canceled()`). Pass it on — `fetch(url, { signal: ctx.signal })` —
+   * so the work in flight stops too.
    */
   readonly signal: AbortSignal;
   /** True once the worker knows the lease is gone. */
@@ -219,9 +225,22 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return true;
   }
 
-  /** Records the cancel flag from a heartbeat reply. */
+  /**
+   * Records the cancel flag from a heartbeat reply (or a read): once set,
+   * the signal aborts with a `TaskCanceled`, unless it already aborted. The
+   * context stays live: the worker still holds the lease, and the call's
+   * settlement ends the task `canceled`.
+   */
   recordCancel(flag: boolean): void {
-    if (flag) this.#cancelSeen = true;
+    if (!flag) return;
+    this.#cancelSeen = true;
+    if (!this.#controller.signal.aborted) {
+      this.#controller.abort(
+        new TaskCanceled(this.taskId, {
+          message: `a cancel was requested for task ${this.taskId}; stop working on it (whatever the handler settles, the task ends canceled)`,
+        }),
+      );
+    }
   }
 
   #owned(): { taskId: string; workerId: string; attempt: number } {
@@ -259,13 +278,13 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   async heartbeat(): Promise<void> {
     this.#throwIfGone("the heartbeat");
     const row = await this.#write(() => this.#host.store.heartbeat({ ...this.#owned(), leaseMs: this.#host.leaseMs }));
-    if (cancelRequested(row)) this.#cancelSeen = true;
+    if (cancelRequested(row)) this.recordCancel(true);
   }
 
   async canceled(): Promise<boolean> {
     if (this.#cancelSeen) return true;
     const row = await this.#host.store.get(this.taskId);
-    if (row === null || cancelRequested(row) || row.status === "canceled") this.#cancelSeen = true;
+    if (row === null || cancelRequested(row) || row.status === "canceled") this.recordCancel(true);
     return this.#cancelSeen;
   }
 
@@ -310,7 +329,9 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   async fail(reason?: unknown, options: FailOptions = {}): Promise<Task | null> {
     if (this.#settled) return null;
     this.#throwIfLost();
-    const { envelope, retryable } = envelopeForCtxFail(reason, options);
+    const failure = envelopeForCtxFail(reason, options);
+    const retryable = failure.retryable;
+    const envelope = storableEnvelope(failure.envelope, retryable);
     const delayMs = this.#host.failDelayMs(this.attempt, retryable);
     this.#settled = true;
     const row = await this.#write(() =>

@@ -3,7 +3,8 @@
  * how that name is claimed (`batch`, `concurrency`, `resource`).
  */
 import type { Logger, TaskDef } from "@cairnq/protocol";
-import { InvalidArgument, logSafely, requireInt, requireName } from "@cairnq/protocol";
+import { InvalidArgument, logSafely, requireName } from "@cairnq/protocol";
+import { checkOptions, requireCount } from "@cairnq/runtime";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";
 
@@ -31,6 +32,9 @@ export interface TaskOptions {
   /** A resource declared in the worker's `resources`; each call holds one unit. @default undefined */
   resource?: string;
 }
+
+/** Every key of {@link TaskOptions}, for the unknown-key check. */
+export const TASK_OPTION_KEYS = ["batch", "concurrency", "resource"] as const satisfies readonly (keyof TaskOptions)[];
 
 /** A handler of either shape, as stored. @internal */
 export type AnyHandler = (...args: never[]) => unknown;
@@ -99,17 +103,14 @@ export class TaskRegistry {
       options = {};
       handler = optionsOrHandler;
     } else {
-      options = optionsOrHandler ?? {};
+      options = checkOptions(optionsOrHandler, `worker.task('${name}', options, handler)`, TASK_OPTION_KEYS);
       handler = maybeHandler;
-      if (typeof options !== "object") {
-        throw new InvalidArgument("options", `worker.task('${name}', options, handler): options must be an object`);
-      }
     }
     if (typeof handler !== "function") {
       throw new InvalidArgument("handler", `worker.task('${name}', …) needs a handler function`);
     }
-    const batch = options.batch === undefined ? null : requireInt(options.batch, "batch", 1);
-    const concurrency = options.concurrency === undefined ? null : requireInt(options.concurrency, "concurrency", 1);
+    const batch = options.batch === undefined ? null : requireCount(options.batch, "batch");
+    const concurrency = options.concurrency === undefined ? null : requireCount(options.concurrency, "concurrency");
     let resource: string | null = null;
     const { resources, queues, logger, workerId } = this.#scope;
     if (options.resource !== undefined) {

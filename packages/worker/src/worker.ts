@@ -10,6 +10,7 @@ import {
   CairnQError,
   EventLoopBlocked,
   InvalidArgument,
+  isFatalError,
   logSafely,
   newWorkerId,
   retryDelayMs,
@@ -18,6 +19,7 @@ import {
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
+import { CLAIM_ERROR_MAX_SLEEP_MS } from "./defaults.js";
 import type { Call } from "./call-runner.js";
 import { CallRunner } from "./call-runner.js";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
@@ -40,6 +42,8 @@ interface RunState {
   readonly forceAbandon: Deferred<void>;
   loop: Promise<void>;
   stopping: Promise<void> | null;
+  /** An error retrying cannot fix ended the claim loop; `run()` rejects with it. */
+  fatal: unknown;
 }
 
 /**
@@ -75,6 +79,8 @@ export class Worker {
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGate | null;
   #polls = 0;
+  /** Claim-side failures in a row, for the backoff. */
+  #claimFailures = 0;
   /** Whether a push `queued` signal for one of our queues arrived since the last idle sleep began (§9). */
   #queuedSignal = false;
   /** Whether the next claim cycle may skip the store's probe: we were just woken by a `queued` signal. */
@@ -213,7 +219,14 @@ export class Worker {
    * Starts the poll loop. Resolves once the worker has stopped (after
    * `stop()`); calling it while running returns the same promise.
    *
-   * @throws `CairnQError` (rejected) after `close()`.
+   * Errors retrying cannot fix (`isFatalError`: the SQLite path is a
+   * directory or not a database, `ProtocolVersionMismatch`,
+   * `SchemaMismatch`) stop the worker at once — running handlers drain as
+   * in `stop()` — and `run()` rejects with the error. Transient ones (a
+   * refused connection, a restarting server) are reported (`onError`, or the
+   * logger: stderr by default) and retried with backoff.
+   *
+   * @throws `CairnQError` (rejected) after `close()`, or the fatal error that stopped the worker.
    * @example
    * ```ts
    * const done = worker.run();
@@ -236,6 +249,7 @@ export class Worker {
       forceAbandon: deferred(),
       loop: Promise.resolve(),
       stopping: null,
+      fatal: undefined,
     };
     this.#run = run;
     logSafely(this.options.logger, "info", "worker started", {
@@ -282,6 +296,11 @@ export class Worker {
    * and closes. A second signal abandons running handlers at once. The
    * signal listeners are removed before it resolves.
    *
+   * When an error retrying cannot fix stops the worker (see {@link Worker.run}),
+   * `serve()` closes it, sets `process.exitCode = 1` and rejects with that
+   * error, so a worker process pointed at the wrong database exits non-zero
+   * instead of looking healthy.
+   *
    * @example
    * ```ts
    * await worker.serve();
@@ -299,6 +318,9 @@ export class Worker {
     process.on("SIGTERM", onSignal);
     try {
       await this.run();
+    } catch (err) {
+      process.exitCode = 1;
+      throw err;
     } finally {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
@@ -329,34 +351,70 @@ export class Worker {
   }
 
   async #claimLoop(signal: AbortSignal): Promise<void> {
+    // Connect up front, so a database the worker can never use fails run() even before a handler is registered.
+    if (!(await this.#survive(() => this.store.connect(), signal)) && this.#run?.fatal !== undefined) return;
     while (!signal.aborted) {
-      try {
-        await this.#admission.waitForRoom(signal);
-        if (signal.aborted) break;
-        if (this.#handlers.size === 0) {
-          await this.#idle(signal);
-          continue;
-        }
-        const startedAtMs = Date.now();
-        let rows: Task[];
-        try {
-          rows = await this.#claim();
-        } catch (err) {
-          this.#report(err, { phase: "claim" });
-          await sleep(WORKER_DEFAULTS.claimErrorSleepMs, { signal, unref: true });
-          continue;
-        }
-        if (rows.length === 0) {
-          await this.#idle(signal);
-          continue;
-        }
-        this.#dispatch(rows, Date.now() - startedAtMs);
-      } catch (err) {
-        // Not expected; keep the loop alive rather than silently stop claiming.
-        this.#report(err, { phase: "claim" });
-        await sleep(WORKER_DEFAULTS.claimErrorSleepMs, { signal, unref: true });
+      await this.#admission.waitForRoom(signal);
+      if (signal.aborted) break;
+      if (this.#handlers.size === 0) {
+        await this.#idle(signal);
+        continue;
       }
+      const startedAtMs = Date.now();
+      let rows: Task[] = [];
+      const claimed = await this.#survive(async () => {
+        rows = await this.#claim();
+      }, signal);
+      if (!claimed) {
+        if (this.#run?.fatal !== undefined) return;
+        continue;
+      }
+      if (rows.length === 0) {
+        await this.#idle(signal);
+        continue;
+      }
+      this.#dispatch(rows, Date.now() - startedAtMs);
     }
+  }
+
+  /**
+   * Runs one claim-side step. A transient failure (a server restarting, a
+   * refused connection, anything not marked fatal) is reported and slept
+   * off with backoff — `claimErrorSleepMs` doubling up to
+   * {@link CLAIM_ERROR_MAX_SLEEP_MS}, reset by the next success — and the
+   * caller tries again; a fatal one (`isFatalError`: a path that is not a
+   * database, another protocol major, another installation) ends the run,
+   * which then rejects with it. Returns whether the step succeeded.
+   */
+  async #survive(step: () => Promise<void>, signal: AbortSignal): Promise<boolean> {
+    try {
+      await step();
+      this.#claimFailures = 0;
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      if (isFatalError(err)) {
+        this.#stopOnFatal(err);
+        return false;
+      }
+      this.#report(err, { phase: "claim" });
+      this.#claimFailures += 1;
+      const backoffMs = Math.min(CLAIM_ERROR_MAX_SLEEP_MS, WORKER_DEFAULTS.claimErrorSleepMs * 2 ** Math.min(this.#claimFailures - 1, 20));
+      await sleep(backoffMs, { signal, unref: true });
+      return false;
+    }
+  }
+
+  /** Ends the run because of an error retrying cannot fix: logged, then `stop()`; `run()` rejects with it. */
+  #stopOnFatal(err: unknown): void {
+    const run = this.#run;
+    if (run === null || run.fatal !== undefined) return;
+    run.fatal = err;
+    logSafely(this.options.logger, "error", `worker cannot work and stops: ${err instanceof Error ? err.message : String(err)}`, {
+      workerId: this.workerId,
+      error: err,
+    });
+    void this.stop();
   }
 
   async #idle(signal: AbortSignal): Promise<void> {
@@ -368,6 +426,10 @@ export class Worker {
       this.#skipProbe = this.#queuedSignal;
     } catch (err) {
       if (signal.aborted) return;
+      if (isFatalError(err)) {
+        this.#stopOnFatal(err);
+        return;
+      }
       this.#report(err, { phase: "claim" });
       await sleep(this.options.pollIntervalMs, { signal, unref: true });
     }
@@ -466,7 +528,8 @@ export class Worker {
     this.#run = null;
     this.#emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
     logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
-    run.stopped.resolve();
+    if (run.fatal === undefined) run.stopped.resolve();
+    else run.stopped.reject(run.fatal);
   }
 
   // ── reporting ────────────────────────────────────────────────────────────
@@ -487,7 +550,7 @@ export class Worker {
     } else if (failure !== null) {
       const willRetry = row.status === "queued";
       this.#emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });
-      logSafely(this.options.logger, willRetry ? "info" : "warn", willRetry ? "task failed; will retry" : "task failed", {
+      logSafely(this.options.logger, "info", willRetry ? "task failed; will retry" : "task failed", {
         ...fields,
         error: failure.envelope,
       });

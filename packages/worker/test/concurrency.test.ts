@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimInput, Task } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
 import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
 
@@ -44,20 +45,11 @@ describe("concurrency", () => {
     expect(t.max("*")).toBe(3);
   });
 
-  it("clamps concurrency below 1 to 1", async () => {
+  it("rejects concurrency below 1 or fractional at construction (never runs at a silently coerced 1)", () => {
     const store = new MemoryStore();
-    const worker = makeWorker(store, { concurrency: 0 });
-    expect(worker.options.concurrency).toBe(1);
-    const t = tracker();
-    worker.task("x", async () => {
-      t.enter("x");
-      await delay(5);
-      t.leave("x");
-    });
-    const tasks = await submitMany(store, "x", 3);
-    void worker.run();
-    await Promise.all(tasks.map((task) => waitForStatus(store, task.id, ["succeeded"])));
-    expect(t.max("*")).toBe(1);
+    for (const concurrency of [0, -1, 1.5]) {
+      expect(() => makeWorker(store, { concurrency })).toThrow(InvalidArgument);
+    }
   });
 
   it("a name's concurrency caps its calls while other names use the free slots", async () => {

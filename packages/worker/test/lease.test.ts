@@ -165,8 +165,10 @@ describe("lost lease", () => {
 
   it("the same worker re-claims the expired task: the older attempt is lost and cannot settle the new one", async () => {
     const spy = spyStore();
-    // No heartbeat within the test, so attempt 1's lease (40 ms) runs out while it works.
-    const worker = makeWorker(spy.store, { concurrency: 2, leaseMs: 40, heartbeatIntervalMs: 10_000 });
+    // Attempt 1's lease (40 ms) runs out while it works.
+    // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
+    spy.hooks.heartbeatBatch = () => new Promise(() => {});
+    const worker = makeWorker(spy.store, { concurrency: 2, leaseMs: 40, heartbeatIntervalMs: 10 });
     const reasons: string[] = [];
     worker.on("lease:lost", (e) => reasons.push(`${e.attempt}:${e.reason}`));
     const firstDone = gate();
@@ -204,7 +206,9 @@ describe("lost lease", () => {
 
   it("the attempt fence stops a stale settlement even when this worker id owns a newer attempt", async () => {
     const spy = spyStore();
-    const worker = makeWorker(spy.store, { leaseMs: 40, heartbeatIntervalMs: 10_000 });
+    // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
+    spy.hooks.heartbeatBatch = () => new Promise(() => {});
+    const worker = makeWorker(spy.store, { leaseMs: 40, heartbeatIntervalMs: 10 });
     const lost: string[] = [];
     worker.on("lease:lost", (e) => lost.push(e.reason));
     const proceed = gate();

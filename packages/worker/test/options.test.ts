@@ -33,11 +33,55 @@ describe("worker options (§8.1)", () => {
     expect(resolveWorkerOptions({ leaseMs: 600, heartbeatIntervalMs: 7 }).heartbeatIntervalMs).toBe(7);
   });
 
-  it("clamps concurrency to at least 1 and floors it", () => {
-    expect(resolveWorkerOptions({ concurrency: 0 }).concurrency).toBe(1);
-    expect(resolveWorkerOptions({ concurrency: -5 }).concurrency).toBe(1);
-    expect(resolveWorkerOptions({ concurrency: 2.7 }).concurrency).toBe(2);
-    expect(() => resolveWorkerOptions({ concurrency: Number.NaN })).toThrow(InvalidArgument);
+  it("rejects concurrency 0, -1 and 1.5 instead of turning them into 1", () => {
+    for (const concurrency of [0, -1, 1.5, Number.NaN]) {
+      expect(() => resolveWorkerOptions({ concurrency })).toThrow(
+        new InvalidArgument("concurrency", `concurrency must be an integer ≥ 1, got ${concurrency}`),
+      );
+    }
+    expect(resolveWorkerOptions({ concurrency: 8 }).concurrency).toBe(8);
+  });
+
+  it("rejects unknown keys, naming the key, a close valid one and the valid list", () => {
+    const err = (() => {
+      try {
+        resolveWorkerOptions({ concurency: 8 } as never);
+      } catch (e) {
+        return e as InvalidArgument;
+      }
+      throw new Error("accepted");
+    })();
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect(err.argument).toBe("concurency");
+    expect(err.message).toMatch(/^'concurency' is not an option of new Worker\(store, options\) \(did you mean 'concurrency'\?\); the options are queues, concurrency, leaseMs, /);
+    expect(() => new Worker(new MemoryStore(), { leaseMS: 5000 } as never)).toThrow(/did you mean 'leaseMs'/);
+  });
+
+  it("honours durations of 2^31 ms and more instead of rejecting or clamping them", () => {
+    const day = 24 * 3600_000;
+    const o = resolveWorkerOptions({ maxRunMs: 30 * day, stopTimeoutMs: 2 ** 31, leaseMs: 2 ** 33, heartbeatIntervalMs: 2 ** 31 });
+    expect(o).toMatchObject({ maxRunMs: 30 * day, stopTimeoutMs: 2 ** 31, leaseMs: 2 ** 33, heartbeatIntervalMs: 2 ** 31 });
+  });
+
+  it("rejects lease settings under which no task can finish", () => {
+    expect(() => resolveWorkerOptions({ leaseMs: 1 })).toThrow(new InvalidArgument("leaseMs", "leaseMs must be an integer number of milliseconds ≥ 20, got 1"));
+    // The default heartbeat (50 ms) would come after a 40 ms lease ran out.
+    expect(() => resolveWorkerOptions({ leaseMs: 40 })).toThrow(/leaseMs 40 is not longer than the default heartbeat interval \(50 ms\)/);
+    expect(() => resolveWorkerOptions({ leaseMs: 1000, heartbeatIntervalMs: 1000 })).toThrow(
+      /heartbeatIntervalMs \(1000\) must be less than leaseMs \(1000\)/,
+    );
+    expect(() => resolveWorkerOptions({ heartbeatIntervalMs: 2 ** 31 })).toThrow(InvalidArgument);
+    expect(resolveWorkerOptions({ leaseMs: 40, heartbeatIntervalMs: 10 }).leaseMs).toBe(40);
+  });
+
+  it("prints warnings to stderr by default; onError or a logger replaces that, and logger: null silences it", () => {
+    expect(resolveWorkerOptions().logger?.warn).toBeTypeOf("function");
+    expect(resolveWorkerOptions().logger?.info).toBeUndefined();
+    expect(resolveWorkerOptions({ logger: null }).logger).toBeUndefined();
+    expect(resolveWorkerOptions({ onError: () => {} }).logger).toBeUndefined();
+    const mine = { warn: () => {} };
+    expect(resolveWorkerOptions({ logger: mine }).logger).toBe(mine);
+    expect(() => resolveWorkerOptions({ logger: 5 as never })).toThrow(InvalidArgument);
   });
 
   it("deduplicates queues", () => {
@@ -54,6 +98,9 @@ describe("worker options (§8.1)", () => {
     ["retryBackoffMs", { retryBackoffMs: -1 }],
     ["maxRunMs", { maxRunMs: 0 }],
     ["maxInFlightBytes", { maxInFlightBytes: 0 }],
+    ["maxRunMs", { maxRunMs: 1.5 }],
+    ["maxRunMs", { maxRunMs: Number.POSITIVE_INFINITY }],
+    ["stopTimeoutMs", { stopTimeoutMs: Number.NaN }],
     ["stopTimeoutMs", { stopTimeoutMs: -1 }],
     ["resources.gpu", { resources: { gpu: 0 } }],
     ["resources", { resources: [] as unknown as Record<string, number> }],
@@ -116,6 +163,9 @@ describe("registration (§8.2)", () => {
     ["concurrency", () => worker().task("a", { concurrency: 0 }, () => 1)],
     ["resource", () => worker().task("a", { resource: "cpu" }, () => 1)],
     ["options", () => worker().task("a", 5 as unknown as object, () => 1)],
+    ["concurrency", () => worker().task("a", { concurrency: -1 }, () => 1)],
+    ["concurrency", () => worker().task("a", { concurrency: 1.5 }, () => 1)],
+    ["concurency", () => worker().task("a", { concurency: 2 } as never, () => 1)],
   ])("rejects a bad %s", (argument, register) => {
     try {
       register();
@@ -124,6 +174,12 @@ describe("registration (§8.2)", () => {
       expect(err).toBeInstanceOf(InvalidArgument);
       expect((err as InvalidArgument).argument).toBe(argument);
     }
+  });
+
+  it("names the unknown task option and suggests the close one", () => {
+    expect(() => worker().task("a", { bach: 4 } as never, () => 1)).toThrow(
+      "'bach' is not an option of worker.task('a', options, handler) (did you mean 'batch'?); the options are batch, concurrency, resource",
+    );
   });
 
   it("names the declared resources when one is missing", () => {

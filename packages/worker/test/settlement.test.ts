@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { LostLease, TaskError } from "@cairnq/protocol";
+import { EventLoopBlocked, LostLease, TaskError } from "@cairnq/protocol";
 import type { WorkerErrorInfo } from "../src/index.js";
 import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
@@ -202,9 +202,11 @@ describe("settlement table (§8.4)", () => {
   });
 
   it("LostLease from the worker's complete marks the context lost", async () => {
-    const store = new MemoryStore();
-    // No heartbeat within the test: the lease simply runs out while the handler works.
-    const worker = makeWorker(store, { leaseMs: 30, heartbeatIntervalMs: 10_000 });
+    const spy = spyStore();
+    const store = spy.store;
+    // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
+    spy.hooks.heartbeatBatch = () => new Promise(() => {});
+    const worker = makeWorker(store, { leaseMs: 30, heartbeatIntervalMs: 10 });
     const lost: string[] = [];
     worker.on("lease:lost", (e) => lost.push(e.reason));
     let ctxRef: { lostLease: boolean } | null = null;
@@ -225,7 +227,9 @@ describe("settlement table (§8.4)", () => {
   it("LostLease from the worker's fail is swallowed: no onError, no lease:lost", async () => {
     const spy = spyStore();
     const onError = vi.fn();
-    const worker = makeWorker(spy.store, { leaseMs: 30, heartbeatIntervalMs: 10_000, onError });
+    // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
+    spy.hooks.heartbeatBatch = () => new Promise(() => {});
+    const worker = makeWorker(spy.store, { leaseMs: 30, heartbeatIntervalMs: 10, onError });
     const lost = vi.fn();
     worker.on("lease:lost", lost);
     worker.task("x", async () => {
@@ -236,7 +240,8 @@ describe("settlement table (§8.4)", () => {
     void worker.run();
     await waitFor(() => spy.callsOf("fail").length > 0);
     await delay(20);
-    expect(onError).not.toHaveBeenCalled();
+    // A 10 ms beat on a loaded machine may be reported late (EventLoopBlocked); only the LostLease must stay unreported.
+    expect(onError.mock.calls.filter(([err]) => !(err instanceof EventLoopBlocked))).toEqual([]);
     expect(lost).not.toHaveBeenCalled();
   });
 

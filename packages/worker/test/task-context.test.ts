@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { OwnedInput, Task, TaskStore } from "@cairnq/protocol";
-import { defineTask, LostLease, SerializationError, TaskError, TaskTimeout, UnsupportedBackend } from "@cairnq/protocol";
+import { defineTask, LostLease, SerializationError, TaskCanceled, TaskError, TaskTimeout, UnsupportedBackend } from "@cairnq/protocol";
 import type { TaskContext } from "../src/index.js";
-import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
+import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
 
 /** Runs one task through a worker; `body` gets its context. */
@@ -280,7 +280,7 @@ describe("ctx.submit / ctx.wait", () => {
 describe("ctx.canceled", () => {
   it("reads the row when no heartbeat has shown the flag", async () => {
     const spy = spyStore();
-    const worker = makeWorker(spy.store, { heartbeatIntervalMs: 10_000 });
+    const worker = makeWorker(spy.store, { leaseMs: 30_000, heartbeatIntervalMs: 10_000 });
     const answers: boolean[] = [];
     worker.task("x", async (ctx) => {
       answers.push(await ctx.canceled());
@@ -359,5 +359,59 @@ describe("ctx.succeedIn", () => {
     expect((out.err as Error).message).toBe("rolled back");
     expect(out.settled).toBe(false);
     expect(task.status).toBe("succeeded");
+  });
+});
+
+describe("cancel reaches the handler", () => {
+  /** Stands in for fetch(url, { signal }): settles when the signal aborts, with its reason, as fetch does. */
+  function fetchLike(signal: AbortSignal): Promise<never> {
+    return new Promise((_resolve, reject) => {
+      if (signal.aborted) reject(signal.reason as Error);
+      signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true });
+    });
+  }
+
+  it("a heartbeat that sees the cancel flag aborts ctx.signal with a TaskCanceled; ctx.canceled() keeps working", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { leaseMs: 1000, heartbeatIntervalMs: 10 });
+    const started = gate();
+    const seen: { reason?: unknown; canceled?: boolean; lost?: boolean } = {};
+    worker.task("download", async (ctx) => {
+      started.open();
+      try {
+        await fetchLike(ctx.signal);
+      } catch (err) {
+        seen.reason = err;
+      }
+      seen.canceled = await ctx.canceled();
+      seen.lost = ctx.lostLease;
+      return "stopped";
+    });
+    const task = await store.submit({ name: "download" });
+    void worker.run();
+    await started.promise;
+    await store.cancel(task.id);
+    const row = await waitForStatus(store, task.id, ["canceled"]);
+    expect(seen.reason).toBeInstanceOf(TaskCanceled);
+    expect((seen.reason as TaskCanceled).taskId).toBe(task.id);
+    expect(seen.canceled).toBe(true);
+    expect(seen.lost).toBe(false);
+    expect(row.result).toBeNull();
+  });
+
+  it("ctx.canceled() reading the flag also aborts the signal", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { leaseMs: 30_000, heartbeatIntervalMs: 10_000 });
+    let reason: unknown = null;
+    worker.task("x", async (ctx) => {
+      await store.cancel(ctx.taskId);
+      expect(ctx.signal.aborted).toBe(false);
+      expect(await ctx.canceled()).toBe(true);
+      reason = ctx.signal.reason;
+    });
+    const task = await store.submit({ name: "x" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["canceled"]);
+    expect(reason).toBeInstanceOf(TaskCanceled);
   });
 });

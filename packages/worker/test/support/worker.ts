@@ -3,8 +3,8 @@ import type { TaskStore } from "@cairnq/protocol";
 import { Worker } from "../../src/index.js";
 import type { WorkerOptions } from "../../src/index.js";
 
-/** Short intervals so tests run in tens of ms. */
-export const FAST: WorkerOptions = { leaseMs: 1000, heartbeatIntervalMs: 20, pollIntervalMs: 10, retryBackoffMs: 0, stopTimeoutMs: 2000 };
+/** Short intervals so tests run in tens of ms; silent unless a test passes its own logger or onError. */
+export const FAST: WorkerOptions = { leaseMs: 1000, heartbeatIntervalMs: 20, pollIntervalMs: 10, retryBackoffMs: 0, stopTimeoutMs: 2000, logger: null };
 
 const open: Worker[] = [];
 

@@ -1,0 +1,144 @@
+import { describe, expect, it, vi } from "vitest";
+import { DatabaseUnusable, ProtocolVersionMismatch, SchemaMismatch } from "@cairnq/protocol";
+import type { WorkerErrorInfo } from "../src/index.js";
+import { Worker } from "../src/index.js";
+import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
+import { makeWorker } from "./support/worker.js";
+
+const DAY = 24 * 3600_000;
+describe("durations of 2^31 ms and more are honoured, not fired after ~1 ms", () => {
+  it("maxRunMs: 30 days does not time out a 40 ms handler", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { maxRunMs: 30 * DAY });
+    worker.task("x", async () => {
+      await delay(40);
+      return "finished";
+    });
+    const task = await store.submit({ name: "x", maxAttempts: 1 });
+    void worker.run();
+    const row = await waitForStatus(store, task.id, ["succeeded", "failed"]);
+    expect(row).toMatchObject({ status: "succeeded", result: "finished" });
+  });
+
+  it("stopTimeoutMs: 2**31 lets a running handler finish instead of abandoning it at once", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { stopTimeoutMs: 2 ** 31 });
+    const started = gate();
+    worker.task("x", async () => {
+      started.open();
+      await delay(60);
+      return "drained";
+    });
+    const stopped: number[] = [];
+    worker.on("worker:stopped", (e) => stopped.push(e.abandoned));
+    const task = await store.submit({ name: "x" });
+    void worker.run();
+    await started.promise;
+    await worker.stop();
+    expect(stopped).toEqual([0]);
+    expect(await store.get(task.id)).toMatchObject({ status: "succeeded", result: "drained" });
+  });
+
+  it("heartbeatIntervalMs: 2**31 does not beat every millisecond", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { leaseMs: 2 ** 33, heartbeatIntervalMs: 2 ** 31 });
+    worker.task("x", async () => {
+      await delay(80);
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitForStatus(spy.store, task.id, ["succeeded"]);
+    expect(spy.callsOf("heartbeatBatch")).toHaveLength(0);
+  });
+});
+
+describe("a worker that cannot work says so", () => {
+  it("a store that cannot be opened (DatabaseUnusable from connect) rejects run() at once, even with no handler registered", async () => {
+    const unusable = new DatabaseUnusable("/srv/app/tasks.db", "it is a directory");
+    const spy = spyStore(new MemoryStore(), { connect: () => Promise.reject(unusable) });
+    const worker = new Worker(spy.store, { logger: null, pollIntervalMs: 10 });
+    await expect(worker.run()).rejects.toBe(unusable);
+    expect(worker.running).toBe(false);
+    expect(spy.callsOf("claim")).toHaveLength(0);
+    await worker.close();
+  });
+
+  it.each([
+    ["ProtocolVersionMismatch", () => new ProtocolVersionMismatch(2, 1)],
+    ["SchemaMismatch", () => new SchemaMismatch("the tasks table belongs to another installation")],
+  ])("%s from a claim rejects run() after one claim, and drains running handlers first", async (_label, make) => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { concurrency: 2 });
+    const started = gate();
+    worker.task("slow", async () => {
+      started.open();
+      await delay(40);
+      return "kept";
+    });
+    const task = await spy.store.submit({ name: "slow" });
+    const running = worker.run();
+    await started.promise;
+    const fatal = make();
+    spy.hooks.claim = () => Promise.reject(fatal);
+    await expect(running).rejects.toBe(fatal);
+    expect(await spy.store.get(task.id)).toMatchObject({ status: "succeeded", result: "kept" });
+    const claimsAfter = spy.callsOf("claim").length;
+    await delay(30);
+    expect(spy.callsOf("claim").length).toBe(claimsAfter);
+  });
+
+  it("transient claim errors are reported and retried with backoff; work resumes when they stop", async () => {
+    const spy = spyStore();
+    const errors: WorkerErrorInfo[] = [];
+    const worker = makeWorker(spy.store, { onError: (_err, info) => errors.push(info) });
+    let failures = 2;
+    spy.hooks.claim = (_args, next) => {
+      if (failures > 0) {
+        failures -= 1;
+        return Promise.reject(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }));
+      }
+      return next();
+    };
+    worker.task("x", () => "ok");
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    const row = await waitForStatus(spy.store, task.id, ["succeeded"], 5000);
+    expect(row.result).toBe("ok");
+    expect(errors).toEqual([{ phase: "claim" }, { phase: "claim" }]);
+    expect(worker.running).toBe(true);
+  });
+
+  it("with neither onError nor logger, a survived error reaches stderr; logger: null silences it", async () => {
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      for (const logger of [undefined, null]) {
+        const spy = spyStore();
+        const worker = new Worker(spy.store, { pollIntervalMs: 10, ...(logger === null ? { logger } : {}) });
+        let failed = false;
+        spy.hooks.claim = (_args, next) => {
+          if (!failed) {
+            failed = true;
+            return Promise.reject(new Error("server is restarting"));
+          }
+          return next();
+        };
+        worker.task("x", () => "ok");
+        void worker.run();
+        await waitFor(() => spy.callsOf("claim").length >= 2, 3000);
+        await worker.close();
+        if (logger === undefined) {
+          expect(lines.join("")).toMatch(/^cairnq error: server is restarting \{.*"phase":"claim"/m);
+          lines.length = 0;
+        } else {
+          expect(lines).toEqual([]);
+        }
+      }
+    } finally {
+      write.mockRestore();
+    }
+  });
+});
