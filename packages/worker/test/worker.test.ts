@@ -1,5 +1,9 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { DatabaseUnusable, ProtocolVersionMismatch, SchemaMismatch } from "@cairnq/protocol";
+import { DatabaseUnusable, isFatalError, ProtocolVersionMismatch, SchemaMismatch } from "@cairnq/protocol";
+import { SQLiteStore } from "@cairnq/store-sqlite";
 import type { WorkerErrorInfo } from "../src/index.js";
 import { Worker } from "../src/index.js";
 import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
@@ -53,6 +57,28 @@ describe("durations of 2^31 ms and more are honoured, not fired after ~1 ms", ()
 });
 
 describe("a worker that cannot work says so", () => {
+  it("a SQLite path that is a directory, or a file that is not a database, rejects run() at once (real SQLite)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cairnq-worker-fatal-"));
+    try {
+      const file = join(dir, "notes.txt");
+      await writeFile(file, "this is not a database, it is a shopping list\n".repeat(200));
+      for (const path of [dir, file]) {
+        const worker = new Worker(new SQLiteStore(path), { logger: null, pollIntervalMs: 10 });
+        worker.task("x", () => "never");
+        const err = await worker.run().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(isFatalError(err)).toBe(true);
+        expect(String((err as Error).message)).toContain(path);
+        expect(worker.running).toBe(false);
+        await worker.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a store that cannot be opened (DatabaseUnusable from connect) rejects run() at once, even with no handler registered", async () => {
     const unusable = new DatabaseUnusable("/srv/app/tasks.db", "it is a directory");
     const spy = spyStore(new MemoryStore(), { connect: () => Promise.reject(unusable) });
