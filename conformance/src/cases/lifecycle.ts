@@ -46,6 +46,7 @@ export const lifecycleCases: readonly ConformanceCase[] = [
       for (const value of Object.values(shape)) t.expect(typeof value).toBe("boolean");
       t.expect(shape).toEqual(t.capabilities);
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).completeIn === "function").toBe(shape.transactionalComplete);
+      t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).withTransaction === "function").toBe(shape.transactionalComplete);
       return Promise.resolve();
     },
   },

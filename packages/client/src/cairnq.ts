@@ -18,9 +18,11 @@ import type {
   TaskFilter,
   TaskRef,
   TaskStore,
+  TransactionalTaskStore,
   WaitOptions,
 } from "@cairnq/protocol";
 import {
+  CairnQError,
   DEFAULT_BULK_LIMIT,
   InvalidArgument,
   logSafely,
@@ -32,6 +34,7 @@ import {
   submitInputOf,
   TaskCanceled,
   TaskFailed,
+  UnsupportedBackend,
 } from "@cairnq/protocol";
 import { BackpressureGate } from "./backpressure-gate.js";
 import { waitForTask } from "./wait.js";
@@ -207,6 +210,7 @@ export class CairnQ {
   readonly #retention: RetentionHook | null;
   readonly #logger: Logger | undefined;
   #closing: Promise<void> | null = null;
+  #inTransaction = false;
 
   /**
    * @param store - Any `TaskStore` (`SQLiteStore`, `PostgresStore`, a third-party adapter).
@@ -261,6 +265,55 @@ export class CairnQ {
         logSafely(this.#logger, "warn", "replacing the queue-depth gate already installed on this store; the last client's maxQueueDepth applies", {});
       }
       store.queueDepthGate = this.#gate;
+    }
+  }
+
+  /**
+   * A client bound to your open database transaction `trx` (a Kysely
+   * transaction on the same database): its `submit`, `submitOutcome`,
+   * `cancel`, `retry` (and by-key, bulk) writes, and its reads, run inside
+   * `trx`, so a task exists if and only if your transaction commits — the
+   * transactional outbox without an outbox table. Needs a store with
+   * `capabilities.transactionalComplete` (SQLite, Postgres).
+   *
+   * On Postgres `trx` is the `trx` of `db.transaction().execute(async (trx) => …)`
+   * on a Kysely instance over the same database and schema. On SQLite use
+   * `store.transaction(yourDb, async (trx) => …)`, which begins with
+   * `BEGIN IMMEDIATE` without stalling the store's own writes (see the
+   * store-sqlite README).
+   *
+   * The bound client cannot `wait`, `call` or `watch`: nobody else sees the
+   * task until you commit. It shares this client's backpressure gate;
+   * `close()` on it closes only the binding.
+   *
+   * @throws UnsupportedBackend when the store has no transaction support.
+   * @example
+   * ```ts
+   * await pgDb.transaction().execute(async (trx) => {
+   *   const order = await trx.insertInto("orders").values(input).returningAll().executeTakeFirstOrThrow();
+   *   await client.withTransaction(trx).submit("ship-order", { orderId: order.id }, { key: `ship:${order.id}` });
+   * });
+   * ```
+   */
+  withTransaction(trx: unknown): CairnQ {
+    const store = this.store as TaskStore & Partial<TransactionalTaskStore>;
+    if (!this.store.capabilities.transactionalComplete || typeof store.withTransaction !== "function") {
+      const name = (this.store as { constructor?: { name?: unknown } }).constructor?.name;
+      throw new UnsupportedBackend("withTransaction", typeof name === "string" && name !== "" && name !== "Object" ? name : "this", {
+        message: `withTransaction needs a store that writes in your transaction (capabilities.transactionalComplete: SQLiteStore, PostgresStore); this ${String(name)} has none`,
+      });
+    }
+    const bound = new CairnQ(store.withTransaction(trx), { logger: this.#logger });
+    bound.#inTransaction = true;
+    return bound;
+  }
+
+  #refuseInTransaction(method: string): void {
+    if (this.#inTransaction) {
+      throw new CairnQError(
+        `${method} cannot run on a client bound to a transaction: nobody else sees its tasks until you commit, so nothing could finish; ` +
+          `${method} with the unbound client after the commit`,
+      );
     }
   }
 
@@ -511,6 +564,7 @@ export class CairnQ {
    * ```
    */
   async wait(id: string, options: WaitOptions = {}): Promise<Task> {
+    this.#refuseInTransaction("wait");
     const resolved = resolveWaitOptions(checkOptions(options, "wait", WAIT_KEYS));
     return waitForTask(this.store, { id }, resolved);
   }
@@ -523,6 +577,7 @@ export class CairnQ {
    * @throws TaskTimeout (`key` set; `taskId` the last task seen, else the key).
    */
   async waitByKey(key: string, options: WaitOptions = {}): Promise<Task> {
+    this.#refuseInTransaction("waitByKey");
     const resolved = resolveWaitOptions(checkOptions(options, "waitByKey", WAIT_KEYS));
     return waitForTask(this.store, { key }, resolved);
   }
@@ -549,6 +604,7 @@ export class CairnQ {
   call<P, R>(task: TaskDef<P, R>, ...args: PayloadArgs<P, CallOptions>): Promise<R>;
   call<R = unknown, P = unknown>(name: string, payload?: P, options?: CallOptions): Promise<R>;
   async call(task: string | TaskDef, payload?: unknown, options?: CallOptions): Promise<unknown> {
+    this.#refuseInTransaction("call");
     const opts = checkOptions(options, "call", CALL_KEYS) as CallOptions;
     const wait = resolveWaitOptions(
       { timeoutMs: opts.waitTimeoutMs, pollMs: opts.pollMs, maxPollMs: opts.maxPollMs, signal: opts.signal },
@@ -587,6 +643,7 @@ export class CairnQ {
    * ```
    */
   watch(options: WatchOptions, onSignal: (signal: WatchSignal) => void | Promise<void>): StopWatching {
+    this.#refuseInTransaction("watch");
     return watchStore(this.store, options, onSignal, this.#logger);
   }
 }

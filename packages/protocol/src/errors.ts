@@ -464,7 +464,7 @@ export class SerializationError extends CairnQError {
 }
 
 /**
- * The operation needs a capability this backend lacks (§5.15, e.g. `succeedIn` on SQLite).
+ * The operation needs a capability this backend lacks (§5.15, e.g. `succeedIn` on a store without `transactionalComplete`).
  */
 export class UnsupportedBackend extends CairnQError {
   static {

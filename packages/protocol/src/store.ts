@@ -100,7 +100,11 @@ export type StoreSignal = { readonly reason: "queued"; readonly queue: string } 
 export interface StoreCapabilities {
   /** Backend pushes `queued`/`done` signals (Postgres LISTEN/NOTIFY). @default false */
   readonly pushWakeups: boolean;
-  /** `completeIn` settles in the caller's transaction (Postgres). @default false */
+  /**
+   * The store is a {@link TransactionalTaskStore}: `completeIn` settles in a
+   * transaction that also runs the caller's function (`ctx.succeedIn`), and
+   * `withTransaction(trx)` writes in the caller's transaction. @default false
+   */
   readonly transactionalComplete: boolean;
   /** Times come from the database clock rather than the process clock. @default false */
   readonly databaseClock: boolean;
@@ -295,10 +299,16 @@ export interface FailInput extends OwnedInput {
 
 /**
  * A store that can settle a task in the caller's own transaction (§5.15
- * `complete_in`; Postgres). `fn` receives the store's transaction handle
- * (a Kysely `Transaction` for first-party stores); its writes commit only if
+ * `complete_in`; Postgres and SQLite). `fn` receives the store's transaction handle
+ * (a Kysely `Transaction` or single-connection Kysely for first-party stores); its writes commit only if
  * the completion matches, else everything rolls back with `LostLease`.
  */
 export interface TransactionalTaskStore<Tx = unknown> extends TaskStore {
   completeIn<R>(input: OwnedInput, fn: (tx: Tx) => Promise<R>): Promise<{ task: Task; result: R }>;
+  /**
+   * A view of this store whose every statement runs on the caller's open
+   * transaction `trx`, so what it writes commits or rolls back with it
+   * (client-level: `cairnq.withTransaction(trx)`). `close()` closes only the view.
+   */
+  withTransaction(trx: Tx): TaskStore;
 }

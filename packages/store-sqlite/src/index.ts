@@ -12,6 +12,7 @@ export { SQLiteExecutor } from "./sqlite-executor.js";
 export { SQLITE_MIGRATIONS, SQLiteSchemaManager } from "./sqlite-schema.js";
 export type { SQLiteStoreOptions } from "./sqlite-store.js";
 export { SQLiteStore } from "./sqlite-store.js";
+export { SQLiteTransactionExecutor, SQLiteTransactionStore } from "./sqlite-transaction-store.js";
 export type { SQLiteWakeupsMode, SQLiteWakeupsOptions, WakeupSource } from "./sqlite-wakeups.js";
 export { SQLiteWakeups } from "./sqlite-wakeups.js";
 export type { QueueConnection, WriteQueueStats } from "./write-queue.js";

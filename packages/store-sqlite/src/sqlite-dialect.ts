@@ -1,5 +1,5 @@
-import type { StoreClock } from "@cairnq/store-kysely";
-import { BaseStoreDialect, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
+import type { DialectCapabilities, StoreClock } from "@cairnq/store-kysely";
+import { BaseStoreDialect, DEFAULT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
 import { SQLiteSchemaManager } from "./sqlite-schema.js";
@@ -29,6 +29,8 @@ export interface SQLiteDialectOptions {
 export class SQLiteDialect extends BaseStoreDialect {
   readonly name = "sqlite";
   readonly syntax = new SqliteSyntax();
+  /** `completeIn` (`ctx.succeedIn`) runs the caller's function in a write transaction on the store's writer. */
+  override readonly capabilities: DialectCapabilities = Object.freeze({ ...DEFAULT_CAPABILITIES, transactionalComplete: true });
   override readonly clock: StoreClock;
   /** The store's connections. */
   readonly connection: SQLiteConnection;

@@ -1,6 +1,12 @@
+import type { Kysely } from "kysely";
+import { CompiledQuery } from "kysely";
+import type { OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { InvalidArgument, requireInt } from "@cairnq/protocol";
+import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
+import { retryBusy } from "./busy.js";
 import { SQLiteDialect } from "./sqlite-dialect.js";
+import { SQLiteTransactionStore } from "./sqlite-transaction-store.js";
 
 /** Options of {@link SQLiteStore}. */
 export interface SQLiteStoreOptions {
@@ -39,7 +45,7 @@ export interface SQLiteStoreOptions {
  * await store.close();
  * ```
  */
-export class SQLiteStore extends KyselyStore {
+export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<AnyKysely> {
   /**
    * @param path - The database file (created with its directory if missing), or `:memory:` for a private in-memory database.
    * @param options - See {@link SQLiteStoreOptions}.
@@ -51,8 +57,115 @@ export class SQLiteStore extends KyselyStore {
     super(dialect.connection.db, dialect);
   }
 
+  get #sqlite(): SQLiteDialect {
+    return this.dialect as SQLiteDialect;
+  }
+
   /** The database file as resolved (or `:memory:`). */
   get path(): string {
-    return (this.dialect as SQLiteDialect).connection.file;
+    return this.#sqlite.connection.file;
+  }
+
+  /**
+   * `complete_in` (§5.15) on SQLite: one `BEGIN IMMEDIATE` transaction on the
+   * store's writer connection, in the write queue's turn, runs `fn` with that
+   * connection (a Kysely instance over it: use its query builder or `sql`),
+   * then `complete` with `fn`'s return value as the last statement. When the
+   * task is no longer this worker's, `LostLease` is thrown and `fn`'s writes
+   * roll back with it; when `fn` throws, everything rolls back and the task
+   * stays running. Workers expose it as `ctx.succeedIn(fn)`.
+   *
+   * While `fn` runs it holds the database's write lock and this process's
+   * write turn: keep it short, and inside it write only through `trx` —
+   * to submit a task in the same transaction use `store.withTransaction(trx)`.
+   * A write through any store on this file (`ctx.progress`, `client.submit`)
+   * would wait for the very transaction it runs in.
+   *
+   * @example
+   * ```ts
+   * const { task } = await store.completeIn({ taskId, workerId, attempt }, async (trx) => {
+   *   await trx.insertInto("invoices").values({ id: invoiceId, total }).execute();
+   *   return { invoiceId };
+   * });
+   * ```
+   */
+  completeIn<R>(input: OwnedInput, fn: (trx: AnyKysely) => Promise<R>): Promise<{ task: Task; result: R }> {
+    // The write queue's transaction body receives a Kysely instance bound to the writer connection.
+    return this.completeInTransaction(input, fn as (tx: QueryRunner) => Promise<R>);
+  }
+
+  /**
+   * A `TaskStore` view whose statements run on your open transaction on the
+   * same database file: a task submitted (or cancelled, retried) through it
+   * is written if and only if your transaction commits. Reads through it see
+   * your transaction's own writes.
+   *
+   * `trx` is the connection {@link SQLiteStore.transaction} or
+   * `ctx.succeedIn` hands you, or a Kysely transaction of your own on this
+   * file — then begin it so that it takes the write lock at once
+   * (`BEGIN IMMEDIATE`, which `transaction()` does for you): see the README
+   * for why Kysely's own `db.transaction()` (a deferred `BEGIN`) can stall.
+   * The first call through the view checks that `trx`'s connection has this
+   * store's file open. The view shares the store's backpressure gate.
+   *
+   * @example
+   * ```ts
+   * await store.transaction(appDb, async (trx) => {
+   *   await trx.insertInto("orders").values(order).execute();
+   *   await store.withTransaction(trx).submit({ name: "ship-order", payload: { orderId: order.id } });
+   * });
+   * ```
+   */
+  withTransaction(trx: QueryRunner): TaskStore {
+    return new SQLiteTransactionStore(this, this.#sqlite, trx);
+  }
+
+  /**
+   * Runs `fn` in one `BEGIN IMMEDIATE … COMMIT` transaction on YOUR Kysely
+   * instance `db` (your own connection to this store's file), rolled back when
+   * `fn` throws, and returns what `fn` returns. Pass `fn`'s `trx` to
+   * {@link SQLiteStore.withTransaction} (or `client.withTransaction`) to
+   * write tasks in the same transaction as your own rows.
+   *
+   * Why not `db.transaction()`: its deferred `BEGIN` takes the write lock
+   * only at the first write, and better-sqlite3 waits for a busy lock
+   * synchronously — blocking the event loop, so the store's own half-done
+   * group commit in this process can never finish and release it. Here the
+   * transaction starts while this process's write queue holds its turn (none
+   * of its writes is half done), the lock is taken at `BEGIN`, and a lock held
+   * by another process is waited for on an awaited backoff (`busyTimeoutMs`,
+   * then `DatabaseBusy`). Writes of this process through the store wait until
+   * `fn` settles: keep it short, and inside it write only through `trx`.
+   *
+   * @example
+   * ```ts
+   * const appDb = new Kysely<App>({ dialect: new SqliteDialect({ database: new Database("app.db") }) });
+   * await store.transaction(appDb, async (trx) => {
+   *   await trx.insertInto("orders").values(order).execute();
+   *   await client.withTransaction(trx).submit("ship-order", { orderId: order.id });
+   * });
+   * ```
+   */
+  async transaction<DB, T>(db: Kysely<DB>, fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+    if (typeof db !== "object" || db === null || typeof (db as Partial<Kysely<DB>>).connection !== "function") {
+      throw new InvalidArgument("db", "transaction(db, fn) needs your Kysely instance on this store's database file as db");
+    }
+    if (typeof fn !== "function") throw new InvalidArgument("fn", "transaction(db, fn) needs a function to run in the transaction");
+    await this.connect();
+    const connection = this.#sqlite.connection;
+    return connection.queue.exclusive(connection, () =>
+      db.connection().execute(async (trx) => {
+        await retryBusy(() => trx.executeQuery(CompiledQuery.raw("BEGIN IMMEDIATE")), connection.file, connection.busyTimeoutMs);
+        let value: T;
+        try {
+          value = await fn(trx);
+          await trx.executeQuery(CompiledQuery.raw("COMMIT"));
+        } catch (err) {
+          await trx.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+          throw err;
+        }
+        return value;
+      }),
+    );
   }
 }

@@ -87,7 +87,7 @@ interface StatementJob extends JobBase {
 }
 
 interface TransactionJob extends JobBase {
-  readonly kind: "transaction" | "maintenance";
+  readonly kind: "transaction" | "maintenance" | "exclusive";
   readonly body: (tx: QueryRunner) => Promise<unknown>;
   /** The transaction's first statement (after BEGIN), run before the body. */
   readonly first: QueryThunk | null;
@@ -158,6 +158,21 @@ export class WriteQueue {
         firstBusyAt: null,
         attempts: 0,
       });
+    });
+  }
+
+  /**
+   * Runs `fn` holding the turn, touching none of this queue's connections:
+   * no in-process write of this file starts until it settles. For a
+   * transaction the caller opens on a connection of their own
+   * (`SQLiteStore.transaction`): while it holds the database lock, writers of
+   * this process wait here instead of failing busy, and `fn`'s own lock
+   * never waits for a group commit of ours that is half done. Its errors
+   * reject the returned promise; it is never retried.
+   */
+  exclusive<T>(connection: QueueConnection, fn: () => Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      this.#enqueue({ kind: "exclusive", connection, body: fn, first: null, direct: false, resolve, reject, firstBusyAt: null, attempts: 0 });
     });
   }
 
@@ -326,6 +341,14 @@ export class WriteQueue {
   async #runTransaction(job: TransactionJob): Promise<void> {
     this.stats.transactions += 1;
     const connection = job.connection;
+    if (job.kind === "exclusive") {
+      try {
+        job.resolve(await (job.body as unknown as () => Promise<unknown>)());
+      } catch (err) {
+        job.reject(err);
+      }
+      return;
+    }
     // Holding Kysely's connection keeps Kysely users of the writer (an in-memory database's reads, a caller's
     // transaction on the store's `db`) out while this transaction is open across the body's awaits.
     await connection.db.connection().execute(async (conn) => {

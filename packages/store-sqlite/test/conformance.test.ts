@@ -7,4 +7,6 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 runConformance({
   name: "SQLiteStore",
   createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
+  // completeIn (ctx.succeedIn) and withTransaction: the caller's writes and the store's in one transaction.
+  capabilities: { transactionalComplete: true },
 });

@@ -174,10 +174,11 @@ describe("store behaviour specific to SQLite", () => {
     );
   });
 
-  it("has no completeIn on SQLite, and says so in its capabilities (§5.15)", () => {
+  it("has completeIn and withTransaction on SQLite, and says so in its capabilities (§5.15)", () => {
     const store = openStore();
-    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: false, databaseClock: false });
-    expect("completeIn" in store).toBe(false);
+    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: true, databaseClock: false });
+    expect(typeof store.completeIn).toBe("function");
+    expect(typeof store.withTransaction).toBe("function");
   });
 
   it("close waits for in-flight calls, is idempotent, and later calls reject", async () => {
