@@ -174,6 +174,33 @@ describe("cairnq re-exports the public floor", () => {
     }
   });
 
+  it("CairnQ.sqlite(path, { retention: { olderThanMs } }) — the seed's documented form — builds, owns and stops a sweeper on that file", async () => {
+    dir = await mkdtemp(join(tmpdir(), "cairnq-umbrella-"));
+    const file = join(dir, "cairnq.db");
+    const store = new cairnq.SQLiteStore(file);
+    const old = await store.submit({ name: "job" });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: "worker_umbrella", leaseMs: 5000, limit: 1 });
+    expect(claimed?.id).toBe(old.id);
+    await store.complete({ taskId: old.id, workerId: "worker_umbrella", result: { ok: true } });
+    const queued = await store.submit({ name: "job" });
+
+    const seeded = cairnq.CairnQ.sqlite(file, { retention: { olderThanMs: 7 * 24 * 3600_000 } });
+    await seeded.close();
+    const api = cairnq.CairnQ.sqlite(file, { retention: { olderThanMs: 0, intervalMs: 10 } });
+    try {
+      const deadline = Date.now() + 5000;
+      while ((await store.get(old.id)) !== null) {
+        if (Date.now() > deadline) throw new Error("the owned sweeper did not purge the old succeeded task within 5000 ms");
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect((await store.get(queued.id))?.status).toBe("queued");
+    } finally {
+      await api.close();
+      await store.close();
+    }
+    expect(() => cairnq.CairnQ.sqlite(file, { retention: { olderThanMS: 5 } as never })).toThrow(expect.objectContaining({ name: "InvalidArgument", argument: "olderThanMS" }));
+  });
+
   it("CairnQ.postgres and Worker.postgres build a client and worker on a PostgresStore (no connection until used)", async () => {
     const dsn = "postgres://postgres@127.0.0.1:1/never-connected";
     const api = cairnq.CairnQ.postgres(dsn, { schema: "cairnq_umbrella", max: 2 });

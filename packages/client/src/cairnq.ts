@@ -36,6 +36,9 @@ import {
   TaskFailed,
   UnsupportedBackend,
 } from "@cairnq/protocol";
+import type { RetentionSweeperOptions } from "@cairnq/retention";
+import { RetentionSweeper } from "@cairnq/retention";
+import { checkOptions } from "@cairnq/runtime";
 import { BackpressureGate } from "./backpressure-gate.js";
 import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
@@ -76,11 +79,19 @@ export interface CairnQOptions {
   /** First sleep between depth probes while a queue is full; doubles up to 5000 ms. Integer ≥ 1. @default 250 */
   queuePollIntervalMs?: number | undefined;
   /**
-   * A retention sweeper (`new RetentionSweeper(store, { olderThanMs })` from
-   * `@cairnq/retention`) owned by this client: started in the constructor and
-   * stopped in `close()`, before the store closes. @default undefined (nothing is purged automatically)
+   * Retention owned by this client: the options of a `RetentionSweeper`
+   * (`{ olderThanMs, intervalMs?, limit?, onError?, logger? }`, with
+   * `olderThanMs` a number, a per-status map or a rule list), from which the
+   * client builds the sweeper over its store — or a ready sweeper (any
+   * object with `start()` and `stop()`). Started in the constructor and
+   * stopped in `close()`, before the store closes.
+   * @default undefined (nothing is purged automatically)
+   * @example
+   * ```ts
+   * new CairnQ(store, { retention: { olderThanMs: 7 * 24 * 3600_000 } });
+   * ```
    */
-  retention?: RetentionHook | null | undefined;
+  retention?: RetentionSweeperOptions | RetentionHook | null | undefined;
   /** Structural logger (`console`, pino, …). @default undefined (silent) */
   logger?: Logger | undefined;
 }
@@ -143,20 +154,21 @@ const CLIENT_KEYS = ["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "
 const STORE_METHODS = ["connect", "close", "submit", "get", "getByKey", "getStatus", "getStatusByKey", "taskDoneWake", "subscribe"] as const;
 
 /**
- * Rejects anything but a plain options object, and keys that are not
- * options: a misspelt option (`delayMs`) silently ignored would be worse.
+ * The client's retention: `null` when unset, the hook itself when it has
+ * `start()` and `stop()`, else a `RetentionSweeper` built from the options
+ * (which it validates, naming the bad field).
  */
-function checkOptions(value: unknown, what: string, allowed: readonly string[]): Record<string, unknown> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== "object" || Array.isArray(value)) {
-    throw new InvalidArgument("options", `${what} options must be an object, got ${Array.isArray(value) ? "an array" : typeof value}`);
+function retentionHook(store: TaskStore, retention: CairnQOptions["retention"]): RetentionHook | null {
+  if (retention === undefined || retention === null) return null;
+  if (typeof retention !== "object") {
+    throw new InvalidArgument(
+      "retention",
+      `retention must be sweeper options such as { olderThanMs: 7 * 24 * 3600_000 }, or a RetentionSweeper, got ${typeof retention}`,
+    );
   }
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) {
-      throw new InvalidArgument(key, `'${key}' is not an option of ${what}; the options are ${allowed.join(", ")}`);
-    }
-  }
-  return value as Record<string, unknown>;
+  const hook = retention as Partial<RetentionHook>;
+  if (typeof hook.start === "function" && typeof hook.stop === "function") return retention as RetentionHook;
+  return new RetentionSweeper(store, retention as RetentionSweeperOptions);
 }
 
 interface ResolvedTask {
@@ -236,14 +248,7 @@ export class CairnQ {
     if (opts.logger !== undefined && (typeof opts.logger !== "object" || opts.logger === null)) {
       throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console");
     }
-    const retention = opts.retention ?? null;
-    if (retention !== null && (typeof retention.start !== "function" || typeof retention.stop !== "function")) {
-      throw new InvalidArgument(
-        "retention",
-        "retention must have start() and stop() methods, e.g. new RetentionSweeper(store, { olderThanMs: 7 * 24 * 3600_000 }) from @cairnq/retention",
-      );
-    }
-    this.#retention = retention;
+    this.#retention = retentionHook(store, opts.retention);
 
     const timing = resolveGateTiming(opts);
     if (opts.maxQueueDepth === undefined) {
@@ -258,7 +263,7 @@ export class CairnQ {
     // method connects lazily) or has not used the client yet, and close() is the one place it
     // stops. Started after every check and before the gate is installed, so a constructor that
     // throws leaves nothing running and nothing installed.
-    retention?.start();
+    this.#retention?.start();
 
     if (this.#gate !== null) {
       if (store.queueDepthGate !== null && store.queueDepthGate !== undefined) {

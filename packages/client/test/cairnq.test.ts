@@ -25,7 +25,8 @@ describe("construction", () => {
     ["an unknown option", { maxQueueDeph: 5 }, "maxQueueDeph"],
     ["options that are not an object", 5, "options"],
     ["an array as options", [], "options"],
-    ["a retention hook without stop", { retention: { start() {} } }, "retention"],
+    ["retention options with an unknown key", { retention: { olderThan: 5 } }, "olderThan"],
+    ["retention that is neither options nor a sweeper", { retention: "weekly" }, "retention"],
     ["a logger that is not an object", { logger: "console" }, "logger"],
   ])("rejects %s", (_what, options, argument) => {
     expect(() => new CairnQ(new MemoryStore(), options as never)).toThrow(expect.objectContaining({ argument }));
@@ -33,7 +34,7 @@ describe("construction", () => {
 
   it("names the valid options when one is misspelt", () => {
     expect(() => new CairnQ(new MemoryStore(), { maxQueueWait: 5 } as never)).toThrow(
-      "'maxQueueWait' is not an option of new CairnQ(store, options); the options are maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, retention, logger",
+      "'maxQueueWait' is not an option of new CairnQ(store, options) (did you mean 'maxQueueWaitMs'?); the options are maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, retention, logger",
     );
   });
 
@@ -329,6 +330,44 @@ describe("call", () => {
     const error = await client.call("job", {}, { signal: AbortSignal.timeout(10) }).catch((e: unknown) => e);
     expect(error).toMatchObject({ name: "TimeoutError" });
     expect((await store.list())[0]?.status).toBe("queued");
+  });
+});
+
+describe("retention from plain options (the seed's form)", () => {
+  async function succeededTask(store: MemoryStore): Promise<string> {
+    await store.submit({ name: "job" });
+    const claimed = await claimWhenQueued(store);
+    await store.complete({ taskId: claimed.id, workerId: claimed.workerId, result: null });
+    return claimed.id;
+  }
+
+  async function eventually(check: () => Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + 5000;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error("condition not reached within 5000 ms");
+      await delay(10);
+    }
+  }
+
+  it.each([
+    ["one cutoff", { olderThanMs: 0, intervalMs: 10 }],
+    ["a per-status map", { olderThanMs: { succeeded: 0 }, intervalMs: 10 }],
+    ["a rule list", { olderThanMs: [{ status: "succeeded" as const, olderThanMs: 0 }], intervalMs: 10 }],
+  ])("builds and owns a sweeper from %s: old terminal rows are purged, queued ones kept, close stops it", async (_what, retention) => {
+    const store = new MemoryStore();
+    const done = await succeededTask(store);
+    const queued = await store.submit({ name: "job" });
+    const client = new CairnQ(store, { retention });
+    await eventually(async () => (await store.get(done)) === null);
+    expect((await store.get(queued.id))?.status).toBe("queued");
+    await client.close();
+    const later = await succeededTask(store);
+    await delay(40);
+    expect((await store.get(later))?.status).toBe("succeeded");
+  });
+
+  it("validates the options when the client is built, naming the field", () => {
+    expect(() => new CairnQ(new MemoryStore(), { retention: { olderThanMs: -1 } })).toThrow(expect.objectContaining({ name: "InvalidArgument", argument: "olderThanMs" }));
   });
 });
 

@@ -7,7 +7,7 @@ import type { Logger, PurgeInput, TaskStore } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, InvalidArgument, logSafely } from "@cairnq/protocol";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
-import { nextTurn, sleep } from "@cairnq/runtime";
+import { checkOptions, nextTurn, optionalCount, optionalDurationMs, sleep } from "@cairnq/runtime";
 
 /** One hour: the protocol's default interval between sweeps (§5.9). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
@@ -53,7 +53,7 @@ export interface RetentionSweeperOptions {
   /**
    * Milliseconds between sweeps; the first sweep happens one interval after
    * `start()`, not at boot, so restarts in a crash loop do not each run a
-   * full sweep. Finite, > 0.
+   * full sweep. Integer milliseconds ≥ 1; any length is honoured.
    * @default 3_600_000
    */
   intervalMs?: number;
@@ -95,7 +95,8 @@ export interface RetentionSweeperOptions {
  */
 export type RetentionOptions = RetentionSweeperOptions | RetentionSweeper;
 
-const OPTION_KEYS: ReadonlySet<string> = new Set(["olderThanMs", "intervalMs", "limit", "onError", "logger"]);
+/** Every key of {@link RetentionSweeperOptions}, for the unknown-key check. */
+export const RETENTION_OPTION_KEYS = ["olderThanMs", "intervalMs", "limit", "onError", "logger"] as const satisfies readonly (keyof RetentionSweeperOptions)[];
 
 /** Marks sweepers from any copy of this package, so `instanceof` survives two copies in one process. */
 const SWEEPER_BRAND: symbol = Symbol.for("cairnq.retention.RetentionSweeper");
@@ -110,28 +111,17 @@ function validatedOptions(options: unknown): RetentionSweeperOptions {
       `RetentionSweeper needs an options object such as { olderThanMs: 7 * 24 * 3_600_000 }, got ${describe(options)}`,
     );
   }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) {
-      throw new InvalidArgument(key, `RetentionSweeper has no option ${JSON.stringify(key)}; it takes ${[...OPTION_KEYS].join(", ")}`);
-    }
-  }
-  return options as RetentionSweeperOptions;
+  return checkOptions(options, "new RetentionSweeper(store, options)", RETENTION_OPTION_KEYS) as unknown as RetentionSweeperOptions;
 }
 
+/** The pause between sweeps: integer milliseconds ≥ 1; any length is honoured (the sleep chains past 2^31 ms). */
 function intervalOf(value: unknown): number {
-  if (value === undefined) return DEFAULT_RETENTION_INTERVAL_MS;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-    throw new InvalidArgument("intervalMs", `retention intervalMs must be a finite number of milliseconds > 0 (the pause between sweeps), got ${describe(value)}`);
-  }
-  return value;
+  return optionalDurationMs(value, "intervalMs", DEFAULT_RETENTION_INTERVAL_MS, { min: 1 });
 }
 
+/** Rows deleted per purge statement: an integer ≥ 1. */
 function limitOf(value: unknown): number {
-  if (value === undefined) return DEFAULT_PURGE_LIMIT;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
-    throw new InvalidArgument("limit", `retention limit must be an integer ≥ 1 (rows deleted per purge statement), got ${describe(value)}`);
-  }
-  return value;
+  return optionalCount(value, "limit", DEFAULT_PURGE_LIMIT);
 }
 
 function ruleFields(rule: RetentionRule): Record<string, unknown> {

@@ -529,13 +529,14 @@ describe("construction", () => {
     ["a rule status that is not terminal", { olderThanMs: [{ status: "running", olderThanMs: 1 }] }, "olderThanMs[0].status", /terminal status/],
     ["an empty rule list", { olderThanMs: [] }, "olderThanMs", /empty/],
     ["limit 0", { olderThanMs: 0, limit: 0 }, "limit", /integer ≥ 1.*got 0/],
+    ["a fractional intervalMs", { olderThanMs: 0, intervalMs: 1.5 }, "intervalMs", /integer number of milliseconds ≥ 1, got 1.5/],
     ["a fractional limit", { olderThanMs: 0, limit: 2.5 }, "limit", /got 2.5/],
-    ["intervalMs 0", { olderThanMs: 0, intervalMs: 0 }, "intervalMs", /> 0.*got 0/],
+    ["intervalMs 0", { olderThanMs: 0, intervalMs: 0 }, "intervalMs", /≥ 1, got 0/],
     ["a negative intervalMs", { olderThanMs: 0, intervalMs: -5 }, "intervalMs", /got -5/],
     ["a non-finite intervalMs", { olderThanMs: 0, intervalMs: Number.NaN }, "intervalMs", /got NaN/],
     ["an onError that is not a function", { olderThanMs: 0, onError: "log" }, "onError", /must be a function/],
     ["a logger that is not an object", { olderThanMs: 0, logger: null }, "logger", /got null/],
-    ["an unknown option", { olderThanMs: 0, interval: 5 }, "interval", /no option "interval"/],
+    ["an unknown option", { olderThanMs: 0, interval: 5 }, "interval", /^'interval' is not an option of new RetentionSweeper\(store, options\) \(did you mean 'intervalMs'\?\); the options are olderThanMs, intervalMs, limit, onError, logger$/],
   ];
 
   it.each(invalid)("rejects %s with InvalidArgument naming the field", (_label, options, argument, message) => {
