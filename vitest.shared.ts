@@ -14,6 +14,7 @@ export const sharedConfig = defineConfig({
       { find: /^cairnq$/, replacement: `${root}packages/cairnq/src/index.ts` },
       { find: /^@cairnq\/conformance\/vitest$/, replacement: `${root}conformance/src/vitest.ts` },
       { find: /^@cairnq\/conformance$/, replacement: `${root}conformance/src/index.ts` },
+      { find: /^@cairnq\/protocol\/(adapter|sdk)$/, replacement: `${root}packages/protocol/src/$1.ts` },
       { find: /^@cairnq\/([a-z-]+)$/, replacement: `${root}packages/$1/src/index.ts` },
     ],
   },

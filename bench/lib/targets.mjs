@@ -49,4 +49,4 @@ export function openStore(target) {
   }
 }
 
-export { newTaskId, newWorkerId } from "cairnq";
+export { newTaskId, newWorkerId } from "@cairnq/protocol/adapter";

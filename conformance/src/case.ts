@@ -5,7 +5,7 @@
  * which checks every answer) plus the small helpers below.
  */
 import type { ClaimInput, StoreCapabilities, SubmitInput, Task } from "@cairnq/protocol";
-import { newWorkerId } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
 import type { CheckedStore } from "./checked-store.js";
 import type { Expect } from "./runner.js";
 

@@ -29,7 +29,8 @@ import type {
   TaskStore,
   TransactionalTaskStore,
 } from "@cairnq/protocol";
-import { STATUSES, TASK_ID_PATTERN } from "@cairnq/protocol";
+import { STATUSES } from "@cairnq/protocol";
+import { TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
 import { assertInvariants, assertTaskRef, InvariantViolation } from "./invariants.js";
 
 /** Everything the checked store saw, for cases that reason over a whole run. */

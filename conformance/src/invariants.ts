@@ -8,7 +8,8 @@
  * is cleared only by `retry`") are checked by the cases themselves.
  */
 import type { Task, TaskRef } from "@cairnq/protocol";
-import { STATUSES, TASK_COLUMNS, TASK_ID_PATTERN } from "@cairnq/protocol";
+import { STATUSES } from "@cairnq/protocol";
+import { TASK_COLUMNS, TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
 
 /**
  * Slack for comparing two instants written by one statement or one insert.

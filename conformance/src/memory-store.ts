@@ -16,15 +16,12 @@ import type {
   HeartbeatBatchInput,
   HeartbeatInput,
   ListInput,
-  Params,
   ProgressInput,
   PurgeInput,
   QueueDepthGate,
   QueueStats,
   RetryBatchInput,
   RetryOptions,
-  RowTransition,
-  SetTransition,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
@@ -34,8 +31,9 @@ import type {
   TaskRef,
   TaskStore,
 } from "@cairnq/protocol";
+import type { Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
+import { AlreadyExists, LostLease, STATUSES } from "@cairnq/protocol";
 import {
-  AlreadyExists,
   applyBranches,
   buildInsert,
   CANCEL,
@@ -44,8 +42,8 @@ import {
   COMPLETE,
   completeParams,
   decideRow,
-  drawParams,
   DRAW,
+  drawParams,
   FAIL,
   failParams,
   HEARTBEAT,
@@ -54,7 +52,6 @@ import {
   heartbeatBatchResult,
   heartbeatParams,
   holds,
-  LostLease,
   newTaskId,
   normalizeClaim,
   normalizeList,
@@ -76,11 +73,10 @@ import {
   retryBatchParams,
   retryParams,
   selectRows,
-  STATUSES,
   SUBMIT,
   SUCCEED,
   succeedParams,
-} from "@cairnq/protocol";
+} from "@cairnq/protocol/adapter";
 
 const JSON_PARAMS = ["payload", "metadata", "result", "error"] as const;
 

@@ -3,7 +3,19 @@
  * MemoryStore with one deliberate bug; the cases named must reject it, and
  * the same cases must pass on the unmodified store.
  */
-import type { BulkBatchInput, CompleteInput, FailInput, HeartbeatBatchInput, ListInput, QueueStats, SubmitInput, SubmitOutcome, SucceedInput, Task, TaskStore } from "@cairnq/protocol";
+import type {
+  BulkBatchInput,
+  CompleteInput,
+  FailInput,
+  HeartbeatBatchInput,
+  ListInput,
+  QueueStats,
+  SubmitInput,
+  SubmitOutcome,
+  SucceedInput,
+  Task,
+  TaskStore,
+} from "@cairnq/protocol";
 import { AlreadyExists } from "@cairnq/protocol";
 import { defineConformanceSuite, InvariantViolation, MemoryStore } from "@cairnq/conformance";
 import { describe, expect, it } from "vitest";

@@ -8,7 +8,8 @@
  * different meaning than a Postgres deployment of the same code.
  */
 import type { SubmitInput, Task } from "@cairnq/protocol";
-import { InvalidArgument, MAX_JSON_DEPTH, SerializationError, TEXT_LIMITS, utf8Length } from "@cairnq/protocol";
+import { InvalidArgument, SerializationError } from "@cairnq/protocol";
+import { MAX_JSON_DEPTH, TEXT_LIMITS, utf8Length } from "@cairnq/protocol/adapter";
 import type { CaseContext, ConformanceCase } from "../case.js";
 
 /** Text no backend may store as given: U+0000 and lone surrogates (a high one, a low one). */

@@ -3,7 +3,7 @@
  * `draws` planner, and lease recovery's three branches over the whole table.
  */
 import type { ClaimDraw, Task } from "@cairnq/protocol";
-import { LEASE_EXPIRED_ENVELOPE } from "@cairnq/protocol";
+import { LEASE_EXPIRED_ENVELOPE } from "@cairnq/protocol/adapter";
 import type { ConformanceCase } from "../case.js";
 import { at, EXPIRY_WAIT_MS, ids, LEASE_MS, SHORT_LEASE_MS, sortedIds } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";

@@ -3,7 +3,7 @@
  * rows, queue_depth arguments (§5.2–§5.6).
  */
 import type { Task } from "@cairnq/protocol";
-import { newTaskId } from "@cairnq/protocol";
+import { newTaskId } from "@cairnq/protocol/adapter";
 import type { ConformanceCase } from "../case.js";
 import { ids, sortedIds } from "../case.js";
 

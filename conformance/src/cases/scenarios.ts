@@ -5,7 +5,8 @@
  * Case ids are `sNN-…` so a report reads in spec order.
  */
 import type { Task } from "@cairnq/protocol";
-import { AlreadyExists, LostLease, SerializationError, STATUSES, TASK_ID_PATTERN } from "@cairnq/protocol";
+import { AlreadyExists, LostLease, SerializationError, STATUSES } from "@cairnq/protocol";
+import { TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { at, EXPIRY_WAIT_MS, ids, LEASE_MS, SHORT_LEASE_MS, sortedIds } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";

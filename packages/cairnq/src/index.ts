@@ -1,18 +1,176 @@
 /**
- * `cairnq` — a durable task runtime for TypeScript services. Re-exports every
- * public name of `@cairnq/protocol`, `@cairnq/client`, `@cairnq/worker`,
- * `@cairnq/retention` and both stores, and adds factories:
- * `CairnQ.sqlite(path)`, `Worker.sqlite(path)`, `CairnQ.postgres(dsn)`,
- * `Worker.postgres(dsn)`. A store's driver loads only when its store opens.
+ * `cairnq` — a durable task runtime for TypeScript services, on SQLite or
+ * Postgres. Re-exports the public names of `@cairnq/protocol`,
+ * `@cairnq/client`, `@cairnq/worker`, `@cairnq/retention` and both stores,
+ * and adds factories: `CairnQ.sqlite(path)`, `Worker.sqlite(path)`,
+ * `CairnQ.postgres(dsn)`, `Worker.postgres(dsn)`. A store's driver loads only
+ * when its store opens.
+ *
+ * Every name is listed here by hand: this file is the package's public
+ * surface. Building blocks for store adapters and SDK layers stay in their
+ * packages (`@cairnq/protocol/adapter`, `@cairnq/protocol/sdk`,
+ * `@cairnq/store-kysely`).
+ *
+ * @example
+ * ```ts
+ * import { CairnQ, Worker } from "cairnq";
+ *
+ * const worker = Worker.sqlite("cairnq.db");
+ * worker.task("add", (_ctx, p: { a: number; b: number }) => p.a + p.b);
+ * void worker.run();
+ * const cairnq = CairnQ.sqlite("cairnq.db");
+ * console.log(await cairnq.call("add", { a: 1, b: 2 })); // 3
+ * ```
  *
  * @packageDocumentation
  */
-export * from "@cairnq/protocol";
-export * from "@cairnq/client";
-export * from "@cairnq/worker";
-export * from "@cairnq/retention";
-export * from "@cairnq/store-sqlite";
-export * from "@cairnq/store-postgres";
-export { BackpressureGate } from "@cairnq/client";
+
+// Factories: the client and worker classes with their store-building statics.
 export { CairnQ, Worker } from "./factories.js";
-export type { PostgresCairnQOptions, PostgresFactoryStoreOptions, PostgresWorkerOptions, SQLiteCairnQOptions, SQLiteWorkerOptions } from "./factories.js";
+export type {
+  PostgresCairnQOptions,
+  PostgresFactoryStoreOptions,
+  PostgresWorkerOptions,
+  SQLiteCairnQOptions,
+  SQLiteWorkerOptions,
+} from "./factories.js";
+
+// @cairnq/protocol — statuses, the task row, task definitions, errors, the store contract.
+export {
+  AlreadyExists,
+  CairnQError,
+  CANCELABLE_STATUSES,
+  cancelRequested,
+  DatabaseUnusable,
+  defineTask,
+  EventLoopBlocked,
+  InvalidArgument,
+  isCanceled,
+  isFailed,
+  isFatalError,
+  isQueued,
+  isRunning,
+  isSucceeded,
+  isTaskStatus,
+  isTerminal,
+  isTerminalStatus,
+  ListenUnavailable,
+  LostLease,
+  PROTOCOL_VERSION,
+  ProtocolVersionMismatch,
+  QueueFull,
+  RETRYABLE_STATUSES,
+  SCHEMA_VERSION,
+  SchemaMismatch,
+  SerializationError,
+  STATUSES,
+  TaskCanceled,
+  TaskError,
+  TaskFailed,
+  TaskTimeout,
+  TERMINAL_STATUSES,
+  UnsupportedBackend,
+} from "@cairnq/protocol";
+export type {
+  BackpressureGateOptions,
+  BulkBatchInput,
+  CairnQErrorInit,
+  CairnQErrorOptions,
+  ClaimDraw,
+  ClaimInput,
+  CompleteInput,
+  Conflict,
+  ErrorEnvelope,
+  FailInput,
+  HeartbeatBatchInput,
+  HeartbeatInput,
+  ListInput,
+  ListOrder,
+  Logger,
+  LogLevel,
+  MaxQueueDepth,
+  OwnedInput,
+  ProgressInput,
+  PurgeInput,
+  QueueDepthGate,
+  QueueStats,
+  RetryBatchInput,
+  RetryOptions,
+  SchemaMismatchFields,
+  StoreCapabilities,
+  StoreSignal,
+  SubmitInput,
+  SubmitOptions,
+  SubmitOutcome,
+  SucceedInput,
+  Task,
+  TaskDef,
+  TaskDefOptions,
+  TaskErrorOptions,
+  TaskFilter,
+  TaskPayload,
+  TaskRef,
+  TaskResult,
+  TaskStatus,
+  TaskStore,
+  TerminalStatus,
+  TransactionalTaskStore,
+  WaitOptions,
+} from "@cairnq/protocol";
+
+// @cairnq/client
+export { BackpressureGate } from "@cairnq/client";
+export type {
+  BulkOptions,
+  CairnQOptions,
+  CallOptions,
+  PayloadArgs,
+  PurgeOptions,
+  RetentionHook,
+  RetryManyOptions,
+  StopWatching,
+  WatchOptions,
+  WatchSignal,
+} from "@cairnq/client";
+
+// @cairnq/worker
+export type {
+  Awaitable,
+  BatchHandler,
+  BatchResults,
+  ChildSubmitOptions,
+  FailOptions,
+  LeaseLostEvent,
+  LeaseLostReason,
+  ResolvedWorkerOptions,
+  TaskContext,
+  TaskEvent,
+  TaskFailedEvent,
+  TaskHandler,
+  TaskOptions,
+  WorkerErrorInfo,
+  WorkerEventListener,
+  WorkerEventName,
+  WorkerEvents,
+  WorkerOptions,
+  WorkerStoppedEvent,
+  WorkerStoppingEvent,
+} from "@cairnq/worker";
+
+// @cairnq/retention
+export { RetentionSweeper } from "@cairnq/retention";
+export type { RetentionErrorInfo, RetentionOptions, RetentionPolicy, RetentionRule, RetentionStatusMap, RetentionStore, RetentionSweeperOptions } from "@cairnq/retention";
+
+// The stores (each loads its driver only when it opens).
+export { DatabaseBusy, GroupRolledBack, SQLiteStore } from "@cairnq/store-sqlite";
+export type { SQLiteStoreOptions, SQLiteTransactionStore } from "@cairnq/store-sqlite";
+export { PostgresStore } from "@cairnq/store-postgres";
+export type {
+  PostgresErrorHook,
+  PostgresErrorInfo,
+  PostgresPool,
+  PostgresStoreOptions,
+  PostgresTarget,
+  PostgresTimeouts,
+  PostgresTransactionStore,
+} from "@cairnq/store-postgres";

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Task, TaskStore } from "@cairnq/protocol";
-import { newTaskId } from "@cairnq/protocol";
+import { newTaskId } from "@cairnq/protocol/adapter";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -2,12 +2,13 @@
  * The client's `BackpressureGate`: the §5.6 gate of `@cairnq/protocol` on the
  * client's timers, so that it can be built from options alone.
  */
-import type { BackpressureGateDeps, BackpressureGateOptions } from "@cairnq/protocol";
-import { BackpressureGate as ProtocolBackpressureGate } from "@cairnq/protocol";
+import type { BackpressureGateOptions } from "@cairnq/protocol";
+import type { BackpressureGateDeps } from "@cairnq/protocol/sdk";
+import { BackpressureGateCore } from "@cairnq/protocol/sdk";
 import { monotonicMs, nextTurn, sleep } from "@cairnq/runtime";
 
 /**
- * The §5.6 backpressure gate ({@link ProtocolBackpressureGate}) running on the
+ * The §5.6 backpressure gate ({@link BackpressureGateCore}) running on the
  * client's timers: a ref'd sleep (a submit waiting for headroom is awaited by
  * someone, so it must hold the process open), a monotonic clock, and
  * `setImmediate` between a shared probe and the next. {@link CairnQ} builds
@@ -21,7 +22,7 @@ import { monotonicMs, nextTurn, sleep } from "@cairnq/runtime";
  * await store.submit({ name: "send", queue: "emails" }); // waits while 10 000 emails are queued
  * ```
  */
-export class BackpressureGate extends ProtocolBackpressureGate {
+export class BackpressureGate extends BackpressureGateCore {
   /**
    * @param options - See `BackpressureGateOptions` (`@cairnq/protocol`).
    * @param deps - Replaces the client's timers, e.g. to pin time in tests. @default the client's sleep, clock and `setImmediate`

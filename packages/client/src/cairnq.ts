@@ -21,21 +21,17 @@ import type {
   TransactionalTaskStore,
   WaitOptions,
 } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument, TaskCanceled, TaskFailed, UnsupportedBackend } from "@cairnq/protocol";
+import { requireInt } from "@cairnq/protocol/adapter";
 import {
-  CairnQError,
   DEFAULT_BULK_LIMIT,
-  InvalidArgument,
   logSafely,
   nextBatchCursor,
-  requireInt,
   resolveGateTiming,
   resolveWaitOptions,
   SUBMIT_OPTION_KEYS,
   submitInputOf,
-  TaskCanceled,
-  TaskFailed,
-  UnsupportedBackend,
-} from "@cairnq/protocol";
+} from "@cairnq/protocol/sdk";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
 import { checkOptions } from "@cairnq/runtime";

@@ -18,17 +18,15 @@
 export { CairnQ } from "./cairnq.js";
 export type { BulkOptions, CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook, RetryManyOptions } from "./cairnq.js";
 export { BackpressureGate } from "./backpressure-gate.js";
-export { DEFAULT_WATCH_POLL_MS } from "./watch.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
-// Rules shared with the worker live once in @cairnq/protocol; the client keeps their public names.
-export {
-  DEFAULT_MAX_POLL_MS,
-  DEFAULT_MAX_QUEUE_WAIT_MS,
-  DEFAULT_POLL_MS,
-  DEFAULT_QUEUE_POLL_INTERVAL_MS,
-  DEFAULT_WAIT_TIMEOUT_MS,
-  MAX_GRANT,
-  MAX_QUEUE_POLL_INTERVAL_MS,
-  nextPollInterval,
+// Types of the client's own signatures that live in @cairnq/protocol, under the same names.
+export type {
+  BackpressureGateOptions,
+  Logger,
+  LogLevel,
+  MaxQueueDepth,
+  SubmitOptions,
+  SubmitOutcome,
+  TaskFilter,
+  WaitOptions,
 } from "@cairnq/protocol";
-export type { BackpressureGateOptions, Logger, LogLevel, MaxQueueDepth, SubmitOptions, SubmitOutcome, TaskFilter, WaitOptions } from "@cairnq/protocol";

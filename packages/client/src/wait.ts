@@ -3,8 +3,9 @@
  * what only a process can supply — its sleep, its clock, and a handle that
  * keeps the process alive while someone awaits the wait.
  */
-import type { Task, TaskStore, WaitOptions, WaitTarget } from "@cairnq/protocol";
-import { waitForTask as protocolWaitForTask } from "@cairnq/protocol";
+import type { Task, TaskStore, WaitOptions } from "@cairnq/protocol";
+import type { WaitTarget } from "@cairnq/protocol/sdk";
+import { waitForTask as protocolWaitForTask } from "@cairnq/protocol/sdk";
 import { keepAlive, monotonicMs, sleep } from "@cairnq/runtime";
 
 /**

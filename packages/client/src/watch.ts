@@ -4,7 +4,8 @@
  * backend without push (SQLite) still refreshes.
  */
 import type { Logger, StoreSignal, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, logSafely } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { logSafely } from "@cairnq/protocol/sdk";
 
 /**
  * A "re-read" signal: a task was queued on `queue`, task `taskId` reached a

@@ -1,6 +1,7 @@
-import { CairnQError, InvalidArgument, normalizeMaxQueueDepth, QueueFull } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument, QueueFull } from "@cairnq/protocol";
+import { MAX_GRANT, normalizeMaxQueueDepth } from "@cairnq/protocol/sdk";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { BackpressureGate, CairnQ, MAX_GRANT } from "../src/index.js";
+import { BackpressureGate, CairnQ } from "../src/index.js";
 import { claimOne, delay, isPendingAfter, MemoryStore, RecordingStore } from "./support.js";
 
 afterEach(() => {

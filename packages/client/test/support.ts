@@ -4,7 +4,7 @@
  */
 import { MemoryStore } from "@cairnq/conformance";
 import type { StoreSignal, Task, TaskRef, TaskStore } from "@cairnq/protocol";
-import { newWorkerId } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
 
 export { MemoryStore };
 

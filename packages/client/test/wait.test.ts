@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Task } from "@cairnq/protocol";
-import { describeTimeout, InvalidArgument, nextPollInterval, resolveWaitOptions, TaskTimeout } from "@cairnq/protocol";
+import { InvalidArgument, TaskTimeout } from "@cairnq/protocol";
+import { describeTimeout, nextPollInterval, resolveWaitOptions } from "@cairnq/protocol/sdk";
 import { describe, expect, it } from "vitest";
 import { CairnQ } from "../src/index.js";
 import { claimOne, claimWhenQueued, delay, MemoryStore, RecordingStore } from "./support.js";

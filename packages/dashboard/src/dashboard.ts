@@ -5,7 +5,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { CairnQ } from "@cairnq/client";
 import type { ListInput, StoreSignal, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, isTaskId, isTaskStatus, STATUSES, taskIdTime } from "@cairnq/protocol";
+import { InvalidArgument, isTaskStatus, STATUSES } from "@cairnq/protocol";
+import { isTaskId, taskIdTime } from "@cairnq/protocol/adapter";
 import { readQueueActivity } from "./activity.js";
 import { ASSETS, pageHtml } from "./assets.js";
 import { explainTask } from "./explain.js";

@@ -25,7 +25,7 @@ import type { QueueDepthGate, TaskStore } from "./store.js";
  */
 export type MaxQueueDepth = number | Readonly<Record<string, number>>;
 
-/** Options of a {@link BackpressureGate}. */
+/** Options of a {@link BackpressureGateCore}. */
 export interface BackpressureGateOptions {
   /** The limit(s) to enforce; see {@link MaxQueueDepth}. */
   maxQueueDepth: MaxQueueDepth;
@@ -42,7 +42,7 @@ export interface BackpressureGateOptions {
   owner?: string | undefined;
 }
 
-/** What a {@link BackpressureGate} runs on besides the store. */
+/** What a {@link BackpressureGateCore} runs on besides the store. */
 export interface BackpressureGateDeps {
   /**
    * Sleeps `ms`, resolving early (never rejecting) when `signal` aborts.
@@ -170,7 +170,9 @@ export function resolveGateTiming(options: { maxQueueWaitMs?: unknown; queuePoll
 }
 
 /**
- * The §5.6 backpressure gate. The client (`maxQueueDepth`) and the worker
+ * The §5.6 backpressure gate over injected timers: the algorithm that
+ * `@cairnq/client`'s `BackpressureGate` runs on Node's timers. Apps use that
+ * one; this core is for SDK layers that bring their own sleep. The client (`maxQueueDepth`) and the worker
  * (`maxQueueDepth`, when the store has no gate yet) build one and install it
  * on `store.queueDepthGate`, so every submit through that store object —
  * the client's and child submits from handlers — passes the gate.
@@ -187,11 +189,11 @@ export function resolveGateTiming(options: { maxQueueWaitMs?: unknown; queuePoll
  *
  * @example
  * ```ts
- * store.queueDepthGate = new BackpressureGate({ maxQueueDepth: { emails: 10_000 } }, { sleep });
+ * store.queueDepthGate = new BackpressureGateCore({ maxQueueDepth: { emails: 10_000 } }, { sleep });
  * await store.submit({ name: "send", queue: "emails" }); // waits while 10 000 emails are queued
  * ```
  */
-export class BackpressureGate implements QueueDepthGate {
+export class BackpressureGateCore implements QueueDepthGate {
   /** How long a submit may wait for headroom. */
   readonly maxQueueWaitMs: number;
   /** The first sleep after a full probe. */
@@ -228,7 +230,7 @@ export class BackpressureGate implements QueueDepthGate {
     this.#logger = options.logger;
     this.#owner = options.owner ?? "backpressure gate";
     if (typeof deps?.sleep !== "function") {
-      throw new InvalidArgument("sleep", "BackpressureGate needs deps.sleep(ms, signal): the protocol starts no timers of its own");
+      throw new InvalidArgument("sleep", "BackpressureGateCore needs deps.sleep(ms, signal): the protocol starts no timers of its own");
     }
     const sleep = deps.sleep;
     this.#sleep = sleep;

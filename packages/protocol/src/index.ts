@@ -1,32 +1,92 @@
 /**
- * `@cairnq/protocol` — CairnQ protocol v1 as a pure library: statuses, the
- * task row, the state machine as data, key-conflict resolution, ids, the JSON
- * boundary, error envelopes and classes, retry backoff, the `TaskStore`
- * contract, and the SDK rules every package shares: the §7 wait loop, the
- * §5.6 backpressure gate, the §8.1 worker defaults, submit options and the
- * structural logger. Nothing here performs I/O of its own or starts a timer:
- * the wait loop and the gate run over a store and a sleep they are given.
+ * `@cairnq/protocol` — the names an application uses with CairnQ protocol v1:
+ * task statuses and their predicates, the `Task` row, `defineTask`, the error
+ * classes, the `TaskStore` contract (types) and the protocol version.
+ *
+ * Two subpaths hold the rest, for people building CairnQ rather than using it:
+ * `@cairnq/protocol/adapter` (the rules as data, the expression language,
+ * `decide*`, input normalizers and parameter builders — what a store and a
+ * test kit need) and `@cairnq/protocol/sdk` (the §7 wait loop, the §5.6 gate
+ * core, error envelopes, retry backoff, worker defaults — what a client or
+ * worker layer needs). Each name is exported from exactly one of the three.
+ *
+ * @example
+ * ```ts
+ * import { defineTask, isTerminal, TaskFailed } from "@cairnq/protocol";
+ *
+ * const resize = defineTask<{ url: string }, { width: number }>("image.resize");
+ * ```
  *
  * @packageDocumentation
  */
-export * from "./backoff.js";
-export * from "./backpressure-gate.js";
-export * from "./bulk.js";
-export * from "./conflict.js";
-export * from "./decide.js";
-export * from "./envelope.js";
-export * from "./errors.js";
-export * from "./expr.js";
-export * from "./ids.js";
-export * from "./inputs.js";
-export * from "./json.js";
-export * from "./logger.js";
-export * from "./rules.js";
-export * from "./statuses.js";
-export * from "./store.js";
-export * from "./submit-options.js";
-export * from "./task-def.js";
-export * from "./task.js";
-export * from "./version.js";
-export * from "./wait.js";
-export * from "./worker-defaults.js";
+export {
+  CANCELABLE_STATUSES,
+  cancelRequested,
+  isCanceled,
+  isFailed,
+  isQueued,
+  isRunning,
+  isSucceeded,
+  isTaskStatus,
+  isTerminal,
+  isTerminalStatus,
+  RETRYABLE_STATUSES,
+  STATUSES,
+  TERMINAL_STATUSES,
+} from "./statuses.js";
+export type { TaskStatus, TerminalStatus } from "./statuses.js";
+export type { Task, TaskRef } from "./task.js";
+export { defineTask } from "./task-def.js";
+export type { TaskDef, TaskDefOptions, TaskPayload, TaskResult } from "./task-def.js";
+export type { Conflict } from "./conflict.js";
+export {
+  AlreadyExists,
+  CairnQError,
+  DatabaseUnusable,
+  EventLoopBlocked,
+  isFatalError,
+  InvalidArgument,
+  ListenUnavailable,
+  LostLease,
+  ProtocolVersionMismatch,
+  QueueFull,
+  SchemaMismatch,
+  SerializationError,
+  TaskCanceled,
+  TaskError,
+  TaskFailed,
+  TaskTimeout,
+  UnsupportedBackend,
+} from "./errors.js";
+export type { CairnQErrorInit, CairnQErrorOptions, ErrorEnvelope, SchemaMismatchFields, TaskErrorOptions } from "./errors.js";
+export type {
+  BulkBatchInput,
+  ClaimDraw,
+  ClaimInput,
+  CompleteInput,
+  FailInput,
+  HeartbeatBatchInput,
+  HeartbeatInput,
+  ListInput,
+  ListOrder,
+  OwnedInput,
+  ProgressInput,
+  PurgeInput,
+  QueueDepthGate,
+  QueueStats,
+  RetryBatchInput,
+  RetryOptions,
+  StoreCapabilities,
+  StoreSignal,
+  SubmitInput,
+  SubmitOutcome,
+  SucceedInput,
+  TaskFilter,
+  TaskStore,
+  TransactionalTaskStore,
+} from "./store.js";
+export { PROTOCOL_VERSION, SCHEMA_VERSION } from "./version.js";
+export type { SubmitOptions } from "./submit-options.js";
+export type { WaitOptions } from "./wait.js";
+export type { BackpressureGateOptions, MaxQueueDepth } from "./backpressure-gate.js";
+export type { Logger, LogLevel } from "./logger.js";

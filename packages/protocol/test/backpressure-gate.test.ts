@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import {
-  BackpressureGate,
+  BackpressureGateCore,
   DEFAULT_MAX_QUEUE_WAIT_MS,
   DEFAULT_QUEUE_POLL_INTERVAL_MS,
   MAX_GRANT,
@@ -35,7 +35,7 @@ function fakeStore(headrooms: number[]) {
       clock.ms += ms;
     },
   };
-  const gate = (options: BackpressureGateOptions, extra: Partial<BackpressureGateDeps> = {}) => new BackpressureGate(options, { ...deps, ...extra });
+  const gate = (options: BackpressureGateOptions, extra: Partial<BackpressureGateDeps> = {}) => new BackpressureGateCore(options, { ...deps, ...extra });
   return { store, clock, probes, sleeps, deps, gate };
 }
 
@@ -103,28 +103,28 @@ describe("resolveGateTiming", () => {
   });
 });
 
-describe("new BackpressureGate", () => {
+describe("new BackpressureGateCore", () => {
   const sleep = async () => {};
 
   it("reports its timing and limits", () => {
-    const gate = new BackpressureGate({ maxQueueDepth: 3 }, { sleep });
+    const gate = new BackpressureGateCore({ maxQueueDepth: 3 }, { sleep });
     expect([gate.maxQueueWaitMs, gate.queuePollIntervalMs]).toEqual([600_000, 250]);
     expect(gate.limitFor("anything")).toBe(3);
     expect(gate.gatesAnything).toBe(true);
-    const mapped = new BackpressureGate({ maxQueueDepth: { emails: 5 }, maxQueueWaitMs: 10, queuePollIntervalMs: 2 }, { sleep });
+    const mapped = new BackpressureGateCore({ maxQueueDepth: { emails: 5 }, maxQueueWaitMs: 10, queuePollIntervalMs: 2 }, { sleep });
     expect([mapped.limitFor("emails"), mapped.limitFor("other"), mapped.gatesAnything]).toEqual([5, null, true]);
     expect([mapped.maxQueueWaitMs, mapped.queuePollIntervalMs]).toEqual([10, 2]);
-    expect(new BackpressureGate({ maxQueueDepth: {} }, { sleep }).gatesAnything).toBe(false);
+    expect(new BackpressureGateCore({ maxQueueDepth: {} }, { sleep }).gatesAnything).toBe(false);
   });
 
   it("rejects a missing options object", () => {
-    expect(caught(() => new BackpressureGate(undefined as never, { sleep }))).toMatchObject({ name: "InvalidArgument", argument: "options" });
-    expect(caught(() => new BackpressureGate("5" as never, { sleep }))).toMatchObject({ argument: "options" });
+    expect(caught(() => new BackpressureGateCore(undefined as never, { sleep }))).toMatchObject({ name: "InvalidArgument", argument: "options" });
+    expect(caught(() => new BackpressureGateCore("5" as never, { sleep }))).toMatchObject({ argument: "options" });
   });
 
   it("needs an injected sleep: the protocol starts no timer", () => {
-    expect(caught(() => new BackpressureGate({ maxQueueDepth: 1 }, undefined as never))).toMatchObject({ argument: "sleep" });
-    expect(caught(() => new BackpressureGate({ maxQueueDepth: 1 }, {} as never))).toMatchObject({ argument: "sleep" });
+    expect(caught(() => new BackpressureGateCore({ maxQueueDepth: 1 }, undefined as never))).toMatchObject({ argument: "sleep" });
+    expect(caught(() => new BackpressureGateCore({ maxQueueDepth: 1 }, {} as never))).toMatchObject({ argument: "sleep" });
   });
 });
 
@@ -267,7 +267,7 @@ describe("clock", () => {
   it("runs on performance.now() when no clock is injected", async () => {
     const f = fakeStore([0]);
     let slept = 0;
-    const gate = new BackpressureGate(
+    const gate = new BackpressureGateCore(
       { maxQueueDepth: 1, maxQueueWaitMs: 20, queuePollIntervalMs: 5 },
       {
         sleep: (ms) => {

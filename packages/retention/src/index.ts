@@ -14,9 +14,8 @@
  *
  * @packageDocumentation
  */
-// The structural logger lives once in @cairnq/protocol; retention keeps its public name for it.
-export type { Logger as RetentionLogger } from "@cairnq/protocol";
 export type { RetentionPolicy, RetentionRule, RetentionStatusMap } from "./retention-rules.js";
-export { normalizeRetentionPolicy } from "./retention-rules.js";
 export type { RetentionErrorInfo, RetentionOptions, RetentionStore, RetentionSweeperOptions } from "./retention-sweeper.js";
-export { DEFAULT_RETENTION_INTERVAL_MS, RetentionSweeper } from "./retention-sweeper.js";
+export { RetentionSweeper } from "./retention-sweeper.js";
+// The structural logger type of the sweeper's options, under its @cairnq/protocol name.
+export type { Logger, LogLevel } from "@cairnq/protocol";

@@ -8,7 +8,7 @@
  * turns it into the list of rules a sweep drains one after the other.
  */
 import type { TerminalStatus } from "@cairnq/protocol";
-import { InvalidArgument, TERMINAL_STATUSES, isTerminalStatus } from "@cairnq/protocol";
+import { InvalidArgument, isTerminalStatus, TERMINAL_STATUSES } from "@cairnq/protocol";
 
 /**
  * One independent purge: terminal tasks matching every given filter whose

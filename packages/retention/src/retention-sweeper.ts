@@ -4,7 +4,9 @@
  * loop `sleep intervalMs → sweep → sleep …` between `start()` and `stop()`.
  */
 import type { Logger, PurgeInput, TaskStore } from "@cairnq/protocol";
-import { DEFAULT_PURGE_LIMIT, InvalidArgument, logSafely } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { DEFAULT_PURGE_LIMIT } from "@cairnq/protocol/adapter";
+import { logSafely } from "@cairnq/protocol/sdk";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
 import { checkOptions, nextTurn, optionalCount, optionalDurationMs, sleep } from "@cairnq/runtime";

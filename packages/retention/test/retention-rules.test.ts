@@ -1,6 +1,6 @@
 import { InvalidArgument } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
-import { normalizeRetentionPolicy } from "../src/index.ts";
+import { normalizeRetentionPolicy } from "../src/retention-rules.ts";
 
 describe("normalizeRetentionPolicy", () => {
   it("turns one cutoff into one rule over every terminal status", () => {

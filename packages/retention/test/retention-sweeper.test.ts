@@ -2,8 +2,9 @@ import { MemoryStore } from "@cairnq/conformance";
 import type { PurgeInput, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { RetentionErrorInfo, RetentionLogger, RetentionSweeperOptions } from "../src/index.ts";
-import { DEFAULT_RETENTION_INTERVAL_MS, RetentionSweeper } from "../src/index.ts";
+import type { RetentionErrorInfo, Logger, RetentionSweeperOptions } from "../src/index.ts";
+import { RetentionSweeper } from "../src/index.ts";
+import { DEFAULT_RETENTION_INTERVAL_MS } from "../src/retention-sweeper.ts";
 import type { Backend, OpenStore } from "./helpers.ts";
 import { BACKENDS, deferred, idsByStatus, MEMORY, PurgeProbe, taskIn } from "./helpers.ts";
 
@@ -411,7 +412,7 @@ describe("errors", () => {
     probe.failWith = boom;
     const seen: [unknown, RetentionErrorInfo][] = [];
     const warnings: Record<string, unknown>[] = [];
-    const logger: RetentionLogger = { warn: (_msg, fields) => warnings.push(fields ?? {}) };
+    const logger: Logger = { warn: (_msg, fields) => warnings.push(fields ?? {}) };
     const sweeper = sweeperOf(probe, {
       olderThanMs: [{ queue: "emails", olderThanMs: 0 }],
       intervalMs: 5,
@@ -488,7 +489,7 @@ describe("logging", () => {
     await taskIn(store, { status: "succeeded" });
     await advance(SECOND);
     const lines: [string, string, Record<string, unknown> | undefined][] = [];
-    const logger: RetentionLogger = {
+    const logger: Logger = {
       debug: (msg, fields) => lines.push(["debug", msg, fields]),
       info: (msg, fields) => lines.push(["info", msg, fields]),
     };

@@ -1,4 +1,4 @@
-import type { Clock } from "@cairnq/protocol";
+import type { Clock } from "@cairnq/protocol/adapter";
 
 /**
  * Where a statement's `now` comes from (§2.1).

@@ -19,8 +19,8 @@
  * The folding follows SQL's three-valued logic exactly, so the compiled
  * statement decides what `evaluate` decides for the same row and parameters.
  */
-import type { Clock, Expr, ParamExpr, ParamType, Params } from "@cairnq/protocol";
-import { paramsOf } from "@cairnq/protocol";
+import type { Clock, Expr, ParamExpr, Params, ParamType } from "@cairnq/protocol/adapter";
+import { paramsOf } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
 import type { StoreClock } from "./clock.js";
 import type { Row } from "./executor.js";

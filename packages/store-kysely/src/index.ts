@@ -5,21 +5,62 @@
  * supplies. `@cairnq/store-sqlite` and `@cairnq/store-postgres` are dialects
  * of this core; a MySQL or libSQL adapter can be one too.
  *
+ * What a dialect author needs is exported here: the store, the dialect and its
+ * collaborators (syntax, clock, executor, key lock, schema manager, wake-ups)
+ * with their base classes and defaults, the migration builders, row decoding,
+ * and the statement compiler with the templates of the protocol's
+ * transitions (to check a dialect's SQL against the in-memory evaluator).
+ *
  * @packageDocumentation
  */
-export * from "./capabilities.js";
-export * from "./clock.js";
-export * from "./compiler.js";
-export * from "./dialect.js";
-export * from "./executor.js";
-export * from "./key-lock.js";
-export * from "./kysely-store.js";
-export * from "./migrations.js";
-export * from "./postgres-syntax.js";
-export * from "./rows.js";
-export * from "./schema-manager.js";
-export * from "./sql-syntax.js";
-export * from "./sqlite-syntax.js";
-export * from "./statements.js";
-export * from "./wakeups.js";
-export * from "./write-combiner.js";
+export { KyselyStore } from "./kysely-store.js";
+export type { KyselyStoreOptions } from "./kysely-store.js";
+export { BaseStoreDialect } from "./dialect.js";
+export type { StoreDialect, WriteCombining } from "./dialect.js";
+export { DEFAULT_CAPABILITIES } from "./capabilities.js";
+export type { DialectCapabilities } from "./capabilities.js";
+export { BaseSqlSyntax } from "./sql-syntax.js";
+export type { SqlSyntax } from "./sql-syntax.js";
+export { SqliteSyntax } from "./sqlite-syntax.js";
+export { PostgresSyntax } from "./postgres-syntax.js";
+export { POSTGRES_CLOCK, ProcessClock, SqlClock } from "./clock.js";
+export type { StoreClock } from "./clock.js";
+export { KyselyExecutor } from "./executor.js";
+export type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor } from "./executor.js";
+export { NO_KEY_LOCK, StatementKeyLock } from "./key-lock.js";
+export type { KeyLock } from "./key-lock.js";
+export { MigratingSchemaManager } from "./schema-manager.js";
+export type { MigratingSchemaManagerOptions, SchemaManager } from "./schema-manager.js";
+export {
+  buildMigrations,
+  checkProtocolVersion,
+  ledgerDdl,
+  MIGRATION_NAMES,
+  readProtocolVersion,
+  runMigrations,
+  SQLITE_SCHEMA,
+  tasksTableDdl,
+} from "./migrations.js";
+export type { Migration, RunMigrationsOptions, SchemaFlavor } from "./migrations.js";
+export { decodeTask, decodeTaskRef } from "./rows.js";
+export { BATCH_ROWS, CompiledStatement, StatementCompiler } from "./compiler.js";
+export type { Bind, CompileEnv, Fragment, StatementTemplate } from "./compiler.js";
+export {
+  batchInsertTemplate,
+  batchRowTransitionTemplate,
+  batchTransitionTemplate,
+  deleteTemplate,
+  insertTemplate,
+  KEYS_TABLE,
+  LIST_BY_ID_TEMPLATE,
+  META_TABLE,
+  MIGRATIONS_TABLE,
+  PROBE_TEMPLATE,
+  rowTransitionTemplate,
+  setTransitionTemplate,
+  TASKS_TABLE,
+} from "./statements.js";
+export { SleepWakeups } from "./wakeups.js";
+export { WriteCombiner } from "./write-combiner.js";
+export type { CombinedWrite, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";
+export type { Wakeups } from "./wakeups.js";

@@ -7,14 +7,12 @@ import type {
   HeartbeatInput,
   ListInput,
   OwnedInput,
-  Params,
   ProgressInput,
   PurgeInput,
   QueueDepthGate,
   QueueStats,
   RetryBatchInput,
   RetryOptions,
-  RowTransition,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
@@ -25,10 +23,10 @@ import type {
   TaskStatus,
   TaskStore,
 } from "@cairnq/protocol";
+import type { Params, RowTransition } from "@cairnq/protocol/adapter";
+import { AlreadyExists, CairnQError, LostLease, STATUSES, UnsupportedBackend } from "@cairnq/protocol";
 import {
-  AlreadyExists,
   buildInsert,
-  CairnQError,
   CANCEL,
   CANCEL_BATCH,
   cancelBatchParams,
@@ -43,7 +41,6 @@ import {
   heartbeatBatchParams,
   heartbeatBatchResult,
   heartbeatParams,
-  LostLease,
   newTaskId,
   normalizeClaim,
   normalizeList,
@@ -63,12 +60,10 @@ import {
   RETRY_BATCH,
   retryBatchParams,
   retryParams,
-  STATUSES,
   SUBMIT,
   SUCCEED,
   succeedParams,
-  UnsupportedBackend,
-} from "@cairnq/protocol";
+} from "@cairnq/protocol/adapter";
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";

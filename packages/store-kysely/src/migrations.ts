@@ -8,7 +8,8 @@
  * "applied" by exact string match.
  */
 import { CompiledQuery } from "kysely";
-import { PROTOCOL_VERSION, ProtocolVersionMismatch, STATUSES, TERMINAL_STATUSES, x } from "@cairnq/protocol";
+import { PROTOCOL_VERSION, ProtocolVersionMismatch, STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
+import { x } from "@cairnq/protocol/adapter";
 import type { StoreClock } from "./clock.js";
 import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";

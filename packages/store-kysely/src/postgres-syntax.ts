@@ -1,4 +1,4 @@
-import type { ParamExpr, ParamType } from "@cairnq/protocol";
+import type { ParamExpr, ParamType } from "@cairnq/protocol/adapter";
 import type { Bind } from "./compiler.js";
 import { BaseSqlSyntax } from "./sql-syntax.js";
 

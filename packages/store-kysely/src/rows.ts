@@ -1,5 +1,5 @@
 import type { Task, TaskRef, TaskStatus } from "@cairnq/protocol";
-import { decodeJson, toMs } from "@cairnq/protocol";
+import { decodeJson, toMs } from "@cairnq/protocol/adapter";
 import type { Row } from "./executor.js";
 
 function text(value: unknown): string | null {

@@ -6,8 +6,8 @@
  * depend on the dialect; {@link StatementCompiler} compiles them per dialect
  * and shape.
  */
-import type { DeleteRule, Expr, InsertRule, ParamExpr, RowTransition, SetTransition, TaskColumn } from "@cairnq/protocol";
-import { flattenAssignments, PARAMS, PROBE, TASK_COLUMNS, x } from "@cairnq/protocol";
+import type { DeleteRule, Expr, InsertRule, ParamExpr, RowTransition, SetTransition, TaskColumn } from "@cairnq/protocol/adapter";
+import { flattenAssignments, PARAMS, PROBE, TASK_COLUMNS, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 

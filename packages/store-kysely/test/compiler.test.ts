@@ -1,23 +1,21 @@
-import type { Params } from "@cairnq/protocol";
-import { CANCEL, DRAW, FAIL, HEARTBEAT, HEARTBEAT_BATCH, PROGRESS, PURGE, RECOVER, RETRY, SUBMIT, x } from "@cairnq/protocol";
+import type { Params } from "@cairnq/protocol/adapter";
+import { CANCEL, DRAW, FAIL, HEARTBEAT, HEARTBEAT_BATCH, PROGRESS, PURGE, RECOVER, RETRY, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { describe, expect, it } from "vitest";
 import type { StatementTemplate } from "../src/index.js";
+import { ExprCompiler } from "../src/compiler.js";
 import {
   deleteTemplate,
-  ExprCompiler,
   insertTemplate,
-  LIST_TEMPLATE,
   POSTGRES_CLOCK,
   PostgresSyntax,
   PROBE_TEMPLATE,
   ProcessClock,
-  QUEUE_DEPTH_TEMPLATE,
   rowTransitionTemplate,
   setTransitionTemplate,
   SqliteSyntax,
   StatementCompiler,
-  UPSERT_KEY_TEMPLATE,
 } from "../src/index.js";
+import { LIST_TEMPLATE, QUEUE_DEPTH_TEMPLATE, UPSERT_KEY_TEMPLATE } from "../src/statements.js";
 
 const sqlite = new StatementCompiler(new SqliteSyntax(), new ProcessClock(() => 1_000));
 const postgres = new StatementCompiler(new PostgresSyntax(), POSTGRES_CLOCK, true);

@@ -5,35 +5,18 @@
  * wakeups, the `schema` option and installation guard, and transactional
  * `completeIn` / `withTransaction`.
  *
+ * @example
+ * ```ts
+ * import { PostgresStore } from "@cairnq/store-postgres";
+ *
+ * const store = new PostgresStore("postgres://app@db.internal/app", { schema: "jobs", max: 10 });
+ * ```
+ *
  * @packageDocumentation
  */
-export type { PostgresConnectionOptions, PostgresErrorHook, PostgresErrorInfo, PostgresPool, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
-export { DEFAULT_POSTGRES_TIMEOUTS, PostgresConnection } from "./postgres-connection.js";
-export type { AnyTransaction } from "./postgres-executor.js";
-export { PostgresExecutor, PostgresTransactionExecutor } from "./postgres-executor.js";
-export { BLOCKING_KEY_LOCK, KEY_LOCK_SQL, KeyLockBusy, PostgresKeyLock, TRY_KEY_LOCK_SQL } from "./postgres-key-lock.js";
-export type { Installations } from "./postgres-schema.js";
-export {
-  checkInstallation,
-  INSTALLATIONS_SQL,
-  LOCK_LEDGER,
-  NOTIFY_STATEMENTS,
-  POSTGRES_MIGRATIONS,
-  POSTGRES_SCHEMA,
-  PostgresSchemaManager,
-  readInstallations,
-} from "./postgres-schema.js";
-export { PostgresStoreDialect } from "./postgres-store-dialect.js";
-export { PostgresStoreSyntax } from "./postgres-store-syntax.js";
-export type { PostgresStoreOptions } from "./postgres-store.js";
 export { PostgresStore } from "./postgres-store.js";
-export { PostgresTransactionStore } from "./postgres-transaction-store.js";
-export type { ListenClient, ListenConnector, ListenNotification, ListenState } from "./postgres-wakeups.js";
-export {
-  DONE_CHANNEL,
-  LISTEN_BACKOFF_INITIAL_MS,
-  LISTEN_BACKOFF_MAX_MS,
-  LISTEN_PING_INTERVAL_MS,
-  PostgresWakeups,
-  QUEUED_CHANNEL,
-} from "./postgres-wakeups.js";
+export type { PostgresStoreOptions } from "./postgres-store.js";
+export type { PostgresTransactionStore } from "./postgres-transaction-store.js";
+export type { AnyTransaction } from "./postgres-executor.js";
+export type { PostgresConnectionOptions, PostgresErrorHook, PostgresErrorInfo, PostgresPool, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
+export { PostgresStoreDialect } from "./postgres-store-dialect.js";

@@ -7,7 +7,8 @@
  */
 import { createRequire } from "node:module";
 import type pg from "pg";
-import { InvalidArgument, requireInt } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";

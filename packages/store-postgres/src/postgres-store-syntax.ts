@@ -1,4 +1,4 @@
-import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol";
+import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol/adapter";
 import { PostgresSyntax } from "@cairnq/store-kysely";
 
 const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);

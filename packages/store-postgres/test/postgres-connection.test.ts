@@ -1,7 +1,8 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
-import { DEFAULT_POSTGRES_TIMEOUTS, PostgresStore } from "../src/index.js";
+import { PostgresStore } from "../src/index.js";
+import { DEFAULT_POSTGRES_TIMEOUTS } from "../src/postgres-connection.js";
 import { openStore, pgDsn, poolFor, q, schemaName, until } from "./helpers.js";
 
 /**

@@ -1,10 +1,13 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import type { Task } from "@cairnq/protocol";
-import { DRAW, InvalidArgument, LostLease, PURGE, purgeParams, RECOVER, SerializationError, SUBMIT } from "@cairnq/protocol";
+import { InvalidArgument, LostLease, SerializationError } from "@cairnq/protocol";
+import { DRAW, PURGE, purgeParams, RECOVER, SUBMIT } from "@cairnq/protocol/adapter";
 import { deleteTemplate, insertTemplate, POSTGRES_CLOCK, setTransitionTemplate, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
-import { PostgresExecutor, PostgresStore, PostgresStoreSyntax } from "../src/index.js";
+import { PostgresExecutor } from "../src/postgres-executor.js";
+import { PostgresStore } from "../src/index.js";
+import { PostgresStoreSyntax } from "../src/postgres-store-syntax.js";
 import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "./helpers.js";
 
 const W = "worker_test";

@@ -2,18 +2,19 @@
  * `@cairnq/store-sqlite` — the CairnQ `TaskStore` on SQLite (better-sqlite3
  * through Kysely), a dialect of `@cairnq/store-kysely`.
  *
+ * @example
+ * ```ts
+ * import { SQLiteStore } from "@cairnq/store-sqlite";
+ *
+ * const store = new SQLiteStore("cairnq.db", { busyTimeoutMs: 5_000 });
+ * ```
+ *
  * @packageDocumentation
  */
-export { DatabaseBusy } from "./busy.js";
-export { SQLiteConnection, isMemoryFilename } from "./sqlite-connection.js";
-export type { SQLiteDialectOptions } from "./sqlite-dialect.js";
-export { SQLiteDialect } from "./sqlite-dialect.js";
-export { SQLiteExecutor } from "./sqlite-executor.js";
-export { SQLITE_MIGRATIONS, SQLiteSchemaManager } from "./sqlite-schema.js";
-export type { SQLiteStoreOptions } from "./sqlite-store.js";
 export { SQLiteStore } from "./sqlite-store.js";
-export { SQLiteTransactionExecutor, SQLiteTransactionStore } from "./sqlite-transaction-store.js";
-export type { SQLiteWakeupsMode, SQLiteWakeupsOptions, WakeupSource } from "./sqlite-wakeups.js";
-export { SQLiteWakeups } from "./sqlite-wakeups.js";
-export type { QueueConnection, WriteQueueStats } from "./write-queue.js";
-export { GroupRolledBack, WriteQueue } from "./write-queue.js";
+export type { SQLiteStoreOptions } from "./sqlite-store.js";
+export { SQLiteDialect } from "./sqlite-dialect.js";
+export type { SQLiteDialectOptions } from "./sqlite-dialect.js";
+export { DatabaseBusy } from "./busy.js";
+export { GroupRolledBack } from "./write-queue.js";
+export type { SQLiteTransactionStore } from "./sqlite-transaction-store.js";

@@ -1,7 +1,8 @@
 import type { Kysely } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
-import { InvalidArgument, requireInt } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import { retryBusy } from "./busy.js";

@@ -7,7 +7,8 @@
  * store "behave like the reference": both run the same rule definitions.
  */
 import Database from "better-sqlite3";
-import type { Params, RowTransition, Task } from "@cairnq/protocol";
+import type { Task } from "@cairnq/protocol";
+import type { Params, RowTransition } from "@cairnq/protocol/adapter";
 import {
   applyBranches,
   buildInsert,
@@ -22,7 +23,7 @@ import {
   selectRows,
   SUBMIT,
   TASK_COLUMNS,
-} from "@cairnq/protocol";
+} from "@cairnq/protocol/adapter";
 import type { CompiledStatement } from "@cairnq/store-kysely";
 import {
   BATCH_ROWS,
@@ -39,7 +40,7 @@ import {
   StatementCompiler,
 } from "@cairnq/store-kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SQLITE_MIGRATIONS } from "../src/index.js";
+import { SQLITE_MIGRATIONS } from "../src/sqlite-schema.js";
 
 const NOW = 1_700_000_000_000;
 const TRIALS = 400;

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument, SerializationError } from "@cairnq/protocol";
-import { DRAW, RECOVER } from "@cairnq/protocol";
+import { DRAW, RECOVER } from "@cairnq/protocol/adapter";
 import { LIST_BY_ID_TEMPLATE, ProcessClock, PROBE_TEMPLATE, setTransitionTemplate, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
 import { SQLiteStore } from "../src/index.js";

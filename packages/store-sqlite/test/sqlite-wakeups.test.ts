@@ -2,8 +2,9 @@ import { EventEmitter } from "node:events";
 import fs from "node:fs";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import type { SQLiteDialect, SQLiteStore, SQLiteWakeupsOptions, WakeupSource } from "../src/index.js";
-import { SQLiteWakeups } from "../src/index.js";
+import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
+import type { SQLiteWakeupsOptions, WakeupSource } from "../src/sqlite-wakeups.js";
+import { SQLiteWakeups } from "../src/sqlite-wakeups.js";
 import { exited, nextLine, openStore, spawnFixture, tempFile } from "./helpers.js";
 
 // Waits here use long timeouts (10 s) so that "woke early" is told apart from

@@ -1,6 +1,7 @@
 import { CompiledQuery } from "kysely";
 import { describe, expect, it } from "vitest";
-import type { SQLiteDialect, SQLiteStore, WriteQueueStats } from "../src/index.js";
+import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
+import type { WriteQueueStats } from "../src/write-queue.js";
 import { GroupRolledBack } from "../src/index.js";
 import { openStore, tempFile } from "./helpers.js";
 

@@ -5,7 +5,7 @@
  * planner how much.
  */
 import type { Task } from "@cairnq/protocol";
-import { encodeJson } from "@cairnq/protocol";
+import { encodeJson } from "@cairnq/protocol/adapter";
 import type { Deferred } from "@cairnq/runtime";
 import { abortPromise, deferred } from "@cairnq/runtime";
 import type { Call } from "./call-runner.js";

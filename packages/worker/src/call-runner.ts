@@ -9,14 +9,8 @@
  * settling (the `stop()` deadline), leaving its tasks to lease expiry.
  */
 import type { Task, TaskStore } from "@cairnq/protocol";
-import {
-  envelopeFromThrown,
-  handlerTimeoutEnvelope,
-  LostLease,
-  noHandlerEnvelope,
-  SerializationError,
-  unserializableResultEnvelope,
-} from "@cairnq/protocol";
+import { LostLease, SerializationError } from "@cairnq/protocol";
+import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserializableResultEnvelope } from "@cairnq/protocol/sdk";
 import type { Deferred, TimerHandle } from "@cairnq/runtime";
 import { startTimer } from "@cairnq/runtime";
 import { Heartbeat } from "./heartbeat.js";

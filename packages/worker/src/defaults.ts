@@ -3,7 +3,7 @@
  * `@cairnq/protocol` (`WORKER_DEFAULTS`), plus the one default that is this
  * package's own choice rather than a protocol number.
  */
-import { WORKER_DEFAULTS } from "@cairnq/protocol";
+import { WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 
 /** Handler calls run at once (§8.1): `WORKER_DEFAULTS.concurrency`. */
 export const DEFAULT_CONCURRENCY: number = WORKER_DEFAULTS.concurrency;

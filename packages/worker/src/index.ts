@@ -21,7 +21,5 @@ export type {
   WorkerStoppedEvent,
   WorkerStoppingEvent,
 } from "./events.js";
-export { CLAIM_ERROR_MAX_SLEEP_MS, CLAIM_ERROR_SLEEP_MS, DEFAULT_CONCURRENCY, DEFAULT_POLL_INTERVAL_MS, DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
-// Rules shared with the client live once in @cairnq/protocol; the worker keeps their public names.
-export { defaultHeartbeatIntervalMs, nextPollInterval as nextPollMs, WAIT_DEFAULTS } from "@cairnq/protocol";
-export type { Logger as WorkerLogger, LogLevel, WaitOptions } from "@cairnq/protocol";
+// Types of the worker's own signatures that live in @cairnq/protocol, under the same names.
+export type { Logger, LogLevel, WaitOptions } from "@cairnq/protocol";

@@ -1,12 +1,7 @@
 import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
-import {
-  defaultHeartbeatIntervalMs,
-  InvalidArgument,
-  normalizeMaxQueueDepth,
-  requireName,
-  resolveGateTiming,
-  WORKER_DEFAULTS,
-} from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { requireName } from "@cairnq/protocol/adapter";
+import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import { checkOptions, optionalCount, optionalDurationMs, requireCount, stderrLogger } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 

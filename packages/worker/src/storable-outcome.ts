@@ -12,7 +12,9 @@
  *   `details` the part JSON can represent.
  */
 import type { ErrorEnvelope } from "@cairnq/protocol";
-import { encodeJson, fallbackEnvelope, MAX_JSON_DEPTH, sanitizeText, SerializationError } from "@cairnq/protocol";
+import { SerializationError } from "@cairnq/protocol";
+import { encodeJson, MAX_JSON_DEPTH, sanitizeText } from "@cairnq/protocol/adapter";
+import { fallbackEnvelope } from "@cairnq/protocol/sdk";
 
 /**
  * Encodes a handler's result as the store will; `null` when it can be

@@ -8,16 +8,8 @@
  * longer holds the lease, and *settled* once a succeed/fail was issued.
  */
 import type { SubmitOptions, Task, TaskDef, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
-import {
-  cancelRequested,
-  envelopeForCtxFail,
-  LostLease,
-  SerializationError,
-  submitInputOf,
-  TaskCanceled,
-  UnsupportedBackend,
-  waitForTask,
-} from "@cairnq/protocol";
+import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
+import { envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
 

@@ -3,7 +3,9 @@
  * how that name is claimed (`batch`, `concurrency`, `resource`).
  */
 import type { Logger, TaskDef } from "@cairnq/protocol";
-import { InvalidArgument, logSafely, requireName } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { requireName } from "@cairnq/protocol/adapter";
+import { logSafely } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";

@@ -5,17 +5,9 @@
  * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
  */
 import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
-import {
-  BackpressureGate,
-  CairnQError,
-  EventLoopBlocked,
-  InvalidArgument,
-  isFatalError,
-  logSafely,
-  newWorkerId,
-  retryDelayMs,
-  WORKER_DEFAULTS,
-} from "@cairnq/protocol";
+import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
+import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
@@ -77,7 +69,7 @@ export class Worker {
   readonly #events = new TypedEmitter<WorkerEvents>();
   readonly #host: ContextHost;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
-  readonly #gate: BackpressureGate | null;
+  readonly #gate: BackpressureGateCore | null;
   #polls = 0;
   /** Claim-side failures in a row, for the backoff. */
   #claimFailures = 0;
@@ -129,10 +121,10 @@ export class Worker {
    * has a gate (a client sharing this store object installed one), which is
    * kept: one gate per store, or two would probe and grant independently.
    */
-  #installGate(): BackpressureGate | null {
+  #installGate(): BackpressureGateCore | null {
     const { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger } = this.options;
     if (maxQueueDepth === null) return null;
-    const gate = new BackpressureGate(
+    const gate = new BackpressureGateCore(
       { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, owner: "worker" },
       // A gated submit is awaited (by a handler, or by anyone sharing the store), so its sleep is ref'd.
       { sleep: (ms, signal) => sleep(ms, { signal }), nextTurn },

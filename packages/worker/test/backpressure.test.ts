@@ -1,7 +1,8 @@
 /** The worker's `maxQueueDepth` (§5.6): the gate it installs on the store gates child submits from handlers. */
 import { describe, expect, it, vi } from "vitest";
 import type { QueueDepthGate, Task } from "@cairnq/protocol";
-import { BackpressureGate, CairnQError, InvalidArgument, QueueFull } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument, QueueFull } from "@cairnq/protocol";
+import { BackpressureGateCore } from "@cairnq/protocol/sdk";
 import { resolveWorkerOptions } from "../src/options.js";
 import { Worker } from "../src/index.js";
 import { MemoryStore, waitFor, waitForStatus } from "./support/helpers.js";
@@ -11,7 +12,7 @@ describe("maxQueueDepth", () => {
   it("installs a gate on the store: a child submit to a full queue rejects with QueueFull, enqueueing nothing", async () => {
     const store = new MemoryStore();
     const worker = makeWorker(store, { maxQueueDepth: { kids: 1 }, maxQueueWaitMs: 0 });
-    expect(store.queueDepthGate).toBeInstanceOf(BackpressureGate);
+    expect(store.queueDepthGate).toBeInstanceOf(BackpressureGateCore);
     let outcome: { first: Task; second: unknown; other: Task } | null = null;
     worker.task("parent", async (ctx) => {
       const first = await ctx.submit("kid", {}, { queue: "kids" });

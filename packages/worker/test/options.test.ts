@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument, RETRY_BACKOFF_DEFAULTS } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { defaultHeartbeatIntervalMs, nextPollInterval, RETRY_BACKOFF_DEFAULTS } from "@cairnq/protocol/sdk";
 import { resolveWorkerOptions } from "../src/options.js";
-import { defaultHeartbeatIntervalMs, nextPollMs, Worker } from "../src/index.js";
+import { Worker } from "../src/index.js";
 import { MemoryStore } from "./support/helpers.js";
 
 describe("worker options (§8.1)", () => {
@@ -122,9 +123,9 @@ describe("worker options (§8.1)", () => {
 
   it("grows wait intervals as §7 says", () => {
     const seq = [100];
-    while (seq.length < 6) seq.push(nextPollMs(seq.at(-1)!, 500));
+    while (seq.length < 6) seq.push(nextPollInterval(seq.at(-1)!, 500));
     expect(seq).toEqual([100, 150, 225, 337, 500, 500]);
-    expect(nextPollMs(1, 500)).toBe(2);
+    expect(nextPollInterval(1, 500)).toBe(2);
   });
 });
 

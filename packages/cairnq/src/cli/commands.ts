@@ -5,7 +5,8 @@
 import type { CairnQ } from "@cairnq/client";
 import { describeError, explainTask, formatDuration, formatInstant, formatRelative, readQueueActivity } from "@cairnq/dashboard";
 import type { ListInput, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { isTaskId, PROTOCOL_VERSION, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import { PROTOCOL_VERSION, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import { isTaskId } from "@cairnq/protocol/adapter";
 import type { CliIo } from "./output.js";
 import { paint, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";

@@ -1,6 +1,6 @@
 /** Test helpers: the Postgres DSN (never skipped) and tasks put into a status as a worker would. */
 import type { Task, TaskStore } from "@cairnq/protocol";
-import { newWorkerId } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
 
 /** The test database, or a loud failure naming what is missing. */
 export function pgDsn(): string {

@@ -1,0 +1,56 @@
+/**
+ * `@cairnq/protocol/sdk` — what a client or worker layer needs from protocol
+ * v1 besides the store contract: the §7 wait loop (`waitForTask`) and its
+ * defaults, the §5.6 backpressure gate core over injected timers, the §12
+ * error envelopes a worker records, §8 retry backoff and worker defaults,
+ * submit options, and the never-throwing logger call. `@cairnq/client` and
+ * `@cairnq/worker` are built from these; nothing here starts a timer.
+ *
+ * Applications do not need this entry point: use `@cairnq/client` and
+ * `@cairnq/worker` (or the `cairnq` umbrella).
+ *
+ * @example
+ * ```ts
+ * import { waitForTask } from "@cairnq/protocol/sdk";
+ *
+ * const task = await waitForTask(store, { id }, { timeoutMs: 5_000 }, { sleep });
+ * ```
+ *
+ * @packageDocumentation
+ */
+export {
+  DEFAULT_MAX_POLL_MS,
+  DEFAULT_POLL_MS,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  describeTimeout,
+  nextPollInterval,
+  resolveWaitOptions,
+  WAIT_DEFAULTS,
+  waitForTask,
+} from "./wait.js";
+export type { ResolvedWaitOptions, TimeoutContext, WaitDeps, WaitTarget } from "./wait.js";
+export {
+  BackpressureGateCore,
+  DEFAULT_MAX_QUEUE_WAIT_MS,
+  DEFAULT_QUEUE_POLL_INTERVAL_MS,
+  MAX_GRANT,
+  MAX_QUEUE_POLL_INTERVAL_MS,
+  normalizeMaxQueueDepth,
+  resolveGateTiming,
+} from "./backpressure-gate.js";
+export type { BackpressureGateDeps } from "./backpressure-gate.js";
+export {
+  envelopeForCtxFail,
+  envelopeFromThrown,
+  fallbackEnvelope,
+  handlerTimeoutEnvelope,
+  noHandlerEnvelope,
+  unserializableResultEnvelope,
+} from "./envelope.js";
+export type { Failure } from "./envelope.js";
+export { RETRY_BACKOFF_DEFAULTS, retryDelayMs } from "./backoff.js";
+export { defaultHeartbeatIntervalMs, WORKER_DEFAULTS } from "./worker-defaults.js";
+export type { WorkerDefaults } from "./worker-defaults.js";
+export { SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";
+export { logSafely } from "./logger.js";
+export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
