@@ -247,7 +247,8 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
     await store.connect();
     let calls = 0;
     const wakeups = new SQLiteWakeups((store.dialect as SQLiteDialect).connection, {
-      retryWatchMs: 50,
+      // Well above the two short waits below, so a loaded machine cannot reach the retry early.
+      retryWatchMs: 400,
       watch: () => {
         calls++;
         throw Object.assign(new Error("ENOSPC: System limit for number of file watchers reached"), { code: "ENOSPC" });
@@ -257,7 +258,7 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
     await wakeups.taskDoneWake("task_x", 5);
     expect(calls).toBe(1);
     expect(wakeups.mode).toBe("off");
-    await pause(60);
+    await pause(420);
     await wakeups.claimWake(["default"], 5);
     expect(calls).toBe(2);
     wakeups.close();
