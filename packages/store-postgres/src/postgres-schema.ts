@@ -111,8 +111,11 @@ export function checkInstallation(schema: string | null, found: Installations): 
   );
 }
 
-/** Errors of a concurrent `CREATE … IF NOT EXISTS` that lost a race: the object exists now. */
-const LOST_CREATE_RACE = new Set(["23505", "42P06", "42P07"]);
+/**
+ * Errors of a concurrent `CREATE … IF NOT EXISTS` that lost a race: the object exists now. A table's row type
+ * can lose the race on its own, reported as `type "…" already exists` (42710, duplicate_object).
+ */
+const LOST_CREATE_RACE = new Set(["23505", "42710", "42P06", "42P07"]);
 const CREATE_ATTEMPTS = 3;
 
 /**
