@@ -19,8 +19,8 @@ export { BaseStoreDialect } from "./dialect.js";
 export type { StoreDialect, WriteCombining } from "./dialect.js";
 export { DEFAULT_CAPABILITIES } from "./capabilities.js";
 export type { DialectCapabilities } from "./capabilities.js";
-export { BaseSqlSyntax } from "./sql-syntax.js";
-export type { SqlSyntax } from "./sql-syntax.js";
+export { BaseSqlSyntax, existsClaimProbe } from "./sql-syntax.js";
+export type { ClaimProbeParts, SqlSyntax } from "./sql-syntax.js";
 export { SqliteSyntax } from "./sqlite-syntax.js";
 export { PostgresSyntax } from "./postgres-syntax.js";
 export { POSTGRES_CLOCK, ProcessClock, SqlClock } from "./clock.js";
@@ -49,6 +49,7 @@ export {
   batchInsertTemplate,
   batchRowTransitionTemplate,
   batchTransitionTemplate,
+  CLAIM_INDEX_ORDER,
   deleteTemplate,
   insertTemplate,
   KEYS_TABLE,

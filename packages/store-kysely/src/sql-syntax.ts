@@ -53,6 +53,33 @@ export interface SqlSyntax {
   batchRows(rows: readonly Params[], params: readonly ParamExpr[]): unknown;
   /** The bound value of a `column` bind: one parameter of every row, as an array. */
   batchColumn(rows: readonly Params[], name: string, type: ParamType): unknown;
+  /**
+   * The claim probe's statement (§5.10 step 2) from its compiled parts: one row whose `found` column is
+   * true when a claimable row or an expired lease exists. Optional (a syntax without it gets
+   * {@link existsClaimProbe}); a dialect overrides it when its planner needs the query phrased so
+   * that it walks the claim index (see `PostgresSyntax`).
+   */
+  claimProbe?(parts: ClaimProbeParts): string;
+}
+
+/** What {@link SqlSyntax.claimProbe} builds the probe from. */
+export interface ClaimProbeParts {
+  /** The task table. */
+  readonly table: string;
+  /** ` WHERE <claimable>` (the protocol's `PROBE.claimable`, compiled), or `""`. */
+  readonly claimableWhere: string;
+  /** ` WHERE <expired lease>` (the protocol's `PROBE.expired`, compiled), or `""`. */
+  readonly expiredWhere: string;
+  /** The claim index's order after its status column, e.g. `queue ASC, priority DESC, run_at_ms ASC, id ASC`. */
+  readonly claimIndexOrder: string;
+}
+
+/** The default claim probe: `SELECT EXISTS (<claimable>) OR EXISTS (<expired>) AS found`. */
+export function existsClaimProbe(parts: ClaimProbeParts): string {
+  return (
+    `SELECT EXISTS (SELECT 1 FROM ${parts.table}${parts.claimableWhere}) ` +
+    `OR EXISTS (SELECT 1 FROM ${parts.table}${parts.expiredWhere}) AS found`
+  );
 }
 
 /**
@@ -92,6 +119,10 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
 
   batchSource(_params: readonly ParamExpr[], _slot: (key: string, bind: Bind) => number): string {
     throw new Error(`${this.constructor.name} has no multi-row statements; leave the dialect's combineWrites capability off`);
+  }
+
+  claimProbe(parts: ClaimProbeParts): string {
+    return existsClaimProbe(parts);
   }
 
   batchRef(param: ParamExpr): string {

@@ -7,9 +7,11 @@
  * and shape.
  */
 import type { DeleteRule, Expr, InsertRule, ParamExpr, RowTransition, SetTransition, TaskColumn } from "@cairnq/protocol/adapter";
-import { flattenAssignments, PARAMS, PROBE, TASK_COLUMNS, x } from "@cairnq/protocol/adapter";
+import { DRAW, flattenAssignments, PARAMS, PROBE, TASK_COLUMNS, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
+import type { ClaimProbeParts } from "./sql-syntax.js";
+import { existsClaimProbe } from "./sql-syntax.js";
 
 /** The task table (§3.1). */
 export const TASKS_TABLE = "cairnq_tasks";
@@ -240,16 +242,34 @@ export function deleteTemplate(rule: DeleteRule): StatementTemplate {
 }
 
 /**
- * The claim probe (§5.10 step 2), read-only: `SELECT EXISTS(<claimable>) OR
- * EXISTS(<expired>)`, two subqueries each able to use its own index (the
- * claim indexes, the partial lease index).
+ * The order of the §3.5 claim index (`queue, status, priority DESC, run_at_ms, id`) with the status
+ * equality left out: the draw's own order (from the protocol's `DRAW`) after the queue. A `LIMIT 1`
+ * subquery in this order can only be answered by walking that index from its start.
+ */
+export const CLAIM_INDEX_ORDER: string = [
+  "queue ASC",
+  ...DRAW.selection.orderBy.map((o) => `${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`),
+].join(", ");
+
+/**
+ * The claim probe (§5.10 step 2), read-only: is there a claimable row or an
+ * expired lease? By default `SELECT EXISTS(<claimable>) OR EXISTS(<expired>)`,
+ * two subqueries each able to use its own index (the claim indexes, the
+ * partial lease index); a dialect may phrase it for its planner
+ * ({@link SqlSyntax.claimProbe}). The conditions are the protocol's `PROBE`.
  */
 export const PROBE_TEMPLATE: StatementTemplate = {
   params: paramsOfAll([PROBE.claimable, PROBE.expired]),
   clock: "statement",
-  build: (c) =>
-    `SELECT EXISTS (SELECT 1 FROM ${TASKS_TABLE}${where(c, PROBE.claimable)}) ` +
-    `OR EXISTS (SELECT 1 FROM ${TASKS_TABLE}${where(c, PROBE.expired)}) AS found`,
+  build: (c, env) => {
+    const parts: ClaimProbeParts = {
+      table: TASKS_TABLE,
+      claimableWhere: where(c, PROBE.claimable),
+      expiredWhere: where(c, PROBE.expired),
+      claimIndexOrder: CLAIM_INDEX_ORDER,
+    };
+    return env.syntax.claimProbe === undefined ? existsClaimProbe(parts) : env.syntax.claimProbe(parts);
+  },
 };
 
 const LIST_FILTER: Expr = x.and(

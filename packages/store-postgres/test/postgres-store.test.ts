@@ -2,8 +2,8 @@ import { CompiledQuery, Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import type { Task } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, SerializationError } from "@cairnq/protocol";
-import { DRAW, PURGE, purgeParams, RECOVER, SUBMIT } from "@cairnq/protocol/adapter";
-import { deleteTemplate, insertTemplate, POSTGRES_CLOCK, setTransitionTemplate, StatementCompiler } from "@cairnq/store-kysely";
+import { DRAW, normalizeClaim, probeParams, PURGE, purgeParams, RECOVER, SUBMIT } from "@cairnq/protocol/adapter";
+import { deleteTemplate, insertTemplate, POSTGRES_CLOCK, PROBE_TEMPLATE, setTransitionTemplate, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
 import { PostgresExecutor } from "../src/postgres-executor.js";
 import { PostgresStore } from "../src/index.js";
@@ -163,6 +163,47 @@ describe("the database clock and the JSON boundary (§2.1, §2.2)", () => {
     const store = openStore();
     await expect(store.submit({ name: "n", payload: { s: "a\u0000b" } })).rejects.toMatchObject({ name: "SerializationError", path: "payload.s" });
     expect(await store.list()).toEqual([]);
+  });
+});
+
+describe("the claim probe on a table full of terminal rows (§3.5, §5.10 step 2)", () => {
+  it("walks the claim index, never the heap: the generic plan has no seq scan; it finds a queued row, and an empty queue reads nothing", async () => {
+    const schema = await freshSchema();
+    const store = openStore(poolFor(schema), { schema });
+    await store.connect();
+    // 60k terminal rows physically before 6k queued ones: the layout after a long run without a purge,
+    // where an EXISTS costed as "stop at the first match" reads the whole heap.
+    const rows = (status: string, from: number, to: number): string =>
+      `INSERT INTO "${schema}".cairnq_tasks (id, name, queue, status, payload, metadata, attempt, max_attempts, priority, run_at_ms, root_id,
+        created_at_ms, updated_at_ms, completed_at_ms)
+       SELECT 'task_' || lpad(i::text, 26, '0'), 'n', 'default', '${status}', '{}'::jsonb, '{}'::jsonb, 0, 3, 0, i, 'task_' || lpad(i::text, 26, '0'),
+         i, i, ${status === "queued" ? "NULL" : "i"}
+       FROM generate_series(${from}, ${to}) AS i`;
+    await q(rows("succeeded", 1, 60_000));
+    await q(rows("queued", 60_001, 66_000));
+    await q(`ANALYZE "${schema}".cairnq_tasks`);
+    const compiler = new StatementCompiler(new PostgresStoreSyntax(), POSTGRES_CLOCK, true);
+    const conn = await client({ options: `-c search_path="${schema}"` });
+    await conn.query("SET plan_cache_mode = force_generic_plan");
+    const probe = async (queue: string): Promise<{ plan: string; found: unknown }> => {
+      const params = probeParams(normalizeClaim({ queues: [queue], workerId: W, names: ["n"] }));
+      const statement = compiler.statement(PROBE_TEMPLATE, params);
+      await conn.query(`PREPARE probe AS ${statement.sql}`);
+      try {
+        const args = statement.parameters(params).map((v) => conn.escapeLiteral(String(v)));
+        const plan = (await conn.query<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE probe(${args.join(", ")})`)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+        const found = (await conn.query<{ found: unknown }>(`EXECUTE probe(${args.join(", ")})`)).rows[0]?.found;
+        return { plan, found };
+      } finally {
+        await conn.query("DEALLOCATE probe");
+      }
+    };
+    for (const [queue, found] of [["default", true], ["empty", false]] as const) {
+      const result = await probe(queue);
+      expect(result.plan).not.toContain("Seq Scan");
+      expect(result.plan).toContain("cairnq_tasks_claim");
+      expect(result.found).toBe(found);
+    }
   });
 });
 
