@@ -174,6 +174,23 @@ describe("concurrency", () => {
   });
 });
 
+describe("refetching", () => {
+  it("after a claim whose draws all came back full the next cycle skips the probe; after a short one it probes again", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { concurrency: 1 });
+    worker.task("a", () => undefined);
+    await spy.store.submit({ name: "a" });
+    await spy.store.submit({ name: "a" });
+    void worker.run();
+    await waitFor(() => spy.callsOf("claim").length >= 4);
+    await worker.stop();
+    const probes = spy.callsOf("claim").slice(0, 4).map((call) => (call.args[0] as ClaimInput).probe);
+    // full (1 of 1) → no probe; full → no probe; empty → idle, then the ordinary probing cycle.
+    expect(probes).toEqual([undefined, false, false, undefined]);
+    expect((await spy.store.list({ name: "a" })).map((t) => t.status)).toEqual(["succeeded", "succeeded"]);
+  });
+});
+
 describe("maxInFlightBytes", () => {
   it("an oversized payload still runs on an idle worker, and runs alone", async () => {
     const store = new MemoryStore();
