@@ -9,7 +9,7 @@ import { DEFAULT_PURGE_LIMIT } from "@cairnq/protocol/adapter";
 import { logSafely } from "@cairnq/protocol/sdk";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
-import { checkOptions, nextTurn, optionalCount, optionalDurationMs, sleep } from "@cairnq/runtime";
+import { checkOptions, nextTurn, optionalCount, optionalDurationMs, sleep, stderrLogger } from "@cairnq/runtime";
 
 /** One hour: the protocol's default interval between sweeps (§5.9). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
@@ -72,16 +72,18 @@ export interface RetentionSweeperOptions {
    * a broken hook never stops retention. It may be async; the next sweep
    * does not wait for it. Not called for direct `sweep()` calls, which
    * reject instead.
-   * @default undefined (the failure is only logged, if a logger is given)
+   * @default undefined (the failure is only logged)
    */
   onError?: (error: unknown, info: RetentionErrorInfo) => unknown;
   /**
    * Structural logger (`console`, pino, …): `info` after a sweep that
    * deleted rows, `debug` after an empty one, `warn` when a scheduled sweep
-   * fails, `error` when `onError` throws.
-   * @default undefined (silent)
+   * fails, `error` when `onError` throws. Without a logger and without
+   * `onError`, warnings and errors go to stderr (a retention that keeps
+   * failing must not look healthy); `null` silences it.
+   * @default a stderr logger (warnings and errors only) when `onError` is not given either
    */
-  logger?: Logger;
+  logger?: Logger | null;
 }
 
 /**
@@ -229,11 +231,15 @@ export class RetentionSweeper {
     if (opts.onError !== undefined && typeof opts.onError !== "function") {
       throw new InvalidArgument("onError", `retention onError must be a function (error, info) => void, got ${describe(opts.onError)}`);
     }
-    if (opts.logger !== undefined && (typeof opts.logger !== "object" || opts.logger === null)) {
-      throw new InvalidArgument("logger", `retention logger must be an object with debug/info/warn/error methods (console or pino fit), got ${describe(opts.logger)}`);
+    if (opts.logger !== undefined && opts.logger !== null && typeof opts.logger !== "object") {
+      throw new InvalidArgument(
+        "logger",
+        `retention logger must be an object with debug/info/warn/error methods (console or pino fit), or null to silence it; got ${describe(opts.logger)}`,
+      );
     }
     this.#onError = opts.onError;
-    this.#logger = opts.logger;
+    // Quiet when healthy, never silent when not: as the worker, warnings reach stderr unless told otherwise.
+    this.#logger = opts.logger === null ? undefined : (opts.logger ?? (opts.onError === undefined ? stderrLogger() : undefined));
   }
 
   /** True between `start()` and `stop()`. */

@@ -471,6 +471,42 @@ describe("errors", () => {
     expect((errors[0] as Error).message).toBe("async hook rejected");
   });
 
+  it("without a logger or onError, a failed sweep is written to stderr; logger: null silences it; onError alone takes it over", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      const failing = (): PurgeProbe => {
+        const probe = new PurgeProbe(new MemoryStore());
+        probe.failWith = new Error("disk I/O error");
+        return probe;
+      };
+      const loud = failing();
+      const byDefault = sweeperOf(loud, { olderThanMs: [{ queue: "emails", olderThanMs: 0 }], intervalMs: 5 });
+      byDefault.start();
+      await until(() => lines.some((line) => line.includes("retention sweep failed")));
+      await byDefault.stop();
+      const line = lines.find((l) => l.includes("retention sweep failed"))!;
+      expect(line).toMatch(/^cairnq warn: retention sweep failed; .*"queue":"emails".*"error":\{"name":"Error","message":"disk I\/O error"\}/);
+      lines.length = 0;
+
+      // Silenced, and with onError taking the failures: nothing reaches stderr (each sweeper fails several times).
+      const quiet = failing();
+      let quietCalls = 0;
+      quiet.onPurge = () => (quietCalls += 1);
+      sweeperOf(quiet, { olderThanMs: 0, intervalMs: 5, logger: null }).start();
+      const hooked = failing();
+      let hookCalls = 0;
+      sweeperOf(hooked, { olderThanMs: 0, intervalMs: 5, onError: () => (hookCalls += 1) }).start();
+      await until(() => quietCalls >= 3 && hookCalls >= 3);
+      expect(lines.filter((l) => l.startsWith("cairnq "))).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it("a scheduled failure without onError is only logged, and retention goes on", async () => {
     const probe = new PurgeProbe(new MemoryStore());
     probe.failWith = new Error("down");
@@ -536,7 +572,7 @@ describe("construction", () => {
     ["a negative intervalMs", { olderThanMs: 0, intervalMs: -5 }, "intervalMs", /got -5/],
     ["a non-finite intervalMs", { olderThanMs: 0, intervalMs: Number.NaN }, "intervalMs", /got NaN/],
     ["an onError that is not a function", { olderThanMs: 0, onError: "log" }, "onError", /must be a function/],
-    ["a logger that is not an object", { olderThanMs: 0, logger: null }, "logger", /got null/],
+    ["a logger that is not an object", { olderThanMs: 0, logger: "console" }, "logger", /or null to silence it; got "console"/],
     ["an unknown option", { olderThanMs: 0, interval: 5 }, "interval", /^'interval' is not an option of new RetentionSweeper\(store, options\) \(did you mean 'intervalMs'\?\); the options are olderThanMs, intervalMs, limit, onError, logger$/],
   ];
 
