@@ -1,12 +1,13 @@
 import type { CairnQOptions } from "@cairnq/client";
-import { CairnQ as ClientCairnQ } from "@cairnq/client";
+import { CairnQ as ClientCairnQ, CLIENT_OPTION_KEYS } from "@cairnq/client";
 import type { TaskStore } from "@cairnq/protocol";
+import { checkOptions } from "@cairnq/runtime";
 import type { PostgresStoreOptions, PostgresTarget } from "@cairnq/store-postgres";
-import { PostgresStore } from "@cairnq/store-postgres";
+import { POSTGRES_STORE_OPTION_KEYS, PostgresStore } from "@cairnq/store-postgres";
 import type { SQLiteStoreOptions } from "@cairnq/store-sqlite";
-import { SQLiteStore } from "@cairnq/store-sqlite";
+import { SQLITE_STORE_OPTION_KEYS, SQLiteStore } from "@cairnq/store-sqlite";
 import type { WorkerOptions } from "@cairnq/worker";
-import { Worker as BaseWorker } from "@cairnq/worker";
+import { Worker as BaseWorker, WORKER_OPTION_KEYS } from "@cairnq/worker";
 
 /** Options of {@link CairnQ.sqlite}: the store's and the client's, in one bag. */
 export type SQLiteCairnQOptions = CairnQOptions & SQLiteStoreOptions;
@@ -31,8 +32,32 @@ export type PostgresCairnQOptions = CairnQOptions & PostgresFactoryStoreOptions;
 /** Options of {@link Worker.postgres}: the store's and the worker's, in one bag. */
 export type PostgresWorkerOptions = Omit<WorkerOptions, "closeStore"> & PostgresFactoryStoreOptions;
 
-const SQLITE_STORE_KEYS = ["busyTimeoutMs", "clock"] as const;
-const POSTGRES_STORE_KEYS = ["schema", "max", "listen", "storeOnError"] as const;
+const SQLITE_STORE_KEYS: readonly string[] = SQLITE_STORE_OPTION_KEYS;
+/** The store's keys as the factories spell them: `onError` is `storeOnError` there. */
+const POSTGRES_STORE_KEYS: readonly string[] = POSTGRES_STORE_OPTION_KEYS.map((key) => (key === "onError" ? "storeOnError" : key));
+/** The factories build a worker's store, so they close it: `closeStore` is not theirs to take. */
+const FACTORY_WORKER_KEYS: readonly string[] = WORKER_OPTION_KEYS.filter((key) => key !== "closeStore");
+
+/**
+ * One key list per factory, the store's and the role's together, so a typo
+ * is reported against every option the call takes ("did you mean
+ * 'schema'?") instead of being handed to whichever side does not know it.
+ */
+const FACTORY_KEYS = {
+  "CairnQ.sqlite(path, options)": [...SQLITE_STORE_KEYS, ...CLIENT_OPTION_KEYS],
+  "CairnQ.postgres(target, options)": [...POSTGRES_STORE_KEYS, ...CLIENT_OPTION_KEYS],
+  "Worker.sqlite(path, options)": [...SQLITE_STORE_KEYS, ...FACTORY_WORKER_KEYS],
+  "Worker.postgres(target, options)": [...POSTGRES_STORE_KEYS, ...FACTORY_WORKER_KEYS],
+} as const satisfies Record<string, readonly string[]>;
+
+/** Rejects an unknown key with the factory's whole key list, then splits the bag. */
+function factoryOptions<S extends object, R extends object>(
+  options: S & R,
+  what: keyof typeof FACTORY_KEYS,
+  storeKeys: readonly string[],
+): { store: S; rest: R } {
+  return splitOptions<S, R>(checkOptions(options, what, FACTORY_KEYS[what]) as S & R, storeKeys);
+}
 
 function postgresStore(target: PostgresTarget, options: PostgresFactoryStoreOptions): PostgresStore {
   const { storeOnError, ...rest } = options;
@@ -66,7 +91,7 @@ export class CairnQ extends ClientCairnQ {
    * `close()` closes the store too.
    */
   static sqlite(path: string, options: SQLiteCairnQOptions = {}): CairnQ {
-    const { store, rest } = splitOptions<SQLiteStoreOptions, CairnQOptions>(options, SQLITE_STORE_KEYS);
+    const { store, rest } = factoryOptions<SQLiteStoreOptions, CairnQOptions>(options, "CairnQ.sqlite(path, options)", SQLITE_STORE_KEYS);
     return new CairnQ(new SQLiteStore(path, store), rest);
   }
 
@@ -77,7 +102,7 @@ export class CairnQ extends ClientCairnQ {
    * the store, and with it only what the store built.
    */
   static postgres(target: PostgresTarget, options: PostgresCairnQOptions = {}): CairnQ {
-    const { store, rest } = splitOptions<PostgresFactoryStoreOptions, CairnQOptions>(options, POSTGRES_STORE_KEYS);
+    const { store, rest } = factoryOptions<PostgresFactoryStoreOptions, CairnQOptions>(options, "CairnQ.postgres(target, options)", POSTGRES_STORE_KEYS);
     return new CairnQ(postgresStore(target, store), rest);
   }
 }
@@ -97,13 +122,13 @@ export class CairnQ extends ClientCairnQ {
 export class Worker extends BaseWorker {
   /** A worker on a SQLite database file; `close()` closes the store it built. */
   static sqlite(path: string, options: SQLiteWorkerOptions = {}): Worker {
-    const { store, rest } = splitOptions<SQLiteStoreOptions, WorkerOptions>(options, SQLITE_STORE_KEYS);
+    const { store, rest } = factoryOptions<SQLiteStoreOptions, WorkerOptions>(options, "Worker.sqlite(path, options)", SQLITE_STORE_KEYS);
     return new Worker(new SQLiteStore(path, store), { ...rest, closeStore: true });
   }
 
   /** A worker on Postgres (connection string, `pg.Pool` or Kysely); `close()` closes the store it built. */
   static postgres(target: PostgresTarget, options: PostgresWorkerOptions = {}): Worker {
-    const { store, rest } = splitOptions<PostgresFactoryStoreOptions, WorkerOptions>(options, POSTGRES_STORE_KEYS);
+    const { store, rest } = factoryOptions<PostgresFactoryStoreOptions, WorkerOptions>(options, "Worker.postgres(target, options)", POSTGRES_STORE_KEYS);
     return new Worker(postgresStore(target, store), { ...rest, closeStore: true });
   }
 

@@ -146,7 +146,8 @@ export type PayloadArgs<P, O> = undefined extends P ? [payload?: P, options?: O]
 const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
 const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
 const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof WaitOptions)[];
-const CLIENT_KEYS = ["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger"] as const satisfies readonly (keyof CairnQOptions)[];
+/** Every key of {@link CairnQOptions}, for the unknown-key check (the umbrella's factories list them too). */
+export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger"] as const satisfies readonly (keyof CairnQOptions)[]);
 const STORE_METHODS = ["connect", "close", "submit", "get", "getByKey", "getStatus", "getStatusByKey", "taskDoneWake", "subscribe"] as const;
 
 /**
@@ -238,7 +239,7 @@ export class CairnQ {
         `new CairnQ(store) needs a TaskStore (e.g. new SQLiteStore("cairnq.db")); the value given lacks ${missing.join(", ")}`,
       );
     }
-    const opts = checkOptions(options, "new CairnQ(store, options)", CLIENT_KEYS) as CairnQOptions;
+    const opts = checkOptions(options, "new CairnQ(store, options)", CLIENT_OPTION_KEYS) as CairnQOptions;
     this.store = store;
     this.#logger = opts.logger ?? undefined;
     if (opts.logger !== undefined && (typeof opts.logger !== "object" || opts.logger === null)) {

@@ -15,7 +15,7 @@
  *
  * @packageDocumentation
  */
-export { CairnQ } from "./cairnq.js";
+export { CairnQ, CLIENT_OPTION_KEYS } from "./cairnq.js";
 export type { BulkOptions, CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook, RetryManyOptions } from "./cairnq.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";

@@ -15,6 +15,7 @@
  * @packageDocumentation
  */
 export { PostgresStore } from "./postgres-store.js";
+export { POSTGRES_STORE_OPTION_KEYS } from "./postgres-store.js";
 export type { PostgresStoreOptions } from "./postgres-store.js";
 export type { PostgresTransactionStore } from "./postgres-transaction-store.js";
 export type { AnyTransaction } from "./postgres-executor.js";

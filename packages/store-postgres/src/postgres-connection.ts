@@ -12,6 +12,7 @@ import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
+import { checkOptions } from "@cairnq/runtime";
 import { prepareRegistered } from "./postgres-prepared.js";
 import type { ListenClient, ListenConnector } from "./postgres-wakeups.js";
 import { destroySocket, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
@@ -118,7 +119,9 @@ export const DEFAULT_POSTGRES_TIMEOUTS: Readonly<PostgresTimeouts> = Object.free
 /** The {@link PostgresTimeouts} keys that configure connections the store builds (not a caller's pool). */
 const POOL_TIMEOUTS = ["connectTimeoutMs", "queryTimeoutMs", "idleInTransactionTimeoutMs", "keepAliveInitialDelayMs"] as const;
 
-function resolveTimeouts(given: Partial<PostgresTimeouts> | undefined, ownsPool: boolean): PostgresTimeouts {
+function resolveTimeouts(input: Partial<PostgresTimeouts> | undefined, ownsPool: boolean): PostgresTimeouts {
+  // `queryTimoutMs: 1000` silently ignored would leave the 30 s default in force.
+  const given = checkOptions(input, "the timeouts option", Object.keys(DEFAULT_POSTGRES_TIMEOUTS)) as Partial<PostgresTimeouts>;
   const out: PostgresTimeouts = { ...DEFAULT_POSTGRES_TIMEOUTS };
   for (const key of Object.keys(DEFAULT_POSTGRES_TIMEOUTS) as (keyof PostgresTimeouts)[]) {
     const value = given?.[key];

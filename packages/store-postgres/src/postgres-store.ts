@@ -1,5 +1,5 @@
 import type { ClaimInput, OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
-import { keepAlive } from "@cairnq/runtime";
+import { checkOptions, keepAlive } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
@@ -89,6 +89,20 @@ export interface PostgresStoreOptions {
   prepare?: boolean;
 }
 
+/** Every key of {@link PostgresStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
+export const POSTGRES_STORE_OPTION_KEYS = Object.freeze([
+  "schema",
+  "max",
+  "listen",
+  "onError",
+  "timeouts",
+  "combine",
+  "prepare",
+] as const satisfies readonly (keyof PostgresStoreOptions)[]);
+
+/** Every key of `WriteCombinerOptions` (the `combine` option's bounds). */
+const COMBINE_KEYS = ["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[];
+
 /**
  * The CairnQ `TaskStore` on Postgres: API and worker processes on many
  * hosts share one database, and the database clock is the only clock.
@@ -123,7 +137,10 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
    * @param target - A connection string (`postgres://…`), a `pg.Pool` you own, or a Kysely instance you own (then `listen` enables push wakeups).
    * @param options - See {@link PostgresStoreOptions}.
    */
-  constructor(target: PostgresTarget, options: PostgresStoreOptions = {}) {
+  constructor(target: PostgresTarget, input: PostgresStoreOptions = {}) {
+    // `schmea: "jobs"` silently ignored would put the tables into whatever search_path says.
+    const options = checkOptions(input, "new PostgresStore(target, options)", POSTGRES_STORE_OPTION_KEYS) as PostgresStoreOptions;
+    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", COMBINE_KEYS);
     const dialect = new PostgresStoreDialect(target, {
       schema: options.schema ?? null,
       max: options.max,

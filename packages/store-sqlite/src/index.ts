@@ -12,6 +12,7 @@
  * @packageDocumentation
  */
 export { SQLiteStore } from "./sqlite-store.js";
+export { SQLITE_STORE_OPTION_KEYS } from "./sqlite-store.js";
 export type { SQLiteStoreOptions } from "./sqlite-store.js";
 export { SQLiteDialect } from "./sqlite-dialect.js";
 export type { SQLiteDialectOptions } from "./sqlite-dialect.js";

@@ -5,6 +5,7 @@ import { InvalidArgument } from "@cairnq/protocol";
 import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
+import { checkOptions } from "@cairnq/runtime";
 import { retryBusy } from "./busy.js";
 import { SQLiteDialect } from "./sqlite-dialect.js";
 import { SQLiteTransactionStore } from "./sqlite-transaction-store.js";
@@ -25,6 +26,9 @@ export interface SQLiteStoreOptions {
    */
   clock?: () => number;
 }
+
+/** Every key of {@link SQLiteStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
+export const SQLITE_STORE_OPTION_KEYS = Object.freeze(["busyTimeoutMs", "clock"] as const satisfies readonly (keyof SQLiteStoreOptions)[]);
 
 /**
  * The CairnQ `TaskStore` on SQLite: one database file (WAL) shared by API and
@@ -51,7 +55,9 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
    * @param path - The database file (created with its directory if missing), or `:memory:` for a private in-memory database.
    * @param options - See {@link SQLiteStoreOptions}.
    */
-  constructor(path: string, options: SQLiteStoreOptions = {}) {
+  constructor(path: string, input: SQLiteStoreOptions = {}) {
+    // `busyTimeotMs: 30_000` silently ignored would fail busy writes after the 5 s default.
+    const options = checkOptions(input, "new SQLiteStore(path, options)", SQLITE_STORE_OPTION_KEYS) as SQLiteStoreOptions;
     if (typeof path !== "string") throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${typeof path}`);
     const busyTimeoutMs = options.busyTimeoutMs === undefined ? 5000 : requireInt(options.busyTimeoutMs, "busyTimeoutMs", 0, 2_147_483_647);
     const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: options.clock });

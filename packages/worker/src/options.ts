@@ -150,8 +150,8 @@ export interface ResolvedWorkerOptions {
  */
 export const MIN_LEASE_MS = 20;
 
-/** Every key of {@link WorkerOptions}, for the unknown-key check. */
-export const WORKER_OPTION_KEYS = [
+/** Every key of {@link WorkerOptions}, for the unknown-key check (the umbrella's factories list them too). */
+export const WORKER_OPTION_KEYS = Object.freeze([
   "queues",
   "concurrency",
   "leaseMs",
@@ -171,7 +171,7 @@ export const WORKER_OPTION_KEYS = [
   "stopTimeoutMs",
   "closeStore",
   "random",
-] as const satisfies readonly (keyof WorkerOptions)[];
+] as const satisfies readonly (keyof WorkerOptions)[]);
 
 /** `undefined` and `null` both mean "not set" for the optional limits. */
 function unset(value: unknown): boolean {

@@ -1,0 +1,151 @@
+/**
+ * The umbrella's factories take the store's options and the client's or
+ * worker's in one bag: a misspelt key is rejected against the whole bag's
+ * key list (with a did-you-mean), and every store option reaches the store.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { CairnQ, InvalidArgument, PostgresStore, SQLiteStore, Worker } from "cairnq";
+import { CLIENT_OPTION_KEYS } from "@cairnq/client";
+import { POSTGRES_STORE_OPTION_KEYS } from "@cairnq/store-postgres";
+import { SQLITE_STORE_OPTION_KEYS } from "@cairnq/store-sqlite";
+import type { SQLiteDialect } from "@cairnq/store-sqlite";
+import { WORKER_OPTION_KEYS } from "@cairnq/worker";
+import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "./support/postgres.ts";
+
+const NEVER = "postgres://postgres@127.0.0.1:1/never-connected";
+
+/** The InvalidArgument a call throws (fails the test if it throws something else or nothing). */
+function rejection(build: () => unknown): InvalidArgument {
+  try {
+    build();
+  } catch (err) {
+    expect(err).toBeInstanceOf(InvalidArgument);
+    return err as InvalidArgument;
+  }
+  throw new Error("expected InvalidArgument, nothing was thrown");
+}
+
+/** The list after "the options are " in a checkOptions message. */
+function listedKeys(message: string): string[] {
+  const at = message.indexOf("the options are ");
+  expect(at, message).toBeGreaterThan(0);
+  return message.slice(at + "the options are ".length).split(", ");
+}
+
+const pgStoreKeys = POSTGRES_STORE_OPTION_KEYS.map((key) => (key === "onError" ? "storeOnError" : key));
+const workerKeys = WORKER_OPTION_KEYS.filter((key) => key !== "closeStore");
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+afterAll(closeAdmin);
+
+async function dbFile(): Promise<string> {
+  dir = await mkdtemp(join(tmpdir(), "cairnq-factories-"));
+  return join(dir, "tasks.db");
+}
+
+describe("a misspelt option of a factory", () => {
+  const cases: [string, () => unknown, string, string, string[]][] = [
+    ["Worker.postgres", () => Worker.postgres(NEVER, { schmea: "x" } as never), "schmea", "schema", [...pgStoreKeys, ...workerKeys]],
+    ["CairnQ.postgres", () => CairnQ.postgres(NEVER, { timeout: {} } as never), "timeout", "timeouts", [...pgStoreKeys, ...CLIENT_OPTION_KEYS]],
+    ["Worker.postgres (a worker key)", () => Worker.postgres(NEVER, { concurency: 8 } as never), "concurency", "concurrency", [...pgStoreKeys, ...workerKeys]],
+    ["CairnQ.sqlite", () => CairnQ.sqlite(":memory:", { busyTimeotMs: 100 } as never), "busyTimeotMs", "busyTimeoutMs", [...SQLITE_STORE_OPTION_KEYS, ...CLIENT_OPTION_KEYS]],
+    ["Worker.sqlite", () => Worker.sqlite(":memory:", { leaseMS: 5_000 } as never), "leaseMS", "leaseMs", [...SQLITE_STORE_OPTION_KEYS, ...workerKeys]],
+    ["CairnQ.sqlite (a client key)", () => CairnQ.sqlite(":memory:", { retension: {} } as never), "retension", "retention", [...SQLITE_STORE_OPTION_KEYS, ...CLIENT_OPTION_KEYS]],
+  ];
+
+  it.each(cases)("%s: InvalidArgument naming the key, a did-you-mean, and the store's and the role's keys in one list", (label, build, key, near, keys) => {
+    const err = rejection(build);
+    const factory = label.split(" ")[0]!;
+    expect(err.argument).toBe(key);
+    expect(err.message).toContain(`'${key}' is not an option of ${factory}(`);
+    expect(err.message).toContain(`(did you mean '${near}'?)`);
+    expect(listedKeys(err.message)).toEqual(keys);
+  });
+
+  it("closeStore is the factory's own decision, not an option; onError on Postgres is the role's, storeOnError the store's", () => {
+    expect(rejection(() => Worker.sqlite(":memory:", { closeStore: false } as never)).argument).toBe("closeStore");
+    expect(rejection(() => CairnQ.postgres(NEVER, { onError: () => {} } as never)).argument).toBe("onError");
+  });
+
+  it("the stores themselves reject unknown keys, including inside timeouts and combine", () => {
+    expect(rejection(() => new PostgresStore(NEVER, { schmea: "x" } as never)).message).toMatch(
+      /^'schmea' is not an option of new PostgresStore\(target, options\) \(did you mean 'schema'\?\); the options are schema, max, listen, onError, timeouts, combine, prepare$/,
+    );
+    expect(rejection(() => new PostgresStore(NEVER, { timeouts: { queryTimoutMs: 5 } as never })).message).toMatch(/'queryTimoutMs' is not an option of the timeouts option \(did you mean 'queryTimeoutMs'\?\)/);
+    expect(rejection(() => new PostgresStore(NEVER, { combine: { maxRow: 5 } as never })).message).toMatch(/'maxRow' is not an option of the combine option \(did you mean 'maxRows'\?\)/);
+    expect(rejection(() => new SQLiteStore(":memory:", { busyTimeotMs: 5 } as never)).message).toMatch(
+      /^'busyTimeotMs' is not an option of new SQLiteStore\(path, options\) \(did you mean 'busyTimeoutMs'\?\); the options are busyTimeoutMs, clock$/,
+    );
+  });
+});
+
+describe("every store option passes through the factories", () => {
+  it("CairnQ.postgres / Worker.postgres: timeouts, combine, prepare, max, schema and storeOnError reach the PostgresStore", async () => {
+    const schema = await freshSchemaName("cq_factory");
+    const heard: unknown[] = [];
+    const api = CairnQ.postgres(pgDsn(), {
+      schema,
+      max: 1,
+      timeouts: { idleInTransactionTimeoutMs: 4321, queryTimeoutMs: 12_345 },
+      combine: false,
+      prepare: false,
+      storeOnError: (err) => heard.push(err),
+      maxQueueDepth: 100,
+    });
+    const runner = Worker.postgres(pgDsn(), { schema, combine: { maxRows: 7 }, prepare: true, max: 1, concurrency: 2 });
+    try {
+      const store = api.store as PostgresStore;
+      expect(store.schema).toBe(schema);
+      expect(store.dialect.connection.timeouts).toMatchObject({ idleInTransactionTimeoutMs: 4321, queryTimeoutMs: 12_345 });
+      expect(store.dialect.combining).toBeNull();
+      expect((runner.store as PostgresStore).dialect.combining).toMatchObject({ maxRows: 7 });
+
+      // On the server: the session setting came from `timeouts`, and with prepare: false (one pooled connection)
+      // none of CairnQ's statements was prepared by name, while the worker's store (prepare: true) prepares them.
+      const task = await api.submit("job", { n: 1 });
+      expect((await api.get(task.id))?.status).toBe("queued");
+      const setting = await sql<{ v: string }>`select current_setting('idle_in_transaction_session_timeout') as v`.execute(store.db);
+      expect(setting.rows[0]?.v).toBe("4321ms");
+      const prepared = async (s: PostgresStore): Promise<number> =>
+        Number((await sql<{ n: string }>`select count(*) as n from pg_prepared_statements`.execute(s.db)).rows[0]?.n);
+      expect(await prepared(store)).toBe(0);
+      runner.task("job", async (_ctx, payload: { n: number }) => payload);
+      const running = runner.run();
+      expect(await api.wait(task.id, { timeoutMs: 20_000 })).toMatchObject({ status: "succeeded" });
+      expect(await prepared(runner.store as PostgresStore)).toBeGreaterThan(0);
+      await runner.stop();
+      await running;
+      expect(heard).toEqual([]);
+    } finally {
+      await runner.close();
+      await api.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it("CairnQ.sqlite / Worker.sqlite: busyTimeoutMs and clock reach the SQLiteStore", async () => {
+    const file = await dbFile();
+    const frozen = 1_700_000_000_000;
+    const api = CairnQ.sqlite(file, { busyTimeoutMs: 1234, clock: () => frozen, maxQueueDepth: 10 });
+    const runner = Worker.sqlite(file, { busyTimeoutMs: 4321, concurrency: 1 });
+    try {
+      const task = await api.submit("job", {});
+      expect(task.created_at_ms).toBe(frozen);
+      // The store retries busy statements itself for busyTimeoutMs (SQLite's own busy_timeout is only used while connecting).
+      const busy = (s: SQLiteStore): number => (s.dialect as SQLiteDialect).connection.busyTimeoutMs;
+      expect(busy(api.store as SQLiteStore)).toBe(1234);
+      expect(busy(runner.store as SQLiteStore)).toBe(4321);
+    } finally {
+      await runner.close();
+      await api.close();
+    }
+  });
+});
