@@ -325,8 +325,7 @@ async function startThrowaway(binDir, log) {
 
     let port;
     let lastErr = "";
-    for (let attempt = 0; attempt < 3 && !started; attempt++) {
-      port = await freePort();
+    const pgStart = async () => {
       const pgOpts = [
         `-p ${port}`,
         `-k ${shellQuote(dir)}`,
@@ -336,10 +335,11 @@ async function startThrowaway(binDir, log) {
         "-c full_page_writes=off",
         "-c max_connections=200",
       ].join(" ");
-      const r = await run(
-        asUser(user, [pgCtl, "-D", dataDir, "-l", logFile, "-o", pgOpts, "-w", "-t", "60", "start"]),
-        spawnOpts,
-      );
+      return run(asUser(user, [pgCtl, "-D", dataDir, "-l", logFile, "-o", pgOpts, "-w", "-t", "60", "start"]), spawnOpts);
+    };
+    for (let attempt = 0; attempt < 3 && !started; attempt++) {
+      port = await freePort();
+      const r = await pgStart();
       if (r.code === 0) started = true;
       else lastErr = `${r.out.trim()}\n${tail(logFile)}`;
     }
@@ -366,12 +366,44 @@ async function startThrowaway(binDir, log) {
     const version = path.basename(path.dirname(binDir));
     const owner = user ? ` as OS user ${user.name}` : "";
     log(`postgres: throwaway cluster (${binDir}${owner}) in ${dir}, ${dsn}`);
-    return { dsn, stop, source: "throwaway", dir, version };
+    // For restart tests: shut the server down (`fast` or `immediate`) and start it again on the same port and data.
+    const shutdown = async (mode = "fast") => {
+      if (!["smart", "fast", "immediate"].includes(mode)) throw new Error(`shutdown mode must be smart, fast or immediate, got ${mode}`);
+      const r = await run(asUser(user, [pgCtl, "-D", dataDir, "-m", mode, "-w", "-t", "60", "stop"]), spawnOpts);
+      if (r.code !== 0) throw new Error(`pg_ctl stop -m ${mode} failed (exit ${r.code}):\n${r.out.trim()}\n${tail(logFile)}`);
+    };
+    const start = async () => {
+      const r = await pgStart();
+      if (r.code !== 0) throw new Error(`pg_ctl start (restart on port ${port}) failed (exit ${r.code}):\n${r.out.trim()}\n${tail(logFile)}`);
+    };
+    return { dsn, port, stop, shutdown, start, source: "throwaway", dir, version, logFile };
   } catch (err) {
     stopSync();
     process.removeListener("exit", stopSync);
     throw err;
   }
+}
+
+/**
+ * A throwaway cluster of its own for a test that must stop and restart its
+ * server (never the shared one): initdb into a temp dir, start on a free
+ * port, database `test`. Throws, saying what is missing, when initdb, pg_ctl
+ * or postgres cannot be found (PATH, /usr/lib/postgresql/<v>/bin) — a
+ * restart test never skips.
+ *
+ * @returns {Promise<{ dsn: string, port: number, stop: () => Promise<void>, shutdown: (mode?: "smart" | "fast" | "immediate") => Promise<void>, start: () => Promise<void>, dir: string, logFile: string }>}
+ */
+export async function startThrowawayCluster(opts = {}) {
+  const log = opts.log ?? (() => {});
+  const binDir = findPgBinDir({ libRoot: opts.libRoot, usePath: opts.usePath });
+  if (!binDir) {
+    throw new Error(
+      "This test needs a Postgres cluster of its own to stop and restart, but initdb, pg_ctl and postgres were not " +
+        "found on PATH or in /usr/lib/postgresql/*/bin. Install the PostgreSQL server binaries (Debian/Ubuntu: " +
+        "apt-get install postgresql; macOS: brew install postgresql@16).",
+    );
+  }
+  return startThrowaway(binDir, log);
 }
 
 // ---------------------------------------------------------------------------
