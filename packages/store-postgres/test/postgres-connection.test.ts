@@ -1,68 +1,9 @@
-import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
 import { PostgresStore } from "../src/index.js";
 import { DEFAULT_POSTGRES_TIMEOUTS } from "../src/postgres-connection.js";
+import { HalfOpenProxy } from "./half-open-proxy.js";
 import { openStore, pgDsn, poolFor, q, schemaName, until } from "./helpers.js";
-
-/**
- * A TCP proxy to the test server that can make every connection open so far
- * go dark: bytes stop flowing both ways, but neither side sees a FIN or an
- * RST and the proxy keeps ACKing — a NAT entry dropped, a network path gone
- * silent. Connections opened after `freeze()` work normally (a new path).
- */
-class HalfOpenProxy {
-  readonly #server: net.Server;
-  readonly #pairs = new Set<{ client: net.Socket; upstream: net.Socket; frozen: boolean }>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {
-    this.#server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      const pair = { client, upstream, frozen: false };
-      this.#pairs.add(pair);
-      client.on("data", (chunk) => {
-        if (!pair.frozen) upstream.write(chunk);
-      });
-      upstream.on("data", (chunk) => {
-        if (!pair.frozen) client.write(chunk);
-      });
-      const close = (): void => {
-        this.#pairs.delete(pair);
-        client.destroy();
-        upstream.destroy();
-      };
-      // A frozen pair ignores even a FIN from either side: nothing crosses a dead path.
-      client.on("end", () => (pair.frozen ? undefined : close()));
-      upstream.on("end", () => (pair.frozen ? undefined : close()));
-      client.on("error", close);
-      upstream.on("error", close);
-    });
-  }
-
-  async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.#server.listen(0, "127.0.0.1", resolve));
-    this.port = (this.#server.address() as net.AddressInfo).port;
-    const url = new URL(pgDsn());
-    url.hostname = "127.0.0.1";
-    url.port = String(this.port);
-    return url.toString();
-  }
-
-  /** Every connection open now stops carrying bytes, silently. */
-  freeze(): number {
-    for (const pair of this.#pairs) pair.frozen = true;
-    return this.#pairs.size;
-  }
-
-  async close(): Promise<void> {
-    for (const pair of this.#pairs) {
-      pair.client.destroy();
-      pair.upstream.destroy();
-    }
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
-  }
-}
 
 const proxies: HalfOpenProxy[] = [];
 afterEach(async () => {
@@ -70,8 +11,7 @@ afterEach(async () => {
 });
 
 async function proxy(): Promise<{ proxy: HalfOpenProxy; dsn: string }> {
-  const url = new URL(pgDsn());
-  const p = new HalfOpenProxy({ host: url.hostname === "localhost" ? "127.0.0.1" : url.hostname, port: Number(url.port || 5432) });
+  const p = new HalfOpenProxy(pgDsn());
   proxies.push(p);
   return { proxy: p, dsn: await p.listen() };
 }
