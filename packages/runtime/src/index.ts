@@ -1,7 +1,8 @@
 /**
  * `@cairnq/runtime` — internal support for CairnQ packages: the sleep and
  * timer that honour durations past 2^31 ms, `deferred`, the keep-alive
- * handle, the waiter set of the wake-up channels, and the options checker.
+ * handle, the waiter set of the wake-up channels, the options checker and
+ * the loader of the database driver the application installs.
  * No stability promise for use outside CairnQ's own packages.
  *
  * @packageDocumentation
@@ -25,3 +26,5 @@ export {
 } from "./options.js";
 export type { DurationRule } from "./options.js";
 export { stderrLogger } from "./stderr-logger.js";
+export { loadDriver } from "./driver.js";
+export type { DriverSpec } from "./driver.js";

@@ -5,10 +5,10 @@
  * the `schema` option reaches every pooled connection, and where the pool's
  * error events are caught so a killed backend never crashes the process.
  */
-import { createRequire } from "node:module";
 import type pg from "pg";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireInt } from "@cairnq/protocol/adapter";
+import { loadDriver } from "@cairnq/runtime";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
@@ -197,7 +197,7 @@ export class PostgresConnection {
         dialect: new PostgresDialect({
           // A function: pg is loaded, and the pool built, on the first statement — not at import or construction.
           pool: () => {
-            const Driver = loadDriver();
+            const Driver = loadPgDriver();
             const pool = new Driver.Pool(config) as unknown as PostgresPool;
             this.#pool = pool;
             this.#guardPool(pool);
@@ -394,7 +394,7 @@ function listenConnector(
 
 /** Opens one non-pooled client; an error before the caller's listeners are attached is swallowed (the promise carries it). */
 async function connectClient(ClientClass: (new (config: object) => ListenClient) | null, config: object): Promise<ListenClient> {
-  const Client = (ClientClass ?? loadDriver().Client) as unknown as new (config: object) => ListenClient & { connect(): Promise<unknown> };
+  const Client = (ClientClass ?? loadPgDriver().Client) as unknown as new (config: object) => ListenClient & { connect(): Promise<unknown> };
   const client = new Client(config);
   // Errors after connect are the wakeups' to handle; this listener only keeps an early one from being thrown.
   client.on("error", () => {});
@@ -416,8 +416,9 @@ function isPool(value: unknown): value is PostgresPool {
 /**
  * Loads `pg` when the first connection is made rather than at import, so
  * importing `cairnq` (which re-exports this store) loads no driver until a
- * Postgres store actually connects.
+ * Postgres store actually connects — and an app that installed only
+ * better-sqlite3 never needs it. Absent, it fails with "npm install pg".
  */
-function loadDriver(): typeof pg {
-  return createRequire(import.meta.url)("pg") as typeof pg;
+function loadPgDriver(): typeof pg {
+  return loadDriver<typeof pg>({ module: "pg", requiredBy: "@cairnq/store-postgres", backend: "Postgres", from: import.meta.url });
 }

@@ -10,7 +10,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
+import { loadDriver } from "@cairnq/runtime";
 import type Database from "better-sqlite3";
 import { CairnQError, TERMINAL_STATUSES } from "@cairnq/protocol";
 import type { AnyKysely, Row } from "@cairnq/store-kysely";
@@ -123,7 +123,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   async open(): Promise<void> {
     try {
       if (!this.memory && !this.filename.startsWith("file:")) fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      const Driver = loadDriver();
+      const Driver = loadSqliteDriver();
       const writer = new Driver(this.filename, { timeout: this.busyTimeoutMs });
       this.#writer.attach(writer);
       if (!this.memory) await this.#enableWal(writer);
@@ -264,8 +264,9 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
 /**
  * Loads better-sqlite3 on first open rather than at import, so importing
  * `cairnq` (which re-exports this store) loads no native driver until a
- * SQLite store is actually opened.
+ * SQLite store is actually opened — and an app that installed only `pg`
+ * never needs it. Absent, it fails with "npm install better-sqlite3".
  */
-function loadDriver(): typeof Database {
-  return createRequire(import.meta.url)("better-sqlite3") as typeof Database;
+function loadSqliteDriver(): typeof Database {
+  return loadDriver<typeof Database>({ module: "better-sqlite3", requiredBy: "@cairnq/store-sqlite", backend: "SQLite", from: import.meta.url });
 }
