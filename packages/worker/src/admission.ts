@@ -24,6 +24,8 @@ export interface AdmissionLimits {
 export class Admission {
   readonly #limits: AdmissionLimits;
   readonly #calls = new Set<Call>();
+  /** Calls whose handler has ended and whose tasks are being settled: they hold no slot (see {@link Admission.settling}). */
+  readonly #settling = new Set<Call>();
   readonly #nameCalls = new Map<string, number>();
   readonly #resourceCalls = new Map<string, number>();
   /** Contexts of calls in flight by task id (to spot a re-claim of a task an older call still holds). */
@@ -35,14 +37,14 @@ export class Admission {
     this.#limits = limits;
   }
 
-  /** Calls in flight. */
+  /** Calls in flight, settling ones included. */
   get size(): number {
-    return this.#calls.size;
+    return this.#calls.size + this.#settling.size;
   }
 
-  /** A snapshot of the calls in flight. */
+  /** A snapshot of the calls in flight, settling ones included. */
   calls(): Call[] {
-    return [...this.#calls];
+    return [...this.#calls, ...this.#settling];
   }
 
   /** The contexts of calls in flight that hold `taskId` (an older attempt, if we just claimed it again). */
@@ -62,7 +64,8 @@ export class Admission {
 
   /** §8.3 step 1: while a call runs and no slot (or byte budget) is free, wait for a call to end. */
   async waitForRoom(signal: AbortSignal): Promise<void> {
-    while (this.#calls.size > 0 && (this.free() <= 0 || this.overBytes()) && !signal.aborted) {
+    // Settling calls count here (they hold bytes); an idle worker always has room, even for one oversized payload.
+    while (this.size > 0 && (this.free() <= 0 || this.overBytes()) && !signal.aborted) {
       const aborted = abortPromise(signal);
       try {
         await Promise.race([this.#callEnded.promise, aborted.promise]);
@@ -115,9 +118,33 @@ export class Admission {
     }
   }
 
+  /**
+   * The call's handler has ended and its settlement writes are in flight: its slot (and its name and
+   * resource counts) is free for the next claim, so a claim can overlap the settlement's commit
+   * instead of waiting for it. `concurrency` bounds handler calls at once (README); the tasks being
+   * settled stay in flight (bytes, the contexts by task id, `size`) until {@link Admission.release}.
+   */
+  settling(call: Call): void {
+    if (!this.#calls.delete(call)) return;
+    this.#settling.add(call);
+    this.#uncount(call);
+    this.#wake();
+  }
+
   /** Uncounts a call that ended, and wakes {@link Admission.waitForRoom}. */
   release(call: Call): void {
-    this.#calls.delete(call);
+    if (this.#settling.delete(call)) {
+      this.#forget(call);
+      this.#wake();
+      return;
+    }
+    if (!this.#calls.delete(call)) return;
+    this.#uncount(call);
+    this.#forget(call);
+    this.#wake();
+  }
+
+  #uncount(call: Call): void {
     const names = (this.#nameCalls.get(call.name) ?? 1) - 1;
     if (names === 0) this.#nameCalls.delete(call.name);
     else this.#nameCalls.set(call.name, names);
@@ -127,12 +154,18 @@ export class Admission {
       if (held === 0) this.#resourceCalls.delete(resource);
       else this.#resourceCalls.set(resource, held);
     }
+  }
+
+  #forget(call: Call): void {
     this.#bytesInFlight -= call.bytes;
     for (const ctx of call.contexts) {
       const set = this.#live.get(ctx.taskId);
       set?.delete(ctx);
       if (set?.size === 0) this.#live.delete(ctx.taskId);
     }
+  }
+
+  #wake(): void {
     const ended = this.#callEnded;
     this.#callEnded = deferred();
     ended.resolve();

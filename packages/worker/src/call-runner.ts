@@ -49,6 +49,8 @@ export interface CallRunnerHost {
   readonly maxRunMs: number | null;
   readonly contexts: ContextHost;
   report(err: unknown, info: WorkerErrorInfo): void;
+  /** The call's handler ended and its settlement begins (the worker frees its slot). */
+  settling(call: Call): void;
 }
 
 /** Runs calls and settles their tasks. @internal */
@@ -85,6 +87,7 @@ export class CallRunner {
     }
     if (outcome.kind === "abandoned") return;
     call.phase = "settling";
+    host.settling(call);
     await this.#settle(call, outcome);
   }
 

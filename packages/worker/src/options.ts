@@ -21,7 +21,8 @@ export interface WorkerOptions {
   queues?: readonly string[];
   /**
    * Handler calls run at once: an integer ≥ 1 (`0`, `-1`, `1.5` are
-   * rejected). Counts calls, not tasks: a batch of 10 is one call.
+   * rejected). Counts calls, not tasks: a batch of 10 is one call. A slot frees
+   * when the handler ends, so the next claim overlaps the settlement write.
    * @default 1
    */
   concurrency?: number;
@@ -58,8 +59,8 @@ export interface WorkerOptions {
    */
   maxRunMs?: number;
   /**
-   * While calls whose payloads total at least this many bytes (UTF-8 JSON) run,
-   * nothing more is claimed. Never blocks an idle worker: an oversized
+   * While calls whose payloads total at least this many bytes (UTF-8 JSON) run
+   * or are still settling, nothing more is claimed. Never blocks an idle worker: an oversized
    * payload runs alone.
    * @default undefined (no limit)
    */

@@ -111,6 +111,7 @@ export class Worker {
       maxRunMs: opts.maxRunMs,
       contexts: this.#host,
       report: (err, info) => this.#report(err, info),
+      settling: (call) => this.#admission.settling(call),
     });
     this.#gate = this.#installGate();
   }

@@ -174,6 +174,71 @@ describe("concurrency", () => {
   });
 });
 
+describe("settlement overlaps the next claim", () => {
+  it("at concurrency 1 the next handler starts while the previous task's complete is still in flight; stop() waits for it", async () => {
+    const spy = spyStore();
+    const held = gate();
+    let completes = 0;
+    // The first complete is held at the store until the test opens the gate: its commit is "slow".
+    spy.hooks.complete = async (_args, next) => {
+      completes += 1;
+      if (completes === 1) await held.promise;
+      return next();
+    };
+    const worker = makeWorker(spy.store, { concurrency: 1 });
+    const t = tracker();
+    const started: string[] = [];
+    worker.task("a", async (ctx) => {
+      t.enter("a");
+      started.push(ctx.taskId);
+      await delay(1);
+      t.leave("a");
+    });
+    const [first, second] = await submitMany(spy.inner, "a", 2);
+    const running = worker.run();
+    // The second handler ran to its end although the first task's settlement has not committed.
+    await waitFor(() => completes === 2, 3000, "the second task's complete");
+    expect(new Set(started)).toEqual(new Set([first?.id, second?.id]));
+    expect(t.max("*")).toBe(1);
+    const [settling] = started;
+    expect((await spy.inner.get(settling as string))?.status).toBe("running");
+    const stopped = worker.stop();
+    let stopResolved = false;
+    void stopped.then(() => (stopResolved = true));
+    await delay(30);
+    expect(stopResolved).toBe(false); // stop() drains settlements in flight, not only running handlers
+    held.open();
+    await stopped;
+    await running;
+    expect((await spy.inner.get(first?.id as string))?.status).toBe("succeeded");
+    expect((await spy.inner.get(second?.id as string))?.status).toBe("succeeded");
+  });
+
+  it("a settling call keeps its payload bytes counted: maxInFlightBytes still bounds tasks held in memory", async () => {
+    const spy = spyStore();
+    const held = gate();
+    spy.hooks.complete = async (_args, next) => {
+      await held.promise;
+      return next();
+    };
+    const worker = makeWorker(spy.store, { concurrency: 4, maxInFlightBytes: 100 });
+    const started: string[] = [];
+    worker.task("a", (ctx) => {
+      started.push(ctx.taskId);
+    });
+    await submitMany(spy.inner, "a", 1, { pad: "x".repeat(120) });
+    void worker.run();
+    await waitFor(() => started.length >= 1, 3000, "the first handler");
+    await submitMany(spy.inner, "a", 2, { pad: "x".repeat(120) });
+    await delay(50);
+    // The first task's ~130 payload bytes stay counted until its complete commits, so nothing else is admitted.
+    expect(started.length).toBe(1);
+    held.open();
+    await waitFor(() => started.length === 3, 3000, "the other handlers");
+    await worker.stop();
+  });
+});
+
 describe("refetching", () => {
   it("after a claim whose draws all came back full the next cycle skips the probe; after a short one it probes again", async () => {
     const spy = spyStore();
