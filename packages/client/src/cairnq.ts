@@ -143,9 +143,34 @@ function bulkOptions<O extends BulkOptions>(options: O, what: string, keys: read
  */
 export type PayloadArgs<P, O> = undefined extends P ? [payload?: P, options?: O] : [payload: P, options?: O];
 
+/**
+ * The payload type a submit of `D` takes: the {@link TaskDef}'s payload
+ * type, or for a task name the explicit `P` (`submit<P>("name", …)`), else
+ * `unknown`.
+ */
+export type PayloadFor<D, P = never> = [P] extends [never] ? (D extends TaskDef<infer X, unknown> ? X : unknown) : P;
+
+/** The result type of `D`: the {@link TaskDef}'s, or for a task name the explicit `R`, else `unknown`. */
+export type ResultFor<D, R = never> = [R] extends [never] ? (D extends TaskDef<unknown, infer X> ? X : unknown) : R;
+
+/** The row type of a task of `D`: `Task<P, R>` from a {@link TaskDef}, `Task` without one. */
+export type TaskFor<D> = Task<PayloadFor<D>, ResultFor<D>>;
+
+/** {@link WaitOptions} plus the {@link TaskDef} that types the row (and is checked against its name). */
+export interface TaskWaitOptions<D extends TaskDef = TaskDef> extends WaitOptions {
+  /** Types the returned row from this definition; a task of another name fails with `InvalidArgument`. @default undefined (an untyped row) */
+  task?: D | undefined;
+}
+
+/** {@link ListInput} plus a {@link TaskDef}: filters on its name and types the rows. */
+export interface TaskListInput<D extends TaskDef = TaskDef> extends ListInput {
+  /** Lists tasks of this definition (its `name`), typed; with `name` too, both must agree. @default undefined */
+  task?: D | undefined;
+}
+
 const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
 const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
-const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof WaitOptions)[];
+const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal", "task"] as const satisfies readonly (keyof TaskWaitOptions)[];
 /** Every key of {@link CairnQOptions}, for the unknown-key check (the umbrella's factories list them too). */
 export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger"] as const satisfies readonly (keyof CairnQOptions)[]);
 const STORE_METHODS = ["connect", "close", "submit", "get", "getByKey", "getStatus", "getStatusByKey", "taskDoneWake", "subscribe"] as const;
@@ -184,6 +209,22 @@ function resolveTask(task: unknown): ResolvedTask {
     "name",
     "the first argument must be a task name (a non-empty string) or a TaskDef from defineTask(...): workers find handlers by that name",
   );
+}
+
+/**
+ * A row read for a typed call: with a {@link TaskDef}, the row must be a
+ * task of that name, or the types the caller asked for would be a lie.
+ */
+function typedRow<T extends Task | null>(row: T, task: TaskDef | undefined, what: string): T {
+  if (task === undefined || row === null) return row;
+  const { name } = resolveTask(task);
+  if (row.name !== name) {
+    throw new InvalidArgument(
+      "task",
+      `${what}: task ${row.id} is a '${row.name}' task, not a '${name}' one, so it cannot be typed by that TaskDef; pass the definition of '${row.name}', or none`,
+    );
+  }
+  return row;
 }
 
 /**
@@ -377,8 +418,9 @@ export class CairnQ {
    * await client.submit("report", { month: "2024-05" }, { queue: "slow", runAtDelayMs: 60_000 });
    * ```
    */
-  submit<P, R>(task: TaskDef<P, R>, ...args: PayloadArgs<P, SubmitOptions>): Promise<Task<P, R>>;
-  submit<P = unknown, R = unknown>(name: string, payload?: P, options?: SubmitOptions): Promise<Task<P, R>>;
+  // One signature, not a TaskDef overload and a name overload: with overloads, a wrong payload for a TaskDef is
+  // reported against the last overload ("not assignable to parameter of type 'string'") by TypeScript 7.
+  submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, P>, ResultFor<D, R>>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
     return this.store.submit(this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS)));
   }
@@ -395,8 +437,10 @@ export class CairnQ {
    * res.status(created ? 201 : 200).json({ id: task.id, status: task.status });
    * ```
    */
-  submitOutcome<P, R>(task: TaskDef<P, R>, ...args: PayloadArgs<P, SubmitOptions>): Promise<SubmitOutcome<P, R>>;
-  submitOutcome<P = unknown, R = unknown>(name: string, payload?: P, options?: SubmitOptions): Promise<SubmitOutcome<P, R>>;
+  submitOutcome<P = never, R = never, D extends TaskDef | string = string>(
+    task: D,
+    ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>
+  ): Promise<SubmitOutcome<PayloadFor<D, P>, ResultFor<D, R>>>;
   async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
     return this.store.submitOutcome(this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS)));
   }
@@ -405,14 +449,23 @@ export class CairnQ {
     return submitInputOf(resolveTask(task), payload, options);
   }
 
-  /** The full row of task `id`, or `null`. */
-  get(id: string): Promise<Task | null> {
-    return this.store.get(id);
+  /**
+   * The full row of task `id`, or `null`. Given the task's {@link TaskDef},
+   * the row is typed from it (and a task of another name is refused).
+   *
+   * @throws InvalidArgument when `task` is given and the row is a task of another name.
+   * @example
+   * ```ts
+   * const row = await client.get(id, summarize); // Task<{ url: string }, { summary: string }> | null
+   * ```
+   */
+  async get<D extends TaskDef = TaskDef>(id: string, task?: D): Promise<TaskFor<D> | null> {
+    return typedRow(await this.store.get(id), task, "get") as TaskFor<D> | null;
   }
 
-  /** The full row the key currently points at, or `null`. */
-  getByKey(key: string): Promise<Task | null> {
-    return this.store.getByKey(key);
+  /** The full row the key currently points at, or `null`; typed from `task` as {@link CairnQ.get} is. */
+  async getByKey<D extends TaskDef = TaskDef>(key: string, task?: D): Promise<TaskFor<D> | null> {
+    return typedRow(await this.store.getByKey(key), task, "getByKey") as TaskFor<D> | null;
   }
 
   /** `{ id, status }` of task `id` (a cheap probe), or `null`. */
@@ -433,8 +486,15 @@ export class CairnQ {
    * const failed = await client.list({ queue: "emails", status: "failed", limit: 20 });
    * ```
    */
-  list(input?: ListInput): Promise<Task[]> {
-    return this.store.list(input);
+  async list<D extends TaskDef = TaskDef>(input?: TaskListInput<D>): Promise<TaskFor<D>[]> {
+    if (input === undefined || input === null || typeof input !== "object" || !("task" in input)) return (await this.store.list(input)) as TaskFor<D>[];
+    const { task, ...filter } = input;
+    if (task === undefined) return (await this.store.list(filter)) as TaskFor<D>[];
+    const { name } = resolveTask(task);
+    if (filter.name !== undefined && filter.name !== name) {
+      throw new InvalidArgument("task", `list was given name '${String(filter.name)}' and a TaskDef of '${name}'; give one of them`);
+    }
+    return (await this.store.list({ ...filter, name })) as TaskFor<D>[];
   }
 
   /** Row counts by queue and status, zero-filled; `queue` restricts to one queue (present even if empty). */
@@ -565,10 +625,10 @@ export class CairnQ {
    * if (task.status === "succeeded") console.log(task.result);
    * ```
    */
-  async wait(id: string, options: WaitOptions = {}): Promise<Task> {
+  async wait<D extends TaskDef = TaskDef>(id: string, options: TaskWaitOptions<D> = {}): Promise<TaskFor<D>> {
     this.#refuseInTransaction("wait");
-    const resolved = resolveWaitOptions(checkOptions(options, "wait", WAIT_KEYS));
-    return waitForTask(this.store, { id }, resolved);
+    const { task, ...wait } = checkOptions(options, "wait", WAIT_KEYS) as TaskWaitOptions<D>;
+    return typedRow(await waitForTask(this.store, { id }, resolveWaitOptions(wait)), task, "wait") as TaskFor<D>;
   }
 
   /**
@@ -578,10 +638,10 @@ export class CairnQ {
    *
    * @throws TaskTimeout (`key` set; `taskId` the last task seen, else the key).
    */
-  async waitByKey(key: string, options: WaitOptions = {}): Promise<Task> {
+  async waitByKey<D extends TaskDef = TaskDef>(key: string, options: TaskWaitOptions<D> = {}): Promise<TaskFor<D>> {
     this.#refuseInTransaction("waitByKey");
-    const resolved = resolveWaitOptions(checkOptions(options, "waitByKey", WAIT_KEYS));
-    return waitForTask(this.store, { key }, resolved);
+    const { task, ...wait } = checkOptions(options, "waitByKey", WAIT_KEYS) as TaskWaitOptions<D>;
+    return typedRow(await waitForTask(this.store, { key }, resolveWaitOptions(wait)), task, "waitByKey") as TaskFor<D>;
   }
 
   /**
@@ -603,8 +663,8 @@ export class CairnQ {
    * }
    * ```
    */
-  call<P, R>(task: TaskDef<P, R>, ...args: PayloadArgs<P, CallOptions>): Promise<R>;
-  call<R = unknown, P = unknown>(name: string, payload?: P, options?: CallOptions): Promise<R>;
+  // One signature for the reason given at submit.
+  call<R = never, P = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, CallOptions>): Promise<ResultFor<D, R>>;
   async call(task: string | TaskDef, payload?: unknown, options?: CallOptions): Promise<unknown> {
     this.#refuseInTransaction("call");
     const opts = checkOptions(options, "call", CALL_KEYS) as CallOptions;

@@ -16,7 +16,20 @@
  * @packageDocumentation
  */
 export { CairnQ, CLIENT_OPTION_KEYS } from "./cairnq.js";
-export type { BulkOptions, CairnQOptions, CallOptions, PayloadArgs, PurgeOptions, RetentionHook, RetryManyOptions } from "./cairnq.js";
+export type {
+  BulkOptions,
+  CairnQOptions,
+  CallOptions,
+  PayloadArgs,
+  PayloadFor,
+  PurgeOptions,
+  ResultFor,
+  RetentionHook,
+  RetryManyOptions,
+  TaskFor,
+  TaskListInput,
+  TaskWaitOptions,
+} from "./cairnq.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 // Types of the client's own signatures that live in @cairnq/protocol, under the same names.

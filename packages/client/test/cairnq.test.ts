@@ -107,7 +107,7 @@ describe("submit", () => {
     ["an object without a name", { queue: "x" }, "name"],
   ])("rejects %s as the task", async (_what, task, argument) => {
     const client = new CairnQ(new MemoryStore());
-    await expect(client.submit(task as never)).rejects.toMatchObject({ name: "InvalidArgument", argument });
+    await expect(client.submit(task as string)).rejects.toMatchObject({ name: "InvalidArgument", argument });
   });
 
   it("rejects unknown options rather than ignoring them", async () => {
@@ -482,5 +482,46 @@ describe("watch", () => {
       { reason: "done", taskId: "task_1" },
     ]);
     expect(store.listeners.size).toBe(0);
+  });
+});
+
+describe("reads typed from a TaskDef", () => {
+  const other = defineTask<{ n: number }, number>("other");
+
+  it("get, getByKey, wait, waitByKey and list take the TaskDef, return its rows and refuse a task of another name", async () => {
+    const store = new MemoryStore();
+    const client = new CairnQ(store);
+    const task = await client.submit(summarize, { url: "https://example.com" }, { key: "k1" });
+    const got = await client.get(task.id, summarize);
+    expectTypeOf(got).toEqualTypeOf<Task<{ url: string }, { summary: string }> | null>();
+    expect(got?.payload.url).toBe("https://example.com");
+    expect((await client.getByKey("k1", summarize))?.id).toBe(task.id);
+    expect(await client.get("task_missing", summarize)).toBeNull();
+
+    const wrong = await client.get(task.id, other).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(wrong).toBeInstanceOf(InvalidArgument);
+    expect(wrong).toMatchObject({ argument: "task" });
+    expect((wrong as Error).message).toMatch(new RegExp(`^get: task ${task.id} is a 'summarize' task, not a 'other' one`));
+    await expect(client.getByKey("k1", other)).rejects.toMatchObject({ argument: "task" });
+
+    await client.submit(other, { n: 1 });
+    const listed = await client.list({ task: summarize });
+    expectTypeOf(listed).toEqualTypeOf<Task<{ url: string }, { summary: string }>[]>();
+    expect(listed.map((row) => row.id)).toEqual([task.id]);
+    expect((await client.list({ task: other, name: "other" })).map((row) => row.name)).toEqual(["other"]);
+    await expect(client.list({ task: other, name: "summarize" })).rejects.toThrow(InvalidArgument);
+    expect((await client.list()).length).toBe(2);
+
+    const claimed = await claimWhenQueued(store, "llm");
+    await store.complete({ taskId: claimed.id, workerId: claimed.workerId, result: { summary: "short" } });
+    const done = await client.wait(task.id, { task: summarize, timeoutMs: 5_000, pollMs: 5 });
+    expectTypeOf(done).toEqualTypeOf<Task<{ url: string }, { summary: string }>>();
+    expect(done.result?.summary).toBe("short");
+    expect((await client.waitByKey("k1", { task: summarize, pollMs: 5 })).id).toBe(task.id);
+    await expect(client.wait(task.id, { task: other, pollMs: 5 })).rejects.toMatchObject({ argument: "task" });
+    await expect(client.wait(task.id, { tsak: summarize } as never)).rejects.toMatchObject({ argument: "tsak" });
   });
 });

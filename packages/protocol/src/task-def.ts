@@ -8,6 +8,7 @@
  */
 
 import { InvalidArgument } from "./errors.js";
+import type { JsonProblem } from "./json-type.js";
 
 /** Submit defaults a definition may carry; each is overridable per submit. */
 export interface TaskDefOptions {
@@ -39,6 +40,13 @@ export type TaskPayload<D> = D extends TaskDef<infer P, unknown> ? P : never;
 /** The result type of a {@link TaskDef}. */
 export type TaskResult<D> = D extends TaskDef<unknown, infer R> ? R : never;
 
+/**
+ * `T` when both the payload type `P` and the result type `R` survive JSON;
+ * otherwise the {@link JsonProblem} message, so that passing anything there
+ * fails to compile with the reason.
+ */
+export type IfJson<P, R, T> = [JsonProblem<P, "payload">] extends [never] ? ([JsonProblem<R, "result">] extends [never] ? T : JsonProblem<R, "result">) : JsonProblem<P, "payload">;
+
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -49,6 +57,11 @@ const INT32_MAX = 2 ** 31 - 1;
  * the module loads rather than on the first submit (`InvalidArgument`). Only the options given
  * appear as keys.
  *
+ * `P` and `R` must be types that survive JSON (payloads and results are
+ * stored as JSON): `defineTask<{ at: Date }>("x")` does not compile, and the
+ * error names the field ("payload.at is a Date, which JSON turns into a
+ * string…").
+ *
  * @example
  * ```ts
  * export const summarize = defineTask<{ url: string }, { summary: string }>("summarize", { queue: "llm" });
@@ -56,7 +69,8 @@ const INT32_MAX = 2 ** 31 - 1;
  * worker.task(summarize, async (ctx, { url }) => ({ summary: await run(url) }));
  * ```
  */
-export function defineTask<P = unknown, R = unknown>(name: string, options: TaskDefOptions = {}): TaskDef<P, R> {
+export function defineTask<P = unknown, R = unknown>(taskName: IfJson<P, R, string>, options: TaskDefOptions = {}): TaskDef<P, R> {
+  const name: unknown = taskName;
   if (typeof name !== "string" || name === "") {
     throw new InvalidArgument(
       "name",
