@@ -354,7 +354,13 @@ const DISCARDING = Symbol("cairnq.discardOnTimeout");
 function discardingPool(pool: PostgresPool): KyselyPostgresPool {
   return {
     connect: async () => {
-      const client = (await pool.connect()) as Awaited<ReturnType<KyselyPostgresPool["connect"]>> & { [DISCARDING]?: true };
+      let opened: unknown;
+      try {
+        opened = await pool.connect();
+      } catch (error) {
+        throw connectFailure(error);
+      }
+      const client = opened as Awaited<ReturnType<KyselyPostgresPool["connect"]>> & { [DISCARDING]?: true };
       if (client[DISCARDING] !== true) {
         client[DISCARDING] = true;
         const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -373,6 +379,33 @@ function discardingPool(pool: PostgresPool): KyselyPostgresPool {
     },
     end: () => pool.end(),
   };
+}
+
+/**
+ * A connection the pool could not open, said plainly: the driver's words
+ * (kept as `cause`, its `code` copied), that nothing was written, and what
+ * to do. Raw, a submit made while the server restarts fails with a bare
+ * `connect ECONNREFUSED 127.0.0.1:5432` or `the database system is
+ * shutting down`. Not a `CairnQError`: it stays transient, so a worker
+ * retries it with backoff.
+ */
+export function connectFailure(error: unknown): Error {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  const code = (cause as { code?: unknown }).code;
+  const why =
+    code === "57P03"
+      ? "the server is starting up or shutting down"
+      : /timeout/i.test(cause.message)
+        ? "the server did not answer within connectTimeoutMs"
+        : "the server is down, restarting or not reachable there";
+  const failure = new Error(
+    `could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written; ` +
+      "retry once the server answers (a worker retries by itself, with backoff)",
+    { cause },
+  );
+  failure.name = "PostgresConnectError";
+  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
+  return failure;
 }
 
 /**

@@ -44,6 +44,24 @@ describe("timeouts options", () => {
   });
 });
 
+describe("a server that does not answer", () => {
+  it("a call fails at once with a PostgresConnectError that says nothing was written (the driver's error as cause, its code kept)", async () => {
+    // A port nothing listens on: the proxy's, closed again.
+    const { proxy: p, dsn } = await proxy();
+    await p.close();
+    proxies.splice(proxies.indexOf(p), 1);
+    const store = openStore(dsn, { schema: schemaName(), timeouts: { connectTimeoutMs: 3_000 } });
+    const failure = await store.connect().then(
+      () => null,
+      (err: unknown) => err as Error & { code?: unknown },
+    );
+    expect(failure?.name).toBe("PostgresConnectError");
+    expect(failure?.code).toBe("ECONNREFUSED");
+    expect(failure?.message).toMatch(/^could not open a connection to Postgres \(connect ECONNREFUSED 127\.0\.0\.1:\d+\): the server is down, restarting or not reachable there\. The statement was not sent, so nothing was written; retry once the server answers/);
+    expect((failure?.cause as { code?: unknown } | undefined)?.code).toBe("ECONNREFUSED");
+  });
+});
+
 describe("a connection cut without FIN or RST (half-open)", () => {
   it("bounds the call, discards the dead connection, frees the server-side locks, and resumes on fresh connections (LISTEN too)", async () => {
     const { proxy: p, dsn } = await proxy();
