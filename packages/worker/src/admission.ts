@@ -52,9 +52,14 @@ export class Admission {
     return this.#live.get(taskId);
   }
 
-  /** `concurrency − calls in flight`. */
+  /**
+   * `concurrency − running calls`, and never more than `2 × concurrency − calls in flight`: settling
+   * calls hold no slot, but they cannot pile up behind slow commits without bound — running plus
+   * settling calls stay within `2 × concurrency`, which bounds the tasks held in memory.
+   */
   free(): number {
-    return this.#limits.concurrency - this.#calls.size;
+    const concurrency = this.#limits.concurrency;
+    return Math.min(concurrency - this.#calls.size, 2 * concurrency - this.size);
   }
 
   /** Whether the byte budget is used up. */

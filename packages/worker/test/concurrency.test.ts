@@ -214,6 +214,28 @@ describe("settlement overlaps the next claim", () => {
     expect((await spy.inner.get(second?.id as string))?.status).toBe("succeeded");
   });
 
+  it("settlements that fall behind hold the next claim back: running plus settling calls stay within 2 × concurrency", async () => {
+    const spy = spyStore();
+    const held = gate();
+    spy.hooks.complete = async (_args, next) => {
+      await held.promise;
+      return next();
+    };
+    const worker = makeWorker(spy.store, { concurrency: 1 });
+    const started: string[] = [];
+    worker.task("a", (ctx) => {
+      started.push(ctx.taskId);
+    });
+    await submitMany(spy.inner, "a", 4);
+    void worker.run();
+    await waitFor(() => started.length >= 2, 3000, "two handlers");
+    await delay(50);
+    expect(started.length).toBe(2); // two settling calls = 2 × concurrency: no third claim
+    held.open();
+    await waitFor(() => started.length === 4, 3000, "the other handlers");
+    await worker.stop();
+  });
+
   it("a settling call keeps its payload bytes counted: maxInFlightBytes still bounds tasks held in memory", async () => {
     const spy = spyStore();
     const held = gate();
