@@ -19,6 +19,9 @@ import type {
   QueueStats,
   RetryBatchInput,
   RetryOptions,
+  ScheduleSlotsInput,
+  ScheduleSlotsResult,
+  ScheduleTaskStore,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
@@ -277,6 +280,22 @@ export class CheckedStore implements TaskStore {
 
   subscribe(listener: (signal: StoreSignal) => void): () => void {
     return this.#inner.subscribe(listener);
+  }
+
+  /** `submitScheduleSlots` of a schedule store: every inserted row checked, queued, keyed by its slot. */
+  async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
+    const inner = this.#inner as Partial<ScheduleTaskStore>;
+    if (typeof inner.submitScheduleSlots !== "function") throw new TypeError("the store under test has no submitScheduleSlots method");
+    const out = await inner.submitScheduleSlots(input);
+    if (typeof out !== "object" || out === null || !Array.isArray(out.submitted)) {
+      throw new InvariantViolation("schedule-result", "submitScheduleSlots() must return { submitted: Task[], lastSlotMs }", out, "submitScheduleSlots()");
+    }
+    const submitted = out.submitted.map((raw, i) => {
+      const row = this.#row(raw, `submitScheduleSlots().submitted[${i}]`);
+      if (row.status !== "queued" || row.attempt !== 0) throw new InvariantViolation("schedule-queued", "a submitted slot task must be queued with attempt 0 (T1)", row, "submitScheduleSlots()");
+      return row;
+    });
+    return { submitted, lastSlotMs: out.lastSlotMs };
   }
 
   /** `completeIn` of a transactional store, checked like `complete`. */

@@ -22,6 +22,9 @@ import type {
   QueueStats,
   RetryBatchInput,
   RetryOptions,
+  ScheduleSlotsInput,
+  ScheduleSlotsResult,
+  ScheduleTaskStore,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
@@ -32,13 +35,14 @@ import type {
   TaskStore,
 } from "@cairnq/protocol";
 import type { Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, LostLease, STATUSES } from "@cairnq/protocol";
+import { AlreadyExists, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import {
   applyBranches,
   buildInsert,
   CANCEL,
   CANCEL_BATCH,
   cancelBatchParams,
+  claimFlowControl,
   COMPLETE,
   completeParams,
   decideRow,
@@ -46,14 +50,18 @@ import {
   drawParams,
   FAIL,
   failParams,
+  flowAllowance,
+  flowLimitedDraws,
   HEARTBEAT,
   HEARTBEAT_BATCH,
   heartbeatBatchParams,
   heartbeatBatchResult,
   heartbeatParams,
   holds,
+  inRateWindow,
   newTaskId,
   normalizeClaim,
+  normalizeScheduleSlots,
   normalizeList,
   normalizeSubmit,
   PROBE,
@@ -72,7 +80,10 @@ import {
   RETRY_BATCH,
   retryBatchParams,
   retryParams,
+  RUNNING_OF_NAME,
+  SCHEDULED_SUBMIT,
   selectRows,
+  slotsToSubmit,
   SUBMIT,
   SUCCEED,
   succeedParams,
@@ -101,13 +112,17 @@ function copy<T>(value: T): T {
  * const store = new MemoryStore();
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
-export class MemoryStore implements TaskStore {
-  readonly capabilities: StoreCapabilities = { pushWakeups: false, transactionalComplete: false, databaseClock: false };
+export class MemoryStore implements ScheduleTaskStore {
+  readonly capabilities: StoreCapabilities = { pushWakeups: false, transactionalComplete: false, databaseClock: false, flowControl: true, schedules: true };
   queueDepthGate: QueueDepthGate | null = null;
 
   readonly #tasks = new Map<string, Task>();
   readonly #keys = new Map<string, { task_id: string; created_at_ms: number; updated_at_ms: number }>();
   readonly #clock: () => number;
+  /** Recorded claims of rate-limited names (the `cairnq_ext_rate_claims` of the SQL stores). */
+  #rateClaims: { name: string; claimed_at_ms: number }[] = [];
+  /** Last submitted slot per schedule (the `cairnq_ext_schedules` of the SQL stores). */
+  readonly #lastSlots = new Map<string, number>();
 
   /** @param options.clock The store's clock in epoch ms. @default Date.now */
   constructor(options: { clock?: () => number } = {}) {
@@ -268,6 +283,7 @@ export class MemoryStore implements TaskStore {
 
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
+    const limits = claimFlowControl(input);
     const now = this.#clock();
     const rows = () => this.#tasks.values();
     const probe = probeParams(claim);
@@ -277,8 +293,19 @@ export class MemoryStore implements TaskStore {
       this.#tasks.set(row.id, applyBranches(RECOVER.branches, row, {}, now).row);
     }
     const claimed: Task[] = [];
+    let draws = claim.draws;
+    if (limits !== null) {
+      const allowance = new Map<string, number>();
+      for (const [name, limit] of limits) {
+        const running = [...rows()].filter((t) => holds(RUNNING_OF_NAME, { row: t as never, params: { name }, nowMs: now })).length;
+        const perMs = limit.rateLimit?.perMs ?? 0;
+        const inWindow = this.#rateClaims.filter((c) => c.name === name && inRateWindow(c.claimed_at_ms, now, perMs)).length;
+        allowance.set(name, flowAllowance(limit, running, inWindow));
+      }
+      draws = flowLimitedDraws(draws, allowance);
+    }
     for (let index = 0; ; index += 1) {
-      const draw = claim.draws(claimed, index);
+      const draw = draws(claimed, index);
       if (draw === null) break;
       const params = drawParams(claim, draw.names, draw.limit);
       if (params === null) continue;
@@ -288,7 +315,39 @@ export class MemoryStore implements TaskStore {
         claimed.push(copy(next));
       }
     }
+    if (limits !== null) {
+      for (const row of claimed) if (limits.get(row.name)?.rateLimit != null) this.#rateClaims.push({ name: row.name, claimed_at_ms: now });
+      this.#rateClaims = this.#rateClaims.filter((c) => {
+        const perMs = limits.get(c.name)?.rateLimit?.perMs;
+        return perMs === undefined || inRateWindow(c.claimed_at_ms, now, perMs);
+      });
+    }
     return claimed;
+  }
+
+  async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
+    const batch = normalizeScheduleSlots(input);
+    const prepared = batch.slotsMs.map((slotMs) => {
+      const key = scheduleSlotKey(batch.schedule, slotMs);
+      return { slotMs, key, submit: normalizeSubmit({ ...batch.task, key, conflict: "reject" }, newTaskId()) };
+    });
+    const now = this.#clock();
+    const last = this.#lastSlots.get(batch.schedule) ?? null;
+    const todo = new Set(slotsToSubmit(batch.slotsMs, last));
+    const submitted: Task[] = [];
+    for (const slot of prepared) {
+      if (!todo.has(slot.slotMs) || this.#keyTask(slot.key) !== null) continue;
+      const row = buildInsert(SCHEDULED_SUBMIT, decoded({ ...slot.submit.params, runAtMs: slot.slotMs }), now);
+      this.#tasks.set(row.id, row);
+      const key = this.#keys.get(slot.key);
+      this.#keys.set(slot.key, { task_id: row.id, created_at_ms: key?.created_at_ms ?? now, updated_at_ms: now });
+      submitted.push(copy(row));
+    }
+    const latest = batch.slotsMs[batch.slotsMs.length - 1];
+    if (todo.size === 0 || latest === undefined) return { submitted, lastSlotMs: last };
+    const next = last === null ? latest : Math.max(last, latest);
+    this.#lastSlots.set(batch.schedule, next);
+    return { submitted, lastSlotMs: next };
   }
 
   async heartbeat(input: HeartbeatInput): Promise<Task> {

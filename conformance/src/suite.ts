@@ -18,6 +18,8 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   pushWakeups: false,
   transactionalComplete: false,
   databaseClock: false,
+  flowControl: false,
+  schedules: false,
 });
 
 /** What the store factory gets for one case: enough to build an isolated store. */

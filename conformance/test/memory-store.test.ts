@@ -3,5 +3,6 @@ import { runConformance } from "@cairnq/conformance/vitest";
 
 runConformance({
   name: "MemoryStore",
+  capabilities: { flowControl: true, schedules: true },
   createStore: () => new MemoryStore(),
 });

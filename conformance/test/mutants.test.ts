@@ -28,6 +28,7 @@ function collect(create: () => TaskStore): Map<string, CaseFn> {
   defineConformanceSuite({
     name: "mutant",
     createStore: create,
+    capabilities: { flowControl: true, schedules: true },
     runner: { describe: (_name, fn) => fn(), it: (name, fn) => void tests.set(name.split(" — ")[0] as string, fn), expect },
     onSkip: () => {},
   });
@@ -122,6 +123,21 @@ class OutcomeAlwaysCreated extends MemoryStore {
   }
 }
 
+class ClaimIgnoresFlowControl extends MemoryStore {
+  override claim(input: Parameters<MemoryStore["claim"]>[0]): Promise<Task[]> {
+    return super.claim({ ...input, flowControl: null });
+  }
+}
+
+class ScheduleResubmitsSlots extends MemoryStore {
+  override async submitScheduleSlots(input: Parameters<MemoryStore["submitScheduleSlots"]>[0]): ReturnType<MemoryStore["submitScheduleSlots"]> {
+    // Forgets the last slot: every batch goes in again under a fresh schedule name, each slot once more.
+    const submitted = [];
+    for (const slotMs of input.slotsMs) submitted.push(await this.submit({ ...input.task, runAtDelayMs: 0, key: `${input.schedule}:${slotMs}:${Math.random()}` }));
+    return { submitted, lastSlotMs: null };
+  }
+}
+
 const mutants: { name: string; create: () => TaskStore; cases: string[]; error?: (err: unknown) => void }[] = [
   { name: "complete ignores the cancel flag", create: () => new CompleteIgnoresFlag(), cases: ["s15-cancel-wins-on-complete", "cancel-wins-on-every-exit"] },
   { name: "fail requeues a flagged task", create: () => new FailRequeuesFlagged(), cases: ["s16-cancel-wins-on-fail", "cancel-wins-on-every-exit"] },
@@ -142,6 +158,8 @@ const mutants: { name: string; create: () => TaskStore; cases: string[]; error?:
   { name: "list is oldest first", create: () => new ListOldestFirst(), cases: ["list-order-limit-offset"] },
   { name: "cancelBatch ignores filters and cursor", create: () => new CancelBatchIgnoresFilters(), cases: ["bulk-cancel-batch", "bulk-batch-cursor"] },
   { name: "submitOutcome always says created", create: () => new OutcomeAlwaysCreated(), cases: ["submit-outcome-created"] },
+  { name: "claim ignores flowControl", create: () => new ClaimIgnoresFlowControl(), cases: ["flow-global-concurrency", "flow-global-concurrency-concurrent-claims", "flow-rate-limit-window", "flow-control-inputs"] },
+  { name: "schedule slots are submitted again", create: () => new ScheduleResubmitsSlots(), cases: ["schedule-slots-once", "schedule-slots-concurrent", "schedule-slot-purged-or-cancelled"] },
 ];
 
 describe("the kit rejects broken stores", () => {

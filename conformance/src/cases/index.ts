@@ -3,11 +3,13 @@ import { boundaryCases } from "./boundaries.js";
 import { bulkCases } from "./bulk.js";
 import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
+import { flowControlCases } from "./flow-control.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
 import { ownedWriteCases } from "./owned-writes.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
+import { scheduleSlotCases } from "./schedule-slots.js";
 import { submitCases } from "./submit.js";
 
 /**
@@ -25,4 +27,6 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...inputCases,
   ...boundaryCases,
   ...lifecycleCases,
+  ...flowControlCases,
+  ...scheduleSlotCases,
 ];

@@ -105,3 +105,18 @@ export type { KeyDecision } from "./conflict.js";
 export { isTaskId, newTaskId, newWorkerId, TASK_ID_PATTERN, taskIdTime } from "./ids.js";
 export { decodeJson, encodeJson, MAX_JSON_DEPTH, sanitizeText, toMs, unstorableText } from "./json.js";
 export { LEASE_EXPIRED_ENVELOPE } from "./envelope.js";
+export {
+  claimFlowControl,
+  FLOW_LOCK_PREFIX,
+  FLOW_NAME,
+  flowAllowance,
+  flowLimitedDraws,
+  flowLockKey,
+  inRateWindow,
+  MAX_RATE_WINDOW_MS,
+  normalizeFlowControl,
+  rateWindowStartMs,
+  RUNNING_OF_NAME,
+} from "./flow-control.js";
+export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
+export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";

@@ -83,6 +83,7 @@ export type {
   SubmitOutcome,
   SucceedInput,
   TaskFilter,
+  ScheduleTaskStore,
   TaskStore,
   TransactionalTaskStore,
 } from "./store.js";
@@ -91,3 +92,6 @@ export type { SubmitOptions } from "./submit-options.js";
 export type { WaitOptions } from "./wait.js";
 export type { BackpressureGateOptions, MaxQueueDepth } from "./backpressure-gate.js";
 export type { Logger, LogLevel } from "./logger.js";
+export type { FlowControl, RateLimit } from "./flow-control.js";
+export { SCHEDULE_KEY_PREFIX, scheduleSlotKey } from "./schedule.js";
+export type { ScheduleSlotsInput, ScheduleSlotsResult, ScheduleTaskInput } from "./schedule.js";

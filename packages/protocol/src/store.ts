@@ -1,4 +1,6 @@
 import type { Conflict } from "./conflict.js";
+import type { FlowControl } from "./flow-control.js";
+import type { ScheduleSlotsInput, ScheduleSlotsResult } from "./schedule.js";
 import type { TaskStatus, TerminalStatus } from "./statuses.js";
 import type { Task, TaskRef } from "./task.js";
 
@@ -108,6 +110,20 @@ export interface StoreCapabilities {
   readonly transactionalComplete: boolean;
   /** Times come from the database clock rather than the process clock. @default false */
   readonly databaseClock: boolean;
+  /**
+   * `claim` enforces `ClaimInput.flowControl` (cross-process
+   * `globalConcurrency` and `rateLimit`, see `flow-control.ts`) exactly,
+   * inside the claim transaction. A store without it must not be given
+   * limits; the worker refuses them. Optional so stores written before the
+   * flag keep compiling. @default false
+   */
+  readonly flowControl?: boolean;
+  /**
+   * The store is a {@link ScheduleTaskStore} (`submitScheduleSlots`, for
+   * `worker.schedule`). Optional so stores written before the flag keep
+   * compiling. @default false
+   */
+  readonly schedules?: boolean;
 }
 
 /** The gate a store calls before each submit (§5.6). Implemented by the client. */
@@ -246,6 +262,15 @@ export interface ClaimInput {
    * A store may probe anyway. @default true
    */
   probe?: boolean;
+  /**
+   * Cross-process limits per task name (an extension, see
+   * `flow-control.ts`): no draw of this cycle takes more rows of a listed
+   * name than `globalConcurrency − running` and `rateLimit.max − claims in the
+   * window` allow, evaluated inside the claim transaction after lease
+   * recovery. Only for stores whose `capabilities.flowControl` is true; every
+   * draw must then name its names (no `names: null`). @default null (no limits)
+   */
+  flowControl?: Readonly<Record<string, FlowControl>> | null;
 }
 
 /** Fields of every ownership-checked write. */
@@ -295,6 +320,17 @@ export interface FailInput extends OwnedInput {
   retryable?: boolean;
   /** Requeue delay (integer ≥ 0). @default 0 */
   delayMs?: number;
+}
+
+/**
+ * A store that submits schedule slots (`capabilities.schedules`; see
+ * `schedule.ts`): each slot after the schedule's last submitted slot becomes
+ * exactly one keyed task with `run_at_ms` = the slot, in one write
+ * transaction serialised per schedule, and the last slot advances. Slots at or
+ * before it are skipped, even when their task was purged.
+ */
+export interface ScheduleTaskStore extends TaskStore {
+  submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult>;
 }
 
 /**

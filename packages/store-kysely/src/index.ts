@@ -61,6 +61,8 @@ export {
   setTransitionTemplate,
   TASKS_TABLE,
 } from "./statements.js";
+export { EXTENSION_DDL, RATE_CLAIMS_TABLE, SCHEDULES_TABLE } from "./extension-tables.js";
+export type { ExtensionTable } from "./extension-tables.js";
 export { SleepWakeups } from "./wakeups.js";
 export { WriteCombiner } from "./write-combiner.js";
 export type { CombinedWrite, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";

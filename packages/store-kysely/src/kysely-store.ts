@@ -13,6 +13,9 @@ import type {
   QueueStats,
   RetryBatchInput,
   RetryOptions,
+  ScheduleSlotsInput,
+  ScheduleSlotsResult,
+  ScheduleTaskStore,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
@@ -21,7 +24,6 @@ import type {
   Task,
   TaskRef,
   TaskStatus,
-  TaskStore,
 } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, CairnQError, LostLease, STATUSES, UnsupportedBackend } from "@cairnq/protocol";
@@ -70,6 +72,9 @@ import { StatementCompiler } from "./compiler.js";
 import { BATCH_ROWS } from "./compiler.js";
 import type { StoreDialect, WriteCombining } from "./dialect.js";
 import type { AnyKysely, QueryRunner, Row } from "./executor.js";
+import { StoreExtensions } from "./extension-tables.js";
+import { FlowControlStep } from "./flow-control-step.js";
+import { submitScheduleSlots } from "./schedule-slots.js";
 import { decodeTask, decodeTaskRef } from "./rows.js";
 import type { CombinedWrite } from "./write-combiner.js";
 import { WriteCombiner } from "./write-combiner.js";
@@ -136,7 +141,7 @@ type State = "idle" | "open" | "closing" | "closed";
 /** An id bound above every task id (`task_` + a ULID starting 0–7, §2.4). */
 const ID_UPPER_BOUND = "task_8";
 
-export class KyselyStore implements TaskStore {
+export class KyselyStore implements ScheduleTaskStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
   /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
@@ -152,6 +157,8 @@ export class KyselyStore implements TaskStore {
   /** One combiner per owned-write rule, when the dialect combines writes. */
   readonly #ownedCombiners = new Map<RowTransition, WriteCombiner<Params, Task>>();
   readonly #submitCombiner: WriteCombiner<Params, Task> | null;
+  /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
+  readonly #extensions: StoreExtensions;
 
   /**
    * @param db - The Kysely instance statements run on (the dialect's executor may route reads elsewhere).
@@ -167,9 +174,12 @@ export class KyselyStore implements TaskStore {
       pushWakeups: caps.pushWakeups,
       transactionalComplete: caps.transactionalComplete,
       databaseClock: caps.databaseClock,
+      flowControl: true,
+      schedules: true,
     };
     const compiled = dialect.statementCompiled === undefined ? null : (sql: string): void => dialect.statementCompiled?.(sql);
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, compiled);
+    this.#extensions = new StoreExtensions(db, dialect, this.compiler);
     this.#destroyOnClose = options.destroyOnClose ?? false;
     this.#combining = dialect.combining ?? null;
     const combining = this.#combining;
@@ -526,24 +536,28 @@ export class KyselyStore implements TaskStore {
    */
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
+    const flow = FlowControlStep.of(input, this.#extensions);
     return this.run(async () => {
       if (claim.probe) {
         const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
         if (!truthy(probe?.found)) return [];
       }
+      await flow?.prepare();
       // Lease recovery is always the transaction's first statement, before any draw.
       const recover = this.compiler.statement(RECOVER_TEMPLATE, {});
       const first = (): CompiledQuery<Row> => recover.query({});
       const executor = this.dialect.executor;
       const draw = async (tx: QueryRunner): Promise<Task[]> => {
         const claimed: Task[] = [];
+        const draws = flow === null ? claim.draws : await flow.begin(tx, claim.draws);
         for (let index = 0; ; index += 1) {
-          const draw = claim.draws(claimed, index);
+          const draw = draws(claimed, index);
           if (draw === null) break;
           const params = drawParams(claim, draw.names, draw.limit);
           if (params === null) continue;
           for (const row of (await this.#exec(tx, DRAW_TEMPLATE, params)).rows) claimed.push(decodeTask(row));
         }
+        await flow?.end(tx, claimed);
         return claimed;
       };
       if (executor.writeTransactionAfter !== undefined) return executor.writeTransactionAfter(this.db, first, draw);
@@ -552,6 +566,13 @@ export class KyselyStore implements TaskStore {
         return draw(tx);
       });
     });
+  }
+
+  // --------------------------------------------------------------- schedules
+
+  /** Submits a schedule's slots after its last one, each once (see `schedule-slots.ts`); creates `cairnq_ext_schedules` on first use. */
+  async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
+    return this.run(() => submitScheduleSlots(this.#extensions, input));
   }
 
   // ------------------------------------------------------------- owned writes

@@ -26,7 +26,7 @@ async function dropSchema(schema: string): Promise<void> {
 
 runConformance({
   name: "PostgresStore",
-  capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true },
+  capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true },
   createStore: (ctx) => new PostgresStore(dsn, { schema: ctx.testId, max: 4 }),
   destroyStore: async (store, ctx) => {
     await store.close();

@@ -1,0 +1,78 @@
+/**
+ * Extension tables: state that features beyond protocol v1 keep beside the
+ * v1 tables, never in them (§11: we add no columns, tables or triggers to
+ * CairnQ's v1 objects).
+ *
+ * Each table is created on the first use of its feature — `CREATE TABLE IF
+ * NOT EXISTS`, in a write transaction holding the key lock on
+ * `cairnq:extension:<table>` so concurrent first uses (other processes, on
+ * Postgres a concurrent `CREATE TABLE` would fail on the type catalog) create
+ * it once. A database whose users never schedule or rate-limit has none of
+ * them, and a protocol-v1 peer sharing the database never reads them: the v1
+ * tables, their rows and every v1 transition stay exactly as specified. The
+ * DDL is the same text on SQLite and Postgres (`bigint` has INTEGER affinity
+ * on SQLite). They are not in the migration ledger, which belongs to v1.
+ *
+ * | table | feature | rows |
+ * | --- | --- | --- |
+ * | `cairnq_ext_schedules` | `worker.schedule` | one per schedule name: the last slot submitted |
+ * | `cairnq_ext_rate_claims` | task option `rateLimit` | one per recent claim of a rate-limited name, pruned once outside the window |
+ */
+import { CompiledQuery } from "kysely";
+import type { StatementCompiler, StatementTemplate } from "./compiler.js";
+import type { StoreDialect } from "./dialect.js";
+import type { AnyKysely, QueryRunner, Row } from "./executor.js";
+import type { Params } from "@cairnq/protocol/adapter";
+import type { QueryResult } from "kysely";
+
+/** Last submitted slot per schedule (`worker.schedule`). */
+export const SCHEDULES_TABLE = "cairnq_ext_schedules";
+/** Recent claims of rate-limited task names (`rateLimit`). */
+export const RATE_CLAIMS_TABLE = "cairnq_ext_rate_claims";
+
+/** The extension tables by feature. */
+export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE;
+
+/** The DDL of each extension table, re-runnable. */
+export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> = {
+  [SCHEDULES_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${SCHEDULES_TABLE} (name text PRIMARY KEY, last_slot_ms bigint NOT NULL, created_at_ms bigint NOT NULL, updated_at_ms bigint NOT NULL)`,
+  ],
+  [RATE_CLAIMS_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${RATE_CLAIMS_TABLE} (name text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS ${RATE_CLAIMS_TABLE}_name_idx ON ${RATE_CLAIMS_TABLE} (name, claimed_at_ms)`,
+  ],
+};
+
+/**
+ * What the extension modules (flow control, schedule slots) need of a
+ * store: its Kysely instance, dialect and compiler, and the tables they use.
+ */
+export class StoreExtensions {
+  readonly #ready = new Map<ExtensionTable, Promise<void>>();
+
+  constructor(
+    readonly db: AnyKysely,
+    readonly dialect: StoreDialect,
+    readonly compiler: StatementCompiler,
+  ) {}
+
+  /** Creates `table` unless this store already did (or found it); a failed attempt is retried on the next call. */
+  ensure(table: ExtensionTable): Promise<void> {
+    let ready = this.#ready.get(table);
+    if (ready === undefined) {
+      ready = this.dialect.executor.writeTransaction(this.db, async (tx) => {
+        await this.dialect.keyLock.acquire(tx, `cairnq:extension:${table}`);
+        for (const ddl of EXTENSION_DDL[table]) await tx.executeQuery(CompiledQuery.raw(ddl));
+      });
+      this.#ready.set(table, ready);
+      ready.catch(() => this.#ready.delete(table));
+    }
+    return ready;
+  }
+
+  /** Runs `template` with `params` on the open transaction `tx`. */
+  exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
+    return tx.executeQuery(this.compiler.statement(template, params).query(params));
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The flow-control step of a claim cycle (`ClaimInput.flowControl`; the rules
+ * are `@cairnq/protocol` `flow-control.ts`). Runs inside the claim's write
+ * transaction, right after lease recovery (so an expired lease has already
+ * freed its slot) and around the draws:
+ *
+ * 1. `begin`: take the key lock on `flowLockKey(name)` for every limited name,
+ *    in sorted order (two claims of overlapping names never deadlock), then
+ *    read each name's running count and rate-window count and wrap the
+ *    draw planner so no draw exceeds the allowance. On SQLite the write
+ *    transaction already serialises every claim; on Postgres the lock is a
+ *    transaction-scoped advisory lock, so claims of one limited name queue
+ *    behind each other while claims that carry no limit for it never wait.
+ * 2. `end`: record each claimed row of a rate-limited name in
+ *    `cairnq_ext_rate_claims` at a `now` read after its draw, and delete that
+ *    name's records outside the window.
+ */
+import type { ClaimInput, Task } from "@cairnq/protocol";
+import type { DrawPlanner, NormalizedFlowControl } from "@cairnq/protocol/adapter";
+import { claimFlowControl, FLOW_NAME, flowAllowance, flowLimitedDraws, flowLockKey, RUNNING_OF_NAME, x } from "@cairnq/protocol/adapter";
+import type { StatementTemplate } from "./compiler.js";
+import { paramsOfAll } from "./compiler.js";
+import type { QueryRunner } from "./executor.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { RATE_CLAIMS_TABLE } from "./extension-tables.js";
+import { TASKS_TABLE } from "./statements.js";
+
+const CAP = x.param("cap", "int");
+const PER_MS = x.param("perMs", "int");
+const TASK_IDS = x.param("taskIds", "textList");
+
+/** Running rows of `:name`, counting at most `:cap` (the limit) of them over the partial lease index. */
+const RUNNING_COUNT_TEMPLATE: StatementTemplate = {
+  params: paramsOfAll([RUNNING_OF_NAME], [CAP]),
+  clock: null,
+  build: (c) => `SELECT count(*) AS n FROM (SELECT 1 AS one FROM ${TASKS_TABLE} WHERE ${c.condition(RUNNING_OF_NAME) ?? "TRUE"} LIMIT ${c.slot(CAP)}) AS q`,
+};
+
+/** Recorded claims of `:name` inside the window `(now − perMs, now]`. */
+const WINDOW_COUNT_TEMPLATE: StatementTemplate = {
+  params: [FLOW_NAME, PER_MS],
+  clock: "statement",
+  build: (c) => `SELECT count(*) AS n FROM ${RATE_CLAIMS_TABLE} WHERE name = ${c.slot(FLOW_NAME)} AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)}`,
+};
+
+/** Records the claimed rows `:taskIds` of `:name` at `now` (read after the draw). */
+const RECORD_TEMPLATE: StatementTemplate = {
+  params: [FLOW_NAME, TASK_IDS],
+  clock: "statement",
+  build: (c, env) =>
+    `INSERT INTO ${RATE_CLAIMS_TABLE} (name, claimed_at_ms, task_id) SELECT name, ${c.now()}, id FROM ${TASKS_TABLE} ` +
+    `WHERE name = ${c.slot(FLOW_NAME)} AND ${c.condition(x.inList(x.col("id"), TASK_IDS)) ?? env.syntax.literal(false)}`,
+};
+
+/** Deletes the records of `:name` outside every window still to be checked (`claimed_at_ms ≤ now − perMs`). */
+const PRUNE_TEMPLATE: StatementTemplate = {
+  params: [FLOW_NAME, PER_MS],
+  clock: "statement",
+  build: (c) => `DELETE FROM ${RATE_CLAIMS_TABLE} WHERE name = ${c.slot(FLOW_NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
+};
+
+/** One claim cycle's flow control; see the module comment. */
+export class FlowControlStep {
+  readonly #limits: ReadonlyMap<string, NormalizedFlowControl>;
+  readonly #ext: StoreExtensions;
+
+  private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions) {
+    this.#limits = limits;
+    this.#ext = ext;
+  }
+
+  /** The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs). */
+  static of(input: ClaimInput, ext: StoreExtensions): FlowControlStep | null {
+    const limits = claimFlowControl(input);
+    return limits === null ? null : new FlowControlStep(limits, ext);
+  }
+
+  /** Outside the transaction: creates the rate-claims table on first use. */
+  async prepare(): Promise<void> {
+    for (const limits of this.#limits.values()) {
+      if (limits.rateLimit !== null) return this.#ext.ensure(RATE_CLAIMS_TABLE);
+    }
+  }
+
+  /** Locks, counts and wraps `draws`; call after lease recovery, before the first draw. */
+  async begin(tx: QueryRunner, draws: DrawPlanner): Promise<DrawPlanner> {
+    const allowance = new Map<string, number>();
+    const names = [...this.#limits.keys()].sort();
+    for (const name of names) await this.#ext.dialect.keyLock.acquire(tx, flowLockKey(name));
+    for (const name of names) {
+      const limits = this.#limits.get(name) as NormalizedFlowControl;
+      let running = 0;
+      let inWindow = 0;
+      if (limits.globalConcurrency !== null) {
+        running = Number((await this.#ext.exec(tx, RUNNING_COUNT_TEMPLATE, { name, cap: limits.globalConcurrency })).rows[0]?.n ?? 0);
+      }
+      if (limits.rateLimit !== null) {
+        inWindow = Number((await this.#ext.exec(tx, WINDOW_COUNT_TEMPLATE, { name, perMs: limits.rateLimit.perMs })).rows[0]?.n ?? 0);
+      }
+      allowance.set(name, flowAllowance(limits, running, inWindow));
+    }
+    return flowLimitedDraws(draws, allowance);
+  }
+
+  /** Records the cycle's claims of rate-limited names and prunes their old records; call after the last draw. */
+  async end(tx: QueryRunner, claimed: readonly Task[]): Promise<void> {
+    for (const [name, limits] of this.#limits) {
+      if (limits.rateLimit === null) continue;
+      const taskIds = claimed.filter((row) => row.name === name).map((row) => row.id);
+      if (taskIds.length > 0) await this.#ext.exec(tx, RECORD_TEMPLATE, { name, taskIds });
+      await this.#ext.exec(tx, PRUNE_TEMPLATE, { name, perMs: limits.rateLimit.perMs });
+    }
+  }
+}
