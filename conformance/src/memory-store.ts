@@ -32,7 +32,6 @@ import type {
   SucceedInput,
   Task,
   TaskRef,
-  TaskStore,
 } from "@cairnq/protocol";
 import type { Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
