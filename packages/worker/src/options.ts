@@ -7,10 +7,15 @@ import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
 export interface WorkerErrorInfo {
-  /** `"claim"`: a claim cycle failed; `"execute"`: anything tied to a task (heartbeats, settlement writes, `EventLoopBlocked`). */
-  readonly phase: "claim" | "execute";
-  /** The task concerned (for a batch call, its first task). Absent for `"claim"`. */
+  /**
+   * `"claim"`: a claim cycle failed; `"execute"`: anything tied to a task (heartbeats, settlement writes,
+   * `EventLoopBlocked`); `"schedule"`: a schedule's slot submission failed (retried after 250 ms).
+   */
+  readonly phase: "claim" | "execute" | "schedule";
+  /** The task concerned (for a batch call, its first task). Absent for `"claim"` and `"schedule"`. */
   readonly taskId?: string;
+  /** The schedule name, for `"schedule"`. */
+  readonly schedule?: string;
 }
 
 /**

@@ -10,6 +10,7 @@
  * *quota* is how many calls a source may start this poll.
  */
 import type { ClaimDraw, ClaimInput, Task } from "@cairnq/protocol";
+import type { NormalizedFlowControl } from "@cairnq/protocol/sdk";
 
 /** How a registered name is claimed. */
 export interface NameRule {
@@ -20,6 +21,8 @@ export interface NameRule {
   readonly concurrency: number | null;
   /** The resource each call of this name holds; `null` = none. */
   readonly resource: string | null;
+  /** Cross-process limits (`globalConcurrency`, `rateLimit`); absent or `null` = none. */
+  readonly flowControl?: NormalizedFlowControl | null;
 }
 
 /** Names drawn by one draw. */
@@ -32,15 +35,16 @@ export interface DrawSource {
 }
 
 /**
- * Groups names into sources: a name with `batch`, `concurrency` or `resource`
- * is its own source; all other names share one source (batch 1), placed where
- * its first name was registered.
+ * Groups names into sources: a name with `batch`, `concurrency`, `resource`
+ * or cross-process flow control is its own source (so the store's per-name
+ * cap never holds back other names); all other names share one source
+ * (batch 1), placed where its first name was registered.
  */
 export function buildSources(rules: Iterable<NameRule>): DrawSource[] {
   const sources: DrawSource[] = [];
   let shared: string[] | null = null;
   for (const rule of rules) {
-    if (rule.batch === null && rule.concurrency === null && rule.resource === null) {
+    if (rule.batch === null && rule.concurrency === null && rule.resource === null && (rule.flowControl ?? null) === null) {
       if (shared === null) {
         shared = [];
         sources.push({ names: shared, batch: 1, concurrency: null, resource: null });

@@ -67,6 +67,11 @@ export interface TaskContext<P = unknown, R = unknown> {
   /** The worker running the task. */
   readonly workerId: string;
   /**
+   * When this attempt's lease began (the claim's `now`, epoch ms: the
+   * database clock on Postgres), from the claimed row's `lease_until_ms`.
+   */
+  readonly claimedAtMs: number;
+  /**
    * Aborts when the handler should stop: with a `LostLease` reason when the
    * worker stops owning the task (lease lost, `maxRunMs` exceeded, the
    * `stop()` deadline passed), with a `TaskCanceled` reason when a cancel
@@ -159,6 +164,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   readonly correlationId: string | null;
   readonly metadata: Record<string, unknown>;
   readonly workerId: string;
+  readonly claimedAtMs: number;
   /** When the call running this task started (for event durations). */
   readonly startedAtMs: number;
 
@@ -181,6 +187,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.correlationId = row.correlation_id;
     this.metadata = row.metadata;
     this.workerId = host.workerId;
+    this.claimedAtMs = (row.lease_until_ms ?? host.leaseMs) - host.leaseMs;
     this.startedAtMs = startedAtMs;
     if (row.cancel_requested_at_ms !== null) this.#cancelSeen = true;
   }

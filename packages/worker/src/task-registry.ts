@@ -3,9 +3,10 @@
  * how that name is claimed (`batch`, `concurrency`, `resource`).
  */
 import type { Logger, TaskDef } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
+import type { RateLimit } from "@cairnq/protocol";
+import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { requireName } from "@cairnq/protocol/adapter";
-import { logSafely } from "@cairnq/protocol/sdk";
+import { logSafely, normalizeFlowControl } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";
@@ -33,10 +34,23 @@ export interface TaskOptions {
   concurrency?: number;
   /** A resource declared in the worker's `resources`; each call holds one unit. @default undefined */
   resource?: string;
+  /**
+   * At most this many tasks of this name `running` across every worker of the
+   * database (an integer ≥ 1), checked inside the claim transaction. Every
+   * worker of the name must declare the same value. Needs a store with
+   * `capabilities.flowControl`. @default undefined (no cross-process cap)
+   */
+  globalConcurrency?: number;
+  /**
+   * At most `max` claims of this name in any window of `perMs` ms, across
+   * every worker of the database, checked inside the claim transaction.
+   * Needs a store with `capabilities.flowControl`. @default undefined (no rate limit)
+   */
+  rateLimit?: RateLimit;
 }
 
 /** Every key of {@link TaskOptions}, for the unknown-key check. */
-export const TASK_OPTION_KEYS = ["batch", "concurrency", "resource"] as const satisfies readonly (keyof TaskOptions)[];
+export const TASK_OPTION_KEYS = ["batch", "concurrency", "resource", "globalConcurrency", "rateLimit"] as const satisfies readonly (keyof TaskOptions)[];
 
 /** A handler of either shape, as stored. @internal */
 export type AnyHandler = (...args: never[]) => unknown;
@@ -52,6 +66,8 @@ export interface RegistryScope {
   readonly queues: readonly string[];
   readonly resources: Readonly<Record<string, number>>;
   readonly logger: Logger | undefined;
+  /** Whether the store enforces `globalConcurrency` / `rateLimit` (`capabilities.flowControl`). */
+  readonly flowControl: boolean;
 }
 
 /**
@@ -126,6 +142,15 @@ export class TaskRegistry {
         );
       }
     }
+    const limits: Record<string, unknown> = {};
+    if (options.globalConcurrency !== undefined) limits.globalConcurrency = options.globalConcurrency;
+    if (options.rateLimit !== undefined) limits.rateLimit = options.rateLimit;
+    const flowControl = normalizeFlowControl(limits, `task '${name}' options`);
+    if (flowControl !== null && !this.#scope.flowControl) {
+      throw new UnsupportedBackend("globalConcurrency/rateLimit", "store's", {
+        message: `task '${name}' sets globalConcurrency or rateLimit, but this store does not enforce them (capabilities.flowControl is not true); SQLiteStore and PostgresStore do`,
+      });
+    }
     if (typeof task !== "string" && task.queue !== undefined && !queues.includes(task.queue)) {
       logSafely(logger, "warn", "task definition's queue is not one this worker claims from", {
         workerId,
@@ -134,6 +159,6 @@ export class TaskRegistry {
         queues,
       });
     }
-    this.#handlers.set(name, { name, handler: handler as AnyHandler, batch, concurrency, resource });
+    this.#handlers.set(name, { name, handler: handler as AnyHandler, batch, concurrency, resource, flowControl });
   }
 }

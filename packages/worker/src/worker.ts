@@ -4,7 +4,7 @@
  * the task registry (`task-registry.ts`), admission bookkeeping
  * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
  */
-import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import type { FlowControl, Task, TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
@@ -18,7 +18,10 @@ import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } fr
 import { TypedEmitter } from "./events.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
 import { resolveWorkerOptions } from "./options.js";
+import type { NameRule } from "./planner.js";
 import { buildSources, planDraws, rotate, splitCalls } from "./planner.js";
+import type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
+import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost, LostReason } from "./task-context.js";
 import { Context } from "./task-context.js";
 import type { AnyHandler, BatchHandler, TaskHandler, TaskOptions } from "./task-registry.js";
@@ -64,6 +67,8 @@ export class Worker {
   readonly options: ResolvedWorkerOptions;
 
   readonly #handlers: TaskRegistry;
+  /** The schedules declared with `schedule()`; they run while the worker runs. */
+  readonly #scheduler: Scheduler;
   readonly #admission: Admission;
   readonly #runner: CallRunner;
   readonly #events = new TypedEmitter<WorkerEvents>();
@@ -101,7 +106,14 @@ export class Worker {
       settled: (ctx, row, failure) => this.#onSettled(ctx, row, failure),
       lost: (ctx, reason) => this.#onLost(ctx, reason),
     };
-    this.#handlers = new TaskRegistry({ workerId: this.workerId, queues: opts.queues, resources: opts.resources, logger: opts.logger });
+    this.#handlers = new TaskRegistry({
+      workerId: this.workerId,
+      queues: opts.queues,
+      resources: opts.resources,
+      logger: opts.logger,
+      flowControl: store.capabilities.flowControl === true,
+    });
+    this.#scheduler = new Scheduler(store, (err, schedule) => this.#report(err, { phase: "schedule", schedule }));
     this.#admission = new Admission(opts);
     this.#runner = new CallRunner({
       store,
@@ -197,6 +209,31 @@ export class Worker {
     return this;
   }
 
+  /**
+   * Submits a task for every slot of `spec` — a cron string (5 fields, or 6
+   * with seconds first; read in `opts.timezone`, default UTC) or
+   * `{ everyMs }` — exactly once per slot however many workers declare the
+   * same schedule, while this worker runs. Each slot's task has
+   * `run_at_ms` = the slot and the key
+   * `cairnq:schedule:<schedule name>:<slot ms>` (the schedule name is
+   * `opts.name`, else the task name). `opts.backfillMs` also submits slots
+   * missed within that window on start, each at most once. See
+   * `scheduler.ts` for the guarantees and DST behaviour.
+   *
+   * @throws `InvalidArgument` for a bad spec or option (unknown keys
+   *   included), `SerializationError` for a payload that cannot be stored,
+   *   `UnsupportedBackend` when the store lacks `capabilities.schedules`.
+   * @example
+   * ```ts
+   * worker.schedule("report.build", "30 6 * * *", { timezone: "Europe/Paris", payload: { kind: "daily" } });
+   * worker.schedule("cache.refresh", { everyMs: 60_000 });
+   * ```
+   */
+  schedule<P = unknown>(task: TaskDef<P> | string, spec: ScheduleSpec, options?: ScheduleOptions<P>): this {
+    this.#scheduler.add(scheduleEntry(task, spec, options));
+    return this;
+  }
+
   /** Unsubscribes a listener added with {@link Worker.on}. */
   off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
     this.#events.off(event, listener);
@@ -251,6 +288,7 @@ export class Worker {
       names: this.#handlers.names(),
     });
     run.loop = this.#loop(controller.signal);
+    this.#scheduler.start();
     return run.stopped.promise;
   }
 
@@ -447,6 +485,7 @@ export class Worker {
     };
     const skipProbe = this.#skipProbe;
     this.#skipProbe = false;
+    const flowControl = flowControlOf(registrations);
     const rows = await this.store.claim({
       queues: this.options.queues,
       workerId: this.workerId,
@@ -454,6 +493,7 @@ export class Worker {
       names: registrations.map((r) => r.name),
       draws,
       ...(skipProbe ? { probe: false } : {}),
+      ...(flowControl === null ? {} : { flowControl }),
     });
     this.#skipProbe = rows.length > 0 && rows.length >= requested;
     return rows;
@@ -501,7 +541,7 @@ export class Worker {
     this.#emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
     logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
     run.controller.abort();
-    await run.loop;
+    await Promise.all([run.loop, this.#scheduler.stop()]);
     let abandoned = 0;
     if (this.#admission.size > 0) {
       let timer: TimerHandle | undefined;
@@ -595,4 +635,19 @@ export class Worker {
       // onError's exceptions are swallowed (§8.1): reporting must not stop the worker.
     }
   }
+}
+
+/** The `ClaimInput.flowControl` of the registered names that have limits, or `null` when none has. */
+function flowControlOf(rules: readonly NameRule[]): Record<string, FlowControl> | null {
+  let out: Record<string, FlowControl> | null = null;
+  for (const rule of rules) {
+    const limits = rule.flowControl ?? null;
+    if (limits === null) continue;
+    out ??= {};
+    out[rule.name] = {
+      ...(limits.globalConcurrency === null ? {} : { globalConcurrency: limits.globalConcurrency }),
+      ...(limits.rateLimit === null ? {} : { rateLimit: limits.rateLimit }),
+    };
+  }
+  return out;
 }
