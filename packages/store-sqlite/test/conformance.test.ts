@@ -6,8 +6,7 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 // third-party store would run it: a fresh database file per case.
 runConformance({
   name: "SQLiteStore",
-  capabilities: { flowControl: true, schedules: true },
   createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
   // completeIn (ctx.succeedIn) and withTransaction: the caller's writes and the store's in one transaction.
-  capabilities: { transactionalComplete: true },
+  capabilities: { transactionalComplete: true, flowControl: true, schedules: true },
 });
