@@ -11,8 +11,19 @@
  *   the submitting worker is briefly slow, and another worker starting or
  *   restarting meanwhile sees the schedule as live.
  * - **cursor**: per worker and schedule, the latest slot this worker has
- *   offered; it starts at `start − backfillMs` and jumps to the schedule's
- *   last submitted slot whenever the store reports a later one.
+ *   offered; it starts at `start − max(backfillMs, SCHEDULE_LEAD_MS)` and
+ *   jumps to the schedule's last submitted slot whenever the store reports a
+ *   later one.
+ * - **start tolerance**: a worker that starts offers the slots of the last
+ *   {@link SCHEDULE_LEAD_MS} too, even without `backfillMs`. Its first batch
+ *   advances the schedule's last slot past everything it submits, so a slot
+ *   it left out could never be submitted by anyone afterwards; a joining
+ *   worker whose clock runs ahead of a running peer's would otherwise skip
+ *   the slots between the peer's horizon and its own "now". With the
+ *   tolerance, clocks may differ by up to the lead (and a running peer may
+ *   lag by up to the lead besides) without a gap; the price is that a slot
+ *   due less than the lead before a start with no worker running is still
+ *   submitted, that much late.
  *
  * Exactly-once is the store's: `submitScheduleSlots` submits only slots after
  * the schedule's last submitted slot, in a transaction serialised per
@@ -20,7 +31,7 @@
  * never duplicate a slot, and a slot whose task was purged is never
  * resubmitted. Every live worker offers every slot from its start on, so a
  * slot has no task only when no worker was running within the lead of its
- * time (and it is older than `backfillMs` when the next one starts).
+ * time (and it is older than `max(backfillMs, lead)` when the next one starts).
  *
  * Cron strings are parsed and iterated by `croner` (5 fields, or 6 with
  * seconds first), read in `opts.timezone` (IANA name, default UTC). Daylight
@@ -63,8 +74,10 @@ export interface ScheduleOptions<Payload = unknown> {
   maxAttempts?: number;
   /**
    * On start, slots missed within this window (integer ms) are still
-   * submitted — each at most once, across restarts and workers. `0` submits
-   * only slots from the start on.
+   * submitted — each at most once, across restarts and workers. Below
+   * `SCHEDULE_LEAD_MS` (1 s) it makes no difference: a start always submits
+   * the slots due within that much before it (what absorbs small clock
+   * differences between workers).
    * @default 0
    */
   backfillMs?: number;
@@ -73,7 +86,11 @@ export interface ScheduleOptions<Payload = unknown> {
 /** Every key of {@link ScheduleOptions}. */
 export const SCHEDULE_OPTION_KEYS = ["name", "timezone", "payload", "queue", "priority", "maxAttempts", "backfillMs"] as const;
 
-/** How long before its time a slot is submitted. Tolerates that much delay in a submitting worker without a gap. */
+/**
+ * How long before its time a slot is submitted, and how far back a starting
+ * worker looks. Tolerates that much delay in a submitting worker, and that
+ * much clock difference between workers, without a gap.
+ */
 export const SCHEDULE_LEAD_MS = 1000;
 /** After a failed submission, the next try waits this long (as after a claim error, §8.1). */
 export const SCHEDULE_RETRY_MS = 250;
@@ -243,7 +260,8 @@ export class Scheduler {
   }
 
   #begin(entry: ScheduleEntry): void {
-    this.#running.set(entry.name, { entry, cursor: this.clock() - entry.backfillMs - 1, retryAtMs: 0 });
+    // The start tolerance (module comment): never look back less than the lead.
+    this.#running.set(entry.name, { entry, cursor: this.clock() - Math.max(entry.backfillMs, SCHEDULE_LEAD_MS) - 1, retryAtMs: 0 });
   }
 
   async #run(signal: AbortSignal): Promise<void> {

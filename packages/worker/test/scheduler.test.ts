@@ -147,3 +147,44 @@ describe("Scheduler", () => {
     expect((await store.list({ name: "tick" })).length).toBeGreaterThan(0);
   });
 });
+
+describe("Scheduler clocks", () => {
+  it("a worker joining with its clock ahead of a running peer's (by more than the lead, less than two) leaves no gap and no duplicate", async () => {
+    const store = new MemoryStore();
+    const errors: unknown[] = [];
+    const everyMs = 50;
+    // Past one lead ahead, the joiner's "now" is beyond the peer's horizon: only the start tolerance fills the slots between.
+    const ahead = Math.floor(SCHEDULE_LEAD_MS * 1.5);
+    const peer = new Scheduler(store, (err) => errors.push(err));
+    const joiner = new Scheduler(store, (err) => errors.push(err), () => {}, () => Date.now() + ahead);
+    for (const s of [peer, joiner]) s.add(scheduleEntry("tick", { everyMs }));
+    peer.start();
+    await delay(120);
+    joiner.start();
+    await delay(200);
+    await Promise.all([peer.stop(), joiner.stop()]);
+    expect(errors).toEqual([]);
+    const slots = (await store.list({ name: "tick", limit: 1000 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
+    expect(new Set(slots).size).toBe(slots.length);
+    for (let i = 1; i < slots.length; i++) expect((slots[i] as number) - (slots[i - 1] as number)).toBe(everyMs);
+  });
+
+  it("a start looks back one lead even without backfillMs, and backfillMs beyond it looks back that far", async () => {
+    const now = Date.parse("2026-01-01T00:00:10.000Z");
+    for (const [backfillMs, earliest] of [
+      [0, now - SCHEDULE_LEAD_MS],
+      [5000, now - 5000],
+    ] as const) {
+      const store = new MemoryStore();
+      const scheduler = new Scheduler(store, () => {}, () => {}, () => now);
+      scheduler.add(scheduleEntry("tick", { everyMs: 100 }, { backfillMs }));
+      scheduler.start();
+      const deadline = Date.now() + 10_000;
+      while ((await store.list({ name: "tick", limit: 1000 })).length === 0 && Date.now() < deadline) await delay(10);
+      await scheduler.stop();
+      const slots = (await store.list({ name: "tick", limit: 1000 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
+      expect(slots[0]).toBe(earliest);
+      expect(slots[slots.length - 1]).toBe(now + SCHEDULE_LEAD_MS);
+    }
+  });
+});

@@ -105,17 +105,17 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
         { task: "tock", spec: CRON_EVERY_SECOND },
       ];
       const a = spawn("scheduler-a", { schedules });
-      const b = spawn("scheduler-b", { schedules, skewMs: 40 });
+      const b = spawn("scheduler-b", { schedules, skewMs: 400 });
       const readyA = Number((await a.next("ready")).at);
       await b.next("ready");
       await sleep(700);
-      const late = spawn("scheduler-late", { schedules, skewMs: -30 });
+      const late = spawn("scheduler-late", { schedules, skewMs: -300 });
       await late.next("ready");
       await sleep(500);
       b.proc.kill("SIGKILL");
       await b.exited;
       await sleep(300);
-      const restarted = spawn("scheduler-b-restarted", { schedules, skewMs: 40 });
+      const restarted = spawn("scheduler-b-restarted", { schedules, skewMs: 400 });
       await restarted.next("ready");
       await sleep(1300);
       const stopAt = Date.now();
@@ -141,7 +141,7 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
         for (const task of await tasksOf(db.client, name)) expect(task.status).toBe("queued");
         report.push(`${name}: ${slots.length} slots, tasks per slot min ${Math.min(...perSlot)} max ${Math.max(...perSlot)}, gaps 0`);
       }
-      console.log(`[schedules ${backend.label}] 4 worker processes (1 SIGKILLed + restarted, 1 late, clocks −30/0/+40 ms): ${report.join("; ")}`);
+      console.log(`[schedules ${backend.label}] 4 worker processes (1 SIGKILLed + restarted, 1 late, clocks −300/0/+400 ms): ${report.join("; ")}`);
     });
 
     it("backfillMs submits missed slots once on start, and a restart does not submit them again", async () => {
