@@ -556,3 +556,58 @@ describe("the notify trigger (§3.8, §14.44), heard by a raw LISTEN connection"
     expect(await settle()).toEqual([]);
   });
 });
+
+describe("extension tables (schedules, rate limits) beside the v1 tables", () => {
+  /** The schema without the extension tables and their indexes. */
+  function v1Part(described: Described): Described {
+    const ext = (name: string): boolean => name.startsWith("cairnq_ext_");
+    return {
+      ...described,
+      tables: Object.fromEntries(Object.entries(described.tables).filter(([name]) => !ext(name))),
+      indexes: Object.fromEntries(Object.entries(described.indexes).filter(([name]) => !ext(name))),
+      constraints: Object.fromEntries(Object.entries(described.constraints).filter(([name]) => !ext(name))),
+    };
+  }
+  const extTables = (described: Described): string[] => Object.keys(described.tables).filter((name) => name.startsWith("cairnq_ext_")).sort();
+
+  it("are created only when their feature is first used, and leave the v1 tables, indexes, trigger, meta and ledger as specified", async () => {
+    const schema = schemaName();
+    const store = openStore(pgDsn(), { schema });
+    await store.connect();
+    const v1 = await describeSchema(schema);
+    const ledgerBefore = await ledger(schema);
+    await store.submit({ name: "plain" });
+    await store.submit({ name: "capped" });
+    expect(await store.claim({ queues: ["default"], names: ["plain"], workerId: "w", leaseMs: 60_000 })).toHaveLength(1);
+    // A claim with globalConcurrency only needs no state of its own.
+    expect(await store.claim({ queues: ["default"], names: ["capped"], workerId: "w", leaseMs: 60_000, flowControl: { capped: { globalConcurrency: 1 } } })).toHaveLength(1);
+    expect(extTables(await describeSchema(schema))).toEqual([]);
+    await store.submit({ name: "limited" });
+    expect(await store.claim({ queues: ["default"], names: ["limited"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } })).toHaveLength(1);
+    expect(extTables(await describeSchema(schema))).toEqual(["cairnq_ext_rate_claims"]);
+    await store.submitScheduleSlots({ schedule: "tick", slotsMs: [1000, 2000], task: { name: "tick" } });
+    const after = await describeSchema(schema);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    expect(v1Part(after)).toEqual(v1);
+    expectFinalSchema(schema, v1Part(after));
+    expect(await ledger(schema)).toEqual(ledgerBefore);
+  });
+
+  it("an installation a v1 peer built by hand keeps its v1 schema exactly when schedules and rate limits are used on it", async () => {
+    const schema = await freshSchema();
+    await runIn(schema, HAND_WRITTEN_DDL);
+    const store = openStore(pgDsn(), { schema });
+    await store.connect();
+    const v1 = await describeSchema(schema);
+    await store.submitScheduleSlots({ schedule: "tick", slotsMs: [1000], task: { name: "tick" } });
+    await store.submit({ name: "limited" });
+    await store.claim({ queues: ["default"], names: ["limited", "tick"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } });
+    const after = await describeSchema(schema);
+    expect(v1Part(after)).toEqual(v1);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    // The peer reads the slot task as an ordinary keyed row.
+    expect(
+      await q(`SELECT t.name, t.run_at_ms::text AS run_at_ms FROM "${schema}".cairnq_task_keys k JOIN "${schema}".cairnq_tasks t ON t.id = k.task_id WHERE k."key" = $1`, ["cairnq:schedule:tick:1000"]),
+    ).toEqual([{ name: "tick", run_at_ms: "1000" }]);
+  });
+});

@@ -494,3 +494,62 @@ describe("open errors name the file and say what is wrong (fatal: retrying canno
     expect(isFatalError(err)).toBe(true);
   });
 });
+
+describe("extension tables (schedules, rate limits) beside the v1 tables", () => {
+  /** The schema without the extension tables and their indexes. */
+  function v1Part(described: Described): Described {
+    const ext = (name: string): boolean => name.startsWith("cairnq_ext_");
+    return {
+      ...described,
+      tables: Object.fromEntries(Object.entries(described.tables).filter(([name]) => !ext(name))),
+      indexes: Object.fromEntries(Object.entries(described.indexes).filter(([name]) => !ext(name))),
+    };
+  }
+  const extTables = (described: Described): string[] => Object.keys(described.tables).filter((name) => name.startsWith("cairnq_ext_"));
+
+  it("are created only when their feature is first used, and leave the v1 tables, indexes, meta and ledger as specified", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await store.connect();
+    const v1 = describeSchema(file);
+    const ledgerBefore = ledger(file);
+    await store.submit({ name: "plain" });
+    await store.submit({ name: "capped" });
+    // A claim with globalConcurrency only needs no state of its own.
+    expect(await store.claim({ queues: ["default"], names: ["plain"], workerId: "w", leaseMs: 60_000 })).toHaveLength(1);
+    expect(await store.claim({ queues: ["default"], names: ["capped"], workerId: "w", leaseMs: 60_000, flowControl: { capped: { globalConcurrency: 1 } } })).toHaveLength(1);
+    expect(extTables(describeSchema(file))).toEqual([]);
+    await store.submit({ name: "limited" });
+    expect(await store.claim({ queues: ["default"], names: ["limited"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } })).toHaveLength(1);
+    expect(extTables(describeSchema(file))).toEqual(["cairnq_ext_rate_claims"]);
+    await store.submitScheduleSlots({ schedule: "tick", slotsMs: [1000, 2000], task: { name: "tick" } });
+    const after = describeSchema(file);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    expect(v1Part(after)).toEqual(v1);
+    expect(v1Part(after).tables).toEqual(TABLES);
+    expect(ledger(file)).toEqual(ledgerBefore);
+  });
+
+  it("a database a v1 peer built by hand keeps its v1 schema exactly when schedules and rate limits are used on it", async () => {
+    const file = tempFile();
+    const peer = new Database(file);
+    peer.exec(HAND_WRITTEN_DDL);
+    peer.close();
+    const store = openStore(file);
+    await store.connect();
+    const v1 = describeSchema(file);
+    await store.submitScheduleSlots({ schedule: "tick", slotsMs: [1000], task: { name: "tick" } });
+    await store.submit({ name: "limited" });
+    await store.claim({ queues: ["default"], names: ["limited", "tick"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } });
+    const after = describeSchema(file);
+    expect(v1Part(after)).toEqual(v1);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    // The peer reads the slot task as an ordinary keyed row.
+    const reader = new Database(file, { readonly: true });
+    try {
+      expect(reader.prepare("SELECT t.name, t.run_at_ms FROM cairnq_task_keys k JOIN cairnq_tasks t ON t.id = k.task_id WHERE k.\"key\" = ?").get("cairnq:schedule:tick:1000")).toEqual({ name: "tick", run_at_ms: 1000 });
+    } finally {
+      reader.close();
+    }
+  });
+});
