@@ -316,6 +316,27 @@ describe("keyed operations serialize on the advisory key lock (§5.0, §13)", ()
   });
 });
 
+describe("flow control serialises per name on the advisory lock of cairnq:flow:<name> (extension)", () => {
+  it("a peer session holding the lock of 'a' makes limited claims of 'a' wait; claims of 'b', limited or not, go through", async () => {
+    const store = openStore(pgDsn(), { schema: schemaName(), listen: false });
+    for (const name of ["a", "b", "b"]) await store.submit({ name });
+    const peer = await client();
+    await peer.query("SELECT pg_advisory_lock(hashtextextended($1::text, 0))", ["cairnq:flow:a"]);
+    let claimedA: Task[] | null = null;
+    const held = store
+      .claim({ queues: ["default"], names: ["a"], workerId: "w1", leaseMs: 60_000, flowControl: { a: { globalConcurrency: 1 } } })
+      .then((rows) => (claimedA = rows));
+    const limitedB = await store.claim({ queues: ["default"], names: ["b"], workerId: "w2", leaseMs: 60_000, flowControl: { b: { globalConcurrency: 5, rateLimit: { max: 5, perMs: 1000 } } } });
+    const plainB = await store.claim({ queues: ["default"], names: ["b"], workerId: "w3", leaseMs: 60_000 });
+    expect([...limitedB, ...plainB].map((t) => t.name)).toEqual(["b", "b"]);
+    // Both claims of 'b' finished while 'a' is still waiting for its lock, and it keeps waiting.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(claimedA).toBeNull();
+    await peer.query("SELECT pg_advisory_unlock(hashtextextended($1::text, 0))", ["cairnq:flow:a"]);
+    expect((await held).map((t) => t.name)).toEqual(["a"]);
+  });
+});
+
 describe("completeIn: settle in the caller's transaction (§5.15)", () => {
   async function setup(): Promise<{ store: PostgresStore; task: Task; schema: string }> {
     const store = openStore(pgDsn(), { schema: schemaName(), listen: false });
