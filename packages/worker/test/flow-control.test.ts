@@ -53,6 +53,31 @@ describe("task options globalConcurrency / rateLimit", () => {
     expect(most).toBe(1);
   });
 
+  it("work beside the per-process limits: the tighter of a name's concurrency, its resource and globalConcurrency wins", async () => {
+    const store = new MemoryStore();
+    // Per name: its own concurrency 1 under a global 3; a resource of capacity 1 under a global 2;
+    // a global 1 under a worker concurrency 4.
+    const worker = makeWorker(store, { concurrency: 4, resources: { gpu: 1 } });
+    const running = new Map<string, number>();
+    const most = new Map<string, number>();
+    const handler = (name: string) => async (): Promise<void> => {
+      const now = (running.get(name) ?? 0) + 1;
+      running.set(name, now);
+      most.set(name, Math.max(most.get(name) ?? 0, now));
+      await new Promise((r) => setTimeout(r, 15));
+      running.set(name, (running.get(name) ?? 1) - 1);
+    };
+    worker.task("own", { concurrency: 1, globalConcurrency: 3 }, handler("own"));
+    worker.task("gpu", { resource: "gpu", globalConcurrency: 2 }, handler("gpu"));
+    worker.task("global", { globalConcurrency: 1 }, handler("global"));
+    for (const name of ["own", "gpu", "global"]) for (let i = 0; i < 5; i++) await store.submit({ name });
+    const run = worker.run();
+    await waitFor(async () => (await store.list({ status: "succeeded", limit: 100 })).length === 15, 10_000);
+    await worker.stop();
+    await run;
+    expect(Object.fromEntries(most)).toEqual({ own: 1, gpu: 1, global: 1 });
+  });
+
   it("are checked strictly, and refused on a store that does not enforce them", () => {
     const worker = makeWorker(new MemoryStore());
     expect(() => worker.task("x", { globalConcurrency: 0 }, () => null)).toThrow(InvalidArgument);
