@@ -147,9 +147,11 @@ export type {
 export type {
   Awaitable,
   BatchHandler,
+  BatchHandlerFor,
   BatchResults,
   ChildSubmitOptions,
   FailOptions,
+  HandlerFor,
   LeaseLostEvent,
   LeaseLostReason,
   ResolvedWorkerOptions,

@@ -41,12 +41,13 @@ function tsc(compiler: (typeof COMPILERS)[number], args: string[]): { status: nu
   return { status: run.status, output: `${run.stdout}${run.stderr}` };
 }
 
-/** `file(line,col): error TSxxxx: message` lines of a `--pretty false` run. */
+/** The diagnostics of a `--pretty false` run: `file(line,col): error TSxxxx: message` and its indented elaboration. */
 function diagnostics(output: string): { file: string; line: number; message: string }[] {
   const found: { file: string; line: number; message: string }[] = [];
   for (const text of output.split("\n")) {
     const match = /^(.+?)\((\d+),\d+\): error (TS\d+: .*)$/.exec(text.trim());
     if (match) found.push({ file: match[1]!.replaceAll("\\", "/"), line: Number(match[2]), message: match[3]! });
+    else if (/^\s/.test(text) && found.length > 0) found[found.length - 1]!.message += `\n${text.trim()}`;
   }
   return found;
 }

@@ -6,6 +6,9 @@
 import type {
   ListInput,
   Logger,
+  PayloadArgs,
+  PayloadFor,
+  ResultFor,
   MaxQueueDepth,
   PurgeInput,
   QueueStats,
@@ -136,22 +139,6 @@ function bulkOptions<O extends BulkOptions>(options: O, what: string, keys: read
   const { batchSize, ...filter } = checked;
   return { batchSize: batchSize === undefined ? DEFAULT_BULK_LIMIT : requireInt(batchSize, "batchSize", 1), filter };
 }
-
-/**
- * The payload and options arguments after a {@link TaskDef}: the payload is
- * optional only when the definition's payload type accepts `undefined`.
- */
-export type PayloadArgs<P, O> = undefined extends P ? [payload?: P, options?: O] : [payload: P, options?: O];
-
-/**
- * The payload type a submit of `D` takes: the {@link TaskDef}'s payload
- * type, or for a task name the explicit `P` (`submit<P>("name", …)`), else
- * `unknown`.
- */
-export type PayloadFor<D, P = never> = [P] extends [never] ? (D extends TaskDef<infer X, unknown> ? X : unknown) : P;
-
-/** The result type of `D`: the {@link TaskDef}'s, or for a task name the explicit `R`, else `unknown`. */
-export type ResultFor<D, R = never> = [R] extends [never] ? (D extends TaskDef<unknown, infer X> ? X : unknown) : R;
 
 /** The row type of a task of `D`: `Task<P, R>` from a {@link TaskDef}, `Task` without one. */
 export type TaskFor<D> = Task<PayloadFor<D>, ResultFor<D>>;

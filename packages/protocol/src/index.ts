@@ -37,7 +37,7 @@ export {
 export type { TaskStatus, TerminalStatus } from "./statuses.js";
 export type { Task, TaskRef } from "./task.js";
 export { defineTask } from "./task-def.js";
-export type { IfJson, TaskDef, TaskDefOptions, TaskPayload, TaskResult } from "./task-def.js";
+export type { IfJson, PayloadArgs, PayloadFor, ResultFor, TaskDef, TaskDefOptions, TaskPayload, TaskResult } from "./task-def.js";
 export type { JsonProblem } from "./json-type.js";
 export type { Conflict } from "./conflict.js";
 export {

@@ -40,6 +40,23 @@ export type TaskPayload<D> = D extends TaskDef<infer P, unknown> ? P : never;
 /** The result type of a {@link TaskDef}. */
 export type TaskResult<D> = D extends TaskDef<unknown, infer R> ? R : never;
 
+
+/**
+ * The payload and options arguments after a {@link TaskDef}: the payload is
+ * optional only when the definition's payload type accepts `undefined`.
+ */
+export type PayloadArgs<P, O> = undefined extends P ? [payload?: P, options?: O] : [payload: P, options?: O];
+
+/**
+ * The payload type a submit of `D` takes: the {@link TaskDef}'s payload
+ * type, or for a task name the explicit `P` (`submit<P>("name", …)`), else
+ * `unknown`.
+ */
+export type PayloadFor<D, P = never> = [P] extends [never] ? (D extends TaskDef<infer X, unknown> ? X : unknown) : P;
+
+/** The result type of `D`: the {@link TaskDef}'s, or for a task name the explicit `R`, else `unknown`. */
+export type ResultFor<D, R = never> = [R] extends [never] ? (D extends TaskDef<unknown, infer X> ? X : unknown) : R;
+
 /**
  * `T` when both the payload type `P` and the result type `R` survive JSON;
  * otherwise the {@link JsonProblem} message, so that passing anything there

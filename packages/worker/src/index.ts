@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 export { Worker } from "./worker.js";
-export type { Awaitable, BatchHandler, BatchResults, TaskHandler, TaskOptions } from "./task-registry.js";
+export type { Awaitable, BatchHandler, BatchHandlerFor, BatchResults, HandlerFor, TaskHandler, TaskOptions } from "./task-registry.js";
 export { MIN_LEASE_MS, WORKER_OPTION_KEYS } from "./options.js";
 export type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
 export type { ChildSubmitOptions, FailOptions, TaskContext } from "./task-context.js";

@@ -7,7 +7,7 @@
  * attempt of the same task. A context is *lost* once the worker knows it no
  * longer holds the lease, and *settled* once a succeed/fail was issued.
  */
-import type { SubmitOptions, Task, TaskDef, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
+import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import { envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
 import type { LeaseLostReason } from "./events.js";
@@ -94,11 +94,10 @@ export interface TaskContext<P = unknown, R = unknown> {
    */
   canceled(): Promise<boolean>;
   /** Submits a child task: `parentId` is this task; root and correlation ids are copied; explicit options override them (§2.4). */
-  submit<CP = unknown, CR = unknown>(
-    task: TaskDef<CP, CR> | string,
-    payload?: CP,
-    options?: ChildSubmitOptions,
-  ): Promise<Task<CP, CR>>;
+  submit<CP = never, CR = never, D extends TaskDef | string = string>(
+    task: D,
+    ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>
+  ): Promise<Task<PayloadFor<D, CP>, ResultFor<D, CR>>>;
   /**
    * Waits for a task to be terminal (§7) and returns its row; `TaskTimeout` at the deadline. `signal`
    * defaults to this context's, so the wait ends when the worker stops owning this task.
@@ -287,12 +286,12 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return this.#cancelSeen;
   }
 
-  async submit<CP = unknown, CR = unknown>(
-    task: TaskDef<CP, CR> | string,
-    payload?: CP,
-    options: ChildSubmitOptions = {},
-  ): Promise<Task<CP, CR>> {
-    const def: TaskDef<CP, CR> = typeof task === "string" ? { name: task } : task;
+  async submit<CP = never, CR = never, D extends TaskDef | string = string>(
+    task: D,
+    ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>
+  ): Promise<Task<PayloadFor<D, CP>, ResultFor<D, CR>>> {
+    const [payload, options = {}] = args as [unknown, ChildSubmitOptions | undefined];
+    const def: TaskDef = typeof task === "string" ? { name: task } : task;
     const row = await this.#host.store.submit(
       submitInputOf(def, payload, {
         ...options,
@@ -302,7 +301,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
         correlationId: options.correlationId !== undefined ? options.correlationId : this.correlationId,
       }),
     );
-    return row as Task<CP, CR>;
+    return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
   }
 
   wait(id: string, options: WaitOptions = {}): Promise<Task> {

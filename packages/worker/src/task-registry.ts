@@ -16,15 +16,28 @@ export type Awaitable<T> = T | Promise<T>;
 
 /**
  * Handles one task: gets its context and payload; what it returns becomes
- * the task's result (unless it settled the task itself).
+ * the task's result (unless it settled the task itself). It must return the
+ * result type: a handler that returns nothing stores `null`, which a
+ * `call()` would hand back typed as `R`. (A handler for a task whose result
+ * type is `void` returns nothing.)
  */
-export type TaskHandler<P = unknown, R = unknown> = (ctx: TaskContext<P, R>, payload: P) => Awaitable<R | void>;
+export type TaskHandler<P = unknown, R = unknown> = (ctx: TaskContext<P, R>, payload: P) => Awaitable<R>;
 
 /** Results of a batch call by task id; ids left out complete with a `null` result. */
 export type BatchResults<R = unknown> = Readonly<Record<string, R>> | ReadonlyMap<string, R>;
 
 /** Handles a batch of tasks of one name in one call (`worker.task(name, { batch }, handler)`). */
 export type BatchHandler<P = unknown, R = unknown> = (ctxs: TaskContext<P, R>[]) => Awaitable<BatchResults<R> | void>;
+
+/**
+ * The handler `worker.task(task, handler)` takes: for a {@link TaskDef}, one
+ * with its payload and result types; for a name, `P` and `R` as the handler
+ * declares them (its payload annotation, what it returns).
+ */
+export type HandlerFor<D, P = unknown, R = unknown> = D extends TaskDef<infer DP, infer DR> ? TaskHandler<DP, DR> : TaskHandler<P, R>;
+
+/** The batch handler `worker.task(task, { batch }, handler)` takes; see {@link HandlerFor}. */
+export type BatchHandlerFor<D, P = unknown, R = unknown> = D extends TaskDef<infer DP, infer DR> ? BatchHandler<DP, DR> : BatchHandler<P, R>;
 
 /** Per-name options of `worker.task` (§8.2). */
 export interface TaskOptions {

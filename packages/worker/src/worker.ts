@@ -24,7 +24,7 @@ import type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
 import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost, LostReason } from "./task-context.js";
 import { Context } from "./task-context.js";
-import type { AnyHandler, BatchHandler, TaskHandler, TaskOptions } from "./task-registry.js";
+import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
 
 interface RunState {
@@ -177,17 +177,12 @@ export class Worker {
    *   Object.fromEntries(ctxs.map((ctx) => [ctx.taskId, embed(ctx.payload)])));
    * ```
    */
-  task<P = unknown, R = unknown>(task: TaskDef<P, R> | string, handler: TaskHandler<P, R>): this;
-  task<P = unknown, R = unknown>(
-    task: TaskDef<P, R> | string,
-    options: TaskOptions & { batch: number },
-    handler: BatchHandler<P, R>,
-  ): this;
-  task<P = unknown, R = unknown>(
-    task: TaskDef<P, R> | string,
-    options: TaskOptions & { batch?: undefined },
-    handler: TaskHandler<P, R>,
-  ): this;
+  // The TaskDef decides the handler's types (a handler for a TaskDef must return its result type); by name they
+  // are the handler's own. Each arity has its overload, the plain handler last: TypeScript 7 reports a mismatch
+  // against the last overload of the arity, so that one explains the common case.
+  task<D extends TaskDef | string, P = unknown, R = unknown>(task: D, options: TaskOptions & { batch: number }, handler: BatchHandlerFor<D, P, R>): this;
+  task<D extends TaskDef | string, P = unknown, R = unknown>(task: D, options: TaskOptions & { batch?: undefined }, handler: HandlerFor<D, P, R>): this;
+  task<D extends TaskDef | string, P = unknown, R = unknown>(task: D, handler: HandlerFor<D, P, R>): this;
   task(task: TaskDef | string, optionsOrHandler: TaskOptions | AnyHandler, maybeHandler?: AnyHandler): this {
     this.#handlers.register(task, optionsOrHandler, maybeHandler);
     return this;
