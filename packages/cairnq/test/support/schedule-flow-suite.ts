@@ -144,26 +144,44 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
       console.log(`[schedules ${backend.label}] 4 worker processes (1 SIGKILLed + restarted, 1 late, clocks −300/0/+400 ms): ${report.join("; ")}`);
     });
 
-    it("backfillMs submits missed slots once on start, and a restart does not submit them again", async () => {
-      const schedules = [{ task: "tick", spec: { everyMs: EVERY_MS }, opts: { name: "backfilled", backfillMs: 1000 } }];
+    it("backfillMs submits missed slots once on start, and a restart within the window submits none again (not a cancelled slot, not a purged one)", async () => {
+      // A wide window, so every backfilled slot is still inside it when the second process starts.
+      const backfillMs = 60_000;
+      const schedules = [{ task: "tick", spec: { everyMs: EVERY_MS }, opts: { name: "backfilled", backfillMs } }];
       const first = spawn("backfill-1", { schedules });
       const readyAt = Number((await first.next("ready")).at);
-      await waitFor("the backfilled slots", async () => (await tasksOf(db.client, "tick")).length >= 5);
+      await waitFor("the backfilled slots", async () => (await tasksOf(db.client, "tick")).some((t) => t.run_at_ms > readyAt));
       await children.stop(first);
       const before = await slotCounts(db.client, "tick", "backfilled");
-      const earliest = Math.min(...before.keys());
-      expect(earliest).toBeLessThan(readyAt);
-      // Purge nothing, cancel one backfilled slot: a restart within the window must not resubmit it.
-      const cancelled = await db.client.cancelByKey(`cairnq:schedule:backfilled:${earliest}`);
-      expect(cancelled?.status).toBe("canceled");
+      const slots = [...before.keys()].sort((x, y) => x - y);
+      const earliest = slots[0] as number;
+      // The whole window was backfilled, once per slot.
+      expect(earliest).toBeLessThanOrEqual(readyAt - backfillMs + 2 * EVERY_MS);
+      expect(Math.max(...before.values())).toBe(1);
+      // One backfilled slot cancelled; another cancelled and purged, which frees its key.
+      const cancelledSlot = slots[Math.floor(slots.length / 3)] as number;
+      const purgedSlot = slots[Math.floor((2 * slots.length) / 3)] as number;
+      const purgedTask = await db.client.cancelByKey(`cairnq:schedule:backfilled:${purgedSlot}`);
+      expect(purgedTask?.status).toBe("canceled");
+      expect(await db.client.purge({ olderThanMs: 0, status: "canceled", name: "tick" })).toEqual([purgedTask?.id]);
+      expect(await db.client.getByKey(`cairnq:schedule:backfilled:${purgedSlot}`)).toBeNull();
+      expect((await db.client.cancelByKey(`cairnq:schedule:backfilled:${cancelledSlot}`))?.status).toBe("canceled");
       const second = spawn("backfill-2", { schedules });
       await second.next("ready");
-      await sleep(400);
+      const lastBefore = slots[slots.length - 1] as number;
+      await waitFor("the restarted process's next slot", async () => (await tasksOf(db.client, "tick")).some((t) => t.run_at_ms > lastBefore + 2 * EVERY_MS));
       await children.stop(second);
-      const after = await slotCounts(db.client, "tick", "backfilled");
+      expect(second.of("on-error")).toEqual([]);
+      const after = new Map<number, number>();
+      for (const task of await tasksOf(db.client, "tick")) after.set(task.run_at_ms, (after.get(task.run_at_ms) ?? 0) + 1);
       expect(Math.max(...after.values())).toBe(1);
-      for (const [slot, n] of before) expect(after.get(slot)).toBe(n);
-      console.log(`[schedules ${backend.label}] backfill: ${before.size} slots after the first start (earliest ${readyAt - earliest} ms before it), ${after.size} after a restart, each once`);
+      // Neither the purged slot nor any other slot of the first run got a second task.
+      expect(after.has(purgedSlot)).toBe(false);
+      for (const slot of slots) if (slot !== purgedSlot) expect(after.get(slot)).toBe(1);
+      console.log(
+        `[schedules ${backend.label}] backfill ${backfillMs} ms: ${before.size} slots after the first start (earliest ${readyAt - earliest} ms before it), ` +
+          `${after.size} after a restart inside the window, tasks per slot max ${Math.max(...after.values())}, cancelled and purged slots not resubmitted`,
+      );
     });
 
     it("globalConcurrency holds across worker processes, beside per-process concurrency; a SIGKILLed worker's slot comes back by lease recovery", async () => {
