@@ -5,7 +5,7 @@
  * fresh schema as `CAIRNQ_PG_SCHEMA`, dropped afterwards). The source images
  * come from a small HTTP server in this test.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { createServer } from "node:http";
@@ -13,12 +13,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ThumbnailResult } from "../src/tasks.js";
 import { THUMBNAILS_QUEUE } from "../src/tasks.js";
-import type { Started } from "./processes.js";
-import { startTs } from "./processes.js";
+import type { Started } from "@cairnq/test-support";
+import { PgAdmin, pgDsn, randomSchemaName, startNode } from "@cairnq/test-support";
 
 const exampleDir = fileURLToPath(new URL("..", import.meta.url));
 
@@ -94,30 +93,19 @@ async function sqliteDatabase(): Promise<Database> {
  * dropped afterwards. Never skipped: without a reachable database this fails.
  */
 async function postgresDatabase(): Promise<Database> {
-  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
-  if (!dsn) {
-    throw new Error(
-      "CAIRNQ_TEST_PG_DSN is not set, so the Postgres run of this example's test cannot start (it never skips). " +
-        "Run it through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
-    );
-  }
-  const admin = new pg.Client({ connectionString: dsn, connectionTimeoutMillis: 10_000 });
-  admin.on("error", () => {});
-  try {
-    await admin.connect();
-  } catch (err) {
-    throw new Error(`CAIRNQ_TEST_PG_DSN is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`, { cause: err });
-  }
-  const schema = `cq_express_${randomBytes(5).toString("hex")}`;
+  const dsn = pgDsn();
+  const admin = new PgAdmin();
+  await admin.client(); // fails here, saying why, when the database does not answer
+  const schema = randomSchemaName("cq_express");
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dsn, CAIRNQ_PG_SCHEMA: schema };
   delete env.CAIRNQ_SQLITE_PATH;
   return {
     env,
     async dispose() {
       try {
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.dropSchema(schema);
       } finally {
-        await admin.end();
+        await admin.close();
       }
     },
   };
@@ -136,8 +124,8 @@ describe.each([
     lateUploaded = false;
     database = await open();
     const env: NodeJS.ProcessEnv = { ...database.env, PORT: "0" };
-    worker = startTs("worker", "src/worker.ts", { cwd: exampleDir, env });
-    api = startTs("api", "src/server.ts", { cwd: exampleDir, env });
+    worker = startNode("worker", ["--import", "tsx", "src/worker.ts"], { cwd: exampleDir, env });
+    api = startNode("api", ["--import", "tsx", "src/server.ts"], { cwd: exampleDir, env });
     const [, port] = await api.waitFor(/API listening on http:\/\/localhost:(\d+)/);
     apiUrl = `http://127.0.0.1:${port}`;
     await worker.waitFor(/worker \S+ running/);

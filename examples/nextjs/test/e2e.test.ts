@@ -14,9 +14,8 @@ import { fileURLToPath } from "node:url";
 import type { BrowserContext } from "playwright-core";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from "./chromium";
-import type { ChildEnv, Started } from "./processes";
-import { startNode } from "./processes";
+import type { ChildEnv, Started } from "@cairnq/test-support";
+import { chromiumLaunchOptions, ensureChromium, startNode } from "@cairnq/test-support";
 
 const exampleDir = fileURLToPath(new URL("..", import.meta.url));
 const artifactsDir = join(exampleDir, "test-artifacts");
@@ -52,7 +51,7 @@ function nextBuild(env: ChildEnv): Promise<void> {
 }
 
 beforeAll(async () => {
-  ensureChromium();
+  ensureChromium("The Next.js example's test");
   dir = mkdtempSync(join(tmpdir(), "cairnq-example-nextjs-"));
   const env: ChildEnv = { ...process.env, CAIRNQ_SQLITE_PATH: join(dir, "cairnq.db"), NEXT_TELEMETRY_DISABLED: "1" };
   delete env.DATABASE_URL; // this test is the SQLite run, whatever the shell has
@@ -75,9 +74,7 @@ afterAll(async () => {
 describe("examples/nextjs: next start + worker process, driven in Chromium", () => {
   it("submits from the page and shows live progress, then the worker's result", async () => {
     browser = await chromium.launchPersistentContext(join(dir, "chromium-profile"), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
+      ...chromiumLaunchOptions(),
       viewport: { width: 900, height: 720 },
     });
     const page = browser.pages()[0] ?? (await browser.newPage());

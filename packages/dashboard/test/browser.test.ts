@@ -23,11 +23,10 @@ import type { Task, TaskStore } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { Worker } from "@cairnq/worker";
-import pg from "pg";
 import type { Browser, Page } from "playwright-core";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from "./support/chromium.js";
+import { PgAdmin, chromiumLaunchOptions, ensureChromium, randomSchemaName } from "@cairnq/test-support";
 import { failTask, pgDsn } from "./support/seed.js";
 
 const artifacts = fileURLToPath(new URL("./artifacts/", import.meta.url));
@@ -37,9 +36,9 @@ const XSS_NAME = "<img src=x onerror=alert(3)>";
 let browser: Browser;
 
 beforeAll(async () => {
-  ensureChromium();
+  ensureChromium("The dashboard's browser tests");
   mkdirSync(artifacts, { recursive: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  browser = await chromium.launch(chromiumLaunchOptions());
 }, 60_000);
 
 afterAll(async () => {
@@ -74,17 +73,16 @@ function sqlite(): Backend {
 }
 
 function postgres(): Backend {
-  const schema = `cairnq_dash_${Math.random().toString(16).slice(2, 10)}`;
+  const schema = randomSchemaName("cairnq_dash");
   return {
     name: "postgres",
     open: async () => new PostgresStore(pgDsn(), { schema }),
     async dispose() {
-      const admin = new pg.Client({ connectionString: pgDsn() });
-      await admin.connect();
+      const admin = new PgAdmin();
       try {
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await admin.dropSchema(schema);
       } finally {
-        await admin.end();
+        await admin.close();
       }
     },
   };

@@ -3,7 +3,6 @@
  * (submit, claim, complete, fail, cancel), and wrapper stores that count,
  * delay or break `purge`.
  */
-import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +11,7 @@ import { MemoryStore } from "@cairnq/conformance";
 import type { PurgeInput, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import { connectAdmin, pgDsn, randomSchemaName } from "@cairnq/test-support";
 import type { RetentionStore } from "../src/index.ts";
 
 /** A store opened for one test, and how to release it (after the test's sweepers stopped). */
@@ -87,36 +87,6 @@ export const SQLITE: Backend = {
 };
 
 /**
- * The test database, from `CAIRNQ_TEST_PG_DSN` (the root `pnpm test`
- * provides one). Postgres tests never skip: without it they fail, saying
- * what to do.
- */
-export function pgDsn(): string {
-  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
-  if (dsn === undefined || dsn.trim() === "") {
-    throw new Error(
-      "CAIRNQ_TEST_PG_DSN is not set, so the retention tests on Postgres cannot run (they never skip). " +
-        "Run them through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
-    );
-  }
-  return dsn;
-}
-
-async function connectAdmin(dsn: string): Promise<pg.Client> {
-  const admin = new pg.Client({ connectionString: dsn, connectionTimeoutMillis: 10_000 });
-  admin.on("error", () => {});
-  try {
-    await admin.connect();
-  } catch (err) {
-    const shown = dsn.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
-    throw new Error(`CAIRNQ_TEST_PG_DSN (${shown}) is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`, {
-      cause: err,
-    });
-  }
-  return admin;
-}
-
-/**
  * Postgres in a fresh schema per store, dropped at `close()`.
  *
  * The store reads the database clock (`now()`, `clock_timestamp()`), never a
@@ -135,10 +105,10 @@ export const POSTGRES: Backend = {
   networked: true,
   async open(options = {}) {
     const dsn = pgDsn();
-    const schema = `cq_retention_${randomBytes(5).toString("hex")}`;
+    const schema = randomSchemaName("cq_retention");
     const frozenAtMs = options.frozenAtMs ?? null;
     let offsetMs = 0;
-    const admin = await connectAdmin(dsn);
+    const admin = await connectAdmin();
     let pool: pg.Pool | null = null;
     let store: PostgresStore | null = null;
     const close = async (): Promise<void> => {

@@ -7,56 +7,20 @@
  * These tests never skip: without a DSN, or with one that does not answer,
  * they fail saying what to do.
  */
-import { randomBytes } from "node:crypto";
-import pg from "pg";
+import { PgAdmin, pgDsn, randomSchemaName } from "@cairnq/test-support";
 
-/** The test database, or a loud failure naming what is missing. */
-export function pgDsn(): string {
-  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
-  if (dsn === undefined || dsn.trim() === "") {
-    throw new Error(
-      "CAIRNQ_TEST_PG_DSN is not set, so the Postgres multi-process tests cannot run (they never skip). " +
-        "Run them through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
-    );
-  }
-  return dsn;
-}
+export { pgDsn } from "@cairnq/test-support";
 
-function redact(dsn: string): string {
-  return dsn.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
-}
-
-let adminClient: Promise<pg.Client> | null = null;
-
-/** The file's admin connection (opened on first use; close it with {@link closeAdmin}). */
-export function admin(): Promise<pg.Client> {
-  adminClient ??= (async () => {
-    const dsn = pgDsn();
-    const client = new pg.Client({ connectionString: dsn, connectionTimeoutMillis: 10_000, application_name: "cairnq-test-admin" });
-    client.on("error", () => {});
-    try {
-      await client.connect();
-    } catch (err) {
-      adminClient = null;
-      throw new Error(
-        `CAIRNQ_TEST_PG_DSN (${redact(dsn)}) is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`,
-        { cause: err },
-      );
-    }
-    return client;
-  })();
-  return adminClient;
-}
+/** The file's admin connection, opened on first use (close it with {@link closeAdmin}). */
+const pgAdmin = new PgAdmin();
 
 /** Runs one statement on the admin connection. */
-export async function q<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<R[]> {
-  return (await (await admin()).query<R>(text, values)).rows;
+export function q<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<R[]> {
+  return pgAdmin.q<R>(text, values);
 }
 
-export async function closeAdmin(): Promise<void> {
-  const pending = adminClient;
-  adminClient = null;
-  if (pending !== null) await (await pending.catch(() => null))?.end();
+export function closeAdmin(): Promise<void> {
+  return pgAdmin.close();
 }
 
 /**
@@ -65,15 +29,13 @@ export async function closeAdmin(): Promise<void> {
  * first, so a missing database fails here with the reason.
  */
 export async function freshSchemaName(prefix: string): Promise<string> {
-  await admin();
-  return `${prefix}_${randomBytes(5).toString("hex")}`;
+  await pgAdmin.client();
+  return randomSchemaName(prefix);
 }
 
 /** Drops a test schema and everything in it; fails if it is still there afterwards. */
-export async function dropSchema(schema: string): Promise<void> {
-  await q(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  const left = await q("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
-  if (left.length > 0) throw new Error(`schema ${schema} survived DROP SCHEMA`);
+export function dropSchema(schema: string): Promise<void> {
+  return pgAdmin.dropSchema(schema);
 }
 
 /**

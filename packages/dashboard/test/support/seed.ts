@@ -2,17 +2,7 @@
 import type { Task, TaskStore } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 
-/** The test database, or a loud failure naming what is missing. */
-export function pgDsn(): string {
-  const dsn = process.env.CAIRNQ_TEST_PG_DSN;
-  if (dsn === undefined || dsn.trim() === "") {
-    throw new Error(
-      "CAIRNQ_TEST_PG_DSN is not set, so the dashboard's Postgres tests cannot run (they never skip). " +
-        "Run them through the root `pnpm test` (it provides a Postgres), or set CAIRNQ_TEST_PG_DSN=postgres://user@host:5432/db",
-    );
-  }
-  return dsn;
-}
+export { pgDsn } from "@cairnq/test-support";
 
 /** Submits a task, claims it under a made-up worker and fails it for good with `error`. */
 export async function failTask(store: TaskStore, name: string, queue: string, error: Record<string, unknown>): Promise<Task> {

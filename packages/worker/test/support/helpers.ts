@@ -94,42 +94,4 @@ export function blockFor(ms: number): void {
   }
 }
 
-/**
- * Records every timeout and interval created until `restore()`, so a test can
- * check that none is left pending (counting the process's active handles is
- * unreliable: the test runner's own timers come and go).
- */
-export function trackTimers(): { pending(): number; restore(): void } {
-  const live = new Set<unknown>();
-  const real = {
-    setTimeout: globalThis.setTimeout,
-    clearTimeout: globalThis.clearTimeout,
-    setInterval: globalThis.setInterval,
-    clearInterval: globalThis.clearInterval,
-  };
-  globalThis.setTimeout = ((fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-    const timer = real.setTimeout(() => {
-      live.delete(timer);
-      fn(...args);
-    }, ms);
-    live.add(timer);
-    return timer;
-  }) as typeof setTimeout;
-  globalThis.clearTimeout = ((timer: NodeJS.Timeout | undefined) => {
-    live.delete(timer);
-    real.clearTimeout(timer);
-  }) as typeof clearTimeout;
-  globalThis.setInterval = ((fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-    const timer = real.setInterval(fn, ms, ...args);
-    live.add(timer);
-    return timer;
-  }) as typeof setInterval;
-  globalThis.clearInterval = ((timer: NodeJS.Timeout | undefined) => {
-    live.delete(timer);
-    real.clearInterval(timer);
-  }) as typeof clearInterval;
-  return {
-    pending: () => live.size,
-    restore: () => Object.assign(globalThis, real),
-  };
-}
+export { trackTimers } from "@cairnq/test-support";

@@ -1,0 +1,12 @@
+/**
+ * Test helpers shared by the CairnQ packages and examples. Private: never
+ * published, never versioned; packages list it as a `workspace:*`
+ * devDependency.
+ */
+export { CHROMIUM, CHROMIUM_ARGS, chromiumLaunchOptions, ensureChromium } from "./chromium.js";
+export type { AdminOptions } from "./postgres.js";
+export { PG_DSN_VARIABLE, PgAdmin, connectAdmin, pgDsn, randomSchemaName, redactDsn } from "./postgres.js";
+export type { ChildEnv, SpawnFixtureOptions, Started } from "./processes.js";
+export { REGISTER_SOURCES, exited, killChildren, nextLine, spawnFixture, startNode } from "./processes.js";
+export type { TimerTracker } from "./timers.js";
+export { trackTimers } from "./timers.js";
