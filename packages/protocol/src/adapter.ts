@@ -120,3 +120,4 @@ export {
 } from "./flow-control.js";
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
+export { brandErrorClass } from "./errors.js";

@@ -45,38 +45,53 @@ export interface CairnQErrorOptions {
   fatal?: boolean;
 }
 
-/** Registry key marking every `CairnQError`, whichever copy created it. */
-const ERROR_BRAND: symbol = Symbol.for("cairnq.error");
+/** Registry key of the symbol marking every `CairnQError`, whichever copy created it. */
+const ERROR_BRAND = "cairnq.error";
 /** Where a class keeps the brand its own instances carry (absent on unbranded user subclasses). */
 const CLASS_BRAND: symbol = Symbol.for("cairnq.error.classBrand");
 
 type Branded = abstract new (...args: never[]) => object;
 
 /**
- * Marks `cls` and its prototype with `brand`, and names its instances.
+ * Makes `instanceof cls` hold for instances of `cls` made by any copy of the
+ * package that defines it: marks `cls` and its prototype with the registry
+ * symbol `Symbol.for(key)`, names its instances `name`, and (unless an
+ * ancestor already did) installs the `Symbol.hasInstance` test that checks
+ * the brand instead of the prototype chain. Call it once per class, in a
+ * `static {}` block; a store's own error classes use it as these do, so
+ * `err instanceof DatabaseBusy` survives two copies of the store package.
  *
  * The brand lives on the prototype, so instances pay nothing per construction
- * and subclass instances inherit every ancestor's brand.
+ * and subclass instances inherit every ancestor's brand. A class without its
+ * own brand (a caller's subclass) keeps the ordinary prototype-chain test,
+ * because the inherited brand would also match its parent's instances.
+ *
+ * @example
+ * ```ts
+ * export class KeyLockBusy extends Error {
+ *   static {
+ *     brandErrorClass(this, "cairnq.KeyLockBusy", "KeyLockBusy");
+ *   }
+ * }
+ * ```
  */
-function brandClass(cls: Branded, brand: symbol, name: string): void {
+export function brandErrorClass(cls: Branded, key: string, name: string): void {
+  const brand = Symbol.for(key);
   Object.defineProperty(cls, CLASS_BRAND, { value: brand });
   Object.defineProperty(cls.prototype, brand, { value: true });
   Object.defineProperty(cls.prototype, "name", { value: name, writable: true, configurable: true });
+  if ((cls as { [Symbol.hasInstance]: unknown })[Symbol.hasInstance] !== hasBrandedInstance) {
+    Object.defineProperty(cls, Symbol.hasInstance, { value: hasBrandedInstance });
+  }
 }
 
-/**
- * The `instanceof` test shared by every branded class.
- *
- * A class without its own brand (a caller's subclass) falls back to the
- * ordinary prototype-chain test, because the inherited brand would also match
- * its parent's instances.
- */
-function hasBrandedInstance(cls: Branded, value: unknown): boolean {
-  if (!Object.hasOwn(cls, CLASS_BRAND)) {
-    return Function.prototype[Symbol.hasInstance].call(cls, value);
+/** The `instanceof` test {@link brandErrorClass} installs; `this` is the right-hand side of `instanceof`. */
+function hasBrandedInstance(this: Branded, value: unknown): boolean {
+  if (!Object.hasOwn(this, CLASS_BRAND)) {
+    return Function.prototype[Symbol.hasInstance].call(this, value);
   }
   if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
-  const brand = (cls as unknown as Record<symbol, symbol>)[CLASS_BRAND] as symbol;
+  const brand = (this as unknown as Record<symbol, symbol>)[CLASS_BRAND] as symbol;
   return (value as Record<symbol, unknown>)[brand] === true;
 }
 
@@ -109,7 +124,7 @@ function optionsOf(options: CairnQErrorOptions | undefined): CairnQErrorInit | u
  */
 export class CairnQError extends Error {
   static {
-    brandClass(this, ERROR_BRAND, "CairnQError");
+    brandErrorClass(this, ERROR_BRAND, "CairnQError");
   }
 
   /**
@@ -120,10 +135,6 @@ export class CairnQError extends Error {
    * {@link UnsupportedBackend}, {@link SerializationError}).
    */
   static readonly fatalByDefault: boolean = false;
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return hasBrandedInstance(this, value);
-  }
 
   /**
    * Whether repeating the operation unchanged cannot succeed: the cause is
@@ -169,7 +180,7 @@ export function isFatalError(err: unknown): boolean {
  */
 export class AlreadyExists extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.AlreadyExists"), "AlreadyExists");
+    brandErrorClass(this, "cairnq.error.AlreadyExists", "AlreadyExists");
   }
 
   /** The business key that is taken. */
@@ -193,7 +204,7 @@ export class AlreadyExists extends CairnQError {
  */
 export class QueueFull extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.QueueFull"), "QueueFull");
+    brandErrorClass(this, "cairnq.error.QueueFull", "QueueFull");
   }
 
   readonly queue: string;
@@ -223,7 +234,7 @@ export class QueueFull extends CairnQError {
  */
 export class TaskTimeout extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.TaskTimeout"), "TaskTimeout");
+    brandErrorClass(this, "cairnq.error.TaskTimeout", "TaskTimeout");
   }
 
   /** The awaited task's id (for a by-key wait that never resolved: the key). */
@@ -268,7 +279,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  */
 export class TaskFailed extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.TaskFailed"), "TaskFailed");
+    brandErrorClass(this, "cairnq.error.TaskFailed", "TaskFailed");
   }
 
   /** The stored error value exactly as read (normally an {@link ErrorEnvelope}). */
@@ -301,7 +312,7 @@ export class TaskFailed extends CairnQError {
 /** A called task ended `canceled` (§7); it has no result. */
 export class TaskCanceled extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.TaskCanceled"), "TaskCanceled");
+    brandErrorClass(this, "cairnq.error.TaskCanceled", "TaskCanceled");
   }
 
   readonly taskId: string;
@@ -324,7 +335,7 @@ export class TaskCanceled extends CairnQError {
  */
 export class LostLease extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.LostLease"), "LostLease");
+    brandErrorClass(this, "cairnq.error.LostLease", "LostLease");
   }
 
   readonly taskId: string;
@@ -348,7 +359,7 @@ export class LostLease extends CairnQError {
  */
 export class EventLoopBlocked extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.EventLoopBlocked"), "EventLoopBlocked");
+    brandErrorClass(this, "cairnq.error.EventLoopBlocked", "EventLoopBlocked");
   }
 
   /** How late the heartbeat ran beyond its interval. */
@@ -378,7 +389,7 @@ export class EventLoopBlocked extends CairnQError {
  */
 export class ProtocolVersionMismatch extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.ProtocolVersionMismatch"), "ProtocolVersionMismatch");
+    brandErrorClass(this, "cairnq.error.ProtocolVersionMismatch", "ProtocolVersionMismatch");
   }
 
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
@@ -419,7 +430,7 @@ export interface SchemaMismatchFields extends CairnQErrorOptions {
  */
 export class SchemaMismatch extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.SchemaMismatch"), "SchemaMismatch");
+    brandErrorClass(this, "cairnq.error.SchemaMismatch", "SchemaMismatch");
   }
 
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
@@ -445,7 +456,7 @@ export class SchemaMismatch extends CairnQError {
  */
 export class SerializationError extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.SerializationError"), "SerializationError");
+    brandErrorClass(this, "cairnq.error.SerializationError", "SerializationError");
   }
 
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
@@ -468,7 +479,7 @@ export class SerializationError extends CairnQError {
  */
 export class UnsupportedBackend extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.UnsupportedBackend"), "UnsupportedBackend");
+    brandErrorClass(this, "cairnq.error.UnsupportedBackend", "UnsupportedBackend");
   }
 
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
@@ -501,7 +512,7 @@ export class UnsupportedBackend extends CairnQError {
  */
 export class DatabaseUnusable extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.DatabaseUnusable"), "DatabaseUnusable");
+    brandErrorClass(this, "cairnq.error.DatabaseUnusable", "DatabaseUnusable");
   }
 
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
@@ -528,7 +539,7 @@ export class DatabaseUnusable extends CairnQError {
  */
 export class InvalidArgument extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.InvalidArgument"), "InvalidArgument");
+    brandErrorClass(this, "cairnq.error.InvalidArgument", "InvalidArgument");
   }
 
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
@@ -573,7 +584,7 @@ export interface TaskErrorOptions {
  */
 export class TaskError extends CairnQError {
   static {
-    brandClass(this, Symbol.for("cairnq.error.TaskError"), "TaskError");
+    brandErrorClass(this, "cairnq.error.TaskError", "TaskError");
   }
 
   readonly code: string;
@@ -605,11 +616,7 @@ export class TaskError extends CairnQError {
  */
 export class ListenUnavailable extends Error {
   static {
-    brandClass(this, Symbol.for("cairnq.ListenUnavailable"), "ListenUnavailable");
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return hasBrandedInstance(this, value);
+    brandErrorClass(this, "cairnq.ListenUnavailable", "ListenUnavailable");
   }
 
   constructor(

@@ -16,6 +16,7 @@ import {
   TaskFailed,
   TaskTimeout,
   UnsupportedBackend,
+  brandErrorClass,
   isFatalError,
 } from "../src/errors.js";
 import type * as ErrorsExports from "../src/errors.js";
@@ -91,6 +92,27 @@ describe("error classes", () => {
     expect(lost).not.toBeInstanceOf(copy.TaskFailed);
     expect(new copy.ListenUnavailable()).toBeInstanceOf(ListenUnavailable);
     expect(new copy.ListenUnavailable()).not.toBeInstanceOf(CairnQError);
+  });
+
+  it("brandErrorClass: a store's own error class passes instanceof across copies, a caller's subclass by prototype", async () => {
+    const copy = await loadSecondCopy();
+    const make = (brand: typeof brandErrorClass) =>
+      class StoreBusy extends Error {
+        static {
+          brand(this, "cairnq.test.StoreBusy", "StoreBusy");
+        }
+      };
+    const Ours = make(brandErrorClass);
+    const Theirs = make(copy.brandErrorClass);
+    expect(Theirs).not.toBe(Ours);
+    expect(new Theirs("x")).toBeInstanceOf(Ours);
+    expect(new Ours("x")).toBeInstanceOf(Theirs);
+    expect(new Ours("x").name).toBe("StoreBusy");
+    expect(new Error("x")).not.toBeInstanceOf(Ours);
+    expect(new Ours("x")).not.toBeInstanceOf(CairnQError);
+    class Narrower extends Ours {}
+    expect(new Narrower("x")).toBeInstanceOf(Ours);
+    expect(new Ours("x")).not.toBeInstanceOf(Narrower);
   });
 
   it("rejects non-objects and unrelated objects", () => {

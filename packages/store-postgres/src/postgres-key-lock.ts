@@ -1,4 +1,5 @@
 import { CompiledQuery } from "kysely";
+import { brandErrorClass } from "@cairnq/protocol/adapter";
 import type { KeyLock, QueryRunner } from "@cairnq/store-kysely";
 import { StatementKeyLock } from "@cairnq/store-kysely";
 
@@ -17,9 +18,13 @@ export const TRY_KEY_LOCK_SQL = `SELECT pg_try_advisory_xact_lock(${LOCK_ID}) AS
  * outside any transaction, and runs the transaction again.
  */
 export class KeyLockBusy extends Error {
+  static {
+    // Branded like the protocol's errors: the executor that catches it may come from another copy of this package.
+    brandErrorClass(this, "cairnq.KeyLockBusy", "KeyLockBusy");
+  }
+
   constructor(readonly key: string) {
     super(`the key lock of '${key}' is held by another transaction`);
-    this.name = "KeyLockBusy";
   }
 }
 

@@ -5,6 +5,7 @@
  * the synchronous better-sqlite3 call and block the event loop.
  */
 import { CairnQError } from "@cairnq/protocol";
+import { brandErrorClass } from "@cairnq/protocol/adapter";
 import { sleep } from "@cairnq/runtime";
 
 /** First retry delay (ms); doubles per retry. */
@@ -49,7 +50,7 @@ export function delay(ms: number): Promise<void> {
  */
 export class DatabaseBusy extends CairnQError {
   static {
-    Object.defineProperty(this.prototype, "name", { value: "DatabaseBusy", writable: true, configurable: true });
+    brandErrorClass(this, "cairnq.error.DatabaseBusy", "DatabaseBusy");
   }
 
   /** The database file, as resolved by the store. */

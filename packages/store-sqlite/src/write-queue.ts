@@ -42,6 +42,7 @@ import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { AnyKysely, QueryRunner, QueryThunk, Row } from "@cairnq/store-kysely";
 import { CairnQError } from "@cairnq/protocol";
+import { brandErrorClass } from "@cairnq/protocol/adapter";
 import { busyDelayMs, DatabaseBusy, delay, isBusyError } from "./busy.js";
 
 /**
@@ -412,7 +413,7 @@ function directRunner(connection: QueueConnection): QueryRunner {
  */
 export class GroupRolledBack extends CairnQError {
   static {
-    Object.defineProperty(this.prototype, "name", { value: "GroupRolledBack", writable: true, configurable: true });
+    brandErrorClass(this, "cairnq.error.GroupRolledBack", "GroupRolledBack");
   }
 
   /** The database file. */

@@ -1,6 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
+import { CairnQError } from "@cairnq/protocol";
 import { busyDelayMs, isBusyError, retryBusy } from "../src/busy.js";
+import type * as BusyModule from "../src/busy.js";
 import { DatabaseBusy } from "../src/index.js";
 import { exited, nextLine, openStore, spawnFixture, tempFile } from "./helpers.js";
 
@@ -22,6 +24,18 @@ function watchEventLoop(): { stop(): number } {
 }
 
 describe("SQLITE_BUSY handling (§13)", () => {
+  it("DatabaseBusy passes instanceof across two copies of the package (a registry-symbol brand)", async () => {
+    const specifier = "../src/busy.ts?second-copy";
+    const copy = (await import(/* @vite-ignore */ specifier)) as typeof BusyModule;
+    expect(copy.DatabaseBusy).not.toBe(DatabaseBusy);
+    const theirs = new copy.DatabaseBusy("/x.db", 100, new Error("database is locked"));
+    expect(theirs).toBeInstanceOf(DatabaseBusy);
+    expect(theirs).toBeInstanceOf(CairnQError);
+    expect(new DatabaseBusy("/x.db", 100, null)).toBeInstanceOf(copy.DatabaseBusy);
+    expect(new CairnQError("x")).not.toBeInstanceOf(copy.DatabaseBusy);
+    expect(theirs.name).toBe("DatabaseBusy");
+  });
+
   it("a write waits out a lock held by another process without blocking the event loop", async () => {
     const file = tempFile();
     const store = openStore(file);

@@ -2,7 +2,8 @@ import { CompiledQuery } from "kysely";
 import { describe, expect, it } from "vitest";
 import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
 import type { WriteQueueStats } from "../src/write-queue.js";
-import { GroupRolledBack } from "../src/index.js";
+import type * as WriteQueueModule from "../src/write-queue.js";
+import { DatabaseBusy, GroupRolledBack } from "../src/index.js";
 import { openStore, tempFile } from "./helpers.js";
 
 function dialectOf(store: SQLiteStore): SQLiteDialect {
@@ -19,6 +20,16 @@ function write(store: SQLiteStore, sql: string, parameters: unknown[] = []): Pro
 }
 
 describe("group commit (§13)", () => {
+  it("GroupRolledBack passes instanceof across two copies of the package (a registry-symbol brand)", async () => {
+    const specifier = "../src/write-queue.ts?second-copy";
+    const copy = (await import(/* @vite-ignore */ specifier)) as typeof WriteQueueModule;
+    expect(copy.GroupRolledBack).not.toBe(GroupRolledBack);
+    expect(new copy.GroupRolledBack("/x.db", new Error("rolled back"))).toBeInstanceOf(GroupRolledBack);
+    expect(new GroupRolledBack("/x.db", null)).toBeInstanceOf(copy.GroupRolledBack);
+    expect(new DatabaseBusy("/x.db", 1, null)).not.toBeInstanceOf(copy.GroupRolledBack);
+    expect(new copy.GroupRolledBack("/x.db", null).name).toBe("GroupRolledBack");
+  });
+
   it("200 concurrent submits and then 200 concurrent completes all resolve, sharing transactions", async () => {
     const store = openStore();
     await store.connect();
