@@ -15,6 +15,7 @@ export const sharedConfig = defineConfig({
       { find: /^@cairnq\/conformance\/vitest$/, replacement: `${root}conformance/src/vitest.ts` },
       { find: /^@cairnq\/conformance$/, replacement: `${root}conformance/src/index.ts` },
       { find: /^@cairnq\/protocol\/(adapter|sdk)$/, replacement: `${root}packages/protocol/src/$1.ts` },
+      { find: /^@cairnq\/test-support\/([a-z-]+)$/, replacement: `${root}packages/test-support/src/$1.ts` },
       { find: /^@cairnq\/([a-z-]+)$/, replacement: `${root}packages/$1/src/index.ts` },
     ],
   },

@@ -1,331 +1,47 @@
 /**
  * The compiled SQL decides exactly what the protocol's in-memory evaluator
- * decides: for random rows and parameters, every rule is run both ways —
- * `decideRow` / `selectRows` / `applyBranches` / `buildInsert` of
- * `@cairnq/protocol`, and the statement `@cairnq/store-kysely` compiles for
- * SQLite — and the resulting rows must be identical. This is what makes the
- * store "behave like the reference": both run the same rule definitions.
+ * decides, on SQLite: the shared equivalence test of @cairnq/test-support
+ * (every rule run both ways on random rows and parameters), here on an
+ * in-memory database migrated as the store migrates, with the store's
+ * compiler — SQLite syntax and the process clock, bound as one parameter.
  */
 import Database from "better-sqlite3";
-import type { Task } from "@cairnq/protocol";
-import type { Params, RowTransition } from "@cairnq/protocol/adapter";
-import {
-  applyBranches,
-  buildInsert,
-  decideRow,
-  DRAW,
-  HEARTBEAT_BATCH,
-  holds,
-  PROBE,
-  PURGE,
-  RECOVER,
-  ROW_TRANSITIONS,
-  selectRows,
-  SUBMIT,
-  TASK_COLUMNS,
-} from "@cairnq/protocol/adapter";
-import type { CompiledStatement } from "@cairnq/store-kysely";
-import {
-  BATCH_ROWS,
-  batchInsertTemplate,
-  batchRowTransitionTemplate,
-  decodeTask,
-  deleteTemplate,
-  insertTemplate,
-  PROBE_TEMPLATE,
-  ProcessClock,
-  rowTransitionTemplate,
-  setTransitionTemplate,
-  SqliteSyntax,
-  StatementCompiler,
-} from "@cairnq/store-kysely";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol/adapter";
+import { ProcessClock, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
+import { describeCompiledRules, NOW } from "@cairnq/test-support/compiled-rules";
 import { SQLITE_MIGRATIONS } from "../src/sqlite-schema.js";
 
-const NOW = 1_700_000_000_000;
-const TRIALS = 400;
-const compiler = new StatementCompiler(new SqliteSyntax(), new ProcessClock(() => NOW));
+const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);
 
-/** mulberry32: a small deterministic PRNG, so a failure reproduces. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Rand = () => number;
-const pick = <T>(rand: Rand, values: readonly T[]): T => values[Math.floor(rand() * values.length)] as T;
-const subset = <T>(rand: Rand, values: readonly T[]): T[] => {
-  const out = values.filter(() => rand() < 0.5);
-  return out.length > 0 ? out : [pick(rand, values)];
-};
-
-/**
- * A random row, biased towards the states rules care about: many running rows
- * owned by `w1` with leases around `NOW`, so that ownership, expiry and every
- * branch are reached often.
- */
-function randomRow(rand: Rand, i: number): Task {
-  const id = `task_${String(i).padStart(4, "0")}`;
-  const status = pick(rand, ["running", "running", "running", "queued", "queued", "succeeded", "failed", "canceled"] as const);
-  const running = status === "running";
-  return {
-    id,
-    name: pick(rand, ["a", "b", "c"]),
-    queue: pick(rand, ["q1", "q2", "q3"]),
-    status,
-    payload: { i },
-    result: pick(rand, [null, { r: 1 }]),
-    error: pick(rand, [null, { e: 1 }]),
-    metadata: {},
-    progress: pick(rand, [null, 0.25]),
-    message: pick(rand, [null, "m"]),
-    attempt: pick(rand, [0, 1, 2, 3]),
-    max_attempts: pick(rand, [1, 2, 3]),
-    priority: pick(rand, [0, 1, 2]),
-    worker_id: running ? pick(rand, ["w1", "w1", "w2"]) : pick(rand, [null, "w1"]),
-    lease_until_ms: running ? pick(rand, [NOW - 10, NOW, NOW + 10, NOW + 10]) : pick(rand, [null, null, null, NOW + 10]),
-    run_at_ms: pick(rand, [NOW - 5, NOW, NOW + 5]),
-    cancel_requested_at_ms: pick(rand, [null, null, NOW - 20]),
-    parent_id: null,
-    root_id: id,
-    correlation_id: pick(rand, [null, "c"]),
-    created_at_ms: NOW - 100,
-    updated_at_ms: NOW - 100,
-    completed_at_ms: pick(rand, [null, NOW - 50, NOW - 1]),
-  };
-}
-
-/** Parameters every rule may read, JSON as the store binds it (encoded text). */
-function randomParams(rand: Rand, ids: readonly string[]): Params {
-  return {
-    taskId: pick(rand, [...ids, "task_missing"]),
-    taskIds: [...subset(rand, ids), ...(rand() < 0.3 ? ["task_missing"] : [])],
-    workerId: pick(rand, ["w1", "w1", "w2"]),
-    attempt: pick(rand, [null, null, null, 0, 1, 2, 3]),
-    leaseMs: pick(rand, [1, 100]),
-    progress: pick(rand, [null, 0.5]),
-    message: pick(rand, [null, "x"]),
-    result: pick(rand, [null, '{"ok":true}']),
-    error: pick(rand, ['{"code":"boom"}', "{}"]),
-    retryable: rand() < 0.5,
-    delayMs: pick(rand, [0, 7]),
-    resetAttempt: rand() < 0.5,
-    queues: subset(rand, ["q1", "q2", "q3"]),
-    names: pick(rand, [null, [], ["a"], ["a", "b"], ["c", "b", "a"]]),
-    limit: pick(rand, [1, 2, 4, 100]),
-    olderThanMs: pick(rand, [0, 1, 10, 50, 100]),
-    queue: pick(rand, [null, "q1"]),
-    status: pick(rand, [null, "failed", "succeeded", "canceled"]),
-    name: pick(rand, [null, "a"]),
-  };
-}
-
-/** JSON parameters decoded, as the evaluator reads them (the database stores them as JSON). */
-function decoded(params: Params): Params {
-  const out: Record<string, unknown> = { ...params };
-  for (const name of ["payload", "metadata", "result", "error"]) {
-    if (typeof out[name] === "string") out[name] = JSON.parse(out[name]);
-  }
-  return out;
-}
-
-let db: Database.Database;
-
-beforeEach(() => {
-  db = new Database(":memory:");
-  for (const migration of SQLITE_MIGRATIONS) for (const statement of migration.statements) db.exec(statement);
-});
-
-afterEach(() => {
-  db.close();
-});
-
-function insertRows(rows: readonly Task[]): void {
-  const columns = TASK_COLUMNS.join(", ");
-  const insert = db.prepare(`INSERT INTO cairnq_tasks (${columns}) VALUES (${TASK_COLUMNS.map(() => "?").join(", ")})`);
-  for (const row of rows) {
-    insert.run(
-      TASK_COLUMNS.map((column) => {
-        const value = row[column];
-        return column === "payload" || column === "result" || column === "error" || column === "metadata"
-          ? value === null
-            ? null
-            : JSON.stringify(value)
-          : value;
-      }),
-    );
-  }
-}
-
-function run(statement: CompiledStatement, params: Params): Record<string, unknown>[] {
-  const values = statement.parameters(params);
-  const prepared = db.prepare(statement.sql);
-  const args = values.length === 0 ? [] : [Object.fromEntries(values.map((v, i) => [i + 1, v]))];
-  return prepared.reader ? (prepared.all(...args) as Record<string, unknown>[]) : (prepared.run(...args), []);
-}
-
-function table(): Task[] {
-  return (db.prepare("SELECT * FROM cairnq_tasks ORDER BY id").all() as Record<string, unknown>[]).map(decodeTask);
-}
-
-const byId = (a: Task, b: Task): number => (a.id < b.id ? -1 : 1);
-
-describe("compiled rules decide as the protocol evaluator does", () => {
-  it.each(Object.entries(ROW_TRANSITIONS))("%s (one row, %#)", (_name, rule: RowTransition) => {
-    const rand = prng(rule.op.length * 7919);
-    for (let trial = 0; trial < TRIALS; trial++) {
-      db.exec("DELETE FROM cairnq_tasks");
-      const row = randomRow(rand, trial);
-      insertRows([row]);
-      const params = {
-        ...randomParams(rand, [row.id]),
-        taskId: pick(rand, [row.id, row.id, row.id, "task_missing"]),
-        attempt: pick(rand, [null, null, row.attempt, row.attempt + 1]),
-      };
-      const expected = decideRow(rule, params.taskId === row.id ? row : null, decoded(params), NOW);
-      const returned = run(compiler.statement(rowTransitionTemplate(rule), params), params).map(decodeTask);
-      const context = { trial, row, params };
-      if (expected.kind === "applied") {
-        expect({ ...context, returned }).toEqual({ ...context, returned: [expected.row] });
-        expect(table()).toEqual([expected.row]);
-      } else {
-        expect({ ...context, returned }).toEqual({ ...context, returned: [] });
-        expect(table()).toEqual([row]);
-      }
-    }
-  });
-
-  it.each([
-    ["recover", RECOVER, ["id"]],
-    ["draw", DRAW, "task"],
-    ["heartbeat_batch", HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]],
-  ] as const)("%s (a selection of rows)", (_name, rule, returning) => {
-    const rand = prng(rule.op.length * 104_729);
-    for (let trial = 0; trial < TRIALS; trial++) {
-      db.exec("DELETE FROM cairnq_tasks");
-      const rows = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomRow(rand, i));
-      insertRows(rows);
-      const params = randomParams(rand, rows.map((r) => r.id));
-      const picked = selectRows(rule.selection, rows, decoded(params), NOW);
-      const after = new Map(rows.map((r) => [r.id, r]));
-      for (const row of picked) after.set(row.id, applyBranches(rule.branches, row, decoded(params), NOW).row);
-      const returned = run(compiler.statement(setTransitionTemplate(rule, returning), params), params);
-      const context = { trial, params };
-      expect({ ...context, ids: returned.map((r) => String(r.id)).sort() }).toEqual({ ...context, ids: picked.map((r) => r.id).sort() });
-      if (returning === "task") {
-        expect(returned.map(decodeTask).sort(byId)).toEqual(picked.map((r) => after.get(r.id)).sort((a, b) => byId(a!, b!)));
-      }
-      expect({ ...context, table: table() }).toEqual({ ...context, table: [...after.values()].sort(byId) });
-    }
-  });
-
-  it("purge (delete a selection)", () => {
-    const rand = prng(31);
-    for (let trial = 0; trial < TRIALS; trial++) {
-      db.exec("DELETE FROM cairnq_tasks");
-      const rows = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomRow(rand, i));
-      insertRows(rows);
-      const params = randomParams(rand, rows.map((r) => r.id));
-      const doomed = selectRows(PURGE.selection, rows, params, NOW).map((r) => r.id);
-      const returned = run(compiler.statement(deleteTemplate(PURGE), params), params).map((r) => String(r.id));
-      expect({ trial, params, ids: returned.sort() }).toEqual({ trial, params, ids: [...doomed].sort() });
-      expect(table()).toEqual(rows.filter((r) => !doomed.includes(r.id)).sort(byId));
-    }
-  });
-
-  it("the claim probe", () => {
-    const rand = prng(97);
-    for (let trial = 0; trial < TRIALS; trial++) {
-      db.exec("DELETE FROM cairnq_tasks");
-      const rows = Array.from({ length: Math.floor(rand() * 5) }, (_, i) => randomRow(rand, i));
-      insertRows(rows);
-      const params = randomParams(rand, rows.map((r) => r.id));
-      const scope = (row: Task) => ({ row: row as unknown as Record<string, unknown>, params, nowMs: NOW });
-      const expected = rows.some((row) => holds(PROBE.claimable, scope(row)) || holds(PROBE.expired, scope(row)));
-      const [result] = run(compiler.statement(PROBE_TEMPLATE, params), params);
-      expect({ trial, params, found: result?.found === 1 }).toEqual({ trial, params, found: expected });
-    }
-  });
-
-  it("submit (insert)", () => {
-    const rand = prng(5);
-    for (let trial = 0; trial < TRIALS; trial++) {
-      const params = {
-        taskId: `task_${trial}`,
-        name: pick(rand, ["a", "b"]),
-        queue: pick(rand, ["default", "q"]),
-        payload: pick(rand, ["{}", '{"a":[1,null,"é"]}', "[]", "null", '"text"']),
-        metadata: pick(rand, ["{}", '{"m":1}']),
-        maxAttempts: pick(rand, [1, 3, 10]),
-        priority: pick(rand, [-3, 0, 7]),
-        runAtDelayMs: pick(rand, [0, 5]),
-        parentId: pick(rand, [null, "task_p"]),
-        rootId: pick(rand, [null, "task_r"]),
-        correlationId: pick(rand, [null, "c"]),
-      };
-      const expected = buildInsert(SUBMIT, decoded(params), NOW);
-      const returned = run(compiler.statement(insertTemplate(SUBMIT), params), params).map(decodeTask);
-      expect(returned).toEqual([expected]);
-    }
-  });
-});
-
-describe("the multi-row forms (the write combiner's statements) decide row by row as the evaluator does", () => {
-  it.each(Object.entries(ROW_TRANSITIONS))("%s over several rows in one statement (%#)", (_name, rule: RowTransition) => {
-    const rand = prng(rule.op.length * 15_485_863);
-    for (let trial = 0; trial < TRIALS / 2; trial++) {
-      db.exec("DELETE FROM cairnq_tasks");
-      const rows = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomRow(rand, i));
-      insertRows(rows);
-      const byRowId = new Map(rows.map((r) => [r.id, r]));
-      // Distinct ids (the combiner never puts one task twice in a statement), each with its own parameters.
-      const ids = [...subset(rand, rows.map((r) => r.id)), ...(rand() < 0.3 ? ["task_missing"] : [])];
-      const batch = ids.map((taskId) => {
-        const attempt = byRowId.get(taskId)?.attempt ?? 0;
-        return { ...randomParams(rand, ids), taskId, attempt: pick(rand, [null, null, attempt, attempt + 1]) };
-      });
-      const after = new Map(rows.map((r) => [r.id, r]));
-      const applied: Task[] = [];
-      for (const params of batch) {
-        const decision = decideRow(rule, byRowId.get(params.taskId) ?? null, decoded(params), NOW);
-        if (decision.kind === "applied") {
-          applied.push(decision.row);
-          after.set(decision.row.id, decision.row);
+describeCompiledRules({
+  label: "SQLite",
+  trials: 400,
+  async open() {
+    const db = new Database(":memory:");
+    for (const migration of SQLITE_MIGRATIONS) for (const statement of migration.statements) db.exec(statement);
+    const insert = db.prepare(`INSERT INTO cairnq_tasks (${TASK_COLUMNS.join(", ")}) VALUES (${TASK_COLUMNS.map(() => "?").join(", ")})`);
+    return {
+      compiler: new StatementCompiler(new SqliteSyntax(), new ProcessClock(() => NOW)),
+      async reset() {
+        db.exec("DELETE FROM cairnq_tasks");
+      },
+      async insert(rows) {
+        for (const row of rows) {
+          insert.run(TASK_COLUMNS.map((column) => (JSON_COLUMN_SET.has(column) && row[column] !== null ? JSON.stringify(row[column]) : row[column])));
         }
-      }
-      const returned = run(compiler.statement(batchRowTransitionTemplate(rule), {}), { [BATCH_ROWS]: batch }).map(decodeTask);
-      const context = { trial, rows, batch };
-      expect({ ...context, returned: returned.sort(byId) }).toEqual({ ...context, returned: applied.sort(byId) });
-      expect({ ...context, table: table() }).toEqual({ ...context, table: [...after.values()].sort(byId) });
-    }
-  });
-
-  it("submit: several inserts in one statement", () => {
-    const rand = prng(11);
-    for (let trial = 0; trial < TRIALS / 4; trial++) {
-      db.exec("DELETE FROM cairnq_tasks");
-      const batch = Array.from({ length: 1 + Math.floor(rand() * 6) }, (_, i) => ({
-        taskId: `task_${trial}_${i}`,
-        name: pick(rand, ["a", "b"]),
-        queue: pick(rand, ["default", "q"]),
-        payload: pick(rand, ["{}", '{"a":[1,null,"é"]}', "[]", "null", '"text"']),
-        metadata: pick(rand, ["{}", '{"m":1}']),
-        maxAttempts: pick(rand, [1, 3, 10]),
-        priority: pick(rand, [-3, 0, 7]),
-        runAtDelayMs: pick(rand, [0, 5]),
-        parentId: pick(rand, [null, "task_p"]),
-        rootId: pick(rand, [null, "task_r"]),
-        correlationId: pick(rand, [null, "c"]),
-      }));
-      const expected = batch.map((params) => buildInsert(SUBMIT, decoded(params), NOW));
-      const returned = run(compiler.statement(batchInsertTemplate(SUBMIT), {}), { [BATCH_ROWS]: batch }).map(decodeTask);
-      expect({ trial, returned: returned.sort(byId) }).toEqual({ trial, returned: expected.sort(byId) });
-      expect(table()).toEqual(expected.sort(byId));
-    }
-  });
+      },
+      async run(statement, params) {
+        const values = statement.parameters(params);
+        const prepared = db.prepare(statement.sql);
+        const args = values.length === 0 ? [] : [Object.fromEntries(values.map((v, i) => [i + 1, v]))];
+        return prepared.reader ? (prepared.all(...args) as Record<string, unknown>[]) : (prepared.run(...args), []);
+      },
+      async rows() {
+        return db.prepare("SELECT * FROM cairnq_tasks").all() as Record<string, unknown>[];
+      },
+      async close() {
+        db.close();
+      },
+    };
+  },
 });
