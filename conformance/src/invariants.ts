@@ -8,8 +8,8 @@
  * is cleared only by `retry`") are checked by the cases themselves.
  */
 import type { Task, TaskRef } from "@cairnq/protocol";
-import { STATUSES } from "@cairnq/protocol";
-import { TASK_COLUMNS, TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
+import { STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
+import { FLAGGABLE_STATUSES, TASK_COLUMNS, TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
 
 /**
  * Slack for comparing two instants written by one statement or one insert.
@@ -21,8 +21,8 @@ import { TASK_COLUMNS, TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
  */
 export const CLOCK_SLACK_MS = 5;
 
-const TERMINAL = new Set<string>(["succeeded", "failed", "canceled"]);
-const FLAGGABLE = new Set<string>(["running", "canceled", "succeeded"]);
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
+const FLAGGABLE: ReadonlySet<string> = new Set(FLAGGABLE_STATUSES);
 
 /**
  * A row broke a protocol invariant. `invariant` names the rule (stable, for

@@ -74,6 +74,7 @@ export {
   DEFAULT_LEASE_MS,
   DEFAULT_LIST_LIMIT,
   DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_PRIORITY,
   DEFAULT_PURGE_LIMIT,
   DEFAULT_QUEUE,
   drawParams,
@@ -121,3 +122,4 @@ export {
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
 export { brandErrorClass } from "./errors.js";
+export { FLAGGABLE_STATUSES } from "./statuses.js";

@@ -36,10 +36,10 @@ export type KeyDecision =
 export function resolveKeyConflict(conflict: Conflict, existing: { readonly status: TaskStatus } | null): KeyDecision {
   if (existing === null) return { kind: "insert", cancelExisting: false };
   if (conflict === "reject") return { kind: "reject" };
-  const live = existing.status === "queued" || existing.status === "running";
+  const live = !isTerminalStatus(existing.status);
   if (conflict !== "replace") {
     if (live) return { kind: "reuse" };
     if (conflict === "reuse-succeeded" && existing.status === "succeeded") return { kind: "reuse" };
   }
-  return { kind: "insert", cancelExisting: !isTerminalStatus(existing.status) };
+  return { kind: "insert", cancelExisting: live };
 }

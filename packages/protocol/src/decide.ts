@@ -1,6 +1,7 @@
 import type { EvalScope } from "./expr.js";
 import { evaluate, holds } from "./expr.js";
 import type { Branch, InsertRule, RowTransition, Selection } from "./rules.js";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE } from "./inputs.js";
 import { flattenAssignments } from "./rules.js";
 import type { Task, TaskColumn } from "./task.js";
 import { TASK_COLUMNS } from "./task.js";
@@ -17,13 +18,13 @@ export type Decision =
 /** Parameters of an operation, by the names rules read (see `PARAMS`). */
 export type Params = Readonly<Record<string, unknown>>;
 
-/** Column defaults of the task table (§3.1), for columns an insert does not set. */
+/** Column defaults of the task table (§3.1), for columns an insert does not set: the submit defaults, plus a new row's attempt count. */
 export const COLUMN_DEFAULTS: Readonly<Partial<Record<TaskColumn, unknown>>> = {
-  queue: "default",
+  queue: DEFAULT_QUEUE,
   metadata: {},
   attempt: 0,
-  max_attempts: 3,
-  priority: 0,
+  max_attempts: DEFAULT_MAX_ATTEMPTS,
+  priority: DEFAULT_PRIORITY,
 };
 
 function scopeOf(row: Task | Record<string, unknown>, params: Params, nowMs: number): EvalScope {

@@ -37,6 +37,8 @@ export const DEFAULT_PURGE_LIMIT = 1000;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 /** Default queue (§3.1). */
 export const DEFAULT_QUEUE = "default";
+/** Default priority (§3.1): higher is claimed first, so 0 sits between urgent and background work. */
+export const DEFAULT_PRIORITY = 0;
 
 const INT32_MIN = -2_147_483_648;
 const INT32_MAX = 2_147_483_647;
@@ -214,7 +216,7 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
   }
   const key = optionalText(input.key, "key");
   const maxAttempts = intOr(input.maxAttempts, DEFAULT_MAX_ATTEMPTS, "maxAttempts", 1, INT32_MAX);
-  const priority = intOr(input.priority, 0, "priority", INT32_MIN, INT32_MAX);
+  const priority = intOr(input.priority, DEFAULT_PRIORITY, "priority", INT32_MIN, INT32_MAX);
   const runAtDelayMs = intOr(input.runAtDelayMs, 0, "runAtDelayMs", 0);
   const metadata = input.metadata ?? {};
   if (!isPlainObject(metadata)) {

@@ -21,7 +21,7 @@ import { LEASE_EXPIRED_ENVELOPE } from "./envelope.js";
 import type { Expr, ParamExpr } from "./expr.js";
 import { x } from "./expr.js";
 import type { TaskStatus } from "./statuses.js";
-import { TERMINAL_STATUSES } from "./statuses.js";
+import { CANCELABLE_STATUSES, RETRYABLE_STATUSES, TERMINAL_STATUSES } from "./statuses.js";
 import type { TaskColumn } from "./task.js";
 
 /** Column → new value. */
@@ -160,10 +160,10 @@ export const CLAIMABLE: Expr = x.and(
 );
 
 /** The statuses a cancel acts on (§5.7): the guard of `CANCEL` beyond the task id. */
-export const CANCELABLE: Expr = x.in(col("status"), ["queued", "running"]);
+export const CANCELABLE: Expr = x.in(col("status"), CANCELABLE_STATUSES);
 
 /** The statuses a retry acts on (§5.8): the guard of `RETRY` beyond the task id; succeeded cannot be retried. */
-export const RETRYABLE: Expr = x.in(col("status"), ["failed", "canceled"]);
+export const RETRYABLE: Expr = x.in(col("status"), RETRYABLE_STATUSES);
 
 const leaseFromNow = x.add(x.now, p.leaseMs);
 const endLease = { lease_until_ms: NULL } as const;

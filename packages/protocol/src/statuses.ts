@@ -20,8 +20,15 @@ export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 /** The statuses `retry` accepts (protocol v1 §5.8): `succeeded` cannot be retried. */
 export const RETRYABLE_STATUSES = ["failed", "canceled"] as const;
 
-/** The statuses `cancel` accepts (protocol v1 §5.7). */
+/** The statuses `cancel` accepts (protocol v1 §5.7): the live ones, those not yet terminal. */
 export const CANCELABLE_STATUSES = ["queued", "running"] as const;
+
+/**
+ * The statuses a row whose `cancel_requested_at_ms` is set may hold (§4): the
+ * flag is raised on a running task, which then ends `canceled` (or
+ * `succeeded` by a raw succeed); `retry` clears it.
+ */
+export const FLAGGABLE_STATUSES = ["running", "canceled", "succeeded"] as const;
 
 /** True when `value` is one of the five protocol statuses. */
 export function isTaskStatus(value: unknown): value is TaskStatus {
@@ -30,7 +37,7 @@ export function isTaskStatus(value: unknown): value is TaskStatus {
 
 /** True for `succeeded`, `failed` and `canceled`. */
 export function isTerminalStatus(status: string): status is TerminalStatus {
-  return status === "succeeded" || status === "failed" || status === "canceled";
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
 /** True when the task (or status probe) has reached a terminal status. */

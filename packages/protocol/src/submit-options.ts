@@ -5,6 +5,7 @@
  */
 import type { Conflict } from "./conflict.js";
 import type { SubmitInput } from "./store.js";
+import type { Task } from "./task.js";
 import type { TaskDef } from "./task-def.js";
 
 /**
@@ -76,5 +77,30 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     metadata: options.metadata,
     parentId: options.parentId,
     rootId: options.rootId,
+  };
+}
+
+/** The running task a child is submitted from: the columns its lineage reads. */
+export type ParentRow = Pick<Task, "id" | "root_id" | "correlation_id">;
+
+/**
+ * The lineage of a child task submitted from a running one (§2.4): its parent
+ * is the running task, its root and correlation id are the parent's (a row
+ * without a root, written by a peer that omits it, is its own root), and an
+ * option given explicitly — `null` included — overrides each.
+ *
+ * @example
+ * ```ts
+ * submitInputOf(def, payload, { ...options, ...childLineage(parentRow, options) });
+ * ```
+ */
+export function childLineage(
+  parent: ParentRow,
+  options: Pick<SubmitOptions, "parentId" | "rootId" | "correlationId"> = {},
+): { parentId: string | null; rootId: string | null; correlationId: string | null } {
+  return {
+    parentId: options.parentId !== undefined ? options.parentId : parent.id,
+    rootId: options.rootId !== undefined ? options.rootId : (parent.root_id ?? parent.id),
+    correlationId: options.correlationId !== undefined ? options.correlationId : parent.correlation_id,
   };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CANCELABLE_STATUSES,
+  FLAGGABLE_STATUSES,
   RETRYABLE_STATUSES,
   STATUSES,
   TERMINAL_STATUSES,
@@ -33,8 +34,12 @@ describe("status lists (§4)", () => {
     expect(CANCELABLE_STATUSES).toEqual(["queued", "running"]);
   });
 
-  it("every terminal, retryable and cancelable status is one of the five", () => {
-    for (const s of [...TERMINAL_STATUSES, ...RETRYABLE_STATUSES, ...CANCELABLE_STATUSES]) expect(STATUSES).toContain(s);
+  it("a cancel flag may stand on running, canceled and succeeded rows only (§4)", () => {
+    expect(FLAGGABLE_STATUSES).toEqual(["running", "canceled", "succeeded"]);
+  });
+
+  it("every terminal, retryable, cancelable and flaggable status is one of the five", () => {
+    for (const s of [...TERMINAL_STATUSES, ...RETRYABLE_STATUSES, ...CANCELABLE_STATUSES, ...FLAGGABLE_STATUSES]) expect(STATUSES).toContain(s);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SubmitOptions } from "../src/submit-options.js";
-import { SUBMIT_OPTION_KEYS, submitInputOf } from "../src/submit-options.js";
+import { childLineage, SUBMIT_OPTION_KEYS, submitInputOf } from "../src/submit-options.js";
 import { defineTask } from "../src/task-def.js";
 
 describe("submit options", () => {
@@ -44,5 +44,21 @@ describe("submit options", () => {
     };
     const input = submitInputOf(defineTask("x", { queue: "llm", maxAttempts: 5, priority: 2 }), undefined, { ...options, extra: 1 } as SubmitOptions);
     expect(input).toEqual({ name: "x", payload: undefined, ...options });
+  });
+});
+
+describe("childLineage (§2.4)", () => {
+  const parent = { id: "task_p", root_id: "task_r", correlation_id: "c1" };
+
+  it("a child's parent is the running task; root and correlation id are the parent's", () => {
+    expect(childLineage(parent)).toEqual({ parentId: "task_p", rootId: "task_r", correlationId: "c1" });
+  });
+
+  it("a parent without a root (a peer's row) is its own root", () => {
+    expect(childLineage({ ...parent, root_id: null, correlation_id: null }, {})).toEqual({ parentId: "task_p", rootId: "task_p", correlationId: null });
+  });
+
+  it("explicit options win, null included", () => {
+    expect(childLineage(parent, { parentId: null, rootId: "task_x", correlationId: null })).toEqual({ parentId: null, rootId: "task_x", correlationId: null });
   });
 });

@@ -9,7 +9,7 @@
  */
 import { CompiledQuery } from "kysely";
 import { PROTOCOL_VERSION, ProtocolVersionMismatch, STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
-import { x } from "@cairnq/protocol/adapter";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, x } from "@cairnq/protocol/adapter";
 import type { StoreClock } from "./clock.js";
 import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";
@@ -100,7 +100,8 @@ export function tasksTableDdl(flavor: SchemaFlavor): string {
   const columns = [
     `id ${t.text} PRIMARY KEY`,
     `name ${t.text} NOT NULL`,
-    `queue ${t.text} NOT NULL DEFAULT 'default'`,
+    // The defaults are the protocol's own (§3.1), as the status list is; changing one is a protocol change with a migration of its own.
+    `queue ${t.text} NOT NULL DEFAULT ${quoteList([DEFAULT_QUEUE])}`,
     `status ${t.text} NOT NULL CHECK (status IN (${quoteList(STATUSES)}))`,
     `payload ${t.json} NOT NULL${json("payload", false)}`,
     `result ${t.json}${json("result", true)}`,
@@ -109,8 +110,8 @@ export function tasksTableDdl(flavor: SchemaFlavor): string {
     `progress ${t.float}`,
     `message ${t.text}`,
     `attempt ${t.int32} NOT NULL DEFAULT 0`,
-    `max_attempts ${t.int32} NOT NULL DEFAULT 3`,
-    `priority ${t.int32} NOT NULL DEFAULT 0`,
+    `max_attempts ${t.int32} NOT NULL DEFAULT ${DEFAULT_MAX_ATTEMPTS}`,
+    `priority ${t.int32} NOT NULL DEFAULT ${DEFAULT_PRIORITY}`,
     `worker_id ${t.text}`,
     `lease_until_ms ${t.int64}`,
     `run_at_ms ${t.int64} NOT NULL`,

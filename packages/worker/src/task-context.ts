@@ -9,7 +9,7 @@
  */
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
-import { envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
 
@@ -295,10 +295,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     const row = await this.#host.store.submit(
       submitInputOf(def, payload, {
         ...options,
-        parentId: options.parentId !== undefined ? options.parentId : this.taskId,
-        // A row without a root (written by a peer that omits it) is its own root.
-        rootId: options.rootId !== undefined ? options.rootId : (this.rootId ?? this.taskId),
-        correlationId: options.correlationId !== undefined ? options.correlationId : this.correlationId,
+        ...childLineage({ id: this.taskId, root_id: this.rootId, correlation_id: this.correlationId }, options),
       }),
     );
     return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
