@@ -11,6 +11,7 @@ import { InvalidArgument } from "./errors.js";
 import { fallbackEnvelope } from "./envelope.js";
 import { encodeJson, unstorableText } from "./json.js";
 import { isTaskStatus, isTerminalStatus, TERMINAL_STATUSES, STATUSES } from "./statuses.js";
+import type { TerminalStatus } from "./statuses.js";
 import type {
   ClaimInput,
   CompleteInput,
@@ -432,20 +433,42 @@ function listBeforeId(input: ListInput): string | null {
   return beforeId;
 }
 
+/**
+ * A purge cutoff (§5.9): how long ago, in milliseconds, a task must have
+ * finished to be deleted — a finite number ≥ 0. Retention policies check
+ * their cutoffs with it too.
+ *
+ * @param argument - How the input is named in the error. @default "olderThanMs"
+ */
+export function requireCutoffMs(value: unknown, argument = "olderThanMs"): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    fail(argument, `${argument} must be a finite number of milliseconds ≥ 0 (how long after a task finished it may be deleted), got ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * A purge status filter (§5.9): one of {@link TERMINAL_STATUSES}, since
+ * queued and running tasks are never purged. Retention policies check their
+ * statuses with it too.
+ *
+ * @param argument - How the input is named in the error. @default "status"
+ */
+export function requireTerminalStatus(value: unknown, argument = "status"): TerminalStatus {
+  if (typeof value !== "string" || !isTerminalStatus(value)) {
+    fail(argument, `${argument} must be a terminal status (${TERMINAL_STATUSES.join(", ")}), got ${describe(value)}: queued and running tasks are never purged`);
+  }
+  return value;
+}
+
 /** Parameters of `PURGE` (§5.9): status, when given, must be terminal. */
 export function purgeParams(input: PurgeInput = {}): Params & { limit: number } {
   objectInput(input);
-  const olderThanMs = input.olderThanMs ?? 0;
-  if (typeof olderThanMs !== "number" || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
-    fail("olderThanMs", `olderThanMs must be a finite number ≥ 0, got ${describe(olderThanMs)}`);
-  }
-  if (input.status !== undefined && input.status !== null && !isTerminalStatus(input.status)) {
-    fail("status", `purge status must be one of ${TERMINAL_STATUSES.join(", ")}, got ${describe(input.status)}`);
-  }
+  const olderThanMs = requireCutoffMs(input.olderThanMs ?? 0);
   return {
     olderThanMs: Math.floor(olderThanMs),
     queue: optionalText(input.queue, "queue"),
-    status: input.status ?? null,
+    status: input.status === undefined || input.status === null ? null : requireTerminalStatus(input.status),
     name: optionalText(input.name, "name"),
     limit: intOr(input.limit, DEFAULT_PURGE_LIMIT, "limit", 1),
   };

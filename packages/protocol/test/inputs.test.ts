@@ -610,7 +610,7 @@ describe("purge (§5.9)", () => {
   });
 
   it.each([[-1], [NaN], [Infinity], ["5"]])("rejects older_than %s", (olderThanMs) => {
-    expectInvalid(() => purgeParams(loose<PurgeInput>({ olderThanMs })), "olderThanMs", /finite number ≥ 0/);
+    expectInvalid(() => purgeParams(loose<PurgeInput>({ olderThanMs })), "olderThanMs", /finite number of milliseconds ≥ 0/);
   });
 
   it.each([["queued"], ["running"], ["done"]])("rejects the non-terminal status %s", (status) => {

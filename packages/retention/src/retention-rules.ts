@@ -9,6 +9,7 @@
  */
 import type { TerminalStatus } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, TERMINAL_STATUSES } from "@cairnq/protocol";
+import { requireCutoffMs, requireLimitedText, requireTerminalStatus } from "@cairnq/protocol/adapter";
 
 /**
  * One independent purge: terminal tasks matching every given filter whose
@@ -74,32 +75,14 @@ export function describe(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-function cutoff(value: unknown, argument: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw new InvalidArgument(
-      argument,
-      `retention ${argument} must be a finite number of milliseconds ≥ 0 (how long after a task finished it may be deleted), got ${describe(value)}`,
-    );
-  }
-  return value;
-}
+// A rule's cutoff, status and filters are checked by the protocol's own purge
+// checks (the ones `store.purge` applies), so a policy accepted here is one
+// every purge accepts; only the policy's shape is retention's to check.
+const cutoff = requireCutoffMs;
+const terminalStatus = requireTerminalStatus;
 
-function terminalStatus(value: unknown, argument: string): TerminalStatus {
-  if (typeof value !== "string" || !isTerminalStatus(value)) {
-    throw new InvalidArgument(
-      argument,
-      `retention ${argument} must be a terminal status (${TERMINAL_STATUSES.join(", ")}), got ${describe(value)}: queued and running tasks are never purged`,
-    );
-  }
-  return value;
-}
-
-function filterText(value: unknown, argument: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "string" || value.length === 0) {
-    throw new InvalidArgument(argument, `retention ${argument} must be a non-empty string when given, got ${describe(value)}`);
-  }
-  return value;
+function filterText(value: unknown, field: "queue" | "name", argument: string): string | undefined {
+  return value === undefined ? undefined : requireLimitedText(value, field, argument);
 }
 
 function ruleAt(value: unknown, index: number): RetentionRule {
@@ -114,10 +97,10 @@ function ruleAt(value: unknown, index: number): RetentionRule {
   }
   const raw = value as Record<string, unknown>;
   const rule: { -readonly [K in keyof RetentionRule]: RetentionRule[K] } = { olderThanMs: cutoff(raw.olderThanMs, `${at}.olderThanMs`) };
-  const queue = filterText(raw.queue, `${at}.queue`);
+  const queue = filterText(raw.queue, "queue", `${at}.queue`);
   if (queue !== undefined) rule.queue = queue;
   if (raw.status !== undefined) rule.status = terminalStatus(raw.status, `${at}.status`);
-  const name = filterText(raw.name, `${at}.name`);
+  const name = filterText(raw.name, "name", `${at}.name`);
   if (name !== undefined) rule.name = name;
   return Object.freeze(rule);
 }

@@ -6,7 +6,7 @@ import type { CairnQ } from "@cairnq/client";
 import { describeError, explainTask, formatDuration, formatInstant, formatRelative, readQueueActivity } from "@cairnq/dashboard";
 import type { ListInput, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
 import { PROTOCOL_VERSION, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
-import { isTaskId } from "@cairnq/protocol/adapter";
+import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import type { CliIo } from "./output.js";
 import { paint, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
@@ -186,7 +186,7 @@ export async function purgeCommand(
   io: CliIo,
   options: { olderThanMs: number; status?: TerminalStatus; queue?: string; name?: string },
 ): Promise<CommandOutput> {
-  const limit = 1000;
+  const limit = DEFAULT_PURGE_LIMIT;
   let changed = 0;
   for (;;) {
     const ids = await client.purge({ ...options, limit });
