@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { CairnQ } from "@cairnq/client";
 import type { ListInput, StoreSignal, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, isTaskStatus, STATUSES } from "@cairnq/protocol";
+import { CANCELABLE_STATUSES, InvalidArgument, isTaskStatus, RETRYABLE_STATUSES, STATUSES } from "@cairnq/protocol";
 import { isTaskId, taskIdTime } from "@cairnq/protocol/adapter";
 import { readQueueActivity } from "./activity.js";
 import { ASSETS, pageHtml } from "./assets.js";
@@ -446,7 +446,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const bulkFilter = (body: unknown, action: "retry" | "cancel"): { status?: TaskStatus; queue?: string; name?: string; correlationId?: string } => {
     const filter = parseFilter((body as { filter?: unknown } | null)?.filter);
     if (filter.key !== undefined) throw new HttpError(400, "bulk actions do not take a key filter: open the task and act on it");
-    const allowed = action === "retry" ? ["failed", "canceled"] : ["queued", "running"];
+    const allowed: readonly TaskStatus[] = action === "retry" ? RETRYABLE_STATUSES : CANCELABLE_STATUSES;
     if (filter.status === undefined || !allowed.includes(filter.status)) {
       throw new HttpError(400, `bulk ${action} needs filter.status ${allowed.join(" or ")}`);
     }
