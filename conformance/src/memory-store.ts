@@ -57,6 +57,9 @@ import {
   heartbeatBatchResult,
   heartbeatParams,
   holds,
+  LIST_ROWS,
+  QUEUE_DEPTH_ROWS,
+  STATS_ROWS,
   inRateWindow,
   newTaskId,
   normalizeClaim,
@@ -182,15 +185,8 @@ export class MemoryStore implements ScheduleTaskStore {
 
   async list(input: ListInput = {}): Promise<Task[]> {
     const q = normalizeList(input);
-    const rows = [...this.#tasks.values()].filter(
-      (t) =>
-        (q.status === null || t.status === q.status) &&
-        (q.queue === null || t.queue === q.queue) &&
-        (q.name === null || t.name === q.name) &&
-        (q.rootId === null || t.root_id === q.rootId) &&
-        (q.correlationId === null || t.correlation_id === q.correlationId) &&
-        (q.beforeId === null || t.id < q.beforeId),
-    );
+    const params = q as unknown as Params;
+    const rows = [...this.#tasks.values()].filter((t) => holds(LIST_ROWS, { row: t as never, params, nowMs: 0 }));
     const byId = (a: Task, b: Task): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
     rows.sort(q.order === "id" ? byId : (a, b) => b.created_at_ms - a.created_at_ms || byId(a, b));
     return rows.slice(q.offset, q.offset + q.limit).map(copy);
@@ -201,8 +197,9 @@ export class MemoryStore implements ScheduleTaskStore {
     const out: QueueStats = {};
     const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as QueueStats[string];
     if (wanted !== null) out[wanted] = zero();
+    const params = { queue: wanted };
     for (const t of this.#tasks.values()) {
-      if (wanted !== null && t.queue !== wanted) continue;
+      if (!holds(STATS_ROWS, { row: t as never, params, nowMs: 0 })) continue;
       const counts = (out[t.queue] ??= zero());
       counts[t.status] += 1;
     }
@@ -214,7 +211,7 @@ export class MemoryStore implements ScheduleTaskStore {
     let queued = 0;
     for (const t of this.#tasks.values()) {
       if (queued >= args.maxDepth) break;
-      if (t.queue === args.queue && t.status === "queued") queued += 1;
+      if (holds(QUEUE_DEPTH_ROWS, { row: t as never, params: args, nowMs: 0 })) queued += 1;
     }
     return args.maxDepth - Math.min(args.maxDepth, queued);
   }

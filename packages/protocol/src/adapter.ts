@@ -124,4 +124,5 @@ export {
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
 export { brandErrorClass } from "./errors.js";
+export { LIST_BEFORE_ID, LIST_ROWS, QUEUE_DEPTH_ROWS, READ_PARAMS, STATS_ROWS } from "./reads.js";
 export { FLAGGABLE_STATUSES } from "./statuses.js";

@@ -54,11 +54,14 @@ export {
   insertTemplate,
   KEYS_TABLE,
   LIST_BY_ID_TEMPLATE,
+  LIST_TEMPLATE,
   META_TABLE,
   MIGRATIONS_TABLE,
   PROBE_TEMPLATE,
+  QUEUE_DEPTH_TEMPLATE,
   rowTransitionTemplate,
   setTransitionTemplate,
+  STATS_TEMPLATE,
   TASKS_TABLE,
 } from "./statements.js";
 export { EXTENSION_DDL, RATE_CLAIMS_TABLE, SCHEDULES_TABLE } from "./extension-tables.js";

@@ -7,7 +7,19 @@
  * and shape.
  */
 import type { DeleteRule, Expr, InsertRule, ParamExpr, RowTransition, SetTransition, TaskColumn } from "@cairnq/protocol/adapter";
-import { DRAW, flattenAssignments, PARAMS, PROBE, TASK_COLUMNS, x } from "@cairnq/protocol/adapter";
+import {
+  DRAW,
+  flattenAssignments,
+  LIST_FILTER,
+  LIST_ROWS,
+  PARAMS,
+  PROBE,
+  QUEUE_DEPTH_ROWS,
+  READ_PARAMS as PROTOCOL_READ_PARAMS,
+  STATS_ROWS,
+  TASK_COLUMNS,
+  x,
+} from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 import type { ClaimProbeParts } from "./sql-syntax.js";
@@ -32,9 +44,9 @@ export const READ_PARAMS = {
   rootId: PARAMS.rootId,
   correlationId: PARAMS.correlationId,
   limit: PARAMS.limit,
-  offset: x.param("offset", "int"),
-  beforeId: x.param("beforeId", "text"),
-  maxDepth: x.param("maxDepth", "int"),
+  offset: PROTOCOL_READ_PARAMS.offset,
+  beforeId: PROTOCOL_READ_PARAMS.beforeId,
+  maxDepth: PROTOCOL_READ_PARAMS.maxDepth,
 } as const;
 
 const P = READ_PARAMS;
@@ -272,14 +284,6 @@ export const PROBE_TEMPLATE: StatementTemplate = {
   },
 };
 
-const LIST_FILTER: Expr = x.and(
-  x.optionalEq("status", P.status),
-  x.optionalEq("queue", P.queue),
-  x.optionalEq("name", P.name),
-  x.optionalEq("root_id", P.rootId),
-  x.optionalEq("correlation_id", P.correlationId),
-);
-
 /** `list` (§5.4): optional AND-ed equality filters, newest first. */
 export const LIST_TEMPLATE: StatementTemplate = {
   params: paramsOfAll([LIST_FILTER], [P.limit, P.offset]),
@@ -289,8 +293,6 @@ export const LIST_TEMPLATE: StatementTemplate = {
     `ORDER BY created_at_ms DESC, id DESC LIMIT ${c.slot(P.limit)} OFFSET ${c.slot(P.offset)}`,
 };
 
-const BEFORE_ID: Expr = x.or(x.isNull(P.beforeId), x.lt(x.col("id"), P.beforeId));
-
 /**
  * `list` in id order (`order: "id"`), with keyset pagination by `beforeId`:
  * `… AND id < ? ORDER BY id DESC LIMIT ?`. The primary key index yields the
@@ -298,30 +300,26 @@ const BEFORE_ID: Expr = x.or(x.isNull(P.beforeId), x.lt(x.col("id"), P.beforeId)
  * (a filter with few matches is served by its own index instead).
  */
 export const LIST_BY_ID_TEMPLATE: StatementTemplate = {
-  params: paramsOfAll([LIST_FILTER, BEFORE_ID], [P.limit, P.offset]),
+  params: paramsOfAll([LIST_ROWS], [P.limit, P.offset]),
   clock: null,
   build: (c, env) =>
-    `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, x.and(LIST_FILTER, BEFORE_ID))} ` +
+    `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, LIST_ROWS)} ` +
     `ORDER BY id DESC LIMIT ${c.slot(P.limit)} OFFSET ${c.slot(P.offset)}`,
 };
 
-const STATS_FILTER: Expr = x.optionalEq("queue", P.queue);
-
 /** `stats` (§5.5): counts by `(queue, status)`, optionally for one queue. */
 export const STATS_TEMPLATE: StatementTemplate = {
-  params: paramsOfAll([STATS_FILTER]),
+  params: paramsOfAll([STATS_ROWS]),
   clock: null,
-  build: (c) => `SELECT queue, status, count(*) AS n FROM ${TASKS_TABLE}${where(c, STATS_FILTER)} GROUP BY queue, status`,
+  build: (c) => `SELECT queue, status, count(*) AS n FROM ${TASKS_TABLE}${where(c, STATS_ROWS)} GROUP BY queue, status`,
 };
-
-const DEPTH_FILTER: Expr = x.and(x.eq(x.col("queue"), P.queue), x.eq(x.col("status"), x.lit("queued")));
 
 /** `queue_depth` (§5.6): counts queued rows of one queue over a LIMITed subquery, reading at most `maxDepth` rows. */
 export const QUEUE_DEPTH_TEMPLATE: StatementTemplate = {
-  params: paramsOfAll([DEPTH_FILTER], [P.maxDepth]),
+  params: paramsOfAll([QUEUE_DEPTH_ROWS], [P.maxDepth]),
   clock: null,
   build: (c) =>
-    `SELECT count(*) AS n FROM (SELECT 1 AS one FROM ${TASKS_TABLE}${where(c, DEPTH_FILTER)} LIMIT ${c.slot(P.maxDepth)}) AS q`,
+    `SELECT count(*) AS n FROM (SELECT 1 AS one FROM ${TASKS_TABLE}${where(c, QUEUE_DEPTH_ROWS)} LIMIT ${c.slot(P.maxDepth)}) AS q`,
 };
 
 const BY_ID: Expr = x.eq(x.col("id"), P.taskId);

@@ -11,7 +11,23 @@
  */
 import type { Task } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
-import { applyBranches, buildInsert, decideRow, DRAW, HEARTBEAT_BATCH, holds, PROBE, PURGE, RECOVER, ROW_TRANSITIONS, selectRows, SUBMIT } from "@cairnq/protocol/adapter";
+import {
+  applyBranches,
+  buildInsert,
+  decideRow,
+  DRAW,
+  HEARTBEAT_BATCH,
+  holds,
+  LIST_ROWS,
+  PROBE,
+  PURGE,
+  QUEUE_DEPTH_ROWS,
+  RECOVER,
+  ROW_TRANSITIONS,
+  selectRows,
+  STATS_ROWS,
+  SUBMIT,
+} from "@cairnq/protocol/adapter";
 import type { CompiledStatement, StatementCompiler } from "@cairnq/store-kysely";
 import {
   BATCH_ROWS,
@@ -20,9 +36,13 @@ import {
   decodeTask,
   deleteTemplate,
   insertTemplate,
+  LIST_BY_ID_TEMPLATE,
+  LIST_TEMPLATE,
   PROBE_TEMPLATE,
+  QUEUE_DEPTH_TEMPLATE,
   rowTransitionTemplate,
   setTransitionTemplate,
+  STATS_TEMPLATE,
 } from "@cairnq/store-kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
@@ -272,6 +292,77 @@ export function describeCompiledRules(backend: RulesBackend): void {
         const expected = buildInsert(SUBMIT, decoded(params), NOW);
         const returned = (await db.run(statement(insertTemplate(SUBMIT), params), params)).map(decodeTask);
         expect(returned).toEqual([expected]);
+      }
+    });
+  });
+
+  describe(`${backend.label}: the reads pick the rows the protocol's read filters pick`, () => {
+    /** Rows with distinct creation times too, so the two list orders differ. */
+    const readRows = (rand: Rand): Task[] =>
+      randomRows(rand, 0, 9).map((row) => ({ ...row, created_at_ms: pick(rand, [NOW - 300, NOW - 200, NOW - 100]), root_id: pick(rand, [row.id, "task_r"]) }));
+    const listParams = (rand: Rand, ids: readonly string[]): Params => ({
+      status: pick(rand, [null, null, "queued", "running", "failed"]),
+      queue: pick(rand, [null, null, "q1", "q2"]),
+      name: pick(rand, [null, null, "a"]),
+      rootId: pick(rand, [null, null, "task_r"]),
+      correlationId: pick(rand, [null, null, "c"]),
+      beforeId: pick(rand, [null, null, ...ids]),
+      limit: pick(rand, [1, 2, 100]),
+      offset: pick(rand, [0, 0, 1]),
+    });
+    const newestFirst = (a: Task, b: Task): number => b.created_at_ms - a.created_at_ms || (a.id < b.id ? 1 : -1);
+
+    it.each([
+      ["id", LIST_BY_ID_TEMPLATE],
+      ["created", LIST_TEMPLATE],
+    ] as const)("list, %s order", async (order, template) => {
+      const rand = prng(order.length * 7_877);
+      for (let trial = 0; trial < trials / 2; trial++) {
+        await db.reset();
+        const rows = readRows(rand);
+        await db.insert(rows);
+        // beforeId pages the id order only (normalizeList rejects it otherwise).
+        const params = { ...listParams(rand, rows.map((r) => r.id)), ...(order === "created" ? { beforeId: null } : {}) };
+        const offset = params.offset as number;
+        const expected = rows
+          .filter((row) => holds(LIST_ROWS, { row: row as never, params, nowMs: NOW }))
+          .sort(order === "id" ? (a, b) => -byId(a, b) : newestFirst)
+          .slice(offset, offset + (params.limit as number))
+          .map((r) => r.id);
+        const returned = (await db.run(statement(template, params), params)).map((r) => String(r.id));
+        expect({ trial, params, returned }).toEqual({ trial, params, returned: expected });
+      }
+    });
+
+    it("stats", async () => {
+      const rand = prng(61);
+      for (let trial = 0; trial < trials / 2; trial++) {
+        await db.reset();
+        const rows = readRows(rand);
+        await db.insert(rows);
+        const params = { queue: pick(rand, [null, "q1", "q2"]) };
+        const expected: Record<string, number> = {};
+        for (const row of rows) {
+          if (!holds(STATS_ROWS, { row: row as never, params, nowMs: NOW })) continue;
+          const group = `${row.queue}/${row.status}`;
+          expected[group] = (expected[group] ?? 0) + 1;
+        }
+        const returned: Record<string, number> = {};
+        for (const r of await db.run(statement(STATS_TEMPLATE, params), params)) returned[`${String(r.queue)}/${String(r.status)}`] = Number(r.n);
+        expect({ trial, params, returned }).toEqual({ trial, params, returned: expected });
+      }
+    });
+
+    it("queueDepth", async () => {
+      const rand = prng(67);
+      for (let trial = 0; trial < trials / 2; trial++) {
+        await db.reset();
+        const rows = readRows(rand);
+        await db.insert(rows);
+        const params = { queue: pick(rand, ["q1", "q2"]), maxDepth: pick(rand, [1, 2, 100]) };
+        const queued = rows.filter((row) => holds(QUEUE_DEPTH_ROWS, { row: row as never, params, nowMs: NOW })).length;
+        const [result] = await db.run(statement(QUEUE_DEPTH_TEMPLATE, params), params);
+        expect({ trial, params, n: Number(result?.n) }).toEqual({ trial, params, n: Math.min(queued, params.maxDepth) });
       }
     });
   });
