@@ -1,9 +1,6 @@
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, afterEach } from "vitest";
-import { PgAdmin, killChildren, pgDsn, randomSchemaName, spawnFixture as spawnSupportFixture } from "@cairnq/test-support";
+import { PgAdmin, killChildren, pgDsn, randomSchemaName, fixtureSpawner } from "@cairnq/test-support";
 import type { PostgresStoreOptions, PostgresTarget } from "../src/index.js";
 import { PostgresStore } from "../src/index.js";
 
@@ -82,13 +79,8 @@ export async function until(check: () => boolean | Promise<boolean>, timeoutMs =
   }
 }
 
-const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures");
-const packageRoot = path.resolve(fixtures, "../..");
-
-/** Starts `node` on one of this package's TypeScript fixtures (see `spawnFixture` in @cairnq/test-support); killed after the test. */
-export function spawnFixture(fixture: string, args: readonly string[]): ChildProcessWithoutNullStreams {
-  return spawnSupportFixture(path.join(fixtures, fixture), args, { cwd: packageRoot });
-}
+/** Starts `node` on one of this package's fixtures (`fixtureSpawner` of @cairnq/test-support); killed after the test. */
+export const spawnFixture = fixtureSpawner(new URL(".", import.meta.url));
 
 export { exited, nextLine } from "@cairnq/test-support";
 

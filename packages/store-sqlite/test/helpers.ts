@@ -1,10 +1,8 @@
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
-import { killChildren, spawnFixture as spawnSupportFixture } from "@cairnq/test-support";
+import { killChildren, fixtureSpawner } from "@cairnq/test-support";
 import type { SQLiteStoreOptions } from "../src/index.js";
 import { SQLiteStore } from "../src/index.js";
 
@@ -25,13 +23,8 @@ export function openStore(file: string = tempFile(), options?: SQLiteStoreOption
   return store;
 }
 
-const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures");
-const packageRoot = path.resolve(fixtures, "../..");
-
-/** Starts `node` on one of this package's fixtures (see `spawnFixture` in @cairnq/test-support); killed after the test. */
-export function spawnFixture(fixture: string, args: readonly string[]): ChildProcessWithoutNullStreams {
-  return spawnSupportFixture(path.join(fixtures, fixture), args, { cwd: packageRoot });
-}
+/** Starts `node` on one of this package's fixtures (`fixtureSpawner` of @cairnq/test-support); killed after the test. */
+export const spawnFixture = fixtureSpawner(new URL(".", import.meta.url));
 
 export { exited, nextLine } from "@cairnq/test-support";
 

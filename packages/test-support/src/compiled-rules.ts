@@ -322,7 +322,7 @@ export function describeCompiledRules(backend: RulesBackend): void {
         const rows = readRows(rand);
         await db.insert(rows);
         // beforeId pages the id order only (normalizeList rejects it otherwise).
-        const params = { ...listParams(rand, rows.map((r) => r.id)), ...(order === "created" ? { beforeId: null } : {}) };
+        const params: Params = { ...listParams(rand, rows.map((r) => r.id)), ...(order === "created" ? { beforeId: null } : {}) };
         const offset = params.offset as number;
         const expected = rows
           .filter((row) => holds(LIST_ROWS, { row: row as never, params, nowMs: NOW }))

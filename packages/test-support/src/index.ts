@@ -7,6 +7,6 @@ export { CHROMIUM, CHROMIUM_ARGS, chromiumLaunchOptions, ensureChromium } from "
 export type { AdminOptions } from "./postgres.js";
 export { PG_DSN_VARIABLE, PgAdmin, connectAdmin, pgDsn, randomSchemaName, redactDsn } from "./postgres.js";
 export type { ChildEnv, SpawnFixtureOptions, Started } from "./processes.js";
-export { REGISTER_SOURCES, exited, killChildren, nextLine, spawnFixture, startNode } from "./processes.js";
+export { REGISTER_SOURCES, exited, fixtureSpawner, killChildren, nextLine, onGo, spawnFixture, startNode } from "./processes.js";
 export type { TimerTracker } from "./timers.js";
 export { trackTimers } from "./timers.js";

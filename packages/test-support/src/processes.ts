@@ -39,6 +39,43 @@ export function spawnFixture(file: string, args: readonly string[], options: Spa
   return child;
 }
 
+/**
+ * {@link spawnFixture} for one package's tests: `fixture` names a file in
+ * `<testDir>/fixtures`, and the child runs in the package root (`testDir/..`).
+ *
+ * @example
+ * ```ts
+ * export const spawnFixture = fixtureSpawner(new URL(".", import.meta.url)); // in test/helpers.ts
+ * ```
+ */
+export function fixtureSpawner(testDir: URL): (fixture: string, args: readonly string[]) => ChildProcessWithoutNullStreams {
+  const fixtures = fileURLToPath(new URL("fixtures/", testDir));
+  const cwd = fileURLToPath(new URL("..", testDir));
+  return (fixture, args) => spawnFixture(`${fixtures}${fixture}`, args, { cwd });
+}
+
+/**
+ * The child's side of a start-together test: prints `ready`, waits for a
+ * line on stdin (the test sends "go" to every child at once), runs `work`
+ * and prints its answer as one JSON line — `{ error }` and exit code 1 when
+ * it throws.
+ */
+export function onGo(work: () => Promise<Record<string, unknown>>): void {
+  process.stdout.write("ready\n");
+  process.stdin.once("data", () => {
+    void (async () => {
+      try {
+        process.stdout.write(`${JSON.stringify(await work())}\n`);
+      } catch (err) {
+        process.stdout.write(`${JSON.stringify({ error: String(err) })}\n`);
+        process.exitCode = 1;
+      } finally {
+        process.stdin.pause();
+      }
+    })();
+  });
+}
+
 /** SIGKILLs every {@link spawnFixture} child still running (call it in `afterEach`). */
 export function killChildren(): void {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
