@@ -81,7 +81,31 @@ function needsSubquery(selection: SetTransition["selection"], env: CompileEnv): 
   return selection.limit !== null || selection.orderBy.length > 0 || (selection.skipLocked && env.skipLocked);
 }
 
-const rowTemplates = new WeakMap<RowTransition, StatementTemplate>();
+/**
+ * `build` run once per rule (rules are module constants): a rule's SQL text
+ * never changes, so it is composed once and the driver can prepare it once.
+ */
+function perRule<R extends object, T>(build: (rule: R) => T): (rule: R) => T {
+  const cache = new WeakMap<R, T>();
+  return (rule) => {
+    let value = cache.get(rule);
+    if (value === undefined) {
+      value = build(rule);
+      cache.set(rule, value);
+    }
+    return value;
+  };
+}
+
+const rowTemplates = perRule((rule: RowTransition): StatementTemplate => {
+  const assignments = flattenAssignments(rule.branches);
+  return {
+    params: paramsOfAll([rule.guard, ...assignments.values()]),
+    clock: rule.clock,
+    build: (c, env) =>
+      `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
+  };
+});
 
 /**
  * A single-row transition (cancel, retry, heartbeat, progress, succeed,
@@ -91,21 +115,22 @@ const rowTemplates = new WeakMap<RowTransition, StatementTemplate>();
  * so the transition is atomic against any concurrent writer (§5.0).
  */
 export function rowTransitionTemplate(rule: RowTransition): StatementTemplate {
-  let template = rowTemplates.get(rule);
-  if (template === undefined) {
-    const assignments = flattenAssignments(rule.branches);
-    template = {
-      params: paramsOfAll([rule.guard, ...assignments.values()]),
-      clock: rule.clock,
-      build: (c, env) =>
-        `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
-    };
-    rowTemplates.set(rule, template);
-  }
-  return template;
+  return rowTemplates(rule);
 }
 
-const batchRowTemplates = new WeakMap<RowTransition, StatementTemplate>();
+const batchRowTemplates = perRule((rule: RowTransition): StatementTemplate => {
+  const assignments = flattenAssignments(rule.branches);
+  const params = paramsOfAll([rule.guard, ...assignments.values()]);
+  return {
+    params,
+    clock: rule.clock,
+    perRow: true,
+    build: (c, env) => {
+      const source = c.batchSource(params);
+      return `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`;
+    },
+  };
+});
 
 /**
  * The multi-row form of a single-row transition, for the write combiner: the
@@ -119,25 +144,10 @@ const batchRowTemplates = new WeakMap<RowTransition, StatementTemplate>();
  * it prepares once. The rows must have distinct task ids.
  */
 export function batchRowTransitionTemplate(rule: RowTransition): StatementTemplate {
-  let template = batchRowTemplates.get(rule);
-  if (template === undefined) {
-    const assignments = flattenAssignments(rule.branches);
-    const params = paramsOfAll([rule.guard, ...assignments.values()]);
-    template = {
-      params,
-      clock: rule.clock,
-      perRow: true,
-      build: (c, env) => {
-        const source = c.batchSource(params);
-        return `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`;
-      },
-    };
-    batchRowTemplates.set(rule, template);
-  }
-  return template;
+  return batchRowTemplates(rule);
 }
 
-const setTemplates = new WeakMap<SetTransition, Map<string, StatementTemplate>>();
+const setTemplates = perRule((_rule: SetTransition) => new Map<string, StatementTemplate>());
 
 /**
  * A transition over a selection of rows (lease recovery, claim draw,
@@ -150,11 +160,7 @@ const setTemplates = new WeakMap<SetTransition, Map<string, StatementTemplate>>(
  * @param returning - `"task"` for every task column, or the columns to return.
  */
 export function setTransitionTemplate(rule: SetTransition, returning: "task" | readonly TaskColumn[]): StatementTemplate {
-  let byReturning = setTemplates.get(rule);
-  if (byReturning === undefined) {
-    byReturning = new Map();
-    setTemplates.set(rule, byReturning);
-  }
+  const byReturning = setTemplates(rule);
   const cacheKey = returning === "task" ? "*" : returning.join(",");
   let template = byReturning.get(cacheKey);
   if (template === undefined) {
@@ -175,8 +181,20 @@ export function setTransitionTemplate(rule: SetTransition, returning: "task" | r
   return template;
 }
 
-const insertTemplates = new WeakMap<InsertRule, StatementTemplate>();
-const plainInsertTemplates = new WeakMap<InsertRule, StatementTemplate>();
+function insertOf(rule: InsertRule, returning: boolean): StatementTemplate {
+  const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
+  const values = columns.map((column) => rule.values[column] as Expr);
+  return {
+    params: paramsOfAll(values),
+    clock: rule.clock,
+    build: (c, env) =>
+      `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) VALUES (${values.map((v) => c.value(v)).join(", ")})` +
+      (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
+  };
+}
+
+const insertTemplates = perRule((rule: InsertRule) => insertOf(rule, true));
+const plainInsertTemplates = perRule((rule: InsertRule) => insertOf(rule, false));
 
 /**
  * The insert of a new task (T1): `INSERT INTO cairnq_tasks (…) VALUES (…) RETURNING *`.
@@ -185,24 +203,26 @@ const plainInsertTemplates = new WeakMap<InsertRule, StatementTemplate>();
  *   row with the protocol's `buildInsert` from the same parameters and `now` the statement bound.
  */
 export function insertTemplate(rule: InsertRule, returning = true): StatementTemplate {
-  const cache = returning ? insertTemplates : plainInsertTemplates;
-  let template = cache.get(rule);
-  if (template === undefined) {
-    const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
-    const values = columns.map((column) => rule.values[column] as Expr);
-    template = {
-      params: paramsOfAll(values),
-      clock: rule.clock,
-      build: (c, env) =>
-        `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) VALUES (${values.map((v) => c.value(v)).join(", ")})` +
-        (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
-    };
-    cache.set(rule, template);
-  }
-  return template;
+  return (returning ? insertTemplates : plainInsertTemplates)(rule);
 }
 
-const batchInsertTemplates = new WeakMap<InsertRule, StatementTemplate>();
+const batchInsertTemplates = perRule((rule: InsertRule): StatementTemplate => {
+  const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
+  const values = columns.map((column) => rule.values[column] as Expr);
+  const params = paramsOfAll(values);
+  return {
+    params,
+    clock: rule.clock,
+    perRow: true,
+    build: (c, env) => {
+      const source = c.batchSource(params);
+      return (
+        `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
+        `RETURNING ${env.syntax.taskColumns()}`
+      );
+    },
+  };
+});
 
 /**
  * The multi-row form of the insert (T1), for the write combiner:
@@ -210,29 +230,17 @@ const batchInsertTemplates = new WeakMap<InsertRule, StatementTemplate>();
  * every value read per row. One shape; rows must have distinct ids.
  */
 export function batchInsertTemplate(rule: InsertRule): StatementTemplate {
-  let template = batchInsertTemplates.get(rule);
-  if (template === undefined) {
-    const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
-    const values = columns.map((column) => rule.values[column] as Expr);
-    const params = paramsOfAll(values);
-    template = {
-      params,
-      clock: rule.clock,
-      perRow: true,
-      build: (c, env) => {
-        const source = c.batchSource(params);
-        return (
-          `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
-          `RETURNING ${env.syntax.taskColumns()}`
-        );
-      },
-    };
-    batchInsertTemplates.set(rule, template);
-  }
-  return template;
+  return batchInsertTemplates(rule);
 }
 
-const deleteTemplates = new WeakMap<DeleteRule, StatementTemplate>();
+const deleteTemplates = perRule((rule: DeleteRule): StatementTemplate => {
+  const selection = rule.selection;
+  return {
+    params: paramsOfAll([selection.where], [selection.limit]),
+    clock: rule.clock,
+    build: (c, env) => `DELETE FROM ${TASKS_TABLE} WHERE id IN (${pickIds(c, env, selection)}) RETURNING id`,
+  };
+});
 
 /**
  * Purge (T15): `DELETE FROM cairnq_tasks WHERE id IN (SELECT id … ORDER BY
@@ -240,17 +248,7 @@ const deleteTemplates = new WeakMap<DeleteRule, StatementTemplate>();
  * go with their task through the foreign key's cascade.
  */
 export function deleteTemplate(rule: DeleteRule): StatementTemplate {
-  let template = deleteTemplates.get(rule);
-  if (template === undefined) {
-    const selection = rule.selection;
-    template = {
-      params: paramsOfAll([selection.where], [selection.limit]),
-      clock: rule.clock,
-      build: (c, env) => `DELETE FROM ${TASKS_TABLE} WHERE id IN (${pickIds(c, env, selection)}) RETURNING id`,
-    };
-    deleteTemplates.set(rule, template);
-  }
-  return template;
+  return deleteTemplates(rule);
 }
 
 /**
@@ -373,7 +371,20 @@ export const UPSERT_KEY_TEMPLATE: StatementTemplate = {
   build: (c, env) => env.syntax.upsertKey(c.slot(P.key), c.slot(P.taskId), c.now()),
 };
 
-const batchTemplates = new WeakMap<SetTransition, StatementTemplate>();
+const batchTemplates = perRule((rule: SetTransition): StatementTemplate => {
+  const assignments = flattenAssignments(rule.branches);
+  const selection = rule.selection;
+  return {
+    params: paramsOfAll([selection.where, ...assignments.values()], [selection.limit]),
+    clock: rule.clock,
+    build: (c, env) => {
+      const set = setList(c, assignments);
+      const guard = c.condition(selection.where);
+      const recheck = guard === null ? "" : ` AND ${guard}`;
+      return `UPDATE ${TASKS_TABLE} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id`;
+    },
+  };
+});
 
 /**
  * One batch of a bulk cancel or retry (`CANCEL_BATCH`, `RETRY_BATCH`) as ONE
@@ -386,21 +397,5 @@ const batchTemplates = new WeakMap<SetTransition, StatementTemplate>();
  * finished meanwhile is left alone, exactly as `cancel(id)` would leave it.
  */
 export function batchTransitionTemplate(rule: SetTransition): StatementTemplate {
-  let template = batchTemplates.get(rule);
-  if (template === undefined) {
-    const assignments = flattenAssignments(rule.branches);
-    const selection = rule.selection;
-    template = {
-      params: paramsOfAll([selection.where, ...assignments.values()], [selection.limit]),
-      clock: rule.clock,
-      build: (c, env) => {
-        const set = setList(c, assignments);
-        const guard = c.condition(selection.where);
-        const recheck = guard === null ? "" : ` AND ${guard}`;
-        return `UPDATE ${TASKS_TABLE} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id`;
-      },
-    };
-    batchTemplates.set(rule, template);
-  }
-  return template;
+  return batchTemplates(rule);
 }
