@@ -211,10 +211,13 @@ for (const make of [sqlite, postgres]) {
       await filter(page, { status: "failed", queue: "bulk" });
       await page.locator("#task-rows tr").nth(1).waitFor();
       await page.locator("#bulk-action").click();
+      // A live refresh while the confirmation is open (a third task fails and appears) must not close it.
+      const c = await failTask(store, "sync", "bulk", { type: "TaskError", code: "x", message: "three", retryable: false, details: {} });
+      await page.locator(`#task-rows tr[data-id="${c.id}"]`).waitFor();
+      await expect(page.locator("#bulk-yes").isVisible()).resolves.toBe(true);
       await page.locator("#bulk-yes").click();
-      await page.locator("#toast").filter({ hasText: "Requeued 2 tasks" }).waitFor();
-      expect((await store.get(a.id))?.status).toBe("queued");
-      expect((await store.get(b.id))?.status).toBe("queued");
+      await page.locator("#toast").filter({ hasText: "Requeued 3 tasks" }).waitFor();
+      for (const task of [a, b, c]) expect((await store.get(task.id))?.status).toBe("queued");
     });
 
     if (backend.name === "sqlite") {

@@ -15,6 +15,9 @@ const state = {
   skewMs: 0,
   overview: null,
   live: false,
+  // The bulk action whose confirmation is open ("retry:every failed task in queue x"), so a live refresh of the
+  // list does not close it under the operator's pointer.
+  bulkConfirm: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -313,24 +316,36 @@ function describeFilter() {
   return parts.join(", ");
 }
 
+function bulkLabel(action) {
+  const scope = describeFilter();
+  return `${action === "retry" ? "Retry" : "Cancel"} every ${state.filter.status} task${scope ? ` ${scope}` : ""}`;
+}
+
 function renderBulk() {
   const action = bulkAction();
   $("bulk").hidden = action === null;
-  $("bulk-confirm").hidden = true;
-  $("bulk-action").hidden = false;
-  if (action === null) return;
-  const scope = describeFilter();
-  const what = `every ${state.filter.status} task${scope ? ` ${scope}` : ""}`;
+  if (action === null) {
+    state.bulkConfirm = null;
+    return;
+  }
+  const label = bulkLabel(action);
+  // A confirmation stays open across live refreshes while the filter it was asked for is unchanged.
+  if (state.bulkConfirm !== label) state.bulkConfirm = null;
+  const confirming = state.bulkConfirm !== null;
+  $("bulk-confirm").hidden = !confirming;
+  $("bulk-action").hidden = confirming;
   $("bulk-text").textContent = action === "retry" ? "Requeue them all?" : "Stop them all?";
-  $("bulk-action").textContent = action === "retry" ? `Retry ${what}` : `Cancel ${what}`;
+  $("bulk-action").textContent = label;
   $("bulk-action").className = action === "retry" ? "primary" : "danger";
   $("bulk-yes").className = action === "retry" ? "primary" : "danger";
-  $("bulk-confirm-text").textContent = `${action === "retry" ? "Retry" : "Cancel"} ${what}?`;
+  $("bulk-confirm-text").textContent = `${label}?`;
 }
 
 async function runBulk() {
   const action = bulkAction();
   if (action === null) return;
+  state.bulkConfirm = null;
+  renderBulk();
   const { key: _key, ...filter } = state.filter;
   const result = await api(`api/bulk/${action}`, { filter });
   toast(`${action === "retry" ? "Requeued" : "Canceled or asked to stop"} ${result.changed} task${result.changed === 1 ? "" : "s"}`);
@@ -503,10 +518,14 @@ $("filters").addEventListener("submit", (event) => {
 $("clear-filters").addEventListener("click", () => applyFilter({}));
 $("load-more").addEventListener("click", () => loadMore().catch((err) => toast(err.message, true)));
 $("bulk-action").addEventListener("click", () => {
-  $("bulk-action").hidden = true;
-  $("bulk-confirm").hidden = false;
+  const action = bulkAction();
+  state.bulkConfirm = action === null ? null : bulkLabel(action);
+  renderBulk();
 });
-$("bulk-no").addEventListener("click", renderBulk);
+$("bulk-no").addEventListener("click", () => {
+  state.bulkConfirm = null;
+  renderBulk();
+});
 $("bulk-yes").addEventListener("click", () => runBulk().catch((err) => toast(err.message, true)));
 
 const initial = location.hash.slice(1);
