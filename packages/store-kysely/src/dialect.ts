@@ -99,3 +99,39 @@ export abstract class BaseStoreDialect implements StoreDialect {
   /** @default null (every write its own statement) */
   readonly combining: WriteCombining | null = null;
 }
+
+/**
+ * The base of a transaction view's dialect — the dialect of a store whose
+ * statements all run on the caller's open transaction (what a backend's
+ * `withTransaction` returns): the parent dialect's name, syntax and clock, and
+ * its capabilities with `transactionalComplete` off. A subclass supplies the
+ * executor on the caller's transaction and the schema manager, and overrides
+ * the key lock or wake-ups where the view needs other ones.
+ *
+ * @example
+ * class LibsqlTransactionDialect extends TransactionViewDialect {
+ *   override readonly executor: StoreExecutor;
+ *   readonly schema: SchemaManager;
+ *   constructor(parent: LibsqlDialect, store: TaskStore, trx: QueryRunner) {
+ *     super(parent);
+ *     this.executor = new LibsqlTransactionExecutor(trx);
+ *     this.schema = { connect: () => store.connect(), close: () => Promise.resolve() };
+ *   }
+ * }
+ */
+export abstract class TransactionViewDialect extends BaseStoreDialect {
+  readonly name: string;
+  readonly syntax: SqlSyntax;
+  override readonly clock: StoreClock;
+  override readonly capabilities: DialectCapabilities;
+
+  /** @param parent - The dialect of the store the view belongs to. */
+  constructor(parent: StoreDialect) {
+    super();
+    this.name = parent.name;
+    this.syntax = parent.syntax;
+    this.clock = parent.clock;
+    // A view has no completeIn: it already runs inside the caller's transaction.
+    this.capabilities = Object.freeze({ ...parent.capabilities, transactionalComplete: false });
+  }
+}

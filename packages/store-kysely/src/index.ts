@@ -15,7 +15,7 @@
  */
 export { KyselyStore } from "./kysely-store.js";
 export type { KyselyStoreOptions } from "./kysely-store.js";
-export { BaseStoreDialect } from "./dialect.js";
+export { BaseStoreDialect, TransactionViewDialect } from "./dialect.js";
 export type { StoreDialect, WriteCombining } from "./dialect.js";
 export { DEFAULT_CAPABILITIES } from "./capabilities.js";
 export type { DialectCapabilities } from "./capabilities.js";

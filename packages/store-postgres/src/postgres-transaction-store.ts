@@ -1,7 +1,7 @@
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
-import type { DialectCapabilities, SchemaManager, SqlClock, SqlSyntax, StatementKeyLock } from "@cairnq/store-kysely";
-import { BaseStoreDialect, KyselyStore } from "@cairnq/store-kysely";
+import type { SchemaManager, StatementKeyLock } from "@cairnq/store-kysely";
+import { KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
 import type { AnyTransaction } from "./postgres-executor.js";
 import { PostgresTransactionExecutor } from "./postgres-executor.js";
 import { BLOCKING_KEY_LOCK } from "./postgres-key-lock.js";
@@ -14,25 +14,17 @@ import type { PostgresWakeups } from "./postgres-wakeups.js";
  * connecting the store (migrations and guards run on the store's own
  * connections, never inside the caller's transaction).
  */
-class PostgresTransactionDialect extends BaseStoreDialect {
-  readonly name = "postgres";
-  readonly syntax: SqlSyntax;
-  override readonly clock: SqlClock;
+class PostgresTransactionDialect extends TransactionViewDialect {
   override readonly keyLock: StatementKeyLock;
   override readonly wakeups: PostgresWakeups;
-  override readonly capabilities: DialectCapabilities;
   override readonly executor: PostgresTransactionExecutor;
   readonly schema: SchemaManager;
 
   constructor(parent: PostgresStoreDialect, store: TaskStore, trx: AnyTransaction) {
-    super();
-    this.syntax = parent.syntax;
-    this.clock = parent.clock;
+    super(parent);
     // The caller's transaction cannot be restarted, so the key lock is waited for inside it.
     this.keyLock = BLOCKING_KEY_LOCK;
     this.wakeups = parent.wakeups;
-    // A view has no completeIn: it already runs inside the caller's transaction.
-    this.capabilities = Object.freeze({ ...parent.capabilities, transactionalComplete: false });
     this.executor = new PostgresTransactionExecutor(trx);
     this.schema = { connect: () => store.connect(), close: () => Promise.resolve() };
   }

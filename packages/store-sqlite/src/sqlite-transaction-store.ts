@@ -2,8 +2,8 @@ import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
-import type { AnyKysely, DialectCapabilities, QueryRunner, QueryThunk, Row, SchemaManager, StoreClock, StoreExecutor, SqlSyntax } from "@cairnq/store-kysely";
-import { BaseStoreDialect, KyselyStore } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row, SchemaManager, StoreExecutor } from "@cairnq/store-kysely";
+import { KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
 import type { SQLiteDialect } from "./sqlite-dialect.js";
 
 /**
@@ -60,20 +60,12 @@ function positional<R>(query: CompiledQuery<R>): CompiledQuery<R> {
  * sleeps; connecting connects the store, then checks that the transaction's
  * connection has the store's database file open as `main`.
  */
-class SQLiteTransactionDialect extends BaseStoreDialect {
-  readonly name = "sqlite";
-  readonly syntax: SqlSyntax;
-  override readonly clock: StoreClock;
-  override readonly capabilities: DialectCapabilities;
+class SQLiteTransactionDialect extends TransactionViewDialect {
   override readonly executor: SQLiteTransactionExecutor;
   readonly schema: SchemaManager;
 
   constructor(parent: SQLiteDialect, store: TaskStore, trx: QueryRunner) {
-    super();
-    this.syntax = parent.syntax;
-    this.clock = parent.clock;
-    // A view has no completeIn: it already runs inside the caller's transaction.
-    this.capabilities = Object.freeze({ ...parent.capabilities, transactionalComplete: false });
+    super(parent);
     this.executor = new SQLiteTransactionExecutor(trx);
     this.schema = {
       connect: async () => {
