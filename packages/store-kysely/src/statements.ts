@@ -51,6 +51,18 @@ export const READ_PARAMS = {
 
 const P = READ_PARAMS;
 
+/**
+ * A multi-row template (`perRow`): every parameter is read per row from the
+ * syntax's batch source, which `build` is handed to select `FROM`.
+ */
+function multiRowTemplate(
+  params: readonly ParamExpr[],
+  clock: StatementTemplate["clock"],
+  build: (c: ExprCompiler, source: string, env: CompileEnv) => string,
+): StatementTemplate {
+  return { params, clock, perRow: true, build: (c, env) => build(c, c.batchSource(params), env) };
+}
+
 function setList(c: ExprCompiler, assignments: ReadonlyMap<TaskColumn, Expr>): string {
   const parts: string[] = [];
   for (const [column, expr] of assignments) {
@@ -121,15 +133,11 @@ export function rowTransitionTemplate(rule: RowTransition): StatementTemplate {
 const batchRowTemplates = perRule((rule: RowTransition): StatementTemplate => {
   const assignments = flattenAssignments(rule.branches);
   const params = paramsOfAll([rule.guard, ...assignments.values()]);
-  return {
+  return multiRowTemplate(
     params,
-    clock: rule.clock,
-    perRow: true,
-    build: (c, env) => {
-      const source = c.batchSource(params);
-      return `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`;
-    },
-  };
+    rule.clock,
+    (c, source, env) => `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
+  );
 });
 
 /**
@@ -210,18 +218,13 @@ const batchInsertTemplates = perRule((rule: InsertRule): StatementTemplate => {
   const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
   const values = columns.map((column) => rule.values[column] as Expr);
   const params = paramsOfAll(values);
-  return {
+  return multiRowTemplate(
     params,
-    clock: rule.clock,
-    perRow: true,
-    build: (c, env) => {
-      const source = c.batchSource(params);
-      return (
-        `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
-        `RETURNING ${env.syntax.taskColumns()}`
-      );
-    },
-  };
+    rule.clock,
+    (c, source, env) =>
+      `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
+      `RETURNING ${env.syntax.taskColumns()}`,
+  );
 });
 
 /**
