@@ -139,20 +139,16 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       run(options, {}, (client) => listCommand(client, io, filterOf(options), options.limit, options.before)),
     );
 
-  withDb(program.command("get"))
-    .description("a task's whole row: payload, progress, result, error, timestamps")
-    .argument("<id>", "task id (task_…)")
-    .action((id: string, options: DbOptions) => run(options, {}, (client) => getCommand(client, io, id)));
-
-  withDb(program.command("explain"))
-    .description("why a task is where it is, in one paragraph")
-    .argument("<id>", "task id (task_…)")
-    .action((id: string, options: DbOptions) => run(options, {}, (client) => explainCommand(client, io, id)));
-
-  withDb(program.command("cancel"))
-    .description("cancel a queued task, or ask a running one to stop")
-    .argument("<id>", "task id (task_…)")
-    .action((id: string, options: DbOptions) => run(options, {}, (client) => cancelCommand(client, io, id)));
+  /** `cairnq <name> <id>`: a command on one task, by id. */
+  const taskCommand = (name: string, description: string, command: (client: CairnQ, io: CliIo, id: string) => Promise<CommandOutput>): void => {
+    withDb(program.command(name))
+      .description(description)
+      .argument("<id>", "task id (task_…)")
+      .action((id: string, options: DbOptions) => run(options, {}, (client) => command(client, io, id)));
+  };
+  taskCommand("get", "a task's whole row: payload, progress, result, error, timestamps", getCommand);
+  taskCommand("explain", "why a task is where it is, in one paragraph", explainCommand);
+  taskCommand("cancel", "cancel a queued task, or ask a running one to stop", cancelCommand);
 
   withDb(program.command("retry"))
     .description("requeue a failed or canceled task, or every one matching --status failed|canceled [--queue] [--name]")
