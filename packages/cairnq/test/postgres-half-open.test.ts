@@ -22,27 +22,16 @@ import { HalfOpenProxy } from "../../store-postgres/test/half-open-proxy.ts";
 import { backendsOf, closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "./support/postgres.ts";
 import { Children } from "./support/processes.ts";
 import type { FixtureMessage } from "./support/processes.ts";
+import { describeFixtureError, until } from "./support/waiting.ts";
 
 const LEASE_MS = 4_000;
 const SHORT = { queryTimeoutMs: 1_500, idleInTransactionTimeoutMs: 1_000, listenPingIntervalMs: 1_000, connectTimeoutMs: 2_000, keepAliveInitialDelayMs: 1_000 };
 /** "Within tens of seconds": the guard for A's resumption and for B's recovery. */
 const RESUME_BOUND_MS = 45_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, context: () => string = () => ""): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const answer = await probe();
-    if (answer !== undefined) return answer;
-    if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs}ms${context()}`);
-    await sleep(50);
-  }
-}
-
+/** {@link describeFixtureError} and the start of the error's message. */
 function describeError(message: FixtureMessage): string {
-  const where = typeof message.phase === "string" ? `worker ${message.phase}` : `store ${String(message.source)}`;
-  return `${where}: ${String(message.name)}${typeof message.code === "string" ? ` ${message.code}` : ""} ${String(message.message).slice(0, 60)}`;
+  return `${describeFixtureError(message)} ${String(message.message).slice(0, 60)}`;
 }
 
 describe("a worker process whose connections go half-open", () => {

@@ -18,11 +18,11 @@ import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CairnQ } from "cairnq";
-import type { Task } from "cairnq";
 import { startThrowawayCluster } from "../../../scripts/pg-env.mjs";
 import type { ThrowawayCluster } from "../../../scripts/pg-env.mjs";
 import { Children } from "./support/processes.ts";
-import type { Child, FixtureMessage } from "./support/processes.ts";
+import type { Child } from "./support/processes.ts";
+import { describeFixtureError, listAll, sleep, until as untilAnswer } from "./support/waiting.ts";
 
 const LEASE_MS = 3_000;
 const NAP_MS = 250;
@@ -33,28 +33,17 @@ const SUBMIT_BOUND_MS = CONNECT_TIMEOUT_MS + 12_000;
 /** After the server is back, each worker must have claimed again within this (its claim backoff is at most 5 s). */
 const RESUME_BOUND_MS = 30_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, context: () => string = () => ""): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    // A probe may fail while the server is down or restarting: that is "not yet", not an error.
-    const answer = await Promise.resolve()
-      .then(probe)
-      .catch(() => undefined);
-    if (answer !== undefined) return answer;
-    if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs}ms${context()}`);
-    await sleep(50);
-  }
-}
-
-async function listAll(client: CairnQ): Promise<Task[]> {
-  const rows: Task[] = [];
-  for (;;) {
-    const page = await client.list({ limit: 1_000, offset: rows.length });
-    rows.push(...page);
-    if (page.length < 1_000) return rows;
-  }
+/** {@link untilAnswer}, where a probe that fails (the server is down or restarting) means "not yet", not an error. */
+function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, context?: () => string): Promise<T> {
+  return untilAnswer(
+    what,
+    () =>
+      Promise.resolve()
+        .then(probe)
+        .catch(() => undefined),
+    timeoutMs,
+    context,
+  );
 }
 
 /** How one submit made while the server was down ended. */
@@ -111,7 +100,7 @@ describe("a Postgres server restarted during a drain by real worker processes", 
         await Promise.all(workers.map((w) => w.next("ready")));
         const context = (): string =>
           workers
-            .map((w) => `\n${w.label} ${w.alive ? "alive" : "exited"}; onError: ${[...new Set(w.of("on-error").map(describeError))].join(", ") || "none"}${w.tail()}`)
+            .map((w) => `\n${w.label} ${w.alive ? "alive" : "exited"}; onError: ${[...new Set(w.of("on-error").map(describeFixtureError))].join(", ") || "none"}${w.tail()}`)
             .join("");
 
         // Spare attempts: a settlement lost with its connection is redelivered after the lease expires.
@@ -203,8 +192,3 @@ describe("a Postgres server restarted during a drain by real worker processes", 
     240_000,
   );
 });
-
-function describeError(message: FixtureMessage): string {
-  const where = typeof message.phase === "string" ? `worker ${message.phase}` : `store ${String(message.source)}`;
-  return `${where}: ${String(message.name)}${typeof message.code === "string" ? ` ${message.code}` : ""}`;
-}

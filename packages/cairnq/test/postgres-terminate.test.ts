@@ -20,11 +20,11 @@
 import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { CairnQ, defineTask } from "cairnq";
-import type { Task } from "cairnq";
 import type { Backend } from "./support/postgres.ts";
 import { backendsOf, closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn, terminate } from "./support/postgres.ts";
 import { Children } from "./support/processes.ts";
-import type { Child, FixtureMessage } from "./support/processes.ts";
+import type { Child } from "./support/processes.ts";
+import { describeFixtureError, listAll, sleep, until } from "./support/waiting.ts";
 
 const POLL_INTERVAL_MS = 5_000;
 const LEASE_MS = 1_500;
@@ -40,19 +40,6 @@ const WAKE_PROBES = 3;
 const NAP_MS = 40;
 /** `nap` tasks submitted before the worker starts (see setUp). */
 const PRIMERS = 12;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `probe` every 25 ms until it returns a value other than undefined; fails after `timeoutMs` naming `what`. */
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, context: () => string): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const answer = await probe();
-    if (answer !== undefined) return answer;
-    if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs}ms${context()}`);
-    await sleep(25);
-  }
-}
 
 /** Submits `nap` tasks from the test process, one every ~15 ms, until stopped; can pause. */
 class Producer {
@@ -84,22 +71,6 @@ class Producer {
     this.#stopped = true;
     await this.#done;
   }
-}
-
-async function listAll(client: CairnQ, name: string): Promise<Task[]> {
-  const rows: Task[] = [];
-  for (;;) {
-    const page = await client.list({ name, limit: 1_000, offset: rows.length });
-    rows.push(...page);
-    if (page.length < 1_000) return rows;
-  }
-}
-
-/** "worker claim: error 57P01", "store listen: Error", … */
-function describeError(message: FixtureMessage): string {
-  const where = typeof message.phase === "string" ? `worker ${message.phase}` : `store ${String(message.source)}`;
-  const code = typeof message.code === "string" ? ` ${message.code}` : "";
-  return `${where}: ${String(message.name)}${code}`;
 }
 
 const listenOf = (backends: readonly Backend[]): Backend | undefined => backends.find((b) => b.listen);
@@ -144,7 +115,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
     ]);
     await worker.next("ready");
     const context = (): string =>
-      `\nworker ${worker.alive ? "alive" : "exited"}; its onError calls: ${worker.of("on-error").map(describeError).join(", ") || "none"}${worker.tail()}`;
+      `\nworker ${worker.alive ? "alive" : "exited"}; its onError calls: ${worker.of("on-error").map(describeFixtureError).join(", ") || "none"}${worker.tail()}`;
     await until("LISTEN connection of the worker", async () => listenOf(await backendsOf(worker.pid)), 20_000, context);
     await Promise.all(primers.map((task) => api.wait(task.id, { timeoutMs: 30_000 })));
     /** One call() to the idle worker after a short pause; its round trip in ms. */
@@ -236,7 +207,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
       flowing.paused = false;
 
       const errors = worker.of("on-error").slice(errorsBefore);
-      const kinds = [...new Set(errors.map(describeError))];
+      const kinds = [...new Set(errors.map(describeFixtureError))];
       report.push(
         `round ${round}: terminated ${killed.length} backends (${killed.length - 1} pool + 1 LISTEN, LISTEN pid ${listen!.pid} → ${newListen.pid}) ` +
           `with ${runningAtKill} tasks running; ` +

@@ -12,9 +12,10 @@
 import { performance } from "node:perf_hooks";
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from "vitest";
 import { defineTask, TaskCanceled, TaskFailed } from "cairnq";
-import type { CairnQ, Task } from "cairnq";
+import type { CairnQ } from "cairnq";
 import { Children, describeExit } from "./processes.ts";
 import type { Child } from "./processes.ts";
+import { listAll, sleep } from "./waiting.ts";
 
 /** One fresh, empty database for one test. */
 export interface ProcessDatabase {
@@ -60,18 +61,6 @@ const LATENCY_WARMUP = 5;
 /** Nearest-rank percentile of ascending `sorted`. */
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Every row with this name, read a page at a time. */
-async function listAll(client: CairnQ, name: string): Promise<Task[]> {
-  const rows: Task[] = [];
-  for (;;) {
-    const page = await client.list({ name, limit: 1_000, offset: rows.length });
-    rows.push(...page);
-    if (page.length < 1_000) return rows;
-  }
 }
 
 function countTerminal(stats: Awaited<ReturnType<CairnQ["stats"]>>): { terminal: number; total: number } {
