@@ -18,6 +18,21 @@ import * as storeSqlite from "@cairnq/store-sqlite";
 import * as worker from "@cairnq/worker";
 import { Children } from "./support/processes.ts";
 
+/** The floor's error classes below `CairnQError` (all defined by `@cairnq/protocol`). */
+const ERRORS = [
+  "AlreadyExists",
+  "QueueFull",
+  "TaskTimeout",
+  "TaskFailed",
+  "TaskCanceled",
+  "TaskError",
+  "LostLease",
+  "EventLoopBlocked",
+  "ProtocolVersionMismatch",
+  "SchemaMismatch",
+  "SerializationError",
+] as const;
+
 /** The floor's runtime names, by the package that defines them. */
 const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> = {
   "@cairnq/protocol": {
@@ -34,17 +49,7 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
       "cancelRequested",
       "defineTask",
       "CairnQError",
-      "AlreadyExists",
-      "QueueFull",
-      "TaskTimeout",
-      "TaskFailed",
-      "TaskCanceled",
-      "TaskError",
-      "LostLease",
-      "EventLoopBlocked",
-      "ProtocolVersionMismatch",
-      "SchemaMismatch",
-      "SerializationError",
+      ...ERRORS,
     ],
   },
   "@cairnq/client": { from: client, names: ["CairnQ"] },
@@ -53,20 +58,6 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
   "@cairnq/store-sqlite": { from: storeSqlite, names: ["SQLiteStore"] },
   "@cairnq/store-postgres": { from: storePostgres, names: ["PostgresStore"] },
 };
-
-const ERRORS = [
-  "AlreadyExists",
-  "QueueFull",
-  "TaskTimeout",
-  "TaskFailed",
-  "TaskCanceled",
-  "TaskError",
-  "LostLease",
-  "EventLoopBlocked",
-  "ProtocolVersionMismatch",
-  "SchemaMismatch",
-  "SerializationError",
-] as const;
 
 const CLIENT_METHODS = [
   "connect",
