@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument, SerializationError } from "@cairnq/protocol";
 import { DRAW, RECOVER } from "@cairnq/protocol/adapter";
+import type { StatementTemplate } from "@cairnq/store-kysely";
 import { LIST_BY_ID_TEMPLATE, ProcessClock, PROBE_TEMPLATE, setTransitionTemplate, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
 import { SQLiteStore } from "../src/index.js";
@@ -14,6 +15,27 @@ function count(file: string, table: string): number {
   } finally {
     db.close();
   }
+}
+
+/**
+ * A fresh file holding 50 tasks (5 names over 3 queues), analyzed, and
+ * `explain`: the `EXPLAIN QUERY PLAN` details of a template compiled for
+ * `params`, joined by " | ". Close `db` when done.
+ */
+async function analyzedFile(): Promise<{ db: Database.Database; explain: (template: StatementTemplate, params: Record<string, unknown>) => string }> {
+  const file = tempFile();
+  const store = openStore(file);
+  await Promise.all(Array.from({ length: 50 }, (_, i) => store.submit({ name: `n${i % 5}`, queue: `q${i % 3}` })));
+  await store.close();
+  const db = new Database(file);
+  db.exec("ANALYZE");
+  const compiler = new StatementCompiler(new SqliteSyntax(), new ProcessClock());
+  const explain = (template: StatementTemplate, params: Record<string, unknown>): string => {
+    const s = compiler.statement(template, params);
+    const values = s.parameters(params);
+    return (db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(Object.fromEntries(values.map((v, i) => [i + 1, v]))) as { detail: string }[]).map((r) => r.detail).join(" | ");
+  };
+  return { db, explain };
 }
 
 describe("bad input is rejected before anything is written", () => {
@@ -222,46 +244,20 @@ describe("store behaviour specific to SQLite", () => {
   });
 
   it("one-queue draws, the probe and recovery read the claim and lease indexes", async () => {
-    const file = tempFile();
-    const store = openStore(file);
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.submit({ name: `n${i % 5}`, queue: `q${i % 3}` })));
-    await store.close();
-    const db = new Database(file);
-    db.exec("ANALYZE");
-    const compiler = new StatementCompiler(new SqliteSyntax(), new ProcessClock());
-    const plan = (sql: string, params: unknown[]): string =>
-      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(Object.fromEntries(params.map((v, i) => [i + 1, v]))) as { detail: string }[])
-        .map((r) => r.detail)
-        .join(" | ");
-    const draw = (queues: string[], names: string[] | null): string => {
-      const params = { queues, names, limit: 5, workerId: "w", leaseMs: 10 };
-      const s = compiler.statement(setTransitionTemplate(DRAW, "task"), params);
-      return plan(s.sql, s.parameters(params));
-    };
+    const { db, explain } = await analyzedFile();
+    const draw = (queues: string[], names: string[] | null): string =>
+      explain(setTransitionTemplate(DRAW, "task"), { queues, names, limit: 5, workerId: "w", leaseMs: 10 });
     expect(draw(["q1"], null)).toContain("cairnq_tasks_claim_idx");
     expect(draw(["q1"], ["n1"])).toContain("cairnq_tasks_claim_name_idx");
-    const recover = compiler.statement(setTransitionTemplate(RECOVER, ["id"]), {});
-    expect(plan(recover.sql, recover.parameters({}))).toContain("cairnq_tasks_lease_idx");
-    const probeParams = { queues: ["q1"], names: null };
-    const probe = compiler.statement(PROBE_TEMPLATE, probeParams);
-    expect(plan(probe.sql, probe.parameters(probeParams))).toMatch(/cairnq_tasks_claim(_name)?_idx.*cairnq_tasks_lease_idx/);
+    expect(explain(setTransitionTemplate(RECOVER, ["id"]), {})).toContain("cairnq_tasks_lease_idx");
+    expect(explain(PROBE_TEMPLATE, { queues: ["q1"], names: null })).toMatch(/cairnq_tasks_claim(_name)?_idx.*cairnq_tasks_lease_idx/);
     db.close();
   });
 
   it("list in id order (keyset by beforeId) reads the primary key index in order, never sorting the table", async () => {
-    const file = tempFile();
-    const store = openStore(file);
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.submit({ name: `n${i % 5}`, queue: `q${i % 3}` })));
-    await store.close();
-    const db = new Database(file);
-    db.exec("ANALYZE");
-    const compiler = new StatementCompiler(new SqliteSyntax(), new ProcessClock());
-    const plan = (input: Record<string, unknown>): string => {
-      const params = { status: null, queue: null, name: null, rootId: null, correlationId: null, limit: 50, offset: 0, beforeId: null, ...input };
-      const s = compiler.statement(LIST_BY_ID_TEMPLATE, params);
-      const values = s.parameters(params);
-      return (db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(Object.fromEntries(values.map((v, i) => [i + 1, v]))) as { detail: string }[]).map((r) => r.detail).join(" | ");
-    };
+    const { db, explain } = await analyzedFile();
+    const plan = (input: Record<string, unknown>): string =>
+      explain(LIST_BY_ID_TEMPLATE, { status: null, queue: null, name: null, rootId: null, correlationId: null, limit: 50, offset: 0, beforeId: null, ...input });
     for (const input of [{ beforeId: "task_8" }, { beforeId: "task_7" }]) {
       const p = plan(input);
       expect(p, JSON.stringify(input)).toContain("sqlite_autoindex_cairnq_tasks_1");
