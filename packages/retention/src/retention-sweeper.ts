@@ -9,7 +9,7 @@ import { DEFAULT_PURGE_LIMIT } from "@cairnq/protocol/adapter";
 import { logSafely } from "@cairnq/protocol/sdk";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
-import { checkOptions, nextTurn, optionalCount, optionalDurationMs, sleep, stderrLogger } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, nextTurn, optionalCount, optionalDurationMs, sleep } from "@cairnq/runtime";
 
 /** One hour: the protocol's default interval between sweeps (§5.9). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
@@ -239,7 +239,7 @@ export class RetentionSweeper {
     }
     this.#onError = opts.onError;
     // Quiet when healthy, never silent when not: as the worker, warnings reach stderr unless told otherwise.
-    this.#logger = opts.logger === null ? undefined : (opts.logger ?? (opts.onError === undefined ? stderrLogger() : undefined));
+    this.#logger = fallbackLogger(opts.logger, opts.onError);
   }
 
   /** True between `start()` and `stop()`. */

@@ -25,6 +25,6 @@ export {
   requireDurationMs,
 } from "./options.js";
 export type { DurationRule } from "./options.js";
-export { stderrLogger } from "./stderr-logger.js";
+export { fallbackLogger, stderrLogger } from "./stderr-logger.js";
 export { loadDriver } from "./driver.js";
 export type { DriverSpec } from "./driver.js";

@@ -13,10 +13,6 @@ import type { Logger } from "@cairnq/protocol";
  * as their name, message and code.
  *
  * @param write - Where lines go (tests pass their own). @default process.stderr.write
- * @example
- * ```ts
- * const logger = options.logger === null ? undefined : (options.logger ?? (options.onError ? undefined : stderrLogger()));
- * ```
  */
 export function stderrLogger(write: (line: string) => void = (line) => void process.stderr.write(line)): Logger {
   const emit = (level: string, message: string, fields?: Record<string, unknown>): void => {
@@ -26,6 +22,22 @@ export function stderrLogger(write: (line: string) => void = (line) => void proc
     warn: (message, fields) => emit("warn", message, fields),
     error: (message, fields) => emit("error", message, fields),
   };
+}
+
+/**
+ * The logger of a long-lived object's `logger` and `onError` options (the
+ * worker's, the retention sweeper's): `logger` when given, nothing for
+ * `null` (silenced), else {@link stderrLogger} unless `onError` is given —
+ * quiet when healthy, never silent when not.
+ *
+ * @example
+ * ```ts
+ * const logger = fallbackLogger(options.logger, options.onError);
+ * ```
+ */
+export function fallbackLogger(logger: Logger | null | undefined, onError: unknown): Logger | undefined {
+  if (logger === null) return undefined;
+  return logger ?? (onError === undefined ? stderrLogger() : undefined);
 }
 
 function describeFields(fields: Record<string, unknown>): string {

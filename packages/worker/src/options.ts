@@ -2,7 +2,7 @@ import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
-import { checkOptions, optionalCount, optionalDurationMs, requireCount, stderrLogger } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
@@ -249,7 +249,7 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
     throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console, or null to silence the worker");
   }
   // Quiet when healthy, never silent when not: without a logger or onError, warnings reach stderr.
-  const logger = options.logger === null ? undefined : (options.logger ?? (options.onError === undefined ? stderrLogger() : undefined));
+  const logger = fallbackLogger(options.logger, options.onError);
 
   return {
     queues: Object.freeze(uniqueQueues),
