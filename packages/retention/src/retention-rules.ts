@@ -76,11 +76,9 @@ export function describe(value: unknown): string {
 }
 
 // A rule's cutoff, status and filters are checked by the protocol's own purge
-// checks (the ones `store.purge` applies), so a policy accepted here is one
-// every purge accepts; only the policy's shape is retention's to check.
-const cutoff = requireCutoffMs;
-const terminalStatus = requireTerminalStatus;
-
+// checks (requireCutoffMs, requireTerminalStatus, requireLimitedText: the ones
+// `store.purge` applies), so a policy accepted here is one every purge
+// accepts; only the policy's shape is retention's to check.
 function filterText(value: unknown, field: "queue" | "name", argument: string): string | undefined {
   return value === undefined ? undefined : requireLimitedText(value, field, argument);
 }
@@ -96,10 +94,10 @@ function ruleAt(value: unknown, index: number): RetentionRule {
     }
   }
   const raw = value as Record<string, unknown>;
-  const rule: { -readonly [K in keyof RetentionRule]: RetentionRule[K] } = { olderThanMs: cutoff(raw.olderThanMs, `${at}.olderThanMs`) };
+  const rule: { -readonly [K in keyof RetentionRule]: RetentionRule[K] } = { olderThanMs: requireCutoffMs(raw.olderThanMs, `${at}.olderThanMs`) };
   const queue = filterText(raw.queue, "queue", `${at}.queue`);
   if (queue !== undefined) rule.queue = queue;
-  if (raw.status !== undefined) rule.status = terminalStatus(raw.status, `${at}.status`);
+  if (raw.status !== undefined) rule.status = requireTerminalStatus(raw.status, `${at}.status`);
   const name = filterText(raw.name, "name", `${at}.name`);
   if (name !== undefined) rule.name = name;
   return Object.freeze(rule);
@@ -123,7 +121,7 @@ function ruleAt(value: unknown, index: number): RetentionRule {
  * ```
  */
 export function normalizeRetentionPolicy(policy: unknown): readonly RetentionRule[] {
-  if (typeof policy === "number") return Object.freeze([Object.freeze({ olderThanMs: cutoff(policy, "olderThanMs") })]);
+  if (typeof policy === "number") return Object.freeze([Object.freeze({ olderThanMs: requireCutoffMs(policy, "olderThanMs") })]);
   if (Array.isArray(policy)) {
     if (policy.length === 0) {
       throw new InvalidArgument(
@@ -146,7 +144,7 @@ export function normalizeRetentionPolicy(policy: unknown): readonly RetentionRul
     const rules: RetentionRule[] = [];
     for (const status of TERMINAL_STATUSES) {
       if (raw[status] === undefined) continue;
-      rules.push(Object.freeze({ status, olderThanMs: cutoff(raw[status], `olderThanMs.${status}`) }));
+      rules.push(Object.freeze({ status, olderThanMs: requireCutoffMs(raw[status], `olderThanMs.${status}`) }));
     }
     if (rules.length === 0) {
       throw new InvalidArgument(
