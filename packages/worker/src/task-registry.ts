@@ -2,7 +2,7 @@
  * The worker's task registry (§8.2): which handler runs each task name, and
  * how that name is claimed (`batch`, `concurrency`, `resource`).
  */
-import type { Logger, TaskDef } from "@cairnq/protocol";
+import type { FlowControl, Logger, TaskDef } from "@cairnq/protocol";
 import type { RateLimit } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { requireName } from "@cairnq/protocol/adapter";
@@ -90,6 +90,8 @@ export interface RegistryScope {
 export class TaskRegistry {
   readonly #scope: RegistryScope;
   readonly #handlers = new Map<string, Registration>();
+  /** {@link TaskRegistry.flowControl}'s answer, built once per change of the registrations; `undefined` = to rebuild. */
+  #flowControl: Record<string, FlowControl> | null | undefined = undefined;
 
   constructor(scope: RegistryScope) {
     this.#scope = scope;
@@ -115,9 +117,20 @@ export class TaskRegistry {
     return [...this.#handlers.keys()];
   }
 
+  /**
+   * The `ClaimInput.flowControl` of the registered names that have limits, or `null` when none has.
+   * Every claim cycle sends it, so it is built when the registrations change, not per claim.
+   */
+  flowControl(): Record<string, FlowControl> | null {
+    if (this.#flowControl === undefined) this.#flowControl = flowControlOf(this.#handlers.values());
+    return this.#flowControl;
+  }
+
   /** Unregisters a name; whether it was registered. */
   remove(task: TaskDef | string): boolean {
-    return this.#handlers.delete(typeof task === "string" ? task : task.name);
+    const removed = this.#handlers.delete(typeof task === "string" ? task : task.name);
+    if (removed) this.#flowControl = undefined;
+    return removed;
   }
 
   /**
@@ -173,5 +186,21 @@ export class TaskRegistry {
       });
     }
     this.#handlers.set(name, { name, handler: handler as AnyHandler, batch, concurrency, resource, flowControl });
+    this.#flowControl = undefined;
   }
+}
+
+/** The `ClaimInput.flowControl` of the names that have limits, or `null` when none has. */
+function flowControlOf(rules: Iterable<NameRule>): Record<string, FlowControl> | null {
+  let out: Record<string, FlowControl> | null = null;
+  for (const rule of rules) {
+    const limits = rule.flowControl ?? null;
+    if (limits === null) continue;
+    out ??= {};
+    out[rule.name] = {
+      ...(limits.globalConcurrency === null ? {} : { globalConcurrency: limits.globalConcurrency }),
+      ...(limits.rateLimit === null ? {} : { rateLimit: limits.rateLimit }),
+    };
+  }
+  return out;
 }

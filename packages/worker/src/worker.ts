@@ -4,7 +4,7 @@
  * the task registry (`task-registry.ts`), admission bookkeeping
  * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
  */
-import type { FlowControl, Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
@@ -18,7 +18,6 @@ import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } fr
 import { TypedEmitter } from "./events.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
 import { resolveWorkerOptions } from "./options.js";
-import type { NameRule } from "./planner.js";
 import { buildSources, planDraws, rotate, splitCalls } from "./planner.js";
 import type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
 import { scheduleEntry, Scheduler } from "./scheduler.js";
@@ -480,7 +479,7 @@ export class Worker {
     };
     const skipProbe = this.#skipProbe;
     this.#skipProbe = false;
-    const flowControl = flowControlOf(registrations);
+    const flowControl = this.#handlers.flowControl();
     const rows = await this.store.claim({
       queues: this.options.queues,
       workerId: this.workerId,
@@ -630,19 +629,4 @@ export class Worker {
       // onError's exceptions are swallowed (§8.1): reporting must not stop the worker.
     }
   }
-}
-
-/** The `ClaimInput.flowControl` of the registered names that have limits, or `null` when none has. */
-function flowControlOf(rules: readonly NameRule[]): Record<string, FlowControl> | null {
-  let out: Record<string, FlowControl> | null = null;
-  for (const rule of rules) {
-    const limits = rule.flowControl ?? null;
-    if (limits === null) continue;
-    out ??= {};
-    out[rule.name] = {
-      ...(limits.globalConcurrency === null ? {} : { globalConcurrency: limits.globalConcurrency }),
-      ...(limits.rateLimit === null ? {} : { rateLimit: limits.rateLimit }),
-    };
-  }
-  return out;
 }
