@@ -4,6 +4,7 @@
  * `cairnq explain` command and the dashboard's task page both print it.
  */
 import type { Task } from "@cairnq/protocol";
+import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
 import { formatDuration, formatWhen } from "./format.js";
 
 /**
@@ -185,10 +186,12 @@ export function explainTask(task: Task, ctx: ExplainContext): Explanation {
           ? ""
           : ` Last progress: ${task.progress === null ? "" : `${Math.round(task.progress * 100)}%`}${task.progress !== null && task.message !== null ? " " : ""}${task.message === null ? "" : JSON.stringify(task.message)}.`;
       if (lease <= nowMs) {
+        // Which way recovery takes this row is the protocol's RECOVER rule (§5.10), not re-derived here.
+        const { branch } = applyBranches(RECOVER.branches, task, {}, nowMs);
         const next =
-          task.cancel_requested_at_ms !== null
+          branch === "cancel"
             ? "ends canceled (a cancel was requested)"
-            : task.attempt < task.max_attempts
+            : branch === "requeue"
               ? `goes back to the queue for attempt ${task.attempt + 1}`
               : "ends failed with lease_expired (no attempts left)";
         return {
