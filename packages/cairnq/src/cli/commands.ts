@@ -5,7 +5,7 @@
 import type { CairnQ } from "@cairnq/client";
 import { describeError, explainTask, formatDuration, formatInstant, formatRelative, readQueueActivity } from "@cairnq/dashboard";
 import type { ListInput, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { PROTOCOL_VERSION, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import { CANCELABLE_STATUSES, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import type { CliIo } from "./output.js";
 import { paint, STATUS_COLOR, table, truncate } from "./output.js";
@@ -47,7 +47,7 @@ async function existing(client: CairnQ, id: string): Promise<Task> {
 export async function statsCommand(client: CairnQ, io: CliIo, queue: string | undefined): Promise<CommandOutput> {
   const stats = await client.stats(queue);
   const names = Object.keys(stats).sort();
-  const totals: Record<TaskStatus | "total", number> = { queued: 0, running: 0, succeeded: 0, failed: 0, canceled: 0, total: 0 };
+  const totals = Object.fromEntries([...STATUSES, "total"].map((s) => [s, 0])) as Record<TaskStatus | "total", number>;
   const queues: Record<string, Record<TaskStatus | "total", number>> = {};
   for (const name of names) {
     const counts = stats[name] as Record<TaskStatus, number>;
@@ -147,7 +147,7 @@ export async function cancelCommand(client: CairnQ, io: CliIo, id: string): Prom
   const task = await client.cancel(requireTaskId(id));
   if (task === null) {
     const current = await existing(client, id);
-    throw new OperationFailed(`task ${id} is already ${current.status}; only queued or running tasks can be canceled`, "not_cancelable");
+    throw new OperationFailed(`task ${id} is already ${current.status}; only ${CANCELABLE_STATUSES.join(" or ")} tasks can be canceled`, "not_cancelable");
   }
   const text =
     task.status === "canceled"
@@ -161,7 +161,7 @@ export async function retryOneCommand(client: CairnQ, io: CliIo, id: string, res
   const task = await client.retry(requireTaskId(id), { resetAttempt });
   if (task === null) {
     const current = await existing(client, id);
-    throw new OperationFailed(`task ${id} is ${current.status}; only failed or canceled tasks can be retried`, "not_retryable");
+    throw new OperationFailed(`task ${id} is ${current.status}; only ${RETRYABLE_STATUSES.join(" or ")} tasks can be retried`, "not_retryable");
   }
   const text = `requeued 1 task: ${task.id} (attempt ${task.attempt} of ${task.max_attempts} so far${resetAttempt ? ", reset" : ""})`;
   return { json: { command: "retry", changed: 1, task }, text: paint(text, "green", io.color) };

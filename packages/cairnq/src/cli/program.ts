@@ -5,7 +5,7 @@
  */
 import type { CairnQ } from "@cairnq/client";
 import type { TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { InvalidArgument, STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
+import { InvalidArgument, RETRYABLE_STATUSES, STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import type { CommandOutput, TaskFilter } from "./commands.js";
 import {
@@ -153,7 +153,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   withDb(program.command("retry"))
     .description("requeue a failed or canceled task, or every one matching --status failed|canceled [--queue] [--name]")
     .argument("[id]", "task id (task_…); omit it to retry in bulk by filter")
-    .addOption(statusOption(TERMINAL_STATUSES.filter((s) => s !== "succeeded"), "bulk: retry every task with this status"))
+    .addOption(statusOption(RETRYABLE_STATUSES, "bulk: retry every task with this status"))
     .option("--queue <queue>", "bulk: only this queue")
     .option("--name <name>", "bulk: only tasks with this name")
     .option("--reset-attempt", "count attempts from 0 again")
