@@ -109,10 +109,16 @@ function perRule<R extends object, T>(build: (rule: R) => T): (rule: R) => T {
   };
 }
 
-const rowTemplates = perRule((rule: RowTransition): StatementTemplate => {
+/** What the single-row and the multi-row form of a transition share: its flattened branches and their parameters with the guard's. */
+function rowParts(rule: RowTransition): { assignments: ReadonlyMap<TaskColumn, Expr>; params: readonly ParamExpr[] } {
   const assignments = flattenAssignments(rule.branches);
+  return { assignments, params: paramsOfAll([rule.guard, ...assignments.values()]) };
+}
+
+const rowTemplates = perRule((rule: RowTransition): StatementTemplate => {
+  const { assignments, params } = rowParts(rule);
   return {
-    params: paramsOfAll([rule.guard, ...assignments.values()]),
+    params,
     clock: rule.clock,
     build: (c, env) =>
       `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
@@ -131,8 +137,7 @@ export function rowTransitionTemplate(rule: RowTransition): StatementTemplate {
 }
 
 const batchRowTemplates = perRule((rule: RowTransition): StatementTemplate => {
-  const assignments = flattenAssignments(rule.branches);
-  const params = paramsOfAll([rule.guard, ...assignments.values()]);
+  const { assignments, params } = rowParts(rule);
   return multiRowTemplate(
     params,
     rule.clock,
@@ -189,9 +194,14 @@ export function setTransitionTemplate(rule: SetTransition, returning: "task" | r
   return template;
 }
 
-function insertOf(rule: InsertRule, returning: boolean): StatementTemplate {
+/** The columns an insert sets (in `TASK_COLUMNS` order) and their values, shared by the single-row and the multi-row insert. */
+function insertParts(rule: InsertRule): { columns: TaskColumn[]; values: Expr[] } {
   const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
-  const values = columns.map((column) => rule.values[column] as Expr);
+  return { columns, values: columns.map((column) => rule.values[column] as Expr) };
+}
+
+function insertOf(rule: InsertRule, returning: boolean): StatementTemplate {
+  const { columns, values } = insertParts(rule);
   return {
     params: paramsOfAll(values),
     clock: rule.clock,
@@ -215,11 +225,9 @@ export function insertTemplate(rule: InsertRule, returning = true): StatementTem
 }
 
 const batchInsertTemplates = perRule((rule: InsertRule): StatementTemplate => {
-  const columns = TASK_COLUMNS.filter((column) => rule.values[column] !== undefined);
-  const values = columns.map((column) => rule.values[column] as Expr);
-  const params = paramsOfAll(values);
+  const { columns, values } = insertParts(rule);
   return multiRowTemplate(
-    params,
+    paramsOfAll(values),
     rule.clock,
     (c, source, env) =>
       `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
