@@ -151,11 +151,14 @@ export class MemoryStore implements ScheduleTaskStore {
     }
     const row = buildInsert(SUBMIT, decoded(submit.params), now);
     this.#tasks.set(row.id, row);
-    if (submit.key !== null) {
-      const key = this.#keys.get(submit.key);
-      this.#keys.set(submit.key, { task_id: row.id, created_at_ms: key?.created_at_ms ?? now, updated_at_ms: now });
-    }
+    if (submit.key !== null) this.#upsertKey(submit.key, row.id, now);
     return { task: copy(row), created: true };
+  }
+
+  /** Points `key` at `taskId` (the SQL stores' key upsert): a reused key keeps its `created_at_ms`. */
+  #upsertKey(key: string, taskId: string, now: number): void {
+    const entry = this.#keys.get(key);
+    this.#keys.set(key, { task_id: taskId, created_at_ms: entry?.created_at_ms ?? now, updated_at_ms: now });
   }
 
   #keyTask(key: string): Task | null {
@@ -335,8 +338,7 @@ export class MemoryStore implements ScheduleTaskStore {
       if (!todo.has(slot.slotMs) || this.#keyTask(slot.key) !== null) continue;
       const row = buildInsert(SCHEDULED_SUBMIT, decoded({ ...slot.submit.params, runAtMs: slot.slotMs }), now);
       this.#tasks.set(row.id, row);
-      const key = this.#keys.get(slot.key);
-      this.#keys.set(slot.key, { task_id: row.id, created_at_ms: key?.created_at_ms ?? now, updated_at_ms: now });
+      this.#upsertKey(slot.key, row.id, now);
       submitted.push(copy(row));
     }
     const latest = batch.slotsMs[batch.slotsMs.length - 1];
