@@ -343,9 +343,9 @@ export class MemoryStore implements ScheduleTaskStore {
     }
     const latest = batch.slotsMs[batch.slotsMs.length - 1];
     if (todo.size === 0 || latest === undefined) return { submitted, lastSlotMs: last };
-    const next = last === null ? latest : Math.max(last, latest);
-    this.#lastSlots.set(batch.schedule, next);
-    return { submitted, lastSlotMs: next };
+    // `todo` holds only slots after `last`, so the batch's latest is the new last slot.
+    this.#lastSlots.set(batch.schedule, latest);
+    return { submitted, lastSlotMs: latest };
   }
 
   async heartbeat(input: HeartbeatInput): Promise<Task> {

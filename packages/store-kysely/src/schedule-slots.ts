@@ -72,6 +72,7 @@ export async function submitScheduleSlots(ext: StoreExtensions, input: ScheduleS
     const latest = batch.slotsMs[batch.slotsMs.length - 1];
     if (todo.size === 0 || latest === undefined) return { submitted, lastSlotMs: last };
     await ext.exec(tx, ADVANCE_TEMPLATE, { schedule: batch.schedule, lastSlotMs: latest });
-    return { submitted, lastSlotMs: last === null ? latest : Math.max(last, latest) };
+    // `todo` holds only slots after `last`, so the batch's latest is the new last slot.
+    return { submitted, lastSlotMs: latest };
   });
 }
