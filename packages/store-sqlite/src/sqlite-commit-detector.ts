@@ -30,18 +30,20 @@ import type { SQLiteWakeupsMode, SQLiteWakeupsOptions, WakeupSource } from "./sq
 /**
  * After an event whose commit is not visible yet (the writer is between
  * writing its frames and publishing them in the WAL index: microseconds,
- * unless it is descheduled), checks repeat on the next turns of the event
- * loop, then after growing delays; after a check that found a commit, one
- * more look in case a second commit's frames were already written. Without
- * them a commit published after its last event waits out the poll interval:
- * with checks right on the event, 18 of 68 events on the loaded 2-core dev
- * machine came before their commit was visible. A check is one prepared
- * PRAGMA (~2 µs), but a timer wake-up costs ~60 µs of CPU on that machine,
- * so the delayed tail is short. Counted over 600 calls: most late commits
- * were this process's own (seen before their events), 2 were caught by the
- * tail after an unpublished event, 1 tail ran out.
+ * unless it is descheduled), checks repeat after growing delays; after a
+ * check that found a commit, one more look in case a second commit's frames
+ * were already written. Without them a commit published after its last
+ * event waits out the poll interval. A check is one prepared PRAGMA
+ * (~2 µs), but a timer wake-up costs ~60 µs of CPU on the 2-core dev
+ * machine, so the delayed tail is short. Checks are not repeated on the
+ * next turns of the loop: a commit writes its WAL a frame at a time, one
+ * event each (~40 µs apart under load), so every event but the last is
+ * followed by another, and the check on the last one finds the commit.
+ * Counted in the latency bench under load 5 (440 calls, ~1,300 commits,
+ * ~6 events per call): the check right on the event found the commit 903
+ * times, a repeat on the next turn once, the delays 21 times; the four
+ * repeats per event it used to run cost ~16 checks per call for that one.
  */
-const SPIN_CHECKS = 4;
 const AFTER_EVENT_DELAYS_MS: readonly number[] = [1, 4, 16];
 const AFTER_COMMIT_DELAYS_MS: readonly number[] = [2];
 
@@ -51,7 +53,11 @@ const AFTER_COMMIT_DELAYS_MS: readonly number[] = [2];
  * commit in all; polling costs ~50 ms of CPU per second (1,000 timer
  * wake-ups) plus the filter reads after each commit. So more than 100 events
  * in a window (2,000/s) switch to polling, and fewer than 10 commits (200/s)
- * switch back. Measured on the 2-core dev machine with an idle worker beside
+ * switch back — except while someone waits for a task to finish (a `call()`
+ * or `wait()`, see {@link CommitListener.urgent}): a poll finds a commit up
+ * to a timer tick (~1.1 ms) late, which was half of a `call()` round trip
+ * (a call loop commits ~2,000 times a second, and the setup burst had put
+ * the caller in poll mode for good). Measured on the 2-core dev machine with an idle worker beside
  * a process submitting to another queue as fast as it can: watching only,
  * ~250 ms of CPU per second and the submitter slowed to ~3,500/s; with the
  * switch, ~70 ms and ~7,000/s (plain sleeps: ~3 ms and ~8,000/s). At 200
@@ -64,12 +70,19 @@ const SPARSE_COMMITS = 10;
 
 /** What the detector tells the waiter side. */
 export interface CommitListener {
-  /** A check ran: wake whoever the commits counted so far concern; returns how many woke. */
-  checked(): number;
+  /** A check ran: wake whoever the commits counted so far concern. */
+  checked(): void;
   /** The detector stopped (idle, a broken watch, close): every waiter must re-read now. */
   stopped(): void;
   /** Whether anyone waits; the detector stops `idleStopMs` after nobody does. */
   waiting(): boolean;
+  /**
+   * Whether someone waits for a task to finish. Such a wait wakes once and
+   * leaves, so it cannot feed back into more checks, and it is what a
+   * caller's round trip waits on: while there is one (and for a window
+   * after), dense events do not switch to polling.
+   */
+  urgent(): boolean;
 }
 
 /**
@@ -108,9 +121,11 @@ export class SQLiteCommitDetector {
   #version: number | null = null;
   /** Commits seen; never reset, so a listener compares it with what it last saw. */
   #seq = 0;
-  #lastWakeAt = Number.NEGATIVE_INFINITY;
+  /** `performance.now()` when a task-done wait last began; dense events switch to polling only a window after it. */
+  #urgedAt = Number.NEGATIVE_INFINITY;
   /** Watch mode: an event is not yet explained by a commit, or its follow-up checks still run. */
   #pending = false;
+  /** Which of `#tail`'s delays the next follow-up check waits. */
   #attempt = 0;
   #tail: readonly number[] = AFTER_EVENT_DELAYS_MS;
   #cancelPendingCheck: (() => void) | null = null;
@@ -184,6 +199,18 @@ export class SQLiteCommitDetector {
     this.#requestCheck(performance.now());
   }
 
+  /** Runs a check at `atMs` (`performance.now()` time) unless one is due earlier; e.g. a wake held back until then. */
+  checkAt(atMs: number): void {
+    if (this.#mode !== "off") this.#requestCheck(atMs);
+  }
+
+  /** A task-done wait began: watch rather than poll from now on (see {@link CommitListener.urgent}). */
+  urge(): void {
+    const now = performance.now();
+    this.#urgedAt = now;
+    if (this.#mode === "poll") this.#toWatch(now);
+  }
+
   /** Stops for good; later `start()` calls return false. Idempotent. */
   close(): void {
     this.#closed = true;
@@ -223,7 +250,7 @@ export class SQLiteCommitDetector {
     this.#pending = false;
     this.#windowStart = now;
     this.#windowCount = 0;
-    this.#requestCheck(Math.max(now, this.#lastWakeAt + this.#minWakeGapMs));
+    this.#requestCheck(now);
   }
 
   /** Commits are rare again: watch, and check once for what landed in between. */
@@ -257,7 +284,7 @@ export class SQLiteCommitDetector {
       this.#windowStart = now;
       this.#windowCount = 0;
     }
-    if (++this.#windowCount > DENSE_EVENTS) {
+    if (++this.#windowCount > DENSE_EVENTS && !this.#urgent(now)) {
       this.#toPoll(now);
       return;
     }
@@ -266,7 +293,11 @@ export class SQLiteCommitDetector {
     this.#pending = true;
     this.#attempt = 0;
     this.#tail = AFTER_EVENT_DELAYS_MS;
-    this.#requestCheck(Math.max(now, this.#lastWakeAt + this.#minWakeGapMs));
+    this.#requestCheck(now);
+  }
+
+  #urgent(now: number): boolean {
+    return now - this.#urgedAt < WINDOW_MS || this.#listener.urgent();
   }
 
   // --------------------------------------------------------------- checks
@@ -316,9 +347,7 @@ export class SQLiteCommitDetector {
       this.#version = version;
       this.#seq++;
     }
-    // Only a check that woke someone delays the next wake: a commit that woke nobody (the claim, while the
-    // client waits for the completion ~0.3 ms behind it) must not hold back the next one.
-    if (this.#listener.checked() > 0) this.#lastWakeAt = now;
+    this.#listener.checked();
     if (version === null) {
       this.#pending = false;
       return;
@@ -333,22 +362,16 @@ export class SQLiteCommitDetector {
         this.#windowStart = now;
         this.#windowCount = 0;
       }
-      this.#requestCheck(Math.max(now + this.#minWakeGapMs, this.#lastWakeAt + this.#minWakeGapMs));
+      this.#requestCheck(now + this.#minWakeGapMs);
       return;
     }
     if (!this.#pending) return;
     if (committed) {
-      this.#attempt = SPIN_CHECKS;
+      this.#attempt = 0;
       this.#tail = AFTER_COMMIT_DELAYS_MS;
-    } else {
-      this.#attempt++;
     }
-    if (this.#attempt < SPIN_CHECKS) {
-      this.#requestCheck(now);
-      return;
-    }
-    const delayMs = this.#tail[this.#attempt - SPIN_CHECKS];
+    const delayMs = this.#tail[this.#attempt++];
     if (delayMs === undefined) this.#pending = false;
-    else this.#requestCheck(Math.max(now + delayMs, this.#lastWakeAt + this.#minWakeGapMs));
+    else this.#requestCheck(now + delayMs);
   }
 }

@@ -64,6 +64,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   #dataVersion: Database.Statement | null = null;
   #settledAmong: Database.Statement | null = null;
   #queuedIn: Database.Statement | null = null;
+  #writes = 0;
 
   /**
    * Prepares (does not open) the connections; {@link SQLiteConnection.open} opens them.
@@ -102,6 +103,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
 
   /** Runs one statement on the writer now (synchronous); only the write-queue job holding the turn calls it. */
   execute(query: CompiledQuery<unknown>): QueryResult<Row> {
+    this.#writes++;
     return this.#writer.execute(query.sql, query.parameters);
   }
 
@@ -230,6 +232,11 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   queuedIn(queues: readonly string[]): boolean {
     this.#queuedIn ??= this.#reader.raw.prepare(QUEUED_IN).pluck();
     return this.#queuedIn.get(JSON.stringify(queues)) !== undefined;
+  }
+
+  /** How many statements {@link SQLiteConnection.execute} has run on the writer (§9 wake-ups: did a woken claim write?). */
+  writes(): number {
+    return this.#writes;
   }
 
   /** The ids among `taskIds` whose task is terminal, read on the reader in one statement. */

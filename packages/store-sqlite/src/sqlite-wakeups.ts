@@ -34,14 +34,23 @@ export interface WakeupSource {
   queuedIn(queues: readonly string[]): boolean;
   /** The ids among `taskIds` whose task is terminal. May throw. */
   settledAmong(taskIds: readonly string[]): readonly string[];
+  /**
+   * How many statements this store's writer has run (any count that moves
+   * with every write). A claim wake after which it has not moved found
+   * nothing to do: the woken worker probed, claimed nothing and waits again.
+   */
+  writes(): number;
 }
 
 /** Options of {@link SQLiteWakeups}; the defaults are what the store uses. */
 export interface SQLiteWakeupsOptions {
   /**
-   * The least time between two wakes, and the check interval in poll mode:
-   * a burst of commits wakes each waiter at most once per this many
-   * milliseconds.
+   * The least time between two claim wakes when the first one found
+   * nothing to do (the store wrote nothing since: see
+   * {@link WakeupSource.writes}), and the check interval in poll mode. A
+   * queue holding a task no claim here can take (delayed, another name)
+   * would otherwise wake its idle worker on every commit of a busy
+   * database; a wake that led to a claim never holds back the next one.
    * @default 1
    */
   minWakeGapMs?: number;
@@ -92,9 +101,10 @@ export type SQLiteWakeupsMode = "off" | "watch" | "poll";
  * - **Filtered**: after a commit, claim waiters wake only if a task is
  *   queued on one of their queues, due or not (a queue holding a delayed
  *   task wakes its waiters on every commit, at most once per
- *   {@link SQLiteWakeupsOptions.minWakeGapMs}; lease expiry and delays
- *   falling due are not commits, the poll interval finds them), and
- *   task-done waiters only if their task is terminal.
+ *   {@link SQLiteWakeupsOptions.minWakeGapMs} while those wakes find
+ *   nothing to do; lease expiry and delays falling due are not commits, the
+ *   poll interval finds them), and task-done waiters only if their task is
+ *   terminal, at once.
  * - **Buffered claims**: commits seen while no claim waiter was registered
  *   are checked again for the next `claimWake` (as §9 buffers
  *   notifications), so a submit landing between a worker's probe and its
@@ -121,6 +131,10 @@ export class SQLiteWakeups implements Wakeups {
   /** The detector's commit count up to which claim and done waiters have been checked. */
   #claimSeq = 0;
   #doneSeq = 0;
+  readonly #minWakeGapMs: number;
+  /** `performance.now()` of the last claim wake, and the source's write count then. */
+  #claimWokeAt = Number.NEGATIVE_INFINITY;
+  #writesAtClaimWake = Number.NaN;
 
   /**
    * @param source - The database the waits are about (the store's connection).
@@ -130,13 +144,18 @@ export class SQLiteWakeups implements Wakeups {
     const onLeave = (): void => this.#detector.idle();
     this.#claims = new WaiterSet({ onLeave });
     this.#dones = new WaiterSet({ onLeave });
+    this.#minWakeGapMs = options.minWakeGapMs ?? 1;
     this.#detector = new SQLiteCommitDetector(source, options, {
-      checked: () => this.#wakeClaims(source) + this.#wakeDones(source),
+      checked: () => {
+        this.#wakeClaims(source);
+        this.#wakeDones(source);
+      },
       stopped: () => {
         this.#claims.wakeAll();
         this.#dones.wakeAll();
       },
       waiting: () => this.#claims.size > 0 || this.#dones.size > 0,
+      urgent: () => this.#dones.size > 0,
     });
     this.#source = source;
   }
@@ -170,6 +189,7 @@ export class SQLiteWakeups implements Wakeups {
     if (!this.#start()) return sleep(timeoutMs, { signal, unref: true });
     const waiting = this.#dones.wait(taskId, timeoutMs, signal);
     this.#detector.busy();
+    this.#detector.urge();
     // Commits seen while no done waiter listened: this task may be among them, one read tells.
     if (this.#doneSeq !== this.#detector.seq) this.#detector.checkNow();
     return waiting;
@@ -193,10 +213,20 @@ export class SQLiteWakeups implements Wakeups {
     return true;
   }
 
-  /** After a commit, wakes the claim waiters with a task queued on one of their queues; returns how many woke. */
+  /**
+   * After a commit, wakes the claim waiters with a task queued on one of
+   * their queues; returns how many woke. Within `minWakeGapMs` of a claim
+   * wake that found nothing to do, the commit is left for a check at the
+   * end of the gap.
+   */
   #wakeClaims(source: WakeupSource): number {
     const seq = this.#detector.seq;
     if (this.#claimSeq === seq || this.#claims.size === 0) return 0;
+    const now = performance.now();
+    if (now - this.#claimWokeAt < this.#minWakeGapMs && writesOf(source) === this.#writesAtClaimWake) {
+      this.#detector.checkAt(this.#claimWokeAt + this.#minWakeGapMs);
+      return 0;
+    }
     this.#claimSeq = seq;
     const byQueues = new Map<string, { queues: readonly string[]; wakes: (() => void)[] }>();
     for (const waiter of this.#claims.waiters()) {
@@ -210,6 +240,10 @@ export class SQLiteWakeups implements Wakeups {
       if (!queuedIn(source, group.queues)) continue;
       for (const wake of group.wakes) wake();
       woken += group.wakes.length;
+    }
+    if (woken > 0) {
+      this.#claimWokeAt = now;
+      this.#writesAtClaimWake = writesOf(source);
     }
     return woken;
   }
@@ -235,6 +269,15 @@ export class SQLiteWakeups implements Wakeups {
       woken++;
     }
     return woken;
+  }
+}
+
+/** The source's write count; NaN (never equal, so never held back) when it cannot tell. */
+function writesOf(source: WakeupSource): number {
+  try {
+    return source.writes();
+  } catch {
+    return Number.NaN;
   }
 }
 

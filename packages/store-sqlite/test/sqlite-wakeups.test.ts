@@ -285,7 +285,7 @@ interface FakeWatcher extends EventEmitter {
 }
 
 function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
-  const db = { version: 1, queued: false, settled: new Set<string>(), reads: 0 };
+  const db = { version: 1, queued: false, settled: new Set<string>(), reads: 0, writes: 0 };
   const source: WakeupSource = {
     databaseFile: () => "/data/cairnq.db",
     dataVersion: () => {
@@ -294,6 +294,7 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
     },
     queuedIn: () => db.queued,
     settledAmong: (ids) => ids.filter((id) => db.settled.has(id)),
+    writes: () => db.writes,
   };
   const watchers: FakeWatcher[] = [];
   const wakeups = new SQLiteWakeups(source, {
@@ -322,7 +323,7 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
 }
 
 describe("SQLiteWakeups checks", () => {
-  it("an event wakes nobody until the commit is visible; the spin and follow-up checks catch it when it is", async () => {
+  it("an event wakes nobody until the commit is visible; the follow-up checks catch it when it is", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
     db.queued = true;
     const wait = timed(wakeups.claimWake(["default"], LONG_MS));
@@ -400,6 +401,68 @@ describe("SQLiteWakeups checks", () => {
     await wakeups.taskDoneWake("task_a", 100);
     expect(db.reads - readsAfterStart).toBe(0);
     wakeups.close();
+  });
+
+  it("holds back a claim wake after one that found nothing to do, never after one that led to a write", async () => {
+    const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: LONG_MS });
+    db.queued = true;
+    const commit = (): void => {
+      db.version++;
+      watcher().listener("change", "cairnq.db-wal");
+    };
+    const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    commit();
+    expect(await first.done).toBeLessThan(LONG_MS / 2);
+    // The woken worker claimed (its writer ran statements): the next commit wakes it at once.
+    db.writes += 3;
+    const second = timed(wakeups.claimWake(["default"], LONG_MS));
+    commit();
+    expect(await second.done).toBeLessThan(LONG_MS / 2);
+    // This time it found nothing (no write): the next commit waits out the gap.
+    const third = timed(wakeups.claimWake(["default"], LONG_MS));
+    commit();
+    await pause(50);
+    expect(third.settled()).toBe(false);
+    wakeups.close();
+    await third.done;
+  });
+
+  it("task-done wakes never hold back the next one", async () => {
+    const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: LONG_MS });
+    for (const id of ["task_a", "task_b", "task_c"]) {
+      const wait = timed(wakeups.taskDoneWake(id, LONG_MS));
+      db.settled.add(id);
+      db.version++;
+      watcher().listener("change", "cairnq.db-wal");
+      expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    }
+    wakeups.close();
+  });
+
+  it("keeps watching through dense events while a task-done waiter waits, and a task-done wait ends polling", async () => {
+    const { db, wakeups, watcher, watchers } = fakeWakeups();
+    const done = timed(wakeups.taskDoneWake("task_a", LONG_MS));
+    for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
+    expect(wakeups.mode).toBe("watch");
+    db.settled.add("task_a");
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await done.done).toBeLessThan(LONG_MS / 2);
+    // A window without task-done waiters: dense events switch to polling again ...
+    const claim = timed(wakeups.claimWake(["default"], LONG_MS));
+    await pause(60);
+    for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
+    expect(wakeups.mode).toBe("poll");
+    // ... until a task-done wait begins.
+    const next = timed(wakeups.taskDoneWake("task_b", LONG_MS));
+    expect(wakeups.mode).toBe("watch");
+    expect(watchers.at(-1)?.closed).toBe(false);
+    db.settled.add("task_b");
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await next.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+    await claim.done;
   });
 
   it("switches to polling while events are dense, and back to watching when commits are rare", async () => {
