@@ -3,8 +3,9 @@
  * over a real SQLite file and a real Postgres schema, a real worker running
  * tasks, and headless Chromium (Debian's, driven by playwright-core)
  * clicking through the page: filter, open a task, retry a failed one and see
- * it requeued, cancel a running one and see it end canceled, bulk retry, and
- * a payload of `<script>alert(1)</script>` shown as inert text.
+ * it requeued, cancel a running one and see it end canceled, bulk retry and
+ * bulk cancel, a payload of `<script>alert(1)</script>` shown as inert text,
+ * and filters by key and correlation id.
  *
  * Screenshots land in test/artifacts/ (gitignored): <backend>-overview.png,
  * <backend>-failed-filter.png, <backend>-running-detail.png,
@@ -98,12 +99,16 @@ async function waitForStatus(store: TaskStore, id: string, status: Task["status"
   }
 }
 
-async function filter(page: Page, values: { status?: string; queue?: string; name?: string }): Promise<void> {
+async function filter(page: Page, values: { status?: string; queue?: string; name?: string; key?: string; correlationId?: string }): Promise<void> {
   await page.getByRole("button", { name: "Clear" }).click();
   if (values.status !== undefined) await page.locator("#filter-status").selectOption(values.status);
   if (values.queue !== undefined) await page.locator("#filter-queue").fill(values.queue);
   if (values.name !== undefined) await page.locator("#filter-name").fill(values.name);
+  if (values.key !== undefined) await page.locator("#filter-key").fill(values.key);
+  if (values.correlationId !== undefined) await page.locator("#filter-correlation").fill(values.correlationId);
   await page.getByRole("button", { name: "Filter", exact: true }).click();
+  // The list shows only rows of the filter in force: wait for its first answer.
+  await page.locator("#task-table:not([data-loading])").waitFor();
 }
 
 for (const make of [sqlite, postgres]) {
@@ -277,6 +282,35 @@ for (const make of [sqlite, postgres]) {
       await expect(page.locator("main img").count()).resolves.toBe(0);
       await page.waitForTimeout(300);
       expect(dialogs).toEqual([]);
+    });
+
+    it("filters by key and by correlation id, which stay out of the URL", async () => {
+      const order = await store.submit({ name: "ship", queue: "orders", key: "order-1001", correlationId: "checkout-77" });
+      const sibling = await store.submit({ name: "invoice", queue: "orders", correlationId: "checkout-77" });
+      await store.submit({ name: "ship", queue: "orders", key: "order-1002", correlationId: "checkout-78" });
+      const ids = async (): Promise<string[]> => (await page.locator("#task-rows tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id") ?? ""))).sort();
+
+      await filter(page, { key: "order-1001" });
+      expect(await ids()).toEqual([order.id]);
+      await filter(page, { correlationId: "checkout-77" });
+      expect(await ids()).toEqual([order.id, sibling.id].sort());
+      await filter(page, { correlationId: "checkout-77", name: "invoice" });
+      expect(await ids()).toEqual([sibling.id]);
+      expect(page.url()).not.toContain("checkout-77");
+      expect(page.url()).not.toContain("order-1001");
+    });
+
+    it("cancels every queued task of a queue in bulk after a confirmation, and no other", async () => {
+      const later = await Promise.all([1, 2].map((i) => store.submit({ name: "digest", queue: "later", payload: { i }, runAtDelayMs: 3_600_000 })));
+      const other = await store.submit({ name: "digest", queue: "sooner", runAtDelayMs: 3_600_000 });
+      await filter(page, { status: "queued", queue: "later" });
+      await page.locator("#task-rows tr").nth(1).waitFor();
+      await expect(page.locator("#bulk-action").textContent()).resolves.toBe("Cancel every queued task in queue later");
+      await page.locator("#bulk-action").click();
+      await page.locator("#bulk-yes").click();
+      await page.locator("#toast").filter({ hasText: "Canceled or asked to stop 2 tasks" }).waitFor();
+      for (const task of later) expect((await store.get(task.id))?.status).toBe("canceled");
+      expect((await store.get(other.id))?.status).toBe("queued");
     });
   });
 }

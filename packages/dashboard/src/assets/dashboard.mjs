@@ -261,9 +261,28 @@ function renderTasks() {
   renderBulk();
 }
 
+/**
+ * Reads of the list can overlap (a live tick, a filter change, "Load more"),
+ * and their answers can arrive out of order. Each read takes a number; an
+ * answer is shown only if no later read has been shown and the filter it was
+ * asked for is still the one in force, so a slow answer for the previous
+ * filter never replaces the rows of the new one.
+ */
+const listReads = { issued: 0, shown: 0 };
+
+async function readList(body) {
+  const filter = state.filter;
+  const seq = ++listReads.issued;
+  const page = await api("api/tasks", { filter, ...body });
+  if (seq < listReads.shown || filter !== state.filter) return null;
+  listReads.shown = seq;
+  return page;
+}
+
 async function refreshTasks() {
   const limit = Math.min(200, Math.max(50, state.tasks.length));
-  const page = await api("api/tasks", { filter: state.filter, limit });
+  const page = await readList({ limit });
+  if (page === null) return;
   state.tasks = page.tasks;
   state.nextBeforeId = page.nextBeforeId;
   renderTasks();
@@ -271,7 +290,10 @@ async function refreshTasks() {
 
 async function loadMore() {
   if (state.nextBeforeId === null) return;
-  const page = await api("api/tasks", { filter: state.filter, beforeId: state.nextBeforeId, limit: 50 });
+  const beforeId = state.nextBeforeId;
+  const page = await readList({ beforeId, limit: 50 });
+  // A refresh shown meanwhile replaced the rows this page would follow.
+  if (page === null || state.nextBeforeId !== beforeId) return;
   state.tasks = state.tasks.concat(page.tasks);
   state.nextBeforeId = page.nextBeforeId;
   renderTasks();
@@ -294,8 +316,17 @@ function applyFilter(filter) {
   $("filter-name").value = filter.name ?? "";
   $("filter-key").value = filter.key ?? "";
   $("filter-correlation").value = filter.correlationId ?? "";
+  // The rows of the previous filter go at once: the table only ever shows rows of the filter in force.
   state.tasks = [];
-  refreshTasks().catch((err) => toast(err.message, true));
+  state.nextBeforeId = null;
+  $("task-table").dataset.loading = "true";
+  renderTasks();
+  $("no-tasks").hidden = true;
+  refreshTasks()
+    .catch((err) => toast(err.message, true))
+    .finally(() => {
+      if (state.filter === filter) delete $("task-table").dataset.loading;
+    });
 }
 
 // ---- bulk -----------------------------------------------------------------
