@@ -63,6 +63,10 @@ const HOUR_MS = 3_600_000;
 const BUCKET_MS = 60_000;
 const THROUGHPUT_CAP = 5000;
 const THROUGHPUT_TTL_MS = 10_000;
+/** A burst of push signals within this window becomes one tick. */
+const PUSH_COALESCE_MS = 50;
+/** At most one pushed tick per this interval (polled ticks come every `pollIntervalMs` regardless). */
+const PUSH_MIN_GAP_MS = 500;
 
 class HttpError extends Error {
   constructor(
@@ -265,6 +269,7 @@ class LiveHub {
   #unsubscribe: (() => void) | null = null;
   #fingerprint = "";
   #pushTimer: NodeJS.Timeout | null = null;
+  #lastPushAtMs = 0;
 
   constructor(client: CairnQ, intervalMs: number) {
     this.#client = client;
@@ -301,12 +306,17 @@ class LiveHub {
   }
 
   #onSignal(signal: StoreSignal): void {
-    // Coalesce a burst of NOTIFYs into one event.
+    // Coalesce a burst of NOTIFYs into one event, and send at most one every
+    // PUSH_MIN_GAP_MS: each tick makes every open page re-read the counts and
+    // the list, and a busy database (the channels are shared by every schema
+    // of the database) can notify thousands of times a second.
     if (this.#pushTimer !== null) return;
+    const delay = Math.max(PUSH_COALESCE_MS, this.#lastPushAtMs + PUSH_MIN_GAP_MS - Date.now());
     this.#pushTimer = setTimeout(() => {
       this.#pushTimer = null;
+      this.#lastPushAtMs = Date.now();
       this.#broadcast("tick", { changed: true, reason: signal.reason });
-    }, 50);
+    }, delay);
     this.#pushTimer.unref();
   }
 
