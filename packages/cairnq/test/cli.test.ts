@@ -16,7 +16,7 @@ import { newTaskId } from "@cairnq/protocol/adapter";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "./support/postgres.js";
+import { closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "./support/postgres.js";
 import type { Seeded } from "./support/seed.js";
 import { seed } from "./support/seed.js";
 
@@ -124,6 +124,16 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
       expect(failed.tasks.map((x) => x.id).sort()).toEqual([t.failed.id, t.failed2.id].sort());
       const mail = await cliJson<{ tasks: Task[] }>(["list", ...backend.db, "--queue", "mail", "--name", "email", "--status", "queued"]);
       expect(mail.tasks.map((x) => x.id).sort()).toEqual([t.queued.id, t.delayed.id].sort());
+      const correlated = await cliJson<{ tasks: Task[] }>(["list", ...backend.db, "--correlation-id", "order-7"]);
+      expect(correlated.tasks.map((x) => x.id)).toEqual([t.failed.id]);
+
+      // People get an aligned table with relative times.
+      const text = await cli(["list", ...backend.db, "--queue", "billing"]);
+      const lines = text.stdout.trimEnd().split("\n");
+      expect(lines[0]).toMatch(/^ID\s+NAME\s+QUEUE\s+STATUS\s+ATTEMPT\s+PROGRESS\s+CREATED$/);
+      expect(lines).toHaveLength(3);
+      for (const line of lines.slice(1)) expect(line).toMatch(/^task_\S+\s+(charge|refund)\s+billing\s+failed\s+1\/1\s+(just now|\d+ s ago|\d+ min( \d+ s)? ago)$/);
+      expect(lines[1]?.indexOf("billing")).toBe(lines[0]?.indexOf("QUEUE"));
 
       const seen: string[] = [];
       let before: string | null = null;
@@ -199,6 +209,12 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
       expect(await store.get(t.succeeded.id)).toBeNull();
       const keep = await cliJson<{ changed: number }>(["purge", "--older-than", "1h", ...backend.db]);
       expect(keep.changed).toBe(0);
+    });
+
+    it("migrate on an installed database applies nothing new and says its versions", async () => {
+      const out = await cliJson<Record<string, unknown>>(["migrate", ...backend.db]);
+      expect(out).toMatchObject({ command: "migrate", protocolVersion: 1, schemaVersion: 10 });
+      expect((await cliJson<{ totals: { total: number } }>(["stats", ...backend.db])).totals.total).toBe(9);
     });
 
     it("dashboard serves the dashboard on 127.0.0.1 until SIGTERM", async () => {
@@ -305,5 +321,75 @@ describe("cairnq CLI usage", () => {
     const run = await cli([]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("Commands:");
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    for (const word of ["stats", "list", "get", "explain", "cancel", "retry", "purge", "migrate", "dashboard", "CAIRNQ_DB", "--schema", "--json", "NO_COLOR", "Exit codes: 0 ok, 1 the operation failed, 2 bad usage"]) {
+      expect(help.stdout).toContain(word);
+    }
+  });
+});
+
+describe("cairnq migrate on Postgres", () => {
+  const schemas: string[] = [];
+  afterAll(async () => {
+    for (const schema of schemas) await dropSchema(schema);
+    await closeAdmin();
+  });
+
+  it("a --schema without CairnQ's tables is refused (exit 2, suggests migrate) and left alone; migrate creates it", async () => {
+    const schema = await freshSchemaName("cairnq_cli_migrate");
+    schemas.push(schema);
+    const db = ["--db", pgDsn(), "--schema", schema];
+    const typo = await cli(["stats", ...db]);
+    expect(typo.code, typo.stderr).toBe(2);
+    expect(typo.stderr).toContain(`no CairnQ tables in schema "${schema}"`);
+    expect(typo.stderr).toContain(`cairnq migrate --db <url> --schema ${schema}`);
+    expect(await q("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).toEqual([]);
+    const dashboard = await cli(["dashboard", "--port", "0", ...db]);
+    expect(dashboard.code).toBe(2);
+
+    const migrated = await cliJson<Record<string, unknown>>(["migrate", ...db]);
+    expect(migrated).toMatchObject({ command: "migrate", protocolVersion: 1, schemaVersion: 10 });
+    expect(migrated.database).toContain(`(schema ${schema})`);
+    const tables = await q<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [schema]);
+    expect(tables.map((r) => r.table_name)).toEqual(["cairnq_meta", "cairnq_migrations", "cairnq_task_keys", "cairnq_tasks"]);
+    expect(await cliJson(["stats", ...db])).toEqual({ queues: {}, totals: { queued: 0, running: 0, succeeded: 0, failed: 0, canceled: 0, total: 0 } });
+  });
+});
+
+describe("cairnq colours", () => {
+  let dir = "";
+  let file = "";
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "cairnq-cli-tty-"));
+    file = join(dir, "cairnq.db");
+    const store = new SQLiteStore(file);
+    await store.submit({ name: "x", queue: "q" });
+    await store.close();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Runs the bin with its stdout on a pseudo-terminal (util-linux `script`), as a person at a terminal would. */
+  function onTty(args: readonly string[], env: Record<string, string | undefined>): Promise<Run> {
+    const command = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+    return new Promise((resolve) => {
+      execFile("script", ["-qec", command, "/dev/null"], { env: { ...process.env, TERM: "xterm", NO_COLOR: undefined, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+        resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
+      });
+    });
+  }
+
+  it("colours status counts on a terminal, and not with NO_COLOR set or when piped", async () => {
+    const tty = await onTty(["stats", "--db", file], {});
+    expect(tty.code, tty.stderr).toBe(0);
+    expect(tty.stdout).toContain("\u001b[36m1\u001b[0m"); // the queued count in cyan
+    const noColor = await onTty(["stats", "--db", file], { NO_COLOR: "1" });
+    expect(noColor.code).toBe(0);
+    expect(noColor.stdout).toMatch(/QUEUE\s+QUEUED/);
+    expect(noColor.stdout).not.toContain("\u001b[");
+    // An empty NO_COLOR does not count (no-color.org).
+    expect((await onTty(["stats", "--db", file], { NO_COLOR: "" })).stdout).toContain("\u001b[");
+    const piped = await cli(["stats", "--db", file]);
+    expect(piped.stdout).not.toContain("\u001b[");
   });
 });

@@ -2,10 +2,12 @@
  * `--db`: a SQLite file or a `postgres://` URL, opened as a CairnQ client.
  */
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { CairnQ } from "@cairnq/client";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import type pg from "pg";
 import { UsageError } from "./usage-error.js";
 
 /** What `--db`, `--schema` and `CAIRNQ_DB` say, resolved. */
@@ -67,4 +69,38 @@ export function openClient(target: DatabaseTarget, options: { create: boolean; l
       ...(options.listen ? {} : { listen: false as const }),
     }),
   );
+}
+
+/**
+ * On Postgres, connecting migrates: a typo in `--schema` (or a URL naming
+ * the wrong database) would quietly create an empty CairnQ installation
+ * there. Every command but `migrate` first checks that the schema holds
+ * CairnQ's tasks table, and otherwise says how to create it. A server that
+ * does not answer is left to the store, whose message says why.
+ */
+export async function requireInstalled(target: DatabaseTarget): Promise<void> {
+  if (target.kind !== "postgres") return;
+  const Client = (createRequire(import.meta.url)("pg") as typeof pg).Client;
+  const client = new Client({ connectionString: target.target, connectionTimeoutMillis: 10_000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+  } catch {
+    return;
+  }
+  try {
+    const { rows } = await client.query<{ schema: string | null; installed: boolean }>(
+      "SELECT s.schema, to_regclass(format('%I.cairnq_tasks', s.schema)) IS NOT NULL AS installed FROM (SELECT coalesce($1::text, current_schema()) AS schema) AS s",
+      [target.schema],
+    );
+    const row = rows[0];
+    if (row?.installed !== true) {
+      const schema = target.schema ?? row?.schema ?? "public";
+      throw new UsageError(
+        `no CairnQ tables in schema ${JSON.stringify(schema)} (${target.description}); check --db and --schema, or create them with: cairnq migrate --db <url>${target.schema === null ? "" : ` --schema ${target.schema}`}`,
+      );
+    }
+  } finally {
+    await client.end().catch(() => {});
+  }
 }

@@ -5,7 +5,9 @@
  */
 import { runCli } from "./program.js";
 
-const color = process.stdout.isTTY === true && process.env.NO_COLOR === undefined && process.env.TERM !== "dumb";
+// Colours only on a terminal; NO_COLOR (any non-empty value, https://no-color.org) and TERM=dumb turn them off.
+const noColor = (process.env.NO_COLOR ?? "") !== "";
+const color = process.stdout.isTTY === true && !noColor && process.env.TERM !== "dumb";
 
 process.exitCode = await runCli(process.argv.slice(2), {
   out: (text) => void process.stdout.write(text),

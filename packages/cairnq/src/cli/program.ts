@@ -21,7 +21,7 @@ import {
 } from "./commands.js";
 import { serveDashboard } from "./dashboard-command.js";
 import type { DatabaseTarget } from "./database.js";
-import { openClient, resolveDatabase } from "./database.js";
+import { openClient, requireInstalled, resolveDatabase } from "./database.js";
 import { parseDuration } from "./duration.js";
 import type { CliIo } from "./output.js";
 import { json } from "./output.js";
@@ -80,6 +80,12 @@ function filterOf(options: FilterOptions): TaskFilter {
 }
 
 const EXAMPLES = `
+Every command takes --db <sqlite file | postgres:// URL> (or the CAIRNQ_DB
+environment variable), --schema <schema> on Postgres, and --json for one JSON
+document instead of text. Colours only on a terminal; NO_COLOR turns them off.
+Only migrate creates a database (or a schema's tables).
+Run cairnq <command> --help for its options.
+
 Examples:
   cairnq stats --db ./cairnq.db
   cairnq list --db ./cairnq.db --status failed --queue emails
@@ -113,6 +119,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const run = async (options: DbOptions, open: { create?: boolean }, body: (client: CairnQ, target: DatabaseTarget) => Promise<CommandOutput>): Promise<void> => {
     asJson = options.json === true;
     const target = resolveDatabase(options.db, options.schema, io.env);
+    if (open.create !== true) await requireInstalled(target);
     const client = openClient(target, { create: open.create === true, listen: false });
     try {
       const output = await body(client, target);
@@ -197,6 +204,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option("--read-only", "no retry or cancel buttons; mutations are refused")
     .action(async (options: DbOptions & { port: number; host: string; readOnly?: boolean }) => {
       const target = resolveDatabase(options.db, options.schema, io.env);
+      await requireInstalled(target);
       const client = openClient(target, { create: false, listen: true });
       await serveDashboard(client, io, { port: options.port, host: options.host, readOnly: options.readOnly === true, description: target.description });
     });

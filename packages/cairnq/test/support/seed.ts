@@ -47,7 +47,7 @@ export async function seed(store: TaskStore): Promise<Seeded> {
   await claimOne(store, "jobs", "thumb");
   await store.complete({ taskId: succeeded.id, workerId: W, result: { ok: true } });
 
-  const failed = await store.submit({ name: "charge", queue: "billing", maxAttempts: 1 });
+  const failed = await store.submit({ name: "charge", queue: "billing", maxAttempts: 1, correlationId: "order-7" });
   await claimOne(store, "billing", "charge");
   await store.fail({ taskId: failed.id, workerId: W, error: { type: "TaskError", code: "card_declined", message: "card declined", retryable: false, details: {} }, retryable: false });
 
