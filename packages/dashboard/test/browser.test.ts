@@ -9,7 +9,8 @@
  *
  * Screenshots land in test/artifacts/ (gitignored): <backend>-overview.png,
  * <backend>-failed-filter.png, <backend>-running-detail.png,
- * <backend>-xss-detail.png, and readme-dashboard.png (copied by hand to docs/dashboard.png for the README).
+ * <backend>-xss-detail.png, <backend>-child-detail.png, and readme-dashboard.png (copied by hand to
+ * docs/dashboard.png for the README).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
@@ -298,6 +299,29 @@ for (const make of [sqlite, postgres]) {
       expect(await ids()).toEqual([sibling.id]);
       expect(page.url()).not.toContain("checkout-77");
       expect(page.url()).not.toContain("order-1001");
+    });
+
+    it("shows a finished task's result, its parent and its children, and follows the links", async () => {
+      const parent = await store.submit({ name: "import", queue: "family", payload: { file: "users.csv" } });
+      const child = await store.submit({ name: "import-row", queue: "family", parentId: parent.id, rootId: parent.id, payload: { row: 1 } });
+      const [claimed] = await store.claim({ queues: ["family"], names: ["import-row"], workerId: "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", leaseMs: 60_000 });
+      expect(claimed?.id).toBe(child.id);
+      await store.complete({ taskId: child.id, workerId: "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", result: { imported: 1, skipped: 0 } });
+
+      await filter(page, { queue: "family", name: "import" });
+      await page.locator(`#task-rows tr[data-id="${parent.id}"]`).click();
+      const detail = page.locator("#detail");
+      await detail.getByTestId("detail-id").filter({ hasText: parent.id }).waitFor();
+      await detail.locator("h4", { hasText: "Children (1)" }).waitFor();
+      await detail.locator("ul.children").getByRole("button", { name: child.id }).click();
+      await detail.getByTestId("detail-id").filter({ hasText: child.id }).waitFor();
+      await expect(detail.getByTestId("result").textContent()).resolves.toContain('"imported": 1');
+      await expect(detail.getByTestId("status").first().textContent()).resolves.toBe("succeeded");
+      await detail.getByTestId("explain").filter({ hasText: "Finished" }).waitFor();
+      await page.screenshot({ path: join(artifacts, `${backend.name}-child-detail.png`), fullPage: true });
+      await detail.getByRole("button", { name: parent.id }).first().click();
+      await detail.getByTestId("detail-id").filter({ hasText: parent.id }).waitFor();
+      expect(page.url()).toBe(`${url}#${parent.id}`);
     });
 
     it("cancels every queued task of a queue in bulk after a confirmation, and no other", async () => {
