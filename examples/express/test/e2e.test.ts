@@ -259,6 +259,21 @@ describe.each([
       body: "{}",
     });
     expect(forged.status).toBe(403);
+    // From the dashboard's own page the same POST reaches the handler, which refuses only what the task's status rules out.
+    const succeeded = (await (
+      await fetch(`${apiUrl}/admin/api/tasks`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: apiUrl },
+        body: JSON.stringify({ filter: { status: "succeeded" }, limit: 1 }),
+      })
+    ).json()) as { tasks: { id: string }[] };
+    const own = await fetch(`${apiUrl}/admin/api/tasks/${succeeded.tasks[0]?.id}/retry`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: apiUrl },
+      body: "{}",
+    });
+    expect(own.status).toBe(409);
+    expect(((await own.json()) as { error: string }).error).toContain("is succeeded and cannot be retried");
     const detail = (await (await fetch(`${apiUrl}/admin/api/tasks/${tasks[0]?.id}`)).json()) as { task: { status: string }; explanation: { state: string } };
     expect(detail.task.status).toBe("canceled");
     expect(detail.explanation.state).toBe("canceled");
