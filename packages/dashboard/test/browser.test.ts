@@ -319,7 +319,7 @@ for (const make of [sqlite, postgres]) {
       await expect(detail.getByTestId("status").first().textContent()).resolves.toBe("succeeded");
       await detail.getByTestId("explain").filter({ hasText: "Finished" }).waitFor();
       // The click scrolled the page; a full-page shot of a scrolled page draws the sticky header mid-page.
-      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.evaluate("window.scrollTo(0, 0)");
       await page.screenshot({ path: join(artifacts, `${backend.name}-child-detail.png`), fullPage: true });
       await detail.getByRole("button", { name: parent.id }).first().click();
       await detail.getByTestId("detail-id").filter({ hasText: parent.id }).waitFor();

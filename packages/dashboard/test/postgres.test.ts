@@ -13,7 +13,7 @@ import { createDashboard } from "@cairnq/dashboard";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { PgAdmin, randomSchemaName } from "@cairnq/test-support";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { pgDsn, runTask } from "./support/seed.js";
 
 const admin = new PgAdmin();
@@ -197,7 +197,8 @@ describe("dashboard on Postgres", () => {
       const all = await planOf({}, beforeId);
       expect(all, where).toContain("Index Scan Backward using cairnq_tasks_pkey");
       expect(all, where).not.toMatch(/Seq Scan|Sort/);
-      for (const filter of [{ status: "succeeded" }, { status: "failed" }, { queue: "q7" }, { queue: "q1", status: "queued" }, { name: "n3" }, { correlationId: "c42" }]) {
+      const filters: Record<string, string>[] = [{ status: "succeeded" }, { status: "failed" }, { queue: "q7" }, { queue: "q1", status: "queued" }, { name: "n3" }, { correlationId: "c42" }];
+      for (const filter of filters) {
         const plan = await planOf(filter, beforeId);
         expect(plan, `${JSON.stringify(filter)}, ${where}`).not.toContain("Seq Scan");
         expect(plan, `${JSON.stringify(filter)}, ${where}`).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);
