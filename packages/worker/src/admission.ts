@@ -15,15 +15,26 @@ import type { Context } from "./task-context.js";
 /** The limits admission enforces. @internal */
 export interface AdmissionLimits {
   readonly concurrency: number;
+  /** Calls that may be claimed ahead of free slots and wait in the buffer (`prefetch`; 0 = none). */
+  readonly prefetch: number;
   readonly maxInFlightBytes: number | null;
   readonly claimBatch: number | null;
   readonly resources: Readonly<Record<string, number>>;
 }
 
-/** The worker's in-flight counters. @internal */
+/**
+ * The worker's in-flight counters. A call is *buffered* (claimed, waiting
+ * for a slot: only with `prefetch`), *running* (its handler holds a slot),
+ * or *settling* (its handler ended; its writes are in flight). Name and
+ * resource counts cover buffered and running calls. @internal
+ */
 export class Admission {
   readonly #limits: AdmissionLimits;
+  /** Starts a call taken out of the buffer (it is running from now on). */
+  readonly #start: (call: Call) => void;
   readonly #calls = new Set<Call>();
+  /** Claimed calls waiting for a slot, in claim order. */
+  readonly #buffered: Call[] = [];
   /** Calls whose handler has ended and whose tasks are being settled: they hold no slot (see {@link Admission.settling}). */
   readonly #settling = new Set<Call>();
   readonly #nameCalls = new Map<string, number>();
@@ -33,18 +44,24 @@ export class Admission {
   #bytesInFlight = 0;
   #callEnded: Deferred<void> = deferred();
 
-  constructor(limits: AdmissionLimits) {
+  constructor(limits: AdmissionLimits, start: (call: Call) => void) {
     this.#limits = limits;
+    this.#start = start;
   }
 
-  /** Calls in flight, settling ones included. */
+  /** Calls in flight: buffered, running and settling. */
   get size(): number {
-    return this.#calls.size + this.#settling.size;
+    return this.#calls.size + this.#buffered.length + this.#settling.size;
   }
 
-  /** A snapshot of the calls in flight, settling ones included. */
+  /** A snapshot of the calls in flight: running, buffered, settling. */
   calls(): Call[] {
-    return [...this.#calls, ...this.#settling];
+    return [...this.#calls, ...this.#buffered, ...this.#settling];
+  }
+
+  /** Buffered calls, in claim order (a copy). */
+  buffered(): Call[] {
+    return [...this.#buffered];
   }
 
   /** The contexts of calls in flight that hold `taskId` (an older attempt, if we just claimed it again). */
@@ -52,14 +69,21 @@ export class Admission {
     return this.#live.get(taskId);
   }
 
+  /** `concurrency − running − buffered` calls: slots a claim would fill at once (≤ 0 while the buffer covers every slot). */
+  #slots(): number {
+    return this.#limits.concurrency - this.#calls.size - this.#buffered.length;
+  }
+
   /**
-   * `concurrency − running calls`, and never more than `2 × concurrency − calls in flight`: settling
-   * calls hold no slot, but they cannot pile up behind slow commits without bound — running plus
-   * settling calls stay within `2 × concurrency`, which bounds the tasks held in memory.
+   * Calls a claim may take now: `concurrency + prefetch − running − buffered`, and never more than
+   * `2 × (concurrency + prefetch) − calls in flight`. Settling calls hold no slot, but they cannot
+   * pile up behind slow commits without bound — calls in flight stay within `2 × (concurrency +
+   * prefetch)`, which bounds the tasks held in memory and lets a whole buffer's settlements be in
+   * flight (and be combined by the store) while the next claim refills it.
    */
   free(): number {
-    const concurrency = this.#limits.concurrency;
-    return Math.min(concurrency - this.#calls.size, 2 * concurrency - this.size);
+    const room = this.#limits.concurrency + this.#limits.prefetch;
+    return Math.min(this.#slots() + this.#limits.prefetch, 2 * room - this.size);
   }
 
   /** Whether the byte budget is used up. */
@@ -67,10 +91,22 @@ export class Admission {
     return this.#limits.maxInFlightBytes !== null && this.#bytesInFlight >= this.#limits.maxInFlightBytes;
   }
 
-  /** §8.3 step 1: while a call runs and no slot (or byte budget) is free, wait for a call to end. */
+  /**
+   * Whether a claim is worth making now. Without prefetch: whenever there is room. With it: when a
+   * slot would otherwise go idle, or when at least half the prefetch room is free — refilling the
+   * buffer a few tasks at a time would cost a claim transaction per task.
+   */
+  #worthClaiming(): boolean {
+    const free = this.free();
+    if (free <= 0) return false;
+    const prefetch = this.#limits.prefetch;
+    return prefetch === 0 || this.#slots() > 0 || free >= Math.ceil(prefetch / 2);
+  }
+
+  /** §8.3 step 1: while a call is in flight and no claim is worth making (or the byte budget is used up), wait for a change. */
   async waitForRoom(signal: AbortSignal): Promise<void> {
     // Settling calls count here (they hold bytes); an idle worker always has room, even for one oversized payload.
-    while (this.size > 0 && (this.free() <= 0 || this.overBytes()) && !signal.aborted) {
+    while (this.size > 0 && (!this.#worthClaiming() || this.overBytes()) && !signal.aborted) {
       const aborted = abortPromise(signal);
       try {
         await Promise.race([this.#callEnded.promise, aborted.promise]);
@@ -84,6 +120,7 @@ export class Admission {
   snapshot(batchOf: (name: string) => number): PlanSnapshot {
     return {
       free: this.free(),
+      slots: Math.max(0, Math.min(this.#slots(), this.free())),
       claimBatch: this.#limits.claimBatch,
       nameCalls: new Map(this.#nameCalls),
       resourceCalls: new Map(this.#resourceCalls),
@@ -106,9 +143,12 @@ export class Admission {
     return bytes;
   }
 
-  /** Counts a call that is starting. */
+  /**
+   * Counts a claimed call. A call of a registered name is buffered and started at once when a slot is
+   * free and nothing was claimed before it is still waiting (claim order); one of an unregistered name
+   * (`phase: "settling"` from the start) runs at once, holding a slot while its `fail` is written.
+   */
   admit(call: Call): void {
-    this.#calls.add(call);
     this.#nameCalls.set(call.name, (this.#nameCalls.get(call.name) ?? 0) + 1);
     const resource = call.registration?.resource ?? null;
     if (resource !== null) this.#resourceCalls.set(resource, (this.#resourceCalls.get(resource) ?? 0) + 1);
@@ -121,18 +161,36 @@ export class Admission {
       }
       set.add(ctx);
     }
+    if (call.phase === "buffered") {
+      this.#buffered.push(call);
+      this.#pump();
+    } else {
+      this.#calls.add(call);
+      this.#start(call);
+    }
+  }
+
+  /** Starts buffered calls, in claim order, while slots are free. */
+  #pump(): void {
+    while (this.#buffered.length > 0 && this.#calls.size < this.#limits.concurrency) {
+      const call = this.#buffered.shift() as Call;
+      this.#calls.add(call);
+      this.#start(call);
+    }
   }
 
   /**
-   * The call's handler has ended and its settlement writes are in flight: its slot (and its name and
-   * resource counts) is free for the next claim, so a claim can overlap the settlement's commit
-   * instead of waiting for it. `concurrency` bounds handler calls at once (README); the tasks being
-   * settled stay in flight (bytes, the contexts by task id, `size`) until {@link Admission.release}.
+   * The call's handler has ended (or, for a buffered call, it will never start) and its settlement
+   * writes are in flight: its slot (and its name and resource counts) is free for the next claim, so
+   * a claim can overlap the settlement's commit instead of waiting for it, and the next buffered call
+   * starts. `concurrency` bounds handler calls at once (README); the tasks being settled stay in
+   * flight (bytes, the contexts by task id, `size`) until {@link Admission.release}.
    */
   settling(call: Call): void {
-    if (!this.#calls.delete(call)) return;
+    if (!this.#calls.delete(call) && !this.#unbuffer(call)) return;
     this.#settling.add(call);
     this.#uncount(call);
+    this.#pump();
     this.#wake();
   }
 
@@ -143,10 +201,18 @@ export class Admission {
       this.#wake();
       return;
     }
-    if (!this.#calls.delete(call)) return;
+    if (!this.#calls.delete(call) && !this.#unbuffer(call)) return;
     this.#uncount(call);
     this.#forget(call);
+    this.#pump();
     this.#wake();
+  }
+
+  #unbuffer(call: Call): boolean {
+    const at = this.#buffered.indexOf(call);
+    if (at < 0) return false;
+    this.#buffered.splice(at, 1);
+    return true;
   }
 
   #uncount(call: Call): void {

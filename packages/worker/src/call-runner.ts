@@ -31,12 +31,25 @@ export type Outcome =
 export interface Call {
   readonly name: string;
   readonly registration: Registration | undefined;
+  /** Every task the call claimed. */
   readonly contexts: Context[];
+  /** The contexts handed to the handler: those still live when the call started (empty until then). */
+  handed: Context[];
   readonly bytes: number;
-  readonly startedAtMs: number;
+  /** When the handler started (for a buffered call: when it was claimed, until it starts). */
+  startedAtMs: number;
   readonly abandon: Deferred<void>;
-  /** `running` until the handler's outcome is known; a settling call is never abandoned. */
-  phase: "running" | "settling";
+  /** Resolves `true` when the call starts, `false` when a buffered call is dropped unstarted. */
+  readonly started: Deferred<boolean>;
+  /** The call's heartbeat, from its claim (see {@link CallRunner.watch}); `null` for an unregistered name. */
+  heartbeat: Heartbeat | null;
+  /** Settlements written before the call started (a cancel seen while it was buffered). */
+  readonly early: Promise<void>[];
+  /**
+   * `buffered` while it waits for a slot (`prefetch`), `running` until the handler's outcome is
+   * known, then `settling`; a settling call is never abandoned.
+   */
+  phase: "buffered" | "running" | "settling";
   done: Promise<void>;
 }
 
@@ -61,6 +74,35 @@ export class CallRunner {
     this.#host = host;
   }
 
+  /**
+   * Starts the call's heartbeat (§8.5) when it is claimed, so the leases of a buffered call are
+   * renewed while it waits exactly as a running call's are; `onBeat` runs after each beat.
+   */
+  watch(call: Call, onBeat?: () => void): Heartbeat {
+    const host = this.#host;
+    const heartbeat = new Heartbeat({
+      store: host.store,
+      workerId: host.workerId,
+      leaseMs: host.leaseMs,
+      intervalMs: host.heartbeatIntervalMs,
+      contexts: call.contexts,
+      report: (err, info) => host.report(err, info),
+      ...(onBeat === undefined ? {} : { onBeat }),
+    });
+    call.heartbeat = heartbeat;
+    heartbeat.start();
+    return heartbeat;
+  }
+
+  /**
+   * Settles a claimed task whose handler never started because a cancel was requested while it
+   * waited in the buffer: `complete` with no result, which ends a flagged task `canceled` (T7,
+   * cancel wins), as the call's end would have once the handler saw the cancel.
+   */
+  cancelWaiting(ctx: Context): Promise<void> {
+    return this.#finalComplete(ctx, null);
+  }
+
   /** Runs `call` to its end: handler, heartbeat, settlement. Never settles an abandoned call. */
   async execute(call: Call): Promise<void> {
     const registration = call.registration;
@@ -70,15 +112,7 @@ export class CallRunner {
       return;
     }
     const host = this.#host;
-    const heartbeat = new Heartbeat({
-      store: host.store,
-      workerId: host.workerId,
-      leaseMs: host.leaseMs,
-      intervalMs: host.heartbeatIntervalMs,
-      contexts: call.contexts,
-      report: (err, info) => host.report(err, info),
-    });
-    heartbeat.start();
+    const heartbeat = call.heartbeat ?? this.watch(call);
     let outcome: Outcome;
     try {
       outcome = await this.#invoke(call, registration);
@@ -93,7 +127,7 @@ export class CallRunner {
 
   /** Runs the handler, bounded by `maxRunMs` and by abandonment at the stop deadline. */
   async #invoke(call: Call, registration: Registration): Promise<Outcome> {
-    const contexts = call.contexts;
+    const contexts = call.handed;
     // The executor turns a synchronous throw into a rejection, like an async handler's.
     const handled = new Promise<unknown>((resolve) => {
       if (registration.batch !== null) {
@@ -128,7 +162,7 @@ export class CallRunner {
   async #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>): Promise<void> {
     const failDelayMs = (ctx: Context, retryable: boolean): number => this.#host.contexts.failDelayMs(ctx.attempt, retryable);
     // Contexts already lost are left alone: this worker no longer holds them (and a write might land on a newer run).
-    const leftovers = call.contexts.filter((ctx) => ctx.live);
+    const leftovers = call.handed.filter((ctx) => ctx.live);
     switch (outcome.kind) {
       case "returned": {
         const batch = call.registration !== undefined && call.registration.batch !== null;
@@ -144,7 +178,7 @@ export class CallRunner {
         return;
       }
       case "timeout": {
-        for (const ctx of call.contexts) ctx.markLost("timeout");
+        for (const ctx of call.handed) ctx.markLost("timeout");
         const envelope = handlerTimeoutEnvelope(this.#host.maxRunMs as number);
         await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, true, failDelayMs(ctx, true))));
         return;

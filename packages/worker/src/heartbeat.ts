@@ -17,6 +17,8 @@ export interface HeartbeatOptions {
   readonly intervalMs: number;
   readonly contexts: readonly Context[];
   readonly report: (err: unknown, info: WorkerErrorInfo) => void;
+  /** Called after each beat's reply was recorded (cancel flags, lost leases). */
+  readonly onBeat?: () => void;
 }
 
 /**
@@ -106,5 +108,6 @@ export class Heartbeat {
       if (flag === undefined) ctx.markLost("heartbeat");
       else ctx.recordCancel(flag);
     }
+    this.#opts.onBeat?.();
   }
 }

@@ -52,6 +52,24 @@ export interface WorkerOptions {
    * @default undefined
    */
   claimBatch?: number;
+  /**
+   * Tasks a worker may claim ahead of free slots: an integer ≥ 0. With
+   * `prefetch: n` a claim takes up to `concurrency + n − calls running or
+   * waiting` calls; the ones with no free slot wait in a local buffer, in
+   * claim order, and start as slots free. While they wait their leases are
+   * renewed by heartbeats like running tasks' (so they never expire under a
+   * live worker); a cancel seen then ends them `canceled` without running the
+   * handler; `maxRunMs` counts from the handler's start; `stop()` runs them.
+   * Opt-in because a claimed task is invisible to other workers, which may
+   * sit idle meanwhile, and a crash costs it an attempt (it comes back by
+   * lease expiry; the protocol has no "un-claim"). Names with
+   * `globalConcurrency` or `rateLimit` are never claimed ahead, and a name's
+   * `concurrency` and a resource's capacity bound its claimed calls
+   * (running or waiting). Waiting tasks' payload bytes count against
+   * `maxInFlightBytes`.
+   * @default 0 (claim only for free slots)
+   */
+  prefetch?: number;
   /** Base of the retry backoff (§6); 0 disables backoff. @default 1000 */
   retryBackoffMs?: number;
   /** Cap of the retry backoff window (§6). @default 30000 */
@@ -133,6 +151,7 @@ export interface ResolvedWorkerOptions {
   readonly heartbeatIntervalMs: number;
   readonly pollIntervalMs: number;
   readonly claimBatch: number | null;
+  readonly prefetch: number;
   readonly retryBackoffMs: number;
   readonly retryBackoffMaxMs: number;
   readonly maxRunMs: number | null;
@@ -164,6 +183,7 @@ export const WORKER_OPTION_KEYS = Object.freeze([
   "heartbeatIntervalMs",
   "pollIntervalMs",
   "claimBatch",
+  "prefetch",
   "retryBackoffMs",
   "retryBackoffMaxMs",
   "maxRunMs",
@@ -217,6 +237,7 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
   }
   const pollIntervalMs = optionalDurationMs(options.pollIntervalMs, "pollIntervalMs", WORKER_DEFAULTS.pollIntervalMs, { min: 1 });
   const claimBatch = unset(options.claimBatch) ? null : requireCount(options.claimBatch, "claimBatch");
+  const prefetch = optionalCount(options.prefetch, "prefetch", 0, 0);
   const retryBackoffMs = optionalDurationMs(options.retryBackoffMs, "retryBackoffMs", WORKER_DEFAULTS.retryBackoffMs);
   const retryBackoffMaxMs = optionalDurationMs(options.retryBackoffMaxMs, "retryBackoffMaxMs", WORKER_DEFAULTS.retryBackoffMaxMs);
   const maxRunMs = unset(options.maxRunMs) ? null : optionalDurationMs(options.maxRunMs, "maxRunMs", null, { min: 1 });
@@ -258,6 +279,7 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
     heartbeatIntervalMs: heartbeatIntervalMs ?? defaultHeartbeatIntervalMs(leaseMs),
     pollIntervalMs,
     claimBatch,
+    prefetch,
     retryBackoffMs,
     retryBackoffMaxMs,
     maxRunMs,

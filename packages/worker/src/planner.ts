@@ -32,6 +32,12 @@ export interface DrawSource {
   readonly batch: number;
   readonly concurrency: number | null;
   readonly resource: string | null;
+  /**
+   * Whether the source may be claimed ahead of free slots (`prefetch`). Not for a name with
+   * cross-process flow control: the claim-time check counts its claimed tasks as running across the
+   * fleet, so a task waiting in this worker's buffer would hold a fleet-wide slot idle. Absent = true.
+   */
+  readonly prefetch?: boolean;
 }
 
 /**
@@ -51,7 +57,8 @@ export function buildSources(rules: Iterable<NameRule>): DrawSource[] {
       }
       shared.push(rule.name);
     } else {
-      sources.push({ names: [rule.name], batch: rule.batch ?? 1, concurrency: rule.concurrency, resource: rule.resource });
+      const source: DrawSource = { names: [rule.name], batch: rule.batch ?? 1, concurrency: rule.concurrency, resource: rule.resource };
+      sources.push((rule.flowControl ?? null) === null ? source : { ...source, prefetch: false });
     }
   }
   return sources;
@@ -82,8 +89,14 @@ export function splitCalls(rows: readonly Task[], batchOf: (name: string) => num
 
 /** The worker's counters at the start of a poll. */
 export interface PlanSnapshot {
-  /** `concurrency − calls in flight`. */
+  /** Calls this poll may take: `concurrency + prefetch − calls running or buffered` (within the in-flight bound). */
   readonly free: number;
+  /**
+   * Of those, the calls that would start at once (`concurrency − calls running or buffered`, at
+   * least 0); the rest wait in the buffer. A source that may not prefetch draws only from these.
+   * Absent = `free` (no prefetch).
+   */
+  readonly slots?: number;
   readonly claimBatch: number | null;
   /** Calls in flight per task name. */
   readonly nameCalls: ReadonlyMap<string, number>;
@@ -101,12 +114,14 @@ export interface PlanSnapshot {
  * applicable ceiling — `max(1, floor(claimBatch / batch))`, the name's
  * `concurrency − calls in flight`, the resource's `capacity − calls holding it
  * − units taken earlier this poll` — else what is left; then at most what is
- * left. A source with quota ≤ 0 is skipped; otherwise it draws
+ * left (for a source that may not prefetch: at most what is left of the
+ * snapshot's `slots`). A source with quota ≤ 0 is skipped; otherwise it draws
  * `batch × quota` rows. The rows a draw returned are split into calls to
  * update what is left and the resource tally before the next draw is planned.
  */
 export function planDraws(sources: readonly DrawSource[], snapshot: PlanSnapshot): NonNullable<ClaimInput["draws"]> {
   let left = 0;
+  let slotsLeft = 0;
   let next = 0;
   let seen = 0;
   let pending: DrawSource | null = null;
@@ -116,6 +131,7 @@ export function planDraws(sources: readonly DrawSource[], snapshot: PlanSnapshot
     if (index === 0) {
       // A store may replay its transaction; every cycle starts from the snapshot.
       left = snapshot.free;
+      slotsLeft = snapshot.slots ?? snapshot.free;
       next = 0;
       seen = 0;
       pending = null;
@@ -124,6 +140,7 @@ export function planDraws(sources: readonly DrawSource[], snapshot: PlanSnapshot
       const drawn = claimedSoFar.slice(seen);
       const calls = splitCalls(drawn, snapshot.batchOf).length;
       left -= calls;
+      slotsLeft -= calls;
       if (pending.resource !== null) taken.set(pending.resource, (taken.get(pending.resource) ?? 0) + calls);
       pending = null;
     }
@@ -131,7 +148,7 @@ export function planDraws(sources: readonly DrawSource[], snapshot: PlanSnapshot
 
     while (next < sources.length && left > 0) {
       const source = sources[next++] as DrawSource;
-      const quota = Math.min(quotaOf(source, snapshot, taken, left), left);
+      const quota = Math.min(quotaOf(source, snapshot, taken, left), left, source.prefetch === false ? slotsLeft : left);
       if (quota <= 0) continue;
       pending = source;
       return { names: source.names, limit: source.batch * quota };

@@ -164,8 +164,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   readonly metadata: Record<string, unknown>;
   readonly workerId: string;
   readonly claimedAtMs: number;
-  /** When the call running this task started (for event durations). */
-  readonly startedAtMs: number;
+  /** When the call running this task started (for event durations); set again when a buffered call starts. */
+  startedAtMs: number;
 
   readonly #host: ContextHost;
   readonly #controller = new AbortController();
@@ -201,6 +201,11 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
 
   get settled(): boolean {
     return this.#settled;
+  }
+
+  /** Whether a cancel request was seen (the claimed row's flag, a heartbeat reply, or a read). */
+  get cancelSeen(): boolean {
+    return this.#cancelSeen;
   }
 
   /** Neither settled nor lost: heartbeats renew it and the call's end settles it. */

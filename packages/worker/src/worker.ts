@@ -113,7 +113,7 @@ export class Worker {
       flowControl: store.capabilities.flowControl === true,
     });
     this.#scheduler = new Scheduler(store, (err, schedule) => this.#report(err, { phase: "schedule", schedule }));
-    this.#admission = new Admission(opts);
+    this.#admission = new Admission(opts, (call) => this.#begin(call));
     this.#runner = new CallRunner({
       store,
       workerId: this.workerId,
@@ -469,10 +469,17 @@ export class Worker {
     const registrations = this.#handlers.registrations();
     const batches = new Map(registrations.map((r) => [r.name, r.batch ?? 1]));
     const sources = rotate(buildSources(registrations), this.#polls++);
-    const plan = planDraws(sources, this.#admission.snapshot((name) => batches.get(name) ?? 1));
+    let plan: ReturnType<typeof planDraws> = () => null;
     let requested = 0;
     const draws: typeof plan = (claimed, index) => {
-      if (index === 0) requested = 0; // a store may replay its transaction
+      if (index === 0) {
+        // Planned from the counters as they are when the store asks (inside its transaction), not as they were
+        // when the cycle began: calls that ended meanwhile leave room this claim can fill. Only this loop admits
+        // calls, so the room can only have grown by the time the rows are dispatched. A store may replay its
+        // transaction: each replay plans afresh.
+        requested = 0;
+        plan = planDraws(sources, this.#admission.snapshot((name) => batches.get(name) ?? 1));
+      }
       const draw = plan(claimed, index);
       if (draw !== null) requested += draw.limit;
       return draw;
@@ -493,38 +500,95 @@ export class Worker {
     return rows;
   }
 
-  /** §8.3 step 4: split rows into calls and start them. */
+  /** §8.3 step 4: split rows into calls and start them (or, with `prefetch`, buffer those without a free slot). */
   #dispatch(rows: readonly Task[], claimMs: number): void {
+    let reclaimed = false;
     for (const row of rows) {
       // We just claimed this task again, so any older call of ours holding it lost its lease (the row's attempt moved on).
       const older = this.#admission.holding(row.id);
-      if (older !== undefined) for (const ctx of older) ctx.markLost("reclaimed");
+      if (older === undefined) continue;
+      // A settled one is left alone: its write, if still in flight, meets the attempt fence and says so itself.
+      for (const ctx of older) if (!ctx.settled) ctx.markLost("reclaimed");
+      reclaimed = true;
     }
+    // A buffered call whose every task was just found lost will never start: drop it now.
+    if (reclaimed) for (const call of this.#admission.buffered()) this.#review(call);
     logSafely(this.options.logger, "debug", "claimed tasks", { workerId: this.workerId, count: rows.length, durationMs: claimMs });
-    for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) this.#start(group, claimMs);
+    for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) this.#admit(group, claimMs);
   }
 
-  #start(rows: readonly Task[], claimMs: number): void {
+  #admit(rows: readonly Task[], claimMs: number): void {
     const first = rows[0] as Task;
     const registration = this.#handlers.get(first.name);
-    const startedAtMs = Date.now();
-    const contexts = rows.map((row) => new Context(this.#host, row, startedAtMs));
+    const claimedAtMs = Date.now();
+    const contexts = rows.map((row) => new Context(this.#host, row, claimedAtMs));
     const call: Call = {
       name: first.name,
       registration,
       contexts,
+      handed: [],
       bytes: this.#admission.payloadBytes(rows),
-      startedAtMs,
+      startedAtMs: claimedAtMs,
       abandon: deferred(),
-      phase: registration === undefined ? "settling" : "running",
+      started: deferred(),
+      heartbeat: null,
+      early: [],
+      phase: registration === undefined ? "settling" : "buffered",
       done: Promise.resolve(),
     };
-    this.#admission.admit(call);
     for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
-    call.done = this.#runner
-      .execute(call)
+    // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
+    if (registration !== undefined) this.#runner.watch(call, () => this.#review(call));
+    call.done = this.#follow(call)
       .catch((err: unknown) => this.#report(err, { phase: "execute", taskId: first.id }))
       .finally(() => this.#admission.release(call));
+    this.#admission.admit(call);
+  }
+
+  /** A call's life after its claim: wait for a slot (buffered), run and settle, then any settlement written while it waited. */
+  async #follow(call: Call): Promise<void> {
+    if (await call.started.promise) await this.#runner.execute(call);
+    await Promise.all(call.early);
+  }
+
+  /** Admission starts a call: it holds a slot from now on; its handler gets the tasks still live. */
+  #begin(call: Call): void {
+    if (call.phase === "buffered") {
+      const handed = call.contexts.filter((ctx) => ctx.live);
+      if (handed.length === 0) {
+        this.#drop(call);
+        return;
+      }
+      const now = Date.now();
+      call.handed = handed;
+      call.startedAtMs = now;
+      for (const ctx of handed) ctx.startedAtMs = now;
+      call.phase = "running";
+    } else {
+      call.handed = call.contexts;
+    }
+    call.started.resolve(true);
+  }
+
+  /**
+   * After each heartbeat of a buffered call: a task whose cancel flag the beat saw is settled now,
+   * without running its handler (`complete` ends it `canceled`: cancel wins); a task whose lease the
+   * beat found gone is left alone. A call with no task left to run is dropped from the buffer.
+   */
+  #review(call: Call): void {
+    if (call.phase !== "buffered") return;
+    for (const ctx of call.contexts) {
+      if (ctx.live && ctx.cancelSeen) call.early.push(this.#runner.cancelWaiting(ctx));
+    }
+    if (!call.contexts.some((ctx) => ctx.live)) this.#drop(call);
+  }
+
+  /** Ends a buffered call that will never start: its heartbeat stops, it holds no slot, and it ends once its early settlements do. */
+  #drop(call: Call): void {
+    call.phase = "settling";
+    call.heartbeat?.stop();
+    this.#admission.settling(call);
+    call.started.resolve(false);
   }
 
   // ── stopping ─────────────────────────────────────────────────────────────
@@ -549,6 +613,13 @@ export class Worker {
       timer?.clear();
       if (!finished) {
         for (const call of this.#admission.calls()) {
+          if (call.phase === "buffered") {
+            // Claimed but never started: let go of it like a running call (its tasks are left to lease expiry).
+            abandoned += 1;
+            for (const ctx of call.contexts) ctx.markLost("abandoned");
+            this.#drop(call);
+            continue;
+          }
           if (call.phase !== "running") continue;
           abandoned += 1;
           for (const ctx of call.contexts) ctx.markLost("abandoned");

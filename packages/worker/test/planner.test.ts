@@ -147,4 +147,30 @@ describe("planDraws (§8.3)", () => {
       { names: ["b"], limit: 2 },
     ]);
   });
+
+  it("a source that may not prefetch draws only from the slots left, after the sources before it", () => {
+    const sources: DrawSource[] = [
+      { names: ["a"], batch: 1, concurrency: null, resource: null },
+      { names: ["lim"], batch: 1, concurrency: null, resource: null, prefetch: false },
+      { names: ["b"], batch: 1, concurrency: null, resource: null },
+    ];
+    // 3 slots + 5 prefetch: "a" fills 2 slots, "lim" gets the 1 slot left, "b" the prefetch room.
+    expect(drive(planDraws(sources, snapshot({ free: 8, slots: 3 })), (d) => rows(d.names?.[0] as string, Math.min(d.limit, 2)))).toEqual([
+      { names: ["a"], limit: 8 },
+      { names: ["lim"], limit: 1 },
+      { names: ["b"], limit: 5 },
+    ]);
+    // No slot free (the buffer covers them): "lim" is skipped.
+    expect(drive(planDraws(sources.slice(1), snapshot({ free: 4, slots: 0 })), (d) => rows(d.names?.[0] as string, d.limit))).toEqual([
+      { names: ["b"], limit: 4 },
+    ]);
+  });
+
+  it("buildSources marks a name with globalConcurrency or rateLimit as not prefetchable", () => {
+    const sources = buildSources([rule("a"), rule("lim", { flowControl: { globalConcurrency: 2, rateLimit: null } })]);
+    expect(sources).toEqual([
+      { names: ["a"], batch: 1, concurrency: null, resource: null },
+      { names: ["lim"], batch: 1, concurrency: null, resource: null, prefetch: false },
+    ]);
+  });
 });
