@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machineInfo } from "./lib/machine.mjs";
-import { callLatency, claimUnderBacklog, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
+import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
 
@@ -115,6 +115,10 @@ async function repetition(backend, result, rep, errors) {
     await step("drain c1", async () => {
       const r = await drainThroughput(backend, { n, concurrency: 1, cpuProfDir, traceSql });
       push("ours", "drain.c1", r.tasksPerSec);
+    });
+    await step(`drain c1, prefetch ${DRAIN_PREFETCH}`, async () => {
+      const r = await drainThroughput(backend, { n, concurrency: 1, prefetch: DRAIN_PREFETCH, cpuProfDir, traceSql });
+      push("ours", "drainPrefetch.c1", r.tasksPerSec);
     });
     await step("drain c64", async () => {
       const r = await drainThroughput(backend, { n, concurrency: 64, claimBatch: 64, cpuProfDir, traceSql });

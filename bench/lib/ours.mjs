@@ -67,18 +67,26 @@ export async function submitThroughput(backend, { n, concurrency }) {
 }
 
 /**
+ * The worker's `prefetch` in the "drain c1, prefetch N" row: picked by
+ * measurement (bench/README.md): at concurrency 1 each claim then takes up to
+ * 1 + N tasks and their completes are combined, instead of a claim
+ * transaction and a lone complete per task.
+ */
+export const DRAIN_PREFETCH = 32;
+
+/**
  * Drain throughput: `n` pre-submitted tasks, ONE worker process at
- * `concurrency`, timed from the start message until the worker has seen its
+ * `concurrency` (and `claimBatch`, `prefetch` when given), timed from the start message until the worker has seen its
  * n-th successful complete() (committed; checked with stats() after).
  * Returns `{ tasksPerSec, peakRssMB, startRssMB, peakHeapUsedMB }` — the
  * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
  * drain, and its RSS when connected and idle, just before it.
  */
-export async function drainThroughput(backend, { n, concurrency, claimBatch, cpuProfDir = null, traceSql = false }) {
-  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}`);
+export async function drainThroughput(backend, { n, concurrency, claimBatch, prefetch, cpuProfDir = null, traceSql = false }) {
+  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}`);
   try {
     await fill(target, n);
-    const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }) };
+    const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }), ...(prefetch === undefined ? {} : { prefetch }) };
     const child = await spawnWorker({ target, worker, expect: n, cpuProfDir, traceSql });
     let report;
     try {
