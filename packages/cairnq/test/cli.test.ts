@@ -295,6 +295,15 @@ describe("cairnq CLI usage", () => {
     expect(limit.stderr).toContain("from 1 to 1000");
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: cairnq explain [options] <id>");
+
+    // With --json, a script gets one JSON document on stdout for bad usage too.
+    const [badJson, noDbJson] = await Promise.all([cli(["list", "--status", "done", "--json", ...db]), cli(["stats", "--json"])]);
+    for (const run of [badJson, noDbJson]) {
+      expect(run.code).toBe(2);
+      expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: "usage", message: expect.any(String) } });
+    }
+    expect(JSON.parse(badJson.stdout).error.message).toContain("Allowed choices are queued");
+    expect(JSON.parse(noDbJson.stdout).error.message).toContain("pass --db");
   });
 
   it("refuses a SQLite file that does not exist (exit 2, suggests migrate); migrate creates it", async () => {

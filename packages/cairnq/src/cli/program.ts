@@ -218,11 +218,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help and --version "fail" with exit code 0; everything else commander rejects is bad usage.
-      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      // --help and --version "fail" with exit code 0; everything else commander rejects is bad usage
+      // (commander has printed its message to stderr already).
+      if (err.exitCode === 0) return EXIT.ok;
+      if (asJson) io.out(json({ error: { code: "usage", message: err.message.replace(/^error: /, "") } }));
+      return EXIT.usage;
     }
     // InvalidArgument: the store refused an option's value (an empty --queue, say); its message names it.
     if (err instanceof UsageError || err instanceof InvalidArgument) {
+      if (asJson) io.out(json({ error: { code: "usage", message: err.message } }));
       io.err(`error: ${err.message}\n`);
       return EXIT.usage;
     }
