@@ -58,6 +58,17 @@ export interface StoreExecutor {
    * `first` as the first statement of {@link StoreExecutor.writeTransaction}'s body.
    */
   writeTransactionAfter?<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
+  /**
+   * Optional: a write transaction whose first statements are `head()` (called once per attempt),
+   * then `fn` with their results. An executor may send `BEGIN` and the whole head in one round
+   * trip (Postgres pipelines them); the store then plans the claim's first draw before the
+   * transaction opens. Without this method the store uses {@link StoreExecutor.writeTransactionAfter}.
+   */
+  writeTransactionWith?<T>(
+    db: AnyKysely,
+    head: () => readonly CompiledQuery<Row>[],
+    fn: (tx: QueryRunner, results: readonly QueryResult<Row>[]) => Promise<T>,
+  ): Promise<T>;
 }
 
 /**

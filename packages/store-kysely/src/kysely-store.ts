@@ -547,19 +547,50 @@ export class KyselyStore implements ScheduleTaskStore {
       const recover = this.compiler.statement(RECOVER_TEMPLATE, {});
       const first = (): CompiledQuery<Row> => recover.query({});
       const executor = this.dialect.executor;
-      const draw = async (tx: QueryRunner): Promise<Task[]> => {
-        const claimed: Task[] = [];
-        const draws = flow === null ? claim.draws : await flow.begin(tx, claim.draws);
-        for (let index = 0; ; index += 1) {
+      /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`. */
+      const drawFrom = async (tx: QueryRunner, draws: typeof claim.draws, claimed: Task[], start: number): Promise<Task[]> => {
+        for (let index = start; ; index += 1) {
           const draw = draws(claimed, index);
           if (draw === null) break;
           const params = drawParams(claim, draw.names, draw.limit);
           if (params === null) continue;
           for (const row of (await this.#exec(tx, DRAW_TEMPLATE, params)).rows) claimed.push(decodeTask(row));
         }
+        return claimed;
+      };
+      const draw = async (tx: QueryRunner): Promise<Task[]> => {
+        const draws = flow === null ? claim.draws : await flow.begin(tx, claim.draws);
+        const claimed = await drawFrom(tx, draws, [], 0);
         await flow?.end(tx, claimed);
         return claimed;
       };
+      if (flow === null && executor.writeTransactionWith !== undefined) {
+        // Without flow control the first draw depends on nothing the transaction reads, so it is
+        // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres).
+        let next = 0;
+        let planned = false;
+        const head = (): CompiledQuery<Row>[] => {
+          // From index 0 on every attempt, as a planner expects of a replayed transaction.
+          for (next = 0; ; next += 1) {
+            const draw0 = claim.draws([], next);
+            if (draw0 === null) {
+              planned = false;
+              return [first()];
+            }
+            const params = drawParams(claim, draw0.names, draw0.limit);
+            if (params !== null) {
+              planned = true;
+              next += 1;
+              return [first(), this.compiler.statement(DRAW_TEMPLATE, params).query(params)];
+            }
+          }
+        };
+        return executor.writeTransactionWith(this.db, head, async (tx, results) => {
+          if (!planned) return [];
+          const claimed = (results[1]?.rows ?? []).map(decodeTask);
+          return drawFrom(tx, claim.draws, claimed, next);
+        });
+      }
       if (executor.writeTransactionAfter !== undefined) return executor.writeTransactionAfter(this.db, first, draw);
       return executor.writeTransaction(this.db, async (tx) => {
         await tx.executeQuery(first());

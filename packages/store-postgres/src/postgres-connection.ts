@@ -8,11 +8,11 @@
 import type pg from "pg";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireInt } from "@cairnq/protocol/adapter";
-import { loadDriver } from "@cairnq/runtime";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
 import { checkOptions } from "@cairnq/runtime";
+import { loadPgDriver } from "./postgres-driver.js";
 import { prepareRegistered } from "./postgres-prepared.js";
 import type { ListenClient, ListenConnector } from "./postgres-wakeups.js";
 import { destroySocket, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
@@ -153,6 +153,14 @@ export class PostgresConnection {
   readonly kind: "dsn" | "pool" | "kysely";
   /** The Kysely instance every statement runs on. */
   readonly db: AnyKysely;
+  /**
+   * Whether the store wraps the pooled clients (a connection string or a `pg.Pool`), so a pipeline
+   * (`postgres-pipeline.ts`) reaches the wire as one round trip. Not with a Kysely instance, whose
+   * pool the store cannot reach.
+   */
+  get pipelines(): boolean {
+    return this.kind !== "kysely";
+  }
   /** True when the store built the pool (a DSN): only then does `close()` end it. */
   readonly owned: boolean;
   /** The `schema` option, or `null`. */
@@ -256,7 +264,7 @@ export class PostgresConnection {
 
   /** Every client handed out (new or idle, ours or not) gets an error listener once: pg.Pool removes its own while a client is checked out. */
   readonly #onAcquire = (client: ClientEvents): void => {
-    if (this.#prepare) prepareRegistered(client);
+    prepareRegistered(client, this.#prepare);
     if (this.#guardedClients.has(client)) return;
     this.#guardedClients.add(client);
     client.on("error", this.#onPoolError);
@@ -444,14 +452,4 @@ function isKysely(value: unknown): value is AnyKysely {
 function isPool(value: unknown): value is PostgresPool {
   const v = value as Partial<PostgresPool> | null;
   return typeof v === "object" && v !== null && typeof v.connect === "function" && typeof v.end === "function" && typeof v.on === "function";
-}
-
-/**
- * Loads `pg` when the first connection is made rather than at import, so
- * importing `cairnq` (which re-exports this store) loads no driver until a
- * Postgres store actually connects — and an app that installed only
- * better-sqlite3 never needs it. Absent, it fails with "npm install pg".
- */
-function loadPgDriver(): typeof pg {
-  return loadDriver<typeof pg>({ module: "pg", requiredBy: "@cairnq/store-postgres", backend: "Postgres", from: import.meta.url });
 }

@@ -3,6 +3,7 @@ import { CompiledQuery } from "kysely";
 import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
 import { KyselyExecutor } from "@cairnq/store-kysely";
 import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
+import { pipeline, pipelineResults } from "./postgres-pipeline.js";
 
 /**
  * A Kysely transaction of any database shape (the store only runs compiled
@@ -10,6 +11,11 @@ import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's idiom for schema-agnostic code; no table types are used.
 export type AnyTransaction = Transaction<any>;
+
+/** Transaction control of {@link PostgresExecutor.writeTransactionWith} (no parameters: simple queries, or the head of a pipeline). */
+const BEGIN = CompiledQuery.raw("BEGIN");
+const COMMIT = CompiledQuery.raw("COMMIT");
+const ROLLBACK = CompiledQuery.raw("ROLLBACK");
 
 /**
  * How the Postgres store runs statements: each autocommit statement on a
@@ -25,6 +31,14 @@ export type AnyTransaction = Transaction<any>;
  * are computed before the transaction, so a rerun inserts the same task.
  */
 export class PostgresExecutor extends KyselyExecutor {
+  /**
+   * @param pipelines - Whether the pooled clients run pipelines (`PostgresConnection.pipelines`);
+   *   without, {@link PostgresExecutor.writeTransactionWith} sends its statements one by one.
+   */
+  constructor(private readonly pipelines = false) {
+    super();
+  }
+
   override async writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     for (;;) {
       try {
@@ -63,6 +77,47 @@ export class PostgresExecutor extends KyselyExecutor {
           } catch (error) {
             // Outside a transaction (BEGIN itself failed, or COMMIT ended it) ROLLBACK only warns.
             await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+            throw error;
+          }
+        });
+      } catch (error) {
+        if (!(error instanceof KeyLockBusy)) throw error;
+        await db.executeQuery(CompiledQuery.raw(KEY_LOCK_SQL, [error.key]));
+      }
+    }
+  }
+
+  /**
+   * A write transaction whose first statements are `head()`: with pipelines, `BEGIN` and all of
+   * them in ONE round trip; otherwise `BEGIN`, then each in turn. `fn` gets the transaction and the
+   * head's results, and `COMMIT` follows it; any failure rolls back (a statement of the head that
+   * failed makes the server skip the rest, and the whole call rejects with its error). `head` is
+   * called once per attempt (a busy key lock reruns the transaction).
+   */
+  async writeTransactionWith<T>(
+    db: AnyKysely,
+    head: () => readonly CompiledQuery<Row>[],
+    fn: (tx: QueryRunner, results: readonly QueryResult<Row>[]) => Promise<T>,
+  ): Promise<T> {
+    if (!this.pipelines) {
+      return this.writeTransaction(db, async (tx) => {
+        const results: QueryResult<Row>[] = [];
+        for (const query of head()) results.push(await tx.executeQuery(query));
+        return fn(tx, results);
+      });
+    }
+    for (;;) {
+      try {
+        return await db.connection().execute(async (conn) => {
+          try {
+            const results = pipelineResults(await conn.executeQuery(pipeline([BEGIN, ...head()])));
+            const value = await fn(conn, results.slice(1));
+            const { rows } = await conn.executeQuery(COMMIT);
+            // A COMMIT of a transaction an error left aborted answers ROLLBACK instead of failing.
+            if ((rows[0] as { command?: unknown } | undefined)?.command === "ROLLBACK") throw new Error("the transaction was rolled back by the server at COMMIT (an earlier statement failed)");
+            return value;
+          } catch (error) {
+            await conn.executeQuery(ROLLBACK).catch(() => {});
             throw error;
           }
         });

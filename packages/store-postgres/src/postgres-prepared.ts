@@ -13,6 +13,9 @@
  * application's own queries on a shared pool are sent exactly as before.
  */
 
+import type { PipelineClient } from "./postgres-pipeline.js";
+import { pipelinedStatements, runPipeline } from "./postgres-pipeline.js";
+
 /** Statement text → its prepared statement name, shared by every store of the process. */
 const NAMES = new Map<string, string>();
 
@@ -29,20 +32,28 @@ interface QueryingClient {
 const WRAPPED = Symbol.for("cairnq.preparedStatements");
 
 /**
- * Makes a pooled `pg.Client` send registered texts as named prepared
- * statements (`{ name, text, values }`); every other call is passed through
- * untouched. Idempotent per client.
+ * Wraps a pooled `pg.Client`'s `query`: a pipeline (`postgres-pipeline.ts`)
+ * runs as one round trip, and — when `named` — registered texts are sent as
+ * named prepared statements (`{ name, text, values }`), inside pipelines
+ * too; every other call is passed through untouched. Idempotent per client
+ * (the first wrap decides `named`).
  */
-export function prepareRegistered(client: unknown): void {
-  const target = client as QueryingClient & { [WRAPPED]?: true };
+export function prepareRegistered(client: unknown, named = true): void {
+  const target = client as QueryingClient & { connection?: unknown; [WRAPPED]?: true };
   if (typeof target !== "object" || target === null || typeof target.query !== "function" || target[WRAPPED] === true) return;
   const query = target.query;
+  const pipelined = target as unknown as PipelineClient;
+  const nameOf = named ? (text: string): string | undefined => NAMES.get(text) : (): undefined => undefined;
   target[WRAPPED] = true;
   target.query = function (this: unknown, ...args: unknown[]): unknown {
     const [text, values] = args;
-    if (typeof text === "string" && Array.isArray(values) && values.length > 0 && args.length === 2) {
-      const name = NAMES.get(text);
-      if (name !== undefined) return query.call(this, { name, text, values });
+    if (args.length === 2) {
+      const statements = pipelinedStatements(text, values);
+      if (statements !== null) return runPipeline(pipelined, query, statements, nameOf);
+      if (typeof text === "string" && Array.isArray(values) && values.length > 0) {
+        const name = nameOf(text);
+        if (name !== undefined) return query.call(this, { name, text, values });
+      }
     }
     return query.apply(this, args);
   };

@@ -32,7 +32,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
   readonly syntax = new PostgresStoreSyntax();
   override readonly clock: SqlClock = POSTGRES_CLOCK;
   override readonly keyLock: PostgresKeyLock = new PostgresKeyLock();
-  override readonly executor: PostgresExecutor = new PostgresExecutor();
+  override readonly executor: PostgresExecutor;
   override readonly capabilities: DialectCapabilities;
   override readonly wakeups: PostgresWakeups;
   override readonly combining: WriteCombining | null;
@@ -50,6 +50,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     super();
     this.connection = new PostgresConnection(target, options);
     const connection = this.connection;
+    this.executor = new PostgresExecutor(connection.pipelines);
     this.wakeups = new PostgresWakeups(
       connection.listen,
       (error) => connection.report(error, "listen"),
