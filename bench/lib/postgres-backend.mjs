@@ -5,6 +5,7 @@
 // The database: CAIRNQ_BENCH_PG_DSN, default postgres://postgres@127.0.0.1:5432/test.
 import { createRequire } from "node:module";
 import { floorIds } from "./sqlite-backend.mjs";
+import { percentile } from "./stats.mjs";
 import { hasPostgres, openStore } from "./targets.mjs";
 
 const require = createRequire(import.meta.url);
@@ -109,6 +110,7 @@ const PROTOCOL = {
     text: `UPDATE cairnq_tasks SET status = 'succeeded', result = NULL, progress = 1, completed_at_ms = $1, lease_until_ms = NULL,
       updated_at_ms = $1 WHERE id = $2 AND status = 'running' AND worker_id = $3 AND cancel_requested_at_ms IS NULL`,
   },
+  getOne: { name: "proto_get_one", text: `SELECT * FROM cairnq_tasks WHERE id = $1` },
   completeMany: {
     name: "proto_complete_many",
     text: `UPDATE cairnq_tasks SET status = 'succeeded', result = NULL, progress = 1, completed_at_ms = $1, lease_until_ms = NULL,
@@ -320,6 +322,35 @@ export const postgresBackend = {
     },
   },
 
+  /**
+   * The call() floor: on ONE connection, sequentially, per call: INSERT the task (autocommit), claim it (the
+   * single-statement claim of the drain floor, autocommit), complete it (autocommit), SELECT the row — the
+   * three commits any submit → claim → complete round trip needs plus the read, with no process hop, no
+   * NOTIFY delivery and no client code. `warmup` untimed calls first. Returns `{ p50, p99 }` in ms.
+   */
+  async callFloor({ calls, warmup }) {
+    const s = await floorSchema("call", 1, "protocol");
+    try {
+      const client = s.conns[0];
+      const ids = floorIds(warmup + calls);
+      const workerId = "worker_floor";
+      const samples = [];
+      for (let i = 0; i < ids.length; i += 1) {
+        const started = performance.now();
+        await client.query(s.sql.insertOne, [ids[i], JSON.stringify({ i }), Date.now()]);
+        const { rows } = await client.query(s.sql.claim, [workerId, Date.now(), 1]);
+        if (rows[0]?.id !== ids[i]) throw new Error(`the call floor claimed ${rows[0]?.id} instead of ${ids[i]}`);
+        await client.query(s.sql.completeOne, [Date.now(), ids[i], workerId]);
+        const done = await client.query(s.sql.getOne, [ids[i]]);
+        if (done.rows[0]?.status !== "succeeded") throw new Error(`the call floor read ${done.rows[0]?.status} instead of succeeded`);
+        if (i >= warmup) samples.push(performance.now() - started);
+      }
+      return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+    } finally {
+      await s.done();
+    }
+  },
+
   /** The floors in table order, each matched to our figure by id in report.mjs. */
   get floorPlan() {
     return [
@@ -339,6 +370,7 @@ export const postgresBackend = {
         id: "proto.drain.stmt64",
         run: (n) => this.floors.drain({ n, perStatement: 64, conns: BATCH_CONNECTIONS, schema: "protocol" }),
       },
+      { id: "proto.call", run: (_n, settings) => this.callFloor({ calls: settings.latencyCalls, warmup: settings.latencyWarmup }) },
     ];
   },
 

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newTaskId, openStore } from "./targets.mjs";
 import { sqliteVersion } from "./machine.mjs";
+import { percentile } from "./stats.mjs";
 
 const require = createRequire(import.meta.url);
 const Database = require("better-sqlite3");
@@ -90,6 +91,8 @@ const PROTOCOL = {
     AND cancel_requested_at_ms IS NULL`,
 };
 const MINIMAL = { insert: FLOOR_INSERT, claim: FLOOR_CLAIM, complete: FLOOR_COMPLETE };
+/** The call() floor's read of the finished row (protocol schema only). */
+const PROTOCOL_GET = "SELECT * FROM cairnq_tasks WHERE id = ?";
 
 /**
  * A fresh floor database: `schema` = "minimal" (the floor table above) or
@@ -265,6 +268,38 @@ export const sqliteBackend = {
     },
   },
 
+  /**
+   * The call() floor: one connection, per call: INSERT the task, claim it, complete it (each its own
+   * autocommit transaction), SELECT the row — the three commits of a submit → claim → complete round trip
+   * plus the read, with no process hop and no client code (see the Postgres backend's). `warmup` untimed
+   * calls first. Returns `{ p50, p99 }` in ms.
+   */
+  async callFloor({ calls, warmup }) {
+    const { db, sql, result, cleanup } = await floorDatabase("floor-call", "protocol");
+    try {
+      const insert = db.prepare(sql.insert);
+      const claim = db.prepare(sql.claim);
+      const complete = db.prepare(sql.complete);
+      const get = db.prepare(PROTOCOL_GET);
+      const ids = floorIds(warmup + calls);
+      const workerId = "worker_floor";
+      const samples = [];
+      for (let i = 0; i < ids.length; i += 1) {
+        const started = performance.now();
+        insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+        const [row] = claim.all({ workerId, now: Date.now(), limit: 1 });
+        if (row?.id !== ids[i]) throw new Error(`the call floor claimed ${row?.id} instead of ${ids[i]}`);
+        complete.run({ result, now: Date.now(), id: ids[i], workerId });
+        if (get.get(ids[i])?.status !== "succeeded") throw new Error("the call floor's task did not succeed");
+        if (i >= warmup) samples.push(performance.now() - started);
+      }
+      return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+    } finally {
+      db.close();
+      await cleanup();
+    }
+  },
+
   /** The floors in table order, each matched to our figure by id in report.mjs. */
   get floorPlan() {
     return [
@@ -276,6 +311,7 @@ export const sqliteBackend = {
       { id: "proto.insert.tx64", run: (n) => this.floors.insert({ n, perTx: 64, schema: "protocol" }) },
       { id: "proto.drain.tx1", run: (n) => this.floors.drain({ n, perTx: 1, schema: "protocol" }) },
       { id: "proto.drain.tx64", run: (n) => this.floors.drain({ n, perTx: 64, schema: "protocol" }) },
+      { id: "proto.call", run: (_n, settings) => this.callFloor({ calls: settings.latencyCalls, warmup: settings.latencyWarmup }) },
     ];
   },
 
