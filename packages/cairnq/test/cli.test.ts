@@ -234,8 +234,10 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
         };
         child.stdout?.on("data", check);
       });
-      const overview = (await (await fetch(`${url}api/overview`)).json()) as { queues: Record<string, Record<string, number>>; readOnly: boolean };
+      const overview = (await (await fetch(`${url}api/overview`)).json()) as { queues: Record<string, Record<string, number>>; readOnly: boolean; pushWakeups: boolean };
       expect(overview.readOnly).toBe(false);
+      // On Postgres the served dashboard LISTENs, so live updates are pushed, not only polled.
+      expect(overview.pushWakeups).toBe(backend.name === "Postgres");
       expect(Object.keys(overview.queues).sort()).toEqual(["billing", "crash", "jobs", "mail"]);
       // DNS rebinding guard: another Host name is refused.
       const rebound = await new Promise<number | undefined>((resolve, reject) => {
