@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_TIMER_MS, monotonicMs, nextTurn, sleep, startTimer } from "@cairnq/runtime";
 
@@ -57,6 +58,23 @@ describe("startTimer", () => {
     expect(startTimer(c, 10, { signal: aborted }).fired).toBe(false);
     vi.advanceTimersByTime(20);
     expect(c).not.toHaveBeenCalled();
+  });
+
+  it("leaves no abort listener behind once it fired or was cleared", () => {
+    vi.useFakeTimers();
+    const controller = new AbortController();
+    const fired = vi.fn();
+    const timer = startTimer(fired, 2 ** 31 + 5, { signal: controller.signal });
+    const cleared = startTimer(fired, 100, { signal: controller.signal });
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(2);
+    cleared.clear();
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    vi.advanceTimersByTime(2 ** 31 + 5);
+    expect(fired).toHaveBeenCalledTimes(1);
+    expect(timer.fired).toBe(true);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    controller.abort();
+    expect(fired).toHaveBeenCalledTimes(1);
   });
 
   it("a delay of 0 or less (or NaN) fires on the next timer turn", () => {
