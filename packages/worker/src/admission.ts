@@ -42,6 +42,8 @@ export class Admission {
   /** Contexts of calls in flight by task id (to spot a re-claim of a task an older call still holds). */
   readonly #live = new Map<string, Set<Context>>();
   #bytesInFlight = 0;
+  /** Calls claims in flight may still bring (see {@link Admission.reserve}). */
+  #reserved = 0;
   #callEnded: Deferred<void> = deferred();
 
   constructor(limits: AdmissionLimits, start: (call: Call) => void) {
@@ -71,19 +73,36 @@ export class Admission {
 
   /** `concurrency − running − buffered` calls: slots a claim would fill at once (≤ 0 while the buffer covers every slot). */
   #slots(): number {
-    return this.#limits.concurrency - this.#calls.size - this.#buffered.length;
+    return this.#limits.concurrency - this.#calls.size - this.#buffered.length - this.#reserved;
+  }
+
+  /**
+   * Holds room for up to `calls` calls a claim in flight may bring, so a claim overlapping it plans
+   * only what is left; returns what was reserved, to hand back with {@link Admission.unreserve}.
+   */
+  reserve(calls: number): number {
+    const held = Math.max(0, calls);
+    this.#reserved += held;
+    return held;
+  }
+
+  /** Hands back room reserved by a claim (it returned, or re-planned). */
+  unreserve(calls: number): void {
+    if (calls <= 0) return;
+    this.#reserved -= calls;
+    this.#wake();
   }
 
   /**
    * Calls a claim may take now: `concurrency + prefetch − running − buffered`, and never more than
-   * `2 × (concurrency + prefetch) − calls in flight`. Settling calls hold no slot, but they cannot
+   * `2 × (concurrency + prefetch) − calls in flight`, less what claims in flight reserved. Settling calls hold no slot, but they cannot
    * pile up behind slow commits without bound — calls in flight stay within `2 × (concurrency +
    * prefetch)`, which bounds the tasks held in memory and lets a whole buffer's settlements be in
    * flight (and be combined by the store) while the next claim refills it.
    */
   free(): number {
     const room = this.#limits.concurrency + this.#limits.prefetch;
-    return Math.min(this.#slots() + this.#limits.prefetch, 2 * room - this.size);
+    return Math.min(this.#slots() + this.#limits.prefetch, 2 * room - this.size - this.#reserved);
   }
 
   /** Whether the byte budget is used up. */
@@ -96,6 +115,16 @@ export class Admission {
    * slot would otherwise go idle, or when at least half the prefetch room is free — refilling the
    * buffer a few tasks at a time would cost a claim transaction per task.
    */
+  /**
+   * Whether a claim overlapping one in flight is worth making: only with prefetch, and only for at
+   * least half the prefetch room. (Without prefetch the room left beside a claim in flight is a few
+   * slots freed meanwhile, and small overlapping claims measured slower than waiting for it.)
+   */
+  worthOverlapping(): boolean {
+    const prefetch = this.#limits.prefetch;
+    return prefetch > 0 && this.free() >= Math.ceil(prefetch / 2);
+  }
+
   #worthClaiming(): boolean {
     const free = this.free();
     if (free <= 0) return false;

@@ -4,7 +4,7 @@
  * the task registry (`task-registry.ts`), admission bookkeeping
  * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
  */
-import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import type { ClaimInput, Task, TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
@@ -25,6 +25,9 @@ import type { ContextHost, LostReason } from "./task-context.js";
 import { Context } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+
+/** Claim cycles in flight at once: a second overlaps the first while draws come back full (see the claim loop). */
+const MAX_CLAIM_STREAMS = 2;
 
 interface RunState {
   readonly stopped: Deferred<void>;
@@ -79,8 +82,10 @@ export class Worker {
   #claimFailures = 0;
   /** Whether a push `queued` signal for one of our queues arrived since the last idle sleep began (§9). */
   #queuedSignal = false;
-  /** Whether the next claim cycle may skip the store's probe: we were just woken by a `queued` signal. */
+  /** Whether the next claim cycle may skip the store's probe: we were just woken by a `queued` signal, or the last claim came back full. */
   #skipProbe = false;
+  /** Whether the last claim that returned came back full (there is probably more to take: a second claim may overlap). */
+  #lastFull = false;
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
 
@@ -378,28 +383,58 @@ export class Worker {
   async #claimLoop(signal: AbortSignal): Promise<void> {
     // Connect up front, so a database the worker can never use fails run() even before a handler is registered.
     if (!(await this.#survive(() => this.store.connect(), signal)) && this.#run?.fatal !== undefined) return;
-    while (!signal.aborted) {
-      await this.#admission.waitForRoom(signal);
-      if (signal.aborted) break;
-      if (this.#handlers.size === 0) {
-        await this.#idle(signal);
-        continue;
+    // Claim cycles in flight: at most two, and a second only overlaps one whose predecessor came back full.
+    const cycles = new Set<Promise<void>>();
+    try {
+      while (!signal.aborted && this.#run?.fatal === undefined) {
+        await this.#admission.waitForRoom(signal);
+        if (signal.aborted) break;
+        if (this.#handlers.size === 0) {
+          if (cycles.size > 0) await Promise.race(cycles);
+          else await this.#idle(signal);
+          continue;
+        }
+        if (cycles.size > 0 && !(cycles.size < MAX_CLAIM_STREAMS && this.#lastFull && this.#overlapAllowed() && this.#admission.worthOverlapping())) {
+          await Promise.race(cycles);
+          continue;
+        }
+        const cycle = this.#cycle(signal, cycles.size > 0)
+          .catch((err: unknown) => this.#report(err, { phase: "claim" }))
+          .finally(() => cycles.delete(cycle));
+        cycles.add(cycle);
       }
-      const startedAtMs = Date.now();
-      let rows: Task[] = [];
-      const claimed = await this.#survive(async () => {
-        rows = await this.#claim();
-      }, signal);
-      if (!claimed) {
-        if (this.#run?.fatal !== undefined) return;
-        continue;
-      }
-      if (rows.length === 0) {
-        await this.#idle(signal);
-        continue;
-      }
-      this.#dispatch(rows, Date.now() - startedAtMs);
+    } finally {
+      await Promise.all(cycles);
     }
+  }
+
+  /**
+   * Whether a second claim may overlap one in flight: only when no registered name has a per-name
+   * `concurrency`, a `resource` or cross-process flow control, whose counts a claim in flight could
+   * change under the other's plan. (Room is held for the one in flight: {@link Admission.reserve}.)
+   */
+  #overlapAllowed(): boolean {
+    return this.#handlers.registrations().every((r) => r.concurrency === null && r.resource === null && (r.flowControl ?? null) === null);
+  }
+
+  /**
+   * One claim cycle and its dispatch. An empty claim idles (§8.3 step 4) unless it overlapped
+   * another cycle (that one's result decides).
+   */
+  async #cycle(signal: AbortSignal, overlapping: boolean): Promise<void> {
+    const startedAtMs = Date.now();
+    let result: { rows: Task[]; release: () => void } = { rows: [], release: () => {} };
+    const claimed = await this.#survive(async () => {
+      result = await this.#claim();
+    }, signal);
+    if (!claimed) return;
+    const { rows, release } = result;
+    try {
+      if (rows.length > 0) this.#dispatch(rows, Date.now() - startedAtMs);
+    } finally {
+      release();
+    }
+    if (rows.length === 0 && !overlapping) await this.#idle(signal);
   }
 
   /**
@@ -465,26 +500,55 @@ export class Worker {
    * probably more to take, so the next cycle skips the probe and goes straight to its transaction
    * (recovery first, as always; an empty draw then costs one short transaction).
    */
-  async #claim(): Promise<Task[]> {
+  async #claim(): Promise<{ rows: Task[]; release: () => void }> {
     const registrations = this.#handlers.registrations();
     const batches = new Map(registrations.map((r) => [r.name, r.batch ?? 1]));
     const sources = rotate(buildSources(registrations), this.#polls++);
+    const admission = this.#admission;
+    // The most calls this claim can bring: a draw per source, each capped by claimBatch (or all the room).
+    const cap = this.options.claimBatch === null ? Number.POSITIVE_INFINITY : this.options.claimBatch * sources.length;
+    // Room held for this claim until its rows are dispatched, so a claim overlapping it plans only the rest.
+    let held = admission.reserve(Math.min(admission.free(), cap));
     let plan: ReturnType<typeof planDraws> = () => null;
     let requested = 0;
+    let planned = 0;
     const draws: typeof plan = (claimed, index) => {
       if (index === 0) {
         // Planned from the counters as they are when the store asks (inside its transaction), not as they were
-        // when the cycle began: calls that ended meanwhile leave room this claim can fill. Only this loop admits
-        // calls, so the room can only have grown by the time the rows are dispatched. A store may replay its
+        // when the cycle began: calls that ended meanwhile leave room this claim can fill. The room it plans stays
+        // held until its rows are dispatched, so nothing else can take it meanwhile. A store may replay its
         // transaction: each replay plans afresh.
         requested = 0;
-        plan = planDraws(sources, this.#admission.snapshot((name) => batches.get(name) ?? 1));
+        planned = 0;
+        admission.unreserve(held);
+        const snapshot = admission.snapshot((name) => batches.get(name) ?? 1);
+        held = admission.reserve(Math.min(snapshot.free, cap));
+        plan = planDraws(sources, snapshot);
       }
       const draw = plan(claimed, index);
-      if (draw !== null) requested += draw.limit;
+      if (draw === null) {
+        // Planning is over: hand back the room this claim will not use.
+        admission.unreserve(held - planned);
+        held = planned;
+      } else {
+        requested += draw.limit;
+        planned += Math.ceil(draw.limit / (batches.get(draw.names?.[0] ?? "") ?? 1));
+      }
       return draw;
     };
-    const skipProbe = this.#skipProbe;
+    let rows: Task[];
+    try {
+      rows = await this.#claimWith(registrations, draws, () => requested);
+    } catch (err) {
+      admission.unreserve(held);
+      throw err;
+    }
+    // Handed back only once the rows are dispatched (they then count as buffered or running).
+    return { rows, release: () => admission.unreserve(held) };
+  }
+
+  async #claimWith(registrations: readonly { name: string }[], draws: NonNullable<ClaimInput["draws"]>, requested: () => number): Promise<Task[]> {
+    const skipProbe = this.#skipProbe || this.#lastFull;
     this.#skipProbe = false;
     const flowControl = this.#handlers.flowControl();
     const rows = await this.store.claim({
@@ -496,7 +560,8 @@ export class Worker {
       ...(skipProbe ? { probe: false } : {}),
       ...(flowControl === null ? {} : { flowControl }),
     });
-    this.#skipProbe = rows.length > 0 && rows.length >= requested;
+    this.#lastFull = rows.length > 0 && rows.length >= requested();
+    this.#skipProbe = this.#lastFull;
     return rows;
   }
 

@@ -64,6 +64,88 @@ describe("prefetch: calls in flight", () => {
   });
 });
 
+describe("prefetch: overlapping claims", () => {
+  function slowClaims(spy: ReturnType<typeof spyStore>) {
+    const seen = { inFlight: 0, most: 0 };
+    spy.hooks.claim = async (_args, next) => {
+      seen.inFlight += 1;
+      seen.most = Math.max(seen.most, seen.inFlight);
+      try {
+        // Planned and committed at once, returned late: the rows stay undispatched while another claim may plan.
+        const rows = await next();
+        await delay(20);
+        return rows;
+      } finally {
+        seen.inFlight -= 1;
+      }
+    };
+    return seen;
+  }
+
+  it("a second claim overlaps one in flight while draws come back full, and together they stay within concurrency + prefetch", async () => {
+    const spy = spyStore();
+    const claims = slowClaims(spy);
+    const worker = makeWorker(spy.store, { concurrency: 2, prefetch: 4, claimBatch: 2 });
+    const release = gate();
+    let claimed = 0;
+    let ended = 0;
+    let mostAhead = 0;
+    worker.on("task:claimed", () => {
+      claimed += 1;
+      mostAhead = Math.max(mostAhead, claimed - ended);
+    });
+    worker.task("x", async () => {
+      await release.promise;
+      ended += 1;
+    });
+    const tasks: Task[] = [];
+    for (let i = 0; i < 20; i++) tasks.push(await spy.inner.submit({ name: "x" }));
+    const done = worker.run();
+    await waitFor(() => claimed === 6, 3000, "concurrency + prefetch claimed");
+    await delay(80);
+    expect(claimed).toBe(6);
+    expect((await spy.inner.list({ status: "running" })).length).toBe(6);
+    expect(claims.most).toBe(2);
+    release.open();
+    for (const task of tasks) await waitForStatus(spy.inner, task.id, ["succeeded"]);
+    expect(mostAhead).toBeLessThanOrEqual(6);
+    expect(claims.most).toBe(2);
+    await worker.stop();
+    await done;
+  });
+
+  it("claims never overlap while a registered name has its own concurrency, a resource or flow control", async () => {
+    for (const options of [{ concurrency: 8 }, { resource: "r" }, { globalConcurrency: 8 }]) {
+      const spy = spyStore();
+      const claims = slowClaims(spy);
+      const worker = makeWorker(spy.store, { concurrency: 2, prefetch: 4, claimBatch: 2, resources: { r: 8 } });
+      worker.task("x", () => null);
+      worker.task("y", options, () => null);
+      const tasks: Task[] = [];
+      for (let i = 0; i < 12; i++) tasks.push(await spy.inner.submit({ name: "x" }));
+      const done = worker.run();
+      for (const task of tasks) await waitForStatus(spy.inner, task.id, ["succeeded"]);
+      await worker.stop();
+      await done;
+      expect(claims.most).toBe(1);
+    }
+  });
+
+  it("claims never overlap without prefetch", async () => {
+    const spy = spyStore();
+    const claims = slowClaims(spy);
+    const worker = makeWorker(spy.store, { concurrency: 4, claimBatch: 2 });
+    worker.task("x", () => delay(5));
+    const tasks: Task[] = [];
+    for (let i = 0; i < 24; i++) tasks.push(await spy.inner.submit({ name: "x" }));
+    const done = worker.run();
+    for (const task of tasks) await waitForStatus(spy.inner, task.id, ["succeeded"]);
+    await worker.stop();
+    await done;
+    expect(claims.most).toBe(1);
+  });
+});
+
 describe("prefetch: the stop deadline", () => {
   it("lets go of buffered calls like running ones: never started, counted as abandoned, left to lease expiry", async () => {
     const spy = spyStore();
