@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { machineInfo } from "./lib/machine.mjs";
-import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
+import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, DRAIN_PREFETCH_C64, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
 
@@ -131,6 +131,10 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "rss.c64", r.peakRssMB);
       push("ours", "rssIdle.c64", r.startRssMB);
       push("ours", "heapUsed.c64", r.peakHeapUsedMB);
+    });
+    await step(`drain c64, prefetch ${DRAIN_PREFETCH_C64}`, async () => {
+      const r = await drainThroughput(backend, { n, concurrency: 64, claimBatch: 64, prefetch: DRAIN_PREFETCH_C64, cpuProfDir, traceSql });
+      push("ours", "drainPrefetch.c64", r.tasksPerSec);
     });
   }
   if (wants("latency")) {

@@ -75,6 +75,14 @@ export async function submitThroughput(backend, { n, concurrency }) {
 export const DRAIN_PREFETCH = 32;
 
 /**
+ * The worker's `prefetch` in the "drain c64, prefetch N" row (concurrency 64,
+ * `claimBatch: 64` as in the plain c64 row): with room for a second claim of 64
+ * beside the one in flight, a claim overlaps the previous one while draws come
+ * back full.
+ */
+export const DRAIN_PREFETCH_C64 = 64;
+
+/**
  * Drain throughput: `n` pre-submitted tasks, ONE worker process at
  * `concurrency` (and `claimBatch`, `prefetch` when given), timed from the start message until the worker has seen its
  * n-th successful complete() (committed; checked with stats() after).

@@ -1,6 +1,6 @@
 // Turns the measurements into the table: each of our figures next to its
 // matching raw floor, the ratio, and the issue's target for it.
-import { DRAIN_PREFETCH } from "./ours.mjs";
+import { DRAIN_PREFETCH, DRAIN_PREFETCH_C64 } from "./ours.mjs";
 import { summarize } from "./stats.mjs";
 
 const int = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
@@ -63,6 +63,15 @@ export const FIGURES = [
     unit: "rate",
     floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64" },
     minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64" },
+    // Issue 9's drain-c64 targets are judged on the prefetch row below; this row (no prefetch) is shown beside it.
+    target: {},
+  },
+  {
+    id: "drainPrefetch.c64",
+    label: `drain c64, prefetch ${DRAIN_PREFETCH_C64}`,
+    unit: "rate",
+    floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64" },
+    minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64" },
     target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.7 } },
   },
   {
@@ -114,7 +123,11 @@ function both(target) {
  * of one backend) it is judged on; a line is met when all of them are.
  */
 export const ISSUE_TARGETS = [
-  { label: "Postgres drain c64", target: "≥ 0.7 × raw claim-64 + complete-64 floor", parts: [["postgres", "drain.c64"]] },
+  {
+    label: `Postgres drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
+    target: "≥ 0.7 × raw claim-64 + complete-64 floor",
+    parts: [["postgres", "drainPrefetch.c64"]],
+  },
   { label: "Postgres submit c64", target: "≥ 0.3 × raw 64-row INSERT floor", parts: [["postgres", "submit.c64"]] },
   {
     label: `Postgres drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
@@ -130,9 +143,9 @@ export const ISSUE_TARGETS = [
   { label: "SQLite submit c1", target: "≥ 0.7 × raw INSERT, one per transaction", parts: [["sqlite", "submit.c1"]] },
   { label: "SQLite drain c1", target: "≥ 0.6 × raw claim + complete, one per transaction", parts: [["sqlite", "drain.c1"]] },
   {
-    label: "SQLite submit c64 / drain c64",
+    label: `SQLite submit c64 / drain c64 (drain: the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
     target: "≥ 0.5 × raw 64-per-transaction",
-    parts: [["sqlite", "submit.c64", "submit"], ["sqlite", "drain.c64", "drain"]],
+    parts: [["sqlite", "submit.c64", "submit"], ["sqlite", "drainPrefetch.c64", "drain"]],
   },
   { label: "SQLite call() p50 / p99", target: "≤ 1.5 ms / ≤ 5 ms", parts: [["sqlite", "latency.p50", "p50"], ["sqlite", "latency.p99", "p99"]] },
   {
