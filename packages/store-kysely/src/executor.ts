@@ -27,6 +27,39 @@ export interface QueryRunner {
  */
 export type QueryThunk = () => CompiledQuery<Row>;
 
+/** Runs one statement now, synchronously, and returns its result; throws the driver's error. */
+export type SyncRunner = (query: CompiledQuery<Row>) => QueryResult<Row>;
+
+/** One caller's outcome inside a multi-row statement: its value, or its own error (e.g. `LostLease`). */
+export type MergedOutcome<O> = { readonly ok: true; readonly value: O } | { readonly ok: false; readonly error: unknown };
+
+/**
+ * A kind of write whose concurrent calls an executor may run as one
+ * multi-row statement (see {@link StoreExecutor.writeMergeable}).
+ *
+ * Both functions run synchronously on the executor's connection, inside the
+ * executor's own transaction (SQLite's group commit) or as one autocommit
+ * statement, and each runs exactly ONE statement: the database undoes a
+ * failed statement by itself, so a failure leaves nothing of it behind.
+ */
+export interface MergeableWrite<I, O> {
+  /** The write of one item (its single-row statement): the caller's value, or the caller's error thrown. */
+  one(run: SyncRunner, item: I): O;
+  /**
+   * Several items (at least two, of distinct ids) as one multi-row statement: every item's
+   * outcome, in the order given, matched by id. Throws when the statement failed — which applied
+   * none of it; the executor then runs every item on its own with {@link MergeableWrite.one}, so
+   * each caller gets exactly what its single-row statement gives. Absent: never merged.
+   */
+  many?(run: SyncRunner, items: readonly I[]): MergedOutcome<O>[];
+  /** Most items in one {@link MergeableWrite.many}. */
+  readonly maxRows: number;
+  /** Most bytes (the sum of {@link MergeableWrite.bytes}) in one {@link MergeableWrite.many}; a larger item runs alone. */
+  readonly maxBytes: number;
+  /** An item's size for {@link MergeableWrite.maxBytes}. */
+  bytes(item: I): number;
+}
+
 /**
  * How statements reach the database: the single place where a dialect decides
  * connection use, write serialization and busy handling.
@@ -69,6 +102,15 @@ export interface StoreExecutor {
     head: () => readonly CompiledQuery<Row>[],
     fn: (tx: QueryRunner, results: readonly QueryResult<Row>[]) => Promise<T>,
   ): Promise<T>;
+  /**
+   * Optional: one autocommit write of `item` that may share ONE multi-row
+   * statement with concurrent writes of the same `write` (the same object)
+   * issued meanwhile — for an executor that group-commits and runs its
+   * batches synchronously (SQLite). The promise settles only after the
+   * commit, with this item's own outcome. Without this method the store runs
+   * each write as its own statement through {@link StoreExecutor.write}.
+   */
+  writeMergeable?<I, O>(db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O>;
 }
 
 /**

@@ -71,7 +71,7 @@ import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";
 import { BATCH_ROWS } from "./compiler.js";
 import type { StoreDialect, WriteCombining } from "./dialect.js";
-import type { AnyKysely, QueryRunner, Row } from "./executor.js";
+import type { AnyKysely, MergeableWrite, QueryRunner, Row } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { FlowControlStep } from "./flow-control-step.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
@@ -114,6 +114,11 @@ const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
 const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]);
 const SUBMIT_TEMPLATE = insertTemplate(SUBMIT);
 const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
+const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
+/** Submits in one merged insert at most (see {@link KyselyStore.#mergedSubmit}): past 64 rows a statement saves nothing more. */
+const MERGED_SUBMIT_ROWS = 64;
+/** Bytes of parameters (payloads, metadata) in one merged insert at most: the rows travel as one JSON text. */
+const MERGED_SUBMIT_BYTES = 1 << 20;
 const PURGE_TEMPLATE = deleteTemplate(PURGE);
 const CANCEL_BATCH_TEMPLATE = batchTransitionTemplate(CANCEL_BATCH);
 const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
@@ -313,14 +318,41 @@ export class KyselyStore implements ScheduleTaskStore {
     });
   }
 
-  /** One unkeyed SUBMIT as its own autocommit statement. */
+  /** One unkeyed SUBMIT as its own autocommit statement (or merged with concurrent ones, where the executor can). */
   async #submitOne(params: Params): Promise<Task> {
     if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+    const executor = this.dialect.executor;
+    if (executor.writeMergeable !== undefined) return executor.writeMergeable(this.db, this.#mergedSubmit, params);
     const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
     let nowMs = 0;
     await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
     return this.#inserted(params, nowMs);
   }
+
+  /**
+   * Unkeyed submits for an executor that merges writes (SQLite's group commit), with the process
+   * clock: alone, the single-row insert without `RETURNING`; several in one group commit, ONE
+   * multi-row insert of their rows (`INSERT … SELECT … FROM json_each(?)`, no `RETURNING`). Either
+   * way each caller's row is `buildInsert` over its own parameters and the `now` the statement
+   * bound. A multi-row insert either inserts every row or fails whole; the executor then runs each
+   * submit's own insert, so a bad row fails only its caller.
+   */
+  readonly #mergedSubmit: MergeableWrite<Params, Task> = {
+    one: (run, params) => {
+      const nowMs = this.compiler.clock.nowMs();
+      run(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
+      return this.#inserted(params, nowMs);
+    },
+    many: (run, items) => {
+      const rows = { [BATCH_ROWS]: items };
+      const nowMs = this.compiler.clock.nowMs();
+      run(this.compiler.statement(SUBMIT_BATCH_PLAIN_TEMPLATE, rows).query(rows, nowMs));
+      return items.map((params) => ({ ok: true, value: this.#inserted(params, nowMs) }));
+    },
+    maxRows: MERGED_SUBMIT_ROWS,
+    maxBytes: MERGED_SUBMIT_BYTES,
+    bytes: paramBytes,
+  };
 
   /**
    * One flush of combined submits: a lone submit runs its own statement; more run as one multi-row

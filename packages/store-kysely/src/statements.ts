@@ -224,24 +224,30 @@ export function insertTemplate(rule: InsertRule, returning = true): StatementTem
   return (returning ? insertTemplates : plainInsertTemplates)(rule);
 }
 
-const batchInsertTemplates = perRule((rule: InsertRule): StatementTemplate => {
+function batchInsertOf(rule: InsertRule, returning: boolean): StatementTemplate {
   const { columns, values } = insertParts(rule);
   return multiRowTemplate(
     paramsOfAll(values),
     rule.clock,
     (c, source, env) =>
-      `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source} ` +
-      `RETURNING ${env.syntax.taskColumns()}`,
+      `INSERT INTO ${TASKS_TABLE} (${columns.join(", ")}) SELECT ${values.map((v) => c.value(v)).join(", ")} FROM ${source}` +
+      (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
   );
-});
+}
+
+const batchInsertTemplates = perRule((rule: InsertRule) => batchInsertOf(rule, true));
+const plainBatchInsertTemplates = perRule((rule: InsertRule) => batchInsertOf(rule, false));
 
 /**
  * The multi-row form of the insert (T1), for the write combiner:
  * `INSERT INTO cairnq_tasks (…) SELECT <values> FROM <rows> AS b RETURNING *`,
  * every value read per row. One shape; rows must have distinct ids.
+ *
+ * @param returning - `false` leaves `RETURNING` out, as for {@link insertTemplate}: for a process
+ *   clock, where each caller's row is `buildInsert` over its own parameters and the bound `now`.
  */
-export function batchInsertTemplate(rule: InsertRule): StatementTemplate {
-  return batchInsertTemplates(rule);
+export function batchInsertTemplate(rule: InsertRule, returning = true): StatementTemplate {
+  return (returning ? batchInsertTemplates : plainBatchInsertTemplates)(rule);
 }
 
 const deleteTemplates = perRule((rule: DeleteRule): StatementTemplate => {

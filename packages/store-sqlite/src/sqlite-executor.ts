@@ -1,5 +1,5 @@
 import type { QueryResult } from "kysely";
-import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
+import type { AnyKysely, MergeableWrite, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
 import { isBusyError, retryBusy } from "./busy.js";
 import type { SQLiteConnection } from "./sqlite-connection.js";
 
@@ -36,6 +36,14 @@ export class SQLiteExecutor implements StoreExecutor {
   write(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const c = this.connection;
     const result = c.queue.statement(c, query);
+    c.maybeRefreshStatistics();
+    return result;
+  }
+
+  /** A write that shares one multi-row statement with adjacent writes of the same kind in a group commit (see the write queue). */
+  writeMergeable<I, O>(_db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O> {
+    const c = this.connection;
+    const result = c.queue.mergeable(c, write, item);
     c.maybeRefreshStatistics();
     return result;
   }

@@ -8,10 +8,19 @@
  * - **statement job**: one autocommit write (a transition, an insert, a
  *   purge). Consecutive statement jobs of one connection form a **batch**.
  * - **group commit**: a batch of one runs as plain autocommit; a batch of two
- *   or more runs inside one `BEGIN IMMEDIATE … COMMIT`, each statement inside
- *   its own SAVEPOINT so that a failing statement is undone and fails only
- *   its caller. Callers resolve only after COMMIT. One fsync for many writes
- *   is what makes concurrent settlements cheap.
+ *   or more runs inside one `BEGIN IMMEDIATE … COMMIT`. Every member is ONE
+ *   statement, and SQLite undoes a failed statement by itself (its statement
+ *   journal) while the transaction stays open, so a failing member is undone
+ *   and fails only its caller — no SAVEPOINT per member is needed (a
+ *   SAVEPOINT + RELEASE pair cost about as much as a small insert). Callers
+ *   resolve only after COMMIT. One fsync for many writes is what makes
+ *   concurrent settlements cheap.
+ * - **merged run**: adjacent members of one {@link MergeableWrite} with a
+ *   multi-row form (unkeyed submits) run as one multi-row statement, within
+ *   the write's row and byte bounds; each caller gets its own outcome. When
+ *   that statement fails (which applied none of it), each member of the run
+ *   runs its own single-row statement instead, so every caller gets exactly
+ *   what it would have got alone.
  * - **transaction job**: a multi-statement operation (keyed submit, by-key
  *   operations, claim cycle, a migration) in its own `BEGIN IMMEDIATE`.
  * - **maintenance job**: best-effort work (statistics) that is dropped, not
@@ -40,7 +49,7 @@
  */
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
-import type { AnyKysely, QueryRunner, QueryThunk, Row } from "@cairnq/store-kysely";
+import type { AnyKysely, MergeableWrite, MergedOutcome, QueryRunner, QueryThunk, Row, SyncRunner } from "@cairnq/store-kysely";
 import { CairnQError } from "@cairnq/protocol";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
 import { busyDelayMs, DatabaseBusy, delay, isBusyError } from "./busy.js";
@@ -56,9 +65,14 @@ const MAX_BATCH = 256;
 const BEGIN = CompiledQuery.raw("BEGIN IMMEDIATE");
 const COMMIT = CompiledQuery.raw("COMMIT");
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
-const SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_member");
-const RELEASE = CompiledQuery.raw("RELEASE cairnq_member");
-const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_member");
+
+/** A plain statement job: its thunk's statement, resolved with the driver's result; never merged. */
+const PLAIN: MergeableWrite<QueryThunk, QueryResult<Row>> = Object.freeze({
+  one: (run: SyncRunner, query: QueryThunk) => run(query()),
+  maxRows: 1,
+  maxBytes: 0,
+  bytes: () => 0,
+});
 
 /** A connection that writes through a queue: what the queue needs to know about it. */
 export interface QueueConnection {
@@ -83,8 +97,11 @@ interface JobBase {
 
 interface StatementJob extends JobBase {
   readonly kind: "statement";
-  readonly query: QueryThunk;
-  resolve(result: QueryResult<Row>): void;
+  readonly write: MergeableWrite<unknown, unknown>;
+  readonly item: unknown;
+  /** Set after a multi-row statement carrying this job tore the whole transaction down: it runs on its own from then on. */
+  solo: boolean;
+  resolve(value: unknown): void;
 }
 
 interface TransactionJob extends JobBase {
@@ -119,8 +136,14 @@ export interface WriteQueueStats {
   batches: number;
   /** Batches of two or more statements. */
   groupCommits: number;
-  /** Statements run in batches. */
+  /** Statement jobs (callers' writes) run in batches. */
   statements: number;
+  /** Statement jobs that ran inside a multi-row statement with others. */
+  merged: number;
+  /** Multi-row statements run (each carrying two or more jobs). */
+  mergedStatements: number;
+  /** Multi-row statements that failed, after which their jobs ran one by one. */
+  mergeFallbacks: number;
   /** The largest batch so far. */
   largestBatch: number;
   /** Transaction and maintenance jobs run. */
@@ -131,7 +154,17 @@ export interface WriteQueueStats {
 
 /** The write queue of one database file; get it with {@link acquireWriteQueue}. */
 export class WriteQueue {
-  readonly stats: WriteQueueStats = { batches: 0, groupCommits: 0, statements: 0, largestBatch: 0, transactions: 0, busyRetries: 0 };
+  readonly stats: WriteQueueStats = {
+    batches: 0,
+    groupCommits: 0,
+    statements: 0,
+    merged: 0,
+    mergedStatements: 0,
+    mergeFallbacks: 0,
+    largestBatch: 0,
+    transactions: 0,
+    busyRetries: 0,
+  };
   readonly #pending: Job[] = [];
   #pumping = false;
   #retryAt = 0;
@@ -140,8 +173,28 @@ export class WriteQueue {
 
   /** One autocommit write; joins a group commit when others are pending. Resolves after its COMMIT. */
   statement(connection: QueueConnection, query: QueryThunk): Promise<QueryResult<Row>> {
-    return new Promise((resolve, reject) => {
-      this.#enqueue({ kind: "statement", connection, query, resolve, reject, firstBusyAt: null, attempts: 0 });
+    return this.mergeable(connection, PLAIN, query);
+  }
+
+  /**
+   * One autocommit write of `item` through `write`: alone, its single-row
+   * statement; in a group commit next to other items of the same `write`, one
+   * multi-row statement for them all (see the module comment). Resolves with
+   * this item's own outcome after its COMMIT.
+   */
+  mergeable<I, O>(connection: QueueConnection, write: MergeableWrite<I, O>, item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.#enqueue({
+        kind: "statement",
+        connection,
+        write,
+        item,
+        solo: false,
+        resolve,
+        reject,
+        firstBusyAt: null,
+        attempts: 0,
+      });
     });
   }
 
@@ -281,17 +334,18 @@ export class WriteQueue {
     this.stats.statements += batch.length;
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
     const connection = (batch[0] as StatementJob).connection;
+    const run: SyncRunner = (query) => connection.execute(query);
     if (batch.length === 1) {
       const job = batch[0] as StatementJob;
-      let result: QueryResult<Row>;
+      let value: unknown;
       try {
-        result = connection.execute(job.query());
+        value = job.write.one(run, job.item);
       } catch (err) {
         if (isBusyError(err)) this.#busy(batch, err);
         else job.reject(err);
         return;
       }
-      job.resolve(result);
+      job.resolve(value);
       return;
     }
     this.stats.groupCommits += 1;
@@ -302,41 +356,104 @@ export class WriteQueue {
       else for (const job of batch) job.reject(err);
       return;
     }
-    const outcomes: ({ ok: true; result: QueryResult<Row> } | { ok: false; error: unknown })[] = [];
-    // The member whose statement made SQLite roll back the whole transaction, if any.
-    let culprit = -1;
+    const outcomes: MergedOutcome<unknown>[] = [];
+    // The members whose statement made SQLite roll back the whole transaction, if any: [culpritFrom, culpritTo).
+    let culpritFrom = -1;
+    let culpritTo = -1;
+    /** One member's single-row statement; a failure SQLite undid alone is that member's outcome. */
+    const runOne = (i: number): void => {
+      const job = batch[i] as StatementJob;
+      try {
+        outcomes[i] = { ok: true, value: job.write.one(run, job.item) };
+      } catch (err) {
+        if (!connection.inTransaction()) {
+          culpritFrom = i;
+          culpritTo = i + 1;
+          throw err;
+        }
+        outcomes[i] = { ok: false, error: err };
+      }
+    };
     try {
-      for (const [i, job] of batch.entries()) {
-        connection.execute(SAVEPOINT);
+      for (let i = 0; i < batch.length; ) {
+        const end = this.#mergedRunEnd(batch, i);
+        if (end - i < 2) {
+          runOne(i);
+          i += 1;
+          continue;
+        }
+        const write = (batch[i] as StatementJob).write;
+        const items = batch.slice(i, end).map((job) => job.item);
+        let merged: MergedOutcome<unknown>[] | null = null;
         try {
-          const result = connection.execute(job.query());
-          connection.execute(RELEASE);
-          outcomes.push({ ok: true, result });
+          merged = (write.many as NonNullable<typeof write.many>)(run, items);
         } catch (err) {
           if (!connection.inTransaction()) {
-            culprit = i;
-            throw err;
+            culpritFrom = i;
+            culpritTo = end;
+            throw new TornByMerged(err);
           }
-          connection.execute(ROLLBACK_TO);
-          connection.execute(RELEASE);
-          outcomes.push({ ok: false, error: err });
+          // The multi-row statement failed and applied nothing: each member on its own, as if alone.
+          this.stats.mergeFallbacks += 1;
         }
+        if (merged === null) {
+          for (let k = i; k < end; k += 1) runOne(k);
+        } else {
+          if (merged.length !== items.length) throw new Error(`a multi-row write returned ${merged.length} outcomes for ${items.length} items`);
+          this.stats.mergedStatements += 1;
+          this.stats.merged += items.length;
+          for (let k = 0; k < merged.length; k += 1) outcomes[i + k] = merged[k] as MergedOutcome<unknown>;
+        }
+        i = end;
       }
       connection.execute(COMMIT);
-    } catch (err) {
+    } catch (thrown) {
       rollbackQuietly(connection);
+      if (thrown instanceof TornByMerged) {
+        // SQLite rolled everything back, so nothing of the batch was applied, and which row of the
+        // multi-row statement did it is unknown: run the batch again at once, that run's members each
+        // on its own, so that every caller gets what its own statement gives (the culprit its error,
+        // the others their rows, or GroupRolledBack should the culprit tear the retry down too).
+        for (let k = culpritFrom; k < culpritTo; k += 1) (batch[k] as StatementJob).solo = true;
+        this.#pending.unshift(...batch);
+        return;
+      }
+      const err = thrown;
       if (isBusyError(err)) {
         this.#busy(batch, err);
         return;
       }
-      batch.forEach((job, i) => job.reject(culprit < 0 || i === culprit ? err : new GroupRolledBack(connection.file, err)));
+      const culprit = (i: number): boolean => culpritFrom < 0 || (i >= culpritFrom && i < culpritTo);
+      batch.forEach((job, i) => job.reject(culprit(i) ? err : new GroupRolledBack(connection.file, err)));
       return;
     }
     batch.forEach((job, i) => {
-      const outcome = outcomes[i] as (typeof outcomes)[number];
-      if (outcome.ok) job.resolve(outcome.result);
+      const outcome = outcomes[i] as MergedOutcome<unknown>;
+      if (outcome.ok) job.resolve(outcome.value);
       else job.reject(outcome.error);
     });
+  }
+
+  /**
+   * The end (exclusive) of the merged run starting at `start`: the adjacent members of the same
+   * mergeable write, within its row and byte bounds (a member over the byte bound runs alone).
+   * `start + 1` when the member runs on its own.
+   */
+  #mergedRunEnd(batch: readonly StatementJob[], start: number): number {
+    const first = batch[start] as StatementJob;
+    const write = first.write;
+    if (write.many === undefined || first.solo) return start + 1;
+    let bytes = write.bytes(first.item);
+    if (bytes > write.maxBytes) return start + 1;
+    let end = start + 1;
+    while (end < batch.length && end - start < write.maxRows) {
+      const next = batch[end] as StatementJob;
+      if (next.write !== write || next.solo) break;
+      bytes += write.bytes(next.item);
+      if (bytes > write.maxBytes) break;
+      end += 1;
+    }
+    return end;
   }
 
   async #runTransaction(job: TransactionJob): Promise<void> {
@@ -383,6 +500,13 @@ export class WriteQueue {
       }
       job.resolve(value);
     });
+  }
+}
+
+/** A multi-row statement made SQLite roll back the whole group-commit transaction (see `#runBatch`). */
+class TornByMerged extends Error {
+  constructor(cause: unknown) {
+    super("a multi-row statement made SQLite roll back the group-commit transaction", { cause });
   }
 }
 

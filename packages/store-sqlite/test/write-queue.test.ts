@@ -1,4 +1,5 @@
 import { CompiledQuery } from "kysely";
+import type { MergeableWrite } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
 import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
 import type { WriteQueueStats } from "../src/write-queue.js";
@@ -128,5 +129,110 @@ describe("group commit (§13)", () => {
     for (let i = 0; i < 5; i++) expect(await store.getByKey(`k${i}`)).not.toBeNull();
     const { transactions } = statsOf(store);
     expect(transactions).toBeGreaterThan(40);
+  });
+});
+
+/** A trigger that makes SQLite refuse (ABORT: the statement) or tear down (ROLLBACK: the transaction) inserts of tasks named `name`. */
+async function refuseInserts(store: SQLiteStore, name: string, resolution: "ABORT" | "ROLLBACK"): Promise<void> {
+  await write(store, `CREATE TRIGGER refuse_${name} BEFORE INSERT ON cairnq_tasks WHEN NEW.name = '${name}' BEGIN SELECT RAISE(${resolution}, 'refused ${name}'); END`);
+}
+
+describe("merged runs: concurrent submits in one group commit share one multi-row insert (§13)", () => {
+  it("every caller gets its own row, matched by id, equal to what the database holds", async () => {
+    const store = openStore();
+    await store.connect();
+    const before = statsOf(store);
+    const tasks = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => store.submit({ name: `n${i % 3}`, payload: { i }, priority: i % 5, metadata: { k: i }, runAtDelayMs: i % 2 === 0 ? 0 : 60_000 })),
+    );
+    const after = statsOf(store);
+    // 150 submits in one tick: one group commit, merged 64 + 64 + 22.
+    expect(after.mergedStatements - before.mergedStatements).toBe(3);
+    expect(after.merged - before.merged).toBe(150);
+    expect(tasks.map((t) => t.payload)).toEqual(Array.from({ length: 150 }, (_, i) => ({ i })));
+    for (const task of tasks) expect(await store.get(task.id)).toEqual(task);
+    expect(tasks.every((t, i) => t.priority === i % 5 && t.name === `n${i % 3}` && t.root_id === t.id && t.status === "queued")).toBe(true);
+  });
+
+  it("one row the database refuses fails only its caller: the others get their rows, as from their own inserts", async () => {
+    const store = openStore();
+    await store.connect();
+    await refuseInserts(store, "bad", "ABORT");
+    const before = statsOf(store);
+    const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => store.submit({ name: i === 4 ? "bad" : "good", payload: { i } })));
+    const after = statsOf(store);
+    expect(after.mergeFallbacks - before.mergeFallbacks).toBe(1);
+    expect(after.groupCommits - before.groupCommits).toBe(1);
+    expect(settled[4]).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: "refused bad" }) });
+    const good = settled.filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<SQLiteStore["submit"]>>> => r.status === "fulfilled");
+    expect(good.map((r) => r.value.payload)).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9].map((i) => ({ i })));
+    for (const { value } of good) expect(await store.get(value.id)).toEqual(value);
+    expect((await store.stats()).default?.queued).toBe(9);
+  });
+
+  it("a row that makes SQLite roll the whole transaction back: the batch runs again one by one, so the culprit alone gets its error", async () => {
+    const store = openStore();
+    await store.connect();
+    const [other] = await Promise.all([store.submit({ name: "other" })]);
+    await refuseInserts(store, "torn", "ROLLBACK");
+    const settled = await Promise.allSettled([
+      write(store, "UPDATE cairnq_tasks SET message = 'kept' WHERE id = ?1", [other.id]),
+      ...Array.from({ length: 6 }, (_, i) => store.submit({ name: i === 2 ? "torn" : "fine", payload: { i } })),
+    ]);
+    // Run alone, the culprit's insert tears the retried transaction down too: it gets its error, everyone else GroupRolledBack.
+    expect(settled[3]).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: "refused torn" }) });
+    for (const [i, r] of settled.entries()) {
+      if (i !== 3) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(GroupRolledBack);
+    }
+    expect((await store.stats()).default?.queued).toBe(1);
+    expect((await store.get(other.id))?.message).toBeNull();
+    // The queue and the connection work on.
+    expect((await store.submit({ name: "after" })).status).toBe("queued");
+  });
+
+  it("a write of its own kind merges only with adjacent items of the same kind, within its row and byte bounds", async () => {
+    const store = openStore();
+    await store.connect();
+    await write(store, "CREATE TABLE scratch (id text PRIMARY KEY, v integer NOT NULL CHECK (v >= 0))");
+    const calls: string[][] = [];
+    const put: MergeableWrite<{ id: string; v: number }, string> = {
+      one: (run, item) => {
+        calls.push([item.id]);
+        run(CompiledQuery.raw("INSERT INTO scratch (id, v) VALUES (?, ?)", [item.id, item.v]));
+        return `one:${item.id}`;
+      },
+      many: (run, items) => {
+        calls.push(items.map((item) => item.id));
+        run(CompiledQuery.raw(`INSERT INTO scratch (id, v) VALUES ${items.map(() => "(?, ?)").join(", ")}`, items.flatMap((item) => [item.id, item.v])));
+        return items.map((item) => ({ ok: true, value: `many:${item.id}` }));
+      },
+      maxRows: 3,
+      maxBytes: 10,
+      bytes: (item) => (item.id.startsWith("big") ? 11 : 1),
+    };
+    const queue = dialectOf(store).connection.queue;
+    const c = dialectOf(store).connection;
+    const results = await Promise.allSettled([
+      ...["a", "b", "c", "d"].map((id) => queue.mergeable(c, put, { id, v: 1 })),
+      write(store, "UPDATE scratch SET v = v"),
+      ...["e", "big", "f", "g", "h", "i"].map((id) => queue.mergeable(c, put, { id, v: id === "h" ? -1 : 1 })),
+    ]);
+    expect(calls).toEqual([["a", "b", "c"], ["d"], ["e"], ["big"], ["f", "g", "h"], ["f"], ["g"], ["h"], ["i"]]);
+    expect(results.map((r) => (r.status === "fulfilled" ? r.value : "rejected"))).toEqual([
+      "many:a",
+      "many:b",
+      "many:c",
+      "one:d",
+      expect.objectContaining({ numAffectedRows: 4n }),
+      "one:e",
+      "one:big",
+      "one:f",
+      "one:g",
+      "rejected",
+      "one:i",
+    ]);
+    // h's row broke the merged insert of f, g, h: run again one by one, only h fails, with its own statement's error.
+    expect((results[9] as PromiseRejectedResult).reason).toMatchObject({ code: "SQLITE_CONSTRAINT_CHECK" });
+    expect((await store.db.selectFrom("scratch").select("id").orderBy("id").execute()).map((r) => r.id)).toEqual(["a", "b", "big", "c", "d", "e", "f", "g", "i"]);
   });
 });
