@@ -37,19 +37,21 @@ export type MergedOutcome<O> = { readonly ok: true; readonly value: O } | { read
  * A kind of write whose concurrent calls an executor may run as one
  * multi-row statement (see {@link StoreExecutor.writeMergeable}).
  *
- * Both functions run synchronously on the executor's connection, inside the
- * executor's own transaction (SQLite's group commit) or as one autocommit
- * statement, and each runs exactly ONE statement: the database undoes a
- * failed statement by itself, so a failure leaves nothing of it behind.
+ * Both functions run synchronously on the executor's connection. `one` runs
+ * exactly ONE statement (alone as autocommit, or inside the executor's group
+ * commit): the database undoes a failed statement by itself, so a failure
+ * leaves nothing of it behind. `many` runs inside the executor's transaction
+ * and its own savepoint, so it may run several statements: when it throws,
+ * all of them are undone.
  */
 export interface MergeableWrite<I, O> {
   /** The write of one item (its single-row statement): the caller's value, or the caller's error thrown. */
   one(run: SyncRunner, item: I): O;
   /**
-   * Several items (at least two, of distinct ids) as one multi-row statement: every item's
-   * outcome, in the order given, matched by id. Throws when the statement failed — which applied
-   * none of it; the executor then runs every item on its own with {@link MergeableWrite.one}, so
-   * each caller gets exactly what its single-row statement gives. Absent: never merged.
+   * Several items (at least two) together, e.g. as one multi-row statement: every item's
+   * outcome, in the order given, matched by id. Throws when it failed — the executor then undoes
+   * whatever it ran and runs every item on its own with {@link MergeableWrite.one}, so each caller
+   * gets exactly what its single-row statement gives. Absent: never merged.
    */
   many?(run: SyncRunner, items: readonly I[]): MergedOutcome<O>[];
   /** Most items in one {@link MergeableWrite.many}. */

@@ -84,6 +84,7 @@ import {
   batchTransitionTemplate,
   deleteTemplate,
   GET_BY_KEY_TEMPLATE,
+  GET_MANY_TEMPLATE,
   GET_STATUS_BY_KEY_TEMPLATE,
   GET_STATUS_TEMPLATE,
   GET_TEMPLATE,
@@ -119,6 +120,9 @@ const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
 const MERGED_SUBMIT_ROWS = 64;
 /** Bytes of parameters (payloads, metadata) in one merged insert at most: the rows travel as one JSON text. */
 const MERGED_SUBMIT_BYTES = 1 << 20;
+/** Owned writes in one merged run at most (see {@link KyselyStore.#mergedOwned}), and their bytes (results, errors). */
+const MERGED_OWNED_ROWS = 64;
+const MERGED_OWNED_BYTES = 1 << 20;
 const PURGE_TEMPLATE = deleteTemplate(PURGE);
 const CANCEL_BATCH_TEMPLATE = batchTransitionTemplate(CANCEL_BATCH);
 const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
@@ -162,6 +166,8 @@ export class KyselyStore implements ScheduleTaskStore {
   /** One combiner per owned-write rule, when the dialect combines writes. */
   readonly #ownedCombiners = new Map<RowTransition, WriteCombiner<Params, Task>>();
   readonly #submitCombiner: WriteCombiner<Params, Task> | null;
+  /** One mergeable write per owned-write rule, when the executor merges writes (see {@link KyselyStore.#mergedOwned}). */
+  readonly #mergedOwnedWrites = new Map<RowTransition, MergeableWrite<Params, Task>>();
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
   readonly #extensions: StoreExtensions;
 
@@ -194,6 +200,9 @@ export class KyselyStore implements ScheduleTaskStore {
       }
     }
     this.#submitCombiner = combining === null ? null : new WriteCombiner((batch) => this.#flushSubmits(batch), combining);
+    if (combining === null && dialect.executor.writeMergeable !== undefined) {
+      for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) this.#mergedOwnedWrites.set(rule, this.#mergedOwned(rule));
+    }
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -679,7 +688,53 @@ export class KyselyStore implements ScheduleTaskStore {
   #owned(rule: RowTransition, params: Params): Promise<Task> {
     const combiner = this.#ownedCombiners.get(rule);
     if (combiner !== undefined) return this.run(() => combiner.add(params, String(params.taskId), paramBytes(params)));
+    const merged = this.#mergedOwnedWrites.get(rule);
+    const executor = this.dialect.executor;
+    if (merged !== undefined && executor.writeMergeable !== undefined) {
+      const writeMergeable = executor.writeMergeable.bind(executor);
+      return this.run(() => writeMergeable(this.db, merged, params));
+    }
     return this.run(() => this.#ownedOne(rule, params));
+  }
+
+  /**
+   * Owned writes of `rule` for an executor that merges writes (SQLite's group commit). Alone: the
+   * single-row `UPDATE … RETURNING *`, exactly {@link KyselyStore.#ownedOne}. Several in one group
+   * commit: each row's own `UPDATE` without `RETURNING` (its own guard, the attempt fence, on its
+   * own current values; zero rows changed → `LostLease`), then ONE read of the changed rows by id
+   * in the same transaction, under the write lock — the rows `RETURNING` would have given, for
+   * less than SQLite's `RETURNING` costs per statement. Distinct ids only: a run holding one task
+   * twice throws before running anything, and the executor then runs each write on its own.
+   */
+  #mergedOwned(rule: RowTransition): MergeableWrite<Params, Task> {
+    const single = rowTransitionTemplate(rule);
+    const plain = rowTransitionTemplate(rule, false);
+    return {
+      one: (run, params) => {
+        const row = run(this.compiler.statement(single, params).query(params)).rows[0];
+        if (row === undefined) throw new LostLease(String(params.taskId));
+        return decodeTask(row);
+      },
+      many: (run, items) => {
+        const ids = items.map((params) => String(params.taskId));
+        if (new Set(ids).size !== ids.length) throw new Error("a merged owned write holds one task twice");
+        const changed: string[] = [];
+        for (const params of items) {
+          const { numAffectedRows } = run(this.compiler.statement(plain, params).query(params));
+          if (numAffectedRows !== undefined && numAffectedRows > 0n) changed.push(String(params.taskId));
+        }
+        const read = { taskIds: changed };
+        const byId = changed.length === 0 ? new Map<string, Row>() : rowsById(run(this.compiler.statement(GET_MANY_TEMPLATE, read).query(read)).rows);
+        if (byId.size !== changed.length) throw new Error("a merged owned write could not read back every row it changed");
+        return ids.map((taskId) => {
+          const row = byId.get(taskId);
+          return row === undefined ? { ok: false, error: new LostLease(taskId) } : { ok: true, value: decodeTask(row) };
+        });
+      },
+      maxRows: MERGED_OWNED_ROWS,
+      maxBytes: MERGED_OWNED_BYTES,
+      bytes: paramBytes,
+    };
   }
 
   /** One owned write as its own statement: the row, or `LostLease`. */

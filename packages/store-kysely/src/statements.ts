@@ -115,15 +115,18 @@ function rowParts(rule: RowTransition): { assignments: ReadonlyMap<TaskColumn, E
   return { assignments, params: paramsOfAll([rule.guard, ...assignments.values()]) };
 }
 
-const rowTemplates = perRule((rule: RowTransition): StatementTemplate => {
+function rowOf(rule: RowTransition, returning: boolean): StatementTemplate {
   const { assignments, params } = rowParts(rule);
   return {
     params,
     clock: rule.clock,
     build: (c, env) =>
-      `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
+      `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)}` + (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
   };
-});
+}
+
+const rowTemplates = perRule((rule: RowTransition) => rowOf(rule, true));
+const plainRowTemplates = perRule((rule: RowTransition) => rowOf(rule, false));
 
 /**
  * A single-row transition (cancel, retry, heartbeat, progress, succeed,
@@ -131,9 +134,13 @@ const rowTemplates = perRule((rule: RowTransition): StatementTemplate => {
  * `UPDATE cairnq_tasks SET <flattenAssignments> WHERE <guard> RETURNING *`.
  * The guard and every branch read the row's current values in the database,
  * so the transition is atomic against any concurrent writer (§5.0).
+ *
+ * @param returning - `false` leaves `RETURNING` out: for a caller that reads the row back itself
+ *   in the same transaction, holding the write lock (SQLite's merged owned writes), and learns
+ *   whether the guard passed from the count of changed rows.
  */
-export function rowTransitionTemplate(rule: RowTransition): StatementTemplate {
-  return rowTemplates(rule);
+export function rowTransitionTemplate(rule: RowTransition, returning = true): StatementTemplate {
+  return (returning ? rowTemplates : plainRowTemplates)(rule);
 }
 
 const batchRowTemplates = perRule((rule: RowTransition): StatementTemplate => {
@@ -344,6 +351,15 @@ export const GET_TEMPLATE: StatementTemplate = {
   params: [P.taskId],
   clock: null,
   build: (c, env) => `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, BY_ID)}`,
+};
+
+const BY_IDS: Expr = x.inList(x.col("id"), PARAMS.taskIds);
+
+/** Full rows of a list of ids (`taskIds`), in no particular order: what a merged owned write reads back (see `KyselyStore`). */
+export const GET_MANY_TEMPLATE: StatementTemplate = {
+  params: [PARAMS.taskIds],
+  clock: null,
+  build: (c, env) => `SELECT ${env.syntax.taskColumns()} FROM ${TASKS_TABLE}${where(c, BY_IDS)}`,
 };
 
 /** `get_status` (§5.3): `{ id, status }` only. */

@@ -16,11 +16,13 @@
  *   resolve only after COMMIT. One fsync for many writes is what makes
  *   concurrent settlements cheap.
  * - **merged run**: adjacent members of one {@link MergeableWrite} with a
- *   multi-row form (unkeyed submits) run as one multi-row statement, within
- *   the write's row and byte bounds; each caller gets its own outcome. When
- *   that statement fails (which applied none of it), each member of the run
- *   runs its own single-row statement instead, so every caller gets exactly
- *   what it would have got alone.
+ *   merged form run together, within the write's row and byte bounds and
+ *   inside one SAVEPOINT: unkeyed submits as one multi-row insert, owned
+ *   writes (complete, fail, …) as their UPDATEs without `RETURNING` and one
+ *   read of the changed rows. Each caller gets its own outcome, matched by
+ *   id. When the run fails, it is rolled back to its savepoint and each
+ *   member runs its own single-row statement instead, so every caller gets
+ *   exactly what it would have got alone.
  * - **transaction job**: a multi-statement operation (keyed submit, by-key
  *   operations, claim cycle, a migration) in its own `BEGIN IMMEDIATE`.
  * - **maintenance job**: best-effort work (statistics) that is dropped, not
@@ -65,6 +67,9 @@ const MAX_BATCH = 256;
 const BEGIN = CompiledQuery.raw("BEGIN IMMEDIATE");
 const COMMIT = CompiledQuery.raw("COMMIT");
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
+const SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_merged");
+const RELEASE = CompiledQuery.raw("RELEASE cairnq_merged");
+const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_merged");
 
 /** A plain statement job: its thunk's statement, resolved with the driver's result; never merged. */
 const PLAIN: MergeableWrite<QueryThunk, QueryResult<Row>> = Object.freeze({
@@ -385,15 +390,21 @@ export class WriteQueue {
         const write = (batch[i] as StatementJob).write;
         const items = batch.slice(i, end).map((job) => job.item);
         let merged: MergedOutcome<unknown>[] | null = null;
+        // A merged run may take several statements (see MergeableWrite): its own savepoint undoes them all.
+        connection.execute(SAVEPOINT);
         try {
           merged = (write.many as NonNullable<typeof write.many>)(run, items);
+          connection.execute(RELEASE);
         } catch (err) {
           if (!connection.inTransaction()) {
             culpritFrom = i;
             culpritTo = end;
             throw new TornByMerged(err);
           }
-          // The multi-row statement failed and applied nothing: each member on its own, as if alone.
+          connection.execute(ROLLBACK_TO);
+          connection.execute(RELEASE);
+          // Undone: each member on its own, as if alone.
+          merged = null;
           this.stats.mergeFallbacks += 1;
         }
         if (merged === null) {

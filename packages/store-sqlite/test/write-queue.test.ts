@@ -236,3 +236,60 @@ describe("merged runs: concurrent submits in one group commit share one multi-ro
     expect((await store.db.selectFrom("scratch").select("id").orderBy("id").execute()).map((r) => r.id)).toEqual(["a", "b", "big", "c", "d", "e", "f", "g", "i"]);
   });
 });
+
+describe("merged runs: concurrent owned writes in one group commit share one read-back (§13)", () => {
+  async function claimed(store: SQLiteStore, n: number): Promise<Awaited<ReturnType<SQLiteStore["claim"]>>> {
+    await Promise.all(Array.from({ length: n }, (_, i) => store.submit({ name: "n", payload: { i } })));
+    return store.claim({ queues: ["default"], workerId: "w", limit: n });
+  }
+
+  it("every caller gets its own row, matched by id, equal to the row the database holds; a stale attempt gets LostLease alone", async () => {
+    const store = openStore();
+    const tasks = await claimed(store, 12);
+    await store.cancel(tasks[5]!.id);
+    const before = statsOf(store);
+    const settled = await Promise.allSettled(
+      tasks.map((t, i) => store.complete({ taskId: t.id, workerId: "w", attempt: i === 3 ? t.attempt + 1 : t.attempt, result: { r: i } })),
+    );
+    const after = statsOf(store);
+    expect(after.mergedStatements - before.mergedStatements).toBe(1);
+    expect(after.merged - before.merged).toBe(12);
+    expect(settled[3]).toMatchObject({ status: "rejected", reason: expect.objectContaining({ name: "LostLease" }) });
+    for (const [i, r] of settled.entries()) {
+      if (i === 3) continue;
+      const task = (r as PromiseFulfilledResult<Awaited<ReturnType<SQLiteStore["complete"]>>>).value;
+      expect(task.id).toBe(tasks[i]!.id);
+      expect(task.status).toBe(i === 5 ? "canceled" : "succeeded");
+      expect(task.result).toEqual(i === 5 ? null : { r: i });
+      expect(await store.get(task.id)).toEqual(task);
+    }
+    expect((await store.get(tasks[3]!.id))?.status).toBe("running");
+  });
+
+  it("a write the database refuses fails only its caller: the run is undone and each write runs on its own", async () => {
+    const store = openStore();
+    const tasks = await claimed(store, 8);
+    await write(store, `CREATE TRIGGER refuse_one BEFORE UPDATE ON cairnq_tasks WHEN NEW.id = '${tasks[2]!.id}' AND NEW.status = 'succeeded' BEGIN SELECT RAISE(ABORT, 'refused complete'); END`);
+    const before = statsOf(store);
+    const settled = await Promise.allSettled(tasks.map((t) => store.complete({ taskId: t.id, workerId: "w", attempt: t.attempt, result: null })));
+    const after = statsOf(store);
+    expect(after.mergeFallbacks - before.mergeFallbacks).toBe(1);
+    expect(settled[2]).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: "refused complete" }) });
+    expect(settled.filter((r) => r.status === "fulfilled")).toHaveLength(7);
+    expect((await store.get(tasks[2]!.id))?.status).toBe("running");
+    expect((await store.stats()).default).toMatchObject({ succeeded: 7, running: 1 });
+  });
+
+  it("two writes of one task in one run: each runs on its own, in order, as it would alone", async () => {
+    const store = openStore();
+    const [a, b] = await claimed(store, 2);
+    const settled = await Promise.allSettled([
+      store.complete({ taskId: a!.id, workerId: "w", result: 1 }),
+      store.complete({ taskId: b!.id, workerId: "w", result: 2 }),
+      store.complete({ taskId: a!.id, workerId: "w", result: 3 }),
+    ]);
+    expect(settled.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect((settled[2] as PromiseRejectedResult).reason).toMatchObject({ name: "LostLease" });
+    expect((await store.get(a!.id))?.result).toBe(1);
+  });
+});
