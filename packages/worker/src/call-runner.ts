@@ -39,8 +39,8 @@ export interface Call {
   /** When the handler started (for a buffered call: when it was claimed, until it starts). */
   startedAtMs: number;
   readonly abandon: Deferred<void>;
-  /** Resolves `true` when the call starts, `false` when a buffered call is dropped unstarted. */
-  readonly started: Deferred<boolean>;
+  /** For a call buffered at its claim: resolves `true` when it starts, `false` when it is dropped unstarted. */
+  started: Deferred<boolean> | null;
   /** The call's heartbeat, from its claim (see {@link CallRunner.watch}); `null` for an unregistered name. */
   heartbeat: Heartbeat | null;
   /** Settlements written before the call started (a cancel seen while it was buffered). */

@@ -394,6 +394,11 @@ export class Worker {
           else await this.#idle(signal);
           continue;
         }
+        if (this.options.prefetch === 0) {
+          // Claims never overlap without prefetch (see worthOverlapping): one cycle at a time, awaited here.
+          await this.#cycle(signal, false);
+          continue;
+        }
         if (cycles.size > 0 && !(cycles.size < MAX_CLAIM_STREAMS && this.#lastFull && this.#overlapAllowed() && this.#admission.worthOverlapping())) {
           await Promise.race(cycles);
           continue;
@@ -507,8 +512,10 @@ export class Worker {
     const admission = this.#admission;
     // The most calls this claim can bring: a draw per source, each capped by claimBatch (or all the room).
     const cap = this.options.claimBatch === null ? Number.POSITIVE_INFINITY : this.options.claimBatch * sources.length;
-    // Room held for this claim until its rows are dispatched, so a claim overlapping it plans only the rest.
-    let held = admission.reserve(Math.min(admission.free(), cap));
+    // Room held for this claim until its rows are dispatched, so a claim overlapping it plans only the rest
+    // (claims overlap only with prefetch; without it nothing needs holding).
+    const holds = this.options.prefetch > 0;
+    let held = holds ? admission.reserve(Math.min(admission.free(), cap)) : 0;
     let plan: ReturnType<typeof planDraws> = () => null;
     let requested = 0;
     let planned = 0;
@@ -522,14 +529,16 @@ export class Worker {
         planned = 0;
         admission.unreserve(held);
         const snapshot = admission.snapshot((name) => batches.get(name) ?? 1);
-        held = admission.reserve(Math.min(snapshot.free, cap));
+        held = holds ? admission.reserve(Math.min(snapshot.free, cap)) : 0;
         plan = planDraws(sources, snapshot);
       }
       const draw = plan(claimed, index);
       if (draw === null) {
         // Planning is over: hand back the room this claim will not use.
-        admission.unreserve(held - planned);
-        held = planned;
+        if (holds) {
+          admission.unreserve(held - planned);
+          held = planned;
+        }
       } else {
         requested += draw.limit;
         planned += Math.ceil(draw.limit / (batches.get(draw.names?.[0] ?? "") ?? 1));
@@ -595,7 +604,7 @@ export class Worker {
       bytes: this.#admission.payloadBytes(rows),
       startedAtMs: claimedAtMs,
       abandon: deferred(),
-      started: deferred(),
+      started: null,
       heartbeat: null,
       early: [],
       phase: registration === undefined ? "settling" : "buffered",
@@ -604,15 +613,15 @@ export class Worker {
     for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
     // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
     if (registration !== undefined) this.#runner.watch(call, () => this.#review(call));
-    call.done = this.#follow(call)
-      .catch((err: unknown) => this.#report(err, { phase: "execute", taskId: first.id }))
-      .finally(() => this.#admission.release(call));
-    this.#admission.admit(call);
+    this.#admission.admit(call); // starts it at once when a slot is free (see #begin)
+    // A call that started at once runs now; a buffered one waits for its start (or its drop) first.
+    const life = call.phase === "buffered" ? this.#follow(call, (call.started = deferred())) : this.#runner.execute(call);
+    call.done = life.catch((err: unknown) => this.#report(err, { phase: "execute", taskId: first.id })).finally(() => this.#admission.release(call));
   }
 
-  /** A call's life after its claim: wait for a slot (buffered), run and settle, then any settlement written while it waited. */
-  async #follow(call: Call): Promise<void> {
-    if (await call.started.promise) await this.#runner.execute(call);
+  /** A buffered call's life: wait for a slot, run and settle, then any settlement written while it waited. */
+  async #follow(call: Call, started: Deferred<boolean>): Promise<void> {
+    if (await started.promise) await this.#runner.execute(call);
     await Promise.all(call.early);
   }
 
@@ -632,7 +641,7 @@ export class Worker {
     } else {
       call.handed = call.contexts;
     }
-    call.started.resolve(true);
+    call.started?.resolve(true);
   }
 
   /**
@@ -653,7 +662,7 @@ export class Worker {
     call.phase = "settling";
     call.heartbeat?.stop();
     this.#admission.settling(call);
-    call.started.resolve(false);
+    call.started?.resolve(false);
   }
 
   // ── stopping ─────────────────────────────────────────────────────────────
