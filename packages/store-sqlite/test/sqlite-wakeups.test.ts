@@ -427,6 +427,27 @@ describe("SQLiteWakeups checks", () => {
     await third.done;
   });
 
+  it("a held-back claim wake is delivered when the gap ends, not left to the waiter's timeout", async () => {
+    const gapMs = 1000;
+    const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: gapMs });
+    db.queued = true;
+    const commit = (): void => {
+      db.version++;
+      watcher().listener("change", "cairnq.db-wal");
+    };
+    const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    commit();
+    expect(await first.done).toBeLessThan(LONG_MS / 2);
+    // The woken worker found nothing (no write): this commit is held back for the rest of the gap ...
+    const held = timed(wakeups.claimWake(["default"], LONG_MS));
+    commit();
+    await pause(50);
+    expect(held.settled()).toBe(false);
+    // ... and the check at the gap's end wakes the waiter, with no further event (no lost wake-up).
+    expect(await held.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
   it("task-done wakes never hold back the next one", async () => {
     const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: LONG_MS });
     for (const id of ["task_a", "task_b", "task_c"]) {
