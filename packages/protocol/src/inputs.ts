@@ -367,7 +367,7 @@ export function normalizeClaim(input: ClaimInput): NormalizedClaim {
   const queues = stringList(input.queues, "queues", "queue");
   const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names", "name");
   const limit = intOr(input.limit, 1, "limit", 0);
-  const draws = input.draws ?? ((_claimed: readonly unknown[], index: number) => (index === 0 ? { names, limit } : null));
+  const draws = input.draws ?? ((_claimed: readonly unknown[], index: number) => (index === 0 ? { names, limit, last: true } : null));
   if (input.probe !== undefined && typeof input.probe !== "boolean") {
     fail("probe", `probe must be a boolean or undefined, got ${describe(input.probe)}`);
   }

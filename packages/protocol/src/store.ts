@@ -236,6 +236,12 @@ export interface PurgeInput {
 export interface ClaimDraw {
   readonly names: readonly string[] | null;
   readonly limit: number;
+  /**
+   * The planner's promise that it returns `null` for the next index whatever
+   * this draw claims: no draw follows. A store may then commit together with
+   * this draw (Postgres: `COMMIT` in the same round trip). Absent = unknown.
+   */
+  readonly last?: boolean;
 }
 
 export interface ClaimInput {

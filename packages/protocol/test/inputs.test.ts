@@ -491,15 +491,15 @@ describe("claim (§5.10)", () => {
   it("defaults: lease 30000, names null (no filter), one draw (names, limit 1)", () => {
     const c = normalizeClaim({ queues: ["default"], workerId: W1 });
     expect(c).toMatchObject({ queues: ["default"], workerId: W1, leaseMs: 30_000, names: null });
-    expect(c.draws([], 0)).toEqual({ names: null, limit: 1 });
+    expect(c.draws([], 0)).toEqual({ names: null, limit: 1, last: true });
     expect(c.draws([], 1)).toBe(null);
   });
 
   it("the default draw carries the names and limit given", () => {
     const c = normalizeClaim({ queues: ["a", "b"], workerId: W1, names: ["alpha"], limit: 4, leaseMs: 100 });
     expect(c).toMatchObject({ queues: ["a", "b"], names: ["alpha"], leaseMs: 100 });
-    expect(c.draws([], 0)).toEqual({ names: ["alpha"], limit: 4 });
-    expect(normalizeClaim(loose<ClaimInput>({ queues: ["a"], workerId: W1, names: null, limit: null })).draws([], 0)).toEqual({ names: null, limit: 1 });
+    expect(c.draws([], 0)).toEqual({ names: ["alpha"], limit: 4, last: true });
+    expect(normalizeClaim(loose<ClaimInput>({ queues: ["a"], workerId: W1, names: null, limit: null })).draws([], 0)).toEqual({ names: null, limit: 1, last: true });
   });
 
   it("names [] is kept (claim nothing), not turned into null", () => {

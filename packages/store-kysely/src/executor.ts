@@ -94,16 +94,15 @@ export interface StoreExecutor {
    */
   writeTransactionAfter?<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
   /**
-   * Optional: a write transaction whose first statements are `head()` (called once per attempt),
-   * then `fn` with their results. An executor may send `BEGIN` and the whole head in one round
-   * trip (Postgres pipelines them); the store then plans the claim's first draw before the
-   * transaction opens. Without this method the store uses {@link StoreExecutor.writeTransactionAfter}.
+   * Optional: a write transaction whose first statements are `head().statements` (`head` is
+   * called once per attempt), then `fn` with their results. An executor may send `BEGIN` and the
+   * whole head in one round trip (Postgres pipelines them); the store then plans the claim's first
+   * draw before the transaction opens. With `head().last` the head is the whole transaction: it
+   * commits with the head (Postgres: `COMMIT` in the same round trip) and `fn` gets `null` instead
+   * of the transaction, after the commit. Without this method the store uses
+   * {@link StoreExecutor.writeTransactionAfter}.
    */
-  writeTransactionWith?<T>(
-    db: AnyKysely,
-    head: () => readonly CompiledQuery<Row>[],
-    fn: (tx: QueryRunner, results: readonly QueryResult<Row>[]) => Promise<T>,
-  ): Promise<T>;
+  writeTransactionWith?<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T>;
   /**
    * Optional: one autocommit write of `item` that may share ONE multi-row
    * statement with concurrent writes of the same `write` (the same object)
@@ -113,6 +112,13 @@ export interface StoreExecutor {
    * each write as its own statement through {@link StoreExecutor.write}.
    */
   writeMergeable?<I, O>(db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O>;
+}
+
+/** The first statements of a {@link StoreExecutor.writeTransactionWith} transaction. */
+export interface TransactionHead {
+  readonly statements: readonly CompiledQuery<Row>[];
+  /** Nothing follows the head: commit with it. */
+  readonly last: boolean;
 }
 
 /**

@@ -71,7 +71,7 @@ import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";
 import { BATCH_ROWS } from "./compiler.js";
 import type { StoreDialect, WriteCombining } from "./dialect.js";
-import type { AnyKysely, MergeableWrite, QueryRunner, Row } from "./executor.js";
+import type { AnyKysely, MergeableWrite, QueryRunner, Row, TransactionHead } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { FlowControlStep } from "./flow-control-step.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
@@ -607,28 +607,31 @@ export class KyselyStore implements ScheduleTaskStore {
       };
       if (flow === null && executor.writeTransactionWith !== undefined) {
         // Without flow control the first draw depends on nothing the transaction reads, so it is
-        // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres).
+        // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres);
+        // when the planner says no draw follows it (`last`), COMMIT goes in that round trip too.
         let next = 0;
         let planned = false;
-        const head = (): CompiledQuery<Row>[] => {
+        const head = (): TransactionHead => {
           // From index 0 on every attempt, as a planner expects of a replayed transaction.
           for (next = 0; ; next += 1) {
             const draw0 = claim.draws([], next);
             if (draw0 === null) {
               planned = false;
-              return [first()];
+              return { statements: [first()], last: true };
             }
             const params = drawParams(claim, draw0.names, draw0.limit);
             if (params !== null) {
               planned = true;
               next += 1;
-              return [first(), this.compiler.statement(DRAW_TEMPLATE, params).query(params)];
+              return { statements: [first(), this.compiler.statement(DRAW_TEMPLATE, params).query(params)], last: draw0.last === true };
             }
           }
         };
         return executor.writeTransactionWith(this.db, head, async (tx, results) => {
           if (!planned) return [];
           const claimed = (results[1]?.rows ?? []).map(decodeTask);
+          // Committed with the head: the planner promised no further draw.
+          if (tx === null) return claimed;
           return drawFrom(tx, claim.draws, claimed, next);
         });
       }

@@ -1,6 +1,6 @@
 import type { QueryResult, Transaction } from "kysely";
 import { CompiledQuery } from "kysely";
-import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor, TransactionHead } from "@cairnq/store-kysely";
 import { KyselyExecutor } from "@cairnq/store-kysely";
 import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
 import { pipeline, pipelineResults } from "./postgres-pipeline.js";
@@ -11,6 +11,12 @@ import { pipeline, pipelineResults } from "./postgres-pipeline.js";
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's idiom for schema-agnostic code; no table types are used.
 export type AnyTransaction = Transaction<any>;
+
+/** A COMMIT of a transaction an error left aborted answers ROLLBACK instead of failing. */
+function requireCommitted(result: QueryResult<Row> | undefined): void {
+  const command = (result?.rows[0] as { command?: unknown } | undefined)?.command;
+  if (command === "ROLLBACK") throw new Error("the transaction was rolled back by the server at COMMIT (an earlier statement failed)");
+}
 
 /** Transaction control of {@link PostgresExecutor.writeTransactionWith} (no parameters: simple queries, or the head of a pipeline). */
 const BEGIN = CompiledQuery.raw("BEGIN");
@@ -88,33 +94,37 @@ export class PostgresExecutor extends KyselyExecutor {
   }
 
   /**
-   * A write transaction whose first statements are `head()`: with pipelines, `BEGIN` and all of
-   * them in ONE round trip; otherwise `BEGIN`, then each in turn. `fn` gets the transaction and the
-   * head's results, and `COMMIT` follows it; any failure rolls back (a statement of the head that
-   * failed makes the server skip the rest, and the whole call rejects with its error). `head` is
-   * called once per attempt (a busy key lock reruns the transaction).
+   * A write transaction whose first statements are `head().statements`: with pipelines, `BEGIN` and
+   * all of them in ONE round trip — with `head().last`, `COMMIT` too, so the whole transaction is
+   * one round trip — otherwise `BEGIN`, then each in turn. `fn` gets the transaction (`null` once
+   * committed with the head) and the head's results; `COMMIT` follows it. Any failure rolls back (a
+   * statement of the head that failed makes the server skip the rest, COMMIT included, and the call
+   * rejects with its error); `fn` runs only after a head that was the whole transaction committed.
+   * `head` is called once per attempt (a busy key lock reruns the transaction).
    */
-  async writeTransactionWith<T>(
-    db: AnyKysely,
-    head: () => readonly CompiledQuery<Row>[],
-    fn: (tx: QueryRunner, results: readonly QueryResult<Row>[]) => Promise<T>,
-  ): Promise<T> {
+  async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
     if (!this.pipelines) {
-      return this.writeTransaction(db, async (tx) => {
+      // `fn` runs inside the transaction, or — when the head is the whole transaction — after its commit.
+      const outcome = await this.writeTransaction(db, async (tx): Promise<{ value: T } | { committed: QueryResult<Row>[] }> => {
+        const { statements, last } = head();
         const results: QueryResult<Row>[] = [];
-        for (const query of head()) results.push(await tx.executeQuery(query));
-        return fn(tx, results);
+        for (const query of statements) results.push(await tx.executeQuery(query));
+        return last ? { committed: results } : { value: await fn(tx, results) };
       });
+      return "value" in outcome ? outcome.value : fn(null, outcome.committed);
     }
     for (;;) {
       try {
         return await db.connection().execute(async (conn) => {
           try {
-            const results = pipelineResults(await conn.executeQuery(pipeline([BEGIN, ...head()])));
+            const { statements, last } = head();
+            const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, ...statements, COMMIT] : [BEGIN, ...statements])));
+            if (last) {
+              requireCommitted(results[results.length - 1]);
+              return await fn(null, results.slice(1, -1));
+            }
             const value = await fn(conn, results.slice(1));
-            const { rows } = await conn.executeQuery(COMMIT);
-            // A COMMIT of a transaction an error left aborted answers ROLLBACK instead of failing.
-            if ((rows[0] as { command?: unknown } | undefined)?.command === "ROLLBACK") throw new Error("the transaction was rolled back by the server at COMMIT (an earlier statement failed)");
+            requireCommitted(await conn.executeQuery(COMMIT));
             return value;
           } catch (error) {
             await conn.executeQuery(ROLLBACK).catch(() => {});

@@ -51,6 +51,8 @@ export function pipeline(queries: readonly CompiledQuery<Row>[]): CompiledQuery<
 export function pipelineResults(result: QueryResult<Row>): QueryResult<Row>[] {
   return result.rows.map((row) => {
     const { command, rowCount, rows } = row as unknown as PipelinedResult;
+    // As Kysely answers a lone COMMIT or ROLLBACK (a COMMIT of an aborted transaction answers ROLLBACK).
+    if (command === "COMMIT" || command === "ROLLBACK") return { rows: [{ command }] };
     const counted = command === "INSERT" || command === "UPDATE" || command === "DELETE" || command === "MERGE";
     return counted && rowCount !== null ? { rows, numAffectedRows: BigInt(rowCount) } : { rows };
   });

@@ -30,16 +30,46 @@ function pipelineOf(...statements: { sql: string; parameters: unknown[] }[]): [s
 }
 
 describe("the claim's first round trip is one pipeline", () => {
-  it("BEGIN, lease recovery and the first draw go as one query, then COMMIT: two round trips per claim", async () => {
+  it("a planner that may draw again: BEGIN, lease recovery and the first draw go as one query, then COMMIT — two round trips", async () => {
     const schema = await freshSchema();
     const { pool, calls } = recordedPool(schema);
     const store = openStore(pool, { schema });
     await store.connect();
     const submitted = await store.submit({ name: "a", payload: { n: 1 } });
     calls.length = 0;
-    const claimed = await store.claim({ queues: ["default"], workerId: W, probe: false });
+    const draws = (_so: readonly unknown[], index: number): { names: null; limit: number } | null => (index === 0 ? { names: null, limit: 1 } : null);
+    const claimed = await store.claim({ queues: ["default"], workerId: W, probe: false, draws });
     expect(claimed.map((t) => [t.id, t.status, t.worker_id, t.attempt])).toEqual([[submitted.id, "running", W, 1]]);
     expect(calls.map((c) => c[0])).toEqual(["<pipeline>", "COMMIT"]);
+    // Committed: another connection sees the claim.
+    const [row] = await q<{ status: string; worker_id: string }>(`SELECT status, worker_id FROM "${schema}".cairnq_tasks WHERE id = $1`, [submitted.id]);
+    expect(row).toEqual({ status: "running", worker_id: W });
+  });
+
+  it("a draw the planner marks last (a plain claim's one draw is): COMMIT joins the pipeline — one round trip, committed before it returns", async () => {
+    const schema = await freshSchema();
+    const { pool, calls } = recordedPool(schema);
+    const store = openStore(pool, { schema });
+    await store.connect();
+    const submitted = await store.submit({ name: "a", payload: { n: 1 } });
+    await store.submit({ name: "a", payload: { n: 2 } });
+    calls.length = 0;
+    const claimed = await store.claim({ queues: ["default"], workerId: W, probe: false });
+    expect(claimed.map((t) => [t.id, t.status, t.worker_id, t.attempt])).toEqual([[submitted.id, "running", W, 1]]);
+    expect(calls.map((c) => c[0])).toEqual(["<pipeline>"]);
+    // A planner's `last` is taken at its word: it is not asked for another draw.
+    const asked: number[] = [];
+    calls.length = 0;
+    const more = await store.claim({
+      queues: ["default"],
+      workerId: W,
+      probe: false,
+      draws: (_so, index) => {
+        asked.push(index);
+        return { names: null, limit: 1, last: true };
+      },
+    });
+    expect([more.length, asked, calls.map((c) => c[0])]).toEqual([1, [0], ["<pipeline>"]]);
     // Committed: another connection sees the claim.
     const [row] = await q<{ status: string; worker_id: string }>(`SELECT status, worker_id FROM "${schema}".cairnq_tasks WHERE id = $1`, [submitted.id]);
     expect(row).toEqual({ status: "running", worker_id: W });

@@ -151,7 +151,8 @@ export function planDraws(sources: readonly DrawSource[], snapshot: PlanSnapshot
       const quota = Math.min(quotaOf(source, snapshot, taken, left), left, source.prefetch === false ? slotsLeft : left);
       if (quota <= 0) continue;
       pending = source;
-      return { names: source.names, limit: source.batch * quota };
+      // The last source: whatever this draw claims, the next call returns null.
+      return next >= sources.length ? { names: source.names, limit: source.batch * quota, last: true } : { names: source.names, limit: source.batch * quota };
     }
     return null;
   };

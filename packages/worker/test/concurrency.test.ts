@@ -138,7 +138,7 @@ describe("concurrency", () => {
     void worker.run();
     await Promise.all(tasks.map((task) => waitForStatus(spy.store, task.id, ["succeeded"])));
     // max(1, floor(8 / 3)) = 2 calls of 3 rows per draw.
-    expect(draws[0]).toEqual({ names: ["b"], limit: 6 });
+    expect(draws[0]).toEqual({ names: ["b"], limit: 6, last: true });
   });
 
   it("the first source rotates every poll", async () => {

@@ -67,7 +67,7 @@ describe("splitCalls", () => {
 describe("planDraws (§8.3)", () => {
   it("without ceilings a source takes everything left", () => {
     const sources: DrawSource[] = [{ names: ["a", "b"], batch: 1, concurrency: null, resource: null }];
-    expect(drive(planDraws(sources, snapshot({ free: 4 })), (d) => rows("a", d.limit))).toEqual([{ names: ["a", "b"], limit: 4 }]);
+    expect(drive(planDraws(sources, snapshot({ free: 4 })), (d) => rows("a", d.limit))).toEqual([{ names: ["a", "b"], limit: 4, last: true }]);
   });
 
   it("claimBatch caps calls per draw: max(1, floor(claimBatch / batch))", () => {
@@ -79,7 +79,7 @@ describe("planDraws (§8.3)", () => {
     // b: max(1, floor(3/4)) = 1 call of 4 rows; x: 3 calls.
     expect(drive(planDraws(sources, s), () => [])).toEqual([
       { names: ["b"], limit: 4 },
-      { names: ["x"], limit: 3 },
+      { names: ["x"], limit: 3, last: true },
     ]);
   });
 
@@ -93,7 +93,7 @@ describe("planDraws (§8.3)", () => {
     const draws = drive(planDraws(sources, s), (d) => (d.names?.[0] === "b" ? rows("b", 4) : rows("x", d.limit)));
     expect(draws).toEqual([
       { names: ["b"], limit: 9 },
-      { names: ["x"], limit: 1 },
+      { names: ["x"], limit: 1, last: true },
     ]);
   });
 
@@ -114,7 +114,7 @@ describe("planDraws (§8.3)", () => {
     const s = snapshot({ free: 10, nameCalls: new Map([["a", 1], ["b", 1]]) });
     expect(drive(planDraws(sources, s), () => [])).toEqual([
       { names: ["a"], limit: 2 },
-      { names: ["c"], limit: 10 },
+      { names: ["c"], limit: 10, last: true },
     ]);
   });
 
@@ -133,6 +133,19 @@ describe("planDraws (§8.3)", () => {
     ]);
   });
 
+  it("marks a draw of the last source `last`: whatever it claims, the planner returns null next", () => {
+    const sources: DrawSource[] = [
+      { names: ["a"], batch: 1, concurrency: null, resource: null },
+      { names: ["b"], batch: 1, concurrency: null, resource: null },
+    ];
+    for (const got of [0, 1, 2]) {
+      const planner = planDraws(sources, snapshot({ free: 10 }));
+      expect(planner([], 0)?.last).toBeUndefined();
+      expect(planner(rows("a", got), 1)?.last).toBe(true);
+      expect(planner([...rows("a", got), ...rows("b", got)], 2)).toBeNull();
+    }
+  });
+
   it("starts over from the snapshot when the store replays its transaction", () => {
     const sources: DrawSource[] = [
       { names: ["a"], batch: 1, concurrency: null, resource: null },
@@ -144,7 +157,7 @@ describe("planDraws (§8.3)", () => {
     expect(replay).toEqual(first);
     expect(first).toEqual([
       { names: ["a"], limit: 3 },
-      { names: ["b"], limit: 2 },
+      { names: ["b"], limit: 2, last: true },
     ]);
   });
 
@@ -158,11 +171,11 @@ describe("planDraws (§8.3)", () => {
     expect(drive(planDraws(sources, snapshot({ free: 8, slots: 3 })), (d) => rows(d.names?.[0] as string, Math.min(d.limit, 2)))).toEqual([
       { names: ["a"], limit: 8 },
       { names: ["lim"], limit: 1 },
-      { names: ["b"], limit: 5 },
+      { names: ["b"], limit: 5, last: true },
     ]);
     // No slot free (the buffer covers them): "lim" is skipped.
     expect(drive(planDraws(sources.slice(1), snapshot({ free: 4, slots: 0 })), (d) => rows(d.names?.[0] as string, d.limit))).toEqual([
-      { names: ["b"], limit: 4 },
+      { names: ["b"], limit: 4, last: true },
     ]);
   });
 
