@@ -25,6 +25,13 @@
  *   exactly what it would have got alone.
  * - **transaction job**: a multi-statement operation (keyed submit, by-key
  *   operations, claim cycle, a migration) in its own `BEGIN IMMEDIATE`.
+ * - **fused claim**: the claim cycle's transaction (a direct job: store
+ *   statements only) shares one `BEGIN IMMEDIATE … COMMIT` with the
+ *   statement batch queued ahead of it and with the statement jobs that
+ *   arrived while it ran: the batch, then the claim's statements inside a
+ *   SAVEPOINT (a failing claim is undone and fails alone), then the late
+ *   statements. A worker that claims while its settlements wait pays one
+ *   commit for both.
  * - **maintenance job**: best-effort work (statistics) that is dropped, not
  *   retried, when the database is busy.
  *
@@ -70,6 +77,9 @@ const ROLLBACK = CompiledQuery.raw("ROLLBACK");
 const SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_merged");
 const RELEASE = CompiledQuery.raw("RELEASE cairnq_merged");
 const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_merged");
+const TX_SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_claim");
+const TX_RELEASE = CompiledQuery.raw("RELEASE cairnq_claim");
+const TX_ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_claim");
 
 /** A plain statement job: its thunk's statement, resolved with the driver's result; never merged. */
 const PLAIN: MergeableWrite<QueryThunk, QueryResult<Row>> = Object.freeze({
@@ -149,6 +159,8 @@ export interface WriteQueueStats {
   mergedStatements: number;
   /** Multi-row statements that failed, after which their jobs ran one by one. */
   mergeFallbacks: number;
+  /** Claim transactions that shared their commit with statement jobs. */
+  fusedClaims: number;
   /** The largest batch so far. */
   largestBatch: number;
   /** Transaction and maintenance jobs run. */
@@ -166,6 +178,7 @@ export class WriteQueue {
     merged: 0,
     mergedStatements: 0,
     mergeFallbacks: 0,
+    fusedClaims: 0,
     largestBatch: 0,
     transactions: 0,
     busyRetries: 0,
@@ -278,10 +291,14 @@ export class WriteQueue {
         try {
           if (head.kind === "statement") {
             const batch = this.#takeBatch();
+            const next = this.#pending[0];
             // The writer inside a transaction no job of ours opened: a caller's Kysely transaction on the store's
             // `db`. Wait for it to end (Kysely's connection mutex) instead of landing inside it.
             if (head.connection.inTransaction()) await head.connection.db.connection().execute(() => Promise.resolve(this.#runBatch(batch)));
+            else if (next !== undefined && fusable(next, head.connection)) await this.#runFused(batch, this.#pending.shift() as TransactionJob);
             else this.#runBatch(batch);
+          } else if (fusable(head, head.connection) && !head.connection.inTransaction()) {
+            await this.#runFused([], this.#pending.shift() as TransactionJob);
           } else {
             await this.#runTransaction(this.#pending.shift() as TransactionJob);
           }
@@ -335,16 +352,13 @@ export class WriteQueue {
 
   /** Runs a statement batch to its end, synchronously (see the module comment): every job is settled when it returns. */
   #runBatch(batch: StatementJob[]): void {
-    this.stats.batches += 1;
-    this.stats.statements += batch.length;
-    this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+    this.#count(batch);
     const connection = (batch[0] as StatementJob).connection;
-    const run: SyncRunner = (query) => connection.execute(query);
     if (batch.length === 1) {
       const job = batch[0] as StatementJob;
       let value: unknown;
       try {
-        value = job.write.one(run, job.item);
+        value = job.write.one((query) => connection.execute(query), job.item);
       } catch (err) {
         if (isBusyError(err)) this.#busy(batch, err);
         else job.reject(err);
@@ -362,87 +376,174 @@ export class WriteQueue {
       return;
     }
     const outcomes: MergedOutcome<unknown>[] = [];
-    // The members whose statement made SQLite roll back the whole transaction, if any: [culpritFrom, culpritTo).
-    let culpritFrom = -1;
-    let culpritTo = -1;
-    /** One member's single-row statement; a failure SQLite undid alone is that member's outcome. */
-    const runOne = (i: number): void => {
-      const job = batch[i] as StatementJob;
-      try {
-        outcomes[i] = { ok: true, value: job.write.one(run, job.item) };
-      } catch (err) {
-        if (!connection.inTransaction()) {
-          culpritFrom = i;
-          culpritTo = i + 1;
-          throw err;
-        }
-        outcomes[i] = { ok: false, error: err };
-      }
-    };
     try {
-      for (let i = 0; i < batch.length; ) {
-        const end = this.#mergedRunEnd(batch, i);
-        if (end - i < 2) {
-          runOne(i);
-          i += 1;
-          continue;
-        }
-        const write = (batch[i] as StatementJob).write;
-        const items = batch.slice(i, end).map((job) => job.item);
-        let merged: MergedOutcome<unknown>[] | null = null;
-        // A merged run may take several statements (see MergeableWrite): its own savepoint undoes them all.
-        connection.execute(SAVEPOINT);
-        try {
-          merged = (write.many as NonNullable<typeof write.many>)(run, items);
-          connection.execute(RELEASE);
-        } catch (err) {
-          if (!connection.inTransaction()) {
-            culpritFrom = i;
-            culpritTo = end;
-            throw new TornByMerged(err);
-          }
-          connection.execute(ROLLBACK_TO);
-          connection.execute(RELEASE);
-          // Undone: each member on its own, as if alone.
-          merged = null;
-          this.stats.mergeFallbacks += 1;
-        }
-        if (merged === null) {
-          for (let k = i; k < end; k += 1) runOne(k);
-        } else {
-          if (merged.length !== items.length) throw new Error(`a multi-row write returned ${merged.length} outcomes for ${items.length} items`);
-          this.stats.mergedStatements += 1;
-          this.stats.merged += items.length;
-          for (let k = 0; k < merged.length; k += 1) outcomes[i + k] = merged[k] as MergedOutcome<unknown>;
-        }
-        i = end;
-      }
+      this.#runMembers(batch, outcomes, 0);
       connection.execute(COMMIT);
     } catch (thrown) {
       rollbackQuietly(connection);
-      if (thrown instanceof TornByMerged) {
-        // SQLite rolled everything back, so nothing of the batch was applied, and which row of the
-        // multi-row statement did it is unknown: run the batch again at once, that run's members each
-        // on its own, so that every caller gets what its own statement gives (the culprit its error,
-        // the others their rows, or GroupRolledBack should the culprit tear the retry down too).
-        for (let k = culpritFrom; k < culpritTo; k += 1) (batch[k] as StatementJob).solo = true;
-        this.#pending.unshift(...batch);
-        return;
-      }
-      const err = thrown;
-      if (isBusyError(err)) {
-        this.#busy(batch, err);
-        return;
-      }
-      const culprit = (i: number): boolean => culpritFrom < 0 || (i >= culpritFrom && i < culpritTo);
-      batch.forEach((job, i) => job.reject(culprit(i) ? err : new GroupRolledBack(connection.file, err)));
+      this.#failTransaction(batch, thrown);
       return;
     }
-    batch.forEach((job, i) => {
-      const outcome = outcomes[i] as MergedOutcome<unknown>;
-      if (outcome.ok) job.resolve(outcome.value);
-      else job.reject(outcome.error);
+    settle(batch, outcomes, 0);
+  }
+
+  #count(batch: readonly StatementJob[]): void {
+    if (batch.length === 0) return;
+    this.stats.batches += 1;
+    this.stats.statements += batch.length;
+    this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+  }
+
+  /**
+   * Runs the members of a group commit inside the open transaction, each outcome into
+   * `outcomes[offset + i]`: a merged run where the members allow it, else each member's own
+   * statement (a failure SQLite undid alone is that member's outcome). Throws {@link TornDown} when a
+   * statement made SQLite roll back the whole transaction.
+   */
+  #runMembers(members: readonly StatementJob[], outcomes: MergedOutcome<unknown>[], offset: number): void {
+    if (members.length === 0) return;
+    const connection = (members[0] as StatementJob).connection;
+    const run: SyncRunner = (query) => connection.execute(query);
+    const runOne = (i: number): void => {
+      const job = members[i] as StatementJob;
+      try {
+        outcomes[offset + i] = { ok: true, value: job.write.one(run, job.item) };
+      } catch (err) {
+        if (!connection.inTransaction()) throw new TornDown(err, offset + i, offset + i + 1, false);
+        outcomes[offset + i] = { ok: false, error: err };
+      }
+    };
+    for (let i = 0; i < members.length; ) {
+      const end = this.#mergedRunEnd(members, i);
+      if (end - i < 2) {
+        runOne(i);
+        i += 1;
+        continue;
+      }
+      const write = (members[i] as StatementJob).write;
+      const items = members.slice(i, end).map((job) => job.item);
+      let merged: MergedOutcome<unknown>[] | null;
+      // A merged run may take several statements (see MergeableWrite): its own savepoint undoes them all.
+      connection.execute(SAVEPOINT);
+      try {
+        merged = (write.many as NonNullable<typeof write.many>)(run, items);
+        if (merged.length !== items.length) throw new Error(`a merged write returned ${merged.length} outcomes for ${items.length} items`);
+        connection.execute(RELEASE);
+      } catch (err) {
+        if (!connection.inTransaction()) throw new TornDown(err, offset + i, offset + end, true);
+        connection.execute(ROLLBACK_TO);
+        connection.execute(RELEASE);
+        // Undone: each member on its own, as if alone.
+        merged = null;
+        this.stats.mergeFallbacks += 1;
+      }
+      if (merged === null) {
+        for (let k = i; k < end; k += 1) runOne(k);
+      } else {
+        this.stats.mergedStatements += 1;
+        this.stats.merged += items.length;
+        for (let k = 0; k < merged.length; k += 1) outcomes[offset + i + k] = merged[k] as MergedOutcome<unknown>;
+      }
+      i = end;
+    }
+  }
+
+  /** Settles the jobs of a transaction that did not commit (rolled back already) by what ended it. */
+  #failTransaction(jobs: readonly Job[], thrown: unknown): void {
+    const file = (jobs[0] as Job).connection.file;
+    if (thrown instanceof TornDown && thrown.merged) {
+      // SQLite rolled everything back, so nothing of it was applied, and which row of the merged run
+      // did it is unknown: run the jobs again at once, that run's members each on its own, so that
+      // every caller gets what its own statement gives (the culprit its error, the others their rows,
+      // or GroupRolledBack should the culprit tear the retry down too).
+      for (let k = thrown.from; k < thrown.to; k += 1) (jobs[k] as StatementJob).solo = true;
+      this.#pending.unshift(...jobs);
+      return;
+    }
+    const err = thrown instanceof TornDown ? thrown.error : thrown;
+    if (isBusyError(err)) {
+      this.#busy(jobs, err);
+      return;
+    }
+    const culprit = (i: number): boolean => !(thrown instanceof TornDown) || (i >= thrown.from && i < thrown.to);
+    jobs.forEach((job, i) => job.reject(culprit(i) ? err : new GroupRolledBack(file, err)));
+  }
+
+  /**
+   * The claim cycle's transaction (a direct transaction job) sharing its `BEGIN IMMEDIATE … COMMIT`
+   * with the statement jobs of its connection around it: `before` (the batch pending ahead of it)
+   * first, then its own statements inside a SAVEPOINT (its failure undoes only them and fails only
+   * it), then the statement jobs that arrived meanwhile. One commit instead of two or three; every
+   * caller settles after it.
+   */
+  async #runFused(before: StatementJob[], tx: TransactionJob): Promise<void> {
+    this.stats.transactions += 1;
+    const connection = tx.connection;
+    await connection.db.connection().execute(async () => {
+      try {
+        connection.execute(BEGIN);
+      } catch (err) {
+        const jobs = [...before, tx];
+        if (isBusyError(err)) this.#busy(jobs, err);
+        else for (const job of jobs) job.reject(err);
+        return;
+      }
+      const outcomes: MergedOutcome<unknown>[] = [];
+      let own: MergedOutcome<unknown>;
+      let after: StatementJob[] = [];
+      try {
+        this.#runMembers(before, outcomes, 0);
+        // Alone in the transaction, the claim needs no savepoint: its failure rolls back the whole of it.
+        const shared = before.length > 0;
+        if (shared) connection.execute(TX_SAVEPOINT);
+        try {
+          if (tx.first !== null) connection.execute(tx.first());
+          const value = await tx.body(directRunner(connection));
+          if (shared) connection.execute(TX_RELEASE);
+          own = { ok: true, value };
+        } catch (err) {
+          if (!shared || !connection.inTransaction()) throw new TornDown(err, before.length, before.length + 1, false);
+          connection.execute(TX_ROLLBACK_TO);
+          connection.execute(TX_RELEASE);
+          own = { ok: false, error: err };
+        }
+        after = this.#takeStatements(connection, MAX_BATCH - before.length);
+        this.#runMembers(after, outcomes, before.length + 1);
+        connection.execute(COMMIT);
+      } catch (thrown) {
+        rollbackQuietly(connection);
+        const alone = before.length === 0 && after.length === 0;
+        if (alone && thrown instanceof TornDown) {
+          // The claim alone: exactly as a transaction of its own (a busy error is retried, anything else is its error).
+          if (isBusyError(thrown.error)) this.#busy([tx], thrown.error);
+          else tx.reject(thrown.error);
+          return;
+        }
+        this.#failTransaction([...before, tx, ...after], thrown);
+        return;
+      }
+      const members = before.length + after.length;
+      if (members > 0) {
+        this.stats.fusedClaims += 1;
+        this.stats.groupCommits += 1;
+        this.#count([...before, ...after]);
+      }
+      settle(before, outcomes, 0);
+      if (own.ok) tx.resolve(own.value);
+      else tx.reject(own.error);
+      settle(after, outcomes, before.length + 1);
     });
+  }
+
+  /** Takes the statement jobs of `connection` at the head of the queue, at most `limit`. */
+  #takeStatements(connection: QueueConnection, limit: number): StatementJob[] {
+    let n = 0;
+    while (n < this.#pending.length && n < limit) {
+      const next = this.#pending[n] as Job;
+      if (next.kind !== "statement" || next.connection !== connection) break;
+      n += 1;
+    }
+    return this.#pending.splice(0, n) as StatementJob[];
   }
 
   /**
@@ -514,11 +615,30 @@ export class WriteQueue {
   }
 }
 
-/** A multi-row statement made SQLite roll back the whole group-commit transaction (see `#runBatch`). */
-class TornByMerged extends Error {
-  constructor(cause: unknown) {
-    super("a multi-row statement made SQLite roll back the group-commit transaction", { cause });
+/** A statement made SQLite roll back the whole group-commit transaction: the error, and whose it was (jobs [from, to), a merged run or not). */
+class TornDown extends Error {
+  constructor(
+    readonly error: unknown,
+    readonly from: number,
+    readonly to: number,
+    readonly merged: boolean,
+  ) {
+    super("a statement made SQLite roll back the group-commit transaction", { cause: error });
   }
+}
+
+/** Whether `job` is a claim cycle's transaction (direct: store-internal statements only) that may share its commit. */
+function fusable(job: Job, connection: QueueConnection): job is TransactionJob {
+  return job.kind === "transaction" && job.direct && job.connection === connection;
+}
+
+/** Resolves or rejects each job by its outcome at `outcomes[offset + i]`. */
+function settle(jobs: readonly StatementJob[], outcomes: readonly MergedOutcome<unknown>[], offset: number): void {
+  jobs.forEach((job, i) => {
+    const outcome = outcomes[offset + i] as MergedOutcome<unknown>;
+    if (outcome.ok) job.resolve(outcome.value);
+    else job.reject(outcome.error);
+  });
 }
 
 /** Rolls back the writer's open transaction, if SQLite has not already; a failing ROLLBACK is ignored (nothing is left to undo). */

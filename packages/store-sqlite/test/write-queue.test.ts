@@ -293,3 +293,60 @@ describe("merged runs: concurrent owned writes in one group commit share one rea
     expect((await store.get(a!.id))?.result).toBe(1);
   });
 });
+
+describe("a claim's transaction shares its commit with the writes queued around it (§13)", () => {
+  /** Holds the file's write turn until the returned function is called, so that jobs queue up behind it in order. */
+  async function holdTurn(store: SQLiteStore): Promise<() => Promise<void>> {
+    await store.connect();
+    const c = dialectOf(store).connection;
+    let release!: () => void;
+    const held = c.queue.exclusive(c, () => new Promise<void>((resolve) => (release = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    return async () => {
+      release();
+      await held;
+    };
+  }
+
+  it("writes before and after a claim commit with it in one transaction; each caller gets its own outcome", async () => {
+    const store = openStore();
+    await Promise.all(Array.from({ length: 5 }, (_, i) => store.submit({ name: "n", payload: { i } })));
+    const [a, b] = await store.claim({ queues: ["default"], workerId: "w", limit: 2 });
+    const release = await holdTurn(store);
+    const before = statsOf(store);
+    const done = Promise.all([
+      store.complete({ taskId: a!.id, workerId: "w", result: "a" }),
+      store.claim({ queues: ["default"], workerId: "w2", limit: 2, probe: false }),
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const late = store.complete({ taskId: b!.id, workerId: "w", result: "b" });
+    await release();
+    const [[doneA, claimed], doneB] = await Promise.all([done, late]);
+    const after = statsOf(store);
+    expect(after.fusedClaims - before.fusedClaims).toBe(1);
+    expect(after.groupCommits - before.groupCommits).toBe(1);
+    expect(doneA).toMatchObject({ id: a!.id, status: "succeeded", result: "a" });
+    expect(doneB).toMatchObject({ id: b!.id, status: "succeeded", result: "b" });
+    expect(claimed.map((t) => t.worker_id)).toEqual(["w2", "w2"]);
+    for (const t of [doneA, doneB, ...claimed]) expect(await store.get(t.id)).toEqual(t);
+  });
+
+  it("a claim that fails inside the shared transaction fails alone; the writes around it commit", async () => {
+    const store = openStore();
+    await Promise.all(Array.from({ length: 3 }, (_, i) => store.submit({ name: "n", payload: { i } })));
+    const [a] = await store.claim({ queues: ["default"], workerId: "w", limit: 1 });
+    await write(store, "CREATE TRIGGER refuse_claim BEFORE UPDATE ON cairnq_tasks WHEN NEW.worker_id = 'w2' BEGIN SELECT RAISE(ABORT, 'refused claim'); END");
+    const release = await holdTurn(store);
+    const before = statsOf(store);
+    const done = Promise.allSettled([
+      store.complete({ taskId: a!.id, workerId: "w", result: "a" }),
+      store.claim({ queues: ["default"], workerId: "w2", limit: 2, probe: false }),
+    ]);
+    await release();
+    const [completed, claim] = await done;
+    expect(statsOf(store).fusedClaims - before.fusedClaims).toBe(1);
+    expect(completed).toMatchObject({ status: "fulfilled", value: { status: "succeeded", result: "a" } });
+    expect(claim).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: "refused claim" }) });
+    expect((await store.stats()).default).toMatchObject({ succeeded: 1, queued: 2, running: 0 });
+  });
+});
