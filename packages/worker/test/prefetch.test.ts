@@ -229,13 +229,14 @@ for (const backend of BACKENDS) {
     });
 
     it("renews buffered tasks' leases: a slow first handler does not let another worker recover them", async () => {
-      const a = makeWorker(store, { concurrency: 1, prefetch: 2, leaseMs: 300, heartbeatIntervalMs: 50 });
-      const b = makeWorker(store, { concurrency: 4, leaseMs: 300, heartbeatIntervalMs: 50, pollIntervalMs: 20 });
+      // Leases with room for a slow heartbeat round trip on a loaded machine (a lapse here would be the flake, not the bug).
+      const a = makeWorker(store, { concurrency: 1, prefetch: 2, leaseMs: 1000, heartbeatIntervalMs: 100 });
+      const b = makeWorker(store, { concurrency: 4, leaseMs: 1000, heartbeatIntervalMs: 100, pollIntervalMs: 20 });
       const ranOnA: string[] = [];
       const ranOnB: string[] = [];
       a.task("x", async (ctx) => {
         ranOnA.push(ctx.taskId);
-        if (ranOnA.length === 1) await delay(1200); // four leases long
+        if (ranOnA.length === 1) await delay(3500); // three and a half leases long
       });
       b.task("x", (ctx) => {
         ranOnB.push(ctx.taskId);
@@ -318,7 +319,7 @@ for (const backend of BACKENDS) {
             (value as TaskStore["heartbeatBatch"]).call(target, { ...input, taskIds: input.taskIds.filter((id) => id !== victim) });
         },
       });
-      const worker = makeWorker(withholding, { concurrency: 1, prefetch: 2, leaseMs: 300, heartbeatIntervalMs: 50 });
+      const worker = makeWorker(withholding, { concurrency: 1, prefetch: 2, leaseMs: 1000, heartbeatIntervalMs: 50 });
       const release = gate();
       const runs: [string, number][] = [];
       const lost: LeaseLostEvent[] = [];
