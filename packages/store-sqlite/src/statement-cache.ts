@@ -8,6 +8,9 @@
  * - **A statement cache.** Kysely prepares every query anew; the store runs a
  *   small fixed set of statements on the hot path, so prepared statements
  *   are kept (bounded, least recently used out first) and reused.
+ * - **Rows built in JavaScript.** Statements that return data run in raw
+ *   mode and each row becomes an object through one generated object
+ *   literal per statement: the same objects, cheaper to build.
  */
 import type Database from "better-sqlite3";
 import type { QueryResult, SqliteDatabase, SqliteStatement } from "kysely";
@@ -24,9 +27,28 @@ function numbered(parameters: ReadonlyArray<unknown>): Record<number, unknown> {
   return named;
 }
 
+/** A row as better-sqlite3 returns it in raw mode: the values in column order. */
+type RawRow = unknown[];
+
+/**
+ * A function that turns a raw row into the object better-sqlite3 would have built (the same keys in
+ * the same order; a repeated name keeps the last value), as one object literal: V8 builds it with a
+ * fixed shape, where better-sqlite3's object mode sets every property through the V8 API (measured on
+ * the protocol schema, 23 columns: about 1.5–4 µs less per returned row). `null` for names an object
+ * literal cannot spell as own properties (`__proto__`): those statements keep object mode.
+ */
+function rowBuilder(names: readonly string[]): ((values: RawRow) => Row) | null {
+  if (names.includes("__proto__")) return null;
+  const body = `return { ${names.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(", ")} };`;
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- generated from the statement's own column names (JSON-quoted), once per prepared statement.
+  return new Function("v", body) as (values: RawRow) => Row;
+}
+
 class CachedStatement implements SqliteStatement {
   readonly reader: boolean;
   readonly #numbered: boolean;
+  /** For statements that return data: builds each row from raw mode's values (see {@link rowBuilder}). */
+  readonly #row: ((values: RawRow) => Row) | null = null;
 
   constructor(
     private readonly statement: Database.Statement,
@@ -34,6 +56,10 @@ class CachedStatement implements SqliteStatement {
   ) {
     this.reader = statement.reader;
     this.#numbered = NUMBERED.test(sql);
+    if (this.reader) {
+      this.#row = rowBuilder(statement.columns().map((column) => column.name));
+      if (this.#row !== null) statement.raw(true);
+    }
   }
 
   #args(parameters: ReadonlyArray<unknown>): unknown[] {
@@ -42,7 +68,9 @@ class CachedStatement implements SqliteStatement {
   }
 
   all(parameters: ReadonlyArray<unknown>): unknown[] {
-    return this.statement.all(...this.#args(parameters));
+    const rows = this.statement.all(...this.#args(parameters));
+    const row = this.#row;
+    return row === null ? rows : (rows as RawRow[]).map(row);
   }
 
   run(parameters: ReadonlyArray<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint } {
@@ -50,8 +78,14 @@ class CachedStatement implements SqliteStatement {
   }
 
   iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
-    return this.statement.iterate(...this.#args(parameters));
+    const rows = this.statement.iterate(...this.#args(parameters));
+    const row = this.#row;
+    return row === null ? rows : mapIterator(rows as IterableIterator<RawRow>, row);
   }
+}
+
+function* mapIterator<T, U>(values: IterableIterator<T>, map: (value: T) => U): IterableIterator<U> {
+  for (const value of values) yield map(value);
 }
 
 /**
