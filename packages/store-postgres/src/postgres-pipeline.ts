@@ -94,14 +94,21 @@ type PipelinedQueryClass = new (statements: readonly PipelinedStatement[], nameO
 
 let queryClass: PipelinedQueryClass | null = null;
 
-/** Built on first use, from the `pg` the store loads (its `Query` and value encoding). */
+/** pg's encoding of one parameter (`pg.utils.prepareValue`): strings, Buffers and nulls, which it leaves as they are. */
+function pgPrepareValue(): (value: unknown) => unknown {
+  prepareValueOfPg ??= (loadPgDriver() as unknown as { utils: { prepareValue: (value: unknown) => unknown } }).utils.prepareValue;
+  return prepareValueOfPg;
+}
+
+let prepareValueOfPg: ((value: unknown) => unknown) | null = null;
+
+/** Parameters already encoded by {@link runPipeline}: bound as they are. */
+const asEncoded = (value: unknown): unknown => value;
+
+/** Built on first use, from the `pg` the store loads (its `Query`). */
 function pipelinedQueryClass(): PipelinedQueryClass {
   if (queryClass !== null) return queryClass;
-  const pg = loadPgDriver() as unknown as {
-    Query: new (config: { text: string }) => object;
-    utils: { prepareValue: (value: unknown) => unknown };
-  };
-  const prepareValue = pg.utils.prepareValue;
+  const pg = loadPgDriver() as unknown as { Query: new (config: { text: string }) => object };
   // pg's Query is plain JavaScript without types for these members; the subclass overrides exactly
   // what pg calls to send a prepared query (requiresPreparation, prepare) and to finish it.
   const Base = pg.Query as unknown as new (config: { text: string }) => {
@@ -145,7 +152,7 @@ function pipelinedQueryClass(): PipelinedQueryClass {
           this.#parsing.push(name ?? "");
           if (name !== undefined) connection.submittedNamedStatements[name] = statement.sql;
         }
-        connection.bind({ ...(name === undefined ? {} : { statement: name }), values: statement.parameters, valueMapper: prepareValue });
+        connection.bind({ ...(name === undefined ? {} : { statement: name }), values: statement.parameters, valueMapper: asEncoded });
         connection.describe({ type: "P", name: "" });
         connection.execute({ portal: "" });
       }
@@ -202,7 +209,11 @@ export function runPipeline(
   if (typeof wire?.parse !== "function" || statements.length === 0) return sequentially(client, statements);
   const Pipelined = pipelinedQueryClass();
   return new Promise((resolve, reject) => {
-    const query = new Pipelined(statements, nameOf);
+    // Every parameter is encoded before a message is written: an encoding that throws halfway through the
+    // messages (before their Sync) would leave the connection waiting for the rest, answering nothing ever again.
+    const prepareValue = pgPrepareValue();
+    const encoded = statements.map((statement) => ({ sql: statement.sql, parameters: statement.parameters.map((value) => prepareValue(value)) }));
+    const query = new Pipelined(encoded, nameOf);
     // Set before query(): pg wraps the callback with its read timeout.
     query.callback = (error, results) => {
       if (error !== null && error !== undefined) {

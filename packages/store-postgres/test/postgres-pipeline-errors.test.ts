@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { freshSchema, openStore, poolFor, q } from "./helpers.js";
+import { PIPELINE_SQL } from "../src/postgres-pipeline.js";
+import { prepareRegistered } from "../src/postgres-prepared.js";
+import { client, freshSchema, openStore, poolFor, q } from "./helpers.js";
 
 const W = "worker_pipeline_errors";
 
@@ -48,5 +50,31 @@ describe("a pipelined claim that fails at its draw", () => {
     const claimed = await store.claim({ queues: ["default"], workerId: W, probe: false });
     expect(claimed.map((t) => [t.id, t.status, t.attempt])).toEqual([[task.id, "running", 1]]);
     expect(await rowOf(schema, task.id)).toEqual({ status: "running", attempt: 1 });
+  });
+});
+
+describe("a pipeline whose parameter cannot be encoded", () => {
+  it("rejects with the encoder's error before writing anything, and the client answers its next query", async () => {
+    const c = await client();
+    prepareRegistered(c);
+    const unencodable = {
+      toPostgres(): never {
+        throw new Error("cannot encode this value");
+      },
+    };
+    await expect(
+      c.query(PIPELINE_SQL, [
+        [
+          { sql: "SELECT 1 AS one", parameters: [] },
+          { sql: "SELECT $1::text AS v", parameters: [unencodable] },
+        ],
+      ]),
+    ).rejects.toThrow(/cannot encode this value/);
+    // Not left waiting for the rest of a half-written pipeline.
+    expect((await c.query("SELECT 42 AS n")).rows).toEqual([{ n: 42 }]);
+    const result = (await c.query(PIPELINE_SQL, [[{ sql: "SELECT $1::text AS v", parameters: [{ a: [1, 2] }] }]])) as unknown as {
+      rows: { rows: unknown[] }[];
+    };
+    expect(result.rows.map((r) => r.rows)).toEqual([[{ v: '{"a":[1,2]}' }]]);
   });
 });
