@@ -4,47 +4,36 @@
  * keyset-paged list, and that the page loads nothing from another origin.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import type { IncomingMessage, Server } from "node:http";
-import { createServer, request } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage } from "node:http";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DashboardAction, DashboardHandler, DashboardOptions } from "@cairnq/dashboard";
+import type { DashboardAction, DashboardOptions } from "@cairnq/dashboard";
 import { createDashboard } from "@cairnq/dashboard";
 import type { TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { failTask, runTask } from "./support/seed.js";
+import { closeDashboards, serveDashboard } from "./support/serve.js";
 
 let dir: string;
 let store: TaskStore;
-const servers: { server: Server; dashboard: DashboardHandler }[] = [];
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "cairnq-dashboard-http-"));
   store = new SQLiteStore(join(dir, "cairnq.db"));
 });
 
-afterEach(async () => {
-  for (const { server, dashboard } of servers.splice(0)) {
-    await dashboard.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
+afterEach(closeDashboards);
 
 afterAll(async () => {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function serve(options: Omit<DashboardOptions, "store"> = {}): Promise<string> {
-  const dashboard = createDashboard({ store, ...options });
-  const server = createServer((req, res) => dashboard(req, res));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push({ server, dashboard });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+function serve(options: Omit<DashboardOptions, "store"> = {}): Promise<string> {
+  return serveDashboard({ store, ...options });
 }
 
 interface Reply {

@@ -5,22 +5,19 @@
  * never a sequential scan), read with auto_explain from the very
  * statements the dashboard runs.
  */
-import type { IncomingMessage, Server } from "node:http";
-import { createServer, request } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { DashboardHandler } from "@cairnq/dashboard";
-import { createDashboard } from "@cairnq/dashboard";
+import type { IncomingMessage } from "node:http";
+import { request } from "node:http";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { PgAdmin, randomSchemaName } from "@cairnq/test-support";
 import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { pgDsn, runTask } from "./support/seed.js";
+import { closeDashboards, serveDashboard } from "./support/serve.js";
 
 const admin = new PgAdmin();
 const schemas: string[] = [];
 const stores: PostgresStore[] = [];
 const pools: pg.Pool[] = [];
-const servers: { server: Server; dashboard: DashboardHandler }[] = [];
 
 /** A store in a fresh schema; `pool(schema)` gives it a pool of the test's own (the schema then exists first). */
 async function freshStore(options: { pool?: (schema: string) => pg.Pool } = {}): Promise<PostgresStore> {
@@ -33,12 +30,8 @@ async function freshStore(options: { pool?: (schema: string) => pg.Pool } = {}):
   return store;
 }
 
-async function serve(store: PostgresStore, pollIntervalMs = 2000): Promise<string> {
-  const dashboard = createDashboard({ store, pollIntervalMs });
-  const server = createServer((req, res) => dashboard(req, res));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push({ server, dashboard });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+function serve(store: PostgresStore, pollIntervalMs = 2000): Promise<string> {
+  return serveDashboard({ store, pollIntervalMs });
 }
 
 function post(base: string, path: string, body: unknown): Promise<{ status: number; body: string }> {
@@ -86,13 +79,7 @@ function openEvents(base: string): { next: (until: RegExp) => Promise<string>; c
   };
 }
 
-afterEach(async () => {
-  for (const { server, dashboard } of servers.splice(0)) {
-    await dashboard.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
+afterEach(closeDashboards);
 
 afterAll(async () => {
   for (const store of stores) await store.close();

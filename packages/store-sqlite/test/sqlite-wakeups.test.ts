@@ -319,7 +319,12 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
     if (last === undefined) throw new Error("not watching");
     return last;
   };
-  return { db, source, wakeups, watcher, watchers };
+  /** Another process commits: the data version moves and the WAL file changes. */
+  const commit = (): void => {
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+  };
+  return { db, source, wakeups, watcher, watchers, commit };
 }
 
 describe("SQLiteWakeups checks", () => {
@@ -404,12 +409,8 @@ describe("SQLiteWakeups checks", () => {
   });
 
   it("holds back a claim wake after one that found nothing to do, never after one that led to a write", async () => {
-    const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: LONG_MS });
+    const { db, wakeups, commit } = fakeWakeups({ minWakeGapMs: LONG_MS });
     db.queued = true;
-    const commit = (): void => {
-      db.version++;
-      watcher().listener("change", "cairnq.db-wal");
-    };
     const first = timed(wakeups.claimWake(["default"], LONG_MS));
     commit();
     expect(await first.done).toBeLessThan(LONG_MS / 2);
@@ -429,12 +430,8 @@ describe("SQLiteWakeups checks", () => {
 
   it("a held-back claim wake is delivered when the gap ends, not left to the waiter's timeout", async () => {
     const gapMs = 1000;
-    const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: gapMs });
+    const { db, wakeups, commit } = fakeWakeups({ minWakeGapMs: gapMs });
     db.queued = true;
-    const commit = (): void => {
-      db.version++;
-      watcher().listener("change", "cairnq.db-wal");
-    };
     const first = timed(wakeups.claimWake(["default"], LONG_MS));
     commit();
     expect(await first.done).toBeLessThan(LONG_MS / 2);
