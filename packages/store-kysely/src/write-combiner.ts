@@ -20,8 +20,9 @@
 /** Bounds of a {@link WriteCombiner}. */
 export interface WriteCombinerOptions {
   /**
-   * Most entries in one statement. 64 rows per statement is where the raw
-   * pg floor of `bench/` levels off; more only delays the first caller.
+   * Most entries in one statement. A larger statement spreads one commit
+   * over more rows but makes its first caller wait for all of them; the raw
+   * pg floor of `bench/` gains little past 64 rows per statement.
    * @default 128
    */
   readonly maxRows?: number;
