@@ -298,6 +298,8 @@ for (const backend of BACKENDS) {
       expect((await store.cancel(third))?.status).toBe("running"); // flagged: the worker holds it
       const row = await waitForStatus(store, third, ["canceled"], 5000);
       expect(row).toMatchObject({ attempt: 1, result: null, error: null });
+      // The event follows the worker's own read of the commit, which may come after this read of the row.
+      await waitFor(() => canceled.length > 0, 5000, "task:canceled");
       expect(canceled).toEqual([third]);
       expect(ran).toEqual([first]); // the first handler is still blocked; the canceled one never started
       release.open();
