@@ -588,14 +588,19 @@ export class KyselyStore implements ScheduleTaskStore {
       const recover = this.compiler.statement(RECOVER_TEMPLATE, {});
       const first = (): CompiledQuery<Row> => recover.query({});
       const executor = this.dialect.executor;
-      /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`. */
-      const drawFrom = async (tx: QueryRunner, draws: typeof claim.draws, claimed: Task[], start: number): Promise<Task[]> => {
+      /** The planner's first draw from `start` on that can match a row (its index and parameters), or `null` once the planner ends. */
+      const nextDraw = (draws: typeof claim.draws, claimed: readonly Task[], start: number): { index: number; params: Params; last: boolean } | null => {
         for (let index = start; ; index += 1) {
           const draw = draws(claimed, index);
-          if (draw === null) break;
+          if (draw === null) return null;
           const params = drawParams(claim, draw.names, draw.limit);
-          if (params === null) continue;
-          for (const row of (await this.#exec(tx, DRAW_TEMPLATE, params)).rows) claimed.push(decodeTask(row));
+          if (params !== null) return { index, params, last: draw.last === true };
+        }
+      };
+      /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`. */
+      const drawFrom = async (tx: QueryRunner, draws: typeof claim.draws, claimed: Task[], start: number): Promise<Task[]> => {
+        for (let found = nextDraw(draws, claimed, start); found !== null; found = nextDraw(draws, claimed, found.index + 1)) {
+          for (const row of (await this.#exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
         }
         return claimed;
       };
@@ -609,26 +614,17 @@ export class KyselyStore implements ScheduleTaskStore {
         // Without flow control the first draw depends on nothing the transaction reads, so it is
         // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres);
         // when the planner says no draw follows it (`last`), COMMIT goes in that round trip too.
-        let next = 0;
-        let planned = false;
+        /** The index the planner continues from after the head's draw; `null` when the head has none. */
+        let next: number | null = null;
         const head = (): TransactionHead => {
           // From index 0 on every attempt, as a planner expects of a replayed transaction.
-          for (next = 0; ; next += 1) {
-            const draw0 = claim.draws([], next);
-            if (draw0 === null) {
-              planned = false;
-              return { statements: [first()], last: true };
-            }
-            const params = drawParams(claim, draw0.names, draw0.limit);
-            if (params !== null) {
-              planned = true;
-              next += 1;
-              return { statements: [first(), this.compiler.statement(DRAW_TEMPLATE, params).query(params)], last: draw0.last === true };
-            }
-          }
+          const found = nextDraw(claim.draws, [], 0);
+          next = found === null ? null : found.index + 1;
+          if (found === null) return { statements: [first()], last: true };
+          return { statements: [first(), this.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params)], last: found.last };
         };
         return executor.writeTransactionWith(this.db, head, async (tx, results) => {
-          if (!planned) return [];
+          if (next === null) return [];
           const claimed = (results[1]?.rows ?? []).map(decodeTask);
           // Committed with the head: the planner promised no further draw.
           if (tx === null) return claimed;
@@ -713,11 +709,7 @@ export class KyselyStore implements ScheduleTaskStore {
     const single = rowTransitionTemplate(rule);
     const plain = rowTransitionTemplate(rule, false);
     return {
-      one: (run, params) => {
-        const row = run(this.compiler.statement(single, params).query(params)).rows[0];
-        if (row === undefined) throw new LostLease(String(params.taskId));
-        return decodeTask(row);
-      },
+      one: (run, params) => ownedTask(run(this.compiler.statement(single, params).query(params)).rows[0], String(params.taskId)),
       many: (run, items) => {
         const ids = items.map((params) => String(params.taskId));
         if (new Set(ids).size !== ids.length) throw new Error("a merged owned write holds one task twice");
@@ -742,9 +734,7 @@ export class KyselyStore implements ScheduleTaskStore {
 
   /** One owned write as its own statement: the row, or `LostLease`. */
   async #ownedOne(rule: RowTransition, params: Params): Promise<Task> {
-    const row = (await this.#write(rowTransitionTemplate(rule), params)).rows[0];
-    if (row === undefined) throw new LostLease(String(params.taskId));
-    return decodeTask(row);
+    return ownedTask((await this.#write(rowTransitionTemplate(rule), params)).rows[0], String(params.taskId));
   }
 
   /**
@@ -799,9 +789,7 @@ export class KyselyStore implements ScheduleTaskStore {
       this.dialect.executor.writeTransaction(this.db, async (tx) => {
         const result = await fn(tx);
         const params = completeParams({ ...input, result });
-        const row = (await this.#exec(tx, rowTransitionTemplate(COMPLETE), params)).rows[0];
-        if (row === undefined) throw new LostLease(String(params.taskId));
-        return { task: decodeTask(row), result };
+        return { task: ownedTask((await this.#exec(tx, rowTransitionTemplate(COMPLETE), params)).rows[0], String(params.taskId)), result };
       }),
     );
   }
@@ -828,6 +816,12 @@ function firstRow(result: QueryResult<Row>): Row {
   const row = result.rows[0];
   if (row === undefined) throw new Error("the statement returned no row although RETURNING guarantees one; is the driver dropping RETURNING rows?");
   return row;
+}
+
+/** An owned write's answer: the row its guard let through, decoded, or `LostLease` when the guard matched no row (§5.0). */
+function ownedTask(row: Row | undefined, taskId: string): Task {
+  if (row === undefined) throw new LostLease(taskId);
+  return decodeTask(row);
 }
 
 function byTaskId<O>(a: CombinedWrite<Params, O>, b: CombinedWrite<Params, O>): number {
