@@ -45,15 +45,38 @@ export class PostgresExecutor extends KyselyExecutor {
     super();
   }
 
-  override async writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+  override writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    return this.#retryingKeyLock(db, () => super.writeTransaction(db, fn));
+  }
+
+  /** Runs `attempt`, and again after waiting out the key lock a busy attempt found taken (it rolled back first). */
+  async #retryingKeyLock<T>(db: AnyKysely, attempt: () => Promise<T>): Promise<T> {
     for (;;) {
       try {
-        return await super.writeTransaction(db, fn);
+        return await attempt();
       } catch (error) {
         if (!(error instanceof KeyLockBusy)) throw error;
         await db.executeQuery(CompiledQuery.raw(KEY_LOCK_SQL, [error.key]));
       }
     }
+  }
+
+  /**
+   * `body` on one pooled connection, where it runs its own `BEGIN … COMMIT`; any failure sends
+   * `ROLLBACK` (outside a transaction — BEGIN itself failed, or COMMIT ended it — that only warns)
+   * and rethrows. Retried like {@link PostgresExecutor.writeTransaction} when a key lock was busy.
+   */
+  #onConnection<T>(db: AnyKysely, body: (conn: QueryRunner) => Promise<T>): Promise<T> {
+    return this.#retryingKeyLock(db, () =>
+      db.connection().execute(async (conn) => {
+        try {
+          return await body(conn);
+        } catch (error) {
+          await conn.executeQuery(ROLLBACK).catch(() => {});
+          throw error;
+        }
+      }),
+    );
   }
 
   /**
@@ -71,26 +94,13 @@ export class PostgresExecutor extends KyselyExecutor {
         return fn(tx);
       });
     }
-    for (;;) {
-      try {
-        return await db.connection().execute(async (conn) => {
-          try {
-            // No parameters, so pg sends it as a simple query, which may hold several statements.
-            await conn.executeQuery(CompiledQuery.raw(`BEGIN; ${query.sql}`));
-            const value = await fn(conn);
-            await conn.executeQuery(CompiledQuery.raw("COMMIT"));
-            return value;
-          } catch (error) {
-            // Outside a transaction (BEGIN itself failed, or COMMIT ended it) ROLLBACK only warns.
-            await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
-            throw error;
-          }
-        });
-      } catch (error) {
-        if (!(error instanceof KeyLockBusy)) throw error;
-        await db.executeQuery(CompiledQuery.raw(KEY_LOCK_SQL, [error.key]));
-      }
-    }
+    return this.#onConnection(db, async (conn) => {
+      // No parameters, so pg sends it as a simple query, which may hold several statements.
+      await conn.executeQuery(CompiledQuery.raw(`BEGIN; ${query.sql}`));
+      const value = await fn(conn);
+      await conn.executeQuery(COMMIT);
+      return value;
+    });
   }
 
   /**
@@ -113,29 +123,17 @@ export class PostgresExecutor extends KyselyExecutor {
       });
       return "value" in outcome ? outcome.value : fn(null, outcome.committed);
     }
-    for (;;) {
-      try {
-        return await db.connection().execute(async (conn) => {
-          try {
-            const { statements, last } = head();
-            const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, ...statements, COMMIT] : [BEGIN, ...statements])));
-            if (last) {
-              requireCommitted(results[results.length - 1]);
-              return await fn(null, results.slice(1, -1));
-            }
-            const value = await fn(conn, results.slice(1));
-            requireCommitted(await conn.executeQuery(COMMIT));
-            return value;
-          } catch (error) {
-            await conn.executeQuery(ROLLBACK).catch(() => {});
-            throw error;
-          }
-        });
-      } catch (error) {
-        if (!(error instanceof KeyLockBusy)) throw error;
-        await db.executeQuery(CompiledQuery.raw(KEY_LOCK_SQL, [error.key]));
+    return this.#onConnection(db, async (conn) => {
+      const { statements, last } = head();
+      const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, ...statements, COMMIT] : [BEGIN, ...statements])));
+      if (last) {
+        requireCommitted(results[results.length - 1]);
+        return fn(null, results.slice(1, -1));
       }
-    }
+      const value = await fn(conn, results.slice(1));
+      requireCommitted(await conn.executeQuery(COMMIT));
+      return value;
+    });
   }
 }
 
