@@ -31,7 +31,9 @@
  *   arrived while it ran: the batch, then the claim's statements inside a
  *   SAVEPOINT (a failing claim is undone and fails alone), then the late
  *   statements. A worker that claims while its settlements wait pays one
- *   commit for both.
+ *   commit for both. The queue starts its turns after the event-loop turn
+ *   in which a job was queued, so the settlement a handler's end issues and
+ *   the claim the freed slot issues right after share one commit.
  * - **maintenance job**: best-effort work (statistics) that is dropped, not
  *   retried, when the database is busy.
  *
@@ -276,8 +278,7 @@ export class WriteQueue {
     this.#pending.push(job);
     if (!this.#pumping) {
       this.#pumping = true;
-      // Start on a microtask, so that writes issued in the same tick form one batch.
-      queueMicrotask(() => void this.#pump());
+      void this.#pump();
     }
   }
 
@@ -285,7 +286,15 @@ export class WriteQueue {
     try {
       while (this.#pending.length > 0) {
         const wait = this.#retryAt - Date.now();
-        if (wait > 0) await delay(wait);
+        // Every turn of the queue starts on a later turn of the event loop than the one that queued its
+        // first job, so that writes issued in one turn form one batch — and so that a worker's settlement
+        // and the claim it issues right after (a chain of microtasks later, once the handler's end freed
+        // its slot) share one commit as a fused claim. Started on a microtask, the settlement committed
+        // alone and the claim followed at once in a transaction of its own, which another process's write
+        // then ran into: in the latency bench (sequential `call()`s, an idle worker in another process)
+        // ~40% of the submits got SQLITE_BUSY and slept the §13 backoff (0.5 ms per call on average). A
+        // turn costs a few microseconds; submit c1 and drain c1 did not move.
+        await (wait > 0 ? delay(wait) : nextTurn());
         const head = this.#pending[0] as Job;
         this.#running = head.connection;
         try {
@@ -630,6 +639,11 @@ class TornDown extends Error {
 /** Whether `job` is a claim cycle's transaction (direct: store-internal statements only) that may share its commit. */
 function fusable(job: Job, connection: QueueConnection): job is TransactionJob {
   return job.kind === "transaction" && job.direct && job.connection === connection;
+}
+
+/** Resolves on the event loop's next check phase (after pending I/O callbacks and every microtask). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Resolves or rejects each job by its outcome at `outcomes[offset + i]`. */

@@ -331,6 +331,24 @@ describe("a claim's transaction shares its commit with the writes queued around 
     for (const t of [doneA, doneB, ...claimed]) expect(await store.get(t.id)).toEqual(t);
   });
 
+  it("a settlement and a claim issued microtasks after it in the same turn share one commit (a worker's slot freeing)", async () => {
+    const store = openStore();
+    await Promise.all(Array.from({ length: 2 }, (_, i) => store.submit({ name: "n", payload: { i } })));
+    const [a] = await store.claim({ queues: ["default"], workerId: "w", limit: 1 });
+    const before = statsOf(store);
+    const completed = store.complete({ taskId: a!.id, workerId: "w", result: "a" });
+    // What lies between a handler's end and the worker's next claim: a chain of awaits, no new turn.
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    const claimed = store.claim({ queues: ["default"], workerId: "w", limit: 1 });
+    const [done, [next]] = await Promise.all([completed, claimed]);
+    const after = statsOf(store);
+    expect(after.fusedClaims - before.fusedClaims).toBe(1);
+    expect(after.transactions - before.transactions).toBe(1);
+    expect(done).toMatchObject({ id: a!.id, status: "succeeded", result: "a" });
+    expect(next).toMatchObject({ status: "running", worker_id: "w", attempt: 1 });
+    expect(await store.get(a!.id)).toEqual(done);
+  });
+
   it("a claim that fails inside the shared transaction fails alone; the writes around it commit", async () => {
     const store = openStore();
     await Promise.all(Array.from({ length: 3 }, (_, i) => store.submit({ name: "n", payload: { i } })));
