@@ -204,7 +204,11 @@ export class SQLiteCommitDetector {
     if (this.#mode !== "off") this.#requestCheck(atMs);
   }
 
-  /** A task-done wait began: watch rather than poll from now on (see {@link CommitListener.urgent}). */
+  /**
+   * Someone's round trip waits on the next wake (a task-done wait began, or a worker taking tasks one
+   * by one waits again): watch rather than poll from now on, and for a window after (see
+   * {@link CommitListener.urgent}).
+   */
   urge(): void {
     const now = performance.now();
     this.#urgedAt = now;

@@ -483,6 +483,32 @@ describe("SQLiteWakeups checks", () => {
     await claim.done;
   });
 
+  it("keeps watching through dense events while a worker claims between its waits, and polls once it only waits", async () => {
+    const { db, wakeups, watcher } = fakeWakeups();
+    db.queued = true;
+    const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await first.done).toBeLessThan(LONG_MS / 2);
+    // Woken, it claimed and settled (its writer ran statements), then waits again: a worker taking tasks one by one.
+    db.writes += 3;
+    const second = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = false;
+    for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
+    expect(wakeups.mode).toBe("watch");
+    db.queued = true;
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await second.done).toBeLessThan(LONG_MS / 2);
+    // Waits with nothing written in between (woken for nothing, or timed out): dense events switch to polling.
+    const third = timed(wakeups.claimWake(["other"], LONG_MS));
+    await pause(60);
+    for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
+    expect(wakeups.mode).toBe("poll");
+    wakeups.close();
+    await third.done;
+  });
+
   it("switches to polling while events are dense, and back to watching when commits are rare", async () => {
     const { db, wakeups, watcher, watchers } = fakeWakeups();
     const wait = timed(wakeups.claimWake(["default"], LONG_MS));
