@@ -225,6 +225,55 @@ describe("delegation", () => {
 });
 
 describe("call", () => {
+  /** A recording store that declares push signals, as a listening PostgresStore does. */
+  class PushStore extends RecordingStore {
+    override readonly capabilities = { ...new RecordingStore().capabilities, pushWakeups: true };
+  }
+
+  it("with push signals sleeps on the done signal right after its submit: the submitted row is the first status, no probe", async () => {
+    const store = new PushStore();
+    const client = new CairnQ(store);
+    store.onWake = async (taskId) => {
+      const task = await claimWhenQueued(store);
+      expect(task.id).toBe(taskId);
+      await store.complete({ taskId, workerId: task.workerId, result: { ok: 1 } });
+      store.emit({ reason: "done", taskId });
+    };
+    expect(await client.call("job", {}, { pollMs: 5 })).toEqual({ ok: 1 });
+    expect(store.count("getStatus")).toBe(0);
+    expect(store.count("taskDoneWake")).toBe(1);
+    expect(store.count("get")).toBe(1);
+  });
+
+  it("with push signals probes at once when the task's done signal came while the submit was in flight (the wait would not hear it)", async () => {
+    const store = new PushStore();
+    const client = new CairnQ(store);
+    const submit = store.submit.bind(store);
+    store.submit = async (input) => {
+      const row = await submit(input);
+      const task = await claimWhenQueued(store);
+      await store.complete({ taskId: task.id, workerId: task.workerId, result: { fast: true } });
+      store.emit({ reason: "done", taskId: task.id });
+      return row; // still the queued row, as the submit's answer would be
+    };
+    expect(await client.call("job", {}, { pollMs: 5 })).toEqual({ fast: true });
+    expect(store.count("taskDoneWake")).toBe(0);
+    expect(store.count("getStatus")).toBe(1);
+    expect(store.listeners.size).toBe(0);
+  });
+
+  it("without push signals probes the status before its first sleep (§7 step 1)", async () => {
+    const store = new RecordingStore();
+    const client = new CairnQ(store);
+    store.onWake = async (taskId) => {
+      const task = await claimWhenQueued(store);
+      await store.complete({ taskId, workerId: task.workerId });
+    };
+    expect(await client.call("job", {}, { pollMs: 5 })).toBeNull();
+    const order = store.calls.map((c) => c.method).filter((m) => m === "getStatus" || m === "taskDoneWake");
+    expect(order.slice(0, 2)).toEqual(["getStatus", "taskDoneWake"]);
+  });
+
   it("resolves with the result of a succeeded task, typed by the TaskDef", async () => {
     const store = new MemoryStore();
     const client = new CairnQ(store);

@@ -47,8 +47,19 @@ export const WAIT_DEFAULTS: Readonly<{ timeoutMs: number; pollMs: number; maxPol
   maxPollMs: DEFAULT_MAX_POLL_MS,
 });
 
-/** What to wait for: a task id, or a business key re-resolved on every poll. */
-export type WaitTarget = { readonly id: string; readonly key?: undefined } | { readonly key: string; readonly id?: undefined };
+/**
+ * What to wait for: a task id, or a business key re-resolved on every poll.
+ *
+ * `known` (by id only) is the task's status as the caller saw it a moment
+ * ago — `call` passes the row its submit returned — and stands in for the
+ * first poll's status probe, which would only read it again. Pass it only
+ * when no push `done` signal for the task can have gone unheard since (the
+ * wait hears signals from the moment it starts): otherwise the wait sleeps
+ * until its first interval ends instead of reading the terminal row at once.
+ */
+export type WaitTarget =
+  | { readonly id: string; readonly key?: undefined; readonly known?: TaskRef | undefined }
+  | { readonly key: string; readonly id?: undefined; readonly known?: undefined };
 
 /** {@link WaitOptions} with defaults applied. */
 export interface ResolvedWaitOptions {
@@ -133,6 +144,8 @@ export function resolveWaitOptions(
  *    poll, so a `replace` is followed and a key with no task yet is awaited);
  *    after a push `done` signal for the awaited id (`store.subscribe`), the
  *    poll reads the full row instead, which is step 2's read done at once;
+ *    the first poll of a wait given `target.known` takes that status as its
+ *    probe's answer;
  * 2. if the probe is terminal, or on the timeout beat, read the full row;
  *    a terminal row is returned (a missing or live one — purged, or the key
  *    repointed since the probe — is not finished);
@@ -172,6 +185,8 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
   // then reads the full row at once, instead of a status probe followed by the full read. Only an
   // accelerator: the row read decides, exactly as after a probe (a non-terminal row keeps waiting).
   let doneSignaled = false;
+  // The caller's fresh status of the task stands in for the first probe (see WaitTarget).
+  let known = !byKey && target.known !== undefined && target.known.id === awaited ? target.known : null;
   const unsubscribe =
     byKey || typeof store.subscribe !== "function"
       ? () => {}
@@ -187,6 +202,9 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
         doneSignaled = false;
         row = await store.get(awaited);
         ref = row === null ? null : { id: row.id, status: row.status };
+      } else if (known !== null) {
+        ref = known;
+        known = null;
       } else {
         ref = byKey ? await store.getStatusByKey(awaited) : await store.getStatus(awaited);
       }

@@ -465,3 +465,40 @@ describe("waitForTask after a push done signal (§9)", () => {
     expect(new Set(woken)).toEqual(new Set([ID]));
   });
 });
+
+describe("waitForTask with a known status (call's submitted row)", () => {
+  it("takes a non-terminal known status as the first probe's answer: it sleeps first, then polls as usual", async () => {
+    const f = fakeStore([queuedRow()]);
+    f.state.onBeat = () => f.table.set(ID, terminalRow("succeeded"));
+    const row = await waitForTask(f.store, { id: ID, known: { id: ID, status: "queued" } }, {}, f.deps);
+    expect(row.status).toBe("succeeded");
+    // One probe fewer than a plain wait: the first beat slept on the known status.
+    expect(f.count("getStatus")).toBe(1);
+    expect(f.wakes()).toEqual([[ID, DEFAULT_POLL_MS]]);
+    expect(f.count("get")).toBe(1);
+  });
+
+  it("a terminal known status goes straight to the full read (the row decides)", async () => {
+    const f = fakeStore([terminalRow("canceled")]);
+    const row = await waitForTask(f.store, { id: ID, known: { id: ID, status: "canceled" } }, {}, f.deps);
+    expect(row.status).toBe("canceled");
+    expect(f.count("getStatus")).toBe(0);
+    expect(f.wakes()).toEqual([]);
+  });
+
+  it("a known status of another id is ignored: the first beat probes", async () => {
+    const f = fakeStore([terminalRow("succeeded")]);
+    const row = await waitForTask(f.store, { id: ID, known: { id: "task_other", status: "queued" } }, {}, f.deps);
+    expect(row.status).toBe("succeeded");
+    expect(f.count("getStatus")).toBe(1);
+    expect(f.wakes()).toEqual([]);
+  });
+
+  it("times out on the first beat with a zero timeout, reading the row as a probe would have", async () => {
+    const f = fakeStore([queuedRow()]);
+    const err = await waitForTask(f.store, { id: ID, known: { id: ID, status: "queued" } }, { timeoutMs: 0 }, f.deps).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskTimeout);
+    expect((err as TaskTimeout).task?.status).toBe("queued");
+    expect(f.count("getStatus")).toBe(0);
+  });
+});
