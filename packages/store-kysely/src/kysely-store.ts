@@ -301,8 +301,11 @@ export class KyselyStore implements ScheduleTaskStore {
       const params = submit.params;
       const key = submit.key;
       if (key === null) {
-        if (this.#submitCombiner !== null) return { task: await this.#submitCombiner.add(params, String(params.taskId), paramBytes(params)), created: true };
-        return { task: await this.#submitOne(params), created: true };
+        const combiner = this.#submitCombiner;
+        // Alone (nothing of its kind pending or in flight) the submit runs its own statement at once; submits
+        // arriving meanwhile gather behind it and go as one multi-row insert when it returns.
+        const task = combiner === null ? this.#submitOne(params) : (combiner.runAlone(() => this.#submitOne(params)) ?? combiner.add(params, String(params.taskId), paramBytes(params)));
+        return { task: await task, created: true };
       }
       return this.dialect.executor.writeTransaction(this.db, async (tx): Promise<SubmitOutcome> => {
         await this.dialect.keyLock.acquire(tx, key);

@@ -13,8 +13,8 @@
  * Group commit: the first write schedules a flush for the end of the current
  * event-loop turn (`setImmediate`, no timer); while that flush runs, writes
  * collect, and the next flush starts the moment the current one returns. So a
- * lone caller pays one loop turn, and under load each statement carries what
- * arrived during the previous one.
+ * lone caller pays one loop turn (none through `runAlone`), and under load
+ * each statement carries what arrived during the previous one.
  */
 
 /** Bounds of a {@link WriteCombiner}. */
@@ -140,6 +140,32 @@ export class WriteCombiner<I, O> {
       this.#pendingBytes += bytes;
       this.#schedule();
     });
+  }
+
+  /**
+   * When nothing is pending, scheduled or in flight, runs `alone` at once as the flush in flight
+   * and returns its promise: writes added meanwhile wait for it, then go together, as behind any
+   * flush. Otherwise `null` (use {@link WriteCombiner.add}). For a caller whose single-row write is
+   * cheaper run directly than as a batch of one: a lone caller then skips the loop turn and the
+   * entry bookkeeping (Postgres submit c1: about 25 µs less client CPU per submit, measured with
+   * real round trips).
+   */
+  runAlone(alone: () => Promise<O>): Promise<O> | null {
+    if (this.#flushing || this.#scheduled || this.#pending.length > 0) return null;
+    this.#flushing = true;
+    let done: Promise<O>;
+    try {
+      done = alone();
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller gets exactly what `alone` threw
+      done = Promise.reject(error);
+    }
+    const after = (): void => {
+      this.#flushing = false;
+      if (this.#pending.length > 0) void this.#flush();
+    };
+    done.then(after, after);
+    return done;
   }
 
   #full(bytes: number): boolean {

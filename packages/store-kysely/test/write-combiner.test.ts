@@ -45,6 +45,35 @@ describe("WriteCombiner", () => {
     expect(await Promise.all(rest)).toEqual(["done:b", "done:c", "done:d"]);
   });
 
+  it("runAlone: an idle combiner runs the lone write at once as the flush in flight; writes arriving meanwhile wait for it, then go together", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run);
+    let finishAlone = (): void => {};
+    const alone = combiner.runAlone(() => new Promise<string>((resolve) => (finishAlone = () => resolve("alone"))));
+    expect(alone).not.toBeNull();
+    expect(combiner.flushing).toBe(true);
+    expect(combiner.runAlone(() => Promise.resolve("second"))).toBeNull(); // busy: the caller adds instead
+    const rest = ["b", "c"].map((item) => combiner.add(item, item, 1));
+    await turn();
+    expect(runner.flushes).toEqual([]); // waiting behind the lone write
+    finishAlone();
+    expect(await alone).toBe("alone");
+    await turn();
+    expect(runner.flushes).toEqual([["b", "c"]]);
+    expect(combiner.runAlone(() => Promise.resolve("third"))).toBeNull(); // a flush is in flight
+    runner.release();
+    expect(await Promise.all(rest)).toEqual(["done:b", "done:c"]);
+    await turn();
+    const failing = combiner.runAlone(() => Promise.reject(new Error("boom")));
+    await expect(failing).rejects.toThrow("boom");
+    expect(combiner.flushing).toBe(false); // a failed lone write frees the combiner too
+    const thrown = combiner.runAlone(() => {
+      throw new Error("sync");
+    });
+    await expect(thrown).rejects.toThrow("sync");
+    expect(combiner.flushing).toBe(false);
+  });
+
   it("writes of one turn share a flush", async () => {
     const runner = controlledRunner();
     const combiner = new WriteCombiner(runner.run);

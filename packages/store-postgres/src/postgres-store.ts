@@ -68,8 +68,9 @@ export interface PostgresStoreOptions {
    * (`succeed`, `complete`, `fail`) and unkeyed submits of this store are
    * sent as multi-row statements (`unnest` arrays, one prepared text per
    * operation), group-commit style: a write goes at the end of the current
-   * event-loop turn when no statement of its kind is in flight, otherwise
-   * with everything that arrived while that statement ran. Every caller
+   * event-loop turn (an unkeyed submit at once, as its own insert) when no
+   * statement of its kind is waiting or in flight, otherwise with everything
+   * that arrived while that statement ran. Every caller
    * still gets its own row or its own error (`LostLease` per task). Give
    * bounds (`maxRows`, `maxBytes`, `maxPendingRows`, `maxPendingBytes`) or
    * `false` for one statement per write. Keyed submits, claims, client
