@@ -113,7 +113,8 @@ export interface KyselyStoreOptions {
 const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
 const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
 const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]);
-const SUBMIT_TEMPLATE = insertTemplate(SUBMIT);
+/** SUBMIT for a database clock: returns only the columns the database computed (see {@link KyselyStore.#insertedFrom}). */
+const SUBMIT_COMPUTED_TEMPLATE = insertTemplate(SUBMIT, "computed");
 const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
 const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
 /** Submits in one merged insert at most (see {@link KyselyStore.#mergedSubmit}): past 64 rows a statement saves nothing more. */
@@ -332,7 +333,7 @@ export class KyselyStore implements ScheduleTaskStore {
 
   /** One unkeyed SUBMIT as its own autocommit statement (or merged with concurrent ones, where the executor can). */
   async #submitOne(params: Params): Promise<Task> {
-    if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#write(SUBMIT_TEMPLATE, params)));
+    if (!this.#submitClockIsProcess) return this.#insertedFrom(params, await this.#write(SUBMIT_COMPUTED_TEMPLATE, params));
     const executor = this.dialect.executor;
     if (executor.writeMergeable !== undefined) return executor.writeMergeable(this.db, this.#mergedSubmit, params);
     const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
@@ -423,9 +424,18 @@ export class KyselyStore implements ScheduleTaskStore {
     return decodeTask(buildInsert(SUBMIT, params, nowMs) as unknown as Row);
   }
 
+  /**
+   * The row SUBMIT inserted with a database clock: the columns only the database knows (the clock's,
+   * the stored JSON), as its `RETURNING` gave them, laid over `buildInsert` of the same parameters,
+   * which gives every other column exactly as stored — so the task is the row a later `get()` reads.
+   */
+  #insertedFrom(params: Params, result: QueryResult<Row>): Task {
+    return decodeTask({ ...(buildInsert(SUBMIT, params, 0) as unknown as Row), ...firstRow(result) });
+  }
+
   /** SUBMIT inside a write transaction; the inserted row. */
   async #insert(tx: QueryRunner, params: Params): Promise<Task> {
-    if (!this.#submitClockIsProcess) return decodeTask(firstRow(await this.#exec(tx, SUBMIT_TEMPLATE, params)));
+    if (!this.#submitClockIsProcess) return this.#insertedFrom(params, await this.#exec(tx, SUBMIT_COMPUTED_TEMPLATE, params));
     const nowMs = this.compiler.clock.nowMs();
     await tx.executeQuery(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
     return this.#inserted(params, nowMs);

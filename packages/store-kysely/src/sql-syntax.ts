@@ -1,4 +1,4 @@
-import type { ParamExpr, Params, ParamType } from "@cairnq/protocol/adapter";
+import type { ParamExpr, Params, ParamType, TaskColumn } from "@cairnq/protocol/adapter";
 import type { Bind } from "./compiler.js";
 
 /**
@@ -30,10 +30,12 @@ export interface SqlSyntax {
   readonly skipLockedClause: string;
   /**
    * The task columns a statement returns or selects, optionally qualified by a
-   * table alias. Defaults to `*` / `alias.*`; a dialect whose driver decodes
-   * JSON itself may list the columns with casts instead.
+   * table alias: every column, or only `columns` (in that order). Defaults to
+   * `*` / `alias.*` and the plain names; a dialect whose driver decodes JSON
+   * itself may list the columns with casts instead. Returning more columns
+   * than asked is allowed (callers take only what they asked for).
    */
-  taskColumns(alias?: string): string;
+  taskColumns(alias?: string, columns?: readonly TaskColumn[]): string;
   /**
    * The key-row upsert of a keyed submit (§5.1 step 5): insert `(key, task_id,
    * now, now)`, or on a key conflict repoint `task_id` and set `updated_at_ms`,
@@ -113,8 +115,9 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
     return `"${name.replaceAll('"', '""')}"`;
   }
 
-  taskColumns(alias?: string): string {
-    return alias === undefined ? "*" : `${alias}.*`;
+  taskColumns(alias?: string, columns?: readonly TaskColumn[]): string {
+    const prefix = alias === undefined ? "" : `${alias}.`;
+    return columns === undefined ? `${prefix}*` : columns.map((column) => `${prefix}${column}`).join(", ");
   }
 
   batchSource(_params: readonly ParamExpr[], _slot: (key: string, bind: Bind) => number): string {

@@ -1,3 +1,4 @@
+import type { TaskColumn } from "@cairnq/protocol/adapter";
 import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol/adapter";
 import { PostgresSyntax } from "@cairnq/store-kysely";
 
@@ -28,7 +29,8 @@ export class PostgresStoreSyntax extends PostgresSyntax {
     this.#plain = columnList(undefined);
   }
 
-  override taskColumns(alias?: string): string {
+  override taskColumns(alias?: string, columns?: readonly TaskColumn[]): string {
+    if (columns !== undefined) return columnList(alias, columns);
     if (alias === undefined) return this.#plain;
     let list = this.#byAlias.get(alias);
     if (list === undefined) {
@@ -39,7 +41,7 @@ export class PostgresStoreSyntax extends PostgresSyntax {
   }
 }
 
-function columnList(alias: string | undefined): string {
+function columnList(alias: string | undefined, columns: readonly TaskColumn[] = TASK_COLUMNS): string {
   const prefix = alias === undefined ? "" : `${alias}.`;
-  return TASK_COLUMNS.map((column) => (JSON_COLUMN_SET.has(column) ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`)).join(", ");
+  return columns.map((column) => (JSON_COLUMN_SET.has(column) ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`)).join(", ");
 }

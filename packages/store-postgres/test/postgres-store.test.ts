@@ -159,6 +159,25 @@ describe("the database clock and the JSON boundary (§2.1, §2.2)", () => {
     expect(typeof done.created_at_ms).toBe("number");
   });
 
+  it("a submit returns exactly the row get() reads: the stored jsonb (its key order), the database clock's columns, every option", async () => {
+    const store = openStore();
+    // jsonb orders keys by length, then bytewise: what comes back is not what was sent.
+    const payload = { bb: 1, a: { zz: [1.5, 1e21], y: null }, ccc: "x" };
+    const metadata = { long_key: true, k: "v" };
+    const parent = await store.submit({ name: "parent" });
+    const plain = await store.submit({ name: "n", payload, metadata, queue: "q1", priority: -3, maxAttempts: 7, runAtDelayMs: 60_000, parentId: parent.id, correlationId: "corr" });
+    const keyed = await store.submit({ name: "n", payload, metadata, key: "returned-row", rootId: parent.id });
+    for (const task of [parent, plain, keyed]) {
+      const stored = await store.get(task.id);
+      expect(task).toEqual(stored);
+      expect(JSON.stringify(task)).toBe(JSON.stringify(stored));
+    }
+    expect(Object.keys(plain.payload as object)).toEqual(["a", "bb", "ccc"]);
+    expect(Object.keys(plain.metadata)).toEqual(["k", "long_key"]);
+    expect(plain.run_at_ms - plain.created_at_ms).toBeGreaterThanOrEqual(59_999);
+    expect(keyed.root_id).toBe(parent.id);
+  });
+
   it("\\u0000 in strings, which jsonb cannot hold, is refused at the JSON boundary with the path (as on every backend), nothing is written", async () => {
     const store = openStore();
     await expect(store.submit({ name: "n", payload: { s: "a\u0000b" } })).rejects.toMatchObject({ name: "SerializationError", path: "payload.s" });
