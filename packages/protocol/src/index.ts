@@ -75,6 +75,7 @@ export type {
   PurgeInput,
   QueueDepthGate,
   QueueStats,
+  RefCompleteTaskStore,
   RetryBatchInput,
   RetryOptions,
   StoreCapabilities,

@@ -124,6 +124,13 @@ export interface StoreCapabilities {
    * compiling. @default false
    */
   readonly schedules?: boolean;
+  /**
+   * The store is a {@link RefCompleteTaskStore} (`completeRef`: `complete`
+   * answering `{ id, status }` instead of the whole row, for a worker's own
+   * settlement). Optional so stores written before the flag keep compiling.
+   * @default false
+   */
+  readonly completeRef?: boolean;
 }
 
 /** The gate a store calls before each submit (§5.6). Implemented by the client. */
@@ -337,6 +344,19 @@ export interface FailInput extends OwnedInput {
  */
 export interface ScheduleTaskStore extends TaskStore {
   submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult>;
+}
+
+/**
+ * A store whose `complete` also comes in a lighter form (`capabilities.completeRef`):
+ * `completeRef` writes exactly what `complete` writes (§5.15: the same guard,
+ * branches and errors — `LostLease` when the guard matches nothing) and
+ * answers only the task's `{ id, status }` after the write — `succeeded`, or
+ * `canceled` when a cancel was requested. A worker settling its own tasks
+ * needs no more than that, and not returning the whole row spares the
+ * database and the driver most of a settlement's per-row work.
+ */
+export interface RefCompleteTaskStore extends TaskStore {
+  completeRef(input: CompleteInput): Promise<TaskRef>;
 }
 
 /**

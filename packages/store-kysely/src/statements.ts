@@ -116,18 +116,26 @@ function rowParts(rule: RowTransition): { assignments: ReadonlyMap<TaskColumn, E
   return { assignments, params: paramsOfAll([rule.guard, ...assignments.values()]) };
 }
 
-function rowOf(rule: RowTransition, returning: boolean): StatementTemplate {
+/** What a transition statement returns: every task column, only `id, status` (a TaskRef), or nothing. */
+type Returning = "task" | "ref" | "none";
+
+function returningClause(env: CompileEnv, returning: Returning): string {
+  if (returning === "none") return "";
+  return ` RETURNING ${returning === "task" ? env.syntax.taskColumns() : "id, status"}`;
+}
+
+function rowOf(rule: RowTransition, returning: Returning): StatementTemplate {
   const { assignments, params } = rowParts(rule);
   return {
     params,
     clock: rule.clock,
-    build: (c, env) =>
-      `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)}` + (returning ? ` RETURNING ${env.syntax.taskColumns()}` : ""),
+    build: (c, env) => `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)}${where(c, rule.guard)}` + returningClause(env, returning),
   };
 }
 
-const rowTemplates = perRule((rule: RowTransition) => rowOf(rule, true));
-const plainRowTemplates = perRule((rule: RowTransition) => rowOf(rule, false));
+const rowTemplates = perRule((rule: RowTransition) => rowOf(rule, "task"));
+const plainRowTemplates = perRule((rule: RowTransition) => rowOf(rule, "none"));
+const refRowTemplates = perRule((rule: RowTransition) => rowOf(rule, "ref"));
 
 /**
  * A single-row transition (cancel, retry, heartbeat, progress, succeed,
@@ -144,14 +152,25 @@ export function rowTransitionTemplate(rule: RowTransition, returning = true): St
   return (returning ? rowTemplates : plainRowTemplates)(rule);
 }
 
-const batchRowTemplates = perRule((rule: RowTransition): StatementTemplate => {
+/**
+ * {@link rowTransitionTemplate} answering only `id, status` (a TaskRef): the same statement, guard and
+ * branches, for a caller that needs no more of the row after the write (`completeRef`).
+ */
+export function rowTransitionRefTemplate(rule: RowTransition): StatementTemplate {
+  return refRowTemplates(rule);
+}
+
+function batchRowOf(rule: RowTransition, returning: Returning): StatementTemplate {
   const { assignments, params } = rowParts(rule);
   return multiRowTemplate(
     params,
     rule.clock,
-    (c, source, env) => `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)} RETURNING ${env.syntax.taskColumns()}`,
+    (c, source, env) => `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} FROM ${source}${where(c, rule.guard)}` + returningClause(env, returning),
   );
-});
+}
+
+const batchRowTemplates = perRule((rule: RowTransition) => batchRowOf(rule, "task"));
+const refBatchRowTemplates = perRule((rule: RowTransition) => batchRowOf(rule, "ref"));
 
 /**
  * The multi-row form of a single-row transition, for the write combiner: the
@@ -166,6 +185,11 @@ const batchRowTemplates = perRule((rule: RowTransition): StatementTemplate => {
  */
 export function batchRowTransitionTemplate(rule: RowTransition): StatementTemplate {
   return batchRowTemplates(rule);
+}
+
+/** {@link batchRowTransitionTemplate} answering only `id, status` per row (see {@link rowTransitionRefTemplate}). */
+export function batchRowTransitionRefTemplate(rule: RowTransition): StatementTemplate {
+  return refBatchRowTemplates(rule);
 }
 
 const setTemplates = perRule((_rule: SetTransition) => new Map<string, StatementTemplate>());

@@ -180,6 +180,46 @@ describe("write combiner (Postgres)", () => {
     });
   });
 
+  for (const combine of [true, false]) {
+    it(`completeRef (combine: ${String(combine)}) writes what complete writes and answers { id, status }: succeeded, canceled when flagged, LostLease for another worker's task`, async () => {
+      const { store, sql } = await loggedStore(combine ? {} : { combine: false });
+      expect(store.capabilities.completeRef).toBe(true);
+      for (let i = 0; i < 6; i++) await store.submit({ name: "n", payload: { i } });
+      const claimed = await claimAll(store, 6);
+      const flagged = claimed[2] as Task;
+      const foreign = claimed[4] as Task;
+      await store.cancel(flagged.id);
+      sql.length = 0;
+      const results = await Promise.allSettled(
+        claimed.map((task) => store.completeRef({ taskId: task.id, workerId: task === foreign ? "someone_else" : W, attempt: task.attempt, result: { r: task.id } })),
+      );
+      const batched = multiRow(sql, "UPDATE");
+      if (combine) {
+        expect(batched).toHaveLength(1);
+        expect(batched[0]).toMatch(/RETURNING id, status$/);
+      } else {
+        expect(batched).toHaveLength(0);
+      }
+      for (const [i, task] of claimed.entries()) {
+        const outcome = results[i] as PromiseSettledResult<unknown>;
+        if (task === foreign) {
+          expect(outcome.status).toBe("rejected");
+          expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(LostLease);
+          expect(await store.get(task.id)).toMatchObject({ status: "running", worker_id: W });
+          continue;
+        }
+        const status = task === flagged ? "canceled" : "succeeded";
+        expect(outcome).toEqual({ status: "fulfilled", value: { id: task.id, status } });
+        const row = await store.get(task.id);
+        expect(row).toMatchObject({ status, lease_until_ms: null, worker_id: W });
+        expect(row?.completed_at_ms).not.toBeNull();
+        // T7: a flagged task keeps its result and progress; T6 stores the result, progress 1.
+        if (task === flagged) expect(row).toMatchObject({ result: null, progress: null });
+        else expect(row).toMatchObject({ result: { r: task.id }, progress: 1 });
+      }
+    });
+  }
+
   it("with combine: false every write is its own statement", async () => {
     const { store, sql } = await loggedStore({ combine: false });
     await Promise.all(Array.from({ length: 5 }, () => store.submit({ name: "n" })));
