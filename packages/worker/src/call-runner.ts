@@ -8,7 +8,7 @@
  * or `fail`); a call is *abandoned* when the worker lets go of it without
  * settling (the `stop()` deadline), leaving its tasks to lease expiry.
  */
-import type { Task, TaskStore } from "@cairnq/protocol";
+import type { RefCompleteTaskStore, Task, TaskStore } from "@cairnq/protocol";
 import { LostLease, SerializationError } from "@cairnq/protocol";
 import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserializableResultEnvelope } from "@cairnq/protocol/sdk";
 import type { Deferred, TimerHandle } from "@cairnq/runtime";
@@ -197,8 +197,13 @@ export class CallRunner {
       return;
     }
     try {
-      const row = await host.store.complete({ taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result });
-      host.contexts.settled(ctx, row, null);
+      const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
+      // The whole row is not needed here, only how the task ended (succeeded, or canceled): a store that can say
+      // just that spares the database and the driver most of the settlement's per-row work.
+      const store = host.store;
+      const status =
+        store.capabilities.completeRef === true ? (await (store as RefCompleteTaskStore).completeRef(input)).status : (await store.complete(input)).status;
+      host.contexts.settled(ctx, status, null);
     } catch (err) {
       if (err instanceof SerializationError) {
         await this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
@@ -225,7 +230,7 @@ export class CallRunner {
         retryable,
         delayMs,
       });
-      host.contexts.settled(ctx, row, { envelope, retryable, delayMs });
+      host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs });
     } catch (err) {
       if (!(err instanceof LostLease)) host.report(err, { phase: "execute", taskId: ctx.taskId });
     }

@@ -7,7 +7,7 @@
  * attempt of the same task. A context is *lost* once the worker knows it no
  * longer holds the lease, and *settled* once a succeed/fail was issued.
  */
-import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
+import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import { childLineage, envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
 import type { LeaseLostReason } from "./events.js";
@@ -135,7 +135,7 @@ export interface ContextHost {
   /** The §6 delay for a fail (0 when not retryable). */
   failDelayMs(attempt: number, retryable: boolean): number;
   /** A settlement write was applied. */
-  settled(ctx: Context, row: Task, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void;
+  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void;
   /** A context just became lost. */
   lost(ctx: Context, reason: LostReason): void;
 }
@@ -323,7 +323,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#settled = true;
     try {
       const row = await this.#write(() => this.#host.store.complete({ ...this.#owned(), result }));
-      this.#host.settled(this, row, null);
+      this.#host.settled(this, row.status, null);
       return row;
     } catch (err) {
       // Encoding fails before anything is written: the handler may settle again.
@@ -343,7 +343,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     const row = await this.#write(() =>
       this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }),
     );
-    this.#host.settled(this, row, { envelope, retryable, delayMs });
+    this.#host.settled(this, row.status, { envelope, retryable, delayMs });
     return row;
   }
 
@@ -357,7 +357,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#settled = true;
     try {
       const out = await this.#write(() => (store as TransactionalTaskStore<Tx>).completeIn(this.#owned(), fn));
-      this.#host.settled(this, out.task, null);
+      this.#host.settled(this, out.task.status, null);
       return out;
     } catch (err) {
       // The transaction rolled back: nothing was settled, so the call's end still settles the task.

@@ -4,7 +4,7 @@
  * the task registry (`task-registry.ts`), admission bookkeeping
  * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
  */
-import type { ClaimInput, Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import type { ClaimInput, Task, TaskDef, TaskStatus, TaskStore } from "@cairnq/protocol";
 import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
@@ -107,7 +107,7 @@ export class Worker {
       leaseMs: opts.leaseMs,
       failDelayMs: (attempt, retryable) =>
         retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
-      settled: (ctx, row, failure) => this.#onSettled(ctx, row, failure),
+      settled: (ctx, status, failure) => this.#onSettled(ctx, status, failure),
       lost: (ctx, reason) => this.#onLost(ctx, reason),
     };
     this.#handlers = new TaskRegistry({
@@ -723,21 +723,21 @@ export class Worker {
     return { taskId: ctx.taskId, workerId: this.workerId, name: ctx.name, queue: ctx.queue, attempt: ctx.attempt, durationMs };
   }
 
-  #onSettled(ctx: Context, row: Task, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
+  #onSettled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
     const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
     // The log fields only when there is a logger to take them (one object less per task otherwise).
     const logger = this.options.logger;
-    if (row.status === "succeeded") {
+    if (status === "succeeded") {
       this.#emit("task:succeeded", event);
-      if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status: row.status });
-    } else if (row.status === "canceled") {
+      if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status });
+    } else if (status === "canceled") {
       this.#emit("task:canceled", event);
-      if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status: row.status });
+      if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status });
     } else if (failure !== null) {
-      const willRetry = row.status === "queued";
+      const willRetry = status === "queued";
       this.#emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });
       if (logger !== undefined) {
-        logSafely(logger, "info", willRetry ? "task failed; will retry" : "task failed", { ...event, status: row.status, error: failure.envelope });
+        logSafely(logger, "info", willRetry ? "task failed; will retry" : "task failed", { ...event, status, error: failure.envelope });
       }
     }
   }
