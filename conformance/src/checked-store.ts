@@ -17,6 +17,7 @@ import type {
   PurgeInput,
   QueueDepthGate,
   QueueStats,
+  RefCompleteTaskStore,
   RetryBatchInput,
   RetryOptions,
   ScheduleSlotsInput,
@@ -296,6 +297,22 @@ export class CheckedStore implements TaskStore {
       return row;
     });
     return { submitted, lastSlotMs: out.lastSlotMs };
+  }
+
+  /**
+   * `completeRef` of a store declaring `capabilities.completeRef`: a task ref of the completed task,
+   * `succeeded`, or `canceled` when a cancel was requested (§5.15: the terminal statuses `complete` writes).
+   */
+  async completeRef(input: CompleteInput): Promise<TaskRef> {
+    const inner = this.#inner as Partial<RefCompleteTaskStore>;
+    if (typeof inner.completeRef !== "function") throw new TypeError("the store under test has no completeRef method");
+    const ref = this.#ref(await inner.completeRef(input), "completeRef()");
+    if (ref === null) throw new InvariantViolation("complete-ref-result", "completeRef() must return { id, status }, not null", ref, "completeRef()");
+    if (ref.id !== input.taskId) throw new InvariantViolation("owned-same-task", `completeRef() for ${input.taskId} returned ref ${ref.id}`, ref, "completeRef()");
+    if (ref.status !== "succeeded" && ref.status !== "canceled") {
+      throw new InvariantViolation("complete-ref-terminal", "completeRef() must answer the status complete wrote: succeeded, or canceled when a cancel was requested", ref, "completeRef()");
+    }
+    return ref;
   }
 
   /** `completeIn` of a transactional store, checked like `complete`. */

@@ -3,7 +3,7 @@
  * capabilities, wake sleeps, push signals (capability `pushWakeups`) and
  * `completeIn` (capability `transactionalComplete`).
  */
-import type { ScheduleTaskStore, StoreSignal, TransactionalTaskStore } from "@cairnq/protocol";
+import type { RefCompleteTaskStore, ScheduleTaskStore, StoreSignal, TransactionalTaskStore } from "@cairnq/protocol";
 import { LostLease } from "@cairnq/protocol";
 import type { ConformanceCase } from "../case.js";
 
@@ -42,19 +42,21 @@ export const lifecycleCases: readonly ConformanceCase[] = [
     spec: "store.ts StoreCapabilities",
     run(t) {
       const actual = t.store.capabilities;
-      // flowControl and schedules are optional in the type (stores written before them compile); absent = false.
+      // flowControl, schedules and completeRef are optional in the type (stores written before them compile); absent = false.
       const shape = {
         pushWakeups: actual.pushWakeups,
         transactionalComplete: actual.transactionalComplete,
         databaseClock: actual.databaseClock,
         flowControl: actual.flowControl ?? false,
         schedules: actual.schedules ?? false,
+        completeRef: actual.completeRef ?? false,
       };
       for (const value of Object.values(shape)) t.expect(typeof value).toBe("boolean");
-      t.expect(shape).toEqual({ flowControl: false, schedules: false, ...t.capabilities });
+      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, ...t.capabilities });
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).completeIn === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).withTransaction === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<ScheduleTaskStore>).submitScheduleSlots === "function").toBe(shape.schedules);
+      t.expect(typeof (t.store.inner as Partial<RefCompleteTaskStore>).completeRef === "function").toBe(shape.completeRef);
       return Promise.resolve();
     },
   },

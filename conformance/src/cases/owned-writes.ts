@@ -25,6 +25,9 @@ async function expectEveryOwnedWriteLost(t: CaseContext, taskId: string, workerI
   }
 }
 
+const needsCompleteRef = (c: { completeRef?: boolean }): string | null =>
+  c.completeRef === true ? null : "completeRef (RefCompleteTaskStore: complete answering { id, status })";
+
 export const ownedWriteCases: readonly ConformanceCase[] = [
   {
     id: "owned-writes-by-non-owner-lost-lease",
@@ -234,7 +237,102 @@ export const ownedWriteCases: readonly ConformanceCase[] = [
       t.expect((await t.all()).filter((row) => row.status !== "canceled")).toEqual([]);
     },
   },
+  {
+    id: "complete-ref-writes-what-complete-writes",
+    title: "completeRef writes exactly what complete writes and answers only { id, status }: succeeded, or canceled when a cancel was requested (cancel wins)",
+    spec: "store.ts RefCompleteTaskStore, §5.15",
+    skipUnless: needsCompleteRef,
+    async run(t) {
+      for (const flagged of [false, true]) {
+        const viaRef = await t.submitAndClaim(t.w1);
+        const viaComplete = await t.submitAndClaim(t.w1);
+        for (const task of [viaRef, viaComplete]) {
+          await t.store.progress({ taskId: task.id, workerId: t.w1, progress: 0.5, message: "half" });
+          if (flagged) await t.store.cancel(task.id);
+        }
+        const ref = await t.store.completeRef({ taskId: viaRef.id, workerId: t.w1, attempt: 1, result: { n: 1 } });
+        const done = await t.store.complete({ taskId: viaComplete.id, workerId: t.w1, attempt: 1, result: { n: 1 } });
+        t.expect(ref).toEqual({ id: viaRef.id, status: flagged ? "canceled" : "succeeded" });
+        const written = await t.get(viaRef.id);
+        t.expect(written.status).toBe(ref.status);
+        t.expect(settledShape(written)).toEqual(settledShape(done));
+        t.expect(await t.store.getStatus(viaRef.id)).toEqual(ref);
+      }
+    },
+  },
+  {
+    id: "complete-ref-lost-lease",
+    title: "completeRef by a non-owner, with a stale attempt, after the lease passed, of a settled or an unknown task raises LostLease(taskId) and writes nothing",
+    spec: "store.ts RefCompleteTaskStore, §5.0, §5.15",
+    skipUnless: needsCompleteRef,
+    async run(t) {
+      const lost = async (taskId: string, workerId: string, why: string, attempt?: number): Promise<void> => {
+        const input = attempt === undefined ? { taskId, workerId, result: { stale: true } } : { taskId, workerId, attempt, result: { stale: true } };
+        const err = await t.rejects(t.store.completeRef(input), LostLease, `completeRef ${why}`);
+        t.expect(err.taskId).toBe(taskId);
+      };
+      await lost("task_00000000000000000000000000", t.w1, "of an unknown task");
+      const task = await t.submitAndClaim(t.w1, "job", { maxAttempts: 3 });
+      await lost(task.id, t.w2, "by a non-owner");
+      await lost(task.id, t.w1, "with a stale attempt", 2);
+      t.expect(await t.get(task.id)).toEqual(task);
+      const expiring = await t.submitAndClaim(t.w1, "job", {}, SHORT_LEASE_MS);
+      await t.sleep(EXPIRY_WAIT_MS);
+      await lost(expiring.id, t.w1, "after the lease expired");
+      t.expect(await t.get(expiring.id)).toEqual(expiring);
+      t.expect(await t.store.completeRef({ taskId: task.id, workerId: t.w1, attempt: 1, result: { ok: true } })).toEqual({ id: task.id, status: "succeeded" });
+      const done = await t.get(task.id);
+      await lost(task.id, t.w1, "of a settled task");
+      t.expect(await t.get(task.id)).toEqual(done);
+    },
+  },
+  {
+    id: "complete-ref-concurrent",
+    title: "concurrent completeRefs each get their own answer, matched by id: succeeded, canceled for a flagged task, LostLease for another worker's",
+    spec: "store.ts RefCompleteTaskStore, §5.0, §5.15",
+    skipUnless: needsCompleteRef,
+    async run(t) {
+      for (let i = 0; i < 6; i++) await t.submit("job", { payload: { i } });
+      const mine = await t.claim(t.w1, { limit: 5 });
+      const theirs = await t.claimOne(t.w2);
+      t.expect(mine).toHaveLength(5);
+      const flagged = at(mine, 2);
+      await t.store.cancel(flagged.id);
+      const outcomes = await Promise.allSettled([
+        ...mine.map((task) => t.store.completeRef({ taskId: task.id, workerId: t.w1, attempt: task.attempt, result: { id: task.id } })),
+        t.store.completeRef({ taskId: theirs.id, workerId: t.w1, result: { stolen: true } }),
+      ]);
+      mine.forEach((task, i) => {
+        const outcome = outcomes[i];
+        t.expect(outcome?.status).toBe("fulfilled");
+        t.expect(outcome?.status === "fulfilled" ? outcome.value : null).toEqual({ id: task.id, status: task.id === flagged.id ? "canceled" : "succeeded" });
+      });
+      const stolen = outcomes[mine.length];
+      t.expect(stolen?.status === "rejected" && stolen.reason instanceof LostLease ? stolen.reason.taskId : null).toBe(theirs.id);
+      for (const task of mine) {
+        const canceled = task.id === flagged.id;
+        t.fields(await t.get(task.id), { status: canceled ? "canceled" : "succeeded", result: canceled ? null : { id: task.id } });
+      }
+      t.expect(await t.get(theirs.id)).toEqual(theirs);
+    },
+  },
 ];
+
+/** The fields a settlement writes, without what differs between two tasks (ids, instants). */
+function settledShape(row: Task): Record<string, unknown> {
+  return {
+    status: row.status,
+    attempt: row.attempt,
+    result: row.result,
+    error: row.error,
+    progress: row.progress,
+    message: row.message,
+    worker_id: row.worker_id,
+    lease_until_ms: row.lease_until_ms,
+    cancel_requested: row.cancel_requested_at_ms !== null,
+    completed: row.completed_at_ms !== null,
+  };
+}
 
 function pick(row: Task): { status: string; attempt: number; result: unknown } {
   return { status: row.status, attempt: row.attempt, result: row.result };
