@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
+import type { CompleteInput, Task, TaskRef } from "@cairnq/protocol";
 import { EventLoopBlocked, LostLease, TaskError } from "@cairnq/protocol";
 import type { WorkerErrorInfo } from "../src/index.js";
-import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
+import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
 
 describe("settlement table (§8.4)", () => {
@@ -279,5 +280,64 @@ describe("settlement table (§8.4)", () => {
       ["heartbeat", 2],
       ["complete", 2],
     ]);
+  });
+});
+
+describe("completeRef (a store declaring capabilities.completeRef)", () => {
+  /** A memory store with the lighter settlement, counting which settlement the worker used. */
+  class RefStore extends MemoryStore {
+    override readonly capabilities = { ...new MemoryStore().capabilities, completeRef: true };
+    readonly used: string[] = [];
+    override async complete(input: CompleteInput): Promise<Task> {
+      this.used.push("complete");
+      return super.complete(input);
+    }
+    async completeRef(input: CompleteInput): Promise<TaskRef> {
+      this.used.push(`completeRef@${String(input.attempt)}`);
+      const row = await super.complete(input);
+      return { id: row.id, status: row.status };
+    }
+  }
+
+  it("a handler's return settles with completeRef, fenced by the attempt; its status picks task:succeeded or task:canceled", async () => {
+    const store = new RefStore();
+    const worker = makeWorker(store, { heartbeatIntervalMs: 10 });
+    const events: [string, string][] = [];
+    worker.on("task:succeeded", (e) => events.push(["succeeded", e.taskId]));
+    worker.on("task:canceled", (e) => events.push(["canceled", e.taskId]));
+    const release = gate();
+    worker.task("x", async (_ctx, p: { wait: boolean }) => {
+      if (p.wait) await release.promise;
+      return "done";
+    });
+    const plain = await store.submit({ name: "x", payload: { wait: false } });
+    void worker.run();
+    expect((await waitForStatus(store, plain.id, ["succeeded"])).result).toBe("done");
+    const flagged = await store.submit({ name: "x", payload: { wait: true } });
+    await waitForStatus(store, flagged.id, ["running"]);
+    await store.cancel(flagged.id);
+    release.open();
+    await waitForStatus(store, flagged.id, ["canceled"]);
+    await waitFor(() => events.length === 2);
+    expect(events).toEqual([
+      ["succeeded", plain.id],
+      ["canceled", flagged.id],
+    ]);
+    expect(store.used).toEqual(["completeRef@1", "completeRef@1"]);
+  });
+
+  it("ctx.succeed still uses complete: the handler gets the whole row", async () => {
+    const store = new RefStore();
+    const worker = makeWorker(store);
+    let row: Task | null = null;
+    worker.task("x", async (ctx) => {
+      row = await ctx.succeed({ n: 1 });
+    });
+    const task = await store.submit({ name: "x" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => row !== null);
+    expect(row).toMatchObject({ id: task.id, status: "succeeded", result: { n: 1 } });
+    expect(store.used).toEqual(["complete"]);
   });
 });
