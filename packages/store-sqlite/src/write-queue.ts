@@ -58,6 +58,9 @@
  * for the caller's transaction to end, as it did before, rather than landing
  * inside it.
  */
+// The module's own setImmediate, not the global: fake timers (vi.useFakeTimers(), Jest's modern timers) replace
+// the global one, and every write of an app's tests would then wait for a tick that never comes.
+import { setImmediate as nextImmediate } from "node:timers";
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { AnyKysely, MergeableWrite, MergedOutcome, QueryRunner, QueryThunk, Row, SyncRunner } from "@cairnq/store-kysely";
@@ -643,7 +646,7 @@ function fusable(job: Job, connection: QueueConnection): job is TransactionJob {
 
 /** Resolves on the event loop's next check phase (after pending I/O callbacks and every microtask). */
 function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => nextImmediate(resolve));
 }
 
 /** Resolves or rejects each job by its outcome at `outcomes[offset + i]`. */

@@ -1,6 +1,6 @@
 import { CompiledQuery } from "kysely";
 import type { MergeableWrite } from "@cairnq/store-kysely";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
 import type { WriteQueueStats } from "../src/write-queue.js";
 import type * as WriteQueueModule from "../src/write-queue.js";
@@ -366,5 +366,23 @@ describe("a claim's transaction shares its commit with the writes queued around 
     expect(completed).toMatchObject({ status: "fulfilled", value: { status: "succeeded", result: "a" } });
     expect(claim).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: "refused claim" }) });
     expect((await store.stats()).default).toMatchObject({ succeeded: 1, queued: 2, running: 0 });
+  });
+});
+
+describe("the write queue under an app's fake timers", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("writes still run while vi.useFakeTimers() (which fakes setImmediate) is on: the queue's turns do not wait on the faked global", async () => {
+    const store = openStore();
+    await store.connect();
+    vi.useFakeTimers();
+    const task = await store.submit({ name: "n", payload: { i: 1 } });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: "w", limit: 1 });
+    expect(claimed?.id).toBe(task.id);
+    const done = await store.complete({ taskId: task.id, workerId: "w", result: "ok" });
+    expect(done).toMatchObject({ id: task.id, status: "succeeded", result: "ok" });
+    expect(await store.get(task.id)).toEqual(done);
   });
 });
