@@ -17,6 +17,10 @@
  * each statement carries what arrived during the previous one.
  */
 
+// The module's own setImmediate, not the global: fake timers (vi.useFakeTimers(), Jest's modern timers) replace
+// the global one, and every combined write of an app's tests would then wait for a tick that never comes.
+import { setImmediate as nextImmediate } from "node:timers";
+
 /** Bounds of a {@link WriteCombiner}. */
 export interface WriteCombinerOptions {
   /**
@@ -176,7 +180,7 @@ export class WriteCombiner<I, O> {
   #schedule(): void {
     if (this.#scheduled || this.#flushing) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    nextImmediate(() => {
       this.#scheduled = false;
       void this.#flush();
     });

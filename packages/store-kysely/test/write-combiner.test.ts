@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { CombinedWrite } from "../src/index.js";
 import { WriteCombiner } from "../src/index.js";
 
@@ -153,6 +153,18 @@ describe("WriteCombiner", () => {
     expect(await a).toBe("kept");
     await expect(b).rejects.toThrow("boom");
     expect(await combiner.add("c", null, 1)).toBe("ok");
+  });
+
+  it("flushes under an app's fake timers (vi.useFakeTimers() fakes setImmediate): a combined write does not wait for a faked tick", async () => {
+    vi.useFakeTimers();
+    try {
+      const combiner = new WriteCombiner<string, string>(async (batch) => {
+        for (const entry of batch) entry.resolve(`done:${entry.item}`);
+      });
+      expect(await Promise.all([combiner.add("a", "a", 1), combiner.add("b", "b", 1)])).toEqual(["done:a", "done:b"]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("rejects bounds that are not positive integers", () => {
