@@ -452,7 +452,7 @@ function discardingPool(pool: PostgresPool, hold: boolean): KyselyPostgresPool {
       }
       if (hold) {
         // pg-pool sets a fresh `release` on every checkout; ours keeps the client when it can.
-        const release = client.release;
+        const release = client.release.bind(client);
         client.release = (error?: unknown): void => {
           if (!error && !ending && held === null && healthy(client) && waiting() === 0) {
             held = client;
