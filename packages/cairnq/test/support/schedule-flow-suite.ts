@@ -163,6 +163,8 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
       const purgedSlot = slots[Math.floor((2 * slots.length) / 3)] as number;
       const purgedTask = await db.client.cancelByKey(`cairnq:schedule:backfilled:${purgedSlot}`);
       expect(purgedTask?.status).toBe("canceled");
+      // purge takes rows completed strictly before now − olderThanMs (§5.9): let the clock leave the cancel's millisecond.
+      await sleep(Math.max(0, Number(purgedTask?.completed_at_ms) + 2 - Date.now()));
       expect(await db.client.purge({ olderThanMs: 0, status: "canceled", name: "tick" })).toEqual([purgedTask?.id]);
       expect(await db.client.getByKey(`cairnq:schedule:backfilled:${purgedSlot}`)).toBeNull();
       expect((await db.client.cancelByKey(`cairnq:schedule:backfilled:${cancelledSlot}`))?.status).toBe("canceled");
