@@ -68,5 +68,5 @@ export { EXTENSION_DDL, RATE_CLAIMS_TABLE, SCHEDULES_TABLE } from "./extension-t
 export type { ExtensionTable } from "./extension-tables.js";
 export { SleepWakeups } from "./wakeups.js";
 export { WriteCombiner } from "./write-combiner.js";
-export type { CombinedWrite, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";
+export type { CombinedWrite, FlushAt, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";
 export type { Wakeups } from "./wakeups.js";

@@ -203,14 +203,16 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
     const combining = this.#combining;
     if (combining !== null) {
       for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
-        this.#ownedCombiners.set(rule, new WriteCombiner((batch) => this.#flushOwned(rule, batch), combining));
+        // Settlements end an attempt: on the latency path of `call()`, so their first flush skips the loop turn.
+        const flushAt = rule === HEARTBEAT || rule === PROGRESS ? "turn" : "tick";
+        this.#ownedCombiners.set(rule, new WriteCombiner((batch) => this.#flushOwned(rule, batch), combining, flushAt));
       }
     }
     this.#submitCombiner = combining === null ? null : new WriteCombiner((batch) => this.#flushSubmits(batch), combining);
     this.#completeRefCombiner =
       combining === null
         ? null
-        : new WriteCombiner((batch) => this.#flushRows(batch, rowTransitionRefTemplate(COMPLETE), batchRowTransitionRefTemplate(COMPLETE), decodeTaskRef), combining);
+        : new WriteCombiner((batch) => this.#flushRows(batch, rowTransitionRefTemplate(COMPLETE), batchRowTransitionRefTemplate(COMPLETE), decodeTaskRef), combining, "tick");
     if (combining === null && dialect.executor.writeMergeable !== undefined) {
       for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) this.#mergedOwnedWrites.set(rule, this.#mergedOwned(rule));
     }

@@ -11,15 +11,27 @@
  * - **pending**: entries waiting for a flush.
  *
  * Group commit: the first write schedules a flush for the end of the current
- * event-loop turn (`setImmediate`, no timer); while that flush runs, writes
- * collect, and the next flush starts the moment the current one returns. So a
- * lone caller pays one loop turn (none through `runAlone`), and under load
- * each statement carries what arrived during the previous one.
+ * event-loop turn (`setImmediate`, no timer) — or, for a combiner made with
+ * `flushAt: "tick"`, for the end of the current tick (`process.nextTick`:
+ * once the promise chains running now have run, before the loop goes on to
+ * I/O, so writes made by every chain of one burst still share it); while that
+ * flush runs, writes collect, and the next flush starts the moment the
+ * current one returns. So a lone caller pays one loop turn (none through
+ * `runAlone` or with `flushAt: "tick"`), and under load each statement
+ * carries what arrived during the previous one.
  */
 
-// The module's own setImmediate, not the global: fake timers (vi.useFakeTimers(), Jest's modern timers) replace
-// the global one, and every combined write of an app's tests would then wait for a tick that never comes.
+// The modules' own setImmediate and nextTick, not the globals: fake timers (vi.useFakeTimers(), Jest's modern
+// timers) replace the global ones, and every combined write of an app's tests would then wait for a tick that never
+// comes.
+import { nextTick } from "node:process";
 import { setImmediate as nextImmediate } from "node:timers";
+
+/**
+ * When an idle combiner's first write flushes: `"turn"` at the end of the event-loop turn (`setImmediate`),
+ * `"tick"` at the end of the current tick (`process.nextTick`), before any I/O of this turn.
+ */
+export type FlushAt = "turn" | "tick";
 
 /** Bounds of a {@link WriteCombiner}. */
 export interface WriteCombinerOptions {
@@ -87,14 +99,17 @@ export class WriteCombiner<I, O> {
   #pendingBytes = 0;
   #scheduled = false;
   #flushing = false;
+  readonly #flushAt: FlushAt;
   #spaceWaiters: (() => void)[] = [];
 
   /**
    * @param run - Runs one flush.
    * @param options - Bounds; see {@link WriteCombinerOptions}.
+   * @param flushAt - When an idle combiner's first write flushes; see {@link FlushAt}.
    */
-  constructor(run: FlushRunner<I, O>, options: WriteCombinerOptions = {}) {
+  constructor(run: FlushRunner<I, O>, options: WriteCombinerOptions = {}, flushAt: FlushAt = "turn") {
     this.#run = run;
+    this.#flushAt = flushAt;
     this.maxRows = positive(options.maxRows ?? DEFAULT_MAX_ROWS, "maxRows");
     this.maxBytes = positive(options.maxBytes ?? DEFAULT_MAX_BYTES, "maxBytes");
     this.maxPendingRows = positive(options.maxPendingRows ?? 4 * this.maxRows, "maxPendingRows");
@@ -180,10 +195,12 @@ export class WriteCombiner<I, O> {
   #schedule(): void {
     if (this.#scheduled || this.#flushing) return;
     this.#scheduled = true;
-    nextImmediate(() => {
+    const flush = (): void => {
       this.#scheduled = false;
       void this.#flush();
-    });
+    };
+    if (this.#flushAt === "tick") nextTick(flush);
+    else nextImmediate(flush);
   }
 
   /** Takes the next batch: arrival order, at most one entry per key, within the row and byte bounds. */

@@ -74,6 +74,32 @@ describe("WriteCombiner", () => {
     expect(combiner.flushing).toBe(false);
   });
 
+  it('flushAt "tick": the first write flushes at the end of the tick, before the loop turn ends; writes of every promise chain of the tick share it', async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run, {}, "tick");
+    const order: string[] = [];
+    setImmediate(() => order.push("turn"));
+    // "c" comes from a promise chain a few steps long, as a worker's next call ends after its predecessor's settlement.
+    const chained = Promise.resolve()
+      .then(() => undefined)
+      .then(() => undefined)
+      .then(() => combiner.add("c", "c", 1));
+    const first = [combiner.add("a", "a", 1), combiner.add("b", "b", 1), chained];
+    expect(runner.flushes).toEqual([]); // not synchronously
+    await new Promise<void>((resolve) => process.nextTick(resolve));
+    expect(runner.flushes).toEqual([["a", "b", "c"]]);
+    expect(order).toEqual([]); // the loop turn has not ended
+    const later = combiner.add("d", "d", 1); // collects behind the flush in flight, as with "turn"
+    await turn();
+    expect(runner.flushes).toHaveLength(1);
+    runner.release();
+    expect(await Promise.all(first)).toEqual(["done:a", "done:b", "done:c"]);
+    await turn();
+    expect(runner.flushes).toEqual([["a", "b", "c"], ["d"]]);
+    runner.release();
+    expect(await later).toBe("done:d");
+  });
+
   it("writes of one turn share a flush", async () => {
     const runner = controlledRunner();
     const combiner = new WriteCombiner(runner.run);

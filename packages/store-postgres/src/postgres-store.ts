@@ -68,7 +68,8 @@ export interface PostgresStoreOptions {
    * (`succeed`, `complete`, `fail`) and unkeyed submits of this store are
    * sent as multi-row statements (`unnest` arrays, one prepared text per
    * operation), group-commit style: a write goes at the end of the current
-   * event-loop turn (an unkeyed submit at once, as its own insert) when no
+   * event-loop turn (an unkeyed submit at once, as its own insert; a
+   * settlement at the end of the current tick) when no
    * statement of its kind is waiting or in flight, otherwise with everything
    * that arrived while that statement ran. Every caller
    * still gets its own row or its own error (`LostLease` per task). Give

@@ -144,6 +144,39 @@ describe("write combiner (Postgres)", () => {
     });
   });
 
+  it("a lone settlement is its own single-row statement (attempt fence included); a burst shares one statement, each caller its own row or LostLease", async () => {
+    const { store, sql } = await loggedStore();
+    for (let i = 0; i < 4; i++) await store.submit({ name: "n", payload: { i } });
+    const claimed = await claimAll(store, 4);
+    const [a, b, c, d] = claimed as [Task, Task, Task, Task];
+    sql.length = 0;
+    // Alone, with a stale attempt: its own single-row statement, which the fence refuses.
+    await expect(store.complete({ taskId: a.id, workerId: W, attempt: a.attempt + 1, result: null })).rejects.toMatchObject({ taskId: a.id });
+    expect(sql.filter((s) => s.startsWith("UPDATE"))).toHaveLength(1);
+    expect(multiRow(sql, "UPDATE")).toHaveLength(0);
+    expect(await store.get(a.id)).toMatchObject({ status: "running", worker_id: W });
+    sql.length = 0;
+    // The three completes of one burst share one multi-row statement; completeRef has a combiner of its own: alone there.
+    const results = await Promise.allSettled([
+      store.complete({ taskId: a.id, workerId: W, result: { mine: a.id } }),
+      store.complete({ taskId: b.id, workerId: W, result: { mine: b.id } }),
+      store.complete({ taskId: c.id, workerId: W, attempt: c.attempt + 1, result: { mine: c.id } }),
+      store.completeRef({ taskId: d.id, workerId: W, result: { mine: d.id } }),
+    ]);
+    const updates = sql.filter((s) => s.startsWith("UPDATE"));
+    expect(updates).toHaveLength(2);
+    expect(updates.filter((s) => !s.includes("unnest("))).toHaveLength(1);
+    expect(multiRow(sql, "UPDATE")).toHaveLength(1);
+    expect(results[0]).toMatchObject({ status: "fulfilled", value: { id: a.id, status: "succeeded", result: { mine: a.id } } });
+    expect(results[1]).toMatchObject({ status: "fulfilled", value: { id: b.id, status: "succeeded", result: { mine: b.id } } });
+    expect(results[2].status).toBe("rejected");
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(LostLease);
+    expect(((results[2] as PromiseRejectedResult).reason as LostLease).taskId).toBe(c.id);
+    expect(results[3]).toEqual({ status: "fulfilled", value: { id: d.id, status: "succeeded" } });
+    expect(await store.get(c.id)).toMatchObject({ status: "running", worker_id: W });
+    expect(await store.get(d.id)).toMatchObject({ status: "succeeded", result: { mine: d.id } });
+  });
+
   it("two writes for one task in one turn never share a statement: the second sees the first's outcome", async () => {
     const { store } = await loggedStore();
     const task = await store.submit({ name: "n" });
