@@ -64,6 +64,13 @@ describe("WriteCombiner", () => {
     runner.release();
     expect(await Promise.all(rest)).toEqual(["done:b", "done:c"]);
     await turn();
+    // After a flush of two the writes come in bursts: runAlone stands aside until a flush carries one write again.
+    expect(combiner.runAlone(() => Promise.resolve("burst"))).toBeNull();
+    const single = combiner.add("d", "d", 1);
+    await turn();
+    runner.release();
+    expect(await single).toBe("done:d");
+    await turn();
     const failing = combiner.runAlone(() => Promise.reject(new Error("boom")));
     await expect(failing).rejects.toThrow("boom");
     expect(combiner.flushing).toBe(false); // a failed lone write frees the combiner too
@@ -72,6 +79,25 @@ describe("WriteCombiner", () => {
     });
     await expect(thrown).rejects.toThrow("sync");
     expect(combiner.flushing).toBe(false);
+  });
+
+  it("runAlone after a burst: the first of each burst of resubmitting callers does not split the batch", async () => {
+    const runner = controlledRunner();
+    const combiner = new WriteCombiner(runner.run);
+    const submit = (item: string): Promise<string> => combiner.runAlone(() => Promise.resolve(`alone:${item}`)) ?? combiner.add(item, item, 1);
+    // A burst after idle: the first runs alone, the rest gather behind it.
+    const first = ["a", "b", "c"].map(submit);
+    expect(await first[0]).toBe("alone:a");
+    await turn();
+    expect(runner.flushes).toEqual([["b", "c"]]);
+    runner.release();
+    await Promise.all(first);
+    // Those callers resubmit together: one batch, no lone first.
+    const second = ["d", "e", "f"].map(submit);
+    await turn();
+    expect(runner.flushes).toEqual([["b", "c"], ["d", "e", "f"]]);
+    runner.release();
+    expect(await Promise.all(second)).toEqual(["done:d", "done:e", "done:f"]);
   });
 
   it('flushAt "tick": the first write flushes at the end of the tick, before the loop turn ends; writes of every promise chain of the tick share it', async () => {
