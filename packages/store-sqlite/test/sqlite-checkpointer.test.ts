@@ -18,10 +18,22 @@ function checkpointedIds(file: string): Set<string> {
   }
 }
 
+/**
+ * The file copied while the thread copies pages into it can be torn ("database disk image is malformed":
+ * the live database, read through its WAL, never is); such a copy counts as "not yet".
+ */
+function tornCopy(error: unknown): boolean {
+  return (error as { code?: unknown }).code === "SQLITE_CORRUPT";
+}
+
 async function eventually(check: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (check()) return true;
+    try {
+      if (check()) return true;
+    } catch (error) {
+      if (!tornCopy(error)) throw error;
+    }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return check();
