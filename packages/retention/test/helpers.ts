@@ -41,8 +41,11 @@ export interface ClockOptions {
 /** A backend the behavioural tests run on: a fresh, isolated store per call. */
 export interface Backend {
   label: string;
-  /** Each store call is a network round trip (timers and immediates can run inside one purge). @default false */
-  networked?: boolean;
+  /**
+   * A store call lets the event loop run before it answers (timers and immediates can run inside one purge): a
+   * network round trip, or SQLite's write queue, which starts each turn on `setImmediate`. @default false
+   */
+  yieldsInCall?: boolean;
   open(options?: ClockOptions): Promise<OpenStore>;
 }
 
@@ -71,6 +74,7 @@ export const MEMORY: Backend = {
 /** SQLite on a temp file per test (not `:memory:`), so WAL and locking behave as in production. */
 export const SQLITE: Backend = {
   label: "sqlite",
+  yieldsInCall: true,
   async open(options) {
     const { clock, advance } = jsClock(options);
     const dir = await mkdtemp(join(tmpdir(), "cairnq-retention-"));
@@ -102,7 +106,7 @@ export const SQLITE: Backend = {
  */
 export const POSTGRES: Backend = {
   label: "postgres",
-  networked: true,
+  yieldsInCall: true,
   async open(options = {}) {
     const dsn = pgDsn();
     const schema = randomSchemaName("cq_retention");
