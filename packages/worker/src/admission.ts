@@ -13,6 +13,14 @@ import type { PlanSnapshot } from "./planner.js";
 import type { Context } from "./task-context.js";
 
 /** The limits admission enforces. @internal */
+/**
+ * Calls in flight (running, buffered, settling) stay within this many times `concurrency + prefetch`.
+ * 3 rather than 2: at 2 a Postgres drain at c64 with prefetch 64 had a draw's settlements and the next
+ * one's in flight and its overlapping claim planned nothing (an empty claim transaction, ~1 claim in 10),
+ * and each combined complete carried one draw's 64 rows; at 3 those empty claims are gone and the
+ * completes carry 128 (a one-off timeline of the bench's drain).
+ */
+const IN_FLIGHT_ROOMS = 3;
 export interface AdmissionLimits {
   readonly concurrency: number;
   /** Calls that may be claimed ahead of free slots and wait in the buffer (`prefetch`; 0 = none). */
@@ -100,14 +108,14 @@ export class Admission {
 
   /**
    * Calls a claim may take now: `concurrency + prefetch − running − buffered`, and never more than
-   * `2 × (concurrency + prefetch) − calls in flight`, less what claims in flight reserved. Settling calls hold no slot, but they cannot
-   * pile up behind slow commits without bound — calls in flight stay within `2 × (concurrency +
-   * prefetch)`, which bounds the tasks held in memory and lets a whole buffer's settlements be in
-   * flight (and be combined by the store) while the next claim refills it.
+   * `3 × (concurrency + prefetch) − calls in flight`, less what claims in flight reserved. Settling calls hold no slot, but they cannot
+   * pile up behind slow commits without bound — calls in flight stay within `3 × (concurrency +
+   * prefetch)` ({@link IN_FLIGHT_ROOMS}), which bounds the tasks held in memory and lets two draws'
+   * settlements be in flight (and be combined by the store) while the next claim refills the buffer.
    */
   free(): number {
     const room = this.#limits.concurrency + this.#limits.prefetch;
-    return Math.min(this.#slots() + this.#limits.prefetch, 2 * room - this.size - this.#reserved);
+    return Math.min(this.#slots() + this.#limits.prefetch, IN_FLIGHT_ROOMS * room - this.size - this.#reserved);
   }
 
   /** Whether the byte budget is used up. */

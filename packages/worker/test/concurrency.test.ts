@@ -214,7 +214,7 @@ describe("settlement overlaps the next claim", () => {
     expect((await spy.inner.get(second?.id as string))?.status).toBe("succeeded");
   });
 
-  it("settlements that fall behind hold the next claim back: running plus settling calls stay within 2 × concurrency", async () => {
+  it("settlements that fall behind hold the next claim back: running plus settling calls stay within 3 × concurrency", async () => {
     const spy = spyStore();
     const held = gate();
     spy.hooks.complete = async (_args, next) => {
@@ -226,13 +226,13 @@ describe("settlement overlaps the next claim", () => {
     worker.task("a", (ctx) => {
       started.push(ctx.taskId);
     });
-    await submitMany(spy.inner, "a", 4);
+    await submitMany(spy.inner, "a", 5);
     void worker.run();
-    await waitFor(() => started.length >= 2, 3000, "two handlers");
+    await waitFor(() => started.length >= 3, 3000, "three handlers");
     await delay(50);
-    expect(started.length).toBe(2); // two settling calls = 2 × concurrency: no third claim
+    expect(started.length).toBe(3); // three settling calls = 3 × concurrency: no fourth claim
     held.open();
-    await waitFor(() => started.length === 4, 3000, "the other handlers");
+    await waitFor(() => started.length === 5, 3000, "the other handlers");
     await worker.stop();
   });
 

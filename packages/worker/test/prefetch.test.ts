@@ -41,7 +41,7 @@ describe("prefetch option", () => {
 });
 
 describe("prefetch: calls in flight", () => {
-  it("running, buffered and settling calls stay within 2 × (concurrency + prefetch) while settlements fall behind", async () => {
+  it("running, buffered and settling calls stay within 3 × (concurrency + prefetch) while settlements fall behind", async () => {
     const spy = spyStore();
     const held = gate();
     spy.hooks.complete = async (_args, next) => {
@@ -53,13 +53,13 @@ describe("prefetch: calls in flight", () => {
     worker.task("a", (ctx) => {
       started.push(ctx.taskId);
     });
-    for (let i = 0; i < 10; i++) await spy.inner.submit({ name: "a" });
+    for (let i = 0; i < 12; i++) await spy.inner.submit({ name: "a" });
     void worker.run();
-    await waitFor(() => started.length >= 6, 3000, "six handlers");
+    await waitFor(() => started.length >= 9, 3000, "nine handlers");
     await delay(50);
-    expect(started.length).toBe(6); // six settling calls = 2 × (1 + 2): no further claim
+    expect(started.length).toBe(9); // nine settling calls = 3 × (1 + 2): no further claim
     held.open();
-    await waitFor(() => started.length === 10, 3000, "the other handlers");
+    await waitFor(() => started.length === 12, 3000, "the other handlers");
     await worker.stop();
   });
 });
