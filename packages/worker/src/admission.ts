@@ -59,11 +59,6 @@ export class Admission {
     this.#start = start;
   }
 
-  /** Calls whose settlement is being written. */
-  get settlingCount(): number {
-    return this.#settling.size;
-  }
-
   /** Calls in flight: buffered, running and settling. */
   get size(): number {
     return this.#calls.size + this.#buffered.length + this.#settling.size;

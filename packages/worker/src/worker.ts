@@ -88,8 +88,6 @@ export class Worker {
   #lastFull = false;
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
-  /** Whether the store pushes signals (`capabilities.pushWakeups`); see {@link Worker.#cycle}. */
-  readonly #pushSignals: boolean;
 
   /**
    * @param store - Any `TaskStore`. The worker does not close it unless `closeStore` is set.
@@ -100,7 +98,6 @@ export class Worker {
       throw new InvalidArgument("store", "new Worker(store) needs a TaskStore (e.g. a SQLiteStore or PostgresStore)");
     }
     this.store = store;
-    this.#pushSignals = store.capabilities.pushWakeups;
     this.options = resolveWorkerOptions(options);
     this.workerId = newWorkerId();
     const opts = this.options;
@@ -430,12 +427,6 @@ export class Worker {
    * another cycle (that one's result decides).
    */
   async #cycle(signal: AbortSignal, overlapping: boolean): Promise<void> {
-    // With push signals, a refetch after a full draw waits one loop turn while settlements are being handed over:
-    // the store writes them first (a combined settlement flushes before the turn ends), and the claim after them.
-    // Ahead of them, its transaction (empty on an idle queue, as after every 1-of-1 draw at concurrency 1) would
-    // compete with their commit and with the read of the waiter their signal wakes. No extra statement or round
-    // trip. Without push signals (SQLite) the claim goes at once and shares the settlements' group commit.
-    if (this.#lastFull && this.#pushSignals && this.#admission.settlingCount > 0) await nextTurn();
     const startedAtMs = Date.now();
     let result: { rows: Task[]; release: () => void } = { rows: [], release: () => {} };
     const claimed = await this.#survive(async () => {

@@ -341,31 +341,3 @@ describe("completeRef (a store declaring capabilities.completeRef)", () => {
     expect(store.used).toEqual(["complete"]);
   });
 });
-
-describe("claim after settle", () => {
-  it.each([true, false])("push signals %s: the refetch after a full 1-of-1 draw goes after the settlement is written with push signals, at once without", async (push) => {
-    const inner = new MemoryStore();
-    const log: string[] = [];
-    const spy = spyStore(inner, { capabilities: { ...inner.capabilities, pushWakeups: push } });
-    // Like a combining store: the settlement's statement is written at the end of the tick it was handed over in.
-    const settle = (_args: unknown[], next: () => Promise<unknown>): Promise<unknown> => {
-      log.push("settle");
-      process.nextTick(() => log.push("settle written"));
-      return next();
-    };
-    spy.hooks.complete = settle; // a MemoryStore has no completeRef: the worker settles with complete
-    spy.hooks.claim = (_args, next) => {
-      log.push("claim");
-      return next();
-    };
-    const worker = makeWorker(spy.store, { concurrency: 1 });
-    worker.task("noop", () => null);
-    const task = await spy.store.submit({ name: "noop" });
-    void worker.run();
-    await waitForStatus(inner, task.id, ["succeeded"]);
-    await waitFor(() => log.lastIndexOf("claim") > log.indexOf("settle"));
-    const after = log.slice(log.indexOf("settle"));
-    expect(after.slice(0, 3)).toEqual(push ? ["settle", "settle written", "claim"] : ["settle", "claim", "settle written"]);
-    await worker.stop();
-  });
-});
