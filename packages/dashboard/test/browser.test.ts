@@ -240,7 +240,9 @@ for (const make of [sqlite, postgres]) {
             const bad = minute % 9 === 4 ? 2 : minute % 13 === 7 ? 1 : 0;
             for (let i = 0; i < ok + bad; i++) await history.submit({ name: i < ok ? "thumbnail" : "webhook", queue: i < ok ? "images" : "hooks", maxAttempts: 1 });
             for (const queue of ["images", "hooks"]) {
-              const claimed = await history.claim({ queues: [queue], workerId: "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", limit: 50, leaseMs: 60_000 });
+              // A lease still valid on the real clock: the suite's worker (real clock) recovers expired leases in every
+              // queue (§5.10 step 4), and would otherwise fail these rows between this claim and its settlement.
+              const claimed = await history.claim({ queues: [queue], workerId: "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", limit: 50, leaseMs: 2 * 3_600_000 });
               for (const t of claimed) {
                 if (queue === "images") await history.complete({ taskId: t.id, workerId: t.worker_id ?? "", result: { ok: true } });
                 else await history.fail({ taskId: t.id, workerId: t.worker_id ?? "", error: { type: "TaskError", code: "http_502", message: "bad gateway", retryable: false, details: {} }, retryable: false });
