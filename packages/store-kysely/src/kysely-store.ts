@@ -792,12 +792,9 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   async #flushRows<O>(batch: readonly CombinedWrite<Params, O>[], single: StatementTemplate, multi: StatementTemplate, decode: (row: Row) => O): Promise<void> {
     if (batch.length === 1) {
       const entry = batch[0] as CombinedWrite<Params, O>;
-      const taskId = String(entry.item.taskId);
-      await this.#write(single, entry.item).then((result) => {
-        const row = result.rows[0];
-        if (row === undefined) throw new LostLease(taskId);
-        return decode(row);
-      }).then(entry.resolve, entry.reject);
+      await this.#write(single, entry.item)
+        .then((result) => ownedRow(result.rows[0], String(entry.item.taskId), decode))
+        .then(entry.resolve, entry.reject);
       return;
     }
     const sorted = [...batch].sort(byTaskId);
@@ -870,9 +867,14 @@ function firstRow(result: QueryResult<Row>): Row {
 }
 
 /** An owned write's answer: the row its guard let through, decoded, or `LostLease` when the guard matched no row (§5.0). */
-function ownedTask(row: Row | undefined, taskId: string): Task {
+function ownedRow<O>(row: Row | undefined, taskId: string, decode: (row: Row) => O): O {
   if (row === undefined) throw new LostLease(taskId);
-  return decodeTask(row);
+  return decode(row);
+}
+
+/** {@link ownedRow} decoding the whole task. */
+function ownedTask(row: Row | undefined, taskId: string): Task {
+  return ownedRow(row, taskId, decodeTask);
 }
 
 function byTaskId<O>(a: CombinedWrite<Params, O>, b: CombinedWrite<Params, O>): number {

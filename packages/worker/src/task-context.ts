@@ -197,7 +197,12 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   }
 
   get signal(): AbortSignal {
-    return (this.#controller ??= new AbortController()).signal;
+    return this.#abortController().signal;
+  }
+
+  /** The context's AbortController, made on first use (see `#controller`). */
+  #abortController(): AbortController {
+    return (this.#controller ??= new AbortController());
   }
 
   get lostLease(): boolean {
@@ -222,7 +227,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   markLost(reason: LostReason): void {
     if (this.#lost !== null) return;
     this.#lost = reason;
-    (this.#controller ??= new AbortController()).abort(new LostLease(this.taskId, { message: LOST_MESSAGES[reason](this.taskId) }));
+    this.#abortController().abort(new LostLease(this.taskId, { message: LOST_MESSAGES[reason](this.taskId) }));
     this.#host.lost(this, reason);
   }
 
@@ -242,7 +247,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   recordCancel(flag: boolean): void {
     if (!flag) return;
     this.#cancelSeen = true;
-    const controller = (this.#controller ??= new AbortController());
+    const controller = this.#abortController();
     if (!controller.signal.aborted) {
       controller.abort(
         new TaskCanceled(this.taskId, {
