@@ -115,7 +115,7 @@ function copy<T>(value: T): T {
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
 export class MemoryStore implements ScheduleTaskStore {
-  readonly capabilities: StoreCapabilities = { pushWakeups: false, transactionalComplete: false, databaseClock: false, flowControl: true, schedules: true };
+  readonly capabilities: StoreCapabilities = { pushWakeups: false, transactionalComplete: false, databaseClock: false, flowControl: true, schedules: true, claimReprobe: true };
   queueDepthGate: QueueDepthGate | null = null;
 
   readonly #tasks = new Map<string, Task>();
@@ -286,8 +286,12 @@ export class MemoryStore implements ScheduleTaskStore {
     const now = this.#clock();
     const rows = () => this.#tasks.values();
     const probe = probeParams(claim);
-    const anything = [...rows()].some((t) => holds(PROBE.claimable, { row: t as never, params: probe, nowMs: now }) || holds(PROBE.expired, { row: t as never, params: probe, nowMs: now }));
-    if (!anything) return [];
+    const anything = (): boolean =>
+      [...rows()].some((t) => holds(PROBE.claimable, { row: t as never, params: probe, nowMs: now }) || holds(PROBE.expired, { row: t as never, params: probe, nowMs: now }));
+    if (!anything()) {
+      reportReprobe(claim.reprobe, false);
+      return [];
+    }
     for (const row of selectRows(RECOVER.selection, rows(), {}, now)) {
       this.#tasks.set(row.id, applyBranches(RECOVER.branches, row, {}, now).row);
     }
@@ -321,6 +325,7 @@ export class MemoryStore implements ScheduleTaskStore {
         return perMs === undefined || inRateWindow(c.claimed_at_ms, now, perMs);
       });
     }
+    reportReprobe(claim.reprobe, claim.reprobe !== null && anything());
     return claimed;
   }
 
@@ -408,3 +413,12 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Hands `ClaimInput.reprobe` its answer; a throwing callback must not lose the claimed rows (store.ts). */
+function reportReprobe(reprobe: ((claimable: boolean) => void) | null, claimable: boolean): void {
+  if (reprobe === null) return;
+  try {
+    reprobe(claimable);
+  } catch {
+    // Ignored, as the contract says: the claim's rows still reach the caller.
+  }
+}

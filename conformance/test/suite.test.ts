@@ -21,6 +21,8 @@ function collectingRunner(into: Registered[]): ConformanceRunner {
 const EXTENSION_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("flow-") || id.startsWith("schedule-"));
 /** The cases of `RefCompleteTaskStore.completeRef`, run only for stores declaring `capabilities.completeRef`. */
 const COMPLETE_REF_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("complete-ref-"));
+/** The cases of `ClaimInput.reprobe`, run only for stores declaring `capabilities.claimReprobe`. */
+const REPROBE_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("claim-reprobe-"));
 
 describe("case catalog", () => {
   it("has one case per §14 scenario 1–38, in order, and unique kebab-case ids", () => {
@@ -49,9 +51,10 @@ describe("defineConformanceSuite", () => {
     });
     expect(registered).toHaveLength(CONFORMANCE_CASES.length);
     expect(suite.ran.length + suite.skipped.length).toBe(CONFORMANCE_CASES.length);
-    expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...COMPLETE_REF_CASES, ...EXTENSION_CASES].sort());
+    expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...REPROBE_CASES, ...COMPLETE_REF_CASES, ...EXTENSION_CASES].sort());
     expect(EXTENSION_CASES).toHaveLength(9);
     expect(COMPLETE_REF_CASES).toHaveLength(3);
+    expect(REPROBE_CASES).toHaveLength(3);
     const entry = registered.find((r) => r.name.startsWith("s03-json-round-trip"));
     expect(entry?.name).toBe("s03-json-round-trip — SKIPPED (explicitly skipped: the backend stores JSON as text without non-ASCII support)");
     await entry?.fn();
@@ -66,7 +69,7 @@ describe("defineConformanceSuite", () => {
       capabilities: { pushWakeups: true },
     });
     expect(suite.ran).toContain("push-signals");
-    expect(suite.skipped.map((s) => s.id)).toEqual([...COMPLETE_REF_CASES, "subscribe-without-push-is-silent", "complete-in", ...EXTENSION_CASES]);
+    expect(suite.skipped.map((s) => s.id)).toEqual([...REPROBE_CASES, ...COMPLETE_REF_CASES, "subscribe-without-push-is-silent", "complete-in", ...EXTENSION_CASES]);
   });
 
   it("fails the capabilities case when the declaration does not match the store", async () => {

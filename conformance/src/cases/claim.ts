@@ -256,4 +256,76 @@ export const claimCases: readonly ConformanceCase[] = [
       t.expect(sortedIds(await t.claim(t.w2, { queues: ["qa", "qb"], limit: 5 }))).toEqual(sortedIds([a, b]));
     },
   },
+  {
+    id: "claim-reprobe-reports-what-is-left",
+    title: "with reprobe, claim says once, after its draws, whether anything was left to claim in its queues and names (due rows only; an empty cycle says false)",
+    spec: "store.ts ClaimInput.reprobe, §5.10 step 2",
+    skipUnless: needsClaimReprobe,
+    async run(t) {
+      const heard: boolean[] = [];
+      const reprobe = (claimable: boolean): void => {
+        heard.push(claimable);
+      };
+      await Promise.all([t.submit("job"), t.submit("job"), t.submit("job"), t.submit("other"), t.submit("job", { runAtDelayMs: 600_000 })]);
+      t.expect(await t.claim(t.w1, { names: ["job"], limit: 2, reprobe })).toHaveLength(2);
+      t.expect(heard).toEqual([true]);
+      t.expect(await t.claim(t.w1, { names: ["job"], limit: 2, reprobe })).toHaveLength(1);
+      // The other name's task and the job due in ten minutes are not claimable by this claim.
+      t.expect(heard).toEqual([true, false]);
+      t.expect(await t.claim(t.w1, { names: ["job"], limit: 2, reprobe })).toEqual([]);
+      t.expect(await t.claim(t.w1, { names: ["job"], limit: 2, probe: false, reprobe })).toEqual([]);
+      t.expect(heard).toEqual([true, false, false, false]);
+      // A draw of nothing leaves the other name's task claimable, and says so.
+      t.expect(await t.claim(t.w1, { names: ["job", "other"], limit: 0, reprobe })).toEqual([]);
+      t.expect(heard).toEqual([true, false, false, false, true]);
+      // Without reprobe nothing is called; null is the same as leaving it out.
+      t.expect(await t.claim(t.w1, { names: ["other"], limit: 1, reprobe: null })).toHaveLength(1);
+      t.expect(heard).toHaveLength(5);
+    },
+  },
+  {
+    id: "claim-reprobe-after-recovery-and-planned-draws",
+    title: "reprobe answers after lease recovery and after every draw of a planner: a recovered task is claimable, one taken by a later draw is not",
+    spec: "store.ts ClaimInput.reprobe, §5.10 steps 4 and 5",
+    skipUnless: needsClaimReprobe,
+    async run(t) {
+      const heard: boolean[] = [];
+      const reprobe = (claimable: boolean): void => {
+        heard.push(claimable);
+      };
+      const expired = await t.submitAndClaim(t.w1, "a", {}, SHORT_LEASE_MS);
+      await t.sleep(EXPIRY_WAIT_MS);
+      t.expect(await t.claim(t.w2, { names: ["a"], limit: 0, reprobe })).toEqual([]);
+      t.expect(heard).toEqual([true]);
+      t.fields(await t.get(expired.id), { status: "queued" });
+      await Promise.all([t.submit("b"), t.submit("b")]);
+      const draws = (_claimed: readonly Task[], index: number): ClaimDraw | null => (index === 0 ? { names: ["a"], limit: 5 } : index === 1 ? { names: ["b"], limit: 1 } : null);
+      t.expect(await t.claim(t.w2, { names: ["a", "b"], draws, reprobe })).toHaveLength(2);
+      t.expect(heard).toEqual([true, true]);
+      const last = (_claimed: readonly Task[], index: number): ClaimDraw | null => (index === 0 ? { names: ["b"], limit: 5, last: true } : null);
+      t.expect(await t.claim(t.w2, { names: ["a", "b"], draws: last, reprobe })).toHaveLength(1);
+      t.expect(heard).toEqual([true, true, false]);
+    },
+  },
+  {
+    id: "claim-reprobe-throwing-keeps-rows",
+    title: "a reprobe that throws changes nothing: the claim still returns the rows it committed",
+    spec: "store.ts ClaimInput.reprobe",
+    skipUnless: needsClaimReprobe,
+    async run(t) {
+      const task = await t.submit("job");
+      const rows = await t.claim(t.w1, {
+        reprobe: () => {
+          throw new Error("a reprobe listener failed");
+        },
+      });
+      t.expect(rows.map((row) => row.id)).toEqual([task.id]);
+      t.fields(await t.get(task.id), { status: "running", worker_id: t.w1 });
+    },
+  },
 ];
+
+/** The `reprobe` cases need a store that declares it honours `ClaimInput.reprobe`. */
+function needsClaimReprobe(capabilities: { claimReprobe?: boolean }): string | null {
+  return capabilities.claimReprobe === true ? null : "claimReprobe (ClaimInput.reprobe: the probe again after the draws)";
+}

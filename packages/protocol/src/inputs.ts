@@ -359,6 +359,8 @@ export interface NormalizedClaim {
   readonly draws: NonNullable<ClaimInput["draws"]>;
   /** Whether the cycle starts with the read-only probe (`ClaimInput.probe`). */
   readonly probe: boolean;
+  /** Where the probe after the draws reports (`ClaimInput.reprobe`), or `null` when nobody asked for it. */
+  readonly reprobe: ((claimable: boolean) => void) | null;
 }
 
 /** Validates a claim cycle (§5.10). */
@@ -372,7 +374,11 @@ export function normalizeClaim(input: ClaimInput): NormalizedClaim {
     fail("probe", `probe must be a boolean or undefined, got ${describe(input.probe)}`);
   }
   const probe = input.probe !== false;
-  return { queues, workerId: requireName(input.workerId, "workerId"), leaseMs: leaseMsOf(input.leaseMs), names, draws, probe };
+  if (input.reprobe !== undefined && input.reprobe !== null && typeof input.reprobe !== "function") {
+    fail("reprobe", `reprobe must be a function, null or undefined, got ${describe(input.reprobe)}`);
+  }
+  const reprobe = input.reprobe ?? null;
+  return { queues, workerId: requireName(input.workerId, "workerId"), leaseMs: leaseMsOf(input.leaseMs), names, draws, probe, reprobe };
 }
 
 /** Parameters of one `DRAW`, or `null` when the draw takes nothing without a statement (§5.10 step 5). */

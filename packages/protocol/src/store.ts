@@ -131,6 +131,12 @@ export interface StoreCapabilities {
    * @default false
    */
   readonly completeRef?: boolean;
+  /**
+   * `claim` honours `ClaimInput.reprobe`: it probes again after its draws,
+   * in the same transaction, and reports whether anything was left to claim.
+   * Optional so stores written before the flag keep compiling. @default false
+   */
+  readonly claimReprobe?: boolean;
 }
 
 /** The gate a store calls before each submit (§5.6). Implemented by the client. */
@@ -284,6 +290,20 @@ export interface ClaimInput {
    * draw must then name its names (no `names: null`). @default null (no limits)
    */
   flowControl?: Readonly<Record<string, FlowControl>> | null;
+  /**
+   * Advanced: asks for the probe (§5.10 step 2, over this claim's `queues`
+   * and `names`) once more, inside the claim transaction after its draws,
+   * and for its answer: `reprobe(claimable)` is called once, just before
+   * `claim` resolves. `false` says nothing was left to claim when the
+   * transaction ended (no due `queued` row of these queues and names, no
+   * expired lease anywhere), so a worker that hears push `queued` signals
+   * (§9) may wait for one rather than open another claim transaction at once.
+   * A cycle whose opening probe found nothing answers `false` too. Only
+   * stores whose `capabilities.claimReprobe` is true call it; it must not
+   * throw (a throw is ignored: the claimed rows are returned all the same).
+   * @default undefined (no second probe)
+   */
+  reprobe?: ((claimable: boolean) => void) | null;
 }
 
 /** Fields of every ownership-checked write. */

@@ -323,6 +323,15 @@ describe("owned writes: common fields", () => {
     expectInvalid(() => normalizeClaim(loose({ ...base, probe: "no" })), "probe", /probe must be a boolean/);
   });
 
+  it("claim's reprobe: absent or null asks for nothing, a function is kept as given, anything else is rejected", () => {
+    const base = { queues: ["q"], workerId: "w" };
+    expect(normalizeClaim(base).reprobe).toBeNull();
+    expect(normalizeClaim({ ...base, reprobe: null }).reprobe).toBeNull();
+    const reprobe = (_claimable: boolean): void => {};
+    expect(normalizeClaim({ ...base, reprobe }).reprobe).toBe(reprobe);
+    expectInvalid(() => normalizeClaim(loose({ ...base, reprobe: true })), "reprobe", /reprobe must be a function/);
+  });
+
   it("every operation rejects a null input with InvalidArgument, never a TypeError", () => {
     expectInvalid(() => progressParams(loose(null)), "input");
     expectInvalid(() => succeedParams(loose(null)), "input");

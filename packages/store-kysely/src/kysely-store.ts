@@ -194,6 +194,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       flowControl: true,
       schedules: true,
       completeRef: true,
+      claimReprobe: true,
     };
     const compiled = dialect.statementCompiled === undefined ? null : (sql: string): void => dialect.statementCompiled?.(sql);
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, compiled);
@@ -598,20 +599,30 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * The claim cycle (§5.10): a read-only probe outside any transaction (an
    * idle worker never takes the write lock; skipped with `probe: false`), then one write transaction —
    * lease recovery over the whole table, then the draw planner's draws until
-   * it returns `null`.
+   * it returns `null`; with `reprobe`, the probe once more as the
+   * transaction's last statement, its answer reported after the commit.
    */
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
     const flow = FlowControlStep.of(input, this.#extensions);
+    const reprobe = claim.reprobe;
     return this.run(async () => {
       if (claim.probe) {
         const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
-        if (!truthy(probe?.found)) return [];
+        if (!truthy(probe?.found)) {
+          report(reprobe, false);
+          return [];
+        }
       }
       await flow?.prepare();
       // Lease recovery is always the transaction's first statement, before any draw.
       const recover = this.compiler.statement(RECOVER_TEMPLATE, {});
       const first = (): CompiledQuery<Row> => recover.query({});
+      // Asked for, the probe runs again as the transaction's last statement: it sees the draws' rows as
+      // running, so it answers whether anything was left (set on every attempt of a replayed transaction).
+      const again = reprobe === null ? null : this.compiler.statement(PROBE_TEMPLATE, probeParams(claim));
+      const probeAgain = (): CompiledQuery<Row> => (again as NonNullable<typeof again>).query(probeParams(claim));
+      let claimable = false;
       const executor = this.dialect.executor;
       /** The planner's first draw from `start` on that can match a row (its index and parameters), or `null` once the planner ends. */
       const nextDraw = (draws: typeof claim.draws, claimed: readonly Task[], start: number): { index: number; params: Params; last: boolean } | null => {
@@ -622,11 +633,12 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
           if (params !== null) return { index, params, last: draw.last === true };
         }
       };
-      /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`. */
+      /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`; then the probe again, if asked for. */
       const drawFrom = async (tx: QueryRunner, draws: typeof claim.draws, claimed: Task[], start: number): Promise<Task[]> => {
         for (let found = nextDraw(draws, claimed, start); found !== null; found = nextDraw(draws, claimed, found.index + 1)) {
           for (const row of (await this.#exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
         }
+        if (again !== null) claimable = truthy((await tx.executeQuery(probeAgain())).rows[0]?.found);
         return claimed;
       };
       const draw = async (tx: QueryRunner): Promise<Task[]> => {
@@ -635,32 +647,41 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
         await flow?.end(tx, claimed);
         return claimed;
       };
+      let claimed: Task[];
       if (flow === null && executor.writeTransactionWith !== undefined) {
         // Without flow control the first draw depends on nothing the transaction reads, so it is
         // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres);
-        // when the planner says no draw follows it (`last`), COMMIT goes in that round trip too.
+        // when the planner says no draw follows it (`last`), COMMIT goes in that round trip too, after
+        // the probe again when asked for.
         /** The index the planner continues from after the head's draw; `null` when the head has none. */
         let next: number | null = null;
         const head = (): TransactionHead => {
           // From index 0 on every attempt, as a planner expects of a replayed transaction.
           const found = nextDraw(claim.draws, [], 0);
           next = found === null ? null : found.index + 1;
-          if (found === null) return { statements: [first()], last: true };
-          return { statements: [first(), this.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params)], last: found.last };
+          const tail = again === null ? [] : [probeAgain()];
+          if (found === null) return { statements: [first(), ...tail], last: true };
+          const drawn = this.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params);
+          return found.last ? { statements: [first(), drawn, ...tail], last: true } : { statements: [first(), drawn], last: false };
         };
-        return executor.writeTransactionWith(this.db, head, async (tx, results) => {
+        claimed = await executor.writeTransactionWith(this.db, head, async (tx, results) => {
+          // Committed with the head: the planner promised no further draw, and the probe again (if any) is its last result.
+          if (tx === null && again !== null) claimable = truthy(results[results.length - 1]?.rows[0]?.found);
           if (next === null) return [];
-          const claimed = (results[1]?.rows ?? []).map(decodeTask);
-          // Committed with the head: the planner promised no further draw.
-          if (tx === null) return claimed;
-          return drawFrom(tx, claim.draws, claimed, next);
+          const drawn = (results[1]?.rows ?? []).map(decodeTask);
+          if (tx === null) return drawn;
+          return drawFrom(tx, claim.draws, drawn, next);
+        });
+      } else if (executor.writeTransactionAfter !== undefined) {
+        claimed = await executor.writeTransactionAfter(this.db, first, draw);
+      } else {
+        claimed = await executor.writeTransaction(this.db, async (tx) => {
+          await tx.executeQuery(first());
+          return draw(tx);
         });
       }
-      if (executor.writeTransactionAfter !== undefined) return executor.writeTransactionAfter(this.db, first, draw);
-      return executor.writeTransaction(this.db, async (tx) => {
-        await tx.executeQuery(first());
-        return draw(tx);
-      });
+      report(reprobe, claimable);
+      return claimed;
     });
   }
 
@@ -857,6 +878,16 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   /** Subscribes to the backend's push signals; a no-op unsubscribe where there are none. */
   subscribe(listener: (signal: StoreSignal) => void): () => void {
     return this.dialect.wakeups.subscribe(listener);
+  }
+}
+
+/** Hands `ClaimInput.reprobe` its answer; the caller's callback must not throw, and a throw must not lose the claimed rows. */
+function report(reprobe: ((claimable: boolean) => void) | null, claimable: boolean): void {
+  if (reprobe === null) return;
+  try {
+    reprobe(claimable);
+  } catch {
+    // Documented: ignored, so the rows the transaction committed still reach the caller.
   }
 }
 

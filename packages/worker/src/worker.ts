@@ -86,6 +86,19 @@ export class Worker {
   #skipProbe = false;
   /** Whether the last claim that returned came back full (there is probably more to take: a second claim may overlap). */
   #lastFull = false;
+  /** Push `queued` signals for our queues heard so far (a count, so a claim can tell whether any came after it began). */
+  #queuedSignals = 0;
+  /** Whether this run hears the store's push signals (its `subscribe` worked and it declares `pushWakeups`). */
+  #hearsSignals = false;
+  /** Claim cycles begun, and the latest whose `reprobe` answer was taken (an older cycle's answer is stale). */
+  #claimsBegun = 0;
+  #reprobeTaken = 0;
+  /**
+   * Set when the last claim's `reprobe` found nothing left to claim: when that claim began, and the
+   * signal count then. Until a `queued` signal arrives or a poll interval has passed since, the next
+   * claim would only find what the probe found, so the loop waits for either instead (see {@link Worker.#drainedMs}).
+   */
+  #drained: { readonly sinceMs: number; readonly signals: number } | null = null;
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
 
@@ -366,8 +379,12 @@ export class Worker {
     try {
       if (typeof this.store.subscribe === "function") {
         unsubscribe = this.store.subscribe((s) => {
-          if (s.reason === "queued" && queues.has(s.queue)) this.#queuedSignal = true;
+          if (s.reason === "queued" && queues.has(s.queue)) {
+            this.#queuedSignal = true;
+            this.#queuedSignals += 1;
+          }
         });
+        this.#hearsSignals = this.store.capabilities.pushWakeups;
       }
     } catch (err) {
       // Push signals only accelerate: without them every claim cycle probes, as always.
@@ -377,6 +394,8 @@ export class Worker {
       await this.#claimLoop(signal);
     } finally {
       unsubscribe();
+      this.#hearsSignals = false;
+      this.#drained = null;
     }
   }
 
@@ -392,6 +411,13 @@ export class Worker {
         if (this.#handlers.size === 0) {
           if (cycles.size > 0) await Promise.race(cycles);
           else await this.#idle(signal);
+          continue;
+        }
+        const drainedMs = this.#drainedMs();
+        if (drainedMs > 0) {
+          // Nothing was left at the last claim and no signal came since: wait for one (or the poll interval).
+          if (cycles.size > 0) await Promise.race(cycles);
+          else await this.#idle(signal, drainedMs);
           continue;
         }
         if (this.options.prefetch === 0) {
@@ -482,10 +508,31 @@ export class Worker {
     void this.stop();
   }
 
-  async #idle(signal: AbortSignal): Promise<void> {
+  /**
+   * How long the loop may still wait instead of claiming because the last claim's `reprobe` found
+   * nothing left (0: claim now). The wait lasts until a `queued` signal for our queues or one poll
+   * interval after that claim began — the same bound an idle worker's sleep has, which also covers
+   * what no signal announces (delayed tasks falling due, leases expiring). A worker that claims
+   * again right after each task would only repeat the probe's answer, on a transaction of its own
+   * that competes with the settlement just written (measured on `bench/`'s Postgres `call()` pair,
+   * 6 alternating runs of 300 calls: p50 3.24 → 2.80 ms, p99 11.6 → 9.0 ms).
+   */
+  #drainedMs(): number {
+    const drained = this.#drained;
+    if (drained === null) return 0;
+    const remainingMs = drained.sinceMs + this.options.pollIntervalMs - Date.now();
+    if (remainingMs <= 0 || drained.signals !== this.#queuedSignals) {
+      this.#drained = null;
+      return 0;
+    }
+    return remainingMs;
+  }
+
+  async #idle(signal: AbortSignal, timeoutMs = this.options.pollIntervalMs): Promise<void> {
     this.#queuedSignal = false;
+    this.#drained = null;
     try {
-      await this.store.claimWake(this.options.queues, this.options.pollIntervalMs, signal);
+      await this.store.claimWake(this.options.queues, timeoutMs, signal);
       // Woken by a queued signal for our queues: the probe would only confirm what the signal said, so the
       // next cycle opens its transaction at once (recovery still runs first in it; an empty draw is harmless).
       this.#skipProbe = this.#queuedSignal;
@@ -560,6 +607,20 @@ export class Worker {
     const skipProbe = this.#skipProbe || this.#lastFull;
     this.#skipProbe = false;
     const flowControl = this.#handlers.flowControl();
+    const begun = ++this.#claimsBegun;
+    const sinceMs = Date.now();
+    const signals = this.#queuedSignals;
+    let leftNothing = false;
+    // Only where a signal would announce new work: without push signals an empty probe says nothing about the next second.
+    const reprobe =
+      this.#hearsSignals && this.store.capabilities.claimReprobe === true
+        ? (claimable: boolean): void => {
+            if (begun < this.#reprobeTaken) return;
+            this.#reprobeTaken = begun;
+            leftNothing = !claimable;
+            this.#drained = claimable ? null : { sinceMs, signals };
+          }
+        : null;
     const rows = await this.store.claim({
       queues: this.options.queues,
       workerId: this.workerId,
@@ -568,8 +629,9 @@ export class Worker {
       draws,
       ...(skipProbe ? { probe: false } : {}),
       ...(flowControl === null ? {} : { flowControl }),
+      ...(reprobe === null ? {} : { reprobe }),
     });
-    this.#lastFull = rows.length > 0 && rows.length >= requested();
+    this.#lastFull = !leftNothing && rows.length > 0 && rows.length >= requested();
     this.#skipProbe = this.#lastFull;
     return rows;
   }

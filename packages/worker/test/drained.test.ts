@@ -1,0 +1,170 @@
+/**
+ * After a claim whose `reprobe` found nothing left, a worker that hears push
+ * `queued` signals waits for one (or for the poll interval) instead of
+ * opening another claim transaction right after its task.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { ClaimInput, StoreSignal, SubmitInput, Task, TaskStore } from "@cairnq/protocol";
+import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
+import type { SpyStore } from "./support/helpers.js";
+import { POSTGRES } from "./support/stores.js";
+import type { OpenStore } from "./support/stores.js";
+import { makeWorker } from "./support/worker.js";
+
+/**
+ * A MemoryStore that pushes signals as Postgres does (§9): a submit through it is heard as `queued`
+ * by subscribers and ends a `claimWake` of its queue; `silentSubmit` inserts without a signal (as a
+ * task falling due does). Every call is recorded (see {@link spyStore}).
+ */
+function pushStore(): SpyStore & { silentSubmit(input: SubmitInput): Promise<Task> } {
+  const inner = new MemoryStore();
+  const listeners = new Set<(signal: StoreSignal) => void>();
+  const wakers = new Set<{ queues: readonly string[]; wake: () => void }>();
+  const spy = spyStore(inner, {
+    capabilities: { ...inner.capabilities, pushWakeups: true },
+    subscribe(listener: (signal: StoreSignal) => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal) {
+      return new Promise<void>((resolve) => {
+        const waker = {
+          queues,
+          wake: () => {
+            clearTimeout(timer);
+            wakers.delete(waker);
+            signal?.removeEventListener("abort", waker.wake);
+            resolve();
+          },
+        };
+        const timer = setTimeout(waker.wake, timeoutMs);
+        signal?.addEventListener("abort", waker.wake);
+        wakers.add(waker);
+      });
+    },
+    async submit(input: SubmitInput) {
+      const task = await inner.submit(input);
+      for (const listener of listeners) listener({ reason: "queued", queue: task.queue });
+      for (const waker of [...wakers]) if (waker.queues.includes(task.queue)) waker.wake();
+      return task;
+    },
+  });
+  return { ...spy, silentSubmit: (input) => inner.submit(input) };
+}
+
+const reprobes = (spy: SpyStore): (ClaimInput["reprobe"] | undefined)[] => spy.callsOf("claim").map((call) => (call.args[0] as ClaimInput).reprobe);
+
+describe("a worker whose last claim left nothing", () => {
+  it("waits for a queued signal instead of claiming again after its task, then claims at once when one comes", async () => {
+    const spy = pushStore();
+    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 60_000 });
+    worker.task("a", () => undefined);
+    const first = await spy.store.submit({ name: "a" });
+    void worker.run();
+    await waitForStatus(spy.inner, first.id, ["succeeded"]);
+    await delay(80);
+    // One claim only: its reprobe said nothing was left, so no claim transaction follows the task.
+    expect(spy.callsOf("claim")).toHaveLength(1);
+    expect(typeof reprobes(spy)[0]).toBe("function");
+    const second = await spy.store.submit({ name: "a" });
+    await waitForStatus(spy.inner, second.id, ["succeeded"], 1000);
+    expect(spy.callsOf("claim")).toHaveLength(2);
+    await worker.stop();
+  });
+
+  it("claims again at once while the reprobe says more is left (a backlog never waits for signals)", async () => {
+    const spy = pushStore();
+    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 60_000 });
+    worker.task("a", () => undefined);
+    const tasks = [];
+    for (let i = 0; i < 4; i++) tasks.push(await spy.inner.submit({ name: "a" }));
+    void worker.run();
+    for (const task of tasks) await waitForStatus(spy.inner, task.id, ["succeeded"], 1000);
+    // Four claims of one task each, the last of which found nothing left; then the worker waits.
+    await delay(50);
+    expect(spy.callsOf("claim")).toHaveLength(4);
+    await worker.stop();
+  });
+
+  it("claims again once the poll interval since that claim has passed, for work no signal announces", async () => {
+    const spy = pushStore();
+    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 150 });
+    worker.task("a", () => undefined);
+    const first = await spy.store.submit({ name: "a" });
+    void worker.run();
+    await waitForStatus(spy.inner, first.id, ["succeeded"]);
+    const claimedAtMs = (spy.callsOf("claim")[0] as { atMs: number }).atMs;
+    const silent = await spy.silentSubmit({ name: "a" });
+    await waitForStatus(spy.inner, silent.id, ["succeeded"], 2000);
+    const next = spy.callsOf("claim")[1] as { atMs: number };
+    expect(next.atMs - claimedAtMs).toBeGreaterThanOrEqual(140);
+    await worker.stop();
+  });
+
+  it("a queued signal that arrives while the task runs ends the wait before it starts", async () => {
+    const spy = pushStore();
+    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 60_000 });
+    let second: Task | null = null;
+    worker.task("a", async (ctx) => {
+      if (second === null) second = await ctx.submit("a");
+    });
+    const first = await spy.store.submit({ name: "a" });
+    void worker.run();
+    await waitForStatus(spy.inner, first.id, ["succeeded"]);
+    await waitFor(() => second !== null);
+    await waitForStatus(spy.inner, (second as unknown as Task).id, ["succeeded"], 1000);
+    await worker.stop();
+  });
+
+  it("without push signals the worker asks for no reprobe and claims as before", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { concurrency: 1 });
+    worker.task("a", () => undefined);
+    const task = await spy.store.submit({ name: "a" });
+    void worker.run();
+    await waitForStatus(spy.inner, task.id, ["succeeded"]);
+    await waitFor(() => spy.callsOf("claim").length >= 3);
+    await worker.stop();
+    expect(reprobes(spy).every((reprobe) => reprobe === undefined)).toBe(true);
+  });
+});
+
+describe("on Postgres", () => {
+  let opened: OpenStore | null = null;
+  afterEach(async () => {
+    await opened?.close();
+    opened = null;
+  });
+
+  it("a worker makes one claim per task it is woken for, none after the task, and the next submit still reaches it", async () => {
+    opened = await POSTGRES.open();
+    const store = opened.store;
+    const claims: boolean[] = [];
+    const counted = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== "claim" || typeof value !== "function") return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        return async (input: ClaimInput) => {
+          const rows = await (value as TaskStore["claim"]).call(target, input);
+          claims.push(rows.length > 0);
+          return rows;
+        };
+      },
+    });
+    // A long poll interval: only push signals can bring the second task in time.
+    const worker = makeWorker(counted, { concurrency: 1, pollIntervalMs: 30_000 });
+    worker.task("a", () => "done");
+    await store.connect();
+    void worker.run();
+    await delay(100);
+    const before = claims.length;
+    const first = await store.submit({ name: "a" });
+    await waitForStatus(store, first.id, ["succeeded"], 5000);
+    await delay(150);
+    expect(claims.slice(before)).toEqual([true]);
+    const second = await store.submit({ name: "a" });
+    await waitForStatus(store, second.id, ["succeeded"], 5000);
+    expect(claims.slice(before)).toEqual([true, true]);
+    await worker.stop();
+  });
+});
