@@ -67,8 +67,8 @@ export interface CombinedWrite<I, O> {
   /** Entries with the same non-null key never share a flush (e.g. a task id, a business key). */
   readonly key: string | null;
   readonly bytes: number;
-  readonly resolve: (value: O) => void;
-  readonly reject: (error: unknown) => void;
+  resolve(value: O): void;
+  reject(error: unknown): void;
 }
 
 /** Runs one flush: settles every entry (those it leaves unsettled get the error it throws, or a plain error). */
@@ -77,8 +77,38 @@ export type FlushRunner<I, O> = (batch: readonly CombinedWrite<I, O>[]) => Promi
 const DEFAULT_MAX_ROWS = 128;
 const DEFAULT_MAX_BYTES = 1 << 20;
 
-interface Entry<I, O> extends CombinedWrite<I, O> {
-  settled: boolean;
+/**
+ * A pending write: settles its caller's promise once, whatever settles it first (the runner, or the
+ * flush's own fallback). A class rather than an object with two closures: one object per write.
+ */
+class Entry<I, O> implements CombinedWrite<I, O> {
+  settled = false;
+  readonly #resolve: (value: O) => void;
+  readonly #reject: (error: unknown) => void;
+
+  constructor(
+    readonly item: I,
+    readonly key: string | null,
+    readonly bytes: number,
+    resolve: (value: O) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  resolve(value: O): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.#resolve(value);
+  }
+
+  reject(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    // The caller gets exactly what its own statement raised (a driver error, LostLease, …).
+    this.#reject(error);
+  }
 }
 
 /**
@@ -133,31 +163,23 @@ export class WriteCombiner<I, O> {
    * Waits first while the pending bounds are reached (backpressure), in
    * arrival order.
    */
-  async add(item: I, key: string | null, bytes: number): Promise<O> {
+  add(item: I, key: string | null, bytes: number): Promise<O> {
+    // Room at once (the usual case): no async frame around the write's own promise.
+    if (this.#spaceWaiters.length === 0 && !this.#full(bytes)) return this.#enqueue(item, key, bytes);
+    return this.#addWhenRoom(item, key, bytes);
+  }
+
+  async #addWhenRoom(item: I, key: string | null, bytes: number): Promise<O> {
     while (this.#spaceWaiters.length > 0 || this.#full(bytes)) {
       await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
       if (!this.#full(bytes)) break;
     }
+    return this.#enqueue(item, key, bytes);
+  }
+
+  #enqueue(item: I, key: string | null, bytes: number): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      const entry: Entry<I, O> = {
-        item,
-        key,
-        bytes,
-        settled: false,
-        resolve: (value) => {
-          if (entry.settled) return;
-          entry.settled = true;
-          resolve(value);
-        },
-        reject: (error) => {
-          if (entry.settled) return;
-          entry.settled = true;
-          // The caller gets exactly what its own statement raised (a driver error, LostLease, …).
-          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-          reject(error);
-        },
-      };
-      this.#pending.push(entry);
+      this.#pending.push(new Entry(item, key, bytes, resolve, reject));
       this.#pendingBytes += bytes;
       this.#schedule();
     });

@@ -47,12 +47,17 @@ export class Admission {
   readonly #settling = new Set<Call>();
   readonly #nameCalls = new Map<string, number>();
   readonly #resourceCalls = new Map<string, number>();
-  /** Contexts of calls in flight by task id (to spot a re-claim of a task an older call still holds). */
-  readonly #live = new Map<string, Set<Context>>();
+  /**
+   * Contexts of calls in flight by task id (to spot a re-claim of a task an older call still holds):
+   * the context itself while one holds the task, as every claim but a re-claim leaves it — a set per
+   * task would be one more object per task in flight — and a list in the rare case of several.
+   */
+  readonly #live = new Map<string, Context | Context[]>();
   #bytesInFlight = 0;
   /** Calls claims in flight may still bring (see {@link Admission.reserve}). */
   #reserved = 0;
-  #callEnded: Deferred<void> = deferred();
+  /** Resolved at the next change {@link Admission.waitForRoom} waits for; made only while it waits. */
+  #callEnded: Deferred<void> | null = null;
 
   constructor(limits: AdmissionLimits, start: (call: Call) => void) {
     this.#limits = limits;
@@ -75,8 +80,9 @@ export class Admission {
   }
 
   /** The contexts of calls in flight that hold `taskId` (an older attempt, if we just claimed it again). */
-  holding(taskId: string): ReadonlySet<Context> | undefined {
-    return this.#live.get(taskId);
+  holding(taskId: string): readonly Context[] | undefined {
+    const held = this.#live.get(taskId);
+    return held === undefined || Array.isArray(held) ? held : [held];
   }
 
   /** `concurrency − running − buffered` calls: slots a claim would fill at once (≤ 0 while the buffer covers every slot). */
@@ -143,13 +149,15 @@ export class Admission {
   /** §8.3 step 1: while a call is in flight and no claim is worth making (or the byte budget is used up), wait for a change. */
   async waitForRoom(signal: AbortSignal): Promise<void> {
     // Settling calls count here (they hold bytes); an idle worker always has room, even for one oversized payload.
-    while (this.size > 0 && (!this.#worthClaiming() || this.overBytes()) && !signal.aborted) {
-      const aborted = abortPromise(signal);
-      try {
+    if (this.size === 0 || (this.#worthClaiming() && !this.overBytes()) || signal.aborted) return;
+    const aborted = abortPromise(signal);
+    try {
+      while (this.size > 0 && (!this.#worthClaiming() || this.overBytes()) && !signal.aborted) {
+        this.#callEnded ??= deferred();
         await Promise.race([this.#callEnded.promise, aborted.promise]);
-      } finally {
-        aborted.dispose();
       }
+    } finally {
+      aborted.dispose();
     }
   }
 
@@ -191,12 +199,10 @@ export class Admission {
     if (resource !== null) this.#resourceCalls.set(resource, (this.#resourceCalls.get(resource) ?? 0) + 1);
     this.#bytesInFlight += call.bytes;
     for (const ctx of call.contexts) {
-      let set = this.#live.get(ctx.taskId);
-      if (set === undefined) {
-        set = new Set();
-        this.#live.set(ctx.taskId, set);
-      }
-      set.add(ctx);
+      const held = this.#live.get(ctx.taskId);
+      if (held === undefined) this.#live.set(ctx.taskId, ctx);
+      else if (Array.isArray(held)) held.push(ctx);
+      else this.#live.set(ctx.taskId, [held, ctx]);
     }
     if (call.phase === "buffered") {
       this.#buffered.push(call);
@@ -267,15 +273,21 @@ export class Admission {
   #forget(call: Call): void {
     this.#bytesInFlight -= call.bytes;
     for (const ctx of call.contexts) {
-      const set = this.#live.get(ctx.taskId);
-      set?.delete(ctx);
-      if (set?.size === 0) this.#live.delete(ctx.taskId);
+      const held = this.#live.get(ctx.taskId);
+      if (held === ctx) {
+        this.#live.delete(ctx.taskId);
+      } else if (Array.isArray(held)) {
+        const rest = held.filter((other) => other !== ctx);
+        if (rest.length === 0) this.#live.delete(ctx.taskId);
+        else this.#live.set(ctx.taskId, rest.length === 1 ? (rest[0] as Context) : rest);
+      }
     }
   }
 
   #wake(): void {
     const ended = this.#callEnded;
-    this.#callEnded = deferred();
+    if (ended === null) return;
+    this.#callEnded = null;
     ended.resolve();
   }
 }

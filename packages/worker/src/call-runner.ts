@@ -8,7 +8,7 @@
  * or `fail`); a call is *abandoned* when the worker lets go of it without
  * settling (the `stop()` deadline), leaving its tasks to lease expiry.
  */
-import type { RefCompleteTaskStore, Task, TaskStore } from "@cairnq/protocol";
+import type { RefCompleteTaskStore, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
 import { LostLease, SerializationError } from "@cairnq/protocol";
 import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserializableResultEnvelope } from "@cairnq/protocol/sdk";
 import type { Deferred, TimerHandle } from "@cairnq/runtime";
@@ -38,7 +38,10 @@ export interface Call {
   readonly bytes: number;
   /** When the handler started (for a buffered call: when it was claimed, until it starts). */
   startedAtMs: number;
-  readonly abandon: Deferred<void>;
+  /** Set by the stop deadline: the call is let go of (see {@link CallRunner.abandon}). */
+  abandoned: boolean;
+  /** Ends the handler's wait with `abandoned` while the handler runs; `null` otherwise. */
+  onAbandon: (() => void) | null;
   /** For a call buffered at its claim: resolves `true` when it starts, `false` when it is dropped unstarted. */
   started: Deferred<boolean> | null;
   /** The call's heartbeat, from its claim (see {@link CallRunner.watch}); `null` for an unregistered name. */
@@ -75,22 +78,26 @@ export class CallRunner {
   }
 
   /**
-   * Starts the call's heartbeat (§8.5) when it is claimed, so the leases of a buffered call are
-   * renewed while it waits exactly as a running call's are; `onBeat` runs after each beat.
+   * A heartbeat (§8.5) for the calls of one claim, each joining it with {@link CallRunner.watch} when
+   * it is claimed, so the leases of a buffered call are renewed while it waits exactly as a running
+   * call's are; `onBeat` runs after each beat.
    */
-  watch(call: Call, onBeat?: () => void): Heartbeat {
+  heartbeat(onBeat?: () => void): Heartbeat {
     const host = this.#host;
-    const heartbeat = new Heartbeat({
+    return new Heartbeat({
       store: host.store,
       workerId: host.workerId,
       leaseMs: host.leaseMs,
       intervalMs: host.heartbeatIntervalMs,
-      contexts: call.contexts,
       report: (err, info) => host.report(err, info),
       ...(onBeat === undefined ? {} : { onBeat }),
     });
+  }
+
+  /** `call` joins `heartbeat` (a heartbeat of its own when none is given); its end releases it. */
+  watch(call: Call, heartbeat: Heartbeat = this.heartbeat()): Heartbeat {
     call.heartbeat = heartbeat;
-    heartbeat.start();
+    heartbeat.add(call.contexts);
     return heartbeat;
   }
 
@@ -103,69 +110,89 @@ export class CallRunner {
     return this.#finalComplete(ctx, null);
   }
 
+  /** Lets go of a running call at the stop deadline: its outcome is `abandoned`, whatever the handler does later. */
+  abandon(call: Call): void {
+    call.abandoned = true;
+    call.onAbandon?.();
+  }
+
   /** Runs `call` to its end: handler, heartbeat, settlement. Never settles an abandoned call. */
-  async execute(call: Call): Promise<void> {
+  execute(call: Call): Promise<void> {
     const registration = call.registration;
     if (registration === undefined) {
       // Handlers changed while the claim was in flight: fail for good, without a heartbeat.
-      await Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0)));
-      return;
+      return Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0))).then(() => undefined);
     }
-    const host = this.#host;
     const heartbeat = call.heartbeat ?? this.watch(call);
-    let outcome: Outcome;
-    try {
-      outcome = await this.#invoke(call, registration);
-    } finally {
-      heartbeat.stop();
-    }
-    if (outcome.kind === "abandoned") return;
-    call.phase = "settling";
-    host.settling(call);
-    await this.#settle(call, outcome);
+    // #invoke never rejects: how the handler ended is its outcome.
+    return this.#invoke(call, registration).then((outcome) => {
+      heartbeat.release((call.contexts[0] as Context).taskId);
+      if (outcome.kind === "abandoned") return;
+      call.phase = "settling";
+      this.#host.settling(call);
+      return this.#settle(call, outcome);
+    });
   }
 
-  /** Runs the handler, bounded by `maxRunMs` and by abandonment at the stop deadline. */
-  async #invoke(call: Call, registration: Registration): Promise<Outcome> {
-    const contexts = call.handed;
-    // The executor turns a synchronous throw into a rejection, like an async handler's.
-    const handled = new Promise<unknown>((resolve) => {
-      if (registration.batch !== null) {
-        resolve((registration.handler as (ctxs: TaskContext[]) => unknown)(contexts));
-      } else {
-        const ctx = contexts[0] as Context;
-        resolve((registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload));
+  /**
+   * Runs the handler, bounded by `maxRunMs` and by abandonment at the stop deadline: the first of
+   * the three to end decides the outcome. One promise per call, resolved straight from the handler's
+   * value (a synchronous return, or its promise's settlement) — no race of derived promises: at 64
+   * calls per claim those were a good part of a worker's allocations, and so of its garbage collection.
+   */
+  #invoke(call: Call, registration: Registration): Promise<Outcome> {
+    return new Promise<Outcome>((resolve) => {
+      let timer: TimerHandle | undefined;
+      let ended = false;
+      const end = (outcome: Outcome): void => {
+        if (ended) return;
+        ended = true;
+        timer?.clear();
+        call.onAbandon = null;
+        resolve(outcome);
+      };
+      call.onAbandon = () => end(ABANDONED);
+      const maxRunMs = this.#host.maxRunMs;
+      // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
+      if (maxRunMs !== null) timer = startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
+      const contexts = call.handed;
+      let returned: unknown;
+      try {
+        if (registration.batch !== null) {
+          returned = (registration.handler as (ctxs: TaskContext[]) => unknown)(contexts);
+        } else {
+          const ctx = contexts[0] as Context;
+          returned = (registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload);
+        }
+      } catch (error) {
+        end({ kind: "threw", error });
+        return;
       }
-    }).then(
-      (value): Outcome => ({ kind: "returned", value }),
-      (error: unknown): Outcome => ({ kind: "threw", error }),
-    );
-    const racers: Promise<Outcome>[] = [handled, call.abandon.promise.then((): Outcome => ({ kind: "abandoned" }))];
-    let timer: TimerHandle | undefined;
-    const maxRunMs = this.#host.maxRunMs;
-    if (maxRunMs !== null) {
-      racers.push(
-        new Promise<Outcome>((resolve) => {
-          // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
-          timer = startTimer(() => resolve({ kind: "timeout" }), maxRunMs, { unref: true });
-        }),
-      );
-    }
-    try {
-      return await Promise.race(racers);
-    } finally {
-      timer?.clear();
-    }
+      settleWith(returned, end);
+      // Abandoned before the handler was invoked (a buffered call the deadline let go of as it started).
+      if (call.abandoned) end(ABANDONED);
+    });
   }
 
   /** The settlement table (§8.4): tasks the handler did not settle are settled by how the call ended. */
-  async #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>): Promise<void> {
+  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>): Promise<void> | undefined {
+    const handed = call.handed;
+    const batch = call.registration !== undefined && call.registration.batch !== null;
+    if (outcome.kind === "returned" && !batch && handed.length === 1) {
+      // The common call, one task that returned: no arrays of leftovers or settlements to build.
+      const ctx = handed[0] as Context;
+      return ctx.live ? this.#finalComplete(ctx, outcome.value) : undefined;
+    }
+    return this.#settleAll(call, outcome, batch);
+  }
+
+  async #settleAll(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>, batch: boolean): Promise<void> {
     const failDelayMs = (ctx: Context, retryable: boolean): number => this.#host.contexts.failDelayMs(ctx.attempt, retryable);
+    const handed = call.handed;
     // Contexts already lost are left alone: this worker no longer holds them (and a write might land on a newer run).
-    const leftovers = call.handed.filter((ctx) => ctx.live);
+    const leftovers = handed.filter((ctx) => ctx.live);
     switch (outcome.kind) {
       case "returned": {
-        const batch = call.registration !== undefined && call.registration.batch !== null;
         await Promise.all(
           leftovers.map((ctx) => this.#finalComplete(ctx, batch ? resultById(outcome.value, ctx.taskId) : outcome.value)),
         );
@@ -187,32 +214,34 @@ export class CallRunner {
   }
 
   /** The worker's own `complete`, straight to the store (the store's ownership check decides). */
-  async #finalComplete(ctx: Context, result: unknown): Promise<void> {
+  #finalComplete(ctx: Context, result: unknown): Promise<void> {
     const host = this.#host;
     ctx.beginSettle();
     // Encoded before the write: a write that throws would leave the task to lease expiry and run the handler again.
     const unencodable = unencodableResult(result);
-    if (unencodable !== null) {
-      await this.#finalFail(ctx, unserializableResultEnvelope(unencodable), false, 0);
-      return;
-    }
+    if (unencodable !== null) return this.#finalFail(ctx, unserializableResultEnvelope(unencodable), false, 0);
+    const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
+    // The whole row is not needed here, only how the task ended (succeeded, or canceled): a store that can say
+    // just that spares the database and the driver most of the settlement's per-row work.
+    const store = host.store;
+    let written: Promise<{ readonly status: TaskStatus }>;
     try {
-      const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
-      // The whole row is not needed here, only how the task ended (succeeded, or canceled): a store that can say
-      // just that spares the database and the driver most of the settlement's per-row work.
-      const store = host.store;
-      const status =
-        store.capabilities.completeRef === true ? (await (store as RefCompleteTaskStore).completeRef(input)).status : (await store.complete(input)).status;
-      host.contexts.settled(ctx, status, null);
+      written = store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
     } catch (err) {
-      if (err instanceof SerializationError) {
-        await this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
-      } else if (err instanceof LostLease) {
-        ctx.markLost("write");
-      } else {
-        host.report(err, { phase: "execute", taskId: ctx.taskId });
-      }
+      return this.#completeFailed(ctx, err) ?? Promise.resolve();
     }
+    return written.then(
+      ({ status }) => host.contexts.settled(ctx, status, null),
+      (err: unknown) => this.#completeFailed(ctx, err),
+    );
+  }
+
+  /** What a failed `complete` of the worker's leads to: a permanent fail (unserializable result), a lost context, or a report. */
+  #completeFailed(ctx: Context, err: unknown): Promise<void> | undefined {
+    if (err instanceof SerializationError) return this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
+    if (err instanceof LostLease) ctx.markLost("write");
+    else this.#host.report(err, { phase: "execute", taskId: ctx.taskId });
+    return undefined;
   }
 
   /** The worker's own `fail`, straight to the store; `LostLease` is swallowed (nothing more to write). */
@@ -235,6 +264,31 @@ export class CallRunner {
       if (!(err instanceof LostLease)) host.report(err, { phase: "execute", taskId: ctx.taskId });
     }
   }
+}
+
+const ABANDONED: Outcome = Object.freeze({ kind: "abandoned" });
+const TIMED_OUT: Outcome = Object.freeze({ kind: "timeout" });
+
+/**
+ * Ends a handler call with what it returned: a promise's settlement, any other thenable's (as `await`
+ * would adopt it), or the value itself at once. A thenable whose `then` getter throws is a throw.
+ */
+function settleWith(returned: unknown, end: (outcome: Outcome) => void): void {
+  const resolved = (value: unknown): void => end({ kind: "returned", value });
+  const rejected = (error: unknown): void => end({ kind: "threw", error });
+  if (returned instanceof Promise) {
+    returned.then(resolved, rejected);
+    return;
+  }
+  let then: unknown;
+  try {
+    then = (typeof returned === "object" && returned !== null) || typeof returned === "function" ? (returned as { then?: unknown }).then : undefined;
+  } catch (error) {
+    rejected(error);
+    return;
+  }
+  if (typeof then === "function") Promise.resolve(returned).then(resolved, rejected);
+  else resolved(returned);
 }
 
 /** A batch call's result for one task: read from an object or Map by id; anything else (or a missing id) is `null`. */

@@ -89,6 +89,11 @@ export type WorkerEventListener<E extends WorkerEventName> = (payload: WorkerEve
 export class TypedEmitter<Events extends object> {
   readonly #listeners = new Map<keyof Events, Set<(payload: never) => void>>();
 
+  /** Whether `event` has a listener (so its payload is worth building). */
+  has(event: keyof Events): boolean {
+    return (this.#listeners.get(event)?.size ?? 0) > 0;
+  }
+
   on<E extends keyof Events>(event: E, listener: (payload: Events[E]) => void): void {
     let set = this.#listeners.get(event);
     if (set === undefined) {

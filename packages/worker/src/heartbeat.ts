@@ -1,6 +1,6 @@
 /**
- * The heartbeat of one handler call (protocol v1 §8.5): every interval, check
- * whether the event loop was blocked, then renew the leases of the call's
+ * The heartbeat of handler calls (protocol v1 §8.5): every interval, check
+ * whether the event loop was blocked, then renew the leases of the calls'
  * live contexts with one `heartbeatBatch`.
  */
 import type { TaskStore } from "@cairnq/protocol";
@@ -15,43 +15,58 @@ export interface HeartbeatOptions {
   readonly workerId: string;
   readonly leaseMs: number;
   readonly intervalMs: number;
-  readonly contexts: readonly Context[];
   readonly report: (err: unknown, info: WorkerErrorInfo) => void;
   /** Called after each beat's reply was recorded (cancel flags, lost leases). */
   readonly onBeat?: () => void;
 }
 
 /**
- * One call's heartbeat. Beats are scheduled from the start of the previous
- * beat rather than its end, so a slow store does not read as a blocked event
- * loop; a beat still in flight when the next is due is skipped, not doubled.
+ * The heartbeat of the calls of one claim: their leases began together, so
+ * one `heartbeatBatch` per beat renews every live context among them (and
+ * one timer serves them all) rather than a statement and a timer per call.
+ * Beats are scheduled from the start of the previous beat rather than its
+ * end, so a slow store does not read as a blocked event loop; a beat still
+ * in flight when the next is due is skipped, not doubled. It stops when no
+ * call holds it any more, or when none of its contexts is live.
  */
 export class Heartbeat {
   readonly #opts: HeartbeatOptions;
+  readonly #contexts: Context[] = [];
   #timer: TimerHandle | null = null;
   #lastBeatAtMs = 0;
   #beating = false;
   #running = false;
+  #started = false;
+  /** Calls that hold the heartbeat (added and not yet released). */
+  #holders = 0;
 
   constructor(options: HeartbeatOptions) {
     this.#opts = options;
   }
 
-  /** Starts beating; the blocked check measures from now (the call's start). */
-  start(): void {
+  /**
+   * A call joins: its contexts are renewed from now on, and it holds the heartbeat until
+   * {@link Heartbeat.release}. The first call starts it; the blocked check measures from then (the claim).
+   */
+  add(contexts: readonly Context[]): void {
+    for (const ctx of contexts) this.#contexts.push(ctx);
+    this.#holders += 1;
+    if (this.#started) return;
+    this.#started = true;
     this.#running = true;
     this.#lastBeatAtMs = Date.now();
     this.#schedule();
   }
 
   /**
-   * Stops at the call's end. Runs the blocked check once more, so a handler
-   * that blocked the loop and then returned is still reported — unless the
-   * beat had already stopped because nothing was live.
+   * A call ended: runs the blocked check once more for it (`taskId` is its first task), so a
+   * handler that blocked the loop and then returned is still reported — unless the beat had already
+   * stopped because nothing was live — and stops once no call holds the heartbeat.
    */
-  stop(): void {
-    if (this.#running) this.#checkBlocked();
-    this.#halt();
+  release(taskId: string): void {
+    if (this.#running) this.#checkBlocked(taskId, false);
+    this.#holders -= 1;
+    if (this.#holders <= 0) this.#halt();
   }
 
   #halt(): void {
@@ -67,8 +82,8 @@ export class Heartbeat {
 
   #tick(): void {
     if (!this.#running) return;
-    this.#checkBlocked();
-    const live = this.#opts.contexts.filter((ctx) => ctx.live);
+    this.#checkBlocked((this.#contexts[0] as Context).taskId, true);
+    const live = this.#contexts.filter((ctx) => ctx.live);
     if (live.length === 0) {
       this.#halt();
       return;
@@ -81,15 +96,18 @@ export class Heartbeat {
     });
   }
 
-  #checkBlocked(): void {
+  /**
+   * Reports `EventLoopBlocked` when more than an interval passed beyond the beat that was due. A beat
+   * always restarts the measure; a call's end only when it reported (so one blocked stretch is
+   * reported once, not by every call of the claim that ends after it).
+   */
+  #checkBlocked(taskId: string, beat: boolean): void {
     const now = Date.now();
     const { intervalMs, leaseMs } = this.#opts;
     const lateMs = now - this.#lastBeatAtMs - intervalMs;
-    if (lateMs > intervalMs) {
-      const taskId = (this.#opts.contexts[0] as Context).taskId;
-      this.#opts.report(new EventLoopBlocked(lateMs, intervalMs, leaseMs), { phase: "execute", taskId });
-    }
-    this.#lastBeatAtMs = now;
+    const blocked = lateMs > intervalMs;
+    if (blocked) this.#opts.report(new EventLoopBlocked(lateMs, intervalMs, leaseMs), { phase: "execute", taskId });
+    if (blocked || beat) this.#lastBeatAtMs = now;
   }
 
   async #beat(live: readonly Context[]): Promise<void> {

@@ -13,6 +13,7 @@ import { deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtim
 import { Admission } from "./admission.js";
 import { CLAIM_ERROR_MAX_SLEEP_MS } from "./defaults.js";
 import type { Call } from "./call-runner.js";
+import type { Heartbeat } from "./heartbeat.js";
 import { CallRunner } from "./call-runner.js";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
 import { TypedEmitter } from "./events.js";
@@ -650,10 +651,15 @@ export class Worker {
     // A buffered call whose every task was just found lost will never start: drop it now.
     if (reclaimed) for (const call of this.#admission.buffered()) this.#review(call);
     logSafely(this.options.logger, "debug", "claimed tasks", { workerId: this.workerId, count: rows.length, durationMs: claimMs });
-    for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) this.#admit(group, claimMs);
+    // One heartbeat for the claim's calls: their leases began together, so one statement per beat renews them all.
+    const calls: Call[] = [];
+    const heartbeat = this.#runner.heartbeat(() => {
+      for (const call of calls) this.#review(call);
+    });
+    for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) calls.push(this.#admit(group, claimMs, heartbeat));
   }
 
-  #admit(rows: readonly Task[], claimMs: number): void {
+  #admit(rows: readonly Task[], claimMs: number, heartbeat: Heartbeat): Call {
     const first = rows[0] as Task;
     const registration = this.#handlers.get(first.name);
     const claimedAtMs = Date.now();
@@ -665,26 +671,32 @@ export class Worker {
       handed: [],
       bytes: this.#admission.payloadBytes(rows),
       startedAtMs: claimedAtMs,
-      abandon: deferred(),
+      abandoned: false,
+      onAbandon: null,
       started: null,
       heartbeat: null,
       early: [],
       phase: registration === undefined ? "settling" : "buffered",
       done: Promise.resolve(),
     };
-    for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
+    if (this.#events.has("task:claimed")) for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
     // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
-    if (registration !== undefined) this.#runner.watch(call, () => this.#review(call));
+    if (registration !== undefined) this.#runner.watch(call, heartbeat);
     this.#admission.admit(call); // starts it at once when a slot is free (see #begin)
     // A call that started at once runs now; a buffered one waits for its start (or its drop) first.
     const life = call.phase === "buffered" ? this.#follow(call, (call.started = deferred())) : this.#runner.execute(call);
-    call.done = life.catch((err: unknown) => this.#report(err, { phase: "execute", taskId: first.id })).finally(() => this.#admission.release(call));
+    const release = (): void => this.#admission.release(call);
+    call.done = life.then(release, (err: unknown) => {
+      this.#report(err, { phase: "execute", taskId: first.id });
+      release();
+    });
+    return call;
   }
 
   /** A buffered call's life: wait for a slot, run and settle, then any settlement written while it waited. */
   async #follow(call: Call, started: Deferred<boolean>): Promise<void> {
     if (await started.promise) await this.#runner.execute(call);
-    await Promise.all(call.early);
+    if (call.early.length > 0) await Promise.all(call.early);
   }
 
   /** Admission starts a call: it holds a slot from now on; its handler gets the tasks still live. */
@@ -722,7 +734,7 @@ export class Worker {
   /** Ends a buffered call that will never start: its heartbeat stops, it holds no slot, and it ends once its early settlements do. */
   #drop(call: Call): void {
     call.phase = "settling";
-    call.heartbeat?.stop();
+    call.heartbeat?.release((call.contexts[0] as Context).taskId);
     this.#admission.settling(call);
     call.started?.resolve(false);
   }
@@ -759,7 +771,7 @@ export class Worker {
           if (call.phase !== "running") continue;
           abandoned += 1;
           for (const ctx of call.contexts) ctx.markLost("abandoned");
-          call.abandon.resolve();
+          this.#runner.abandon(call);
         }
         if (abandoned > 0) {
           logSafely(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
@@ -786,9 +798,12 @@ export class Worker {
   }
 
   #onSettled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
+    // The event only when someone takes it: a listener, or the logger (one object less per task otherwise).
+    const name = status === "succeeded" ? "task:succeeded" : status === "canceled" ? "task:canceled" : "task:failed";
+    const level = status === "succeeded" ? "debug" : "info";
+    const logger = this.options.logger !== undefined && typeof this.options.logger[level] === "function" ? this.options.logger : undefined;
+    if (logger === undefined && !this.#events.has(name)) return;
     const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
-    // The log fields only when there is a logger to take them (one object less per task otherwise).
-    const logger = this.options.logger;
     if (status === "succeeded") {
       this.#emit("task:succeeded", event);
       if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status });

@@ -230,6 +230,50 @@ describe("lost lease", () => {
   });
 });
 
+describe("one heartbeat per claim", () => {
+  it("renews every live task of one claim's calls with one heartbeatBatch per beat, and stops when they have all ended", async () => {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { concurrency: 3, leaseMs: 1000, heartbeatIntervalMs: 15 });
+    worker.task("x", async (_ctx, { ms }: { ms: number }) => {
+      await delay(ms);
+    });
+    const short = await spy.store.submit({ name: "x", payload: { ms: 40 } });
+    const long = [await spy.store.submit({ name: "x", payload: { ms: 160 } }), await spy.store.submit({ name: "x", payload: { ms: 160 } })];
+    void worker.run();
+    for (const task of [short, ...long]) await waitForStatus(spy.store, task.id, ["succeeded"]);
+    const beats = spy.callsOf("heartbeatBatch").map((call) => [...(call.args[0] as { taskIds: string[] }).taskIds].sort());
+    // The three calls came from one claim: every beat is one statement over the tasks still running.
+    expect(beats[0]).toEqual([short.id, ...long.map((t) => t.id)].sort());
+    expect(beats[beats.length - 1]).toEqual(long.map((t) => t.id).sort());
+    expect(beats.every((ids) => ids.length === 3 || ids.length === 2)).toBe(true);
+    const count = beats.length;
+    await delay(60);
+    expect(spy.callsOf("heartbeatBatch")).toHaveLength(count);
+    await worker.stop();
+  });
+
+  it("reports a loop blocked across several calls of one claim once, not once per call", async () => {
+    const store = new MemoryStore();
+    const reports: [unknown, WorkerErrorInfo][] = [];
+    const worker = makeWorker(store, { concurrency: 3, leaseMs: 2000, heartbeatIntervalMs: 20, onError: (e, i) => reports.push([e, i]) });
+    let blocked = false;
+    worker.task("cpu", async () => {
+      await delay(5);
+      if (!blocked) {
+        blocked = true;
+        blockFor(90); // > 2 × interval, while all three calls run
+      }
+      return "ok";
+    });
+    const tasks = [await store.submit({ name: "cpu" }), await store.submit({ name: "cpu" }), await store.submit({ name: "cpu" })];
+    void worker.run();
+    for (const task of tasks) await waitForStatus(store, task.id, ["succeeded"]);
+    const reported = reports.filter(([e]) => e instanceof EventLoopBlocked);
+    expect(reported).toHaveLength(1);
+    expect(tasks.map((t) => t.id)).toContain((reported[0] as [unknown, WorkerErrorInfo])[1].taskId);
+  });
+});
+
 describe("EventLoopBlocked", () => {
   it("is reported when a beat runs more than an interval late, while the lease still holds", async () => {
     const store = new MemoryStore();
