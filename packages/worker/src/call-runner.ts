@@ -34,7 +34,7 @@ export interface Call {
   /** Every task the call claimed. */
   readonly contexts: Context[];
   /** The contexts handed to the handler: those still live when the call started (empty until then). */
-  handed: Context[];
+  handed: readonly Context[];
   readonly bytes: number;
   /** When the handler started (for a buffered call: when it was claimed, until it starts). */
   startedAtMs: number;
@@ -47,7 +47,7 @@ export interface Call {
   /** The call's heartbeat, from its claim (see {@link CallRunner.watch}); `null` for an unregistered name. */
   heartbeat: Heartbeat | null;
   /** Settlements written before the call started (a cancel seen while it was buffered). */
-  readonly early: Promise<void>[];
+  early: Promise<void>[] | null;
   /**
    * `buffered` while it waits for a slot (`prefetch`), `running` until the handler's outcome is
    * known, then `settling`; a settling call is never abandoned.
@@ -159,7 +159,8 @@ export class CallRunner {
       let returned: unknown;
       try {
         if (registration.batch !== null) {
-          returned = (registration.handler as (ctxs: TaskContext[]) => unknown)(contexts);
+          // A copy: a handler that sorts or trims its list must not change which tasks the call settles.
+          returned = (registration.handler as (ctxs: TaskContext[]) => unknown)([...contexts]);
         } else {
           const ctx = contexts[0] as Context;
           returned = (registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload);

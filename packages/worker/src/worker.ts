@@ -27,6 +27,10 @@ import { Context } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
 
+/** A call's contexts before it starts, and its `done` before its life begins: shared, not an object per call. */
+const NO_CONTEXTS: readonly Context[] = Object.freeze([]);
+const SETTLED: Promise<void> = Promise.resolve();
+
 /** Claim cycles in flight at once: a second overlaps the first while draws come back full (see the claim loop). */
 const MAX_CLAIM_STREAMS = 2;
 
@@ -668,16 +672,16 @@ export class Worker {
       name: first.name,
       registration,
       contexts,
-      handed: [],
+      handed: NO_CONTEXTS,
       bytes: this.#admission.payloadBytes(rows),
       startedAtMs: claimedAtMs,
       abandoned: false,
       onAbandon: null,
       started: null,
       heartbeat: null,
-      early: [],
+      early: null,
       phase: registration === undefined ? "settling" : "buffered",
-      done: Promise.resolve(),
+      done: SETTLED,
     };
     if (this.#events.has("task:claimed")) for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
     // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
@@ -696,13 +700,13 @@ export class Worker {
   /** A buffered call's life: wait for a slot, run and settle, then any settlement written while it waited. */
   async #follow(call: Call, started: Deferred<boolean>): Promise<void> {
     if (await started.promise) await this.#runner.execute(call);
-    if (call.early.length > 0) await Promise.all(call.early);
+    if (call.early !== null) await Promise.all(call.early);
   }
 
   /** Admission starts a call: it holds a slot from now on; its handler gets the tasks still live. */
   #begin(call: Call): void {
     if (call.phase === "buffered") {
-      const handed = call.contexts.filter((ctx) => ctx.live);
+      const handed = call.contexts.every((ctx) => ctx.live) ? call.contexts : call.contexts.filter((ctx) => ctx.live);
       if (handed.length === 0) {
         this.#drop(call);
         return;
@@ -726,7 +730,7 @@ export class Worker {
   #review(call: Call): void {
     if (call.phase !== "buffered") return;
     for (const ctx of call.contexts) {
-      if (ctx.live && ctx.cancelSeen) call.early.push(this.#runner.cancelWaiting(ctx));
+      if (ctx.live && ctx.cancelSeen) (call.early ??= []).push(this.#runner.cancelWaiting(ctx));
     }
     if (!call.contexts.some((ctx) => ctx.live)) this.#drop(call);
   }
