@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,latency,claim,floors]
+//                      [--only submit,drain,latency,claim,floors] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -26,6 +26,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     "latency-calls": { type: "string" },
     "claim-samples": { type: "string" },
+    "drain-warmup": { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
     "trace-sql": { type: "boolean", default: false },
   },
@@ -42,6 +43,10 @@ const settings = {
   reps: args.quick ? 1 : 3,
   latencyCalls: args.quick ? 30 : 200,
   latencyWarmup: args.quick ? 5 : 20,
+  // Drains (ours and the floors) take this many tasks untimed first, then time the next n: the worker's pool
+  // connections open and its code is compiled during the warm-up, as the floors' connections are opened and
+  // submits and calls are warmed before their clocks start (bench/README.md, "drain warm-up").
+  drainWarmup: args.quick ? 200 : 2_000,
   claimSamples: args.quick ? 50 : 200,
   backlogs: [1_000, 100_000],
   // The growth figure (bloat resistance): claim cost with this many terminal rows next to this many queued,
@@ -52,6 +57,11 @@ if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
 if (args["latency-calls"] !== undefined) settings.latencyCalls = positiveInt(args["latency-calls"], "latency-calls");
 if (args["claim-samples"] !== undefined) settings.claimSamples = positiveInt(args["claim-samples"], "claim-samples");
+if (args["drain-warmup"] !== undefined) {
+  const warmup = Number(args["drain-warmup"]);
+  if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`--drain-warmup must be an integer ≥ 0, got ${args["drain-warmup"]}`);
+  settings.drainWarmup = warmup;
+}
 const only = args.only === undefined ? null : new Set(args.only.split(",").map((s) => s.trim()));
 const wants = (group) => only === null || only.has(group);
 
@@ -118,22 +128,22 @@ async function repetition(backend, result, rep, errors) {
   }
   if (wants("drain")) {
     await step("drain c1", async () => {
-      const r = await drainThroughput(backend, { n, concurrency: 1, cpuProfDir, traceSql });
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 1, cpuProfDir, traceSql });
       push("ours", "drain.c1", r.tasksPerSec);
     });
     await step(`drain c1, prefetch ${DRAIN_PREFETCH}`, async () => {
-      const r = await drainThroughput(backend, { n, concurrency: 1, prefetch: DRAIN_PREFETCH, cpuProfDir, traceSql });
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 1, prefetch: DRAIN_PREFETCH, cpuProfDir, traceSql });
       push("ours", "drainPrefetch.c1", r.tasksPerSec);
     });
     await step("drain c64", async () => {
-      const r = await drainThroughput(backend, { n, concurrency: 64, claimBatch: 64, cpuProfDir, traceSql });
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, cpuProfDir, traceSql });
       push("ours", "drain.c64", r.tasksPerSec);
       push("ours", "rss.c64", r.peakRssMB);
       push("ours", "rssIdle.c64", r.startRssMB);
       push("ours", "heapUsed.c64", r.peakHeapUsedMB);
     });
     await step(`drain c64, prefetch ${DRAIN_PREFETCH_C64}`, async () => {
-      const r = await drainThroughput(backend, { n, concurrency: 64, claimBatch: 64, prefetch: DRAIN_PREFETCH_C64, cpuProfDir, traceSql });
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, prefetch: DRAIN_PREFETCH_C64, cpuProfDir, traceSql });
       push("ours", "drainPrefetch.c64", r.tasksPerSec);
     });
   }

@@ -1,12 +1,13 @@
 // The worker process of the drain, memory and latency measurements: one
 // CairnQ worker with a no-op handler on the target, driven over IPC.
 //
-//   argv[2] = JSON { target, worker: WorkerOptions, expect }
+//   argv[2] = JSON { target, worker: WorkerOptions, expect, warmup }
 //   parent → child: { type: "start" }   start the worker (the drain clock starts here)
 //                   { type: "stop" }    close the worker and exit
 //   child → parent: { type: "ready" }   store connected (migrations done), handler registered
 //                   { type: "done", ms, peakRssBytes, startRssBytes, peakHeapUsedBytes }
-//                                       after `expect` tasks succeeded: ms since "start", the
+//                                       after `expect` tasks succeeded: ms since the `warmup`-th
+//                                       success (since "start" when `warmup` is 0), the
 //                                       highest RSS (and V8 heap used) sampled every 50 ms meanwhile,
 //                                       and the RSS at "start" (connected, idle)
 //                   { type: "error", message }
@@ -41,11 +42,16 @@ function sampleRss() {
   if (heapUsed > peakHeapUsed) peakHeapUsed = heapUsed;
 }
 
+const warmup = config.warmup ?? 0;
+let timedFrom = 0;
+
 worker.on("task:succeeded", () => {
   succeeded += 1;
+  // The clock of a warmed drain starts at the warm-up's last success: the tasks after it are the timed ones.
+  if (warmup > 0 && succeeded === warmup) timedFrom = performance.now();
   if (!reported && config.expect > 0 && succeeded >= config.expect) {
     reported = true;
-    const ms = performance.now() - startedAt;
+    const ms = performance.now() - (warmup > 0 ? timedFrom : startedAt);
     sampleRss();
     clearInterval(sampler);
     send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed });

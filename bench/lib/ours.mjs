@@ -83,29 +83,32 @@ export const DRAIN_PREFETCH = 32;
 export const DRAIN_PREFETCH_C64 = 64;
 
 /**
- * Drain throughput: `n` pre-submitted tasks, ONE worker process at
- * `concurrency` (and `claimBatch`, `prefetch` when given), timed from the start message until the worker has seen its
- * n-th successful complete() (committed; checked with stats() after).
+ * Drain throughput: `warmup + n` pre-submitted tasks, ONE worker process at
+ * `concurrency` (and `claimBatch`, `prefetch` when given); the first `warmup`
+ * are drained untimed (its pool connections open and its code is compiled
+ * meanwhile), then the clock runs from the `warmup`-th successful complete()
+ * until the (`warmup + n`)-th (committed; checked with stats() after), or
+ * from the start message when `warmup` is 0.
  * Returns `{ tasksPerSec, peakRssMB, startRssMB, peakHeapUsedMB }` — the
  * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
  * drain, and its RSS when connected and idle, just before it.
  */
-export async function drainThroughput(backend, { n, concurrency, claimBatch, prefetch, cpuProfDir = null, traceSql = false }) {
+export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, cpuProfDir = null, traceSql = false }) {
   const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}`);
   try {
-    await fill(target, n);
+    await fill(target, warmup + n);
     const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }), ...(prefetch === undefined ? {} : { prefetch }) };
-    const child = await spawnWorker({ target, worker, expect: n, cpuProfDir, traceSql });
+    const child = await spawnWorker({ target, worker, expect: warmup + n, warmup, cpuProfDir, traceSql });
     let report;
     try {
       // A bound against a hung worker, not a performance limit: 60 ms per task covers a Postgres drain at c1 on
       // a machine loaded by parallel builds (~50 tasks/s, seen in a run that gave up at the earlier 10 ms per task).
-      report = await child.run(Math.max(120_000, n * 60));
+      report = await child.run(Math.max(120_000, (warmup + n) * 60));
     } finally {
       await child.stop();
     }
     if (child.errors.length > 0) throw new Error(`the worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
-    await expectSucceeded(target, n);
+    await expectSucceeded(target, warmup + n);
     const mb = (bytes) => bytes / 2 ** 20;
     return {
       tasksPerSec: n / (report.ms / 1000),

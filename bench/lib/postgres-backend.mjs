@@ -292,16 +292,21 @@ export const postgresBackend = {
     },
 
     /**
-     * Drain of `n` queued rows over `conns` connections, each looping: claim
-     * (UPDATE … RETURNING of up to `perStatement` rows, SKIP LOCKED) then
-     * complete (one UPDATE per task, or one UPDATE … = ANY of the batch).
+     * Drain of `warmup + n` queued rows over `conns` connections, each looping:
+     * claim (UPDATE … RETURNING of up to `perStatement` rows, SKIP LOCKED)
+     * then complete (one UPDATE per task, or one UPDATE … = ANY of the
+     * batch). Timed from the moment `warmup` rows are completed (from the
+     * start when it is 0): the rows completed after it, over the time since.
      */
-    async drain({ n, perStatement, conns, schema = "minimal" }) {
+    async drain({ n, warmup = 0, perStatement, conns, schema = "minimal" }) {
       const s = await floorSchema(`drain_${perStatement}_c${conns}`, conns, schema);
       try {
-        await prefill(s, n);
+        await prefill(s, warmup + n);
         let done = 0;
-        const ms = await timed(s.conns, async (client, index) => {
+        let timedFrom = warmup === 0 ? performance.now() : null;
+        let doneBefore = 0;
+        const started = performance.now();
+        await timed(s.conns, async (client, index) => {
           const workerId = `worker_floor_${index}`;
           for (;;) {
             const { rows } = await client.query(s.sql.claim, [workerId, Date.now(), perStatement]);
@@ -312,10 +317,15 @@ export const postgresBackend = {
               await client.query(s.sql.completeMany, [Date.now(), rows.map((row) => row.id), workerId]);
             }
             done += rows.length;
+            if (timedFrom === null && done >= warmup) {
+              timedFrom = performance.now();
+              doneBefore = done;
+            }
           }
         });
-        if (done !== n) throw new Error(`the Postgres drain floor drained ${done} of ${n} rows`);
-        return n / (ms / 1000);
+        const ended = performance.now();
+        if (done !== warmup + n) throw new Error(`the Postgres drain floor drained ${done} of ${warmup + n} rows`);
+        return (done - doneBefore) / ((ended - (timedFrom ?? started)) / 1000);
       } finally {
         await s.done();
       }
@@ -357,18 +367,18 @@ export const postgresBackend = {
       { id: "insert.stmt1.c1", run: (n) => this.floors.insert({ n, perStatement: 1, conns: 1 }) },
       { id: "insert.stmt1.c64", run: (n) => this.floors.insert({ n, perStatement: 1, conns: 64 }) },
       { id: "insert.stmt64", run: (n) => this.floors.insert({ n, perStatement: 64, conns: BATCH_CONNECTIONS }) },
-      { id: "drain.stmt1.c1", run: (n) => this.floors.drain({ n, perStatement: 1, conns: 1 }) },
-      { id: "drain.stmt1.c64", run: (n) => this.floors.drain({ n, perStatement: 1, conns: 64 }) },
-      { id: "drain.stmt64", run: (n) => this.floors.drain({ n, perStatement: 64, conns: BATCH_CONNECTIONS }) },
+      { id: "drain.stmt1.c1", run: (n, settings) => this.floors.drain({ n, warmup: settings.drainWarmup, perStatement: 1, conns: 1 }) },
+      { id: "drain.stmt1.c64", run: (n, settings) => this.floors.drain({ n, warmup: settings.drainWarmup, perStatement: 1, conns: 64 }) },
+      { id: "drain.stmt64", run: (n, settings) => this.floors.drain({ n, warmup: settings.drainWarmup, perStatement: 64, conns: BATCH_CONNECTIONS }) },
       { id: "proto.insert.stmt1.c1", run: (n) => this.floors.insert({ n, perStatement: 1, conns: 1, schema: "protocol" }) },
       {
         id: "proto.insert.stmt64",
         run: (n) => this.floors.insert({ n, perStatement: 64, conns: BATCH_CONNECTIONS, schema: "protocol" }),
       },
-      { id: "proto.drain.stmt1.c1", run: (n) => this.floors.drain({ n, perStatement: 1, conns: 1, schema: "protocol" }) },
+      { id: "proto.drain.stmt1.c1", run: (n, settings) => this.floors.drain({ n, warmup: settings.drainWarmup, perStatement: 1, conns: 1, schema: "protocol" }) },
       {
         id: "proto.drain.stmt64",
-        run: (n) => this.floors.drain({ n, perStatement: 64, conns: BATCH_CONNECTIONS, schema: "protocol" }),
+        run: (n, settings) => this.floors.drain({ n, warmup: settings.drainWarmup, perStatement: 64, conns: BATCH_CONNECTIONS, schema: "protocol" }),
       },
       { id: "proto.call", run: (_n, settings) => this.callFloor({ calls: settings.latencyCalls, warmup: settings.latencyWarmup }) },
     ];

@@ -267,6 +267,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   );
   lines.push(
     `Settings: n = ${int.format(settings.n)}, ${settings.reps} repetition${settings.reps === 1 ? "" : "s"} (median, min–max), no-op handlers; ` +
+      `drains timed after ${int.format(settings.drainWarmup ?? 0)} untimed tasks (ours and the floors); ` +
       `latency ${settings.latencyCalls} sequential calls after ${settings.latencyWarmup} warm-up; claim cost = median of ${settings.claimSamples} single claims.`,
   );
   if (machine.uncommittedSources.length > 0) {
