@@ -262,10 +262,7 @@ export const claimCases: readonly ConformanceCase[] = [
     spec: "store.ts ClaimInput.reprobe, §5.10 step 2",
     skipUnless: needsClaimReprobe,
     async run(t) {
-      const heard: boolean[] = [];
-      const reprobe = (claimable: boolean): void => {
-        heard.push(claimable);
-      };
+      const { heard, reprobe } = reprobeRecorder();
       await Promise.all([t.submit("job"), t.submit("job"), t.submit("job"), t.submit("other"), t.submit("job", { runAtDelayMs: 600_000 })]);
       t.expect(await t.claim(t.w1, { names: ["job"], limit: 2, reprobe })).toHaveLength(2);
       t.expect(heard).toEqual([true]);
@@ -289,10 +286,7 @@ export const claimCases: readonly ConformanceCase[] = [
     spec: "store.ts ClaimInput.reprobe, §5.10 steps 4 and 5",
     skipUnless: needsClaimReprobe,
     async run(t) {
-      const heard: boolean[] = [];
-      const reprobe = (claimable: boolean): void => {
-        heard.push(claimable);
-      };
+      const { heard, reprobe } = reprobeRecorder();
       const expired = await t.submitAndClaim(t.w1, "a", {}, SHORT_LEASE_MS);
       await t.sleep(EXPIRY_WAIT_MS);
       t.expect(await t.claim(t.w2, { names: ["a"], limit: 0, reprobe })).toEqual([]);
@@ -324,6 +318,12 @@ export const claimCases: readonly ConformanceCase[] = [
     },
   },
 ];
+
+/** A `reprobe` callback and the answers it was given, in order. */
+function reprobeRecorder(): { heard: boolean[]; reprobe: (claimable: boolean) => void } {
+  const heard: boolean[] = [];
+  return { heard, reprobe: (claimable) => void heard.push(claimable) };
+}
 
 /** The `reprobe` cases need a store that declares it honours `ClaimInput.reprobe`. */
 function needsClaimReprobe(capabilities: { claimReprobe?: boolean }): string | null {
