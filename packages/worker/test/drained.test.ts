@@ -72,7 +72,7 @@ describe("a worker whose last claim left nothing", () => {
     await worker.stop();
   });
 
-  it("claims again at once while the reprobe says more is left (a backlog never waits for signals)", async () => {
+  it("claims again at once while the reprobe says more is left, and asks for none while draws come back full (a backlog never waits for signals)", async () => {
     const spy = pushStore();
     const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 60_000 });
     worker.task("a", () => undefined);
@@ -80,9 +80,10 @@ describe("a worker whose last claim left nothing", () => {
     for (let i = 0; i < 4; i++) tasks.push(await spy.inner.submit({ name: "a" }));
     void worker.run();
     for (const task of tasks) await waitForStatus(spy.inner, task.id, ["succeeded"], 1000);
-    // Four claims of one task each, the last of which found nothing left; then the worker waits.
     await delay(50);
-    expect(spy.callsOf("claim")).toHaveLength(4);
+    // The first claim asks (it says more is left); the rest of the full streak does not, and the empty claim that
+    // ends it sends the worker to wait: five claims for four tasks, as before reprobe existed.
+    expect(reprobes(spy).map((reprobe) => typeof reprobe)).toEqual(["function", "undefined", "undefined", "undefined", "undefined"]);
     await worker.stop();
   });
 
