@@ -54,14 +54,20 @@ function pushStore(): SpyStore & { silentSubmit(input: SubmitInput): Promise<Tas
 
 const reprobes = (spy: SpyStore): (ClaimInput["reprobe"] | undefined)[] => spy.callsOf("claim").map((call) => (call.args[0] as ClaimInput).reprobe);
 
+/** A worker at concurrency 1 with a no-op handler for "a" on a push store, after it ran one task submitted with a signal. */
+async function afterOneTask(pollIntervalMs: number): Promise<{ spy: ReturnType<typeof pushStore>; worker: ReturnType<typeof makeWorker> }> {
+  const spy = pushStore();
+  const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs });
+  worker.task("a", () => undefined);
+  const first = await spy.store.submit({ name: "a" });
+  void worker.run();
+  await waitForStatus(spy.inner, first.id, ["succeeded"]);
+  return { spy, worker };
+}
+
 describe("a worker whose last claim left nothing", () => {
   it("waits for a queued signal instead of claiming again after its task, then claims at once when one comes", async () => {
-    const spy = pushStore();
-    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 60_000 });
-    worker.task("a", () => undefined);
-    const first = await spy.store.submit({ name: "a" });
-    void worker.run();
-    await waitForStatus(spy.inner, first.id, ["succeeded"]);
+    const { spy, worker } = await afterOneTask(60_000);
     await delay(80);
     // One claim only: its reprobe said nothing was left, so no claim transaction follows the task.
     expect(spy.callsOf("claim")).toHaveLength(1);
@@ -88,12 +94,7 @@ describe("a worker whose last claim left nothing", () => {
   });
 
   it("claims again once the poll interval since that claim has passed, for work no signal announces", async () => {
-    const spy = pushStore();
-    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 150 });
-    worker.task("a", () => undefined);
-    const first = await spy.store.submit({ name: "a" });
-    void worker.run();
-    await waitForStatus(spy.inner, first.id, ["succeeded"]);
+    const { spy, worker } = await afterOneTask(150);
     const claimedAtMs = (spy.callsOf("claim")[0] as { atMs: number }).atMs;
     const silent = await spy.silentSubmit({ name: "a" });
     await waitForStatus(spy.inner, silent.id, ["succeeded"], 2000);
