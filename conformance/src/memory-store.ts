@@ -61,6 +61,7 @@ import {
   QUEUE_DEPTH_ROWS,
   STATS_ROWS,
   inRateWindow,
+  answerReprobe,
   newTaskId,
   normalizeClaim,
   normalizeScheduleSlots,
@@ -289,7 +290,7 @@ export class MemoryStore implements ScheduleTaskStore {
     const anything = (): boolean =>
       [...rows()].some((t) => holds(PROBE.claimable, { row: t as never, params: probe, nowMs: now }) || holds(PROBE.expired, { row: t as never, params: probe, nowMs: now }));
     if (!anything()) {
-      reportReprobe(claim.reprobe, false);
+      answerReprobe(claim, false);
       return [];
     }
     for (const row of selectRows(RECOVER.selection, rows(), {}, now)) {
@@ -325,7 +326,7 @@ export class MemoryStore implements ScheduleTaskStore {
         return perMs === undefined || inRateWindow(c.claimed_at_ms, now, perMs);
       });
     }
-    reportReprobe(claim.reprobe, claim.reprobe !== null && anything());
+    answerReprobe(claim, claim.reprobe !== null && anything());
     return claimed;
   }
 
@@ -411,14 +412,4 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener("abort", done, { once: true });
   });
-}
-
-/** Hands `ClaimInput.reprobe` its answer; a throwing callback must not lose the claimed rows (store.ts). */
-function reportReprobe(reprobe: ((claimable: boolean) => void) | null, claimable: boolean): void {
-  if (reprobe === null) return;
-  try {
-    reprobe(claimable);
-  } catch {
-    // Ignored, as the contract says: the claim's rows still reach the caller.
-  }
 }

@@ -70,6 +70,7 @@ export type {
 export { applyBranches, buildInsert, decideRow, selectRows } from "./decide.js";
 export type { Decision, Params } from "./decide.js";
 export {
+  answerReprobe,
   completeParams,
   DEFAULT_LEASE_MS,
   DEFAULT_LIST_LIMIT,

@@ -359,7 +359,7 @@ export interface NormalizedClaim {
   readonly draws: NonNullable<ClaimInput["draws"]>;
   /** Whether the cycle starts with the read-only probe (`ClaimInput.probe`). */
   readonly probe: boolean;
-  /** Where the probe after the draws reports (`ClaimInput.reprobe`), or `null` when nobody asked for it. */
+  /** Where the probe after the draws reports (`ClaimInput.reprobe`), or `null` when nobody asked for it; see {@link answerReprobe}. */
   readonly reprobe: ((claimable: boolean) => void) | null;
 }
 
@@ -379,6 +379,19 @@ export function normalizeClaim(input: ClaimInput): NormalizedClaim {
   }
   const reprobe = input.reprobe ?? null;
   return { queues, workerId: requireName(input.workerId, "workerId"), leaseMs: leaseMsOf(input.leaseMs), names, draws, probe, reprobe };
+}
+
+/**
+ * Hands a claim's `reprobe` (if it asked for one) whether anything was left to claim. A throwing
+ * callback is ignored, as `ClaimInput.reprobe` says: the rows the claim committed still reach the caller.
+ */
+export function answerReprobe(claim: NormalizedClaim, claimable: boolean): void {
+  if (claim.reprobe === null) return;
+  try {
+    claim.reprobe(claimable);
+  } catch {
+    // Ignored by contract (see above).
+  }
 }
 
 /** Parameters of one `DRAW`, or `null` when the draw takes nothing without a statement (§5.10 step 5). */

@@ -4,6 +4,7 @@ import { InvalidArgument, SerializationError } from "../src/errors.js";
 import { paramsOf } from "../src/expr.js";
 import type { Expr } from "../src/expr.js";
 import {
+  answerReprobe,
   DEFAULT_LEASE_MS,
   DEFAULT_LIST_LIMIT,
   DEFAULT_MAX_ATTEMPTS,
@@ -330,6 +331,21 @@ describe("owned writes: common fields", () => {
     const reprobe = (_claimable: boolean): void => {};
     expect(normalizeClaim({ ...base, reprobe }).reprobe).toBe(reprobe);
     expectInvalid(() => normalizeClaim(loose({ ...base, reprobe: true })), "reprobe", /reprobe must be a function/);
+  });
+
+  it("answerReprobe hands a claim's reprobe its answer, does nothing without one, and ignores a throwing one", () => {
+    const base = { queues: ["q"], workerId: "w" };
+    const heard: boolean[] = [];
+    answerReprobe(normalizeClaim({ ...base, reprobe: (claimable) => void heard.push(claimable) }), false);
+    expect(heard).toEqual([false]);
+    expect(() => answerReprobe(normalizeClaim(base), true)).not.toThrow();
+    const throwing = normalizeClaim({
+      ...base,
+      reprobe: () => {
+        throw new Error("a reprobe listener failed");
+      },
+    });
+    expect(() => answerReprobe(throwing, true)).not.toThrow();
   });
 
   it("every operation rejects a null input with InvalidArgument, never a TypeError", () => {

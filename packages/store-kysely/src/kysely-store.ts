@@ -29,6 +29,7 @@ import type {
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, CairnQError, LostLease, STATUSES, UnsupportedBackend } from "@cairnq/protocol";
 import {
+  answerReprobe,
   buildInsert,
   CANCEL,
   CANCEL_BATCH,
@@ -632,12 +633,12 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
     const flow = FlowControlStep.of(input, this.#extensions);
-    const reprobe = claim.reprobe;
+    const probed = probeParams(claim);
     return this.run(async () => {
       if (claim.probe) {
-        const probe = (await this.#read(PROBE_TEMPLATE, probeParams(claim))).rows[0];
+        const probe = (await this.#read(PROBE_TEMPLATE, probed)).rows[0];
         if (!truthy(probe?.found)) {
-          report(reprobe, false);
+          answerReprobe(claim, false);
           return [];
         }
       }
@@ -647,8 +648,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       const first = (): CompiledQuery<Row> => recover.query({});
       // Asked for, the probe runs again as the transaction's last statement: it sees the draws' rows as
       // running, so it answers whether anything was left (set on every attempt of a replayed transaction).
-      const again = reprobe === null ? null : this.compiler.statement(PROBE_TEMPLATE, probeParams(claim));
-      const probeAgain = (): CompiledQuery<Row> => (again as NonNullable<typeof again>).query(probeParams(claim));
+      const again = claim.reprobe === null ? null : this.compiler.statement(PROBE_TEMPLATE, probed);
+      const probeAgain = (): CompiledQuery<Row> => (again as NonNullable<typeof again>).query(probed);
       let claimable = false;
       const executor = this.dialect.executor;
       /** The planner's first draw from `start` on that can match a row (its index and parameters), or `null` once the planner ends. */
@@ -707,7 +708,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
           return draw(tx);
         });
       }
-      report(reprobe, claimable);
+      answerReprobe(claim, claimable);
       return claimed;
     });
   }
@@ -908,16 +909,6 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   /** Subscribes to the backend's push signals; a no-op unsubscribe where there are none. */
   subscribe(listener: (signal: StoreSignal) => void): () => void {
     return this.dialect.wakeups.subscribe(listener);
-  }
-}
-
-/** Hands `ClaimInput.reprobe` its answer; the caller's callback must not throw, and a throw must not lose the claimed rows. */
-function report(reprobe: ((claimable: boolean) => void) | null, claimable: boolean): void {
-  if (reprobe === null) return;
-  try {
-    reprobe(claimable);
-  } catch {
-    // Documented: ignored, so the rows the transaction committed still reach the caller.
   }
 }
 

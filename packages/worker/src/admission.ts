@@ -12,7 +12,6 @@ import type { Call } from "./call-runner.js";
 import type { PlanSnapshot } from "./planner.js";
 import type { Context } from "./task-context.js";
 
-/** The limits admission enforces. @internal */
 /**
  * Calls in flight (running, buffered, settling) stay within this many times `concurrency + prefetch`.
  * 3 rather than 2: at 2 a Postgres drain at c64 with prefetch 64 had a draw's settlements and the next
@@ -21,6 +20,8 @@ import type { Context } from "./task-context.js";
  * completes carry 128 (a one-off timeline of the bench's drain).
  */
 const IN_FLIGHT_ROOMS = 3;
+
+/** The limits admission enforces. @internal */
 export interface AdmissionLimits {
   readonly concurrency: number;
   /** Calls that may be claimed ahead of free slots and wait in the buffer (`prefetch`; 0 = none). */
@@ -125,11 +126,6 @@ export class Admission {
   }
 
   /**
-   * Whether a claim is worth making now. Without prefetch: whenever there is room. With it: when a
-   * slot would otherwise go idle, or when at least half the prefetch room is free — refilling the
-   * buffer a few tasks at a time would cost a claim transaction per task.
-   */
-  /**
    * Whether a claim overlapping one in flight is worth making: only with prefetch, and only for at
    * least half the prefetch room. (Without prefetch the room left beside a claim in flight is a few
    * slots freed meanwhile, and small overlapping claims measured slower than waiting for it.)
@@ -139,6 +135,11 @@ export class Admission {
     return prefetch > 0 && this.free() >= Math.ceil(prefetch / 2);
   }
 
+  /**
+   * Whether a claim is worth making now. Without prefetch: whenever there is room. With it: when a
+   * slot would otherwise go idle, or when at least half the prefetch room is free — refilling the
+   * buffer a few tasks at a time would cost a claim transaction per task.
+   */
   #worthClaiming(): boolean {
     const free = this.free();
     if (free <= 0) return false;

@@ -85,13 +85,11 @@ export class Worker {
   #polls = 0;
   /** Claim-side failures in a row, for the backoff. */
   #claimFailures = 0;
-  /** Whether a push `queued` signal for one of our queues arrived since the last idle sleep began (§9). */
-  #queuedSignal = false;
   /** Whether the next claim cycle may skip the store's probe: we were just woken by a `queued` signal, or the last claim came back full. */
   #skipProbe = false;
   /** Whether the last claim that returned came back full (there is probably more to take: a second claim may overlap). */
   #lastFull = false;
-  /** Push `queued` signals for our queues heard so far (a count, so a claim can tell whether any came after it began). */
+  /** Push `queued` signals for our queues heard so far (§9): a count, so an idle sleep or a claim can tell whether any came after it began. */
   #queuedSignals = 0;
   /** Whether this run hears the store's push signals (its `subscribe` worked and it declares `pushWakeups`). */
   #hearsSignals = false;
@@ -384,10 +382,7 @@ export class Worker {
     try {
       if (typeof this.store.subscribe === "function") {
         unsubscribe = this.store.subscribe((s) => {
-          if (s.reason === "queued" && queues.has(s.queue)) {
-            this.#queuedSignal = true;
-            this.#queuedSignals += 1;
-          }
+          if (s.reason === "queued" && queues.has(s.queue)) this.#queuedSignals += 1;
         });
         this.#hearsSignals = this.store.capabilities.pushWakeups;
       }
@@ -534,13 +529,13 @@ export class Worker {
   }
 
   async #idle(signal: AbortSignal, timeoutMs = this.options.pollIntervalMs): Promise<void> {
-    this.#queuedSignal = false;
+    const signals = this.#queuedSignals;
     this.#drained = null;
     try {
       await this.store.claimWake(this.options.queues, timeoutMs, signal);
       // Woken by a queued signal for our queues: the probe would only confirm what the signal said, so the
       // next cycle opens its transaction at once (recovery still runs first in it; an empty draw is harmless).
-      this.#skipProbe = this.#queuedSignal;
+      this.#skipProbe = this.#queuedSignals !== signals;
     } catch (err) {
       if (signal.aborted) return;
       if (isFatalError(err)) {
