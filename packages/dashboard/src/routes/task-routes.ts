@@ -4,8 +4,6 @@
  */
 import type { ListInput, Task } from "@cairnq/protocol";
 import { isTaskId } from "@cairnq/protocol/adapter";
-import { readQueueActivity } from "../activity.js";
-import { explainTask } from "../explain.js";
 import { HttpError, readBody, sendJson } from "../http.js";
 import type { Route, RouteContext } from "../router.js";
 import { matchesFilter, parseFilter } from "../task-filter.js";
@@ -63,17 +61,20 @@ export function taskRoutes(ctx: RouteContext): Route[] {
     path: /^\/api\/tasks\/([^/]+)$/,
     action: "read",
     async handle(_req, res, [raw]) {
-      const task = await getTask(decodeURIComponent(raw as string));
+      const id = decodeURIComponent(raw as string);
+      if (!isTaskId(id)) throw new HttpError(404, "not a task id");
       const now = Date.now();
-      const [activity, children, parent] = await Promise.all([
-        task.status === "queued" ? readQueueActivity(client.store, task, now) : Promise.resolve(null),
+      const explained = await client.explain(id, { nowMs: now });
+      if (explained === null) throw new HttpError(404, `no task ${id} (it may have been purged)`);
+      const { task, activity: _activity, ...explanation } = explained;
+      const [children, parent] = await Promise.all([
         client.list({ rootId: task.root_id ?? task.id, order: "id", limit: PAGE_LIMIT_MAX }),
         task.parent_id === null ? Promise.resolve(null) : client.get(task.parent_id),
       ]);
       sendJson(res, 200, {
         nowMs: now,
         task,
-        explanation: explainTask(task, { nowMs: now, activity }),
+        explanation,
         parent: parent === null ? null : taskSummary(parent),
         children: children.filter((c) => c.parent_id === task.id).map(taskSummary),
       });
