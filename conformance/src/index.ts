@@ -7,7 +7,7 @@
  *
  * @packageDocumentation
  */
-export { defineConformanceSuite, DEFAULT_CAPABILITIES } from "./suite.js";
+export { defineConformanceSuite, DEFAULT_STORE_CAPABILITIES } from "./suite.js";
 export type { ConformanceContext, ConformanceSuite, ConformanceSuiteOptions, SkippedCase } from "./suite.js";
 export type { ConformanceRunner, Expect, Matchers } from "./runner.js";
 export { CONFORMANCE_CASES } from "./cases/index.js";

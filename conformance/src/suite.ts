@@ -14,7 +14,7 @@ import { CheckedStore } from "./checked-store.js";
 import type { ConformanceRunner } from "./runner.js";
 
 /** The capability flags' documented defaults: a store without a declaration has none. */
-export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
+export const DEFAULT_STORE_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   pushWakeups: false,
   transactionalComplete: false,
   databaseClock: false,
@@ -63,7 +63,7 @@ export interface ConformanceSuiteOptions<S extends TaskStore = TaskStore> {
    * What the store declares in its `capabilities` (the case
    * `capabilities-declared` checks the store agrees). Cases that need a
    * capability are skipped, with that reason, when it is false.
-   * @default all false (DEFAULT_CAPABILITIES)
+   * @default all false (DEFAULT_STORE_CAPABILITIES)
    */
   capabilities?: Partial<StoreCapabilities>;
   /**
@@ -130,7 +130,7 @@ function reasonToSkip(c: ConformanceCase, capabilities: StoreCapabilities, skip:
  */
 export function defineConformanceSuite<S extends TaskStore>(options: ConformanceSuiteOptions<S>): ConformanceSuite {
   const { runner, name } = options;
-  const capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, ...options.capabilities };
+  const capabilities: StoreCapabilities = { ...DEFAULT_STORE_CAPABILITIES, ...options.capabilities };
   const skip = options.skip ?? {};
   const known = new Set(CONFORMANCE_CASES.map((c) => c.id));
   for (const [id, reason] of Object.entries(skip)) {

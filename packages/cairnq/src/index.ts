@@ -7,9 +7,12 @@
  * when its store opens.
  *
  * Every name is listed here by hand: this file is the package's public
- * surface. Building blocks for store adapters and SDK layers stay in their
- * packages (`@cairnq/protocol/adapter`, `@cairnq/protocol/sdk`,
- * `@cairnq/store-kysely`).
+ * surface, the names an application writes. What only a store adapter or an
+ * SDK layer writes stays in its package: the `TaskStore` contract's input
+ * types and capabilities (`ClaimInput`, `SubmitInput`, `StoreSignal`, … in
+ * `@cairnq/protocol`), the rules and normalizers (`@cairnq/protocol/adapter`),
+ * the wait loop and gate core (`@cairnq/protocol/sdk`), the dialect kit
+ * (`@cairnq/store-kysely`), and the client's `BackpressureGate`.
  *
  * @example
  * ```ts
@@ -73,41 +76,18 @@ export {
   UnsupportedBackend,
 } from "@cairnq/protocol";
 export type {
-  BackpressureGateOptions,
-  BulkBatchInput,
-  CairnQErrorInit,
-  CairnQErrorOptions,
-  ClaimDraw,
-  ClaimInput,
-  CompleteInput,
   Conflict,
   ErrorEnvelope,
-  FailInput,
-  FlowControl,
-  HeartbeatBatchInput,
-  HeartbeatInput,
-  IfJson,
   JsonProblem,
-  ListInput,
-  ListOrder,
   Logger,
   LogLevel,
   MaxQueueDepth,
-  OwnedInput,
-  ProgressInput,
-  PurgeInput,
   QueueDepthGate,
   QueueStats,
   RateLimit,
-  RetryBatchInput,
   RetryOptions,
-  SchemaMismatchFields,
-  StoreCapabilities,
-  StoreSignal,
-  SubmitInput,
   SubmitOptions,
   SubmitOutcome,
-  SucceedInput,
   Task,
   TaskDef,
   TaskDefOptions,
@@ -119,19 +99,21 @@ export type {
   TaskStatus,
   TaskStore,
   TerminalStatus,
-  TransactionalTaskStore,
   WaitOptions,
 } from "@cairnq/protocol";
 
 // @cairnq/client
-export { BackpressureGate } from "@cairnq/client";
 export type {
   BulkOptions,
   CairnQOptions,
   CallOptions,
+  ExplainOptions,
+  ExplainState,
+  Explanation,
   PayloadArgs,
   PayloadFor,
   PurgeOptions,
+  QueueActivity,
   ResultFor,
   RetentionHook,
   RetryManyOptions,
@@ -173,7 +155,7 @@ export type {
 
 // @cairnq/retention
 export { RetentionSweeper } from "@cairnq/retention";
-export type { RetentionErrorInfo, RetentionOptions, RetentionPolicy, RetentionRule, RetentionStatusMap, RetentionStore, RetentionSweeperOptions } from "@cairnq/retention";
+export type { RetentionErrorInfo, RetentionOptions, RetentionPolicy, RetentionRule, RetentionStatusMap, RetentionSweeperOptions } from "@cairnq/retention";
 
 // The stores (each loads its driver only when it opens).
 export { DatabaseBusy, GroupRolledBack, SQLiteStore } from "@cairnq/store-sqlite";

@@ -129,6 +129,19 @@ describe("cairnq re-exports the public floor", () => {
     expectTypeOf(cairnq.Worker.sqlite).returns.toEqualTypeOf<cairnq.Worker>();
   });
 
+  it("leaves plumbing in its package: the gate class and the store contract's inputs are not umbrella names", () => {
+    expect(exported.BackpressureGate, "import it from @cairnq/client").toBeUndefined();
+    expect(client.BackpressureGate).toBeTypeOf("function");
+    // Each line fails `tsc --noEmit` (which type-checks this file) if the umbrella exports the type again.
+    // @ts-expect-error ClaimInput is written by store adapters: @cairnq/protocol
+    expectTypeOf<cairnq.ClaimInput>().not.toBeAny();
+    // @ts-expect-error SubmitInput is written by store adapters: @cairnq/protocol
+    expectTypeOf<cairnq.SubmitInput>().not.toBeAny();
+    // @ts-expect-error StoreSignal is what a store pushes to its subscribers: @cairnq/protocol
+    expectTypeOf<cairnq.StoreSignal>().not.toBeAny();
+    expectTypeOf<cairnq.Explanation["state"]>().toEqualTypeOf<client.ExplainState>();
+  });
+
   it("every error class is a CairnQError, and TaskError / TaskFailed carry their structured fields", () => {
     const notErrors = ERRORS.filter((name) => !(cairnq[name].prototype instanceof cairnq.CairnQError));
     expect(notErrors).toEqual([]);

@@ -39,6 +39,8 @@ import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
 import { checkOptions } from "@cairnq/runtime";
 import { BackpressureGate } from "./backpressure-gate.js";
+import type { ExplainOptions, Explanation } from "./explain.js";
+import { explain } from "./explain.js";
 import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
@@ -463,6 +465,26 @@ export class CairnQ {
   /** `{ id, status }` of the task the key points at now (after a `replace`, the new one), or `null`. */
   getStatusByKey(key: string): Promise<TaskRef | null> {
     return this.store.getStatusByKey(key);
+  }
+
+  /**
+   * Says why task `id` is where it is: its `state` (`delayed`,
+   * `backing-off`, `waiting`, `unclaimed`, `running`, `lease-expired`,
+   * `cancel-requested`, `succeeded`, `failed`, `canceled`) and one paragraph
+   * for people, with the row and, for a queued task, the evidence read about
+   * its queue (is anything claiming it?). `null` when there is no such task.
+   * The `cairnq explain` command and the dashboard's task page show the same.
+   *
+   * Reads the row, and for a queued task a few bounded rows of its queue.
+   *
+   * @example
+   * ```ts
+   * const why = await client.explain(id);
+   * if (why?.state === "unclaimed") console.warn(why.summary); // "… Is a worker running with a handler for 'email' on queue 'mail' …?"
+   * ```
+   */
+  explain(id: string, options?: ExplainOptions): Promise<Explanation | null> {
+    return explain(this.store, id, options);
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * `@cairnq/client` — the CairnQ client: submit tasks into a `TaskStore`,
- * read them, wait for them or `call` them, cancel, retry and purge them, and
- * gate submits on queue depth. Depends only on the `TaskStore` contract of
+ * read them, explain them, wait for them or `call` them, cancel, retry and
+ * purge them, and gate submits on queue depth. Depends only on the `TaskStore` contract of
  * `@cairnq/protocol`, never on a concrete store.
  *
  * @example
@@ -28,6 +28,8 @@ export type {
   TaskWaitOptions,
 } from "./cairnq.js";
 export { BackpressureGate } from "./backpressure-gate.js";
+export type { ExplainOptions, ExplainState, Explanation } from "./explain.js";
+export type { QueueActivity } from "./queue-activity.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 // Types of the client's own signatures that live in @cairnq/protocol, under the same names.
 export type {

@@ -5,9 +5,7 @@
  *
  * @packageDocumentation
  */
-export type { DashboardAction, DashboardHandler, DashboardOptions, TaskSummary } from "./dashboard.js";
+export type { DashboardHandler } from "./dashboard.js";
 export { createDashboard } from "./dashboard.js";
-export type { ExplainContext, ExplainState, Explanation, QueueActivity } from "./explain.js";
-export { describeError, explainTask, RECENT_ACTIVITY_MS } from "./explain.js";
-export { readQueueActivity } from "./activity.js";
-export { formatDuration, formatInstant, formatRelative, formatWhen } from "./format.js";
+export type { DashboardAction, DashboardOptions } from "./dashboard-options.js";
+export type { TaskSummary } from "./task-summary.js";

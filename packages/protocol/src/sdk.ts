@@ -55,5 +55,3 @@ export { childLineage, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-option
 export type { ParentRow } from "./submit-options.js";
 export { logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
-export { MAX_RATE_WINDOW_MS, normalizeFlowControl } from "./flow-control.js";
-export type { NormalizedFlowControl } from "./flow-control.js";

@@ -1,8 +1,9 @@
 /**
  * `@cairnq/runtime` — internal support for CairnQ packages: the sleep and
  * timer that honour durations past 2^31 ms, `deferred`, the keep-alive
- * handle, the waiter set of the wake-up channels, the options checker and
- * the loader of the database driver the application installs.
+ * handle, the waiter set of the wake-up channels, the options checker, the
+ * loader of the database driver the application installs, and times and
+ * error envelopes formatted for people.
  * No stability promise for use outside CairnQ's own packages.
  *
  * @packageDocumentation
@@ -28,3 +29,5 @@ export type { DurationRule } from "./options.js";
 export { fallbackLogger, stderrLogger } from "./stderr-logger.js";
 export { loadDriver } from "./driver.js";
 export type { DriverSpec } from "./driver.js";
+export { formatDuration, formatInstant, formatRelative, formatWhen } from "./format.js";
+export { describeError } from "./describe-error.js";

@@ -22,7 +22,7 @@ export interface DialectCapabilities {
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */
-export const DEFAULT_CAPABILITIES: DialectCapabilities = Object.freeze({
+export const DEFAULT_DIALECT_CAPABILITIES: DialectCapabilities = Object.freeze({
   skipLocked: false,
   pushWakeups: false,
   transactionalComplete: false,

@@ -1,5 +1,5 @@
 import type { DialectCapabilities } from "./capabilities.js";
-import { DEFAULT_CAPABILITIES } from "./capabilities.js";
+import { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 import type { StoreClock } from "./clock.js";
 import { ProcessClock } from "./clock.js";
 import type { StoreExecutor } from "./executor.js";
@@ -71,7 +71,7 @@ export interface StoreDialect {
 
 /**
  * A {@link StoreDialect} with defaults for everything but the name, the
- * syntax and the schema manager: {@link DEFAULT_CAPABILITIES}, the process
+ * syntax and the schema manager: {@link DEFAULT_DIALECT_CAPABILITIES}, the process
  * clock, the plain Kysely executor, no key lock, plain sleeps. Override a
  * field to replace a collaborator.
  *
@@ -86,8 +86,8 @@ export abstract class BaseStoreDialect implements StoreDialect {
   abstract readonly name: string;
   abstract readonly syntax: SqlSyntax;
   abstract readonly schema: SchemaManager;
-  /** @default DEFAULT_CAPABILITIES */
-  readonly capabilities: DialectCapabilities = DEFAULT_CAPABILITIES;
+  /** @default DEFAULT_DIALECT_CAPABILITIES */
+  readonly capabilities: DialectCapabilities = DEFAULT_DIALECT_CAPABILITIES;
   /** @default new ProcessClock() */
   readonly clock: StoreClock = new ProcessClock();
   /** @default new KyselyExecutor() */

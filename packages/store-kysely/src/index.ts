@@ -17,7 +17,7 @@ export { KyselyStore } from "./kysely-store.js";
 export type { KyselyStoreOptions } from "./kysely-store.js";
 export { BaseStoreDialect, TransactionViewDialect } from "./dialect.js";
 export type { StoreDialect, WriteCombining } from "./dialect.js";
-export { DEFAULT_CAPABILITIES } from "./capabilities.js";
+export { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 export type { DialectCapabilities } from "./capabilities.js";
 export { BaseSqlSyntax, existsClaimProbe } from "./sql-syntax.js";
 export type { ClaimProbeParts, SqlSyntax } from "./sql-syntax.js";

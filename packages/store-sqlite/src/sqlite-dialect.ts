@@ -1,5 +1,5 @@
 import type { DialectCapabilities, StoreClock } from "@cairnq/store-kysely";
-import { BaseStoreDialect, DEFAULT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
+import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
 import { SQLiteSchemaManager } from "./sqlite-schema.js";
@@ -30,7 +30,7 @@ export class SQLiteDialect extends BaseStoreDialect {
   readonly name = "sqlite";
   readonly syntax = new SqliteSyntax();
   /** `completeIn` (`ctx.succeedIn`) runs the caller's function in a write transaction on the store's writer. */
-  override readonly capabilities: DialectCapabilities = Object.freeze({ ...DEFAULT_CAPABILITIES, transactionalComplete: true });
+  override readonly capabilities: DialectCapabilities = Object.freeze({ ...DEFAULT_DIALECT_CAPABILITIES, transactionalComplete: true });
   override readonly clock: StoreClock;
   /** The store's connections. */
   readonly connection: SQLiteConnection;

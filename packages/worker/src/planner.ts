@@ -10,7 +10,7 @@
  * *quota* is how many calls a source may start this poll.
  */
 import type { ClaimDraw, ClaimInput, Task } from "@cairnq/protocol";
-import type { NormalizedFlowControl } from "@cairnq/protocol/sdk";
+import type { NormalizedFlowControl } from "@cairnq/protocol/adapter";
 
 /** How a registered name is claimed. */
 export interface NameRule {

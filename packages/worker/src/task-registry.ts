@@ -5,8 +5,8 @@
 import type { FlowControl, Logger, TaskDef } from "@cairnq/protocol";
 import type { RateLimit } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
-import { requireName } from "@cairnq/protocol/adapter";
-import { logSafely, normalizeFlowControl } from "@cairnq/protocol/sdk";
+import { normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
+import { logSafely } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";

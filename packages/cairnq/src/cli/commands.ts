@@ -3,10 +3,10 @@
  * the JSON document `--json` prints and the text people see otherwise.
  */
 import type { CairnQ } from "@cairnq/client";
-import { describeError, explainTask, formatDuration, formatInstant, formatRelative, readQueueActivity } from "@cairnq/dashboard";
 import type { ListInput, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
 import { CANCELABLE_STATUSES, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
+import { describeError, formatDuration, formatInstant, formatRelative } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
 import { paint, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
@@ -37,9 +37,13 @@ export function requireTaskId(id: string): string {
   return id;
 }
 
+function notFound(id: string): OperationFailed {
+  return new OperationFailed(`no task ${id} in this database (it may have been purged); list tasks with: cairnq list`, "not_found");
+}
+
 async function existing(client: CairnQ, id: string): Promise<Task> {
   const task = await client.get(id);
-  if (task === null) throw new OperationFailed(`no task ${id} in this database (it may have been purged); list tasks with: cairnq list`, "not_found");
+  if (task === null) throw notFound(id);
   return task;
 }
 
@@ -131,10 +135,9 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
 
 /** `cairnq explain <id>`: one paragraph on why the task is where it is. */
 export async function explainCommand(client: CairnQ, io: CliIo, id: string): Promise<CommandOutput> {
-  const task = await existing(client, requireTaskId(id));
-  const now = io.now();
-  const activity = task.status === "queued" ? await readQueueActivity(client.store, task, now) : null;
-  const explanation = explainTask(task, { nowMs: now, activity });
+  const explained = await client.explain(requireTaskId(id), { nowMs: io.now() });
+  if (explained === null) throw notFound(id);
+  const { task, activity, ...explanation } = explained;
   const head = `${task.id} ${status(task.status, io)} (${explanation.state})`;
   return {
     json: { task: { id: task.id, name: task.name, queue: task.queue, status: task.status }, explanation, activity },

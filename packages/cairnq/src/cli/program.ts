@@ -19,7 +19,6 @@ import {
   retryOneCommand,
   statsCommand,
 } from "./commands.js";
-import { serveDashboard } from "./dashboard-command.js";
 import type { DatabaseTarget } from "./database.js";
 import { openClient, requireInstalled, resolveDatabase } from "./database.js";
 import { parseDuration } from "./duration.js";
@@ -205,6 +204,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .action(async (options: DbOptions & { port: number; host: string; readOnly?: boolean }) => {
       const target = resolveDatabase(options.db, options.schema, io.env);
       await requireInstalled(target);
+      // Loaded here so that only this command loads the dashboard (which reads its page's files when imported).
+      const { serveDashboard } = await import("./dashboard-command.js");
       const client = openClient(target, { create: false, listen: true });
       await serveDashboard(client, io, { port: options.port, host: options.host, readOnly: options.readOnly === true, description: target.description });
     });

@@ -1,6 +1,7 @@
 /**
- * Formatting shared by the dashboard, `explain` and the `cairnq` CLI:
- * relative times ("in 5 min", "3 s ago"), durations, ISO instants.
+ * Times for people, shared by the client's `explain` and the `cairnq` CLI so
+ * that both say "in 5 min", "3 s ago" and "4 min 10 s" the same way:
+ * durations, relative times, ISO instants.
  */
 
 const UNITS: readonly (readonly [ms: number, label: string])[] = [
@@ -46,12 +47,26 @@ export function formatRelative(atMs: number, nowMs: number): string {
   return delta > 0 ? `in ${formatDuration(delta)}` : `${formatDuration(delta)} ago`;
 }
 
-/** An instant as ISO 8601 UTC (`2026-12-01T09:30:00.000Z`). */
+/**
+ * An instant as ISO 8601 UTC (`2026-12-01T09:30:00.000Z`).
+ *
+ * @example
+ * ```ts
+ * formatInstant(task.created_at_ms); // "2026-12-01T09:30:00.000Z"
+ * ```
+ */
 export function formatInstant(atMs: number): string {
   return new Date(atMs).toISOString();
 }
 
-/** `"2026-12-01T09:30:00.000Z (in 5 min)"`: the instant, then how far from now. */
+/**
+ * `"2026-12-01T09:30:00.000Z (in 5 min)"`: the instant, then how far from now.
+ *
+ * @example
+ * ```ts
+ * formatWhen(task.run_at_ms, Date.now()); // "2026-12-01T09:35:00.000Z (in 5 min)"
+ * ```
+ */
 export function formatWhen(atMs: number, nowMs: number): string {
   return `${formatInstant(atMs)} (${formatRelative(atMs, nowMs)})`;
 }

@@ -1,25 +1,32 @@
 /**
- * Gathers {@link QueueActivity} for `explain` through the `TaskStore`
- * contract alone: a few bounded, indexed reads of the task's queue.
+ * The evidence `explain` weighs for a queued task that is due — is anything
+ * claiming its queue? — gathered through the `TaskStore` contract alone: a
+ * few bounded, indexed reads of the task's queue.
  */
 import type { Task, TaskStore } from "@cairnq/protocol";
-import type { QueueActivity } from "./explain.js";
 
 /** Running rows read per queue to count live leases. */
 const RUNNING_SAMPLE = 500;
 /** Newest finished rows read per terminal status to find the last finish. */
 const FINISHED_SAMPLE = 20;
 
+/** What the store tells about a task's queue: the evidence for "is anything claiming this queue?". */
+export interface QueueActivity {
+  /** Tasks of the task's queue running now under a live lease (a worker claimed and is renewing them). */
+  readonly runningOnQueue: number;
+  /** Of those, the tasks with the task's name. */
+  readonly runningWithName: number;
+  /** The newest `completed_at_ms` among tasks of the queue that a worker ran (so it claimed them), or `null` if none was seen. */
+  readonly lastFinishedAtMs: number | null;
+  /** Queued tasks of the queue (due or not), counting the task itself. */
+  readonly queuedOnQueue: number;
+}
+
 /**
  * What the store can tell about `task`'s queue: tasks running under a live
  * lease (in total and with the task's name), when a worker last finished one
  * of its tasks, and how many are queued. Each read is bounded (a few hundred
  * rows at most) and served by the claim index (`queue, status, …`).
- *
- * @example
- * ```ts
- * const activity = await readQueueActivity(store, task, Date.now());
- * ```
  */
 export async function readQueueActivity(store: Pick<TaskStore, "list" | "stats">, task: Task, nowMs: number): Promise<QueueActivity> {
   const queue = task.queue;

@@ -1,27 +1,16 @@
 /**
- * `explain`: one paragraph on why a task is where it is, as a pure function
- * of the row, the clock and what the store can tell about its queue. The
- * `cairnq explain` command and the dashboard's task page both print it.
+ * `explain`: one paragraph on why a task is where it is. The paragraph is a
+ * pure function of the row, the clock and what the store can tell about the
+ * task's queue ({@link explainTask}); {@link explain} reads both and calls
+ * it. `cairnq.explain(id)`, the `cairnq explain` command and the dashboard's
+ * task page all say the same thing this way.
  */
-import type { Task } from "@cairnq/protocol";
+import type { Task, TaskStore } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
 import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
-import { formatDuration, formatWhen } from "./format.js";
-
-/**
- * What the store tells about the task's queue, gathered by
- * {@link readQueueActivity} (or by hand in a test). It is the evidence for
- * "is anything claiming this queue?".
- */
-export interface QueueActivity {
-  /** Tasks of the task's queue running now under a live lease (a worker claimed and is renewing them). */
-  readonly runningOnQueue: number;
-  /** Of those, the tasks with the task's name. */
-  readonly runningWithName: number;
-  /** The newest `completed_at_ms` among tasks of the queue that a worker ran (so it claimed them), or `null` if none was seen. */
-  readonly lastFinishedAtMs: number | null;
-  /** Queued tasks of the queue (due or not), counting the task itself. */
-  readonly queuedOnQueue: number;
-}
+import { checkOptions, describeError, formatDuration, formatWhen } from "@cairnq/runtime";
+import type { QueueActivity } from "./queue-activity.js";
+import { readQueueActivity } from "./queue-activity.js";
 
 /** Where a task stands, as a word a script can switch on. */
 export type ExplainState =
@@ -36,7 +25,7 @@ export type ExplainState =
   | "failed"
   | "canceled";
 
-/** The result of {@link explainTask}. */
+/** What `cairnq.explain(id)` resolves with: where the task stands, one paragraph on why, and the evidence. */
 export interface Explanation {
   /** The task's id. */
   readonly taskId: string;
@@ -46,7 +35,19 @@ export interface Explanation {
   readonly summary: string;
   /** The instant the state is about (due at, lease until, completed at), or `null`. */
   readonly atMs: number | null;
+  /** What the store told about the task's queue: read for a queued task only, else `null`. */
+  readonly activity: QueueActivity | null;
+  /** The row explained, as read. */
+  readonly task: Task;
 }
+
+/** Options of `cairnq.explain(id, options)`. */
+export interface ExplainOptions {
+  /** The clock the explanation is about, epoch ms: what counts as due, expired and recent. @default Date.now() */
+  readonly nowMs?: number;
+}
+
+const EXPLAIN_OPTION_KEYS = ["nowMs"] as const satisfies readonly (keyof ExplainOptions)[];
 
 /** Inputs of {@link explainTask} besides the row. */
 export interface ExplainContext {
@@ -58,35 +59,11 @@ export interface ExplainContext {
   readonly recentMs?: number;
 }
 
-/** The default of {@link ExplainContext.recentMs}: five minutes. */
-export const RECENT_ACTIVITY_MS = 300_000;
+/** What {@link explainTask} says: the {@link Explanation} without the row and the evidence it was given. */
+export type Verdict = Pick<Explanation, "taskId" | "state" | "summary" | "atMs">;
 
-interface EnvelopeView {
-  type: string | null;
-  code: string | null;
-  message: string | null;
-  retryable: boolean | null;
-}
-
-function envelope(error: unknown): EnvelopeView | null {
-  if (error === null || error === undefined || typeof error !== "object" || Array.isArray(error)) return null;
-  const e = error as Record<string, unknown>;
-  const text = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
-  return { type: text(e.type), code: text(e.code), message: text(e.message), retryable: typeof e.retryable === "boolean" ? e.retryable : null };
-}
-
-/** `TaskError bad_input: "no url" (not retryable)`, or `null` for an empty error. */
-export function describeError(error: unknown): string | null {
-  const e = envelope(error);
-  if (e === null) return null;
-  const head = [e.type, e.code].filter((p) => p !== null).join(" ");
-  const parts: string[] = [];
-  if (head !== "") parts.push(head);
-  if (e.message !== null) parts.push(JSON.stringify(e.message));
-  if (parts.length === 0) return null;
-  const retry = e.retryable === null ? "" : e.retryable ? " (retryable)" : " (not retryable)";
-  return `${parts.join(": ")}${retry}`;
-}
+/** The default of {@link ExplainContext.recentMs}: a queue with a task finished this recently is being claimed. */
+const RECENT_ACTIVITY_MS = 300_000;
 
 function attempts(task: Task): string {
   return `attempt ${task.attempt} of ${task.max_attempts}`;
@@ -101,7 +78,7 @@ function lastError(task: Task): string {
   return text === null ? "" : ` The last error was ${text}.`;
 }
 
-function explainDue(task: Task, ctx: ExplainContext): Explanation {
+function explainDue(task: Task, ctx: ExplainContext): Verdict {
   const { nowMs } = ctx;
   const activity = ctx.activity ?? null;
   const recentMs = ctx.recentMs ?? RECENT_ACTIVITY_MS;
@@ -144,15 +121,15 @@ function explainDue(task: Task, ctx: ExplainContext): Explanation {
  * running under worker W until T; lease expired and awaiting recovery;
  * cancel requested; finished (with the error envelope).
  *
- * Pure: the same row, clock and activity always give the same text.
+ * Pure: the same row, clock and activity always give the same text, which
+ * is what lets the tests pin every state without a database.
  *
  * @example
  * ```ts
- * const task = await cairnq.get(id);
- * if (task) console.log(explainTask(task, { nowMs: Date.now(), activity: await readQueueActivity(cairnq.store, task) }).summary);
+ * explainTask(task, { nowMs: Date.now(), activity: await readQueueActivity(store, task, Date.now()) }).summary;
  * ```
  */
-export function explainTask(task: Task, ctx: ExplainContext): Explanation {
+export function explainTask(task: Task, ctx: ExplainContext): Verdict {
   const { nowMs } = ctx;
   const worker = task.worker_id === null ? "no worker" : `worker ${task.worker_id}`;
   switch (task.status) {
@@ -259,4 +236,23 @@ export function explainTask(task: Task, ctx: ExplainContext): Explanation {
       };
     }
   }
+}
+
+/**
+ * Reads task `id` and, when it is queued, its queue's activity, and explains
+ * it at `options.nowMs`; `null` when there is no such task. What
+ * `cairnq.explain(id)` runs.
+ *
+ * @example
+ * ```ts
+ * const explanation = await explain(store, id, { nowMs: Date.now() });
+ * ```
+ */
+export async function explain(store: Pick<TaskStore, "get" | "list" | "stats">, id: string, options?: ExplainOptions): Promise<Explanation | null> {
+  const { nowMs = Date.now() } = checkOptions(options, "explain", EXPLAIN_OPTION_KEYS) as ExplainOptions;
+  if (!Number.isSafeInteger(nowMs)) throw new InvalidArgument("nowMs", `explain's nowMs must be an integer epoch ms, got ${String(nowMs)}`);
+  const task = await store.get(id);
+  if (task === null) return null;
+  const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
+  return { ...explainTask(task, { nowMs, activity }), activity, task };
 }

@@ -1,0 +1,290 @@
+/**
+ * `explain`: the paragraph as a pure function of a row and a clock
+ * (`explainTask`, every state and its wording), then `cairnq.explain(id)`
+ * reading real rows — moved there by a worker's claims, heartbeats and
+ * settlements — on a store with a fixed clock, and on a SQLite file.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Task, TaskStore } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import { afterEach, describe, expect, it } from "vitest";
+import { explainTask } from "../src/explain.js";
+import { CairnQ } from "../src/index.js";
+import { MemoryStore } from "./support.js";
+
+const NOW = Date.UTC(2026, 11, 1, 10, 0, 0);
+
+function row(fields: Partial<Task>): Task {
+  return {
+    id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
+    name: "email",
+    queue: "mail",
+    status: "queued",
+    payload: {},
+    result: null,
+    error: null,
+    metadata: {},
+    progress: null,
+    message: null,
+    attempt: 0,
+    max_attempts: 3,
+    priority: 0,
+    worker_id: null,
+    lease_until_ms: null,
+    run_at_ms: NOW - 5000,
+    cancel_requested_at_ms: null,
+    parent_id: null,
+    root_id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
+    correlation_id: null,
+    created_at_ms: NOW - 5000,
+    updated_at_ms: NOW - 5000,
+    completed_at_ms: null,
+    ...fields,
+  };
+}
+
+const ENVELOPE = { type: "TaskError", code: "upstream", message: "503", retryable: true, details: {} };
+
+describe("explainTask", () => {
+  it("queued and not due: delayed, or backing off after a failed attempt", () => {
+    expect(explainTask(row({ run_at_ms: NOW + 300_000 }), { nowMs: NOW })).toMatchObject({
+      state: "delayed",
+      atMs: NOW + 300_000,
+      summary: expect.stringContaining("Not due until 2026-12-01T10:05:00.000Z (in 5 min)"),
+    });
+    const backingOff = explainTask(row({ run_at_ms: NOW + 2000, attempt: 2, error: ENVELOPE }), { nowMs: NOW });
+    expect(backingOff.state).toBe("backing-off");
+    expect(backingOff.summary).toContain("Backing off after attempt 2 of 3 failed");
+    expect(backingOff.summary).toContain("for attempt 3");
+    expect(backingOff.summary).toContain('TaskError upstream: "503" (retryable)');
+  });
+
+  it("queued and due: unclaimed when nothing claims the queue recently, waiting when workers are busy", () => {
+    const none = { runningOnQueue: 0, runningWithName: 0, lastFinishedAtMs: null, queuedOnQueue: 1 };
+    expect(explainTask(row({}), { nowMs: NOW, activity: none })).toMatchObject({
+      state: "unclaimed",
+      summary: expect.stringContaining("Is a worker running with a handler for 'email' on queue 'mail' against this database?"),
+    });
+    const stale = { ...none, lastFinishedAtMs: NOW - 600_000 };
+    expect(explainTask(row({}), { nowMs: NOW, activity: stale }).summary).toContain("the last one finished 2026-12-01T09:50:00.000Z (10 min ago)");
+    const busy = { runningOnQueue: 3, runningWithName: 1, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 40 };
+    const waiting = explainTask(row({ priority: 2 }), { nowMs: NOW, activity: busy });
+    expect(waiting.state).toBe("waiting");
+    expect(waiting.summary).toContain("3 tasks of the queue are running now (1 named 'email')");
+    expect(waiting.summary).toContain("40 tasks are queued in it, claimed by priority (this one has 2)");
+    const recent = explainTask(row({}), { nowMs: NOW, activity: { ...none, lastFinishedAtMs: NOW - 60_000 } });
+    expect(recent.state).toBe("waiting");
+    expect(explainTask(row({}), { nowMs: NOW }).state).toBe("waiting");
+  });
+
+  it("running: under its worker, cancel requested, or lease expired awaiting recovery", () => {
+    const running = row({ status: "running", attempt: 1, worker_id: "worker_A", lease_until_ms: NOW + 20_000, progress: 0.25, message: "step 2" });
+    expect(explainTask(running, { nowMs: NOW })).toMatchObject({
+      state: "running",
+      atMs: NOW + 20_000,
+      summary: expect.stringContaining('Running under worker worker_A (attempt 1 of 3); its lease is held until 2026-12-01T10:00:20.000Z (in 20 s)'),
+    });
+    expect(explainTask(running, { nowMs: NOW }).summary).toContain('Last progress: 25% "step 2".');
+    const flagged = explainTask({ ...running, cancel_requested_at_ms: NOW - 2000 }, { nowMs: NOW });
+    expect(flagged.state).toBe("cancel-requested");
+    expect(flagged.summary).toContain("Cancel requested 2026-12-01T09:59:58.000Z (2 s ago)");
+    const expired = explainTask({ ...running, lease_until_ms: NOW - 1000 }, { nowMs: NOW });
+    expect(expired.state).toBe("lease-expired");
+    expect(expired.summary).toContain("goes back to the queue for attempt 2");
+    expect(explainTask({ ...running, attempt: 3, lease_until_ms: NOW - 1 }, { nowMs: NOW }).summary).toContain("ends failed with lease_expired");
+    expect(explainTask({ ...running, lease_until_ms: NOW - 1, cancel_requested_at_ms: NOW - 5 }, { nowMs: NOW }).summary).toContain("ends canceled");
+  });
+
+  it("finished: succeeded, failed with its envelope, canceled and how", () => {
+    const done = { worker_id: "worker_A", attempt: 1, completed_at_ms: NOW - 60_000 };
+    expect(explainTask(row({ ...done, status: "succeeded", created_at_ms: NOW - 90_000 }), { nowMs: NOW }).summary).toBe(
+      "Finished: succeeded 2026-12-01T09:59:00.000Z (1 min ago) on attempt 1 of 3 under worker worker_A, 30 s after it was submitted.",
+    );
+    const failed = explainTask(row({ ...done, status: "failed", attempt: 3, error: { ...ENVELOPE, retryable: false } }), { nowMs: NOW });
+    expect(failed.summary).toContain('with no attempts left: TaskError upstream: "503" (not retryable)');
+    expect(explainTask(row({ ...done, status: "failed", error: null }), { nowMs: NOW }).summary).toContain("by a non-retryable failure: no error envelope");
+    expect(explainTask(row({ status: "canceled", completed_at_ms: NOW }), { nowMs: NOW }).summary).toContain("while queued, before any worker claimed it");
+    expect(explainTask(row({ ...done, status: "canceled", cancel_requested_at_ms: NOW - 61_000 }), { nowMs: NOW }).summary).toContain("while running under worker worker_A");
+    expect(explainTask(row({ ...done, status: "canceled", error: ENVELOPE }), { nowMs: NOW }).summary).toContain("while queued between attempts");
+  });
+});
+
+describe("cairnq.explain", () => {
+  let now = NOW;
+  const clock = (): number => now;
+  const WORKER = newWorkerId();
+
+  // The rows carry this store's clock; explain is told the same clock (its default is the process's Date.now()).
+  function open(): CairnQ {
+    now = NOW;
+    return new CairnQ(new MemoryStore({ clock }));
+  }
+
+  async function claim(store: TaskStore, queue: string, leaseMs = 30_000): Promise<Task> {
+    const [task] = await store.claim({ queues: [queue], workerId: WORKER, leaseMs });
+    if (task === undefined) throw new Error(`nothing claimable on queue '${queue}'`);
+    return task;
+  }
+
+  it("a task queued and never claimed, with nothing claiming its queue: unclaimed, asking whether a worker runs", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("email", { to: "a@example.com" }, { queue: "mail" });
+    now += 120_000;
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why).toEqual({
+      taskId: task.id,
+      state: "unclaimed",
+      atMs: NOW,
+      summary:
+        "Queued in queue 'mail' and due since 2026-12-01T10:00:00.000Z (2 min ago), waiting for a worker with a handler for 'email' to claim it. " +
+        "Nothing has claimed queue 'mail' recently: no task of it is running under a live lease and no finished task of that queue was found. " +
+        "Is a worker running with a handler for 'email' on queue 'mail' against this database?",
+      activity: { runningOnQueue: 0, runningWithName: 0, lastFinishedAtMs: null, queuedOnQueue: 1 },
+      task,
+    });
+  });
+
+  it("a queued task while workers claim its queue: waiting, with what runs and what competes", async () => {
+    const cairnq = open();
+    await cairnq.submit("email", {}, { queue: "mail" });
+    await claim(cairnq.store, "mail");
+    const task = await cairnq.submit("email", {}, { queue: "mail", priority: 3 });
+    await cairnq.submit("digest", {}, { queue: "mail" });
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why?.state).toBe("waiting");
+    expect(why?.activity).toEqual({ runningOnQueue: 1, runningWithName: 1, lastFinishedAtMs: null, queuedOnQueue: 2 });
+    expect(why?.summary).toContain("Workers are claiming the queue: 1 task of the queue is running now (1 named 'email'); 2 tasks are queued in it, claimed by priority (this one has 3)");
+  });
+
+  it("a delayed task: not due until its run time", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("report", {}, { queue: "nightly", runAtDelayMs: 3_600_000 });
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why).toMatchObject({ state: "delayed", atMs: NOW + 3_600_000 });
+    expect(why?.summary).toBe(
+      "Not due until 2026-12-01T11:00:00.000Z (in 1 h): it was submitted with a delay (or retried into one), and no worker claims it before then. " +
+        "Then a worker on queue 'nightly' with a handler for 'report' can claim it.",
+    );
+  });
+
+  it("a running task: under its worker until the lease ends, with its last progress; no queue reads", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("resize", {}, { queue: "jobs", maxAttempts: 2 });
+    await claim(cairnq.store, "jobs");
+    now += 1000;
+    await cairnq.store.progress({ taskId: task.id, workerId: WORKER, progress: 0.4, message: "resizing" });
+    now += 2000;
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why).toMatchObject({ state: "running", atMs: NOW + 30_000, activity: null, task: { id: task.id, status: "running", worker_id: WORKER } });
+    expect(why?.summary).toBe(
+      `Running under worker ${WORKER} (attempt 1 of 2); its lease is held until 2026-12-01T10:00:30.000Z (in 27 s) and renewed by heartbeats while the handler runs ` +
+        '(last heard from 2 s ago). Last progress: 40% "resizing".',
+    );
+  });
+
+  it("a running task whose lease has expired: awaiting recovery, and which way recovery takes it", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("resize", {}, { queue: "jobs", maxAttempts: 2 });
+    await claim(cairnq.store, "jobs", 5000);
+    const why = await cairnq.explain(task.id, { nowMs: NOW + 65_000 });
+    expect(why).toMatchObject({ state: "lease-expired", atMs: NOW + 5000 });
+    expect(why?.summary).toContain(`The lease of worker ${WORKER} expired 2026-12-01T10:00:05.000Z (1 min ago) (attempt 1 of 2)`);
+    expect(why?.summary).toContain("it then goes back to the queue for attempt 2");
+    // The same row read at the time the lease still held is running: the clock decides, not the read.
+    expect((await cairnq.explain(task.id, { nowMs: NOW + 4999 }))?.state).toBe("running");
+  });
+
+  it("a running task asked to cancel: cancel requested, until the handler sees it", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("resize", {}, { queue: "jobs" });
+    await claim(cairnq.store, "jobs");
+    now += 4000;
+    await cairnq.cancel(task.id);
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why).toMatchObject({ state: "cancel-requested", atMs: NOW + 4000 });
+    expect(why?.summary).toContain("The handler learns it at its next heartbeat");
+  });
+
+  it("a failed attempt with retries left: backing off, with the error envelope", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("charge", {}, { queue: "billing", maxAttempts: 3 });
+    await claim(cairnq.store, "billing");
+    const error = { type: "TaskError", code: "upstream", message: "503 from upstream", retryable: true, details: {} };
+    await cairnq.store.fail({ taskId: task.id, workerId: WORKER, error, retryable: true, delayMs: 10_000 });
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why).toMatchObject({ state: "backing-off", atMs: NOW + 10_000 });
+    expect(why?.summary).toContain("Backing off after attempt 1 of 3 failed");
+    expect(why?.summary).toContain('The last error was TaskError upstream: "503 from upstream" (retryable).');
+  });
+
+  it("a failed task: finished, why (no attempts left or a verdict), and its error", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("charge", {}, { queue: "billing", maxAttempts: 3 });
+    await claim(cairnq.store, "billing");
+    now += 1500;
+    const error = { type: "TaskError", code: "card_declined", message: "card declined", retryable: false, details: { last4: "4242" } };
+    await cairnq.store.fail({ taskId: task.id, workerId: WORKER, error, retryable: false, delayMs: 0 });
+    now += 60_000;
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why).toMatchObject({ state: "failed", atMs: NOW + 1500, activity: null, task: { status: "failed", error } });
+    expect(why?.summary).toBe(
+      `Finished: failed 2026-12-01T10:00:01.500Z (1 min ago) on attempt 1 of 3 under worker ${WORKER}, by a non-retryable failure: ` +
+        'TaskError card_declined: "card declined" (not retryable). Retrying it requeues it for one more attempt.',
+    );
+  });
+
+  it("succeeded and canceled tasks: finished, and how", async () => {
+    const cairnq = open();
+    const done = await cairnq.submit("add", { a: 1 }, { queue: "math" });
+    await claim(cairnq.store, "math");
+    now += 250;
+    await cairnq.store.complete({ taskId: done.id, workerId: WORKER, result: 2 });
+    const dropped = await cairnq.submit("add", { a: 2 }, { queue: "math" });
+    await cairnq.cancel(dropped.id);
+    expect(await cairnq.explain(done.id, { nowMs: now })).toMatchObject({
+      state: "succeeded",
+      summary: `Finished: succeeded 2026-12-01T10:00:00.250Z (just now) on attempt 1 of 3 under worker ${WORKER}, 250 ms after it was submitted.`,
+    });
+    expect((await cairnq.explain(dropped.id, { nowMs: now }))?.summary).toContain("canceled 2026-12-01T10:00:00.250Z (just now) while queued, before any worker claimed it");
+  });
+
+  it("null for an id with no task; refuses options it does not know and a clock that is not epoch ms", async () => {
+    const cairnq = open();
+    expect(await cairnq.explain("task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP")).toBeNull();
+    await expect(cairnq.explain("task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", { now: NOW } as never)).rejects.toThrow(InvalidArgument);
+    await expect(cairnq.explain("task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", { nowMs: Number.NaN })).rejects.toThrow(/nowMs/);
+  });
+});
+
+describe("cairnq.explain on SQLite", () => {
+  let dir: string | undefined;
+  let cairnq: CairnQ | undefined;
+
+  afterEach(async () => {
+    await cairnq?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    cairnq = undefined;
+    dir = undefined;
+  });
+
+  it("reads the queue's activity from the database: unclaimed, then waiting once a worker ran a task of the queue", async () => {
+    dir = mkdtempSync(join(tmpdir(), "cairnq-explain-"));
+    cairnq = new CairnQ(new SQLiteStore(join(dir, "cairnq.db")));
+    const first = await cairnq.submit("email", {}, { queue: "mail" });
+    const second = await cairnq.submit("email", {}, { queue: "mail" });
+    expect(await cairnq.explain(second.id)).toMatchObject({ state: "unclaimed", activity: { runningOnQueue: 0, lastFinishedAtMs: null, queuedOnQueue: 2 } });
+
+    const workerId = newWorkerId();
+    const [claimed] = await cairnq.store.claim({ queues: ["mail"], workerId, leaseMs: 30_000 });
+    expect(claimed?.id).toBe(first.id);
+    await cairnq.store.complete({ taskId: first.id, workerId, result: null });
+    const finished = await cairnq.get(first.id);
+    const why = await cairnq.explain(second.id);
+    expect(why).toMatchObject({ state: "waiting", activity: { runningOnQueue: 0, lastFinishedAtMs: finished?.completed_at_ms, queuedOnQueue: 1 } });
+    expect(why?.summary).toContain("Workers are claiming the queue: a task of the queue finished");
+  });
+});

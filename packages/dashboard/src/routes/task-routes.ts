@@ -1,0 +1,102 @@
+/**
+ * One task at a time: the filtered list, a task's detail with its
+ * explanation, parent and children, and retry or cancel of one task.
+ */
+import type { ListInput, Task } from "@cairnq/protocol";
+import { isTaskId } from "@cairnq/protocol/adapter";
+import { HttpError, readBody, sendJson } from "../http.js";
+import type { Route, RouteContext } from "../router.js";
+import { matchesFilter, parseFilter } from "../task-filter.js";
+import { taskSummary } from "../task-summary.js";
+
+const PAGE_LIMIT_DEFAULT = 50;
+const PAGE_LIMIT_MAX = 200;
+
+/**
+ * `POST /api/tasks` (the list: a read, but POSTed so that filter values such
+ * as keys never appear in URLs), `GET /api/tasks/:id`, and
+ * `POST /api/tasks/:id/retry` and `/cancel`.
+ */
+export function taskRoutes(ctx: RouteContext): Route[] {
+  const { client } = ctx;
+
+  const getTask = async (id: string): Promise<Task> => {
+    if (!isTaskId(id)) throw new HttpError(404, "not a task id");
+    const task = await client.get(id);
+    if (task === null) throw new HttpError(404, `no task ${id} (it may have been purged)`);
+    return task;
+  };
+
+  const list: Route = {
+    method: "POST",
+    path: "/api/tasks",
+    action: "read",
+    async handle(req, res) {
+      const b = ((await readBody(req)) ?? {}) as Record<string, unknown>;
+      const filter = parseFilter(b.filter);
+      const limit = b.limit === undefined ? PAGE_LIMIT_DEFAULT : Number(b.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) throw new HttpError(400, `limit must be an integer from 1 to ${PAGE_LIMIT_MAX}`);
+      if (filter.key !== undefined) {
+        // A key points at one task (§3.2): show it if it passes the other filters.
+        const task = await client.getByKey(filter.key);
+        sendJson(res, 200, { tasks: task !== null && matchesFilter(task, filter) && b.beforeId === undefined ? [taskSummary(task)] : [], nextBeforeId: null });
+        return;
+      }
+      const input: ListInput = { order: "id", limit };
+      if (filter.status !== undefined) input.status = filter.status;
+      if (filter.queue !== undefined) input.queue = filter.queue;
+      if (filter.name !== undefined) input.name = filter.name;
+      if (filter.correlationId !== undefined) input.correlationId = filter.correlationId;
+      if (b.beforeId !== undefined && b.beforeId !== null) {
+        if (typeof b.beforeId !== "string" || !isTaskId(b.beforeId)) throw new HttpError(400, "beforeId must be a task id");
+        input.beforeId = b.beforeId;
+      }
+      const tasks = await client.list(input);
+      sendJson(res, 200, { tasks: tasks.map(taskSummary), nextBeforeId: tasks.length === limit ? (tasks[tasks.length - 1]?.id ?? null) : null });
+    },
+  };
+
+  const detail: Route = {
+    method: "GET",
+    path: /^\/api\/tasks\/([^/]+)$/,
+    action: "read",
+    async handle(_req, res, [raw]) {
+      const id = decodeURIComponent(raw as string);
+      if (!isTaskId(id)) throw new HttpError(404, "not a task id");
+      const now = Date.now();
+      const explained = await client.explain(id, { nowMs: now });
+      if (explained === null) throw new HttpError(404, `no task ${id} (it may have been purged)`);
+      const { task, activity: _activity, ...explanation } = explained;
+      const [children, parent] = await Promise.all([
+        client.list({ rootId: task.root_id ?? task.id, order: "id", limit: PAGE_LIMIT_MAX }),
+        task.parent_id === null ? Promise.resolve(null) : client.get(task.parent_id),
+      ]);
+      sendJson(res, 200, {
+        nowMs: now,
+        task,
+        explanation,
+        parent: parent === null ? null : taskSummary(parent),
+        children: children.filter((c) => c.parent_id === task.id).map(taskSummary),
+      });
+    },
+  };
+
+  const mutate = (action: "retry" | "cancel"): Route => ({
+    method: "POST",
+    path: new RegExp(`^/api/tasks/([^/]+)/${action}$`),
+    action,
+    async handle(req, res, [raw]) {
+      const id = decodeURIComponent(raw as string);
+      await readBody(req);
+      const before = await getTask(id);
+      const after = action === "retry" ? await client.retry(id) : await client.cancel(id);
+      if (after === null) {
+        const verb = action === "retry" ? "retried (only failed or canceled tasks can be)" : "canceled (only queued or running tasks can be)";
+        throw new HttpError(409, `task ${id} is ${before.status} and cannot be ${verb}`);
+      }
+      sendJson(res, 200, { changed: 1, task: taskSummary(after) });
+    },
+  });
+
+  return [list, detail, mutate("retry"), mutate("cancel")];
+}
