@@ -14,8 +14,8 @@ import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserial
 import type { Deferred, TimerHandle } from "@cairnq/runtime";
 import { startTimer } from "@cairnq/runtime";
 import { Heartbeat } from "./heartbeat.js";
+import type { Reporter } from "./reporter.js";
 import { storableEnvelope, unencodableResult } from "./storable-outcome.js";
-import type { WorkerErrorInfo } from "./options.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
 import type { Registration } from "./task-registry.js";
@@ -64,7 +64,8 @@ export interface CallRunnerHost {
   readonly heartbeatIntervalMs: number;
   readonly maxRunMs: number | null;
   readonly contexts: ContextHost;
-  report(err: unknown, info: WorkerErrorInfo): void;
+  /** Where errors the worker survives go (the worker's {@link Reporter}). */
+  readonly reporter: Pick<Reporter, "report">;
   /** The call's handler ended and its settlement begins (the worker frees its slot). */
   settling(call: Call): void;
 }
@@ -84,12 +85,13 @@ export class CallRunner {
    */
   heartbeat(onBeat?: () => void): Heartbeat {
     const host = this.#host;
+    const reporter = host.reporter;
     return new Heartbeat({
       store: host.store,
       workerId: host.workerId,
       leaseMs: host.leaseMs,
       intervalMs: host.heartbeatIntervalMs,
-      report: (err, info) => host.report(err, info),
+      report: (err, info) => reporter.report(err, info),
       ...(onBeat === undefined ? {} : { onBeat }),
     });
   }
@@ -241,7 +243,7 @@ export class CallRunner {
   #completeFailed(ctx: Context, err: unknown): Promise<void> | undefined {
     if (err instanceof SerializationError) return this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
     if (err instanceof LostLease) ctx.markLost("write");
-    else this.#host.report(err, { phase: "execute", taskId: ctx.taskId });
+    else this.#host.reporter.report(err, { phase: "execute", taskId: ctx.taskId });
     return undefined;
   }
 
@@ -262,7 +264,7 @@ export class CallRunner {
       });
       host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs });
     } catch (err) {
-      if (!(err instanceof LostLease)) host.report(err, { phase: "execute", taskId: ctx.taskId });
+      if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId });
     }
   }
 }

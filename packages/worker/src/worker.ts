@@ -2,10 +2,11 @@
  * The CairnQ worker (protocol v1 §8): its life cycle (`run`, `stop`,
  * `close`, `serve`) and the claim loop. The parts it drives live beside it:
  * the task registry (`task-registry.ts`), admission bookkeeping
- * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
+ * (`admission.ts`), the call and settlement path (`call-runner.ts`), and
+ * events, logging and `onError` (`reporter.ts`).
  */
-import type { ClaimInput, Task, TaskDef, TaskStatus, TaskStore } from "@cairnq/protocol";
-import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
+import type { ClaimInput, Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument, isFatalError } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
@@ -15,14 +16,14 @@ import { CLAIM_ERROR_MAX_SLEEP_MS } from "./defaults.js";
 import type { Call } from "./call-runner.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { CallRunner } from "./call-runner.js";
-import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
-import { TypedEmitter } from "./events.js";
-import type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
+import type { WorkerEventListener, WorkerEventName } from "./events.js";
+import type { ResolvedWorkerOptions, WorkerOptions } from "./options.js";
 import { resolveWorkerOptions } from "./options.js";
 import { buildSources, planDraws, rotate, splitCalls } from "./planner.js";
+import { Reporter } from "./reporter.js";
 import type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
 import { scheduleEntry, Scheduler } from "./scheduler.js";
-import type { ContextHost, LostReason } from "./task-context.js";
+import type { ContextHost } from "./task-context.js";
 import { Context } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
@@ -78,7 +79,7 @@ export class Worker {
   readonly #scheduler: Scheduler;
   readonly #admission: Admission;
   readonly #runner: CallRunner;
-  readonly #events = new TypedEmitter<WorkerEvents>();
+  readonly #reporter: Reporter;
   readonly #host: ContextHost;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGateCore | null;
@@ -117,14 +118,16 @@ export class Worker {
     this.options = resolveWorkerOptions(options);
     this.workerId = newWorkerId();
     const opts = this.options;
+    const reporter = new Reporter(this.workerId, opts);
+    this.#reporter = reporter;
     this.#host = {
       store,
       workerId: this.workerId,
       leaseMs: opts.leaseMs,
       failDelayMs: (attempt, retryable) =>
         retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
-      settled: (ctx, status, failure) => this.#onSettled(ctx, status, failure),
-      lost: (ctx, reason) => this.#onLost(ctx, reason),
+      settled: (ctx, status, failure) => reporter.settled(ctx, status, failure),
+      lost: (ctx, reason) => reporter.lost(ctx, reason),
     };
     this.#handlers = new TaskRegistry({
       workerId: this.workerId,
@@ -133,7 +136,7 @@ export class Worker {
       logger: opts.logger,
       flowControl: store.capabilities.flowControl === true,
     });
-    this.#scheduler = new Scheduler(store, (err, schedule) => this.#report(err, { phase: "schedule", schedule }));
+    this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }));
     this.#admission = new Admission(opts, (call) => this.#begin(call));
     this.#runner = new CallRunner({
       store,
@@ -142,7 +145,7 @@ export class Worker {
       heartbeatIntervalMs: opts.heartbeatIntervalMs,
       maxRunMs: opts.maxRunMs,
       contexts: this.#host,
-      report: (err, info) => this.#report(err, info),
+      reporter,
       settling: (call) => this.#admission.settling(call),
     });
     this.#gate = this.#installGate();
@@ -220,7 +223,7 @@ export class Worker {
 
   /** Subscribes to a lifecycle event. A throwing listener is logged and ignored. */
   on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
-    this.#events.on(event, listener);
+    this.#reporter.on(event, listener);
     return this;
   }
 
@@ -251,7 +254,7 @@ export class Worker {
 
   /** Unsubscribes a listener added with {@link Worker.on}. */
   off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
-    this.#events.off(event, listener);
+    this.#reporter.off(event, listener);
     return this;
   }
 
@@ -388,7 +391,7 @@ export class Worker {
       }
     } catch (err) {
       // Push signals only accelerate: without them every claim cycle probes, as always.
-      this.#report(err, { phase: "claim" });
+      this.#reporter.report(err, { phase: "claim" });
     }
     try {
       await this.#claimLoop(signal);
@@ -430,7 +433,7 @@ export class Worker {
           continue;
         }
         const cycle = this.#cycle(signal, cycles.size > 0)
-          .catch((err: unknown) => this.#report(err, { phase: "claim" }))
+          .catch((err: unknown) => this.#reporter.report(err, { phase: "claim" }))
           .finally(() => cycles.delete(cycle));
         cycles.add(cycle);
       }
@@ -488,7 +491,7 @@ export class Worker {
         this.#stopOnFatal(err);
         return false;
       }
-      this.#report(err, { phase: "claim" });
+      this.#reporter.report(err, { phase: "claim" });
       this.#claimFailures += 1;
       const backoffMs = Math.min(CLAIM_ERROR_MAX_SLEEP_MS, WORKER_DEFAULTS.claimErrorSleepMs * 2 ** Math.min(this.#claimFailures - 1, 20));
       await sleep(backoffMs, { signal, unref: true });
@@ -542,7 +545,7 @@ export class Worker {
         this.#stopOnFatal(err);
         return;
       }
-      this.#report(err, { phase: "claim" });
+      this.#reporter.report(err, { phase: "claim" });
       await sleep(this.options.pollIntervalMs, { signal, unref: true });
     }
   }
@@ -681,7 +684,7 @@ export class Worker {
       phase: registration === undefined ? "settling" : "buffered",
       done: SETTLED,
     };
-    if (this.#events.has("task:claimed")) for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
+    this.#reporter.claimed(contexts, claimMs);
     // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
     if (registration !== undefined) this.#runner.watch(call, heartbeat);
     this.#admission.admit(call); // starts it at once when a slot is free (see #begin)
@@ -689,7 +692,7 @@ export class Worker {
     const life = call.phase === "buffered" ? this.#follow(call, (call.started = deferred())) : this.#runner.execute(call);
     const release = (): void => this.#admission.release(call);
     call.done = life.then(release, (err: unknown) => {
-      this.#report(err, { phase: "execute", taskId: first.id });
+      this.#reporter.report(err, { phase: "execute", taskId: first.id });
       release();
     });
     return call;
@@ -746,7 +749,7 @@ export class Worker {
   async #stop(run: RunState): Promise<void> {
     const beganAtMs = Date.now();
     const inFlight = this.#admission.size;
-    this.#emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
+    this.#reporter.emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
     logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
     run.controller.abort();
     await Promise.all([run.loop, this.#scheduler.stop()]);
@@ -787,70 +790,9 @@ export class Worker {
     }
     run.keepAlive.release();
     this.#run = null;
-    this.#emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
+    this.#reporter.emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
     logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
     if (run.fatal === undefined) run.stopped.resolve();
     else run.stopped.reject(run.fatal);
-  }
-
-  // ── reporting ────────────────────────────────────────────────────────────
-
-  #taskEvent(ctx: Context, durationMs: number): TaskEvent {
-    return { taskId: ctx.taskId, workerId: this.workerId, name: ctx.name, queue: ctx.queue, attempt: ctx.attempt, durationMs };
-  }
-
-  #onSettled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
-    // The event only when someone takes it: a listener, or the logger (one object less per task otherwise).
-    const name = status === "succeeded" ? "task:succeeded" : status === "canceled" ? "task:canceled" : "task:failed";
-    const level = status === "succeeded" ? "debug" : "info";
-    const logger = this.options.logger !== undefined && typeof this.options.logger[level] === "function" ? this.options.logger : undefined;
-    if (logger === undefined && !this.#events.has(name)) return;
-    const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
-    if (status === "succeeded") {
-      this.#emit("task:succeeded", event);
-      if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status });
-    } else if (status === "canceled") {
-      this.#emit("task:canceled", event);
-      if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status });
-    } else if (failure !== null) {
-      const willRetry = status === "queued";
-      this.#emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });
-      if (logger !== undefined) {
-        logSafely(logger, "info", willRetry ? "task failed; will retry" : "task failed", { ...event, status, error: failure.envelope });
-      }
-    }
-  }
-
-  #onLost(ctx: Context, reason: LostReason): void {
-    const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
-    if (reason === "heartbeat" || reason === "write" || reason === "reclaimed") {
-      this.#emit("lease:lost", { ...event, reason });
-      logSafely(this.options.logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason });
-    }
-  }
-
-  #emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
-    this.#events.emit(event, payload, (err) =>
-      logSafely(this.options.logger, "error", "a worker event listener threw; ignored", { workerId: this.workerId, event, error: err }),
-    );
-  }
-
-  /** Hands an error the worker survives to `onError` (whose own exceptions are swallowed) and the logger. */
-  #report(err: unknown, info: WorkerErrorInfo): void {
-    const level = err instanceof EventLoopBlocked ? "warn" : "error";
-    logSafely(this.options.logger, level, err instanceof Error ? err.message : "worker error", {
-      workerId: this.workerId,
-      phase: info.phase,
-      taskId: info.taskId,
-      error: err,
-    });
-    const onError = this.options.onError;
-    if (onError === null) return;
-    try {
-      const returned = onError(err, info) as unknown;
-      if (returned instanceof Promise) returned.catch(() => {});
-    } catch {
-      // onError's exceptions are swallowed (§8.1): reporting must not stop the worker.
-    }
   }
 }
