@@ -2,8 +2,8 @@
  * The CairnQ worker (protocol v1 §8): its life cycle (`run`, `stop`,
  * `close`, `serve`) and the claim loop. The parts it drives live beside it:
  * the task registry (`task-registry.ts`), admission bookkeeping
- * (`admission.ts`), the call and settlement path (`call-runner.ts`), and
- * events, logging and `onError` (`reporter.ts`).
+ * (`admission.ts`), one call's life (`call.ts`), the call and settlement
+ * path (`call-runner.ts`), and events, logging and `onError` (`reporter.ts`).
  */
 import type { ClaimInput, Task, TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument, isFatalError } from "@cairnq/protocol";
@@ -13,7 +13,8 @@ import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
 import { CLAIM_ERROR_MAX_SLEEP_MS } from "./defaults.js";
-import type { Call } from "./call-runner.js";
+import { Call } from "./call.js";
+import type { CallHost } from "./call.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { CallRunner } from "./call-runner.js";
 import type { WorkerEventListener, WorkerEventName } from "./events.js";
@@ -27,10 +28,6 @@ import type { ContextHost } from "./task-context.js";
 import { Context } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
-
-/** A call's contexts before it starts, and its `done` before its life begins: shared, not an object per call. */
-const NO_CONTEXTS: readonly Context[] = Object.freeze([]);
-const SETTLED: Promise<void> = Promise.resolve();
 
 /** Claim cycles in flight at once: a second overlaps the first while draws come back full (see the claim loop). */
 const MAX_CLAIM_STREAMS = 2;
@@ -81,6 +78,8 @@ export class Worker {
   readonly #runner: CallRunner;
   readonly #reporter: Reporter;
   readonly #host: ContextHost;
+  /** What every call gets: one object for the worker, not one per call. */
+  readonly #calls: CallHost;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGateCore | null;
   #polls = 0;
@@ -137,7 +136,7 @@ export class Worker {
       flowControl: store.capabilities.flowControl === true,
     });
     this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }));
-    this.#admission = new Admission(opts, (call) => this.#begin(call));
+    this.#admission = new Admission(opts);
     this.#runner = new CallRunner({
       store,
       workerId: this.workerId,
@@ -146,8 +145,11 @@ export class Worker {
       maxRunMs: opts.maxRunMs,
       contexts: this.#host,
       reporter,
-      settling: (call) => this.#admission.settling(call),
     });
+    this.#calls = {
+      settling: (call) => this.#admission.settling(call),
+      cancelWaiting: (ctx) => this.#runner.cancelWaiting(ctx),
+    };
     this.#gate = this.#installGate();
   }
 
@@ -654,12 +656,12 @@ export class Worker {
       reclaimed = true;
     }
     // A buffered call whose every task was just found lost will never start: drop it now.
-    if (reclaimed) for (const call of this.#admission.buffered()) this.#review(call);
+    if (reclaimed) for (const call of this.#admission.buffered()) call.review();
     logSafely(this.options.logger, "debug", "claimed tasks", { workerId: this.workerId, count: rows.length, durationMs: claimMs });
     // One heartbeat for the claim's calls: their leases began together, so one statement per beat renews them all.
     const calls: Call[] = [];
     const heartbeat = this.#runner.heartbeat(() => {
-      for (const call of calls) this.#review(call);
+      for (const call of calls) call.review();
     });
     for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) calls.push(this.#admit(group, claimMs, heartbeat));
   }
@@ -669,27 +671,13 @@ export class Worker {
     const registration = this.#handlers.get(first.name);
     const claimedAtMs = Date.now();
     const contexts = rows.map((row) => new Context(this.#host, row, claimedAtMs));
-    const call: Call = {
-      name: first.name,
-      registration,
-      contexts,
-      handed: NO_CONTEXTS,
-      bytes: this.#admission.payloadBytes(rows),
-      startedAtMs: claimedAtMs,
-      abandoned: false,
-      onAbandon: null,
-      started: null,
-      heartbeat: null,
-      early: null,
-      phase: registration === undefined ? "settling" : "buffered",
-      done: SETTLED,
-    };
+    const call = new Call(this.#calls, registration, contexts, this.#admission.payloadBytes(rows));
     this.#reporter.claimed(contexts, claimMs);
     // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
-    if (registration !== undefined) this.#runner.watch(call, heartbeat);
-    this.#admission.admit(call); // starts it at once when a slot is free (see #begin)
+    if (registration !== undefined) call.join(heartbeat);
+    this.#admission.admit(call); // starts it at once when a slot is free (see Call.start)
     // A call that started at once runs now; a buffered one waits for its start (or its drop) first.
-    const life = call.phase === "buffered" ? this.#follow(call, (call.started = deferred())) : this.#runner.execute(call);
+    const life = call.phase === "buffered" ? this.#follow(call) : this.#runner.execute(call);
     const release = (): void => this.#admission.release(call);
     call.done = life.then(release, (err: unknown) => {
       this.#reporter.report(err, { phase: "execute", taskId: first.id });
@@ -699,49 +687,10 @@ export class Worker {
   }
 
   /** A buffered call's life: wait for a slot, run and settle, then any settlement written while it waited. */
-  async #follow(call: Call, started: Deferred<boolean>): Promise<void> {
-    if (await started.promise) await this.#runner.execute(call);
-    if (call.early !== null) await Promise.all(call.early);
-  }
-
-  /** Admission starts a call: it holds a slot from now on; its handler gets the tasks still live. */
-  #begin(call: Call): void {
-    if (call.phase === "buffered") {
-      const handed = call.contexts.every((ctx) => ctx.live) ? call.contexts : call.contexts.filter((ctx) => ctx.live);
-      if (handed.length === 0) {
-        this.#drop(call);
-        return;
-      }
-      const now = Date.now();
-      call.handed = handed;
-      call.startedAtMs = now;
-      for (const ctx of handed) ctx.startedAtMs = now;
-      call.phase = "running";
-    } else {
-      call.handed = call.contexts;
-    }
-    call.started?.resolve(true);
-  }
-
-  /**
-   * After each heartbeat of a buffered call: a task whose cancel flag the beat saw is settled now,
-   * without running its handler (`complete` ends it `canceled`: cancel wins); a task whose lease the
-   * beat found gone is left alone. A call with no task left to run is dropped from the buffer.
-   */
-  #review(call: Call): void {
-    if (call.phase !== "buffered") return;
-    for (const ctx of call.contexts) {
-      if (ctx.live && ctx.cancelSeen) (call.early ??= []).push(this.#runner.cancelWaiting(ctx));
-    }
-    if (!call.contexts.some((ctx) => ctx.live)) this.#drop(call);
-  }
-
-  /** Ends a buffered call that will never start: its heartbeat stops, it holds no slot, and it ends once its early settlements do. */
-  #drop(call: Call): void {
-    call.phase = "settling";
-    call.heartbeat?.release((call.contexts[0] as Context).taskId);
-    this.#admission.settling(call);
-    call.started?.resolve(false);
+  async #follow(call: Call): Promise<void> {
+    if (await call.whenStarted()) await this.#runner.execute(call);
+    const early = call.early;
+    if (early !== null) await Promise.all(early);
   }
 
   // ── stopping ─────────────────────────────────────────────────────────────
@@ -765,19 +714,8 @@ export class Worker {
       const finished = await Promise.race([drained, deadline, forced]);
       timer?.clear();
       if (!finished) {
-        for (const call of this.#admission.calls()) {
-          if (call.phase === "buffered") {
-            // Claimed but never started: let go of it like a running call (its tasks are left to lease expiry).
-            abandoned += 1;
-            for (const ctx of call.contexts) ctx.markLost("abandoned");
-            this.#drop(call);
-            continue;
-          }
-          if (call.phase !== "running") continue;
-          abandoned += 1;
-          for (const ctx of call.contexts) ctx.markLost("abandoned");
-          this.#runner.abandon(call);
-        }
+        // A buffered call, claimed but never started, is let go of like a running one (its tasks are left to lease expiry).
+        for (const call of this.#admission.calls()) if (call.abandon()) abandoned += 1;
         if (abandoned > 0) {
           logSafely(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
             workerId: this.workerId,
