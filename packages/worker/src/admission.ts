@@ -8,7 +8,7 @@ import type { Task } from "@cairnq/protocol";
 import { encodeJson } from "@cairnq/protocol/adapter";
 import type { Deferred } from "@cairnq/runtime";
 import { abortPromise, deferred } from "@cairnq/runtime";
-import type { Call } from "./call-runner.js";
+import type { Call } from "./call.js";
 import type { PlanSnapshot } from "./planner.js";
 import type { Context } from "./task-context.js";
 
@@ -39,8 +39,6 @@ export interface AdmissionLimits {
  */
 export class Admission {
   readonly #limits: AdmissionLimits;
-  /** Starts a call taken out of the buffer (it is running from now on). */
-  readonly #start: (call: Call) => void;
   readonly #calls = new Set<Call>();
   /** Claimed calls waiting for a slot, in claim order. */
   readonly #buffered: Call[] = [];
@@ -60,9 +58,8 @@ export class Admission {
   /** Resolved at the next change {@link Admission.waitForRoom} waits for; made only while it waits. */
   #callEnded: Deferred<void> | null = null;
 
-  constructor(limits: AdmissionLimits, start: (call: Call) => void) {
+  constructor(limits: AdmissionLimits) {
     this.#limits = limits;
-    this.#start = start;
   }
 
   /** Calls in flight: buffered, running and settling. */
@@ -210,7 +207,7 @@ export class Admission {
       this.#pump();
     } else {
       this.#calls.add(call);
-      this.#start(call);
+      call.start();
     }
   }
 
@@ -219,7 +216,7 @@ export class Admission {
     while (this.#buffered.length > 0 && this.#calls.size < this.#limits.concurrency) {
       const call = this.#buffered.shift() as Call;
       this.#calls.add(call);
-      this.#start(call);
+      call.start();
     }
   }
 

@@ -3,19 +3,18 @@
  * heartbeat, bounded by `maxRunMs` and by abandonment at the stop deadline,
  * then settles every task the handler did not settle itself.
  *
- * Terminology: a *call* is one handler invocation (one task, or a batch of
- * tasks of one name); *settling* a task is writing its outcome (`complete`
- * or `fail`); a call is *abandoned* when the worker lets go of it without
- * settling (the `stop()` deadline), leaving its tasks to lease expiry.
+ * Terminology: a *call* and its phases are defined in `call.ts`; *settling*
+ * a task is writing its outcome (`complete` or `fail`).
  */
 import type { RefCompleteTaskStore, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
 import { LostLease, SerializationError } from "@cairnq/protocol";
 import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserializableResultEnvelope } from "@cairnq/protocol/sdk";
-import type { Deferred, TimerHandle } from "@cairnq/runtime";
+import type { TimerHandle } from "@cairnq/runtime";
 import { startTimer } from "@cairnq/runtime";
+import type { Call } from "./call.js";
 import { Heartbeat } from "./heartbeat.js";
+import type { Reporter } from "./reporter.js";
 import { storableEnvelope, unencodableResult } from "./storable-outcome.js";
-import type { WorkerErrorInfo } from "./options.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
 import type { Registration } from "./task-registry.js";
@@ -27,35 +26,6 @@ export type Outcome =
   | { readonly kind: "timeout" }
   | { readonly kind: "abandoned" };
 
-/** One handler call in flight. @internal */
-export interface Call {
-  readonly name: string;
-  readonly registration: Registration | undefined;
-  /** Every task the call claimed. */
-  readonly contexts: Context[];
-  /** The contexts handed to the handler: those still live when the call started (empty until then). */
-  handed: readonly Context[];
-  readonly bytes: number;
-  /** When the handler started (for a buffered call: when it was claimed, until it starts). */
-  startedAtMs: number;
-  /** Set by the stop deadline: the call is let go of (see {@link CallRunner.abandon}). */
-  abandoned: boolean;
-  /** Ends the handler's wait with `abandoned` while the handler runs; `null` otherwise. */
-  onAbandon: (() => void) | null;
-  /** For a call buffered at its claim: resolves `true` when it starts, `false` when it is dropped unstarted. */
-  started: Deferred<boolean> | null;
-  /** The call's heartbeat, from its claim (see {@link CallRunner.watch}); `null` for an unregistered name. */
-  heartbeat: Heartbeat | null;
-  /** Settlements written before the call started (a cancel seen while it was buffered). */
-  early: Promise<void>[] | null;
-  /**
-   * `buffered` while it waits for a slot (`prefetch`), `running` until the handler's outcome is
-   * known, then `settling`; a settling call is never abandoned.
-   */
-  phase: "buffered" | "running" | "settling";
-  done: Promise<void>;
-}
-
 /** What a {@link CallRunner} needs from its worker. @internal */
 export interface CallRunnerHost {
   readonly store: TaskStore;
@@ -64,9 +34,8 @@ export interface CallRunnerHost {
   readonly heartbeatIntervalMs: number;
   readonly maxRunMs: number | null;
   readonly contexts: ContextHost;
-  report(err: unknown, info: WorkerErrorInfo): void;
-  /** The call's handler ended and its settlement begins (the worker frees its slot). */
-  settling(call: Call): void;
+  /** Where errors the worker survives go (the worker's {@link Reporter}). */
+  readonly reporter: Pick<Reporter, "report">;
 }
 
 /** Runs calls and settles their tasks. @internal */
@@ -78,27 +47,21 @@ export class CallRunner {
   }
 
   /**
-   * A heartbeat (§8.5) for the calls of one claim, each joining it with {@link CallRunner.watch} when
+   * A heartbeat (§8.5) for the calls of one claim, each joining it with {@link Call.join} when
    * it is claimed, so the leases of a buffered call are renewed while it waits exactly as a running
    * call's are; `onBeat` runs after each beat.
    */
   heartbeat(onBeat?: () => void): Heartbeat {
     const host = this.#host;
+    const reporter = host.reporter;
     return new Heartbeat({
       store: host.store,
       workerId: host.workerId,
       leaseMs: host.leaseMs,
       intervalMs: host.heartbeatIntervalMs,
-      report: (err, info) => host.report(err, info),
+      report: (err, info) => reporter.report(err, info),
       ...(onBeat === undefined ? {} : { onBeat }),
     });
-  }
-
-  /** `call` joins `heartbeat` (a heartbeat of its own when none is given); its end releases it. */
-  watch(call: Call, heartbeat: Heartbeat = this.heartbeat()): Heartbeat {
-    call.heartbeat = heartbeat;
-    heartbeat.add(call.contexts);
-    return heartbeat;
   }
 
   /**
@@ -110,12 +73,6 @@ export class CallRunner {
     return this.#finalComplete(ctx, null);
   }
 
-  /** Lets go of a running call at the stop deadline: its outcome is `abandoned`, whatever the handler does later. */
-  abandon(call: Call): void {
-    call.abandoned = true;
-    call.onAbandon?.();
-  }
-
   /** Runs `call` to its end: handler, heartbeat, settlement. Never settles an abandoned call. */
   execute(call: Call): Promise<void> {
     const registration = call.registration;
@@ -123,13 +80,11 @@ export class CallRunner {
       // Handlers changed while the claim was in flight: fail for good, without a heartbeat.
       return Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0))).then(() => undefined);
     }
-    const heartbeat = call.heartbeat ?? this.watch(call);
+    if (call.heartbeat === null) call.join(this.heartbeat());
     // #invoke never rejects: how the handler ended is its outcome.
     return this.#invoke(call, registration).then((outcome) => {
-      heartbeat.release((call.contexts[0] as Context).taskId);
+      call.handlerEnded(outcome.kind === "abandoned");
       if (outcome.kind === "abandoned") return;
-      call.phase = "settling";
-      this.#host.settling(call);
       return this.#settle(call, outcome);
     });
   }
@@ -148,10 +103,10 @@ export class CallRunner {
         if (ended) return;
         ended = true;
         timer?.clear();
-        call.onAbandon = null;
+        call.onAbandon(null);
         resolve(outcome);
       };
-      call.onAbandon = () => end(ABANDONED);
+      call.onAbandon(() => end(ABANDONED));
       const maxRunMs = this.#host.maxRunMs;
       // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
       if (maxRunMs !== null) timer = startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
@@ -241,7 +196,7 @@ export class CallRunner {
   #completeFailed(ctx: Context, err: unknown): Promise<void> | undefined {
     if (err instanceof SerializationError) return this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
     if (err instanceof LostLease) ctx.markLost("write");
-    else this.#host.report(err, { phase: "execute", taskId: ctx.taskId });
+    else this.#host.reporter.report(err, { phase: "execute", taskId: ctx.taskId });
     return undefined;
   }
 
@@ -262,7 +217,7 @@ export class CallRunner {
       });
       host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs });
     } catch (err) {
-      if (!(err instanceof LostLease)) host.report(err, { phase: "execute", taskId: ctx.taskId });
+      if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId });
     }
   }
 }

@@ -1,38 +1,32 @@
 /**
- * The CairnQ worker (protocol v1 §8): its life cycle (`run`, `stop`,
- * `close`, `serve`) and the claim loop. The parts it drives live beside it:
- * the task registry (`task-registry.ts`), admission bookkeeping
- * (`admission.ts`), and the call and settlement path (`call-runner.ts`).
+ * The CairnQ worker (protocol v1 §8): its construction, task registration,
+ * schedules, events, and its life cycle (`run`, `stop`, `close`, `serve`).
+ * The parts it drives live beside it: the task registry
+ * (`task-registry.ts`), the claim loop and its pacing (`claim-loop.ts`), the
+ * dispatch of claimed rows into calls (`dispatcher.ts`), admission
+ * bookkeeping (`admission.ts`), one call's life (`call.ts`), the call and
+ * settlement path (`call-runner.ts`), and events, logging and `onError`
+ * (`reporter.ts`).
  */
-import type { ClaimInput, Task, TaskDef, TaskStatus, TaskStore } from "@cairnq/protocol";
-import { CairnQError, EventLoopBlocked, InvalidArgument, isFatalError } from "@cairnq/protocol";
+import type { TaskDef, TaskStore } from "@cairnq/protocol";
+import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
-import { BackpressureGateCore, logSafely, retryDelayMs, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
+import { BackpressureGateCore, logSafely, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
-import { CLAIM_ERROR_MAX_SLEEP_MS } from "./defaults.js";
-import type { Call } from "./call-runner.js";
-import type { Heartbeat } from "./heartbeat.js";
 import { CallRunner } from "./call-runner.js";
-import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
-import { TypedEmitter } from "./events.js";
-import type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
+import { ClaimLoop } from "./claim-loop.js";
+import { Dispatcher } from "./dispatcher.js";
+import type { WorkerEventListener, WorkerEventName } from "./events.js";
+import type { ResolvedWorkerOptions, WorkerOptions } from "./options.js";
 import { resolveWorkerOptions } from "./options.js";
-import { buildSources, planDraws, rotate, splitCalls } from "./planner.js";
+import { Reporter } from "./reporter.js";
 import type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
 import { scheduleEntry, Scheduler } from "./scheduler.js";
-import type { ContextHost, LostReason } from "./task-context.js";
-import { Context } from "./task-context.js";
+import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
-
-/** A call's contexts before it starts, and its `done` before its life begins: shared, not an object per call. */
-const NO_CONTEXTS: readonly Context[] = Object.freeze([]);
-const SETTLED: Promise<void> = Promise.resolve();
-
-/** Claim cycles in flight at once: a second overlaps the first while draws come back full (see the claim loop). */
-const MAX_CLAIM_STREAMS = 2;
 
 interface RunState {
   readonly stopped: Deferred<void>;
@@ -77,31 +71,10 @@ export class Worker {
   /** The schedules declared with `schedule()`; they run while the worker runs. */
   readonly #scheduler: Scheduler;
   readonly #admission: Admission;
-  readonly #runner: CallRunner;
-  readonly #events = new TypedEmitter<WorkerEvents>();
-  readonly #host: ContextHost;
+  readonly #reporter: Reporter;
+  readonly #claimLoop: ClaimLoop;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGateCore | null;
-  #polls = 0;
-  /** Claim-side failures in a row, for the backoff. */
-  #claimFailures = 0;
-  /** Whether the next claim cycle may skip the store's probe: we were just woken by a `queued` signal, or the last claim came back full. */
-  #skipProbe = false;
-  /** Whether the last claim that returned came back full (there is probably more to take: a second claim may overlap). */
-  #lastFull = false;
-  /** Push `queued` signals for our queues heard so far (§9): a count, so an idle sleep or a claim can tell whether any came after it began. */
-  #queuedSignals = 0;
-  /** Whether this run hears the store's push signals (its `subscribe` worked and it declares `pushWakeups`). */
-  #hearsSignals = false;
-  /** Claim cycles begun, and the latest whose `reprobe` answer was taken (an older cycle's answer is stale). */
-  #claimsBegun = 0;
-  #reprobeTaken = 0;
-  /**
-   * Set when the last claim's `reprobe` found nothing left to claim: when that claim began, and the
-   * signal count then. Until a `queued` signal arrives or a poll interval has passed since, the next
-   * claim would only find what the probe found, so the loop waits for either instead (see {@link Worker.#drainedMs}).
-   */
-  #drained: { readonly sinceMs: number; readonly signals: number } | null = null;
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
 
@@ -117,33 +90,48 @@ export class Worker {
     this.options = resolveWorkerOptions(options);
     this.workerId = newWorkerId();
     const opts = this.options;
-    this.#host = {
+    const workerId = this.workerId;
+    const reporter = new Reporter(workerId, opts);
+    this.#reporter = reporter;
+    const contexts: ContextHost = {
       store,
-      workerId: this.workerId,
+      workerId,
       leaseMs: opts.leaseMs,
       failDelayMs: (attempt, retryable) =>
         retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
-      settled: (ctx, status, failure) => this.#onSettled(ctx, status, failure),
-      lost: (ctx, reason) => this.#onLost(ctx, reason),
+      settled: (ctx, status, failure) => reporter.settled(ctx, status, failure),
+      lost: (ctx, reason) => reporter.lost(ctx, reason),
     };
-    this.#handlers = new TaskRegistry({
-      workerId: this.workerId,
+    const registry = new TaskRegistry({
+      workerId,
       queues: opts.queues,
       resources: opts.resources,
       logger: opts.logger,
       flowControl: store.capabilities.flowControl === true,
     });
-    this.#scheduler = new Scheduler(store, (err, schedule) => this.#report(err, { phase: "schedule", schedule }));
-    this.#admission = new Admission(opts, (call) => this.#begin(call));
-    this.#runner = new CallRunner({
+    this.#handlers = registry;
+    this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }));
+    const admission = new Admission(opts);
+    this.#admission = admission;
+    const runner = new CallRunner({
       store,
-      workerId: this.workerId,
+      workerId,
       leaseMs: opts.leaseMs,
       heartbeatIntervalMs: opts.heartbeatIntervalMs,
       maxRunMs: opts.maxRunMs,
-      contexts: this.#host,
-      report: (err, info) => this.#report(err, info),
-      settling: (call) => this.#admission.settling(call),
+      contexts,
+      reporter,
+    });
+    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, registry, admission, runner, reporter, contexts });
+    this.#claimLoop = new ClaimLoop({
+      store,
+      workerId,
+      options: opts,
+      admission,
+      registry,
+      dispatcher,
+      reporter,
+      fatal: (err) => this.#stopOnFatal(err),
     });
     this.#gate = this.#installGate();
   }
@@ -220,7 +208,7 @@ export class Worker {
 
   /** Subscribes to a lifecycle event. A throwing listener is logged and ignored. */
   on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
-    this.#events.on(event, listener);
+    this.#reporter.on(event, listener);
     return this;
   }
 
@@ -251,7 +239,7 @@ export class Worker {
 
   /** Unsubscribes a listener added with {@link Worker.on}. */
   off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
-    this.#events.off(event, listener);
+    this.#reporter.off(event, listener);
     return this;
   }
 
@@ -302,7 +290,7 @@ export class Worker {
       queues: this.options.queues,
       names: this.#handlers.names(),
     });
-    run.loop = this.#loop(controller.signal);
+    run.loop = this.#claimLoop.run(controller.signal);
     this.#scheduler.start();
     return run.stopped.promise;
   }
@@ -374,379 +362,12 @@ export class Worker {
     }
   }
 
-  // ── poll loop (§8.3) ─────────────────────────────────────────────────────
-
-  async #loop(signal: AbortSignal): Promise<void> {
-    const queues = new Set(this.options.queues);
-    let unsubscribe: () => void = () => {};
-    try {
-      if (typeof this.store.subscribe === "function") {
-        unsubscribe = this.store.subscribe((s) => {
-          if (s.reason === "queued" && queues.has(s.queue)) this.#queuedSignals += 1;
-        });
-        this.#hearsSignals = this.store.capabilities.pushWakeups;
-      }
-    } catch (err) {
-      // Push signals only accelerate: without them every claim cycle probes, as always.
-      this.#report(err, { phase: "claim" });
-    }
-    try {
-      await this.#claimLoop(signal);
-    } finally {
-      unsubscribe();
-      this.#hearsSignals = false;
-      this.#drained = null;
-    }
-  }
-
-  async #claimLoop(signal: AbortSignal): Promise<void> {
-    // Connect up front, so a database the worker can never use fails run() even before a handler is registered.
-    if (!(await this.#survive(() => this.store.connect(), signal)) && this.#run?.fatal !== undefined) return;
-    // Claim cycles in flight: at most two, and a second only overlaps one whose predecessor came back full.
-    const cycles = new Set<Promise<void>>();
-    try {
-      while (!signal.aborted && this.#run?.fatal === undefined) {
-        await this.#admission.waitForRoom(signal);
-        if (signal.aborted) break;
-        if (this.#handlers.size === 0) {
-          if (cycles.size > 0) await Promise.race(cycles);
-          else await this.#idle(signal);
-          continue;
-        }
-        const drainedMs = this.#drainedMs();
-        if (drainedMs > 0) {
-          // Nothing was left at the last claim and no signal came since: wait for one (or the poll interval).
-          if (cycles.size > 0) await Promise.race(cycles);
-          else await this.#idle(signal, drainedMs);
-          continue;
-        }
-        if (this.options.prefetch === 0) {
-          // Claims never overlap without prefetch (see worthOverlapping): one cycle at a time, awaited here.
-          await this.#cycle(signal, false);
-          continue;
-        }
-        if (cycles.size > 0 && !(cycles.size < MAX_CLAIM_STREAMS && this.#lastFull && this.#overlapAllowed() && this.#admission.worthOverlapping())) {
-          await Promise.race(cycles);
-          continue;
-        }
-        const cycle = this.#cycle(signal, cycles.size > 0)
-          .catch((err: unknown) => this.#report(err, { phase: "claim" }))
-          .finally(() => cycles.delete(cycle));
-        cycles.add(cycle);
-      }
-    } finally {
-      await Promise.all(cycles);
-    }
-  }
-
-  /**
-   * Whether a second claim may overlap one in flight: only when no registered name has a per-name
-   * `concurrency`, a `resource` or cross-process flow control, whose counts a claim in flight could
-   * change under the other's plan. (Room is held for the one in flight: {@link Admission.reserve}.)
-   */
-  #overlapAllowed(): boolean {
-    return this.#handlers.registrations().every((r) => r.concurrency === null && r.resource === null && (r.flowControl ?? null) === null);
-  }
-
-  /**
-   * One claim cycle and its dispatch. An empty claim idles (§8.3 step 4) unless it overlapped
-   * another cycle (that one's result decides).
-   */
-  async #cycle(signal: AbortSignal, overlapping: boolean): Promise<void> {
-    const startedAtMs = Date.now();
-    let result: { rows: Task[]; release: () => void } = { rows: [], release: () => {} };
-    const claimed = await this.#survive(async () => {
-      result = await this.#claim();
-    }, signal);
-    if (!claimed) return;
-    const { rows, release } = result;
-    try {
-      if (rows.length > 0) this.#dispatch(rows, Date.now() - startedAtMs);
-    } finally {
-      release();
-    }
-    if (rows.length === 0 && !overlapping) await this.#idle(signal);
-  }
-
-  /**
-   * Runs one claim-side step. A transient failure (a server restarting, a
-   * refused connection, anything not marked fatal) is reported and slept
-   * off with backoff — `claimErrorSleepMs` doubling up to
-   * {@link CLAIM_ERROR_MAX_SLEEP_MS}, reset by the next success — and the
-   * caller tries again; a fatal one (`isFatalError`: a path that is not a
-   * database, another protocol major, another installation) ends the run,
-   * which then rejects with it. Returns whether the step succeeded.
-   */
-  async #survive(step: () => Promise<void>, signal: AbortSignal): Promise<boolean> {
-    try {
-      await step();
-      this.#claimFailures = 0;
-      return true;
-    } catch (err) {
-      if (signal.aborted) return false;
-      if (isFatalError(err)) {
-        this.#stopOnFatal(err);
-        return false;
-      }
-      this.#report(err, { phase: "claim" });
-      this.#claimFailures += 1;
-      const backoffMs = Math.min(CLAIM_ERROR_MAX_SLEEP_MS, WORKER_DEFAULTS.claimErrorSleepMs * 2 ** Math.min(this.#claimFailures - 1, 20));
-      await sleep(backoffMs, { signal, unref: true });
-      return false;
-    }
-  }
-
-  /** Ends the run because of an error retrying cannot fix: logged, then `stop()`; `run()` rejects with it. */
-  #stopOnFatal(err: unknown): void {
-    const run = this.#run;
-    if (run === null || run.fatal !== undefined) return;
-    run.fatal = err;
-    logSafely(this.options.logger, "error", `worker cannot work and stops: ${err instanceof Error ? err.message : String(err)}`, {
-      workerId: this.workerId,
-      error: err,
-    });
-    void this.stop();
-  }
-
-  /**
-   * How long the loop may still wait instead of claiming because the last claim's `reprobe` found
-   * nothing left (0: claim now). The wait lasts until a `queued` signal for our queues or one poll
-   * interval after that claim began — the same bound an idle worker's sleep has, which also covers
-   * what no signal announces (delayed tasks falling due, leases expiring). A worker that claims
-   * again right after each task would only repeat the probe's answer, on a transaction of its own
-   * that competes with the settlement just written (measured on `bench/`'s Postgres `call()` pair
-   * against the release before, 6 alternating runs of 300 calls: p50 0.83×, p95 0.81×).
-   */
-  #drainedMs(): number {
-    const drained = this.#drained;
-    if (drained === null) return 0;
-    const remainingMs = drained.sinceMs + this.options.pollIntervalMs - Date.now();
-    if (remainingMs <= 0 || drained.signals !== this.#queuedSignals) {
-      this.#drained = null;
-      return 0;
-    }
-    return remainingMs;
-  }
-
-  async #idle(signal: AbortSignal, timeoutMs = this.options.pollIntervalMs): Promise<void> {
-    const signals = this.#queuedSignals;
-    this.#drained = null;
-    try {
-      await this.store.claimWake(this.options.queues, timeoutMs, signal);
-      // Woken by a queued signal for our queues: the probe would only confirm what the signal said, so the
-      // next cycle opens its transaction at once (recovery still runs first in it; an empty draw is harmless).
-      this.#skipProbe = this.#queuedSignals !== signals;
-    } catch (err) {
-      if (signal.aborted) return;
-      if (isFatalError(err)) {
-        this.#stopOnFatal(err);
-        return;
-      }
-      this.#report(err, { phase: "claim" });
-      await sleep(this.options.pollIntervalMs, { signal, unref: true });
-    }
-  }
-
-  /**
-   * §8.3 steps 2–3: one claim cycle with a draw per source. When every draw came back full there is
-   * probably more to take, so the next cycle skips the probe and goes straight to its transaction
-   * (recovery first, as always; an empty draw then costs one short transaction).
-   */
-  async #claim(): Promise<{ rows: Task[]; release: () => void }> {
-    const registrations = this.#handlers.registrations();
-    const batches = new Map(registrations.map((r) => [r.name, r.batch ?? 1]));
-    const sources = rotate(buildSources(registrations), this.#polls++);
-    const admission = this.#admission;
-    // The most calls this claim can bring: a draw per source, each capped by claimBatch (or all the room).
-    const cap = this.options.claimBatch === null ? Number.POSITIVE_INFINITY : this.options.claimBatch * sources.length;
-    // Room held for this claim until its rows are dispatched, so a claim overlapping it plans only the rest
-    // (claims overlap only with prefetch; without it nothing needs holding).
-    const holds = this.options.prefetch > 0;
-    let held = holds ? admission.reserve(Math.min(admission.free(), cap)) : 0;
-    let plan: ReturnType<typeof planDraws> = () => null;
-    let requested = 0;
-    let planned = 0;
-    const draws: typeof plan = (claimed, index) => {
-      if (index === 0) {
-        // Planned from the counters as they are when the store asks (inside its transaction), not as they were
-        // when the cycle began: calls that ended meanwhile leave room this claim can fill. The room it plans stays
-        // held until its rows are dispatched, so nothing else can take it meanwhile. A store may replay its
-        // transaction: each replay plans afresh.
-        requested = 0;
-        planned = 0;
-        admission.unreserve(held);
-        const snapshot = admission.snapshot((name) => batches.get(name) ?? 1);
-        held = holds ? admission.reserve(Math.min(snapshot.free, cap)) : 0;
-        plan = planDraws(sources, snapshot);
-      }
-      const draw = plan(claimed, index);
-      if (draw === null) {
-        // Planning is over: hand back the room this claim will not use.
-        if (holds) {
-          admission.unreserve(held - planned);
-          held = planned;
-        }
-      } else {
-        requested += draw.limit;
-        planned += Math.ceil(draw.limit / (batches.get(draw.names?.[0] ?? "") ?? 1));
-      }
-      return draw;
-    };
-    let rows: Task[];
-    try {
-      rows = await this.#claimWith(registrations, draws, () => requested);
-    } catch (err) {
-      admission.unreserve(held);
-      throw err;
-    }
-    // Handed back only once the rows are dispatched (they then count as buffered or running).
-    return { rows, release: () => admission.unreserve(held) };
-  }
-
-  async #claimWith(registrations: readonly { name: string }[], draws: NonNullable<ClaimInput["draws"]>, requested: () => number): Promise<Task[]> {
-    const skipProbe = this.#skipProbe || this.#lastFull;
-    this.#skipProbe = false;
-    const flowControl = this.#handlers.flowControl();
-    const begun = ++this.#claimsBegun;
-    const sinceMs = Date.now();
-    const signals = this.#queuedSignals;
-    let leftNothing = false;
-    // Only where a signal would announce new work: without push signals an empty probe says nothing about the next
-    // second. And not while draws keep coming back full: a backlog is being drained, the answer would be "more" (and
-    // the statement a cost per claim: 6% of a Postgres drain at concurrency 1), and the claim that ends the streak
-    // finds out itself.
-    const reprobe =
-      this.#hearsSignals && this.store.capabilities.claimReprobe === true && !this.#lastFull
-        ? (claimable: boolean): void => {
-            if (begun < this.#reprobeTaken) return;
-            this.#reprobeTaken = begun;
-            leftNothing = !claimable;
-            this.#drained = claimable ? null : { sinceMs, signals };
-          }
-        : null;
-    const rows = await this.store.claim({
-      queues: this.options.queues,
-      workerId: this.workerId,
-      leaseMs: this.options.leaseMs,
-      names: registrations.map((r) => r.name),
-      draws,
-      ...(skipProbe ? { probe: false } : {}),
-      ...(flowControl === null ? {} : { flowControl }),
-      ...(reprobe === null ? {} : { reprobe }),
-    });
-    this.#lastFull = !leftNothing && rows.length > 0 && rows.length >= requested();
-    this.#skipProbe = this.#lastFull;
-    return rows;
-  }
-
-  /** §8.3 step 4: split rows into calls and start them (or, with `prefetch`, buffer those without a free slot). */
-  #dispatch(rows: readonly Task[], claimMs: number): void {
-    let reclaimed = false;
-    for (const row of rows) {
-      // We just claimed this task again, so any older call of ours holding it lost its lease (the row's attempt moved on).
-      const older = this.#admission.holding(row.id);
-      if (older === undefined) continue;
-      // A settled one is left alone: its write, if still in flight, meets the attempt fence and says so itself.
-      for (const ctx of older) if (!ctx.settled) ctx.markLost("reclaimed");
-      reclaimed = true;
-    }
-    // A buffered call whose every task was just found lost will never start: drop it now.
-    if (reclaimed) for (const call of this.#admission.buffered()) this.#review(call);
-    logSafely(this.options.logger, "debug", "claimed tasks", { workerId: this.workerId, count: rows.length, durationMs: claimMs });
-    // One heartbeat for the claim's calls: their leases began together, so one statement per beat renews them all.
-    const calls: Call[] = [];
-    const heartbeat = this.#runner.heartbeat(() => {
-      for (const call of calls) this.#review(call);
-    });
-    for (const group of splitCalls(rows, (name) => this.#handlers.get(name)?.batch ?? 1)) calls.push(this.#admit(group, claimMs, heartbeat));
-  }
-
-  #admit(rows: readonly Task[], claimMs: number, heartbeat: Heartbeat): Call {
-    const first = rows[0] as Task;
-    const registration = this.#handlers.get(first.name);
-    const claimedAtMs = Date.now();
-    const contexts = rows.map((row) => new Context(this.#host, row, claimedAtMs));
-    const call: Call = {
-      name: first.name,
-      registration,
-      contexts,
-      handed: NO_CONTEXTS,
-      bytes: this.#admission.payloadBytes(rows),
-      startedAtMs: claimedAtMs,
-      abandoned: false,
-      onAbandon: null,
-      started: null,
-      heartbeat: null,
-      early: null,
-      phase: registration === undefined ? "settling" : "buffered",
-      done: SETTLED,
-    };
-    if (this.#events.has("task:claimed")) for (const ctx of contexts) this.#emit("task:claimed", this.#taskEvent(ctx, claimMs));
-    // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
-    if (registration !== undefined) this.#runner.watch(call, heartbeat);
-    this.#admission.admit(call); // starts it at once when a slot is free (see #begin)
-    // A call that started at once runs now; a buffered one waits for its start (or its drop) first.
-    const life = call.phase === "buffered" ? this.#follow(call, (call.started = deferred())) : this.#runner.execute(call);
-    const release = (): void => this.#admission.release(call);
-    call.done = life.then(release, (err: unknown) => {
-      this.#report(err, { phase: "execute", taskId: first.id });
-      release();
-    });
-    return call;
-  }
-
-  /** A buffered call's life: wait for a slot, run and settle, then any settlement written while it waited. */
-  async #follow(call: Call, started: Deferred<boolean>): Promise<void> {
-    if (await started.promise) await this.#runner.execute(call);
-    if (call.early !== null) await Promise.all(call.early);
-  }
-
-  /** Admission starts a call: it holds a slot from now on; its handler gets the tasks still live. */
-  #begin(call: Call): void {
-    if (call.phase === "buffered") {
-      const handed = call.contexts.every((ctx) => ctx.live) ? call.contexts : call.contexts.filter((ctx) => ctx.live);
-      if (handed.length === 0) {
-        this.#drop(call);
-        return;
-      }
-      const now = Date.now();
-      call.handed = handed;
-      call.startedAtMs = now;
-      for (const ctx of handed) ctx.startedAtMs = now;
-      call.phase = "running";
-    } else {
-      call.handed = call.contexts;
-    }
-    call.started?.resolve(true);
-  }
-
-  /**
-   * After each heartbeat of a buffered call: a task whose cancel flag the beat saw is settled now,
-   * without running its handler (`complete` ends it `canceled`: cancel wins); a task whose lease the
-   * beat found gone is left alone. A call with no task left to run is dropped from the buffer.
-   */
-  #review(call: Call): void {
-    if (call.phase !== "buffered") return;
-    for (const ctx of call.contexts) {
-      if (ctx.live && ctx.cancelSeen) (call.early ??= []).push(this.#runner.cancelWaiting(ctx));
-    }
-    if (!call.contexts.some((ctx) => ctx.live)) this.#drop(call);
-  }
-
-  /** Ends a buffered call that will never start: its heartbeat stops, it holds no slot, and it ends once its early settlements do. */
-  #drop(call: Call): void {
-    call.phase = "settling";
-    call.heartbeat?.release((call.contexts[0] as Context).taskId);
-    this.#admission.settling(call);
-    call.started?.resolve(false);
-  }
-
   // ── stopping ─────────────────────────────────────────────────────────────
 
   async #stop(run: RunState): Promise<void> {
     const beganAtMs = Date.now();
     const inFlight = this.#admission.size;
-    this.#emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
+    this.#reporter.emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
     logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
     run.controller.abort();
     await Promise.all([run.loop, this.#scheduler.stop()]);
@@ -762,19 +383,8 @@ export class Worker {
       const finished = await Promise.race([drained, deadline, forced]);
       timer?.clear();
       if (!finished) {
-        for (const call of this.#admission.calls()) {
-          if (call.phase === "buffered") {
-            // Claimed but never started: let go of it like a running call (its tasks are left to lease expiry).
-            abandoned += 1;
-            for (const ctx of call.contexts) ctx.markLost("abandoned");
-            this.#drop(call);
-            continue;
-          }
-          if (call.phase !== "running") continue;
-          abandoned += 1;
-          for (const ctx of call.contexts) ctx.markLost("abandoned");
-          this.#runner.abandon(call);
-        }
+        // A buffered call, claimed but never started, is let go of like a running one (its tasks are left to lease expiry).
+        for (const call of this.#admission.calls()) if (call.abandon()) abandoned += 1;
         if (abandoned > 0) {
           logSafely(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
             workerId: this.workerId,
@@ -787,70 +397,21 @@ export class Worker {
     }
     run.keepAlive.release();
     this.#run = null;
-    this.#emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
+    this.#reporter.emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
     logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
     if (run.fatal === undefined) run.stopped.resolve();
     else run.stopped.reject(run.fatal);
   }
 
-  // ── reporting ────────────────────────────────────────────────────────────
-
-  #taskEvent(ctx: Context, durationMs: number): TaskEvent {
-    return { taskId: ctx.taskId, workerId: this.workerId, name: ctx.name, queue: ctx.queue, attempt: ctx.attempt, durationMs };
-  }
-
-  #onSettled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
-    // The event only when someone takes it: a listener, or the logger (one object less per task otherwise).
-    const name = status === "succeeded" ? "task:succeeded" : status === "canceled" ? "task:canceled" : "task:failed";
-    const level = status === "succeeded" ? "debug" : "info";
-    const logger = this.options.logger !== undefined && typeof this.options.logger[level] === "function" ? this.options.logger : undefined;
-    if (logger === undefined && !this.#events.has(name)) return;
-    const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
-    if (status === "succeeded") {
-      this.#emit("task:succeeded", event);
-      if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status });
-    } else if (status === "canceled") {
-      this.#emit("task:canceled", event);
-      if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status });
-    } else if (failure !== null) {
-      const willRetry = status === "queued";
-      this.#emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });
-      if (logger !== undefined) {
-        logSafely(logger, "info", willRetry ? "task failed; will retry" : "task failed", { ...event, status, error: failure.envelope });
-      }
-    }
-  }
-
-  #onLost(ctx: Context, reason: LostReason): void {
-    const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
-    if (reason === "heartbeat" || reason === "write" || reason === "reclaimed") {
-      this.#emit("lease:lost", { ...event, reason });
-      logSafely(this.options.logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason });
-    }
-  }
-
-  #emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
-    this.#events.emit(event, payload, (err) =>
-      logSafely(this.options.logger, "error", "a worker event listener threw; ignored", { workerId: this.workerId, event, error: err }),
-    );
-  }
-
-  /** Hands an error the worker survives to `onError` (whose own exceptions are swallowed) and the logger. */
-  #report(err: unknown, info: WorkerErrorInfo): void {
-    const level = err instanceof EventLoopBlocked ? "warn" : "error";
-    logSafely(this.options.logger, level, err instanceof Error ? err.message : "worker error", {
+  /** Ends the run because of an error retrying cannot fix: logged, then `stop()`; `run()` rejects with it. */
+  #stopOnFatal(err: unknown): void {
+    const run = this.#run;
+    if (run === null || run.fatal !== undefined) return;
+    run.fatal = err;
+    logSafely(this.options.logger, "error", `worker cannot work and stops: ${err instanceof Error ? err.message : String(err)}`, {
       workerId: this.workerId,
-      phase: info.phase,
-      taskId: info.taskId,
       error: err,
     });
-    const onError = this.options.onError;
-    if (onError === null) return;
-    try {
-      const returned = onError(err, info) as unknown;
-      if (returned instanceof Promise) returned.catch(() => {});
-    } catch {
-      // onError's exceptions are swallowed (§8.1): reporting must not stop the worker.
-    }
+    void this.stop();
   }
 }
