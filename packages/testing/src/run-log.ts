@@ -97,9 +97,9 @@ export class RunLog {
       const row = await store.get(run.taskId);
       if (row !== null && row.status === "running" && row.attempt === run.attempt && row.worker_id === run.workerId) continue;
       if (!this.#running.has(key)) continue;
-      // A settled or requeued row no longer names its worker; its attempt still tells whether this run was the last one.
-      const same = row !== null && row.attempt === run.attempt;
-      const outcome: RunOutcome = row === null || !same || row.status === "running" ? "lost" : row.status === "queued" ? "requeued" : row.status;
+      // Running under another attempt, purged, or settled by a later attempt (whose run has its own entry): lost to this run.
+      const outcome: RunOutcome =
+        row === null || row.status === "running" ? "lost" : row.status === "queued" ? "requeued" : row.attempt === run.attempt ? row.status : "lost";
       this.#end(run.workerId, run.taskId, run.attempt, outcome, null, this.#now() - run.claimedAtMs);
     }
   }

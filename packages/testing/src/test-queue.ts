@@ -61,7 +61,12 @@ export type TestWorkerOptions = Omit<WorkerOptions, "clock">;
 
 /** What {@link TestQueue.drain} and {@link TestQueue.advance} resolve with. */
 export interface DrainResult {
-  /** The runs that ended during the call, in the order they ended. */
+  /**
+   * The runs that ended since the previous `drain` or `advance` resolved
+   * (or since the queue was made), in the order they ended: each run is
+   * reported once, whether it ended during the call or before it (a submit
+   * reaches a started worker at once).
+   */
   readonly ran: readonly TaskRun[];
   /**
    * The runs still going when the queue went quiet: handlers waiting for
@@ -183,6 +188,8 @@ export class TestQueue {
   readonly #cleanup: () => Promise<void>;
   /** What a worker's `run()` rejected with: an error retrying cannot fix stopped it. */
   #fatal: Error | null = null;
+  /** How many runs of the log a drain or advance already reported. */
+  #reported = 0;
   #closing: Promise<void> | null = null;
 
   /** @internal Use {@link createTestQueue}. */
@@ -232,7 +239,7 @@ export class TestQueue {
    * due is left to claim and every handler still running waits for
    * something (see {@link DrainResult.running}).
    *
-   * @returns the runs that ended meanwhile, and those still going.
+   * @returns the runs that ended since the last drain or advance, and those still going.
    * @throws the error that stopped a worker for good (`ProtocolVersionMismatch`, …), if one did.
    */
   async drain(): Promise<DrainResult> {
@@ -246,7 +253,7 @@ export class TestQueue {
    * each the workers claim and run what is due, so a task retried three
    * times within the span runs three times.
    *
-   * @returns the runs that ended meanwhile, and those still going.
+   * @returns the runs that ended since the last drain or advance, and those still going.
    * @throws InvalidArgument for a negative or non-finite `ms`; the error that stopped a worker for good, if one did.
    */
   async advance(ms: number): Promise<DrainResult> {
@@ -266,12 +273,13 @@ export class TestQueue {
 
   async #moving(ms: number): Promise<DrainResult> {
     this.#throwIfClosed();
-    const from = this.#log.runs.length;
     this.#kick();
     await this.clock.advance(ms);
     await this.#log.reconcile(this.#watched.inner);
     if (this.#fatal !== null) throw this.#fatal;
-    return { ran: this.#log.runs.slice(from), running: this.#log.running() };
+    const ran = this.#log.runs.slice(this.#reported);
+    this.#reported = this.#log.runs.length;
+    return { ran, running: this.#log.running() };
   }
 
   async #close(): Promise<void> {
