@@ -1,7 +1,7 @@
 import type { CairnQOptions } from "@cairnq/client";
 import { CairnQ as ClientCairnQ, CLIENT_OPTION_KEYS } from "@cairnq/client";
 import type { TaskStore } from "@cairnq/protocol";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
 import type { PostgresStoreOptions, PostgresTarget } from "@cairnq/store-postgres";
 import { POSTGRES_STORE_OPTION_KEYS, PostgresStore } from "@cairnq/store-postgres";
@@ -12,13 +12,13 @@ import { Worker as BaseWorker, WORKER_OPTION_KEYS } from "@cairnq/worker";
 
 /**
  * The `clock` of a SQLite factory: the store's and the role's at once. A
- * `Clock` (a virtual one from `@cairnq/testing`) is the client's or worker's
+ * `RuntimeClock` (a virtual one from `@cairnq/testing`) is the client's or worker's
  * clock, and the store reads its `now()`; a bare `() => number` is the
  * store's only, as before clocks reached the client and the worker.
  */
 export interface SQLiteFactoryClock {
   /** @default the system clock */
-  clock?: Clock | (() => number) | undefined;
+  clock?: RuntimeClock | (() => number) | undefined;
 }
 
 /** Options of {@link CairnQ.sqlite}: the store's and the client's, in one bag. */
@@ -69,10 +69,10 @@ function union(first: readonly string[], second: readonly string[]): readonly st
 
 /**
  * Routes a SQLite factory's `clock` (see {@link SQLiteFactoryClock}): a
- * `Clock` goes to the role too, and the store reads its `now()`.
+ * `RuntimeClock` goes to the role too, and the store reads its `now()`.
  */
 function sqliteClock<R extends object>(parts: { store: SQLiteStoreOptions; rest: R }): { store: SQLiteStoreOptions; rest: R } {
-  const clock = parts.store.clock as Clock | (() => number) | undefined;
+  const clock = parts.store.clock as RuntimeClock | (() => number) | undefined;
   if (clock === undefined || clock === null || typeof clock === "function") return parts;
   return { store: { ...parts.store, clock: () => clock.now() }, rest: { ...parts.rest, clock } };
 }

@@ -133,7 +133,7 @@ export type {
   BatchHandlerFor,
   BatchResults,
   ChildSubmitOptions,
-  Clock,
+  RuntimeClock,
   FailOptions,
   HandlerFor,
   LeaseLostEvent,

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { Clock } from "cairnq";
+import type { RuntimeClock } from "cairnq";
 import { CairnQ, InvalidArgument, PostgresStore, SQLiteStore, Worker } from "cairnq";
 import { systemClock } from "@cairnq/runtime";
 import { CLIENT_OPTION_KEYS } from "@cairnq/client";
@@ -151,10 +151,10 @@ describe("every store option passes through the factories", () => {
     }
   });
 
-  it("CairnQ.sqlite / Worker.sqlite: a Clock is the role's clock and the store reads its now(); a bare function stays the store's", async () => {
+  it("CairnQ.sqlite / Worker.sqlite: a RuntimeClock is the role's clock and the store reads its now(); a bare function stays the store's", async () => {
     const file = await dbFile();
     let nowMs = 1_700_000_000_000;
-    const clock: Clock = { ...systemClock, now: () => nowMs };
+    const clock: RuntimeClock = { ...systemClock, now: () => nowMs };
     const api = CairnQ.sqlite(file, { clock });
     const runner = Worker.sqlite(file, { clock, concurrency: 1 });
     const plain = CairnQ.sqlite(file, { clock: () => 42 });

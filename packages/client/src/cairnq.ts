@@ -37,7 +37,7 @@ import {
 } from "@cairnq/protocol/sdk";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, optionalClock } from "@cairnq/runtime";
 import { BackpressureGate } from "./backpressure-gate.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
@@ -104,7 +104,7 @@ export interface CairnQOptions {
    * clock. Rows are stamped by the store's clock, never this one.
    * @default the system clock (`Date.now()`, Node's timers)
    */
-  clock?: Clock | undefined;
+  clock?: RuntimeClock | undefined;
 }
 
 /** Options of {@link CairnQ.call}: submit options plus how to wait. */
@@ -258,7 +258,7 @@ export class CairnQ {
   readonly #gate: BackpressureGate | null;
   readonly #retention: RetentionHook | null;
   readonly #logger: Logger | undefined;
-  readonly #clock: Clock;
+  readonly #clock: RuntimeClock;
   #closing: Promise<void> | null = null;
   #inTransaction = false;
 

@@ -8,7 +8,7 @@
 import type { Task, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
 import { readQueueActivity } from "./queue-activity.js";
@@ -253,7 +253,7 @@ export async function explain(
   store: Pick<TaskStore, "get" | "list" | "stats">,
   id: string,
   options?: ExplainOptions,
-  clock: Pick<Clock, "now"> = systemClock,
+  clock: Pick<RuntimeClock, "now"> = systemClock,
 ): Promise<Explanation | null> {
   const { nowMs = clock.now() } = checkOptions(options, "explain", EXPLAIN_OPTION_KEYS) as ExplainOptions;
   if (!Number.isSafeInteger(nowMs)) throw new InvalidArgument("nowMs", `explain's nowMs must be an integer epoch ms, got ${String(nowMs)}`);

@@ -45,4 +45,4 @@ export type {
   TaskFilter,
   WaitOptions,
 } from "@cairnq/protocol";
-export type { Clock } from "@cairnq/runtime";
+export type { RuntimeClock } from "@cairnq/runtime";

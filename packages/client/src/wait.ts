@@ -6,7 +6,7 @@
 import type { Task, TaskStore, WaitOptions } from "@cairnq/protocol";
 import type { WaitTarget } from "@cairnq/protocol/sdk";
 import { waitForTask as protocolWaitForTask } from "@cairnq/protocol/sdk";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { keepAlive } from "@cairnq/runtime";
 
 /**
@@ -16,7 +16,7 @@ import { keepAlive } from "@cairnq/runtime";
  *
  * @throws whatever the loop throws: InvalidArgument, TaskTimeout, the signal's reason.
  */
-export async function waitForTask(store: TaskStore, target: WaitTarget, options: WaitOptions, clock: Clock): Promise<Task> {
+export async function waitForTask(store: TaskStore, target: WaitTarget, options: WaitOptions, clock: RuntimeClock): Promise<Task> {
   // Someone awaits this wait, so it must keep Node alive the way any pending I/O would. Stores may
   // sleep on unref'd timers (first-party stores do, so that idle workers never pin a process);
   // without this handle `await client.wait(id)` at the top of a script exits the process mid-wait

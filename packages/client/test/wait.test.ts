@@ -4,7 +4,7 @@ import type { Task } from "@cairnq/protocol";
 import { InvalidArgument, TaskTimeout } from "@cairnq/protocol";
 import { describeTimeout, nextPollInterval, resolveWaitOptions } from "@cairnq/protocol/sdk";
 import { describe, expect, it } from "vitest";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { systemClock } from "@cairnq/runtime";
 import { CairnQ } from "../src/index.js";
 import { claimOne, claimWhenQueued, delay, MemoryStore, RecordingStore } from "./support.js";
@@ -307,7 +307,7 @@ describe("process lifetime", () => {
 
 describe("CairnQOptions.clock", () => {
   /** A clock whose time moves only by the sleeps taken on it (the store's wake sleeps are routed to it too). */
-  function movedBySleeps(startMs: number): Clock & { slept: number[] } {
+  function movedBySleeps(startMs: number): RuntimeClock & { slept: number[] } {
     let ms = startMs;
     const slept: number[] = [];
     return {

@@ -1,7 +1,7 @@
 /**
  * `@cairnq/runtime` — internal support for CairnQ packages: the sleep and
  * timer that honour durations past 2^31 ms, the clock seam they sit behind
- * (`Clock`, `systemClock`), `deferred`, the keep-alive handle, the waiter
+ * (`RuntimeClock`, `systemClock`), `deferred`, the keep-alive handle, the waiter
  * set of the wake-up channels, the options checker, the loader of the
  * database driver the application installs, and times and error envelopes
  * formatted for people.
@@ -11,8 +11,8 @@
  */
 export { MAX_TIMER_MS, monotonicMs, nextTurn, sleep, sleepOn, startTimer } from "./timers.js";
 export type { SleepOptions, StartTimer, TimerHandle, TimerOptions } from "./timers.js";
-export { optionalClock, systemClock } from "./clock.js";
-export type { Clock } from "./clock.js";
+export { optionalClock, systemClock } from "./runtime-clock.js";
+export type { RuntimeClock } from "./runtime-clock.js";
 export { abortPromise, deferred } from "./deferred.js";
 export type { Deferred } from "./deferred.js";
 export { keepAlive } from "./keep-alive.js";

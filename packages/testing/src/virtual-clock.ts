@@ -15,7 +15,7 @@
  *   (`createTestQueue`) drives its store and workers through it.
  */
 import { InvalidArgument } from "@cairnq/protocol";
-import type { Clock, SleepOptions, TimerHandle, TimerOptions } from "@cairnq/runtime";
+import type { RuntimeClock, SleepOptions, TimerHandle, TimerOptions } from "@cairnq/runtime";
 import { sleepOn } from "@cairnq/runtime";
 import { setImmediate as nextImmediate } from "node:timers";
 
@@ -94,7 +94,7 @@ class VirtualTimer implements TimerHandle {
 }
 
 /**
- * A {@link Clock} for tests: its time stands still until the test moves it
+ * A {@link RuntimeClock} for tests: its time stands still until the test moves it
  * with {@link VirtualClock.advance} (firing the timers that fall due, in
  * order, and letting what each sets off run before the next) or
  * {@link VirtualClock.set}. Give it to a worker and a client (`clock`
@@ -116,7 +116,7 @@ class VirtualTimer implements TimerHandle {
  * await slept;
  * ```
  */
-export class VirtualClock implements Clock {
+export class VirtualClock implements RuntimeClock {
   #monotonicMs = 0;
   /** Wall time minus monotonic time. */
   #offsetMs: number;

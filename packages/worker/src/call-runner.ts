@@ -9,7 +9,7 @@
 import type { RefCompleteTaskStore, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
 import { LostLease, SerializationError } from "@cairnq/protocol";
 import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserializableResultEnvelope } from "@cairnq/protocol/sdk";
-import type { Clock, TimerHandle } from "@cairnq/runtime";
+import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { Call } from "./call.js";
 import { Heartbeat } from "./heartbeat.js";
 import type { Reporter } from "./reporter.js";
@@ -33,7 +33,7 @@ export interface CallRunnerHost {
   readonly heartbeatIntervalMs: number;
   readonly maxRunMs: number | null;
   /** The worker's clock: heartbeats and the `maxRunMs` timer run on it. */
-  readonly clock: Clock;
+  readonly clock: RuntimeClock;
   readonly contexts: ContextHost;
   /** Where errors the worker survives go (the worker's {@link Reporter}). */
   readonly reporter: Pick<Reporter, "report">;

@@ -12,7 +12,7 @@
  * A call is *abandoned* when the worker lets go of it at the stop deadline
  * without settling, leaving its tasks to lease expiry.
  */
-import type { Clock, Deferred } from "@cairnq/runtime";
+import type { RuntimeClock, Deferred } from "@cairnq/runtime";
 import { deferred } from "@cairnq/runtime";
 import type { Heartbeat } from "./heartbeat.js";
 import type { Context } from "./task-context.js";
@@ -28,7 +28,7 @@ export interface CallHost {
   /** Settles a buffered task whose cancel request a heartbeat saw, without running its handler. */
   cancelWaiting(ctx: Context): Promise<void>;
   /** The worker's clock (a call's start time). */
-  readonly clock: Clock;
+  readonly clock: RuntimeClock;
 }
 
 /** The contexts handed to a call's handler before it starts: shared, not an array per call. */

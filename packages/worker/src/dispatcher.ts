@@ -6,7 +6,7 @@
  */
 import type { Logger, Task } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import type { Admission } from "./admission.js";
 import type { CallHost } from "./call.js";
 import { Call } from "./call.js";
@@ -22,7 +22,7 @@ import type { TaskRegistry } from "./task-registry.js";
 export interface DispatcherHost {
   readonly workerId: string;
   readonly logger: Logger | undefined;
-  readonly clock: Clock;
+  readonly clock: RuntimeClock;
   readonly registry: Pick<TaskRegistry, "get">;
   readonly admission: Pick<Admission, "holding" | "buffered" | "payloadBytes" | "admit" | "settling" | "release">;
   readonly runner: Pick<CallRunner, "heartbeat" | "execute" | "cancelWaiting">;

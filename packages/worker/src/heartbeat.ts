@@ -5,7 +5,7 @@
  */
 import type { TaskStore } from "@cairnq/protocol";
 import { EventLoopBlocked } from "@cairnq/protocol";
-import type { Clock, TimerHandle } from "@cairnq/runtime";
+import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { WorkerErrorInfo } from "./options.js";
 import type { Context } from "./task-context.js";
 
@@ -15,7 +15,7 @@ export interface HeartbeatOptions {
   readonly leaseMs: number;
   readonly intervalMs: number;
   /** The worker's clock: the beats' timers and the blocked-loop measure. */
-  readonly clock: Clock;
+  readonly clock: RuntimeClock;
   readonly report: (err: unknown, info: WorkerErrorInfo) => void;
   /** Called after each beat's reply was recorded (cancel flags, lost leases). */
   readonly onBeat?: () => void;

@@ -25,4 +25,4 @@ export type {
 } from "./events.js";
 // Types of the worker's own signatures that live in @cairnq/protocol and @cairnq/runtime, under the same names.
 export type { Logger, LogLevel, WaitOptions } from "@cairnq/protocol";
-export type { Clock } from "@cairnq/runtime";
+export type { RuntimeClock } from "@cairnq/runtime";

@@ -2,7 +2,7 @@ import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, fallbackLogger, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
@@ -152,7 +152,7 @@ export interface WorkerOptions {
    * clock (the database's on Postgres), never this one.
    * @default the system clock (`Date.now()`, Node's timers)
    */
-  clock?: Clock;
+  clock?: RuntimeClock;
 }
 
 /** {@link WorkerOptions} with defaults applied and values checked. */
@@ -178,7 +178,7 @@ export interface ResolvedWorkerOptions {
   readonly stopTimeoutMs: number;
   readonly closeStore: boolean;
   readonly random: () => number;
-  readonly clock: Clock;
+  readonly clock: RuntimeClock;
 }
 
 /**

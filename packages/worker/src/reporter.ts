@@ -8,7 +8,7 @@
 import type { Logger, TaskStatus } from "@cairnq/protocol";
 import { EventLoopBlocked } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
 import { TypedEmitter } from "./events.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo } from "./options.js";
@@ -19,7 +19,7 @@ export class Reporter {
   readonly #workerId: string;
   readonly #logger: Logger | undefined;
   readonly #onError: ResolvedWorkerOptions["onError"];
-  readonly #clock: Clock;
+  readonly #clock: RuntimeClock;
   readonly #events = new TypedEmitter<WorkerEvents>();
 
   constructor(workerId: string, options: Pick<ResolvedWorkerOptions, "logger" | "onError" | "clock">) {

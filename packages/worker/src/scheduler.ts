@@ -47,7 +47,7 @@
 import type { ScheduleTaskInput, ScheduleTaskStore, TaskDef, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { normalizeSubmit } from "@cairnq/protocol/adapter";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, requireDurationMs, systemClock } from "@cairnq/runtime";
 import { Cron } from "croner";
 
@@ -217,7 +217,7 @@ export class Scheduler {
     private readonly store: TaskStore,
     private readonly onError: ScheduleErrorHandler,
     private readonly onSubmitted: SlotSubmittedHandler = () => {},
-    private readonly clock: Clock = systemClock,
+    private readonly clock: RuntimeClock = systemClock,
   ) {}
 
   /** The schedules declared, by schedule name. */

@@ -10,7 +10,7 @@
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import { childLineage, envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
-import type { Clock } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
 
@@ -134,7 +134,7 @@ export interface ContextHost {
   readonly workerId: string;
   readonly leaseMs: number;
   /** The worker's clock (`ctx.wait`'s deadline). */
-  readonly clock: Clock;
+  readonly clock: RuntimeClock;
   /** The §6 delay for a fail (0 when not retryable). */
   failDelayMs(attempt: number, retryable: boolean): number;
   /** A settlement write was applied. */

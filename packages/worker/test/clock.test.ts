@@ -4,13 +4,13 @@
  * heartbeats and event durations follow that clock and ignore real time.
  */
 import { describe, expect, it } from "vitest";
-import type { Clock, TimerHandle, TimerOptions } from "@cairnq/runtime";
+import type { RuntimeClock, TimerHandle, TimerOptions } from "@cairnq/runtime";
 import { sleepOn } from "@cairnq/runtime";
 import { Worker } from "../src/index.js";
 import { MemoryStore } from "./support/helpers.js";
 
 /** A clock that moves only when `tick` says so; its timers fire in due order. */
-class HandClock implements Clock {
+class HandClock implements RuntimeClock {
   #ms = 1_800_000_000_000;
   #timers: { atMs: number; callback: () => void; live: boolean }[] = [];
 

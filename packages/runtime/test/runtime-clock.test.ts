@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
-import type { Clock, TimerHandle } from "@cairnq/runtime";
+import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import { optionalClock, sleepOn, systemClock } from "@cairnq/runtime";
 
 describe("systemClock", () => {
@@ -29,7 +29,7 @@ describe("systemClock", () => {
 describe("optionalClock", () => {
   it("gives the system clock for undefined and returns any object with the four methods", () => {
     expect(optionalClock(undefined, "clock")).toBe(systemClock);
-    const custom: Clock = { ...systemClock, now: () => 5 };
+    const custom: RuntimeClock = { ...systemClock, now: () => 5 };
     expect(optionalClock(custom, "clock")).toBe(custom);
   });
 

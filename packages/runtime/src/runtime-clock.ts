@@ -8,6 +8,10 @@
  * ms: what rows and events are stamped with) and a monotonic one
  * (`monotonicMs`: what deadlines are measured on, so they do not move when
  * the wall clock is set). Timers run on the monotonic line.
+ *
+ * It is a `RuntimeClock`, not a `Clock`: `@cairnq/protocol` already names
+ * a rule's clock (`"statement" | "transaction"`) `Clock`, and one name has
+ * one meaning across the packages.
  */
 import { InvalidArgument } from "@cairnq/protocol";
 import type { SleepOptions, TimerHandle, TimerOptions } from "./timers.js";
@@ -20,12 +24,12 @@ import { monotonicMs, sleep, startTimer } from "./timers.js";
  *
  * @example
  * ```ts
- * function pause(clock: Clock, signal: AbortSignal): Promise<void> {
+ * function pause(clock: RuntimeClock, signal: AbortSignal): Promise<void> {
  *   return clock.sleep(500, { signal, unref: true });
  * }
  * ```
  */
-export interface Clock {
+export interface RuntimeClock {
   /** The wall clock in epoch milliseconds (what `Date.now()` is to the system clock). */
   now(): number;
   /** Milliseconds on a monotonic line, for deadlines and elapsed times (what `performance.now()` is to the system clock). */
@@ -48,7 +52,7 @@ export interface Clock {
  * const startedAtMs = clock.now();
  * ```
  */
-export const systemClock: Clock = Object.freeze({
+export const systemClock: RuntimeClock = Object.freeze({
   now: (): number => Date.now(),
   monotonicMs,
   startTimer,
@@ -59,7 +63,7 @@ const CLOCK_METHODS = ["now", "monotonicMs", "startTimer", "sleep"] as const;
 
 /**
  * Checks a `clock` option: `undefined` gives {@link systemClock}; anything
- * that is not a {@link Clock} (an object with `now`, `monotonicMs`,
+ * that is not a {@link RuntimeClock} (an object with `now`, `monotonicMs`,
  * `startTimer` and `sleep`) is an `InvalidArgument` — a bare `() => number`,
  * which is what a store's `clock` option takes, is named as such.
  *
@@ -70,12 +74,12 @@ const CLOCK_METHODS = ["now", "monotonicMs", "startTimer", "sleep"] as const;
  * const clock = optionalClock(options.clock, "clock");
  * ```
  */
-export function optionalClock(value: unknown, argument: string): Clock {
+export function optionalClock(value: unknown, argument: string): RuntimeClock {
   if (value === undefined) return systemClock;
   if (typeof value === "function") {
     throw new InvalidArgument(
       argument,
-      `${argument} must be a Clock (an object with now, monotonicMs, startTimer and sleep, such as @cairnq/testing's VirtualClock), not a function; ` +
+      `${argument} must be a RuntimeClock (an object with now, monotonicMs, startTimer and sleep, such as @cairnq/testing's VirtualClock), not a function; ` +
         `a bare () => number is what a store's clock option takes`,
     );
   }
@@ -83,9 +87,9 @@ export function optionalClock(value: unknown, argument: string): Clock {
   if (typeof value !== "object" || value === null || missing.length > 0) {
     throw new InvalidArgument(
       argument,
-      `${argument} must be a Clock, an object with the methods ${CLOCK_METHODS.join(", ")}` +
+      `${argument} must be a RuntimeClock, an object with the methods ${CLOCK_METHODS.join(", ")}` +
         (typeof value === "object" && value !== null ? `; this one lacks ${missing.join(", ")}` : `, got ${value === null ? "null" : typeof value}`),
     );
   }
-  return value as Clock;
+  return value as RuntimeClock;
 }
