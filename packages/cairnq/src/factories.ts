@@ -1,6 +1,7 @@
 import type { CairnQOptions } from "@cairnq/client";
 import { CairnQ as ClientCairnQ, CLIENT_OPTION_KEYS } from "@cairnq/client";
 import type { TaskStore } from "@cairnq/protocol";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
 import type { PostgresStoreOptions, PostgresTarget } from "@cairnq/store-postgres";
 import { POSTGRES_STORE_OPTION_KEYS, PostgresStore } from "@cairnq/store-postgres";
@@ -9,11 +10,22 @@ import { SQLITE_STORE_OPTION_KEYS, SQLiteStore } from "@cairnq/store-sqlite";
 import type { WorkerOptions } from "@cairnq/worker";
 import { Worker as BaseWorker, WORKER_OPTION_KEYS } from "@cairnq/worker";
 
+/**
+ * The `clock` of a SQLite factory: the store's and the role's at once. A
+ * `RuntimeClock` (a virtual one from `@cairnq/testing`) is the client's or worker's
+ * clock, and the store reads its `now()`; a bare `() => number` is the
+ * store's only, as before clocks reached the client and the worker.
+ */
+export interface SQLiteFactoryClock {
+  /** @default the system clock */
+  clock?: RuntimeClock | (() => number) | undefined;
+}
+
 /** Options of {@link CairnQ.sqlite}: the store's and the client's, in one bag. */
-export type SQLiteCairnQOptions = CairnQOptions & SQLiteStoreOptions;
+export type SQLiteCairnQOptions = Omit<CairnQOptions, "clock"> & Omit<SQLiteStoreOptions, "clock"> & SQLiteFactoryClock;
 
 /** Options of {@link Worker.sqlite}: the store's and the worker's, in one bag. */
-export type SQLiteWorkerOptions = Omit<WorkerOptions, "closeStore"> & SQLiteStoreOptions;
+export type SQLiteWorkerOptions = Omit<WorkerOptions, "closeStore" | "clock"> & Omit<SQLiteStoreOptions, "clock"> & SQLiteFactoryClock;
 
 /**
  * The store's options inside a factory's bag. The store's `onError` (pool and
@@ -44,11 +56,26 @@ const FACTORY_WORKER_KEYS: readonly string[] = WORKER_OPTION_KEYS.filter((key) =
  * 'schema'?") instead of being handed to whichever side does not know it.
  */
 const FACTORY_KEYS = {
-  "CairnQ.sqlite(path, options)": [...SQLITE_STORE_KEYS, ...CLIENT_OPTION_KEYS],
-  "CairnQ.postgres(target, options)": [...POSTGRES_STORE_KEYS, ...CLIENT_OPTION_KEYS],
-  "Worker.sqlite(path, options)": [...SQLITE_STORE_KEYS, ...FACTORY_WORKER_KEYS],
-  "Worker.postgres(target, options)": [...POSTGRES_STORE_KEYS, ...FACTORY_WORKER_KEYS],
+  "CairnQ.sqlite(path, options)": union(SQLITE_STORE_KEYS, CLIENT_OPTION_KEYS),
+  "CairnQ.postgres(target, options)": union(POSTGRES_STORE_KEYS, CLIENT_OPTION_KEYS),
+  "Worker.sqlite(path, options)": union(SQLITE_STORE_KEYS, FACTORY_WORKER_KEYS),
+  "Worker.postgres(target, options)": union(POSTGRES_STORE_KEYS, FACTORY_WORKER_KEYS),
 } as const satisfies Record<string, readonly string[]>;
+
+/** Both lists, each key once (`clock` is the store's and the role's), in order. */
+function union(first: readonly string[], second: readonly string[]): readonly string[] {
+  return [...new Set([...first, ...second])];
+}
+
+/**
+ * Routes a SQLite factory's `clock` (see {@link SQLiteFactoryClock}): a
+ * `RuntimeClock` goes to the role too, and the store reads its `now()`.
+ */
+function sqliteClock<R extends object>(parts: { store: SQLiteStoreOptions; rest: R }): { store: SQLiteStoreOptions; rest: R } {
+  const clock = parts.store.clock as RuntimeClock | (() => number) | undefined;
+  if (clock === undefined || clock === null || typeof clock === "function") return parts;
+  return { store: { ...parts.store, clock: () => clock.now() }, rest: { ...parts.rest, clock } };
+}
 
 /** Rejects an unknown key with the factory's whole key list, then splits the bag. */
 function factoryOptions<S extends object, R extends object>(
@@ -91,7 +118,7 @@ export class CairnQ extends ClientCairnQ {
    * `close()` closes the store too.
    */
   static sqlite(path: string, options: SQLiteCairnQOptions = {}): CairnQ {
-    const { store, rest } = factoryOptions<SQLiteStoreOptions, CairnQOptions>(options, "CairnQ.sqlite(path, options)", SQLITE_STORE_KEYS);
+    const { store, rest } = sqliteClock(factoryOptions<SQLiteStoreOptions, CairnQOptions>(options as SQLiteStoreOptions & CairnQOptions, "CairnQ.sqlite(path, options)", SQLITE_STORE_KEYS));
     return new CairnQ(new SQLiteStore(path, store), rest);
   }
 
@@ -122,7 +149,7 @@ export class CairnQ extends ClientCairnQ {
 export class Worker extends BaseWorker {
   /** A worker on a SQLite database file; `close()` closes the store it built. */
   static sqlite(path: string, options: SQLiteWorkerOptions = {}): Worker {
-    const { store, rest } = factoryOptions<SQLiteStoreOptions, WorkerOptions>(options, "Worker.sqlite(path, options)", SQLITE_STORE_KEYS);
+    const { store, rest } = sqliteClock(factoryOptions<SQLiteStoreOptions, WorkerOptions>(options as SQLiteStoreOptions & WorkerOptions, "Worker.sqlite(path, options)", SQLITE_STORE_KEYS));
     return new Worker(new SQLiteStore(path, store), { ...rest, closeStore: true });
   }
 

@@ -35,6 +35,7 @@ export type {
   PostgresFactoryStoreOptions,
   PostgresWorkerOptions,
   SQLiteCairnQOptions,
+  SQLiteFactoryClock,
   SQLiteWorkerOptions,
 } from "./factories.js";
 
@@ -132,6 +133,7 @@ export type {
   BatchHandlerFor,
   BatchResults,
   ChildSubmitOptions,
+  RuntimeClock,
   FailOptions,
   HandlerFor,
   LeaseLostEvent,

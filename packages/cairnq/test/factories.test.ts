@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { RuntimeClock } from "cairnq";
 import { CairnQ, InvalidArgument, PostgresStore, SQLiteStore, Worker } from "cairnq";
+import { systemClock } from "@cairnq/runtime";
 import { CLIENT_OPTION_KEYS } from "@cairnq/client";
 import { POSTGRES_STORE_OPTION_KEYS } from "@cairnq/store-postgres";
 import { SQLITE_STORE_OPTION_KEYS } from "@cairnq/store-sqlite";
@@ -56,9 +58,9 @@ describe("a misspelt option of a factory", () => {
     ["Worker.postgres", () => Worker.postgres(NEVER, { schmea: "x" } as never), "schmea", "schema", [...pgStoreKeys, ...workerKeys]],
     ["CairnQ.postgres", () => CairnQ.postgres(NEVER, { timeout: {} } as never), "timeout", "timeouts", [...pgStoreKeys, ...CLIENT_OPTION_KEYS]],
     ["Worker.postgres (a worker key)", () => Worker.postgres(NEVER, { concurency: 8 } as never), "concurency", "concurrency", [...pgStoreKeys, ...workerKeys]],
-    ["CairnQ.sqlite", () => CairnQ.sqlite(":memory:", { busyTimeotMs: 100 } as never), "busyTimeotMs", "busyTimeoutMs", [...SQLITE_STORE_OPTION_KEYS, ...CLIENT_OPTION_KEYS]],
-    ["Worker.sqlite", () => Worker.sqlite(":memory:", { leaseMS: 5_000 } as never), "leaseMS", "leaseMs", [...SQLITE_STORE_OPTION_KEYS, ...workerKeys]],
-    ["CairnQ.sqlite (a client key)", () => CairnQ.sqlite(":memory:", { retension: {} } as never), "retension", "retention", [...SQLITE_STORE_OPTION_KEYS, ...CLIENT_OPTION_KEYS]],
+    ["CairnQ.sqlite", () => CairnQ.sqlite(":memory:", { busyTimeotMs: 100 } as never), "busyTimeotMs", "busyTimeoutMs", [...new Set([...SQLITE_STORE_OPTION_KEYS, ...CLIENT_OPTION_KEYS])]],
+    ["Worker.sqlite", () => Worker.sqlite(":memory:", { leaseMS: 5_000 } as never), "leaseMS", "leaseMs", [...new Set([...SQLITE_STORE_OPTION_KEYS, ...workerKeys])]],
+    ["CairnQ.sqlite (a client key)", () => CairnQ.sqlite(":memory:", { retension: {} } as never), "retension", "retention", [...new Set([...SQLITE_STORE_OPTION_KEYS, ...CLIENT_OPTION_KEYS])]],
   ];
 
   it.each(cases)("%s: InvalidArgument naming the key, a did-you-mean, and the store's and the role's keys in one list", (label, build, key, near, keys) => {
@@ -146,6 +148,28 @@ describe("every store option passes through the factories", () => {
     } finally {
       await runner.close();
       await api.close();
+    }
+  });
+
+  it("CairnQ.sqlite / Worker.sqlite: a RuntimeClock is the role's clock and the store reads its now(); a bare function stays the store's", async () => {
+    const file = await dbFile();
+    let nowMs = 1_700_000_000_000;
+    const clock: RuntimeClock = { ...systemClock, now: () => nowMs };
+    const api = CairnQ.sqlite(file, { clock });
+    const runner = Worker.sqlite(file, { clock, concurrency: 1 });
+    const plain = CairnQ.sqlite(file, { clock: () => 42 });
+    try {
+      expect(runner.options.clock).toBe(clock);
+      const task = await api.submit("job", {});
+      expect(task.created_at_ms).toBe(1_700_000_000_000);
+      nowMs += 5;
+      expect((await api.submit("job", {})).created_at_ms).toBe(1_700_000_000_005);
+      expect((await plain.submit("job", {})).created_at_ms).toBe(42);
+      expect(await api.explain(task.id)).toMatchObject({ state: "unclaimed" });
+    } finally {
+      await runner.close();
+      await api.close();
+      await plain.close();
     }
   });
 });

@@ -37,7 +37,8 @@ import {
 } from "@cairnq/protocol/sdk";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
-import { checkOptions } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
+import { checkOptions, optionalClock } from "@cairnq/runtime";
 import { BackpressureGate } from "./backpressure-gate.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
 import { explain } from "./explain.js";
@@ -95,6 +96,15 @@ export interface CairnQOptions {
   retention?: RetentionSweeperOptions | RetentionHook | null | undefined;
   /** Structural logger (`console`, pino, …). @default undefined (silent) */
   logger?: Logger | undefined;
+  /**
+   * The clock the client reads the time from and sleeps on: `wait`, `call`
+   * and `waitByKey` deadlines and poll sleeps, the `maxQueueDepth` gate's
+   * sleeps and deadline, `explain`'s "now". For tests: `@cairnq/testing`
+   * passes a virtual clock the test moves by hand, with a store on the same
+   * clock. Rows are stamped by the store's clock, never this one.
+   * @default the system clock (`Date.now()`, Node's timers)
+   */
+  clock?: RuntimeClock | undefined;
 }
 
 /** Options of {@link CairnQ.call}: submit options plus how to wait. */
@@ -161,7 +171,7 @@ const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
 const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
 const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal", "task"] as const satisfies readonly (keyof TaskWaitOptions)[];
 /** Every key of {@link CairnQOptions}, for the unknown-key check (the umbrella's factories list them too). */
-export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger"] as const satisfies readonly (keyof CairnQOptions)[]);
+export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger", "clock"] as const satisfies readonly (keyof CairnQOptions)[]);
 const STORE_METHODS = ["connect", "close", "submit", "get", "getByKey", "getStatus", "getStatusByKey", "taskDoneWake", "subscribe"] as const;
 
 /**
@@ -248,6 +258,7 @@ export class CairnQ {
   readonly #gate: BackpressureGate | null;
   readonly #retention: RetentionHook | null;
   readonly #logger: Logger | undefined;
+  readonly #clock: RuntimeClock;
   #closing: Promise<void> | null = null;
   #inTransaction = false;
 
@@ -275,13 +286,18 @@ export class CairnQ {
     if (opts.logger !== undefined && (typeof opts.logger !== "object" || opts.logger === null)) {
       throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console");
     }
+    const clock = optionalClock(opts.clock, "clock");
+    this.#clock = clock;
     this.#retention = retentionHook(store, opts.retention);
 
     const timing = resolveGateTiming(opts);
     if (opts.maxQueueDepth === undefined) {
       this.#gate = null;
     } else {
-      const gate = new BackpressureGate({ maxQueueDepth: opts.maxQueueDepth, ...timing, logger: this.#logger, owner: "client" });
+      const gate = new BackpressureGate(
+        { maxQueueDepth: opts.maxQueueDepth, ...timing, logger: this.#logger, owner: "client" },
+        { sleep: (ms, signal) => clock.sleep(ms, { signal }), now: () => clock.monotonicMs() },
+      );
       this.#gate = gate.gatesAnything ? gate : null;
     }
 
@@ -335,7 +351,7 @@ export class CairnQ {
         message: `withTransaction needs a store that writes in your transaction (capabilities.transactionalComplete: SQLiteStore, PostgresStore); this ${String(name)} has none`,
       });
     }
-    const bound = new CairnQ(store.withTransaction(trx), { logger: this.#logger });
+    const bound = new CairnQ(store.withTransaction(trx), { logger: this.#logger, clock: this.#clock });
     bound.#inTransaction = true;
     return bound;
   }
@@ -484,7 +500,7 @@ export class CairnQ {
    * ```
    */
   explain(id: string, options?: ExplainOptions): Promise<Explanation | null> {
-    return explain(this.store, id, options);
+    return explain(this.store, id, options, this.#clock);
   }
 
   /**
@@ -637,7 +653,7 @@ export class CairnQ {
   async wait<D extends TaskDef = TaskDef>(id: string, options: TaskWaitOptions<D> = {}): Promise<TaskFor<D>> {
     this.#refuseInTransaction("wait");
     const { task, ...wait } = checkOptions(options, "wait", WAIT_KEYS) as TaskWaitOptions<D>;
-    return typedRow(await waitForTask(this.store, { id }, resolveWaitOptions(wait)), task, "wait") as TaskFor<D>;
+    return typedRow(await waitForTask(this.store, { id }, resolveWaitOptions(wait), this.#clock), task, "wait") as TaskFor<D>;
   }
 
   /**
@@ -650,7 +666,7 @@ export class CairnQ {
   async waitByKey<D extends TaskDef = TaskDef>(key: string, options: TaskWaitOptions<D> = {}): Promise<TaskFor<D>> {
     this.#refuseInTransaction("waitByKey");
     const { task, ...wait } = checkOptions(options, "waitByKey", WAIT_KEYS) as TaskWaitOptions<D>;
-    return typedRow(await waitForTask(this.store, { key }, resolveWaitOptions(wait)), task, "waitByKey") as TaskFor<D>;
+    return typedRow(await waitForTask(this.store, { key }, resolveWaitOptions(wait), this.#clock), task, "waitByKey") as TaskFor<D>;
   }
 
   /**
@@ -704,7 +720,7 @@ export class CairnQ {
       stopHearing?.();
     }
     const target = push && !heard.has(submitted.id) ? { id: submitted.id, known: { id: submitted.id, status: submitted.status } } : { id: submitted.id };
-    const done = await waitForTask(store, target, wait);
+    const done = await waitForTask(store, target, wait, this.#clock);
     switch (done.status) {
       case "succeeded":
         return done.result;

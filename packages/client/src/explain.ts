@@ -8,7 +8,8 @@
 import type { Task, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
-import { checkOptions, describeError, formatDuration, formatWhen } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
+import { checkOptions, describeError, formatDuration, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
 import { readQueueActivity } from "./queue-activity.js";
 
@@ -43,7 +44,7 @@ export interface Explanation {
 
 /** Options of `cairnq.explain(id, options)`. */
 export interface ExplainOptions {
-  /** The clock the explanation is about, epoch ms: what counts as due, expired and recent. @default Date.now() */
+  /** The clock the explanation is about, epoch ms: what counts as due, expired and recent. @default the client's clock: `Date.now()` unless `CairnQOptions.clock` */
   readonly nowMs?: number;
 }
 
@@ -248,8 +249,13 @@ export function explainTask(task: Task, ctx: ExplainContext): Verdict {
  * const explanation = await explain(store, id, { nowMs: Date.now() });
  * ```
  */
-export async function explain(store: Pick<TaskStore, "get" | "list" | "stats">, id: string, options?: ExplainOptions): Promise<Explanation | null> {
-  const { nowMs = Date.now() } = checkOptions(options, "explain", EXPLAIN_OPTION_KEYS) as ExplainOptions;
+export async function explain(
+  store: Pick<TaskStore, "get" | "list" | "stats">,
+  id: string,
+  options?: ExplainOptions,
+  clock: Pick<RuntimeClock, "now"> = systemClock,
+): Promise<Explanation | null> {
+  const { nowMs = clock.now() } = checkOptions(options, "explain", EXPLAIN_OPTION_KEYS) as ExplainOptions;
   if (!Number.isSafeInteger(nowMs)) throw new InvalidArgument("nowMs", `explain's nowMs must be an integer epoch ms, got ${String(nowMs)}`);
   const task = await store.get(id);
   if (task === null) return null;

@@ -31,7 +31,7 @@ export { BackpressureGate } from "./backpressure-gate.js";
 export type { ExplainOptions, ExplainState, Explanation } from "./explain.js";
 export type { QueueActivity } from "./queue-activity.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
-// Types of the client's own signatures that live in @cairnq/protocol, under the same names.
+// Types of the client's own signatures that live in @cairnq/protocol and @cairnq/runtime, under the same names.
 export type {
   BackpressureGateOptions,
   Logger,
@@ -45,3 +45,4 @@ export type {
   TaskFilter,
   WaitOptions,
 } from "@cairnq/protocol";
+export type { RuntimeClock } from "@cairnq/runtime";

@@ -28,13 +28,15 @@ describe("construction", () => {
     ["retention options with an unknown key", { retention: { olderThan: 5 } }, "olderThan"],
     ["retention that is neither options nor a sweeper", { retention: "weekly" }, "retention"],
     ["a logger that is not an object", { logger: "console" }, "logger"],
+    ["a store-style clock function", { clock: () => 0 }, "clock"],
+    ["a clock without timers", { clock: { now: () => 0, monotonicMs: () => 0 } }, "clock"],
   ])("rejects %s", (_what, options, argument) => {
     expect(() => new CairnQ(new MemoryStore(), options as never)).toThrow(expect.objectContaining({ argument }));
   });
 
   it("names the valid options when one is misspelt", () => {
     expect(() => new CairnQ(new MemoryStore(), { maxQueueWait: 5 } as never)).toThrow(
-      "'maxQueueWait' is not an option of new CairnQ(store, options) (did you mean 'maxQueueWaitMs'?); the options are maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, retention, logger",
+      "'maxQueueWait' is not an option of new CairnQ(store, options) (did you mean 'maxQueueWaitMs'?); the options are maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, retention, logger, clock",
     );
   });
 

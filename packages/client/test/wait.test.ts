@@ -4,6 +4,8 @@ import type { Task } from "@cairnq/protocol";
 import { InvalidArgument, TaskTimeout } from "@cairnq/protocol";
 import { describeTimeout, nextPollInterval, resolveWaitOptions } from "@cairnq/protocol/sdk";
 import { describe, expect, it } from "vitest";
+import type { RuntimeClock } from "@cairnq/runtime";
+import { systemClock } from "@cairnq/runtime";
 import { CairnQ } from "../src/index.js";
 import { claimOne, claimWhenQueued, delay, MemoryStore, RecordingStore } from "./support.js";
 
@@ -300,5 +302,46 @@ describe("process lifetime", () => {
     expect(run.stderr).toBe("");
     expect(run.stdout.trim()).toBe("TaskTimeout after the timeout");
     expect(run.status).toBe(0);
+  });
+});
+
+describe("CairnQOptions.clock", () => {
+  /** A clock whose time moves only by the sleeps taken on it (the store's wake sleeps are routed to it too). */
+  function movedBySleeps(startMs: number): RuntimeClock & { slept: number[] } {
+    let ms = startMs;
+    const slept: number[] = [];
+    return {
+      slept,
+      now: () => ms,
+      monotonicMs: () => ms - startMs,
+      startTimer: systemClock.startTimer,
+      sleep: (duration) => {
+        slept.push(duration);
+        ms += duration;
+        return Promise.resolve();
+      },
+    };
+  }
+
+  it("wait's deadline and the timeout message are read on the client's clock, not the system's", async () => {
+    // Two hours behind the store's clock (the system's), so the delayed task is three hours away on the client's.
+    const clock = movedBySleeps(Date.now() - 7_200_000);
+    const store = new RecordingStore();
+    store.onWake = (_id, timeoutMs) => clock.sleep(timeoutMs);
+    const client = new CairnQ(store, { clock });
+    const task = await client.submit("job", {}, { runAtDelayMs: 3_600_000 });
+    const startedAt = performance.now();
+    const error = await timeoutOf(client.wait(task.id, { timeoutMs: 60_000 }));
+    // A minute of the client's clock passed in the sleeps, and next to no real time.
+    expect(clock.slept.reduce((a, b) => a + b, 0)).toBe(60_000);
+    expect(performance.now() - startedAt).toBeLessThan(1000);
+    expect(error.message).toContain(`next run in ${task.run_at_ms - clock.now()}ms`);
+  });
+
+  it("a wait by key for a key with no task yet sleeps on the client's clock", async () => {
+    const clock = movedBySleeps(0);
+    const client = new CairnQ(new MemoryStore(), { clock });
+    await timeoutOf(client.waitByKey("nothing-yet", { timeoutMs: 1000, pollMs: 100 }));
+    expect(clock.slept).toEqual([100, 150, 225, 337, 188]);
   });
 });

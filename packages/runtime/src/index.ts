@@ -1,15 +1,18 @@
 /**
  * `@cairnq/runtime` — internal support for CairnQ packages: the sleep and
- * timer that honour durations past 2^31 ms, `deferred`, the keep-alive
- * handle, the waiter set of the wake-up channels, the options checker, the
- * loader of the database driver the application installs, and times and
- * error envelopes formatted for people.
+ * timer that honour durations past 2^31 ms, the clock seam they sit behind
+ * (`RuntimeClock`, `systemClock`), `deferred`, the keep-alive handle, the waiter
+ * set of the wake-up channels, the options checker, the loader of the
+ * database driver the application installs, and times and error envelopes
+ * formatted for people.
  * No stability promise for use outside CairnQ's own packages.
  *
  * @packageDocumentation
  */
-export { MAX_TIMER_MS, monotonicMs, nextTurn, sleep, startTimer } from "./timers.js";
-export type { SleepOptions, TimerHandle, TimerOptions } from "./timers.js";
+export { MAX_TIMER_MS, monotonicMs, nextTurn, sleep, sleepOn, startTimer } from "./timers.js";
+export type { SleepOptions, StartTimer, TimerHandle, TimerOptions } from "./timers.js";
+export { optionalClock, systemClock } from "./runtime-clock.js";
+export type { RuntimeClock } from "./runtime-clock.js";
 export { abortPromise, deferred } from "./deferred.js";
 export type { Deferred } from "./deferred.js";
 export { keepAlive } from "./keep-alive.js";

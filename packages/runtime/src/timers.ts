@@ -147,6 +147,23 @@ function fireTimer(timer: ChainedTimer): void {
  * ```
  */
 export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
+  return sleepOn(startTimer, ms, options);
+}
+
+/** A function with {@link startTimer}'s contract: what {@link sleepOn} builds a sleep from. */
+export type StartTimer = (callback: () => void, ms: number, options?: TimerOptions) => TimerHandle;
+
+/**
+ * {@link sleep}'s semantics over any timer with {@link startTimer}'s
+ * contract, so that a clock other than the system's (a virtual one in tests)
+ * gets the same abort handling without writing it again.
+ *
+ * @example
+ * ```ts
+ * const sleepVirtually = (ms: number, options?: SleepOptions) => sleepOn(virtualStartTimer, ms, options);
+ * ```
+ */
+export function sleepOn(start: StartTimer, ms: number, options: SleepOptions = {}): Promise<void> {
   const { signal, rejectOnAbort = false } = options;
   return new Promise((resolve, reject) => {
     if (signal?.aborted === true) {
@@ -163,7 +180,7 @@ export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
       if (rejectOnAbort) reject((signal as AbortSignal).reason as Error);
       else resolve();
     };
-    const timer = startTimer(
+    const timer = start(
       () => {
         signal?.removeEventListener("abort", onAbort);
         resolve();

@@ -9,8 +9,7 @@
 import type { RefCompleteTaskStore, Task, TaskStatus, TaskStore } from "@cairnq/protocol";
 import { LostLease, SerializationError } from "@cairnq/protocol";
 import { envelopeFromThrown, handlerTimeoutEnvelope, noHandlerEnvelope, unserializableResultEnvelope } from "@cairnq/protocol/sdk";
-import type { TimerHandle } from "@cairnq/runtime";
-import { startTimer } from "@cairnq/runtime";
+import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { Call } from "./call.js";
 import { Heartbeat } from "./heartbeat.js";
 import type { Reporter } from "./reporter.js";
@@ -33,6 +32,8 @@ export interface CallRunnerHost {
   readonly leaseMs: number;
   readonly heartbeatIntervalMs: number;
   readonly maxRunMs: number | null;
+  /** The worker's clock: heartbeats and the `maxRunMs` timer run on it. */
+  readonly clock: RuntimeClock;
   readonly contexts: ContextHost;
   /** Where errors the worker survives go (the worker's {@link Reporter}). */
   readonly reporter: Pick<Reporter, "report">;
@@ -59,6 +60,7 @@ export class CallRunner {
       workerId: host.workerId,
       leaseMs: host.leaseMs,
       intervalMs: host.heartbeatIntervalMs,
+      clock: host.clock,
       report: (err, info) => reporter.report(err, info),
       ...(onBeat === undefined ? {} : { onBeat }),
     });
@@ -109,7 +111,7 @@ export class CallRunner {
       call.onAbandon(() => end(ABANDONED));
       const maxRunMs = this.#host.maxRunMs;
       // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
-      if (maxRunMs !== null) timer = startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
+      if (maxRunMs !== null) timer = this.#host.clock.startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
       const contexts = call.handed;
       let returned: unknown;
       try {

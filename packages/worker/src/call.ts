@@ -12,7 +12,7 @@
  * A call is *abandoned* when the worker lets go of it at the stop deadline
  * without settling, leaving its tasks to lease expiry.
  */
-import type { Deferred } from "@cairnq/runtime";
+import type { RuntimeClock, Deferred } from "@cairnq/runtime";
 import { deferred } from "@cairnq/runtime";
 import type { Heartbeat } from "./heartbeat.js";
 import type { Context } from "./task-context.js";
@@ -27,6 +27,8 @@ export interface CallHost {
   settling(call: Call): void;
   /** Settles a buffered task whose cancel request a heartbeat saw, without running its handler. */
   cancelWaiting(ctx: Context): Promise<void>;
+  /** The worker's clock (a call's start time). */
+  readonly clock: RuntimeClock;
 }
 
 /** The contexts handed to a call's handler before it starts: shared, not an array per call. */
@@ -126,7 +128,7 @@ export class Call {
         this.drop();
         return;
       }
-      const now = Date.now();
+      const now = this.#host.clock.now();
       this.#handed = handed;
       for (const ctx of handed) ctx.startedAtMs = now;
       this.#phase = "running";

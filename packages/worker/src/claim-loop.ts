@@ -15,7 +15,6 @@
 import type { ClaimInput, Task, TaskStore } from "@cairnq/protocol";
 import { isFatalError } from "@cairnq/protocol";
 import { WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
-import { sleep } from "@cairnq/runtime";
 import type { Admission } from "./admission.js";
 import { CLAIM_ERROR_MAX_SLEEP_MS } from "./defaults.js";
 import type { Dispatcher } from "./dispatcher.js";
@@ -31,7 +30,7 @@ const MAX_CLAIM_STREAMS = 2;
 export interface ClaimLoopHost {
   readonly store: TaskStore;
   readonly workerId: string;
-  readonly options: Pick<ResolvedWorkerOptions, "queues" | "leaseMs" | "pollIntervalMs" | "prefetch" | "claimBatch">;
+  readonly options: Pick<ResolvedWorkerOptions, "queues" | "leaseMs" | "pollIntervalMs" | "prefetch" | "claimBatch" | "clock">;
   readonly admission: Pick<Admission, "waitForRoom" | "free" | "reserve" | "unreserve" | "snapshot" | "worthOverlapping">;
   readonly registry: Pick<TaskRegistry, "size" | "registrations" | "flowControl">;
   readonly dispatcher: Pick<Dispatcher, "dispatch">;
@@ -151,7 +150,8 @@ export class ClaimLoop {
    * another cycle (that one's result decides).
    */
   async #cycle(signal: AbortSignal, overlapping: boolean): Promise<void> {
-    const startedAtMs = Date.now();
+    const clock = this.#host.options.clock;
+    const startedAtMs = clock.now();
     let result: { rows: Task[]; release: () => void } = { rows: [], release: () => {} };
     const claimed = await this.#survive(async () => {
       result = await this.#claim();
@@ -159,7 +159,7 @@ export class ClaimLoop {
     if (!claimed) return;
     const { rows, release } = result;
     try {
-      if (rows.length > 0) this.#host.dispatcher.dispatch(rows, Date.now() - startedAtMs);
+      if (rows.length > 0) this.#host.dispatcher.dispatch(rows, clock.now() - startedAtMs);
     } finally {
       release();
     }
@@ -189,7 +189,7 @@ export class ClaimLoop {
       this.#host.reporter.report(err, { phase: "claim" });
       this.#claimFailures += 1;
       const backoffMs = Math.min(CLAIM_ERROR_MAX_SLEEP_MS, WORKER_DEFAULTS.claimErrorSleepMs * 2 ** Math.min(this.#claimFailures - 1, 20));
-      await sleep(backoffMs, { signal, unref: true });
+      await this.#host.options.clock.sleep(backoffMs, { signal, unref: true });
       return false;
     }
   }
@@ -211,7 +211,7 @@ export class ClaimLoop {
   #drainedMs(): number {
     const drained = this.#drained;
     if (drained === null) return 0;
-    const remainingMs = drained.sinceMs + this.#host.options.pollIntervalMs - Date.now();
+    const remainingMs = drained.sinceMs + this.#host.options.pollIntervalMs - this.#host.options.clock.now();
     if (remainingMs <= 0 || drained.signals !== this.#queuedSignals) {
       this.#drained = null;
       return 0;
@@ -235,7 +235,7 @@ export class ClaimLoop {
         return;
       }
       this.#host.reporter.report(err, { phase: "claim" });
-      await sleep(options.pollIntervalMs, { signal, unref: true });
+      await options.clock.sleep(options.pollIntervalMs, { signal, unref: true });
     }
   }
 
@@ -301,7 +301,7 @@ export class ClaimLoop {
     this.#skipProbe = false;
     const flowControl = this.#host.registry.flowControl();
     const begun = ++this.#claimsBegun;
-    const sinceMs = Date.now();
+    const sinceMs = options.clock.now();
     const signals = this.#queuedSignals;
     let leftNothing = false;
     // Only where a signal would announce new work: without push signals an empty probe says nothing about the next

@@ -6,6 +6,7 @@
  */
 import type { Logger, Task } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
+import type { RuntimeClock } from "@cairnq/runtime";
 import type { Admission } from "./admission.js";
 import type { CallHost } from "./call.js";
 import { Call } from "./call.js";
@@ -21,6 +22,7 @@ import type { TaskRegistry } from "./task-registry.js";
 export interface DispatcherHost {
   readonly workerId: string;
   readonly logger: Logger | undefined;
+  readonly clock: RuntimeClock;
   readonly registry: Pick<TaskRegistry, "get">;
   readonly admission: Pick<Admission, "holding" | "buffered" | "payloadBytes" | "admit" | "settling" | "release">;
   readonly runner: Pick<CallRunner, "heartbeat" | "execute" | "cancelWaiting">;
@@ -41,6 +43,7 @@ export class Dispatcher {
     this.#calls = {
       settling: (call) => admission.settling(call),
       cancelWaiting: (ctx) => runner.cancelWaiting(ctx),
+      clock: host.clock,
     };
   }
 
@@ -71,7 +74,7 @@ export class Dispatcher {
     const { admission, reporter } = this.#host;
     const first = rows[0] as Task;
     const registration = this.#host.registry.get(first.name);
-    const claimedAtMs = Date.now();
+    const claimedAtMs = this.#host.clock.now();
     const contexts = rows.map((row) => new Context(this.#host.contexts, row, claimedAtMs));
     const call = new Call(this.#calls, registration, contexts, admission.payloadBytes(rows));
     reporter.claimed(contexts, claimMs);

@@ -5,8 +5,7 @@
  */
 import type { TaskStore } from "@cairnq/protocol";
 import { EventLoopBlocked } from "@cairnq/protocol";
-import type { TimerHandle } from "@cairnq/runtime";
-import { startTimer } from "@cairnq/runtime";
+import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { WorkerErrorInfo } from "./options.js";
 import type { Context } from "./task-context.js";
 
@@ -15,6 +14,8 @@ export interface HeartbeatOptions {
   readonly workerId: string;
   readonly leaseMs: number;
   readonly intervalMs: number;
+  /** The worker's clock: the beats' timers and the blocked-loop measure. */
+  readonly clock: RuntimeClock;
   readonly report: (err: unknown, info: WorkerErrorInfo) => void;
   /** Called after each beat's reply was recorded (cancel flags, lost leases). */
   readonly onBeat?: () => void;
@@ -54,7 +55,7 @@ export class Heartbeat {
     if (this.#started) return;
     this.#started = true;
     this.#running = true;
-    this.#lastBeatAtMs = Date.now();
+    this.#lastBeatAtMs = this.#opts.clock.now();
     this.#schedule();
   }
 
@@ -77,7 +78,7 @@ export class Heartbeat {
 
   #schedule(): void {
     // Chained past 2^31 ms, so a long interval is not a beat every millisecond.
-    this.#timer = startTimer(() => this.#tick(), this.#opts.intervalMs, { unref: true });
+    this.#timer = this.#opts.clock.startTimer(() => this.#tick(), this.#opts.intervalMs, { unref: true });
   }
 
   #tick(): void {
@@ -102,8 +103,8 @@ export class Heartbeat {
    * reported once, not by every call of the claim that ends after it).
    */
   #checkBlocked(taskId: string, beat: boolean): void {
-    const now = Date.now();
-    const { intervalMs, leaseMs } = this.#opts;
+    const { intervalMs, leaseMs, clock } = this.#opts;
+    const now = clock.now();
     const lateMs = now - this.#lastBeatAtMs - intervalMs;
     const blocked = lateMs > intervalMs;
     if (blocked) this.#opts.report(new EventLoopBlocked(lateMs, intervalMs, leaseMs), { phase: "execute", taskId });

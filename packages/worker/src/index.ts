@@ -23,5 +23,6 @@ export type {
   WorkerStoppedEvent,
   WorkerStoppingEvent,
 } from "./events.js";
-// Types of the worker's own signatures that live in @cairnq/protocol, under the same names.
+// Types of the worker's own signatures that live in @cairnq/protocol and @cairnq/runtime, under the same names.
 export type { Logger, LogLevel, WaitOptions } from "@cairnq/protocol";
+export type { RuntimeClock } from "@cairnq/runtime";

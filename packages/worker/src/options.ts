@@ -2,7 +2,8 @@ import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
-import { checkOptions, fallbackLogger, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
@@ -141,6 +142,17 @@ export interface WorkerOptions {
   closeStore?: boolean;
   /** Uniform source in [0, 1) for the backoff jitter; inject to pin delays in tests. @default Math.random */
   random?: () => number;
+  /**
+   * The clock the worker reads the time from and starts its timers on:
+   * claim pacing and its error backoff, heartbeats and the blocked-loop
+   * check, `maxRunMs`, the stop deadline, schedules, `ctx.wait`, and event
+   * durations. For tests: `@cairnq/testing` passes a virtual clock that the
+   * test moves by hand, with a store on the same clock. Leases, due times
+   * and backoff delays are applied by the store against the store's own
+   * clock (the database's on Postgres), never this one.
+   * @default the system clock (`Date.now()`, Node's timers)
+   */
+  clock?: RuntimeClock;
 }
 
 /** {@link WorkerOptions} with defaults applied and values checked. */
@@ -166,6 +178,7 @@ export interface ResolvedWorkerOptions {
   readonly stopTimeoutMs: number;
   readonly closeStore: boolean;
   readonly random: () => number;
+  readonly clock: RuntimeClock;
 }
 
 /**
@@ -197,6 +210,7 @@ export const WORKER_OPTION_KEYS = Object.freeze([
   "stopTimeoutMs",
   "closeStore",
   "random",
+  "clock",
 ] as const satisfies readonly (keyof WorkerOptions)[]);
 
 /** `undefined` and `null` both mean "not set" for the optional limits. */
@@ -293,5 +307,6 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
     stopTimeoutMs,
     closeStore: options.closeStore ?? false,
     random: options.random ?? Math.random,
+    clock: optionalClock(options.clock, "clock"),
   };
 }

@@ -8,6 +8,7 @@
 import type { Logger, TaskStatus } from "@cairnq/protocol";
 import { EventLoopBlocked } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
+import type { RuntimeClock } from "@cairnq/runtime";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
 import { TypedEmitter } from "./events.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo } from "./options.js";
@@ -18,12 +19,14 @@ export class Reporter {
   readonly #workerId: string;
   readonly #logger: Logger | undefined;
   readonly #onError: ResolvedWorkerOptions["onError"];
+  readonly #clock: RuntimeClock;
   readonly #events = new TypedEmitter<WorkerEvents>();
 
-  constructor(workerId: string, options: Pick<ResolvedWorkerOptions, "logger" | "onError">) {
+  constructor(workerId: string, options: Pick<ResolvedWorkerOptions, "logger" | "onError" | "clock">) {
     this.#workerId = workerId;
     this.#logger = options.logger;
     this.#onError = options.onError;
+    this.#clock = options.clock;
   }
 
   /** Subscribes a listener (see `Worker.on`). */
@@ -55,7 +58,7 @@ export class Reporter {
     const level = status === "succeeded" ? "debug" : "info";
     const logger = this.#logger !== undefined && typeof this.#logger[level] === "function" ? this.#logger : undefined;
     if (logger === undefined && !this.#events.has(name)) return;
-    const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
+    const event = this.#taskEvent(ctx, this.#clock.now() - ctx.startedAtMs);
     if (status === "succeeded") {
       this.emit("task:succeeded", event);
       if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status });
@@ -73,7 +76,7 @@ export class Reporter {
 
   /** A context just became lost: `lease:lost` and a warning for a real lease loss (not the worker letting go). */
   lost(ctx: Context, reason: LostReason): void {
-    const event = this.#taskEvent(ctx, Date.now() - ctx.startedAtMs);
+    const event = this.#taskEvent(ctx, this.#clock.now() - ctx.startedAtMs);
     if (reason === "heartbeat" || reason === "write" || reason === "reclaimed") {
       this.emit("lease:lost", { ...event, reason });
       logSafely(this.#logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason });

@@ -47,7 +47,8 @@
 import type { ScheduleTaskInput, ScheduleTaskStore, TaskDef, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { normalizeSubmit } from "@cairnq/protocol/adapter";
-import { checkOptions, requireDurationMs, sleep } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
+import { checkOptions, requireDurationMs, systemClock } from "@cairnq/runtime";
 import { Cron } from "croner";
 
 /** How a schedule's slots are spaced: a cron string, or a fixed interval aligned to the Unix epoch. */
@@ -216,7 +217,7 @@ export class Scheduler {
     private readonly store: TaskStore,
     private readonly onError: ScheduleErrorHandler,
     private readonly onSubmitted: SlotSubmittedHandler = () => {},
-    private readonly clock: () => number = Date.now,
+    private readonly clock: RuntimeClock = systemClock,
   ) {}
 
   /** The schedules declared, by schedule name. */
@@ -261,7 +262,7 @@ export class Scheduler {
 
   #begin(entry: ScheduleEntry): void {
     // The start tolerance (module comment): never look back less than the lead.
-    this.#running.set(entry.name, { entry, cursor: this.clock() - Math.max(entry.backfillMs, SCHEDULE_LEAD_MS) - 1, retryAtMs: 0 });
+    this.#running.set(entry.name, { entry, cursor: this.clock.now() - Math.max(entry.backfillMs, SCHEDULE_LEAD_MS) - 1, retryAtMs: 0 });
   }
 
   async #run(signal: AbortSignal): Promise<void> {
@@ -269,11 +270,11 @@ export class Scheduler {
       let wakeAtMs = Number.POSITIVE_INFINITY;
       for (const state of this.#running.values()) {
         if (signal.aborted) return;
-        if (this.clock() >= state.retryAtMs) {
+        if (this.clock.now() >= state.retryAtMs) {
           try {
             await this.#flush(state, signal);
           } catch (err) {
-            state.retryAtMs = this.clock() + SCHEDULE_RETRY_MS;
+            state.retryAtMs = this.clock.now() + SCHEDULE_RETRY_MS;
             this.#report(err, state.entry.name);
           }
         }
@@ -283,7 +284,7 @@ export class Scheduler {
       if (signal.aborted) return;
       // stop() and add() abort this to end the sleep early.
       const wake = (this.#wake = new AbortController());
-      if (Number.isFinite(wakeAtMs)) await sleep(Math.max(1, wakeAtMs - this.clock()), { signal: wake.signal, unref: true });
+      if (Number.isFinite(wakeAtMs)) await this.clock.sleep(Math.max(1, wakeAtMs - this.clock.now()), { signal: wake.signal, unref: true });
       else await new Promise<void>((resolve) => wake.signal.addEventListener("abort", () => resolve(), { once: true }));
     }
   }
@@ -292,7 +293,7 @@ export class Scheduler {
   async #flush(state: Running, signal: AbortSignal): Promise<void> {
     const store = this.store as ScheduleTaskStore;
     for (;;) {
-      const horizon = this.clock() + SCHEDULE_LEAD_MS;
+      const horizon = this.clock.now() + SCHEDULE_LEAD_MS;
       const slotsMs: number[] = [];
       for (let slot = state.entry.series.next(state.cursor); slot !== null && slot <= horizon && slotsMs.length < SCHEDULE_BATCH; slot = state.entry.series.next(slot)) {
         slotsMs.push(slot);

@@ -10,6 +10,7 @@
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import { childLineage, envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
+import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
 
@@ -132,6 +133,8 @@ export interface ContextHost {
   readonly store: TaskStore;
   readonly workerId: string;
   readonly leaseMs: number;
+  /** The worker's clock (`ctx.wait`'s deadline). */
+  readonly clock: RuntimeClock;
   /** The §6 delay for a fail (0 when not retryable). */
   failDelayMs(attempt: number, retryable: boolean): number;
   /** A settlement write was applied. */
@@ -319,7 +322,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
 
   wait(id: string, options: WaitOptions = {}): Promise<Task> {
     // By id only, so every sleep is the store's taskDoneWake: no sleep of the worker's is needed.
-    return waitForTask(this.#host.store, { id }, { ...options, signal: options.signal ?? this.signal });
+    const clock = this.#host.clock;
+    return waitForTask(this.#host.store, { id }, { ...options, signal: options.signal ?? this.signal }, { now: () => clock.monotonicMs(), wallNow: () => clock.now() });
   }
 
   async succeed(result?: R): Promise<Task | null> {

@@ -13,7 +13,7 @@ import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
-import { deferred, keepAlive, nextTurn, sleep, startTimer } from "@cairnq/runtime";
+import { deferred, keepAlive, nextTurn } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
 import { CallRunner } from "./call-runner.js";
 import { ClaimLoop } from "./claim-loop.js";
@@ -97,6 +97,7 @@ export class Worker {
       store,
       workerId,
       leaseMs: opts.leaseMs,
+      clock: opts.clock,
       failDelayMs: (attempt, retryable) =>
         retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
       settled: (ctx, status, failure) => reporter.settled(ctx, status, failure),
@@ -110,7 +111,7 @@ export class Worker {
       flowControl: store.capabilities.flowControl === true,
     });
     this.#handlers = registry;
-    this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }));
+    this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }), undefined, opts.clock);
     const admission = new Admission(opts);
     this.#admission = admission;
     const runner = new CallRunner({
@@ -119,10 +120,11 @@ export class Worker {
       leaseMs: opts.leaseMs,
       heartbeatIntervalMs: opts.heartbeatIntervalMs,
       maxRunMs: opts.maxRunMs,
+      clock: opts.clock,
       contexts,
       reporter,
     });
-    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, registry, admission, runner, reporter, contexts });
+    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, clock: opts.clock, registry, admission, runner, reporter, contexts });
     this.#claimLoop = new ClaimLoop({
       store,
       workerId,
@@ -143,12 +145,12 @@ export class Worker {
    * kept: one gate per store, or two would probe and grant independently.
    */
   #installGate(): BackpressureGateCore | null {
-    const { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger } = this.options;
+    const { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, clock } = this.options;
     if (maxQueueDepth === null) return null;
     const gate = new BackpressureGateCore(
       { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, owner: "worker" },
       // A gated submit is awaited (by a handler, or by anyone sharing the store), so its sleep is ref'd.
-      { sleep: (ms, signal) => sleep(ms, { signal }), nextTurn },
+      { sleep: (ms, signal) => clock.sleep(ms, { signal }), now: () => clock.monotonicMs(), nextTurn },
     );
     if (!gate.gatesAnything) return null;
     if (this.store.queueDepthGate !== null && this.store.queueDepthGate !== undefined) {
@@ -277,7 +279,7 @@ export class Worker {
     const run: RunState = {
       stopped: deferred(),
       controller,
-      startedAtMs: Date.now(),
+      startedAtMs: this.options.clock.now(),
       keepAlive: keepAlive(),
       forceAbandon: deferred(),
       loop: Promise.resolve(),
@@ -365,7 +367,8 @@ export class Worker {
   // ── stopping ─────────────────────────────────────────────────────────────
 
   async #stop(run: RunState): Promise<void> {
-    const beganAtMs = Date.now();
+    const clock = this.options.clock;
+    const beganAtMs = clock.now();
     const inFlight = this.#admission.size;
     this.#reporter.emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
     logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
@@ -377,7 +380,7 @@ export class Worker {
       const drained = Promise.all(this.#admission.calls().map((call) => call.done)).then(() => true);
       const deadline = new Promise<boolean>((resolve) => {
         // Chained past 2^31 ms: stopTimeoutMs: 2 ** 31 must not abandon handlers at once.
-        timer = startTimer(() => resolve(false), this.options.stopTimeoutMs);
+        timer = clock.startTimer(() => resolve(false), this.options.stopTimeoutMs);
       });
       const forced = run.forceAbandon.promise.then(() => false);
       const finished = await Promise.race([drained, deadline, forced]);
@@ -397,7 +400,7 @@ export class Worker {
     }
     run.keepAlive.release();
     this.#run = null;
-    this.#reporter.emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: Date.now() - beganAtMs });
+    this.#reporter.emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: clock.now() - beganAtMs });
     logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
     if (run.fatal === undefined) run.stopped.resolve();
     else run.stopped.reject(run.fatal);

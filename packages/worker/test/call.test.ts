@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Task } from "@cairnq/protocol";
+import { systemClock } from "@cairnq/runtime";
 import type { CallHost } from "../src/call.js";
 import { Call } from "../src/call.js";
 import type { Heartbeat } from "../src/heartbeat.js";
@@ -22,6 +23,7 @@ async function claimedCall(count: number, registered = true) {
     store,
     workerId: WORKER_ID,
     leaseMs: 60_000,
+    clock: systemClock,
     failDelayMs: () => 0,
     settled: () => {},
     lost: () => {},
@@ -35,6 +37,7 @@ async function claimedCall(count: number, registered = true) {
       canceled.push(ctx);
       return Promise.resolve();
     },
+    clock: systemClock,
   };
   const released: string[] = [];
   const heartbeat = { add: () => {}, release: (taskId: string) => released.push(taskId) } as unknown as Heartbeat;

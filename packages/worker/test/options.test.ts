@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
 import { defaultHeartbeatIntervalMs, nextPollInterval, RETRY_BACKOFF_DEFAULTS } from "@cairnq/protocol/sdk";
+import { systemClock } from "@cairnq/runtime";
 import { resolveWorkerOptions } from "../src/options.js";
 import { Worker } from "../src/index.js";
 import { MemoryStore } from "./support/helpers.js";
@@ -25,6 +26,7 @@ describe("worker options (§8.1)", () => {
       closeStore: false,
     });
     expect(o.random).toBe(Math.random);
+    expect(o.clock).toBe(systemClock);
   });
 
   it("derives the heartbeat interval from the lease, floored at 50 ms", () => {
@@ -107,6 +109,8 @@ describe("worker options (§8.1)", () => {
     ["resources", { resources: [] as unknown as Record<string, number> }],
     ["onError", { onError: "no" as unknown as () => void }],
     ["random", { random: 1 as unknown as () => number }],
+    ["clock", { clock: (() => 1) as never }],
+    ["clock", { clock: { now: () => 1 } as never }],
   ])("rejects a bad %s", (argument, options) => {
     try {
       resolveWorkerOptions(options);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument, SerializationError, UnsupportedBackend, defineTask, scheduleSlotKey } from "@cairnq/protocol";
 import { MemoryStore } from "@cairnq/conformance";
+import { systemClock } from "@cairnq/runtime";
 import { CronSeries, IntervalSeries, SCHEDULE_LEAD_MS, scheduleEntry, Scheduler } from "../src/scheduler.js";
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -156,7 +157,7 @@ describe("Scheduler clocks", () => {
     // Past one lead ahead, the joiner's "now" is beyond the peer's horizon: only the start tolerance fills the slots between.
     const ahead = Math.floor(SCHEDULE_LEAD_MS * 1.5);
     const peer = new Scheduler(store, (err) => errors.push(err));
-    const joiner = new Scheduler(store, (err) => errors.push(err), () => {}, () => Date.now() + ahead);
+    const joiner = new Scheduler(store, (err) => errors.push(err), () => {}, { ...systemClock, now: () => Date.now() + ahead });
     for (const s of [peer, joiner]) s.add(scheduleEntry("tick", { everyMs }));
     peer.start();
     await delay(120);
@@ -176,7 +177,7 @@ describe("Scheduler clocks", () => {
       [5000, now - 5000],
     ] as const) {
       const store = new MemoryStore();
-      const scheduler = new Scheduler(store, () => {}, () => {}, () => now);
+      const scheduler = new Scheduler(store, () => {}, () => {}, { ...systemClock, now: () => now });
       scheduler.add(scheduleEntry("tick", { everyMs: 100 }, { backfillMs }));
       scheduler.start();
       const deadline = Date.now() + 10_000;
