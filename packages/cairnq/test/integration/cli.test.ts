@@ -16,11 +16,11 @@ import { newTaskId } from "@cairnq/protocol/adapter";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "./support/postgres.js";
-import type { Seeded } from "./support/seed.js";
-import { seed } from "./support/seed.js";
+import { closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "../support/postgres.js";
+import type { Seeded } from "../support/seed.js";
+import { seed } from "../support/seed.js";
 
-const BIN = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 
 interface Run {
   code: number;

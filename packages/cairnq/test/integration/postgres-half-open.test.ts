@@ -18,11 +18,11 @@
 import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { CairnQ } from "cairnq";
-import { HalfOpenProxy } from "../../store-postgres/test/half-open-proxy.ts";
-import { backendsOf, closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "./support/postgres.ts";
-import { Children } from "./support/processes.ts";
-import type { FixtureMessage } from "./support/processes.ts";
-import { describeFixtureError, until } from "./support/waiting.ts";
+import { HalfOpenProxy } from "../../../store-postgres/test/half-open-proxy.ts";
+import { backendsOf, closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "../support/postgres.ts";
+import { Children } from "../support/processes.ts";
+import type { FixtureMessage } from "../support/processes.ts";
+import { describeFixtureError, until } from "../support/waiting.ts";
 
 const LEASE_MS = 4_000;
 const SHORT = { queryTimeoutMs: 1_500, idleInTransactionTimeoutMs: 1_000, listenPingIntervalMs: 1_000, connectTimeoutMs: 2_000, keepAliveInitialDelayMs: 1_000 };

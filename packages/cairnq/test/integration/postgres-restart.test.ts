@@ -18,11 +18,11 @@ import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CairnQ } from "cairnq";
-import { startThrowawayCluster } from "../../../scripts/pg-env.mjs";
-import type { ThrowawayCluster } from "../../../scripts/pg-env.mjs";
-import { Children } from "./support/processes.ts";
-import type { Child } from "./support/processes.ts";
-import { describeFixtureError, listAll, sleep, until as untilAnswer } from "./support/waiting.ts";
+import { startThrowawayCluster } from "../../../../scripts/pg-env.mjs";
+import type { ThrowawayCluster } from "../../../../scripts/pg-env.mjs";
+import { Children } from "../support/processes.ts";
+import type { Child } from "../support/processes.ts";
+import { describeFixtureError, listAll, sleep, until as untilAnswer } from "../support/waiting.ts";
 
 const LEASE_MS = 3_000;
 const NAP_MS = 250;

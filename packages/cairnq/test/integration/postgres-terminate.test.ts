@@ -20,11 +20,11 @@
 import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { CairnQ, defineTask } from "cairnq";
-import type { Backend } from "./support/postgres.ts";
-import { backendsOf, closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn, terminate } from "./support/postgres.ts";
-import { Children } from "./support/processes.ts";
-import type { Child } from "./support/processes.ts";
-import { describeFixtureError, listAll, sleep, until } from "./support/waiting.ts";
+import type { Backend } from "../support/postgres.ts";
+import { backendsOf, closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn, terminate } from "../support/postgres.ts";
+import { Children } from "../support/processes.ts";
+import type { Child } from "../support/processes.ts";
+import { describeFixtureError, listAll, sleep, until } from "../support/waiting.ts";
 
 const POLL_INTERVAL_MS = 5_000;
 const LEASE_MS = 1_500;

@@ -10,8 +10,8 @@
  */
 import { afterAll } from "vitest";
 import { CairnQ } from "cairnq";
-import { describeProcessSuite } from "./support/process-suite.ts";
-import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "./support/postgres.ts";
+import { describeProcessSuite } from "../support/process-suite.ts";
+import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "../support/postgres.ts";
 
 describeProcessSuite({
   label: "postgres",

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CairnQ } from "cairnq";
-import { describeProcessSuite } from "./support/process-suite.ts";
+import { describeProcessSuite } from "../support/process-suite.ts";
 
 describeProcessSuite({
   label: "sqlite",

@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const packageDir = join(here, "..");
+const packageDir = join(here, "..", "..");
 // tsx is resolved from here: the example runs in a scratch cwd that has no node_modules.
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const readme = readFileSync(join(packageDir, "..", "..", "README.md"), "utf8");

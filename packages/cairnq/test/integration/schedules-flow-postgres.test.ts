@@ -6,8 +6,8 @@
  */
 import { afterAll } from "vitest";
 import { CairnQ } from "cairnq";
-import { describeScheduleFlowSuite } from "./support/schedule-flow-suite.ts";
-import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "./support/postgres.ts";
+import { describeScheduleFlowSuite } from "../support/schedule-flow-suite.ts";
+import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "../support/postgres.ts";
 
 describeScheduleFlowSuite({
   label: "postgres",

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CairnQ } from "cairnq";
-import { describeScheduleFlowSuite } from "./support/schedule-flow-suite.ts";
+import { describeScheduleFlowSuite } from "../support/schedule-flow-suite.ts";
 
 describeScheduleFlowSuite({
   label: "sqlite",

@@ -16,8 +16,8 @@ import { CairnQ } from "cairnq";
 import type { PostgresStore, SQLiteStore } from "cairnq";
 import { Kysely, sql, SqliteDialect } from "kysely";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "./support/postgres.ts";
-import { Children } from "./support/processes.ts";
+import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "../support/postgres.ts";
+import { Children } from "../support/processes.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's tables are created by the test; no table types needed.
 type AnyDb = Kysely<any>;

@@ -16,9 +16,9 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { assertBuilt } from "./support/processes.ts";
+import { assertBuilt } from "../support/processes.ts";
 
-const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
+const PACKAGE = fileURLToPath(new URL("../..", import.meta.url));
 const TYPES = join(PACKAGE, "test-types");
 const require = createRequire(join(PACKAGE, "package.json"));
 

@@ -18,7 +18,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { TaskStore } from "@cairnq/protocol";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const readme = readFileSync(join(here, "..", "README.md"), "utf8");
+const readme = readFileSync(join(here, "..", "..", "README.md"), "utf8");
 
 /** The README's code blocks of the transactions section, in order. */
 function transactionBlocks(): string[] {

@@ -29,9 +29,9 @@ import type { Browser, Page } from "playwright-core";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PgAdmin, chromiumLaunchOptions, ensureChromium, randomSchemaName } from "@cairnq/test-support";
-import { failTask, pgDsn } from "./support/seed.js";
+import { failTask, pgDsn } from "../support/seed.js";
 
-const artifacts = fileURLToPath(new URL("./artifacts/", import.meta.url));
+const artifacts = fileURLToPath(new URL("../artifacts/", import.meta.url));
 const XSS_PAYLOAD = { html: "<script>alert(1)</script>", img: '<img src=x onerror="alert(2)">' };
 const XSS_NAME = "<img src=x onerror=alert(3)>";
 

@@ -11,8 +11,8 @@ import { PostgresStore } from "@cairnq/store-postgres";
 import { PgAdmin, randomSchemaName } from "@cairnq/test-support";
 import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { pgDsn, runTask } from "./support/seed.js";
-import { closeDashboards, serveDashboard } from "./support/serve.js";
+import { pgDsn, runTask } from "../support/seed.js";
+import { closeDashboards, serveDashboard } from "../support/serve.js";
 
 const admin = new PgAdmin();
 const schemas: string[] = [];

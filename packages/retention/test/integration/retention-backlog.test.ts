@@ -5,9 +5,9 @@
  */
 import type { Task, TaskStore } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
-import { RetentionSweeper } from "../src/index.ts";
-import type { Backend, OpenStore } from "./helpers.ts";
-import { POSTGRES, PurgeProbe, SQLITE } from "./helpers.ts";
+import { RetentionSweeper } from "../../src/index.ts";
+import type { Backend, OpenStore } from "../helpers.ts";
+import { POSTGRES, PurgeProbe, SQLITE } from "../helpers.ts";
 
 const BACKLOG = 20_000;
 const LIMIT = 1_000;

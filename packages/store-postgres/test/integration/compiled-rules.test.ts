@@ -14,8 +14,8 @@ import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol/adapter";
 import { POSTGRES_CLOCK, StatementCompiler } from "@cairnq/store-kysely";
 import { PgAdmin } from "@cairnq/test-support";
 import { describeCompiledRules, NOW } from "@cairnq/test-support/compiled-rules";
-import { POSTGRES_MIGRATIONS } from "../src/postgres-schema.js";
-import { PostgresStoreSyntax } from "../src/postgres-store-syntax.js";
+import { POSTGRES_MIGRATIONS } from "../../src/postgres-schema.js";
+import { PostgresStoreSyntax } from "../../src/postgres-store-syntax.js";
 
 const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);
 const syntax = new PostgresStoreSyntax();

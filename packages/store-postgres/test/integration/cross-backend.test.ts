@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 // The SQLite store from its sources by path: it is only this one test's yardstick, and declaring it a
 // dependency of the Postgres store would change the workspace lockfile for a test.
 import { SQLiteStore } from "@cairnq/store-sqlite";
-import { openStore } from "./helpers.js";
+import { openStore } from "../helpers.js";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
-import { PostgresStore } from "../src/index.js";
-import { DEFAULT_POSTGRES_TIMEOUTS } from "../src/postgres-connection.js";
-import { HalfOpenProxy } from "./half-open-proxy.js";
-import { openStore, pgDsn, poolFor, q, schemaName, until } from "./helpers.js";
+import { PostgresStore } from "../../src/index.js";
+import { DEFAULT_POSTGRES_TIMEOUTS } from "../../src/postgres-connection.js";
+import { HalfOpenProxy } from "../half-open-proxy.js";
+import { openStore, pgDsn, poolFor, q, schemaName, until } from "../helpers.js";
 
 const proxies: HalfOpenProxy[] = [];
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { PIPELINE_SQL } from "../src/postgres-pipeline.js";
-import { prepareRegistered } from "../src/postgres-prepared.js";
-import { client, freshSchema, openStore, poolFor, q } from "./helpers.js";
+import { PIPELINE_SQL } from "../../src/postgres-pipeline.js";
+import { prepareRegistered } from "../../src/postgres-prepared.js";
+import { client, freshSchema, openStore, poolFor, q } from "../helpers.js";
 
 const W = "worker_pipeline_errors";
 

@@ -1,9 +1,9 @@
 import { Kysely, PostgresDialect } from "kysely";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
-import { PIPELINE_SQL } from "../src/postgres-pipeline.js";
-import { prepareRegistered, registerPrepared } from "../src/postgres-prepared.js";
-import { client, freshSchema, openStore, poolFor, q } from "./helpers.js";
+import { PIPELINE_SQL } from "../../src/postgres-pipeline.js";
+import { prepareRegistered, registerPrepared } from "../../src/postgres-prepared.js";
+import { client, freshSchema, openStore, poolFor, q } from "../helpers.js";
 
 const W = "worker_pipeline";
 

@@ -2,9 +2,9 @@ import { CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import { InvalidArgument, ProtocolVersionMismatch, SchemaMismatch, STATUSES } from "@cairnq/protocol";
 import { TASK_COLUMNS } from "@cairnq/protocol/adapter";
 import { describe, expect, it } from "vitest";
-import { PostgresStore } from "../src/index.js";
-import { POSTGRES_MIGRATIONS } from "../src/postgres-schema.js";
-import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "./helpers.js";
+import { PostgresStore } from "../../src/index.js";
+import { POSTGRES_MIGRATIONS } from "../../src/postgres-schema.js";
+import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "../helpers.js";
 
 const LEDGER = [
   "0001_init.sql",

@@ -5,10 +5,10 @@ import { InvalidArgument, LostLease, SerializationError } from "@cairnq/protocol
 import { DRAW, normalizeClaim, probeParams, PURGE, purgeParams, RECOVER, SUBMIT } from "@cairnq/protocol/adapter";
 import { deleteTemplate, insertTemplate, POSTGRES_CLOCK, PROBE_TEMPLATE, setTransitionTemplate, StatementCompiler } from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
-import { PostgresExecutor } from "../src/postgres-executor.js";
-import { PostgresStore } from "../src/index.js";
-import { PostgresStoreSyntax } from "../src/postgres-store-syntax.js";
-import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "./helpers.js";
+import { PostgresExecutor } from "../../src/postgres-executor.js";
+import { PostgresStore } from "../../src/index.js";
+import { PostgresStoreSyntax } from "../../src/postgres-store-syntax.js";
+import { client, exited, freshSchema, nextLine, openStore, pgDsn, poolFor, q, schemaName, spawnFixture, until } from "../helpers.js";
 
 const W = "worker_test";
 

@@ -2,10 +2,10 @@ import { EventEmitter } from "node:events";
 import type { StoreSignal } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PostgresStore } from "../src/index.js";
-import type { ListenClient } from "../src/postgres-wakeups.js";
-import { LISTEN_BACKOFF_INITIAL_MS, LISTEN_BACKOFF_MAX_MS, PostgresWakeups } from "../src/postgres-wakeups.js";
-import { openStore, pgDsn, q, schemaName, until } from "./helpers.js";
+import { PostgresStore } from "../../src/index.js";
+import type { ListenClient } from "../../src/postgres-wakeups.js";
+import { LISTEN_BACKOFF_INITIAL_MS, LISTEN_BACKOFF_MAX_MS, PostgresWakeups } from "../../src/postgres-wakeups.js";
+import { openStore, pgDsn, q, schemaName, until } from "../helpers.js";
 
 /** A stand-in for a connected `pg.Client`: records queries, lets the test notify, fail or end it. */
 class FakeClient extends EventEmitter implements ListenClient {

@@ -8,8 +8,8 @@ import { Kysely, PostgresDialect } from "kysely";
 import type { Task } from "@cairnq/protocol";
 import { LostLease } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
-import type { PostgresStore, PostgresStoreOptions } from "../src/index.js";
-import { freshSchema, openStore, poolFor, q } from "./helpers.js";
+import type { PostgresStore, PostgresStoreOptions } from "../../src/index.js";
+import { freshSchema, openStore, poolFor, q } from "../helpers.js";
 
 const W = "worker_combiner";
 

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { CHECKPOINT_INTERVAL_MS } from "../src/sqlite-checkpointer.js";
-import { openStore, tempFile } from "./helpers.js";
+import { CHECKPOINT_INTERVAL_MS } from "../../src/sqlite-checkpointer.js";
+import { openStore, tempFile } from "../helpers.js";
 
 /** The tasks the main database file holds on its own: what checkpoints copied there, without the WAL. */
 function checkpointedIds(file: string): Set<string> {

@@ -2,10 +2,10 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { expect, it } from "vitest";
 
-const child = fileURLToPath(new URL("./fixtures/serve-child.ts", import.meta.url));
+const child = fileURLToPath(new URL("../fixtures/serve-child.ts", import.meta.url));
 
 it("serve() in a real process: SIGTERM drains the running task, then the process exits by itself", async () => {
-  const proc = spawn(process.execPath, ["--import", "tsx", child], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "pipe" });
+  const proc = spawn(process.execPath, ["--import", "tsx", child], { cwd: fileURLToPath(new URL("../..", import.meta.url)), stdio: "pipe" });
   let out = "";
   let err = "";
   proc.stderr.on("data", (d: Buffer) => (err += d.toString()));
@@ -25,8 +25,8 @@ it("serve() in a real process: SIGTERM drains the running task, then the process
 }, 20_000);
 
 it("serve() in a real process exits non-zero at once when the database can never work", async () => {
-  const fatalChild = fileURLToPath(new URL("./fixtures/serve-fatal-child.ts", import.meta.url));
-  const proc = spawn(process.execPath, ["--import", "tsx", fatalChild], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "pipe" });
+  const fatalChild = fileURLToPath(new URL("../fixtures/serve-fatal-child.ts", import.meta.url));
+  const proc = spawn(process.execPath, ["--import", "tsx", fatalChild], { cwd: fileURLToPath(new URL("../..", import.meta.url)), stdio: "pipe" });
   let out = "";
   let err = "";
   proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
