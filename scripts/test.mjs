@@ -2,23 +2,23 @@
 // `pnpm test`: the whole suite, with a Postgres provided (see docs/testing.md).
 //
 //   1. check that every test file is in a tier that runs (tiers.mjs)
-//   2. ensure a Postgres (scripts/pg-env.mjs) and export CAIRNQ_TEST_PG_DSN
-//   3. turbo run build typecheck lint check-package
-//   4. side by side, since neither times anything against the clock of the other:
+//   2. side by side, since none of it times anything against the clock:
 //        the fast tier: the protocol's tests with coverage, then every other
 //        package's fast tests in one vitest run (the root vitest.config.ts);
-//        the consumer test (npm installs and a compile, in tests/consumer)
-//   5. turbo run test:integration --concurrency=1: the rest of the integration
-//      tier, one package at a time (real processes, Postgres, Chromium)
-//   6. stop a throwaway Postgres, print how long each phase took and
+//        ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, and
+//        turbo run build typecheck lint check-package, with the consumer test
+//        (npm installs, in tests/consumer) as soon as its packages are built
+//   3. turbo run test:integration --concurrency=1: the rest of the integration
+//      tier alone, one package at a time (real processes, Postgres, Chromium)
+//   4. stop a throwaway Postgres, print how long each phase took and
 //      "N passed, N failed"
 //
-// The test steps run turbo with --only: step 3 built everything they depend on.
+// Step 3 runs turbo with --only: step 2 built everything it depends on.
 // Arguments after `--` go to every turbo run (`pnpm test -- --force`). With a
 // filter (`pnpm test -- --filter=@cairnq/store-sqlite`) the checks still cover
-// every package, and steps 4 and 5 become one `turbo run test test:integration
-// --concurrency=1` over the packages it selects: both tiers of each, one task
-// at a time.
+// every package, and the tests become one `turbo run test test:integration
+// --concurrency=1` after them, over the packages it selects: both tiers of
+// each, one task at a time.
 //
 // Exits non-zero as soon as a step fails.
 
@@ -47,7 +47,7 @@ const isFilter = (a, i, all) => a.startsWith("--filter=") || a === "--filter" ||
 const filtered = extraArgs.some(isFilter);
 const checkArgs = extraArgs.filter((a, i, all) => !isFilter(a, i, all));
 
-/** The consumer test runs beside the fast tier; every other integration suite runs in step 5. */
+/** The consumer test runs with the checks; every other integration suite runs in step 3. */
 const CONSUMER = "@cairnq/consumer-test";
 
 // The pnpm that runs us (npm_execpath), so `npx -p pnpm@X pnpm test` uses pnpm X for its children too.
@@ -280,14 +280,19 @@ function summary(code) {
   return code !== 0 || totals.failed > 0 ? code || 1 : 0;
 }
 
-async function main() {
-  const untiered = untieredTests(ROOT);
-  if (untiered.length > 0) {
-    console.error(`test: these test files would not run in any tier (see docs/testing.md, "Two tiers"):\n${untiered.map((u) => `  ${u}`).join("\n")}`);
-    console.log("0 passed, 0 failed");
-    return 1;
-  }
+/** The fast tier: the protocol's tests with their coverage threshold, then every other package's in one vitest run. */
+async function fastTier() {
+  const coverage = await phase("fast tier: @cairnq/protocol, coverage 100%", () =>
+    run(PNPM, ["--filter", "@cairnq/protocol", "run", "test"], { prefix: "[fast] ", onLine: countTests }),
+  );
+  if (coverage !== 0) return coverage;
+  return phase("fast tier: every other package, one vitest run", () =>
+    run(PNPM, ["exec", "vitest", "run", "--project=!@cairnq/protocol"], { prefix: "[fast] ", onLine: countTests }),
+  );
+}
 
+/** Postgres, then the checks (and, unless filtered, the consumer test once the packages it installs are built). */
+async function checks() {
   let pg;
   const pgCode = await phase("postgres", async (row) => {
     try {
@@ -299,45 +304,46 @@ async function main() {
       return 1;
     }
   });
-  if (pgCode !== 0) return summary(pgCode);
+  if (pgCode !== 0) return pgCode;
   pgStop = pg.stop;
   process.env.CAIRNQ_TEST_PG_DSN = pg.dsn;
 
-  const checks = await phase("checks", (row) => turbo(row, ["build", "typecheck", "lint", "check-package", ...checkArgs], (task) => task.task));
-  if (interrupted) return summary(interrupted);
-  if (checks !== 0) {
-    console.error(`\ntest: build/typecheck/lint/check-package failed (exit ${checks}); tests were not run.`);
-    return summary(checks);
+  const tasks = ["build", "typecheck", "lint", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
+  const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";
+  const code = await phase(name, (row) =>
+    turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task)),
+  );
+  if (code !== 0 && !interrupted) console.error(`\ntest: ${name} failed (exit ${code}); the integration tier was not run.`);
+  return code;
+}
+
+async function main() {
+  const untiered = untieredTests(ROOT);
+  if (untiered.length > 0) {
+    console.error(`test: these test files would not run in any tier (see docs/testing.md, "Two tiers"):\n${untiered.map((u) => `  ${u}`).join("\n")}`);
+    console.log("0 passed, 0 failed");
+    return 1;
   }
+
+  // The fast tier needs no build and no Postgres, and nothing in the checks or the
+  // npm installs measures time: they start together and share the cores.
+  const [fast, checked] = await Promise.all([filtered ? 0 : fastTier(), checks()]);
+  if (interrupted) return summary(interrupted);
+  if (fast !== 0 && checked === 0) console.error("\ntest: the fast tier failed; the integration tier was not run.");
+  if (fast !== 0 || checked !== 0) return summary(checked || fast);
 
   if (filtered) {
     const code = await phase(`tests of the selected packages (${extraArgs.join(" ")})`, (row) =>
-      turbo(row, ["test", "test:integration", "--only", "--concurrency=1", ...extraArgs], (task) => (task.task === "build" ? null : task.taskId)),
+      turbo(row, ["test", "test:integration", "--only", "--concurrency=1", ...extraArgs], (task) => task.taskId),
     );
     if (code !== 0 && !interrupted) console.error(`test: the tests failed (exit ${code}).`);
     return summary(code);
   }
 
-  const [fast, consumer] = await Promise.all([
-    (async () => {
-      const coverage = await phase("fast tier: @cairnq/protocol, coverage 100%", () =>
-        run(PNPM, ["--filter", "@cairnq/protocol", "run", "test"], { prefix: "[fast] ", onLine: countTests }),
-      );
-      if (coverage !== 0) return coverage;
-      return phase("fast tier: every other package, one vitest run", () =>
-        run(PNPM, ["exec", "vitest", "run", "--project=!@cairnq/protocol"], { prefix: "[fast] ", onLine: countTests }),
-      );
-    })(),
-    phase(`npm installs: ${CONSUMER}`, (row) => turbo(row, ["test:integration", "--only", `--filter=${CONSUMER}`, ...extraArgs], () => null)),
-  ]);
-  if (interrupted) return summary(interrupted);
-  if (fast !== 0 || consumer !== 0) {
-    console.error(`\ntest: ${[fast !== 0 && "the fast tier", consumer !== 0 && "the consumer test"].filter(Boolean).join(" and ")} failed; the rest of the integration tier was not run.`);
-    return summary(fast || consumer);
-  }
-
+  // Real processes, Postgres and Chromium, with leases, heartbeats and timeouts
+  // measured against the clock: alone on the machine, one package at a time.
   const integration = await phase("integration tier, one package at a time", (row) =>
-    turbo(row, ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs], (task) => (task.task === "test:integration" ? task.package : null)),
+    turbo(row, ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs], (task) => task.package),
   );
   if (integration !== 0 && !interrupted) console.error(`test: turbo run test:integration failed (exit ${integration}).`);
   return summary(integration);
