@@ -320,7 +320,7 @@ async function checks() {
 async function main() {
   const untiered = untieredTests(ROOT);
   if (untiered.length > 0) {
-    console.error(`test: these test files would not run in any tier (see docs/testing.md, "Two tiers"):\n${untiered.map((u) => `  ${u}`).join("\n")}`);
+    console.error(`test: these test files would not run in any tier (see docs/testing.md, "The two tiers"):\n${untiered.map((u) => `  ${u}`).join("\n")}`);
     console.log("0 passed, 0 failed");
     return 1;
   }

@@ -1,4 +1,4 @@
-// Which test files run in which tier (docs/testing.md, "Two tiers"), checked
+// Which test files run in which tier (docs/testing.md, "The two tiers"), checked
 // before `pnpm test` runs anything: a test file that no tier picks up would
 // otherwise never run, and nothing would say so.
 //
