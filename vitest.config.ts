@@ -33,9 +33,9 @@ const projects: TestProjectInlineConfiguration[] = packageDirs().map((dir) => ({
 export default defineConfig({
   test: {
     projects,
-    // Fast tests wait on timers and file I/O more than they compute: one worker more than there are
-    // cores keeps the cores busy (vitest's default is one fewer). On 2 cores, 3 workers measured
-    // 20-25% faster than 2 (docs/testing.md).
-    maxWorkers: availableParallelism() + 1,
+    // One worker per core (vitest's default leaves one for its main process, which here mostly
+    // waits). Not more: some fast tests renew leases of 30-60 ms every 10-15 ms, and a worker
+    // waiting for a core longer than that loses its lease (seen with 3 workers on 2 cores).
+    maxWorkers: availableParallelism(),
   },
 });

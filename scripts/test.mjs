@@ -2,18 +2,18 @@
 // `pnpm test`: the whole suite, with a Postgres provided (see docs/testing.md).
 //
 //   1. check that every test file is in a tier that runs (tiers.mjs)
-//   2. side by side, since none of it times anything against the clock:
-//        the fast tier: the protocol's tests with coverage, then every other
-//        package's fast tests in one vitest run (the root vitest.config.ts);
-//        ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, and
-//        turbo run build typecheck lint check-package, with the consumer test
-//        (npm installs, in tests/consumer) as soon as its packages are built
-//   3. turbo run test:integration --concurrency=1: the rest of the integration
+//   2. the fast tier: the protocol's tests with coverage, then every other
+//      package's fast tests in one vitest run (the root vitest.config.ts)
+//   3. ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, and
+//      turbo run build typecheck lint check-package, with the consumer test
+//      (npm installs, in tests/consumer) in the same run: turbo starts it as
+//      soon as the packages it packs are built
+//   4. turbo run test:integration --concurrency=1: the rest of the integration
 //      tier alone, one package at a time (real processes, Postgres, Chromium)
-//   4. stop a throwaway Postgres, print how long each phase took and
+//   5. stop a throwaway Postgres, print how long each phase took and
 //      "N passed, N failed"
 //
-// Step 3 runs turbo with --only: step 2 built everything it depends on.
+// Step 4 runs turbo with --only: step 3 built everything it depends on.
 // Arguments after `--` go to every turbo run (`pnpm test -- --force`). With a
 // filter (`pnpm test -- --filter=@cairnq/store-sqlite`) the checks still cover
 // every package, and the tests become one `turbo run test test:integration
@@ -47,7 +47,7 @@ const isFilter = (a, i, all) => a.startsWith("--filter=") || a === "--filter" ||
 const filtered = extraArgs.some(isFilter);
 const checkArgs = extraArgs.filter((a, i, all) => !isFilter(a, i, all));
 
-/** The consumer test runs with the checks; every other integration suite runs in step 3. */
+/** The consumer test runs with the checks; every other integration suite runs in step 4. */
 const CONSUMER = "@cairnq/consumer-test";
 
 // The pnpm that runs us (npm_execpath), so `npx -p pnpm@X pnpm test` uses pnpm X for its children too.
@@ -107,13 +107,10 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   });
 }
 
-/**
- * Runs a command, copying its output line by line (after `prefix`, when two
- * commands run at once) and handing each line to `onLine`.
- */
-function run([cmd, ...pre], args, { onLine = () => {}, prefix = "" } = {}) {
+/** Runs a command, copying its output line by line and handing each line to `onLine`. */
+function run([cmd, ...pre], args, { onLine = () => {} } = {}) {
   if (interrupted) return Promise.resolve(interrupted);
-  console.log(`\n${prefix}> pnpm ${args.join(" ")}\n`);
+  console.log(`\n> pnpm ${args.join(" ")}\n`);
   return new Promise((resolve) => {
     // Own process group, so a signal to this script reaches every task under the command.
     const child = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"], env: process.env, detached: true });
@@ -124,7 +121,7 @@ function run([cmd, ...pre], args, { onLine = () => {}, prefix = "" } = {}) {
     ]) {
       let buf = "";
       const emit = (line) => {
-        out.write(`${prefix}${line}\n`);
+        out.write(`${line}\n`);
         onLine(line);
       };
       stream.on("data", (chunk) => {
@@ -283,15 +280,18 @@ function summary(code) {
 /** The fast tier: the protocol's tests with their coverage threshold, then every other package's in one vitest run. */
 async function fastTier() {
   const coverage = await phase("fast tier: @cairnq/protocol, coverage 100%", () =>
-    run(PNPM, ["--filter", "@cairnq/protocol", "run", "test"], { prefix: "[fast] ", onLine: countTests }),
+    run(PNPM, ["--filter", "@cairnq/protocol", "run", "test"], { onLine: countTests }),
   );
   if (coverage !== 0) return coverage;
   return phase("fast tier: every other package, one vitest run", () =>
-    run(PNPM, ["exec", "vitest", "run", "--project=!@cairnq/protocol"], { prefix: "[fast] ", onLine: countTests }),
+    run(PNPM, ["exec", "vitest", "run", "--project=!@cairnq/protocol"], { onLine: countTests }),
   );
 }
 
-/** Postgres, then the checks (and, unless filtered, the consumer test once the packages it installs are built). */
+/**
+ * Postgres, then the checks, and (unless filtered) the consumer test in the same turbo run: its
+ * npm installs and compile measure no time, so they can share the cores with typecheck and lint.
+ */
 async function checks() {
   let pg;
   const pgCode = await phase("postgres", async (row) => {
@@ -325,12 +325,20 @@ async function main() {
     return 1;
   }
 
-  // The fast tier needs no build and no Postgres, and nothing in the checks or the
-  // npm installs measures time: they start together and share the cores.
-  const [fast, checked] = await Promise.all([filtered ? 0 : fastTier(), checks()]);
+  // First and alone: it needs no build and no Postgres, answers within a minute, and its
+  // lease tests (leases of tens of ms) must not wait for a core behind the checks' tasks.
+  if (!filtered) {
+    const fast = await fastTier();
+    if (interrupted) return summary(interrupted);
+    if (fast !== 0) {
+      console.error("\ntest: the fast tier failed; the checks and the integration tier were not run.");
+      return summary(fast);
+    }
+  }
+
+  const checked = await checks();
   if (interrupted) return summary(interrupted);
-  if (fast !== 0 && checked === 0) console.error("\ntest: the fast tier failed; the integration tier was not run.");
-  if (fast !== 0 || checked !== 0) return summary(checked || fast);
+  if (checked !== 0) return summary(checked);
 
   if (filtered) {
     const code = await phase(`tests of the selected packages (${extraArgs.join(" ")})`, (row) =>
