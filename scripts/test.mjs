@@ -296,7 +296,7 @@ async function checks() {
   let pg;
   const pgCode = await phase("postgres", async (row) => {
     try {
-      pg = await ensurePostgres();
+      pg = await ensurePostgres({ privateDatabase: true });
       row.note = pg.source;
       return 0;
     } catch (err) {
