@@ -4,6 +4,13 @@ import { defineConfig } from "vitest/config";
 const root = fileURLToPath(new URL(".", import.meta.url));
 
 /**
+ * A package's integration tier: the test files under test/integration/ (real
+ * processes, Postgres, Chromium, a build, seconds of real time). Every other
+ * test file under test/ is fast. See docs/testing.md for the criterion.
+ */
+export const INTEGRATION_TESTS = "test/integration/**";
+
+/**
  * Shared vitest settings. Workspace packages resolve to their TypeScript
  * sources so tests never run against a stale build; the published entry of
  * each package is still the one file named here (its `src/index.ts` barrel).
@@ -23,10 +30,5 @@ export const sharedConfig = defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
-    coverage: {
-      provider: "v8",
-      include: ["src/**/*.ts"],
-      reporter: ["text-summary", "json-summary"],
-    },
   },
 });

@@ -6,6 +6,7 @@ export function ensurePostgres(opts?: {
   localDsn?: string;
   libRoot?: string;
   usePath?: boolean;
+  privateDatabase?: boolean;
 }): Promise<{ dsn: string; stop: () => Promise<void>; source: string }>;
 
 /** A throwaway cluster a test may stop and restart; `stop()` removes it. */

@@ -14,6 +14,12 @@
 //
 // CAIRNQ_TEST_PG_THROWAWAY=1 skips (a)-(c) and always uses a throwaway cluster.
 // Postgres tests never silently skip: failing to get a database is an error.
+//
+// With { privateDatabase: true } (as `pnpm test` asks), a run on the shared
+// server of (b)/(c) gets a database of its own, cairnq_run_<pid>, dropped by
+// stop(): Postgres delivers NOTIFY per database, on channels the protocol names
+// (cairnq_queued, cairnq_done) whatever the schema, so two runs in one database
+// wake each other's workers and break the tests that count wake-ups.
 
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -429,9 +435,30 @@ async function aptInstall(log) {
  * @param {string} [opts.libRoot]  where Debian keeps versioned binaries (testing hook)
  * @param {boolean} [opts.usePath] look for initdb on PATH too (testing hook)
  * @param {string} [opts.localDsn] the "local server" DSN of step (b) (testing hook)
+ * @param {boolean} [opts.privateDatabase] on the server of (b)/(c), use a database of this run's own
  * @returns {Promise<{ dsn: string, stop: () => Promise<void>, source: string }>}
  */
 export async function ensurePostgres(opts = {}) {
+  const found = await findPostgres(opts);
+  if (!opts.privateDatabase || (found.source !== "local" && found.source !== "debian")) return found;
+  const log = opts.log ?? ((line) => console.log(line));
+  const name = `cairnq_run_${process.pid}`;
+  const admin = found.dsn.replace(/\/[^/?]*(\?.*)?$/, "/postgres$1");
+  // A run killed with SIGKILL leaves its database behind; a later run with the same pid replaces it.
+  await runSql(admin, `drop database if exists ${name}`);
+  const created = await runSql(admin, `create database ${name}`);
+  if (!created.ok) throw new Error(`Could not create the run's own database ${name} on ${redactDsn(admin)}: ${created.message}`);
+  const dsn = found.dsn.replace(/\/[^/?]*(\?.*)?$/, `/${name}$1`);
+  log(`postgres: this run's own database: ${redactDsn(dsn)} (dropped at the end)`);
+  const stop = async () => {
+    const dropped = await runSql(admin, `drop database if exists ${name} with (force)`);
+    if (!dropped.ok) log(`postgres: could not drop ${name}: ${dropped.message}`);
+    await found.stop();
+  };
+  return { dsn, stop, source: `${found.source}, database ${name}` };
+}
+
+async function findPostgres(opts) {
   const log = opts.log ?? ((line) => console.log(line));
   if (opts.localDsn) LOCAL_DSN = opts.localDsn;
   const findOpts = { libRoot: opts.libRoot, usePath: opts.usePath };

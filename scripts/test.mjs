@@ -1,10 +1,24 @@
 #!/usr/bin/env node
 // `pnpm test`: the whole suite, with a Postgres provided (see docs/testing.md).
 //
-//   1. ensure a Postgres (scripts/pg-env.mjs) and export CAIRNQ_TEST_PG_DSN
-//   2. turbo run build typecheck lint check-package
-//   3. turbo run test --concurrency=1 [extra args, e.g. --filter=@cairnq/store-sqlite]
-//   4. stop a throwaway Postgres, print "N passed, N failed"
+//   1. check that every test file is in a tier that runs (tiers.mjs)
+//   2. the fast tier: the protocol's tests with coverage, then every other
+//      package's fast tests in one vitest run (the root vitest.config.ts)
+//   3. ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, and
+//      turbo run build typecheck lint check-package, with the consumer test
+//      (npm installs, in tests/consumer) in the same run: turbo starts it as
+//      soon as the packages it packs are built
+//   4. turbo run test:integration --concurrency=1: the rest of the integration
+//      tier alone, one package at a time (real processes, Postgres, Chromium)
+//   5. stop a throwaway Postgres, print how long each phase took and
+//      "N passed, N failed"
+//
+// Step 4 runs turbo with --only: step 3 built everything it depends on.
+// Arguments after `--` go to every turbo run (`pnpm test -- --force`). With a
+// filter (`pnpm test -- --filter=@cairnq/store-sqlite`) the checks still cover
+// every package, and the tests become one `turbo run test test:integration
+// --concurrency=1` after them, over the packages it selects: both tiers of
+// each, one task at a time.
 //
 // Exits non-zero as soon as a step fails.
 
@@ -13,6 +27,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensurePostgres } from "./pg-env.mjs";
+import { untieredTests } from "./tiers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(ROOT);
@@ -25,8 +40,15 @@ if (!process.env.npm_config_nodedir && fs.existsSync("/usr/include/node/node.h")
 process.env.TURBO_TELEMETRY_DISABLED ??= "1";
 process.env.TURBO_NO_UPDATE_NOTIFIER ??= "1";
 
-// `pnpm test -- --filter=x` may hand us a literal "--".
+// `pnpm test -- --filter=x` may hand us a literal "--". Every turbo run gets
+// the arguments (`--force`, say); the checks never get a filter.
 const extraArgs = process.argv.slice(2).filter((a, i) => !(i === 0 && a === "--"));
+const isFilter = (a, i, all) => a.startsWith("--filter=") || a === "--filter" || (i > 0 && all[i - 1] === "--filter") || a === "-F" || (i > 0 && all[i - 1] === "-F");
+const filtered = extraArgs.some(isFilter);
+const checkArgs = extraArgs.filter((a, i, all) => !isFilter(a, i, all));
+
+/** The consumer test runs with the checks; every other integration suite runs in step 4. */
+const CONSUMER = "@cairnq/consumer-test";
 
 // The pnpm that runs us (npm_execpath), so `npx -p pnpm@X pnpm test` uses pnpm X for its children too.
 const PNPM = (() => {
@@ -37,7 +59,7 @@ const PNPM = (() => {
   return ["pnpm"];
 })();
 
-let current = null; // the running child, for signal forwarding
+const running = new Set(); // the children running now, for signal forwarding
 let pgStop = null;
 let exiting = false;
 
@@ -68,61 +90,59 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(sig, () => {
     if (interrupted) {
       // Second signal: don't wait any longer.
-      if (current) killTree(current, "SIGKILL");
+      for (const child of running) killTree(child, "SIGKILL");
       void finish(interrupted);
       return;
     }
     interrupted = 128 + ({ SIGINT: 2, SIGTERM: 15, SIGHUP: 1 }[sig] ?? 0);
     console.error(`\ntest: ${sig}, stopping`);
-    const child = current;
-    if (!child) return void finish(interrupted);
-    killTree(child, sig);
-    const timer = setTimeout(() => killTree(child, "SIGKILL"), 10_000);
-    child.once("close", () => {
+    const children = [...running];
+    if (children.length === 0) return void finish(interrupted);
+    for (const child of children) killTree(child, sig);
+    const timer = setTimeout(() => children.forEach((child) => killTree(child, "SIGKILL")), 10_000);
+    void Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once("close", resolve))))).then(() => {
       clearTimeout(timer);
       void finish(interrupted);
     });
   });
 }
 
-/** Runs a command, forwarding its output; `onLine` sees each stdout/stderr line when given. */
-function run([cmd, ...pre], args, onLine) {
+/** Runs a command, copying its output line by line and handing each line to `onLine`. */
+function run([cmd, ...pre], args, { onLine = () => {} } = {}) {
   if (interrupted) return Promise.resolve(interrupted);
   console.log(`\n> pnpm ${args.join(" ")}\n`);
   return new Promise((resolve) => {
-    // Own process group, so a signal to this script reaches turbo and every task under it.
-    const child = spawn(cmd, [...pre, ...args], {
-      stdio: onLine ? ["ignore", "pipe", "pipe"] : ["ignore", "inherit", "inherit"],
-      env: process.env,
-      detached: true,
-    });
-    current = child;
-    if (onLine) {
-      for (const [stream, out] of [
-        [child.stdout, process.stdout],
-        [child.stderr, process.stderr],
-      ]) {
-        let buf = "";
-        stream.on("data", (chunk) => {
-          out.write(chunk);
-          buf += chunk.toString("utf8");
-          let nl;
-          while ((nl = buf.indexOf("\n")) !== -1) {
-            onLine(buf.slice(0, nl));
-            buf = buf.slice(nl + 1);
-          }
-        });
-        stream.on("end", () => {
-          if (buf) onLine(buf);
-        });
-      }
+    // Own process group, so a signal to this script reaches every task under the command.
+    const child = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"], env: process.env, detached: true });
+    running.add(child);
+    for (const [stream, out] of [
+      [child.stdout, process.stdout],
+      [child.stderr, process.stderr],
+    ]) {
+      let buf = "";
+      const emit = (line) => {
+        out.write(`${line}\n`);
+        onLine(line);
+      };
+      stream.on("data", (chunk) => {
+        buf += chunk.toString("utf8");
+        let nl;
+        while ((nl = buf.indexOf("\n")) !== -1) {
+          emit(buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+        }
+      });
+      stream.on("end", () => {
+        if (buf) emit(buf);
+      });
     }
     child.on("error", (err) => {
       console.error(`test: could not run ${cmd}: ${err.message}`);
+      running.delete(child);
       resolve(127);
     });
     child.on("close", (code, signal) => {
-      current = null;
+      running.delete(child);
       // turbo exits 0 after a clean shutdown on a signal: that run still did not finish.
       resolve(interrupted || (code ?? (signal ? 1 : 0)));
     });
@@ -145,45 +165,196 @@ function parseTestsLine(line) {
   return counts;
 }
 
-async function main() {
-  let pg;
-  try {
-    pg = await ensurePostgres();
-  } catch (err) {
-    console.error(`\ntest: no Postgres for the test suite.\n${err.message}`);
-    console.log("0 passed, 0 failed");
-    return 1;
-  }
-  pgStop = pg.stop;
-  process.env.CAIRNQ_TEST_PG_DSN = pg.dsn;
+const totals = { passed: 0, failed: 0, skipped: 0, todo: 0 };
+let reports = 0;
+function countTests(line) {
+  const counts = parseTestsLine(line);
+  if (!counts) return;
+  reports++;
+  for (const [k, v] of Object.entries(counts)) totals[k] = (totals[k] ?? 0) + v;
+}
 
-  const checks = await run(PNPM, ["exec", "turbo", "run", "build", "typecheck", "lint", "check-package", "--ui=stream"]);
-  if (interrupted) {
-    console.error("\ntest: interrupted.");
-    return interrupted;
-  }
-  if (checks !== 0) {
-    console.error(`\ntest: build/typecheck/lint/check-package failed (exit ${checks}); tests were not run.`);
-    console.log("0 passed, 0 failed");
-    return checks || 1;
-  }
+// ---------------------------------------------------------------------------
+// Phases: what ran, when, and how it ended, for the table printed at the end.
 
-  const totals = { passed: 0, failed: 0, skipped: 0, todo: 0 };
-  let reports = 0;
-  const code = await run(PNPM, ["exec", "turbo", "run", "test", "--concurrency=1", "--ui=stream", ...extraArgs], (line) => {
-    const counts = parseTestsLine(line);
-    if (!counts) return;
-    reports++;
-    for (const [k, v] of Object.entries(counts)) totals[k] = (totals[k] ?? 0) + v;
+const STARTED = Date.now();
+/** @type {{ name: string, start: number, end: number, code: number | null, note?: string, depth: number }[]} */
+const phases = [];
+
+/** Times `work` (which resolves to an exit code) as one phase. */
+async function phase(name, work) {
+  const row = { name, start: Date.now(), end: 0, code: null, depth: 0 };
+  phases.push(row);
+  row.code = await work(row);
+  row.end = Date.now();
+  return row.code;
+}
+
+/**
+ * Runs turbo with `--summarize` and adds one row under `parent` per group of
+ * its tasks (`groupOf(task)`, null to leave a task out): from the group's
+ * first start to its last end.
+ */
+async function turbo(parent, args, groupOf, options = {}) {
+  let summary = null;
+  const code = await run(PNPM, ["exec", "turbo", "run", ...args, "--ui=stream", "--summarize"], {
+    ...options,
+    onLine: (line) => {
+      countTests(line);
+      const m = /Summary:\s+(\S+\.json)\s*$/.exec(line.replace(ANSI, ""));
+      if (m) summary = m[1];
+    },
   });
+  if (summary === null) return code;
+  try {
+    const { tasks } = JSON.parse(fs.readFileSync(summary, "utf8"));
+    const groups = new Map();
+    for (const task of tasks) {
+      const { startTime, endTime, exitCode } = task.execution ?? {};
+      if (!startTime || !endTime) continue; // never started: the run stopped first
+      const key = groupOf(task);
+      if (key === null) continue;
+      const group = groups.get(key) ?? { name: key, start: startTime, end: endTime, code: 0, depth: parent.depth + 1, tasks: 0, cached: 0, busy: 0, longest: null };
+      group.start = Math.min(group.start, startTime);
+      group.end = Math.max(group.end, endTime);
+      if (exitCode) group.code = exitCode;
+      group.tasks++;
+      if (task.cache?.status === "HIT") group.cached++;
+      group.busy += endTime - startTime;
+      if (!group.longest || endTime - startTime > group.longest.ms) group.longest = { id: task.taskId, ms: endTime - startTime };
+      groups.set(key, group);
+    }
+    const rows = [...groups.values()].sort((a, b) => a.start - b.start);
+    for (const row of rows) {
+      if (row.tasks === 1) row.note = row.cached ? "cached" : undefined;
+      else row.note = `${row.tasks} tasks${row.cached ? ` (${row.cached} cached)` : ""}, ${took(row.busy)} summed, longest ${row.longest.id} ${took(row.longest.ms)}`;
+    }
+    phases.splice(phases.indexOf(parent) + 1, 0, ...rows);
+    fs.rmSync(summary, { force: true });
+  } catch (err) {
+    console.error(`test: could not read turbo's run summary ${summary}: ${err.message}`);
+  }
+  return code;
+}
 
+function clock(ms) {
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+function took(ms) {
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+}
+
+function printPhases() {
+  const rows = phases.map((p) => [
+    `${"  ".repeat(p.depth)}${p.name}`,
+    clock(p.start - STARTED),
+    p.end ? took(p.end - p.start) : "-",
+    p.code === null ? "not finished" : p.code === 0 ? "ok" : `failed (${p.code})`,
+    p.note ?? "",
+  ]);
+  rows.push(["total", "", took(Date.now() - STARTED), "", ""]);
+  const head = ["phase", "start", "took", "result", ""];
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r) => `  ${r[0].padEnd(width[0])}  ${r[1].padStart(width[1])}  ${r[2].padStart(width[2])}  ${r[3].padEnd(width[3])}  ${r[4]}`.trimEnd();
+  console.log("\ntest: phases (start is the time since `pnpm test` began; rows whose times overlap ran at the same time)");
+  console.log(line(head));
+  for (const r of rows) console.log(line(r));
+}
+
+// ---------------------------------------------------------------------------
+
+function summary(code) {
+  printPhases();
   console.log("");
   if (interrupted) console.error("test: interrupted.");
-  else if (code !== 0) console.error(`test: turbo run test failed (exit ${code}).`);
   const extra = [totals.skipped && `${totals.skipped} skipped`, totals.todo && `${totals.todo} todo`].filter(Boolean);
   console.log(`test: ${reports} vitest run(s) reported${extra.length ? `; ${extra.join(", ")}` : ""}`);
   console.log(`${totals.passed} passed, ${totals.failed} failed`);
   return code !== 0 || totals.failed > 0 ? code || 1 : 0;
+}
+
+/** The fast tier: the protocol's tests with their coverage threshold, then every other package's in one vitest run. */
+async function fastTier() {
+  const coverage = await phase("fast tier: @cairnq/protocol, coverage 100%", () =>
+    run(PNPM, ["--filter", "@cairnq/protocol", "run", "test"], { onLine: countTests }),
+  );
+  if (coverage !== 0) return coverage;
+  return phase("fast tier: every other package, one vitest run", () =>
+    run(PNPM, ["exec", "vitest", "run", "--project=!@cairnq/protocol"], { onLine: countTests }),
+  );
+}
+
+/**
+ * Postgres, then the checks, and (unless filtered) the consumer test in the same turbo run: its
+ * npm installs and compile measure no time, so they can share the cores with typecheck and lint.
+ */
+async function checks() {
+  let pg;
+  const pgCode = await phase("postgres", async (row) => {
+    try {
+      pg = await ensurePostgres({ privateDatabase: true });
+      row.note = pg.source;
+      return 0;
+    } catch (err) {
+      console.error(`\ntest: no Postgres for the test suite.\n${err.message}`);
+      return 1;
+    }
+  });
+  if (pgCode !== 0) return pgCode;
+  pgStop = pg.stop;
+  process.env.CAIRNQ_TEST_PG_DSN = pg.dsn;
+
+  const tasks = ["build", "typecheck", "lint", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
+  const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";
+  const code = await phase(name, (row) =>
+    turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task)),
+  );
+  if (code !== 0 && !interrupted) console.error(`\ntest: ${name} failed (exit ${code}); the integration tier was not run.`);
+  return code;
+}
+
+async function main() {
+  const untiered = untieredTests(ROOT);
+  if (untiered.length > 0) {
+    console.error(`test: these test files would not run in any tier (see docs/testing.md, "The two tiers"):\n${untiered.map((u) => `  ${u}`).join("\n")}`);
+    console.log("0 passed, 0 failed");
+    return 1;
+  }
+
+  // First and alone: it needs no build and no Postgres, answers within a minute, and its
+  // lease tests (leases of tens of ms) must not wait for a core behind the checks' tasks.
+  if (!filtered) {
+    const fast = await fastTier();
+    if (interrupted) return summary(interrupted);
+    if (fast !== 0) {
+      console.error("\ntest: the fast tier failed; the checks and the integration tier were not run.");
+      return summary(fast);
+    }
+  }
+
+  const checked = await checks();
+  if (interrupted) return summary(interrupted);
+  if (checked !== 0) return summary(checked);
+
+  if (filtered) {
+    const code = await phase(`tests of the selected packages (${extraArgs.join(" ")})`, (row) =>
+      turbo(row, ["test", "test:integration", "--only", "--concurrency=1", ...extraArgs], (task) => task.taskId),
+    );
+    if (code !== 0 && !interrupted) console.error(`test: the tests failed (exit ${code}).`);
+    return summary(code);
+  }
+
+  // Real processes, Postgres and Chromium, with leases, heartbeats and timeouts
+  // measured against the clock: alone on the machine, one package at a time.
+  const integration = await phase("integration tier, one package at a time", (row) =>
+    turbo(row, ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs], (task) => task.package),
+  );
+  if (integration !== 0 && !interrupted) console.error(`test: turbo run test:integration failed (exit ${integration}).`);
+  return summary(integration);
 }
 
 main().then(

@@ -1,12 +1,11 @@
 /**
- * End to end: `next build`, then `next start` and the worker as two real
- * processes on one temporary SQLite file, and the page driven in headless
- * Chromium: type a text, click Analyze, see the progress and the result the
- * worker produced. Leaves screenshots in test-artifacts/ (nextjs-progress.png
+ * End to end: `next start` on the app's production build and the worker as
+ * two real processes on one temporary SQLite file, and the page driven in
+ * headless Chromium: type a text, click Analyze, see the progress and the
+ * result the worker produced. Leaves screenshots in test-artifacts/ (nextjs-progress.png
  * while the worker runs, nextjs-result.png once it is done).
  */
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,16 +37,17 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Runs `next build`; rejects with its output if it fails. */
-function nextBuild(env: ChildEnv): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [nextBin, "build"], { cwd: exampleDir, env: env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
-    child.once("error", reject);
-    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`next build exited ${code}:\n${output}`))));
-  });
+/**
+ * `next start` serves the production build of this package's `build` task
+ * (`next build`), which turbo runs before `test:integration`: building it here
+ * as well would run `next build` twice in one `pnpm test`.
+ */
+function assertBuilt(): void {
+  if (!existsSync(join(exampleDir, ".next", "BUILD_ID"))) {
+    throw new Error(
+      "examples/nextjs has no production build (.next/BUILD_ID is missing): run `pnpm exec turbo run test:integration --filter=@cairnq/example-nextjs` from the repository root, which builds it first, or `pnpm build` here",
+    );
+  }
 }
 
 beforeAll(async () => {
@@ -55,15 +55,15 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "cairnq-example-nextjs-"));
   const env: ChildEnv = { ...process.env, CAIRNQ_SQLITE_PATH: join(dir, "cairnq.db"), NEXT_TELEMETRY_DISABLED: "1" };
   delete env.DATABASE_URL; // this test is the SQLite run, whatever the shell has
-  delete env.NODE_ENV; // vitest sets "test"; next build and start set their own
+  delete env.NODE_ENV; // vitest sets "test"; next start sets its own
 
-  await nextBuild(env);
+  assertBuilt();
   const port = await freePort();
   app = startNode("next start", [nextBin, "start", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: exampleDir, env });
   worker = startNode("worker", ["--import", "tsx", "worker.ts"], { cwd: exampleDir, env });
   await Promise.all([app.waitFor(/Ready in/, 30_000), worker.waitFor(/worker \S+ running/)]);
   appUrl = `http://127.0.0.1:${port}`;
-}, 600_000); // building takes ~30 s; a first run may also install Chromium
+}, 600_000); // a first run may install Chromium
 
 afterAll(async () => {
   await browser?.close();

@@ -1,6 +1,6 @@
 /**
  * Type assertions for the files of this directory, which are compiled (never
- * run) by test/types.test.ts with TypeScript 5.9 and 7 against the BUILT
+ * run) by test/integration/types.test.ts with TypeScript 5.9 and 7 against the BUILT
  * declarations of `cairnq`: what an application sees.
  */
 

@@ -1,13 +1,13 @@
 /**
  * The umbrella's factories take the store's options and the client's or
  * worker's in one bag: a misspelt key is rejected against the whole bag's
- * key list (with a did-you-mean), and every store option reaches the store.
+ * key list (with a did-you-mean), and every store option reaches the store
+ * (on Postgres: integration/factories.test.ts).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sql } from "kysely";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { RuntimeClock } from "cairnq";
 import { CairnQ, InvalidArgument, PostgresStore, SQLiteStore, Worker } from "cairnq";
 import { systemClock } from "@cairnq/runtime";
@@ -16,7 +16,6 @@ import { POSTGRES_STORE_OPTION_KEYS } from "@cairnq/store-postgres";
 import { SQLITE_STORE_OPTION_KEYS } from "@cairnq/store-sqlite";
 import type { SQLiteDialect } from "@cairnq/store-sqlite";
 import { WORKER_OPTION_KEYS } from "@cairnq/worker";
-import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "./support/postgres.ts";
 
 const NEVER = "postgres://postgres@127.0.0.1:1/never-connected";
 
@@ -46,7 +45,6 @@ afterEach(async () => {
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   dir = undefined;
 });
-afterAll(closeAdmin);
 
 async function dbFile(): Promise<string> {
   dir = await mkdtemp(join(tmpdir(), "cairnq-factories-"));
@@ -90,49 +88,6 @@ describe("a misspelt option of a factory", () => {
 });
 
 describe("every store option passes through the factories", () => {
-  it("CairnQ.postgres / Worker.postgres: timeouts, combine, prepare, max, schema and storeOnError reach the PostgresStore", async () => {
-    const schema = await freshSchemaName("cq_factory");
-    const heard: unknown[] = [];
-    const api = CairnQ.postgres(pgDsn(), {
-      schema,
-      max: 1,
-      timeouts: { idleInTransactionTimeoutMs: 4321, queryTimeoutMs: 12_345 },
-      combine: false,
-      prepare: false,
-      storeOnError: (err) => heard.push(err),
-      maxQueueDepth: 100,
-    });
-    const runner = Worker.postgres(pgDsn(), { schema, combine: { maxRows: 7 }, prepare: true, max: 1, concurrency: 2 });
-    try {
-      const store = api.store as PostgresStore;
-      expect(store.schema).toBe(schema);
-      expect(store.dialect.connection.timeouts).toMatchObject({ idleInTransactionTimeoutMs: 4321, queryTimeoutMs: 12_345 });
-      expect(store.dialect.combining).toBeNull();
-      expect((runner.store as PostgresStore).dialect.combining).toMatchObject({ maxRows: 7 });
-
-      // On the server: the session setting came from `timeouts`, and with prepare: false (one pooled connection)
-      // none of CairnQ's statements was prepared by name, while the worker's store (prepare: true) prepares them.
-      const task = await api.submit("job", { n: 1 });
-      expect((await api.get(task.id))?.status).toBe("queued");
-      const setting = await sql<{ v: string }>`select current_setting('idle_in_transaction_session_timeout') as v`.execute(store.db);
-      expect(setting.rows[0]?.v).toBe("4321ms");
-      const prepared = async (s: PostgresStore): Promise<number> =>
-        Number((await sql<{ n: string }>`select count(*) as n from pg_prepared_statements`.execute(s.db)).rows[0]?.n);
-      expect(await prepared(store)).toBe(0);
-      runner.task("job", async (_ctx, payload: { n: number }) => payload);
-      const running = runner.run();
-      expect(await api.wait(task.id, { timeoutMs: 20_000 })).toMatchObject({ status: "succeeded" });
-      expect(await prepared(runner.store as PostgresStore)).toBeGreaterThan(0);
-      await runner.stop();
-      await running;
-      expect(heard).toEqual([]);
-    } finally {
-      await runner.close();
-      await api.close();
-      await dropSchema(schema);
-    }
-  });
-
   it("CairnQ.sqlite / Worker.sqlite: busyTimeoutMs and clock reach the SQLiteStore", async () => {
     const file = await dbFile();
     const frozen = 1_700_000_000_000;

@@ -1,14 +1,11 @@
 /**
  * `cancelMany` / `retryMany` (batched over the store's cancelBatch /
  * retryBatch) and `submitOutcome`, on the MemoryStore and on a real SQLite
- * file — and the README's example, run as written.
+ * file (the README's example runs as written in test/integration/bulk.test.ts).
  */
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { MemoryStore } from "@cairnq/conformance";
 import { InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
@@ -108,24 +105,5 @@ describe("submitOutcome", () => {
     expect((await client.submitOutcome("unkeyed")).created).toBe(true);
     await expect(client.submitOutcome("charge", {}, { delayMs: 5 } as never)).rejects.toThrow(/'delayMs' is not an option of submitOutcome/);
     await client.close();
-  });
-});
-
-describe("the README", () => {
-  it("runs the 'Created or existing, and bulk operations' example as written", async () => {
-    const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "..", "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("### Created or existing, and bulk operations"));
-    const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-    expect(code).toContain("client.cancelMany(");
-    const db = join(dir, "readme.db");
-    // Written inside the package so its imports resolve as the README's reader's would.
-    const file = join(dirname(fileURLToPath(import.meta.url)), `.readme-bulk-${process.pid}.mjs`);
-    writeFileSync(file, (code as string).replace('"cairnq.db"', JSON.stringify(db)));
-    try {
-      const { stdout } = await promisify(execFile)(process.execPath, [file]);
-      expect(stdout.trim().split("\n")).toEqual(["201 200 true", "5", "5"]);
-    } finally {
-      rmSync(file, { force: true });
-    }
   });
 });

@@ -3,8 +3,9 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach } from "vitest";
 import { killChildren, fixtureSpawner } from "@cairnq/test-support";
-import type { SQLiteStoreOptions } from "../src/index.js";
+import type { SQLiteDialect, SQLiteStoreOptions } from "../src/index.js";
 import { SQLiteStore } from "../src/index.js";
+import type { SQLiteWakeups } from "../src/sqlite-wakeups.js";
 
 const dirs: string[] = [];
 const stores: SQLiteStore[] = [];
@@ -27,6 +28,27 @@ export function openStore(file: string = tempFile(), options?: SQLiteStoreOption
 export const spawnFixture = fixtureSpawner(new URL(".", import.meta.url));
 
 export { exited, nextLine } from "@cairnq/test-support";
+
+// Wake-up waits use long timeouts (10 s) so that "woke early" is told apart from
+// "timed out" without asserting latencies; the numbers are measured, not tested.
+export const LONG_MS = 10_000;
+
+export function wakeupsOf(store: SQLiteStore): SQLiteWakeups {
+  return (store.dialect as SQLiteDialect).wakeups;
+}
+
+/** Settles with the elapsed milliseconds; `settled()` tells whether it did yet. */
+export function timed(promise: Promise<void>): { done: Promise<number>; settled: () => boolean } {
+  const started = performance.now();
+  let settled = false;
+  const done = promise.then(() => {
+    settled = true;
+    return performance.now() - started;
+  });
+  return { done, settled: () => settled };
+}
+
+export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 afterEach(async () => {
   killChildren();

@@ -1,32 +1,10 @@
 import { EventEmitter } from "node:events";
 import fs from "node:fs";
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
+import type { SQLiteDialect } from "../src/index.js";
 import type { SQLiteWakeupsOptions, WakeupSource } from "../src/sqlite-wakeups.js";
 import { SQLiteWakeups } from "../src/sqlite-wakeups.js";
-import { exited, nextLine, openStore, spawnFixture, tempFile } from "./helpers.js";
-
-// Waits here use long timeouts (10 s) so that "woke early" is told apart from
-// "timed out" without asserting latencies; the numbers are measured, not tested.
-const LONG_MS = 10_000;
-
-function wakeupsOf(store: SQLiteStore): SQLiteWakeups {
-  return (store.dialect as SQLiteDialect).wakeups;
-}
-
-/** Settles with the elapsed milliseconds; `settled()` tells whether it did yet. */
-function timed(promise: Promise<void>): { done: Promise<number>; settled: () => boolean } {
-  const started = performance.now();
-  let settled = false;
-  const done = promise.then(() => {
-    settled = true;
-    return performance.now() - started;
-  });
-  return { done, settled: () => settled };
-}
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+import { LONG_MS, openStore, pause, tempFile, timed, wakeupsOf } from "./helpers.js";
 
 /** How many of each kind of handle hold the process open (`FSEventWrap`, `Timeout`, `Immediate`, …). */
 function resourceCounts(): Map<string, number> {
@@ -35,48 +13,7 @@ function resourceCounts(): Map<string, number> {
   return counts;
 }
 
-/** A `store-child.ts` process on `file`, and a function sending it one command. */
-async function startChild(file: string): Promise<(command: Record<string, unknown>) => Promise<{ ok?: boolean; id?: string; error?: string }>> {
-  const child: ChildProcessWithoutNullStreams = spawnFixture("store-child.ts", [file]);
-  await nextLine(child, (line) => line === "ready");
-  return async (command) => {
-    const reply = nextLine(child, (line) => line.startsWith("{"));
-    child.stdin.write(`${JSON.stringify(command)}\n`);
-    const out = JSON.parse(await reply) as { ok?: boolean; id?: string; error?: string };
-    if (out.error !== undefined) throw new Error(`child: ${out.error}`);
-    return out;
-  };
-}
-
 describe("SQLiteWakeups on a database file", () => {
-  it("a claim waiter in this process wakes when another process submits to its queue", async () => {
-    const file = tempFile();
-    const store = openStore(file);
-    await store.connect();
-    const send = await startChild(file);
-    const wait = timed(store.claimWake(["jobs"], LONG_MS));
-    await send({ op: "submit", queue: "jobs" });
-    expect(await wait.done).toBeLessThan(LONG_MS / 2);
-    expect(wakeupsOf(store).mode).toBe("watch");
-    await send({ op: "close" });
-  });
-
-  it("a task-done waiter in this process wakes when another process completes the task, not when it claims it", async () => {
-    const file = tempFile();
-    const store = openStore(file);
-    const task = await store.submit({ name: "job", queue: "jobs" });
-    const send = await startChild(file);
-    const wait = timed(store.taskDoneWake(task.id, LONG_MS));
-    const claimed = await send({ op: "claim", queue: "jobs", workerId: "child" });
-    expect(claimed.id).toBe(task.id);
-    await pause(50);
-    expect(wait.settled()).toBe(false);
-    await send({ op: "complete", taskId: task.id, workerId: "child" });
-    expect(await wait.done).toBeLessThan(LONG_MS / 2);
-    expect((await store.getStatus(task.id))?.status).toBe("succeeded");
-    await send({ op: "close" });
-  });
-
   it("claimWake resolves early on a submit from a second store instance, and only for its queues", async () => {
     const file = tempFile();
     const waiting = openStore(file);
@@ -167,17 +104,6 @@ describe("SQLiteWakeups on a database file", () => {
     // Timers of the runner or of earlier tests may end meanwhile, so "nothing added" rather than "equal".
     const after = resourceCounts();
     for (const [resource, count] of after) expect({ resource, count }).toEqual({ resource, count: Math.min(count, before.get(resource) ?? 0) });
-  });
-
-  it("a pending wake does not hold the process open", async () => {
-    const file = tempFile();
-    const child = spawnFixture("pending-wake.ts", [file]);
-    expect(JSON.parse(await nextLine(child))).toEqual({ mode: "watch" });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("still running"), 8_000)));
-    const code = await Promise.race([exited(child), deadline]);
-    clearTimeout(timer);
-    expect(code).toBe(0);
   });
 
   it("stops watching once nobody has waited for idleStopMs, and on close(): the real watchers are closed", async () => {

@@ -3,12 +3,10 @@
  * `queued` signals waits for one (or for the poll interval) instead of
  * opening another claim transaction right after its task.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import type { ClaimInput, StoreSignal, SubmitInput, Task, TaskStore } from "@cairnq/protocol";
+import { describe, expect, it } from "vitest";
+import type { ClaimInput, StoreSignal, SubmitInput, Task } from "@cairnq/protocol";
 import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import type { SpyStore } from "./support/helpers.js";
-import { POSTGRES } from "./support/stores.js";
-import type { OpenStore } from "./support/stores.js";
 import { makeWorker } from "./support/worker.js";
 
 /**
@@ -128,45 +126,5 @@ describe("a worker whose last claim left nothing", () => {
     await waitFor(() => spy.callsOf("claim").length >= 3);
     await worker.stop();
     expect(reprobes(spy).every((reprobe) => reprobe === undefined)).toBe(true);
-  });
-});
-
-describe("on Postgres", () => {
-  let opened: OpenStore | null = null;
-  afterEach(async () => {
-    await opened?.close();
-    opened = null;
-  });
-
-  it("a worker makes one claim per task it is woken for, none after the task, and the next submit still reaches it", async () => {
-    opened = await POSTGRES.open();
-    const store = opened.store;
-    const claims: boolean[] = [];
-    const counted = new Proxy(store, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop !== "claim" || typeof value !== "function") return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-        return async (input: ClaimInput) => {
-          const rows = await (value as TaskStore["claim"]).call(target, input);
-          claims.push(rows.length > 0);
-          return rows;
-        };
-      },
-    });
-    // A long poll interval: only push signals can bring the second task in time.
-    const worker = makeWorker(counted, { concurrency: 1, pollIntervalMs: 30_000 });
-    worker.task("a", () => "done");
-    await store.connect();
-    void worker.run();
-    await delay(100);
-    const before = claims.length;
-    const first = await store.submit({ name: "a" });
-    await waitForStatus(store, first.id, ["succeeded"], 5000);
-    await delay(150);
-    expect(claims.slice(before)).toEqual([true]);
-    const second = await store.submit({ name: "a" });
-    await waitForStatus(store, second.id, ["succeeded"], 5000);
-    expect(claims.slice(before)).toEqual([true, true]);
-    await worker.stop();
   });
 });

@@ -1,0 +1,4 @@
+import { POSTGRES } from "../helpers.ts";
+import { describePurges } from "../purge-suite.ts";
+
+describePurges([POSTGRES]);

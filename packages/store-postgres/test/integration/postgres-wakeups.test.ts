@@ -1,0 +1,325 @@
+import { EventEmitter } from "node:events";
+import type { StoreSignal } from "@cairnq/protocol";
+import { ListenUnavailable } from "@cairnq/protocol";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { PostgresStore } from "../../src/index.js";
+import type { ListenClient } from "../../src/postgres-wakeups.js";
+import { LISTEN_BACKOFF_INITIAL_MS, LISTEN_BACKOFF_MAX_MS, PostgresWakeups } from "../../src/postgres-wakeups.js";
+import { openStore, pgDsn, q, schemaName, until } from "../helpers.js";
+
+/** A stand-in for a connected `pg.Client`: records queries, lets the test notify, fail or end it. */
+class FakeClient extends EventEmitter implements ListenClient {
+  readonly queries: string[] = [];
+  ended = false;
+  processID = 4242;
+
+  query(sql: string): Promise<unknown> {
+    this.queries.push(sql);
+    return Promise.resolve({});
+  }
+
+  end(): Promise<void> {
+    this.ended = true;
+    return Promise.resolve();
+  }
+
+  notify(channel: string, payload: string): void {
+    this.emit("notification", { channel, payload });
+  }
+}
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+function elapsed(start: number): number {
+  return Date.now() - start;
+}
+
+describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  async function listening(): Promise<{ wakeups: PostgresWakeups; client: FakeClient; errors: unknown[] }> {
+    const client = new FakeClient();
+    const errors: unknown[] = [];
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client), (err) => errors.push(err));
+    wakeups.start();
+    await wakeups.whenSettled();
+    expect(wakeups.state).toBe("listening");
+    expect(client.queries).toEqual(["LISTEN cairnq_queued; LISTEN cairnq_done"]);
+    expect(wakeups.backendPid).toBe(4242);
+    return { wakeups, client, errors };
+  }
+
+  it("claimWake ends on a queued signal for one of its queues, not for another queue", async () => {
+    const { wakeups, client } = await listening();
+    let woke = false;
+    const wait = wakeups.claimWake(["a", "b"], 10_000).then(() => (woke = true));
+    client.notify("cairnq_queued", "c");
+    await flush();
+    expect(woke).toBe(false);
+    client.notify("cairnq_queued", "b");
+    await wait;
+    expect(woke).toBe(true);
+    await wakeups.close();
+  });
+
+  it("buffers a signal for a registered queue while nobody waits, and the next claimWake consumes it; unregistered queues are not buffered", async () => {
+    const { wakeups, client } = await listening();
+    wakeups.register(["jobs"]);
+    client.notify("cairnq_queued", "jobs");
+    client.notify("cairnq_queued", "other");
+    let start = Date.now();
+    await wakeups.claimWake(["jobs"], 5_000);
+    expect(elapsed(start)).toBeLessThan(1000);
+    start = Date.now();
+    await wakeups.claimWake(["jobs"], 60); // consumed: a full wait now
+    expect(elapsed(start)).toBeGreaterThanOrEqual(50);
+    start = Date.now();
+    await wakeups.claimWake(["other"], 60); // never registered when its signal came
+    expect(elapsed(start)).toBeGreaterThanOrEqual(50);
+    await wakeups.close();
+  });
+
+  it("taskDoneWake ends on a done signal for its id only; subscribers hear every signal until they unsubscribe", async () => {
+    const { wakeups, client } = await listening();
+    const signals: StoreSignal[] = [];
+    const unsubscribe = wakeups.subscribe((s) => signals.push(s));
+    let woke = false;
+    const wait = wakeups.taskDoneWake("task_1", 10_000).then(() => (woke = true));
+    client.notify("cairnq_done", "task_2");
+    await flush();
+    expect(woke).toBe(false);
+    client.notify("cairnq_done", "task_1");
+    await wait;
+    client.notify("cairnq_queued", "q");
+    expect(signals).toEqual([
+      { reason: "done", taskId: "task_2" },
+      { reason: "done", taskId: "task_1" },
+      { reason: "queued", queue: "q" },
+    ]);
+    unsubscribe();
+    client.notify("cairnq_queued", "q");
+    expect(signals).toHaveLength(3);
+    await wakeups.close();
+  });
+
+  it("a throwing subscriber is reported, not thrown, and the others still hear the signal", async () => {
+    const { wakeups, client, errors } = await listening();
+    const boom = new Error("subscriber bug");
+    wakeups.subscribe(() => {
+      throw boom;
+    });
+    const heard: StoreSignal[] = [];
+    wakeups.subscribe((s) => heard.push(s));
+    client.notify("cairnq_done", "t");
+    expect(heard).toEqual([{ reason: "done", taskId: "t" }]);
+    expect(errors).toEqual([boom]);
+    await wakeups.close();
+  });
+
+  it("a dropped connection releases every waiter, reports the error, and reconnects after 1 s; signals flow again", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const first = new FakeClient();
+    const second = new FakeClient();
+    const clients = [first, second];
+    const errors: unknown[] = [];
+    const wakeups = new PostgresWakeups(() => Promise.resolve(clients.shift() as FakeClient), (err) => errors.push(err));
+    wakeups.start();
+    await wakeups.whenSettled();
+    let released = 0;
+    const waits = [wakeups.claimWake(["q"], 60_000), wakeups.taskDoneWake("t", 60_000)].map((p) => p.then(() => (released += 1)));
+    const dropped = new Error("terminating connection due to administrator command");
+    first.emit("error", dropped);
+    first.emit("end");
+    await Promise.all(waits);
+    expect(released).toBe(2);
+    expect(errors).toEqual([dropped]);
+    expect(first.ended).toBe(true);
+    expect(wakeups.state).toBe("retrying");
+    expect(wakeups.backendPid).toBeNull();
+    // While down, waits are plain sleeps.
+    let woke = false;
+    void wakeups.claimWake(["q"], 500).then(() => (woke = true));
+    vi.advanceTimersByTime(LISTEN_BACKOFF_INITIAL_MS - 1);
+    await flush();
+    expect(woke).toBe(true);
+    expect(second.queries).toEqual([]);
+    vi.advanceTimersByTime(1);
+    await wakeups.whenSettled();
+    expect(wakeups.state).toBe("listening");
+    expect(second.queries).toEqual(["LISTEN cairnq_queued; LISTEN cairnq_done"]);
+    // Events of the old connection are ignored.
+    first.emit("error", new Error("late"));
+    expect(errors).toHaveLength(1);
+    // The queue registered before the drop was marked buffered on reconnect (signals may have been missed).
+    await wakeups.claimWake(["q"], 60_000);
+    const wait = wakeups.taskDoneWake("t2", 60_000);
+    second.notify("cairnq_done", "t2");
+    await wait;
+    await wakeups.close();
+  });
+
+  it("failed connection attempts back off 1 s, 2 s, 4 s … up to 30 s", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const attempts: number[] = [];
+    let now = 0;
+    const wakeups = new PostgresWakeups(() => {
+      attempts.push(now);
+      return Promise.reject(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+    });
+    wakeups.start();
+    for (let step = 0; step < 8; step++) {
+      await wakeups.whenSettled();
+      expect(wakeups.state).toBe("retrying");
+      const delay = Math.min(LISTEN_BACKOFF_INITIAL_MS * 2 ** step, LISTEN_BACKOFF_MAX_MS);
+      vi.advanceTimersByTime(delay - 1);
+      now += delay - 1;
+      await flush();
+      expect(attempts).toHaveLength(step + 1);
+      now += 1;
+      vi.advanceTimersByTime(1);
+    }
+    await wakeups.whenSettled();
+    expect(attempts).toEqual([0, 1000, 3000, 7000, 15000, 31000, 61000, 91000, 121000]);
+    await wakeups.close();
+    expect(wakeups.state).toBe("closed");
+  });
+
+  it.each([
+    ["ListenUnavailable from the connector", () => Promise.reject(new ListenUnavailable())],
+    ["feature_not_supported from LISTEN (a transaction-mode pooler)", () => {
+      const client = new FakeClient();
+      client.query = () => Promise.reject(Object.assign(new Error("LISTEN is not supported"), { code: "0A000" }));
+      return Promise.resolve(client);
+    }],
+  ])("%s → polls for good: no retry, plain sleeps", async (_label, connector) => {
+    const wakeups = new PostgresWakeups(connector);
+    wakeups.start();
+    await wakeups.whenSettled();
+    expect(wakeups.state).toBe("unavailable");
+    const start = Date.now();
+    await wakeups.claimWake(["q"], 60);
+    expect(elapsed(start)).toBeGreaterThanOrEqual(50);
+    await wakeups.close();
+  });
+
+  it("without a connector every wake is a plain sleep and an abort ends it", async () => {
+    const wakeups = new PostgresWakeups(null);
+    wakeups.start();
+    expect(wakeups.state).toBe("off");
+    const controller = new AbortController();
+    const start = Date.now();
+    setTimeout(() => controller.abort(), 20);
+    await wakeups.taskDoneWake("t", 10_000, controller.signal);
+    expect(elapsed(start)).toBeLessThan(2000);
+  });
+
+  it("close releases waiters and ends the connection; later waits are plain sleeps", async () => {
+    const { wakeups, client } = await listening();
+    const wait = wakeups.claimWake(["q"], 60_000);
+    await wakeups.close();
+    await wait;
+    expect(client.ended).toBe(true);
+    expect(wakeups.state).toBe("closed");
+    await wakeups.close();
+  });
+});
+
+describe("push wakeups of a PostgresStore against a real server (§9)", () => {
+  async function listeningStore(options: ConstructorParameters<typeof PostgresStore>[1] = {}): Promise<PostgresStore> {
+    const store = openStore(pgDsn(), { schema: schemaName(), ...options });
+    await store.connect();
+    expect(await until(() => store.listenState === "listening")).toBe(true);
+    return store;
+  }
+
+  it("claimWake resolves early when a task is submitted to one of its queues", async () => {
+    const store = await listeningStore();
+    const queue = `q_${schemaName("w")}`;
+    expect(await store.claim({ queues: [queue], workerId: "w" })).toEqual([]);
+    const start = Date.now();
+    const wait = store.claimWake([queue], 10_000);
+    setTimeout(() => void store.submit({ name: "n", queue }), 50);
+    await wait;
+    expect(elapsed(start)).toBeLessThan(3000);
+  });
+
+  it("taskDoneWake resolves early when the task completes (another store's write)", async () => {
+    const store = await listeningStore();
+    const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
+    const task = await other.submit({ name: "n" });
+    await other.claim({ queues: ["default"], workerId: "w" });
+    const start = Date.now();
+    const wait = store.taskDoneWake(task.id, 10_000);
+    setTimeout(() => void other.complete({ taskId: task.id, workerId: "w", result: { ok: true } }), 50);
+    await wait;
+    expect(elapsed(start)).toBeLessThan(3000);
+  });
+
+  it("the LISTEN connection killed with pg_terminate_backend: no crash, waiters released, reconnect, wakeups resume", async () => {
+    const errors: { error: unknown; source: string }[] = [];
+    const store = await listeningStore({ onError: (error, info) => errors.push({ error, source: info.source }) });
+    const pid = store.dialect.wakeups.backendPid;
+    expect(typeof pid).toBe("number");
+    const queue = `q_${schemaName("k")}`;
+    await store.claim({ queues: [queue], workerId: "w" });
+    const start = Date.now();
+    const released = store.claimWake([queue], 20_000);
+    expect(await q("SELECT pg_terminate_backend($1) AS killed", [pid])).toEqual([{ killed: true }]);
+    await released;
+    expect(elapsed(start)).toBeLessThan(5000);
+    expect(await until(() => store.listenState === "retrying" || store.listenState === "listening")).toBe(true);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.every((e) => e.source === "listen")).toBe(true);
+    // Reconnects after the 1 s backoff, on a new backend.
+    expect(await until(() => store.listenState === "listening", 5000)).toBe(true);
+    expect(store.dialect.wakeups.backendPid).not.toBe(pid);
+    // The store kept working meanwhile, and push wakeups work again.
+    expect(await store.claimWake([queue], 10_000)).toBeUndefined(); // the buffered reconnect wake
+    const again = Date.now();
+    const wait = store.claimWake([queue], 10_000);
+    setTimeout(() => void store.submit({ name: "n", queue }), 50);
+    await wait;
+    expect(elapsed(again)).toBeLessThan(3000);
+  });
+
+  it("listen: false → no LISTEN connection, pushWakeups false, wakes are plain sleeps", async () => {
+    const store = openStore(pgDsn(), { schema: schemaName(), listen: false });
+    await store.connect();
+    expect(store.capabilities.pushWakeups).toBe(false);
+    expect(store.listenState).toBe("off");
+    const start = Date.now();
+    await store.claimWake(["default"], 60);
+    expect(elapsed(start)).toBeGreaterThanOrEqual(50);
+  });
+
+  it("a listen connector that throws ListenUnavailable → the store polls for good and works", async () => {
+    const errors: unknown[] = [];
+    const store = openStore(pgDsn(), {
+      schema: schemaName(),
+      listen: () => Promise.reject(new ListenUnavailable()),
+      onError: (error) => errors.push(error),
+    });
+    await store.connect();
+    expect(store.capabilities.pushWakeups).toBe(true);
+    expect(await until(() => store.listenState === "unavailable")).toBe(true);
+    expect(errors[0]).toBeInstanceOf(ListenUnavailable);
+    const task = await store.submit({ name: "n" });
+    const start = Date.now();
+    await store.taskDoneWake(task.id, 60);
+    expect(elapsed(start)).toBeGreaterThanOrEqual(50);
+  });
+
+  it("close() ends the LISTEN connection", async () => {
+    const store = new PostgresStore(pgDsn(), { schema: schemaName() });
+    await store.connect();
+    expect(await until(() => store.listenState === "listening")).toBe(true);
+    const pid = store.dialect.wakeups.backendPid;
+    await store.close();
+    expect(store.listenState).toBe("closed");
+    expect(await until(async () => (await q("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid])).length === 0)).toBe(true);
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * After a claim whose reprobe found nothing left, a worker on a real Postgres
+ * store waits for a push signal instead of claiming again (the in-process
+ * cases, on a store that pushes as Postgres does, are in drained.test.ts).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { ClaimInput, TaskStore } from "@cairnq/protocol";
+import { delay, waitForStatus } from "../support/helpers.js";
+import { POSTGRES } from "../support/stores.js";
+import type { OpenStore } from "../support/stores.js";
+import { makeWorker } from "../support/worker.js";
+
+describe("on Postgres", () => {
+  let opened: OpenStore | null = null;
+  afterEach(async () => {
+    await opened?.close();
+    opened = null;
+  });
+
+  it("a worker makes one claim per task it is woken for, none after the task, and the next submit still reaches it", async () => {
+    opened = await POSTGRES.open();
+    const store = opened.store;
+    const claims: boolean[] = [];
+    const counted = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== "claim" || typeof value !== "function") return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        return async (input: ClaimInput) => {
+          const rows = await (value as TaskStore["claim"]).call(target, input);
+          claims.push(rows.length > 0);
+          return rows;
+        };
+      },
+    });
+    // A long poll interval: only push signals can bring the second task in time.
+    const worker = makeWorker(counted, { concurrency: 1, pollIntervalMs: 30_000 });
+    worker.task("a", () => "done");
+    await store.connect();
+    void worker.run();
+    await delay(100);
+    const before = claims.length;
+    const first = await store.submit({ name: "a" });
+    await waitForStatus(store, first.id, ["succeeded"], 5000);
+    await delay(150);
+    expect(claims.slice(before)).toEqual([true]);
+    const second = await store.submit({ name: "a" });
+    await waitForStatus(store, second.id, ["succeeded"], 5000);
+    expect(claims.slice(before)).toEqual([true, true]);
+    await worker.stop();
+  });
+});
