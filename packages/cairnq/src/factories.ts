@@ -33,7 +33,7 @@ export type SQLiteWorkerOptions = Omit<WorkerOptions, "closeStore" | "clock"> & 
  * there, so that a worker's `onError(err, { phase, taskId })` keeps its name
  * and hears the worker's own errors.
  */
-export type PostgresFactoryStoreOptions = Omit<PostgresStoreOptions, "onError"> & {
+export type PostgresFactoryStoreOptions = Omit<PostgresStoreOptions, "onError" | "logger"> & {
   /** The store's `onError`: background pool and LISTEN failures. @default undefined */
   storeOnError?: PostgresStoreOptions["onError"];
 };
@@ -45,8 +45,11 @@ export type PostgresCairnQOptions = CairnQOptions & PostgresFactoryStoreOptions;
 export type PostgresWorkerOptions = Omit<WorkerOptions, "closeStore"> & PostgresFactoryStoreOptions;
 
 const SQLITE_STORE_KEYS: readonly string[] = SQLITE_STORE_OPTION_KEYS;
-/** The store's keys as the factories spell them: `onError` is `storeOnError` there. */
-const POSTGRES_STORE_KEYS: readonly string[] = POSTGRES_STORE_OPTION_KEYS.map((key) => (key === "onError" ? "storeOnError" : key));
+/**
+ * The store's keys as the factories spell them: `onError` is `storeOnError` there, and `logger` is the
+ * role's (the client's or worker's), which the factory hands to the store as well.
+ */
+const POSTGRES_STORE_KEYS: readonly string[] = POSTGRES_STORE_OPTION_KEYS.filter((key) => key !== "logger").map((key) => (key === "onError" ? "storeOnError" : key));
 /** The factories build a worker's store, so they close it: `closeStore` is not theirs to take. */
 const FACTORY_WORKER_KEYS: readonly string[] = WORKER_OPTION_KEYS.filter((key) => key !== "closeStore");
 
@@ -86,9 +89,14 @@ function factoryOptions<S extends object, R extends object>(
   return splitOptions<S, R>(checkOptions(options, what, FACTORY_KEYS[what]) as S & R, storeKeys);
 }
 
-function postgresStore(target: PostgresTarget, options: PostgresFactoryStoreOptions): PostgresStore {
+/** The store of a Postgres factory: its own options, plus the role's `logger` (one logger hears the process). */
+function postgresStore(target: PostgresTarget, options: PostgresFactoryStoreOptions, logger: PostgresStoreOptions["logger"]): PostgresStore {
   const { storeOnError, ...rest } = options;
-  return new PostgresStore(target, storeOnError === undefined ? rest : { ...rest, onError: storeOnError });
+  return new PostgresStore(target, {
+    ...rest,
+    ...(storeOnError === undefined ? {} : { onError: storeOnError }),
+    ...(logger === undefined ? {} : { logger }),
+  });
 }
 
 /** Splits one option bag into the store's part and the rest (the client and worker reject keys they do not know). */
@@ -130,7 +138,7 @@ export class CairnQ extends ClientCairnQ {
    */
   static postgres(target: PostgresTarget, options: PostgresCairnQOptions = {}): CairnQ {
     const { store, rest } = factoryOptions<PostgresFactoryStoreOptions, CairnQOptions>(options, "CairnQ.postgres(target, options)", POSTGRES_STORE_KEYS);
-    return new CairnQ(postgresStore(target, store), rest);
+    return new CairnQ(postgresStore(target, store, rest.logger), rest);
   }
 }
 
@@ -156,7 +164,7 @@ export class Worker extends BaseWorker {
   /** A worker on Postgres (connection string, `pg.Pool` or Kysely); `close()` closes the store it built. */
   static postgres(target: PostgresTarget, options: PostgresWorkerOptions = {}): Worker {
     const { store, rest } = factoryOptions<PostgresFactoryStoreOptions, WorkerOptions>(options, "Worker.postgres(target, options)", POSTGRES_STORE_KEYS);
-    return new Worker(postgresStore(target, store), { ...rest, closeStore: true });
+    return new Worker(postgresStore(target, store, rest.logger), { ...rest, closeStore: true });
   }
 
   /** A worker over any store; it does not close a store it did not build. */
