@@ -184,7 +184,8 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
       const release = client.release.bind(client) as (error?: unknown) => void;
       client.release = (error?: unknown): void => {
         if (isDiscarded(client)) {
-          release(error ?? new Error("the connection was dropped: it proved unusable (dead or read-only)"));
+          // Kysely releases with `false` when it has nothing against the connection: any falsy value means "keep".
+          release(error || new Error("the connection was dropped: it proved unusable (dead or read-only)"));
           return;
         }
         if (hold && !error && !ending && held === null && healthy(client) && waiting() === 0) {
