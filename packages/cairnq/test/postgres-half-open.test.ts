@@ -70,6 +70,30 @@ describe("a worker process whose connections go half-open", () => {
   });
   afterAll(closeAdmin);
 
+  it("default timeouts and lease: connections that go dark while new ones would work (a NAT entry dropped) cost A well under a lease", async () => {
+    schema = await freshSchemaName("cq_halfopen_freeze");
+    proxy = new HalfOpenProxy(pgDsn());
+    const proxied = await proxy.listen();
+    api = CairnQ.postgres(pgDsn(), { schema });
+    await api.connect();
+    const a = children.spawn("worker-a", "worker.mjs", [`postgres:${proxied}#schema=${schema}`, JSON.stringify({ queues: ["a-only"], concurrency: 2, pollIntervalMs: 500 })]);
+    await a.next("ready");
+    // Warm: A's pool holds connections (and its LISTEN one), all through the proxy.
+    for (let n = 0; n < 5; n += 1) expect(await api.call("double", { n }, { queue: "a-only", waitTimeoutMs: 30_000 })).toMatchObject({ doubled: 2 * n, pid: a.pid });
+    // Every connection A has goes dark; a new one would work at once.
+    const frozenAt = performance.now();
+    expect(proxy.freeze(), "A's open connections").toBeGreaterThanOrEqual(1);
+    const resumed = await api.call("double", { n: 21 }, { queue: "a-only", waitTimeoutMs: 60_000 });
+    const resumedMs = performance.now() - frozenAt;
+    expect(resumed).toEqual({ n: 21, doubled: 42, pid: a.pid });
+    // The default lease is 30 s: back well within it (the stated bound is two leases).
+    expect(resumedMs).toBeLessThan(30_000);
+    console.log(
+      `[postgres half-open, worker processes, default timeouts and lease] connections frozen (new ones work): A ran a task again ${resumedMs.toFixed(0)} ms later; ` +
+        `A's onError: ${[...new Set(a.of("on-error").map((m) => describeError(m).split(" ").slice(0, 3).join(" ")))].join(", ")}`,
+    );
+  }, 120_000);
+
   it.each(SETTINGS)("$label: its stranded task is recovered by another worker through lease expiry, it resumes on fresh connections, and stop() does not wait on a dead connection", async (setting) => {
     const LEASE_MS = setting.leaseMs;
     // A session cut mid-transaction is ended by the server after idleInTransactionTimeoutMs (SET LOCAL per transaction).
