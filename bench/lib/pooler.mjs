@@ -195,8 +195,10 @@ async function pickup(dsn, { samples, listen, log }) {
     child.start();
     const times = [];
     for (let i = 0; i < samples + 3; i += 1) {
-      // Idle for a moment between tasks, so each one finds the worker asleep (on LISTEN, or between polls).
-      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
+      // Idle between tasks for a random part of a poll interval and more, so each one finds the worker asleep (on
+      // LISTEN, or between polls) at a uniformly random point of its sleep: a fixed pause would always land at the
+      // same phase of the poll and measure that phase, not the pickup.
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 600));
       const submittedAt = Date.now();
       const task = await client.submit("noop", { i });
       const done = await client.wait(task.id, { timeoutMs: 30_000, pollMs: 5, maxPollMs: 20 });
