@@ -11,6 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { RuntimeClock } from "cairnq";
 import { CairnQ, InvalidArgument, PostgresStore, SQLiteStore, Worker } from "cairnq";
 import { systemClock } from "@cairnq/runtime";
+import { workerPoolSize } from "../src/factories.ts";
 import { CLIENT_OPTION_KEYS } from "@cairnq/client";
 import { POSTGRES_STORE_OPTION_KEYS } from "@cairnq/store-postgres";
 import { SQLITE_STORE_OPTION_KEYS } from "@cairnq/store-sqlite";
@@ -76,6 +77,28 @@ describe("a misspelt option of a factory", () => {
   it("closeStore is the factory's own decision, not an option; onError on Postgres is the role's, storeOnError the store's", () => {
     expect(rejection(() => Worker.sqlite(":memory:", { closeStore: false } as never)).argument).toBe("closeStore");
     expect(rejection(() => CairnQ.postgres(NEVER, { onError: () => {} } as never)).argument).toBe("onError");
+  });
+
+  it("Postgres: the role's logger reaches the store too; Worker.postgres sizes the pool it builds for its concurrency", async () => {
+    const logger = { warn: () => {} };
+    const api = CairnQ.postgres(NEVER, { logger });
+    const small = Worker.postgres(NEVER, { logger, concurrency: 1 });
+    const large = Worker.postgres(NEVER, { concurrency: 64 });
+    const chosen = Worker.postgres(NEVER, { concurrency: 64, max: 3 });
+    try {
+      expect((api.store as PostgresStore).dialect.connection.logger).toBe(logger);
+      expect((small.store as PostgresStore).dialect.connection.logger).toBe(logger);
+      const max = (w: Worker): number | null => (w.store as PostgresStore).dialect.connection.max;
+      expect([max(small), max(large), max(chosen)]).toEqual([3, 10, 3]);
+      expect((api.store as PostgresStore).dialect.connection.max).toBe(10);
+      expect(workerPoolSize(1)).toBe(3);
+      expect(workerPoolSize(4)).toBe(3);
+      expect(workerPoolSize(8)).toBe(4);
+      expect(workerPoolSize(64)).toBe(10);
+      expect(workerPoolSize(undefined)).toBe(3);
+    } finally {
+      await Promise.all([api.close(), small.close(), large.close(), chosen.close()]);
+    }
   });
 
   it("the stores themselves reject unknown keys, including inside timeouts and combine", () => {

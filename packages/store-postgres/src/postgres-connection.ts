@@ -206,6 +206,8 @@ export class PostgresConnection {
   readonly owned: boolean;
   /** The `schema` option, or `null`. */
   readonly schema: string | null;
+  /** The size of the pool the store builds from a connection string (`max`), or `null` for your pool or Kysely instance. */
+  readonly max: number | null;
   /** True when the store creates `schema` and sets `search_path` itself (a DSN with `schema`); otherwise it only checks (§10). */
   readonly managesSchema: boolean;
   /** How the LISTEN connection is opened, or `null` when there is none (push wakeups off). */
@@ -248,6 +250,7 @@ export class PostgresConnection {
         );
       }
       const max = options.max === undefined ? DEFAULT_MAX : requireInt(options.max, "max", 1);
+      this.max = max;
       this.kind = "dsn";
       this.owned = true;
       this.managesSchema = this.schema !== null;
@@ -273,6 +276,7 @@ export class PostgresConnection {
     }
     this.owned = false;
     this.managesSchema = false;
+    this.max = null;
     if (isKysely(target)) {
       this.kind = "kysely";
       this.db = target;
