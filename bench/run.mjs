@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,latency,claim,floors] [--drain-warmup 2000]
+//                      [--only submit,drain,latency,claim,floors,pooler] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -26,6 +26,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     "latency-calls": { type: "string" },
     "claim-samples": { type: "string" },
+    "pickup-samples": { type: "string" },
     "drain-warmup": { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
     "trace-sql": { type: "boolean", default: false },
@@ -48,6 +49,8 @@ const settings = {
   // submits and calls are warmed before their clocks start (bench/README.md, "drain warm-up").
   drainWarmup: args.quick ? 200 : 2_000,
   claimSamples: args.quick ? 50 : 200,
+  // Idle pickups per repetition of the pooler figures; each waits for a poll on the listen: false side (≈ 250 ms).
+  pickupSamples: args.quick ? 20 : 60,
   backlogs: [1_000, 100_000],
   // The growth figure (bloat resistance): claim cost with this many terminal rows next to this many queued,
   // against the 1k-queued figure. --quick scales both down by 10 to stay fast (the row says which it measured).
@@ -57,6 +60,7 @@ if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
 if (args["latency-calls"] !== undefined) settings.latencyCalls = positiveInt(args["latency-calls"], "latency-calls");
 if (args["claim-samples"] !== undefined) settings.claimSamples = positiveInt(args["claim-samples"], "claim-samples");
+if (args["pickup-samples"] !== undefined) settings.pickupSamples = positiveInt(args["pickup-samples"], "pickup-samples");
 if (args["drain-warmup"] !== undefined) {
   const warmup = Number(args["drain-warmup"]);
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`--drain-warmup must be an integer ≥ 0, got ${args["drain-warmup"]}`);
@@ -168,6 +172,11 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "latencyTuned.p99", r.p99);
     });
   }
+  if (wants("pooler") && backend.name === "postgres") {
+    const { poolerFigures } = await import("./lib/pooler.mjs");
+    const { POSTGRES_DSN } = await import("./lib/postgres-backend.mjs");
+    await poolerFigures(POSTGRES_DSN, { n, warmup: settings.drainWarmup, pickupSamples: settings.pickupSamples, push: (id, value) => push("ours", id, value), step, log });
+  }
   if (wants("claim")) {
     for (const backlog of settings.backlogs) {
       const id = `claim.${backlog / 1000}k`;
@@ -198,6 +207,7 @@ try {
   }
 } finally {
   await finishOurs();
+  if (backends.some((backend) => backend.name === "postgres")) await (await import("./lib/pooler.mjs")).finishPooler();
   for (const backend of backends) await backend.finish();
 }
 machine.loadAverageAtEnd = os.loadavg().map((v) => Math.round(v * 100) / 100);

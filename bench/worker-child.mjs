@@ -26,7 +26,8 @@ const worker = openWorker(config.target, {
   ...config.worker,
   onError: (err) => send({ type: "error", message: `worker error: ${err instanceof Error ? err.stack : String(err)}` }),
 });
-worker.task("noop", () => null);
+// `stamp`: the handler answers when it began (this machine's clock), so the parent can time the pickup.
+worker.task("noop", config.stamp ? () => ({ at: Date.now() }) : () => null);
 
 let succeeded = 0;
 let startedAt = 0;

@@ -27,6 +27,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensurePostgres } from "./pg-env.mjs";
+import { ensurePgBouncer } from "./pgbouncer-env.mjs";
 import { untieredTests } from "./tiers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -307,6 +308,21 @@ async function checks() {
   if (pgCode !== 0) return pgCode;
   pgStop = pg.stop;
   process.env.CAIRNQ_TEST_PG_DSN = pg.dsn;
+
+  // The pooler tests (transaction-mode PgBouncer in front of that Postgres) never skip: a
+  // missing PgBouncer fails here, up front, as a missing Postgres does.
+  const bouncerCode = await phase("pgbouncer", (row) => {
+    try {
+      const { binary, source } = ensurePgBouncer();
+      process.env.CAIRNQ_TEST_PGBOUNCER = binary;
+      row.note = `${binary} (${source})`;
+      return 0;
+    } catch (err) {
+      console.error(`\ntest: no PgBouncer for the pooler tests.\n${err.message}`);
+      return 1;
+    }
+  });
+  if (bouncerCode !== 0) return bouncerCode;
 
   const tasks = ["build", "typecheck", "lint", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
   const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";

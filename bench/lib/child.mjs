@@ -15,11 +15,12 @@ const SQL_TRACE = new URL("./sql-trace.mjs", import.meta.url).href;
  * @param {number} [options.warmup] - Time `done` from this many successes on (the first ones are the warm-up).
  * @param {string | null} options.cpuProfDir - Write a V8 CPU profile of the child there.
  * @param {boolean} options.traceSql - Preload lib/sql-trace.mjs (diagnostics: SQLite time by statement).
+ * @param {boolean} [options.stamp] - The handler returns `{ at: Date.now() }` when it starts (pickup timing).
  */
-export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfDir = null, traceSql = false }) {
+export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false }) {
   const execArgv = cpuProfDir === null ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`];
   if (traceSql) execArgv.push("--import", SQL_TRACE);
-  const child = fork(CHILD, [JSON.stringify({ target, worker, expect, warmup })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(CHILD, [JSON.stringify({ target, worker, expect, warmup, stamp })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const errors = [];
   let onDone = null;
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));

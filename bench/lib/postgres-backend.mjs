@@ -12,6 +12,8 @@ const require = createRequire(import.meta.url);
 const pg = require("pg");
 
 const DSN = process.env.CAIRNQ_BENCH_PG_DSN ?? "postgres://postgres@127.0.0.1:5432/test";
+/** The database the bench measures against (the pooler figures make databases of their own on its server). */
+export const POSTGRES_DSN = DSN;
 const PREFIX = `cairnq_bench_${process.pid}_`;
 const DB_NOW = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 let counter = 0;

@@ -1,6 +1,7 @@
 // Turns the measurements into the table: each of our figures next to its
 // matching raw floor, the ratio, and the issue's target for it.
 import { DRAIN_PREFETCH, DRAIN_PREFETCH_C64 } from "./ours.mjs";
+import { POOLER_POOL_SIZE } from "./pooler.mjs";
 import { summarize } from "./stats.mjs";
 
 const int = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
@@ -100,6 +101,18 @@ export const FIGURES = [
     floor: { sqlite: "@claim.1k", postgres: "@claim.1k" },
     target: both({ kind: "ratio≤", value: 1.5 }),
   },
+  {
+    id: "pooler.drain.c64",
+    label: `drain c64 through PgBouncer (transaction mode, pool ${POOLER_POOL_SIZE}; preparedStatements: false, LISTEN direct; floor column: the same drain direct, this run)`,
+    unit: "rate",
+    floor: { postgres: "@pooler.direct.c64" },
+    target: { postgres: { kind: "ratio≥", value: 0.7 } },
+  },
+  { id: "pooler.direct.c64", label: "↳ drain c64 direct (a fresh database, the same settings)", unit: "rate", target: {} },
+  { id: "pooler.pickupListen.p50", label: "idle worker pickup through PgBouncer p50, LISTEN direct", unit: "ms", target: {} },
+  { id: "pooler.pickupListen.p99", label: "idle worker pickup through PgBouncer p99, LISTEN direct", unit: "ms", target: {} },
+  { id: "pooler.pickupPoll.p50", label: "idle worker pickup through PgBouncer p50, listen: false (poll 500 ms)", unit: "ms", target: {} },
+  { id: "pooler.pickupPoll.p99", label: "idle worker pickup through PgBouncer p99, listen: false (poll 500 ms)", unit: "ms", target: {} },
   { id: "rss.c64", label: "worker peak RSS, c64 drain", unit: "mb", target: both({ kind: "≤", value: 120, unit: "MB" }) },
   { id: "rssIdle.c64", label: "↳ informational: worker RSS connected and idle, just before the drain", unit: "mb", target: {} },
   { id: "heapUsed.c64", label: "↳ informational: worker peak V8 heap used, c64 drain", unit: "mb", target: {} },
@@ -154,6 +167,7 @@ export const ISSUE_TARGETS = [
     parts: [["sqlite", "claim.growth"], ["postgres", "claim.growth"]],
   },
   { label: "worker peak RSS, c64 drain", target: "≤ 120 MB (both backends)", parts: [["sqlite", "rss.c64"], ["postgres", "rss.c64"]] },
+  { label: "Postgres drain c64 through PgBouncer (transaction mode) ÷ direct, same run", target: "≥ 0.7×", parts: [["postgres", "pooler.drain.c64"]] },
 ];
 
 /** The floors of each backend, for the floors table. */

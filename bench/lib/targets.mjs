@@ -2,6 +2,8 @@
 // so it can be handed to a worker child process:
 //   { backend: "sqlite", path }            a database file
 //   { backend: "postgres", dsn, schema }   a schema of its own in a Postgres database
+//   { backend: "postgres", dsn, options }  a database of its own (`schema` unset), with store options
+//                                          (the pooler figures: `preparedStatements`, `listen`)
 // Every workload is written once over these three openers; the backend is
 // only ever an argument.
 import * as cairnq from "cairnq";
@@ -19,7 +21,7 @@ export function openClient(target, options = {}) {
     case "sqlite":
       return CairnQ.sqlite(target.path, options);
     case "postgres":
-      return CairnQ.postgres(target.dsn, { schema: target.schema, ...options });
+      return CairnQ.postgres(target.dsn, { schema: target.schema, ...target.options, ...options });
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }
@@ -31,7 +33,7 @@ export function openWorker(target, options = {}) {
     case "sqlite":
       return Worker.sqlite(target.path, options);
     case "postgres":
-      return Worker.postgres(target.dsn, { schema: target.schema, ...options });
+      return Worker.postgres(target.dsn, { schema: target.schema, ...target.options, ...options });
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }
@@ -43,7 +45,7 @@ export function openStore(target) {
     case "sqlite":
       return new SQLiteStore(target.path);
     case "postgres":
-      return new cairnq.PostgresStore(target.dsn, { schema: target.schema });
+      return new cairnq.PostgresStore(target.dsn, { schema: target.schema, ...target.options });
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { RuntimeClock } from "cairnq";
 import { CairnQ, InvalidArgument, PostgresStore, SQLiteStore, Worker } from "cairnq";
 import { systemClock } from "@cairnq/runtime";
+import { workerPoolSize } from "../src/factories.ts";
 import { CLIENT_OPTION_KEYS } from "@cairnq/client";
 import { POSTGRES_STORE_OPTION_KEYS } from "@cairnq/store-postgres";
 import { SQLITE_STORE_OPTION_KEYS } from "@cairnq/store-sqlite";
@@ -37,7 +38,8 @@ function listedKeys(message: string): string[] {
   return message.slice(at + "the options are ".length).split(", ");
 }
 
-const pgStoreKeys = POSTGRES_STORE_OPTION_KEYS.map((key) => (key === "onError" ? "storeOnError" : key));
+// The bag's `logger` is the role's (listed with its keys), which the factory hands to the store too.
+const pgStoreKeys = POSTGRES_STORE_OPTION_KEYS.filter((key) => key !== "logger").map((key) => (key === "onError" ? "storeOnError" : key));
 const workerKeys = WORKER_OPTION_KEYS.filter((key) => key !== "closeStore");
 
 let dir: string | undefined;
@@ -75,9 +77,31 @@ describe("a misspelt option of a factory", () => {
     expect(rejection(() => CairnQ.postgres(NEVER, { onError: () => {} } as never)).argument).toBe("onError");
   });
 
+  it("Postgres: the role's logger reaches the store too; Worker.postgres sizes the pool it builds for its concurrency", async () => {
+    const logger = { warn: () => {} };
+    const api = CairnQ.postgres(NEVER, { logger });
+    const small = Worker.postgres(NEVER, { logger, concurrency: 1 });
+    const large = Worker.postgres(NEVER, { concurrency: 64 });
+    const chosen = Worker.postgres(NEVER, { concurrency: 64, max: 3 });
+    try {
+      expect((api.store as PostgresStore).dialect.connection.logger).toBe(logger);
+      expect((small.store as PostgresStore).dialect.connection.logger).toBe(logger);
+      const max = (w: Worker): number | null => (w.store as PostgresStore).dialect.connection.max;
+      expect([max(small), max(large), max(chosen)]).toEqual([3, 10, 3]);
+      expect((api.store as PostgresStore).dialect.connection.max).toBe(10);
+      expect(workerPoolSize(1)).toBe(3);
+      expect(workerPoolSize(4)).toBe(3);
+      expect(workerPoolSize(8)).toBe(4);
+      expect(workerPoolSize(64)).toBe(10);
+      expect(workerPoolSize(undefined)).toBe(3);
+    } finally {
+      await Promise.all([api.close(), small.close(), large.close(), chosen.close()]);
+    }
+  });
+
   it("the stores themselves reject unknown keys, including inside timeouts and combine", () => {
     expect(rejection(() => new PostgresStore(NEVER, { schmea: "x" } as never)).message).toMatch(
-      /^'schmea' is not an option of new PostgresStore\(target, options\) \(did you mean 'schema'\?\); the options are schema, max, listen, onError, timeouts, combine, prepare$/,
+      /^'schmea' is not an option of new PostgresStore\(target, options\) \(did you mean 'schema'\?\); the options are schema, max, listen, onError, timeouts, combine, preparedStatements, logger$/,
     );
     expect(rejection(() => new PostgresStore(NEVER, { timeouts: { queryTimoutMs: 5 } as never })).message).toMatch(/'queryTimoutMs' is not an option of the timeouts option \(did you mean 'queryTimeoutMs'\?\)/);
     expect(rejection(() => new PostgresStore(NEVER, { combine: { maxRow: 5 } as never })).message).toMatch(/'maxRow' is not an option of the combine option \(did you mean 'maxRows'\?\)/);

@@ -21,3 +21,4 @@ export type { PostgresTransactionStore } from "./postgres-transaction-store.js";
 export type { AnyTransaction } from "./postgres-executor.js";
 export type { PostgresConnectionOptions, PostgresErrorHook, PostgresErrorInfo, PostgresPool, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
 export { PostgresStoreDialect } from "./postgres-store-dialect.js";
+export type { ListenClient, ListenConnector, ListenState } from "./postgres-wakeups.js";

@@ -4,18 +4,28 @@
  * or an existing Kysely instance. Also where `pg` is loaded (lazily), where
  * the `schema` option reaches every pooled connection, and where the pool's
  * error events are caught so a killed backend never crashes the process.
+ *
+ * The pool holds no session state, so it runs through a transaction-mode
+ * pooler (PgBouncer, RDS Proxy, Supavisor): locks are transaction-scoped
+ * advisory locks only, the one setting the store makes is `SET LOCAL` inside
+ * each transaction, and no startup parameter is sent except `options` for
+ * the `schema` option's search_path (see `poolConfig`).
  */
 import type pg from "pg";
+import type { Logger } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
+import { logSafely } from "@cairnq/protocol/sdk";
 import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
 import { checkOptions } from "@cairnq/runtime";
 import { loadPgDriver } from "./postgres-driver.js";
+import { discardingPool, isDiscarded } from "./postgres-pool.js";
+import type { PooledClientBehaviour } from "./postgres-prepared.js";
 import { prepareRegistered } from "./postgres-prepared.js";
 import type { ListenClient, ListenConnector } from "./postgres-wakeups.js";
-import { destroySocket, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
+import { LISTEN_CHECK_TIMEOUT_MS, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
 
 /**
  * The `pg.Pool` methods the store uses (a `pg.Pool` satisfies it): Kysely's
@@ -55,10 +65,12 @@ export interface PostgresConnectionOptions {
   readonly listen?: false | string | ListenConnector;
   /** @default ignores the error */
   readonly onError?: PostgresErrorHook;
-  /** See {@link PostgresTimeouts}; only with a connection string, except `listenPingIntervalMs`. */
+  /** See {@link PostgresTimeouts}; only with a connection string, except `listenPingIntervalMs`, `listenCheckTimeoutMs` and `storeQueryTimeoutMs`. */
   readonly timeouts?: Partial<PostgresTimeouts>;
   /** Send CairnQ's statements as named prepared statements on the pool's clients (see `postgres-prepared.ts`). @default true */
-  readonly prepare?: boolean;
+  readonly preparedStatements?: boolean;
+  /** Where the store's once-only warnings go (a LISTEN that cannot hear, a server turned read-only), besides `onError`. @default none */
+  readonly logger?: Logger;
 }
 
 /**
@@ -87,17 +99,44 @@ export interface PostgresTimeouts {
    */
   queryTimeoutMs: number;
   /**
-   * Server side: a session of this store that sits inside an open
-   * transaction without sending anything for this long is ended by the
-   * server (`idle_in_transaction_session_timeout`), releasing its row locks.
+   * A statement of CairnQ's own — a claim, heartbeat, settlement, submit or
+   * read the store compiled, not a statement of your `completeIn` or
+   * `withTransaction` body — must answer within this, or the call fails and
+   * its connection is destroyed, with every idle connection of the pool
+   * (opened over the same path, so probably as dead). This is what brings a
+   * worker back quickly from a path that went dark without FIN or RST: its
+   * calls fail at this bound, not at `queryTimeoutMs`, and it continues on
+   * fresh connections. The key lock's wait is exempt (another transaction,
+   * possibly yours, may hold the key for long). Also applies to your own
+   * `pg.Pool`. Never above `queryTimeoutMs` when that is set.
+   * @default 10000
+   */
+  storeQueryTimeoutMs: number;
+  /**
+   * Server side: a transaction of this store that sits open without sending
+   * anything for this long is ended by the server
+   * (`idle_in_transaction_session_timeout`, set with `SET LOCAL` as each
+   * transaction begins, in the same round trip), releasing its row locks.
    * Without it, a claim transaction whose connection was cut mid-way keeps
    * its rows locked, and every other worker's `SKIP LOCKED` skips them for
-   * good.
+   * good. Transaction-scoped, so it holds behind a transaction-mode pooler
+   * and leaves the server session as it found it.
    * @default 60000
    */
   idleInTransactionTimeoutMs: number;
   /** TCP keepalive on every connection, first probe after this much idle time (detects peers that vanished). @default 10000 */
   keepAliveInitialDelayMs: number;
+  /**
+   * On connect and after every reconnect, the LISTEN connection must hear a
+   * NOTIFY the store sends itself through the pool within this, or push
+   * wakeups are given up for good: the store polls, says so once (through
+   * `onError` and its logger) and `listenState` is `deaf`. Catches a LISTEN
+   * that "works" but never hears (through a transaction-mode pooler, or on
+   * another server than the pool writes to). Also applies to a caller's pool
+   * or Kysely instance.
+   * @default 5000
+   */
+  listenCheckTimeoutMs: number;
   /**
    * The LISTEN connection must answer a `SELECT 1` every this often, within
    * the same time, or it is dropped and reopened (push wakeups resume). Also
@@ -111,8 +150,10 @@ export interface PostgresTimeouts {
 export const DEFAULT_POSTGRES_TIMEOUTS: Readonly<PostgresTimeouts> = Object.freeze({
   connectTimeoutMs: 10_000,
   queryTimeoutMs: 30_000,
+  storeQueryTimeoutMs: 10_000,
   idleInTransactionTimeoutMs: 60_000,
   keepAliveInitialDelayMs: 10_000,
+  listenCheckTimeoutMs: LISTEN_CHECK_TIMEOUT_MS,
   listenPingIntervalMs: LISTEN_PING_INTERVAL_MS,
 });
 
@@ -130,7 +171,7 @@ function resolveTimeouts(input: Partial<PostgresTimeouts> | undefined, ownsPool:
       throw new InvalidArgument(
         key,
         `${key} configures the connections the store builds from a connection string; with your own pg.Pool set ` +
-          "connectionTimeoutMillis, query_timeout, keepAlive and options (-c idle_in_transaction_session_timeout=…) where you create it",
+          "connectionTimeoutMillis, query_timeout, keepAlive and idle_in_transaction_session_timeout (on the role, or per session) where you create it",
       );
     }
     out[key] = requireInt(value, key, 0, 2_147_483_647);
@@ -165,15 +206,20 @@ export class PostgresConnection {
   readonly owned: boolean;
   /** The `schema` option, or `null`. */
   readonly schema: string | null;
+  /** The size of the pool the store builds from a connection string (`max`), or `null` for your pool or Kysely instance. */
+  readonly max: number | null;
   /** True when the store creates `schema` and sets `search_path` itself (a DSN with `schema`); otherwise it only checks (§10). */
   readonly managesSchema: boolean;
   /** How the LISTEN connection is opened, or `null` when there is none (push wakeups off). */
   readonly listen: ListenConnector | null;
   readonly #onError: PostgresErrorHook;
-  readonly #prepare: boolean;
+  readonly #logger: Logger | undefined;
+  readonly #clientBehaviour: PooledClientBehaviour;
   #pool: PostgresPool | null;
   #poolGuarded = false;
-  readonly #guardedClients = new Set<ClientEvents>();
+  /** Each guarded client's own error listener (its errors are not reported once the store dropped it on purpose). */
+  readonly #guardedClients = new Map<ClientEvents, (error: unknown) => void>();
+  #warnedReadOnly = false;
   readonly #reported = new WeakSet<object>();
   /** The timeouts in force (defaults filled in). */
   readonly timeouts: PostgresTimeouts;
@@ -186,7 +232,15 @@ export class PostgresConnection {
     this.schema = options.schema;
     this.#onError = options.onError ?? (() => {});
     this.timeouts = resolveTimeouts(options.timeouts, typeof target === "string");
-    this.#prepare = options.prepare ?? true;
+    this.#logger = options.logger;
+    const ownsPool = typeof target === "string";
+    const { queryTimeoutMs, storeQueryTimeoutMs, idleInTransactionTimeoutMs } = this.timeouts;
+    this.#clientBehaviour = {
+      named: options.preparedStatements ?? true,
+      storeTimeoutMs: queryTimeoutMs > 0 && storeQueryTimeoutMs > 0 ? Math.min(queryTimeoutMs, storeQueryTimeoutMs) : storeQueryTimeoutMs,
+      // Only on the pool the store builds: on a caller's pool the wrapper would rewrite the application's own BEGINs too.
+      transactionSetup: ownsPool && idleInTransactionTimeoutMs > 0 ? `SET LOCAL idle_in_transaction_session_timeout = ${idleInTransactionTimeoutMs}` : null,
+    };
     if (typeof target === "string") {
       if (target.length === 0) throw new InvalidArgument("connectionString", "the connection string is empty; pass e.g. 'postgres://user@host:5432/db'");
       if (this.schema !== null && !SCHEMA_IDENTIFIER.test(this.schema)) {
@@ -196,6 +250,7 @@ export class PostgresConnection {
         );
       }
       const max = options.max === undefined ? DEFAULT_MAX : requireInt(options.max, "max", 1);
+      this.max = max;
       this.kind = "dsn";
       this.owned = true;
       this.managesSchema = this.schema !== null;
@@ -209,7 +264,7 @@ export class PostgresConnection {
             const pool = new Driver.Pool(config) as unknown as PostgresPool;
             this.#pool = pool;
             this.#guardPool(pool);
-            return Promise.resolve(discardingPool(pool, true));
+            return Promise.resolve(discardingPool(pool, { hold: true, onReadOnly: this.#onReadOnly }));
           },
         }),
       });
@@ -221,6 +276,7 @@ export class PostgresConnection {
     }
     this.owned = false;
     this.managesSchema = false;
+    this.max = null;
     if (isKysely(target)) {
       this.kind = "kysely";
       this.db = target;
@@ -234,7 +290,7 @@ export class PostgresConnection {
     this.kind = "pool";
     this.#pool = target;
     // Kysely over the caller's pool; never destroyed, because Kysely's destroy would end the pool.
-    this.db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: discardingPool(target, false) }) });
+    this.db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: discardingPool(target, { hold: false, onReadOnly: this.#onReadOnly }) }) });
     this.listen = listenConnector(options.listen, () => target.options ?? {}, target.Client ?? null);
   }
 
@@ -258,18 +314,45 @@ export class PostgresConnection {
     pool.on("acquire", this.#onAcquire);
   }
 
-  readonly #onPoolError = (error: unknown): void => {
-    this.#report(error, "pool");
+  /** pg-pool's `error` event: `(error, client)` — an idle client died; expected for one the store dropped on purpose. */
+  readonly #onPoolError = (error: unknown, client?: unknown): void => {
+    if (!isDiscarded(client)) this.#report(error, "pool");
   };
 
   /** Every client handed out (new or idle, ours or not) gets an error listener once: pg.Pool removes its own while a client is checked out. */
   readonly #onAcquire = (client: ClientEvents): void => {
-    prepareRegistered(client, this.#prepare);
+    prepareRegistered(client, this.#clientBehaviour);
     if (this.#guardedClients.has(client)) return;
-    this.#guardedClients.add(client);
-    client.on("error", this.#onPoolError);
+    const listener = (error: unknown): void => {
+      if (!isDiscarded(client)) this.#report(error, "pool");
+    };
+    this.#guardedClients.set(client, listener);
+    client.on("error", listener);
     client.once("end", () => this.#guardedClients.delete(client));
   };
+
+  /**
+   * A write found its server read-only (a failover left the connection on a standby): the pool has
+   * dropped that connection and its idle ones; the error goes to `onError`, and the logger hears it
+   * once per store (each failing call still rejects).
+   */
+  readonly #onReadOnly = (error: unknown): void => {
+    this.#report(error, "pool");
+    if (this.#warnedReadOnly) return;
+    this.#warnedReadOnly = true;
+    logSafely(
+      this.#logger,
+      "warn",
+      "a pooled Postgres connection reached a read-only server (SQLSTATE 25006, e.g. a standby after a failover): it and the idle ones were dropped, " +
+        "and the next calls open fresh connections; if this repeats, the connection string still points at a standby",
+      { error },
+    );
+  };
+
+  /** The logger the store's once-only warnings go to (see {@link PostgresConnectionOptions.logger}). */
+  get logger(): Logger | undefined {
+    return this.#logger;
+  }
 
   /** Reports an error the store survived to `onError` (whose own exceptions are swallowed). */
   report(error: unknown, source: PostgresErrorInfo["source"]): void {
@@ -296,7 +379,7 @@ export class PostgresConnection {
     this.#poolGuarded = false;
     pool.removeListener("error", this.#onPoolError);
     pool.removeListener("acquire", this.#onAcquire);
-    for (const client of this.#guardedClients) client.removeListener("error", this.#onPoolError);
+    for (const [client, listener] of this.#guardedClients) client.removeListener("error", listener);
     this.#guardedClients.clear();
   }
 }
@@ -316,6 +399,12 @@ interface ClientEvents {
  * survives `RESET ALL`/`DISCARD ALL`. An `options` parameter already in a URL
  * connection string is kept: pg lets the URL override the config, so it is
  * moved into the config and ours appended.
+ *
+ * That startup parameter is the only one the store adds, and only for
+ * `schema`: a transaction-mode pooler cannot give each client its own
+ * search_path (PgBouncer 1.18 refuses `options` outright), so behind one
+ * search_path belongs on the role or database and `schema` is left out.
+ * Every other setting is per transaction (see `transactionSetup`).
  */
 function poolConfig(dsn: string, schema: string | null, max: number, timeouts: PostgresTimeouts): pg.PoolConfig {
   const config: pg.PoolConfig = { connectionString: dsn, max, allowExitOnIdle: true };
@@ -325,10 +414,8 @@ function poolConfig(dsn: string, schema: string | null, max: number, timeouts: P
     config.keepAlive = true;
     config.keepAliveInitialDelayMillis = timeouts.keepAliveInitialDelayMs;
   }
-  const settings: string[] = [];
-  if (schema !== null) settings.push(`-c search_path="${schema}"`);
-  if (timeouts.idleInTransactionTimeoutMs > 0) settings.push(`-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs}`);
-  if (settings.length === 0) return config;
+  if (schema === null) return config;
+  const settings = [`-c search_path="${schema}"`];
   let existing = "";
   try {
     const url = new URL(dsn);
@@ -343,164 +430,6 @@ function poolConfig(dsn: string, schema: string | null, max: number, timeouts: P
   }
   config.options = `${existing}${settings.join(" ")}`;
   return config;
-}
-
-/** pg's error for a statement that did not answer within `query_timeout`. */
-function isReadTimeout(error: unknown): boolean {
-  return error instanceof Error && error.message === "Query read timeout";
-}
-
-const DISCARDING = Symbol("cairnq.discardOnTimeout");
-
-/** A pooled `pg.Client` as {@link discardingPool} handles it (`_queryable`/`_ending`: what pg-pool checks on release too). */
-type PooledClient = Awaited<ReturnType<KyselyPostgresPool["connect"]>> & {
-  [DISCARDING]?: true;
-  _queryable?: boolean;
-  _ending?: boolean;
-  connection?: { stream?: { destroyed?: boolean } };
-  ref?(): void;
-  unref?(): void;
-  on(event: "error" | "end", listener: () => void): unknown;
-};
-
-/** How long the held client of a pool the store built may sit unused before it goes back to the pool (which then applies its own idle timeout). */
-const HELD_IDLE_MS = 1_000;
-
-/**
- * `pool` as Kysely sees it, except that a client whose statement hit the
- * query timeout has its socket destroyed before Kysely releases it: pg
- * leaves such a client "queryable", so the pool would hand the dead
- * connection to the next call, which would time out again, forever. A
- * destroyed client ends, and the pool drops it on release.
- *
- * With `hold` (only for the pool the store builds, never a caller's), one
- * released client stays checked out and is handed straight to the next
- * `connect`, so back-to-back statements skip pg-pool's checkout and release
- * (its pending queue, connection and idle timers, events and promise: a few
- * microseconds of client CPU per statement). Only a healthy client is held
- * (what pg-pool checks on release, plus an intact socket), and only while no
- * one waits on the pool; it is given back — and so dropped by the pool if
- * dead — when it errors or ends while held, after {@link HELD_IDLE_MS}
- * unused, and on `end`. While held its socket is unref'd, as the pool does
- * for an idle client, so it never keeps the process alive.
- */
-function discardingPool(pool: PostgresPool, hold: boolean): KyselyPostgresPool {
-  let held: PooledClient | null = null;
-  /** pg-pool's `release` of the held client's checkout. */
-  let heldRelease: ((error?: unknown) => void) | null = null;
-  let heldSince = 0;
-  let reaper: ReturnType<typeof setTimeout> | null = null;
-  let ending = false;
-  /** Hands the held `client` back to the pool; `error` (it died) makes the pool drop it. */
-  const giveBack = (client: PooledClient, error?: Error): void => {
-    if (held !== client || heldRelease === null) return;
-    const release = heldRelease;
-    held = null;
-    heldRelease = null;
-    client.ref?.();
-    release(error);
-  };
-  const reap = (): void => {
-    reaper = null;
-    if (held === null) return;
-    const left = heldSince + HELD_IDLE_MS - Date.now();
-    if (left > 0) armReaper(left);
-    else giveBack(held);
-  };
-  const armReaper = (ms: number): void => {
-    reaper = setTimeout(reap, ms);
-    reaper.unref();
-  };
-  const healthy = (client: PooledClient): boolean =>
-    client._queryable !== false && client._ending !== true && client.connection?.stream?.destroyed !== true;
-  const waiting = (): number => (pool as { waitingCount?: number }).waitingCount ?? 0;
-  return {
-    connect: async () => {
-      const reused = held;
-      if (reused !== null) {
-        held = null;
-        heldRelease = null;
-        reused.ref?.();
-        return reused;
-      }
-      let opened: unknown;
-      try {
-        opened = await pool.connect();
-      } catch (error) {
-        throw connectFailure(error);
-      }
-      const client = opened as PooledClient;
-      if (client[DISCARDING] !== true) {
-        client[DISCARDING] = true;
-        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-        (client as { query: unknown }).query = (...args: unknown[]): unknown => {
-          const result = query(...args);
-          if (result instanceof Promise) {
-            return result.catch((error: unknown) => {
-              if (isReadTimeout(error)) destroySocket(client);
-              throw error;
-            });
-          }
-          return result;
-        };
-        if (hold) {
-          // A held client that dies goes back to the pool at once, which drops it (it is no longer queryable).
-          const onGone = (): void => giveBack(client, new Error("a held connection of the pool died"));
-          client.on("error", onGone);
-          client.on("end", onGone);
-        }
-      }
-      if (hold) {
-        // pg-pool sets a fresh `release` on every checkout; ours keeps the client when it can.
-        const release = client.release.bind(client);
-        client.release = (error?: unknown): void => {
-          if (!error && !ending && held === null && healthy(client) && waiting() === 0) {
-            held = client;
-            heldRelease = release as (error?: unknown) => void;
-            heldSince = Date.now();
-            client.unref?.();
-            if (reaper === null) armReaper(HELD_IDLE_MS);
-            return;
-          }
-          (release as (error?: unknown) => void)(error);
-        };
-      }
-      return client;
-    },
-    end: () => {
-      ending = true;
-      if (reaper !== null) clearTimeout(reaper);
-      if (held !== null) giveBack(held);
-      return pool.end();
-    },
-  };
-}
-
-/**
- * A connection the pool could not open, said plainly: the driver's words
- * (kept as `cause`, its `code` copied), that nothing was written, and what
- * to do. Raw, a submit made while the server restarts fails with a bare
- * `connect ECONNREFUSED 127.0.0.1:5432` or `the database system is
- * shutting down`. Not a `CairnQError`: it stays transient, so a worker
- * retries it with backoff.
- */
-export function connectFailure(error: unknown): Error {
-  const cause = error instanceof Error ? error : new Error(String(error));
-  const code = (cause as { code?: unknown }).code;
-  const why =
-    code === "57P03"
-      ? "the server is starting up or shutting down"
-      : /timeout/i.test(cause.message)
-        ? "the server did not answer within connectTimeoutMs"
-        : "the server is down, restarting or not reachable there";
-  const failure = new Error(
-    `could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written; ` +
-      "retry once the server answers (a worker retries by itself, with backoff)",
-    { cause },
-  );
-  failure.name = "PostgresConnectError";
-  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
-  return failure;
 }
 
 /**

@@ -204,6 +204,7 @@ export function runPipeline(
   send: (...args: unknown[]) => unknown,
   statements: readonly PipelinedStatement[],
   nameOf: (sql: string) => string | undefined,
+  timeoutMs?: number,
 ): Promise<{ command: string; rowCount: number; rows: PipelinedResult[] }> {
   const wire = client.connection as Partial<WireConnection> | undefined;
   if (typeof wire?.parse !== "function" || statements.length === 0) return sequentially(client, statements);
@@ -214,6 +215,8 @@ export function runPipeline(
     const prepareValue = pgPrepareValue();
     const encoded = statements.map((statement) => ({ sql: statement.sql, parameters: statement.parameters.map((value) => prepareValue(value)) }));
     const query = new Pipelined(encoded, nameOf);
+    // pg reads a per-query read timeout from the query object itself (then the client's `query_timeout`).
+    if (timeoutMs !== undefined) (query as { query_timeout?: number }).query_timeout = timeoutMs;
     // Set before query(): pg wraps the callback with its read timeout.
     query.callback = (error, results) => {
       if (error !== null && error !== undefined) {

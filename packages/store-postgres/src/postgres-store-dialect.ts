@@ -1,3 +1,5 @@
+import { CompiledQuery } from "kysely";
+import { logSafely } from "@cairnq/protocol/sdk";
 import type { DialectCapabilities, SqlClock, WriteCombinerOptions, WriteCombining } from "@cairnq/store-kysely";
 import { BaseStoreDialect, POSTGRES_CLOCK } from "@cairnq/store-kysely";
 import type { PostgresConnectionOptions, PostgresTarget } from "./postgres-connection.js";
@@ -8,6 +10,9 @@ import { registerPrepared } from "./postgres-prepared.js";
 import { PostgresSchemaManager } from "./postgres-schema.js";
 import { PostgresStoreSyntax } from "./postgres-store-syntax.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
+
+/** The LISTEN check's NOTIFY (§9 check), sent through the work pool like any of the store's statements. */
+const CHECK_NOTIFY_SQL = "SELECT pg_notify($1, $2)";
 
 /**
  * The Postgres dialect of the shared core: `$n` placeholders with casts,
@@ -39,7 +44,6 @@ export class PostgresStoreDialect extends BaseStoreDialect {
   readonly schema: PostgresSchemaManager;
   /** The store's connection: its Kysely instance, who owns it, and the LISTEN connector. */
   readonly connection: PostgresConnection;
-  readonly #prepare: boolean;
 
   /**
    * @param target - A connection string, a `pg.Pool` or a Kysely instance.
@@ -55,23 +59,37 @@ export class PostgresStoreDialect extends BaseStoreDialect {
       connection.listen,
       (error) => connection.report(error, "listen"),
       connection.timeouts.listenPingIntervalMs,
+      connection.timeouts.listenCheckTimeoutMs <= 0
+        ? null
+        : {
+            notify: async (channel, payload) => {
+              await this.executor.write(connection.db, () => CompiledQuery.raw(CHECK_NOTIFY_SQL, [channel, payload]));
+            },
+            timeoutMs: connection.timeouts.listenCheckTimeoutMs,
+            onDeaf: (error) => logSafely(connection.logger, "warn", error.message, { listenState: "deaf" }),
+          },
     );
+    const wakeups = this.wakeups;
     this.capabilities = Object.freeze({
       skipLocked: true,
-      // Only with a LISTEN connection to hear them (a Kysely instance needs the `listen` option).
-      pushWakeups: connection.listen !== null,
+      // Only while a LISTEN connection may hear them: none (a Kysely instance needs the `listen` option), refused or deaf is false.
+      get pushWakeups(): boolean {
+        return wakeups.pushing;
+      },
       transactionalComplete: true,
       databaseClock: true,
     });
     this.schema = new PostgresSchemaManager(connection, this.wakeups, this.syntax, this.clock);
-    this.#prepare = options.prepare ?? true;
-    if (this.#prepare) for (const sql of [KEY_LOCK_SQL, TRY_KEY_LOCK_SQL]) registerPrepared(sql);
+    // Registered whether or not they are prepared by name: registration is also what gives them the store's read timeout.
+    registerPrepared(KEY_LOCK_SQL, { waits: true });
+    registerPrepared(TRY_KEY_LOCK_SQL);
+    registerPrepared(CHECK_NOTIFY_SQL);
     this.combining = options.combine === false ? null : Object.freeze({ ...options.combine, splittable: rejectedWhole });
   }
 
-  /** Every statement text the store compiles is prepared by name on the pool's clients (unless `prepare: false`). */
+  /** Every statement text the store compiles is the store's own: prepared by name on the pool's clients (unless `preparedStatements: false`), bounded by `storeQueryTimeoutMs`. */
   statementCompiled(sql: string): void {
-    if (this.#prepare) registerPrepared(sql);
+    registerPrepared(sql);
   }
 }
 

@@ -1,5 +1,6 @@
-import type { ClaimInput, OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
-import { checkOptions, keepAlive } from "@cairnq/runtime";
+import type { ClaimInput, Logger, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { checkOptions, fallbackLogger, keepAlive } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
@@ -39,8 +40,15 @@ export interface PostgresStoreOptions {
    * (throw `ListenUnavailable` from it to poll for good), or `false` for no
    * LISTEN (wakeups are plain sleeps; `capabilities.pushWakeups` is false).
    * Give it when the pool goes through a transaction-mode pooler (LISTEN
-   * needs a session), or with a Kysely instance, whose connection settings
-   * the store cannot see.
+   * needs a session: a direct or session-mode connection string), or with a
+   * Kysely instance, whose connection settings the store cannot see.
+   *
+   * On connect and after every reconnect the store proves the LISTEN hears:
+   * it NOTIFYs itself through the pool and waits `timeouts.listenCheckTimeoutMs`.
+   * A LISTEN that does not hear (e.g. through a transaction-mode pooler) is
+   * given up: the store polls, `listenState` is `deaf`,
+   * `capabilities.pushWakeups` turns false, and it is said once through
+   * `onError` and `logger`.
    * @default the connection string, or the pool's own client config; none for a Kysely instance
    */
   listen?: false | string | ListenConnector;
@@ -52,6 +60,15 @@ export interface PostgresStoreOptions {
    * @default ignores them
    */
   onError?: PostgresErrorHook;
+  /**
+   * Structural logger (`console`, pino, …) for the store's once-only
+   * warnings: a LISTEN that does not hear (push wakeups given up, polling
+   * instead), a pooled connection that reached a read-only server. Without
+   * it and without `onError`, those warnings go to stderr; `null` silences
+   * them.
+   * @default stderr when `onError` is not given, else none
+   */
+  logger?: Logger | null;
   /**
    * Bounds on connecting, on every statement, on a transaction left idle on
    * the server, TCP keepalive, and the LISTEN liveness ping — so a server
@@ -82,13 +99,14 @@ export interface PostgresStoreOptions {
   /**
    * Send CairnQ's own statements as named prepared statements, each parsed
    * and planned once per pooled connection (the application's queries on a
-   * shared pool are untouched). Turn it off behind a transaction-mode pooler
-   * that cannot keep prepared statements (PgBouncer before 1.21, or without
-   * `max_prepared_statements`). Has no effect with a Kysely instance, whose
-   * pool the store cannot reach.
+   * shared pool are untouched). Turn it off behind a pooler that cannot keep
+   * prepared statements across transactions: PgBouncer in transaction mode
+   * before 1.21 (or without `max_prepared_statements`), Supavisor in
+   * transaction mode, RDS Proxy (which pins a session that prepares one).
+   * Has no effect with a Kysely instance, whose pool the store cannot reach.
    * @default true
    */
-  prepare?: boolean;
+  preparedStatements?: boolean;
 }
 
 /** Every key of {@link PostgresStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
@@ -99,7 +117,8 @@ export const POSTGRES_STORE_OPTION_KEYS = Object.freeze([
   "onError",
   "timeouts",
   "combine",
-  "prepare",
+  "preparedStatements",
+  "logger",
 ] as const satisfies readonly (keyof PostgresStoreOptions)[]);
 
 /** Every key of `WriteCombinerOptions` (the `combine` option's bounds). */
@@ -143,16 +162,33 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
     // `schmea: "jobs"` silently ignored would put the tables into whatever search_path says.
     const options = checkOptions(input, "new PostgresStore(target, options)", POSTGRES_STORE_OPTION_KEYS) as PostgresStoreOptions;
     if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", COMBINE_KEYS);
+    if (options.preparedStatements !== undefined && typeof options.preparedStatements !== "boolean") {
+      throw new InvalidArgument("preparedStatements", `preparedStatements must be true or false, got ${JSON.stringify(options.preparedStatements)}`);
+    }
+    if (options.logger !== undefined && options.logger !== null && typeof options.logger !== "object") {
+      throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console, or null to silence the store");
+    }
+    const logger = fallbackLogger(options.logger, options.onError);
     const dialect = new PostgresStoreDialect(target, {
       schema: options.schema ?? null,
       max: options.max,
       listen: options.listen,
       onError: options.onError,
       timeouts: options.timeouts,
+      ...(logger === undefined ? {} : { logger }),
       ...(options.combine === undefined ? {} : { combine: options.combine }),
-      ...(options.prepare === undefined ? {} : { prepare: options.prepare }),
+      ...(options.preparedStatements === undefined ? {} : { preparedStatements: options.preparedStatements }),
     });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
+    // The core copies its capabilities once; push wakeups change with the LISTEN connection (a deaf or refused one is none).
+    const wakeups = dialect.wakeups;
+    const copied = this.capabilities;
+    (this as { capabilities: StoreCapabilities }).capabilities = Object.freeze({
+      ...copied,
+      get pushWakeups(): boolean {
+        return wakeups.pushing;
+      },
+    });
   }
 
   /**

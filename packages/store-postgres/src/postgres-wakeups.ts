@@ -13,8 +13,16 @@
  *   backoff (1 s doubling to 30 s) while polling carries on;
  * - **unavailable**: LISTEN will never work on this connection (the connector
  *   threw `ListenUnavailable`, or the server answered `feature_not_supported`,
- *   as transaction-mode poolers do): the store polls for good.
+ *   as some transaction-mode poolers do): the store polls for good;
+ * - **check**: after LISTEN succeeded — on connect and after every
+ *   reconnect — the store NOTIFYs a channel private to this connection
+ *   through the work pool and waits for the notification to come back. A
+ *   LISTEN accepted but deaf (PgBouncer in transaction mode runs it on a
+ *   server session that is handed to other clients; a LISTEN connection to
+ *   another server than the pool's) fails the check;
+ * - **deaf**: the check failed: the store polls for good, and says so once.
  */
+import { randomBytes } from "node:crypto";
 import type { StoreSignal } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
 import type { TimerHandle } from "@cairnq/runtime";
@@ -32,6 +40,9 @@ export const LISTEN_BACKOFF_INITIAL_MS = 1_000;
 export const LISTEN_PING_INTERVAL_MS = 30_000;
 /** The reconnect delay doubles up to this (§9). */
 export const LISTEN_BACKOFF_MAX_MS = 30_000;
+
+/** How long the check's NOTIFY has to come back (§9 is an accelerator: a LISTEN slower than this does not accelerate). */
+export const LISTEN_CHECK_TIMEOUT_MS = 5_000;
 
 /** The SQLSTATE a server (or pooler) answers LISTEN with when it cannot support it. */
 const FEATURE_NOT_SUPPORTED = "0A000";
@@ -80,10 +91,26 @@ export type ListenConnector = () => Promise<ListenClient>;
 /**
  * Where the LISTEN connection stands:
  * `off` (no connector: plain sleeps), `idle` (the store has not connected
- * yet), `connecting`, `listening`, `retrying` (dropped or failed; a reconnect
- * is scheduled), `unavailable` (polling for good), `closed`.
+ * yet), `connecting` (opening it, LISTEN, and the check that it hears),
+ * `listening`, `retrying` (dropped or failed; a reconnect is scheduled),
+ * `unavailable` (LISTEN refused: polling for good), `deaf` (LISTEN accepted
+ * but the check's NOTIFY never came back: polling for good), `closed`.
  */
-export type ListenState = "off" | "idle" | "connecting" | "listening" | "retrying" | "unavailable" | "closed";
+export type ListenState = "off" | "idle" | "connecting" | "listening" | "retrying" | "unavailable" | "deaf" | "closed";
+
+/**
+ * The check that a LISTEN connection hears (see the module comment): how
+ * the store sends itself a NOTIFY through its work pool, how long it waits,
+ * and who hears that it failed.
+ */
+export interface ListenCheck {
+  /** Sends `pg_notify(channel, payload)` through the work pool; resolves once committed. */
+  notify(channel: string, payload: string): Promise<void>;
+  /** @default {@link LISTEN_CHECK_TIMEOUT_MS} */
+  readonly timeoutMs?: number;
+  /** Told once, when the check failed and the store gave push wakeups up (besides `onError`). */
+  onDeaf?(error: ListenUnavailable): void;
+}
 
 /**
  * The Postgres {@link Wakeups}: `claimWake` ends early on a `cairnq_queued`
@@ -117,20 +144,33 @@ export class PostgresWakeups implements Wakeups {
 
   #pingTimer: NodeJS.Timeout | null = null;
   readonly #pingIntervalMs: number;
+  readonly #check: ListenCheck | null;
+  /** This connection's private channel for the check: no other listener hears it. */
+  readonly #checkChannel = `cairnq_check_${randomBytes(8).toString("hex")}`;
+  /** The pending check's payload and its resolver. */
+  #checkWaiter: { readonly payload: string; readonly heard: () => void } | null = null;
 
   /**
    * @param connector - Opens the LISTEN connection, or `null` for none (every wake is a plain sleep).
    * @param onError - Receives connection failures and subscriber exceptions.
    * @param pingIntervalMs - How often the LISTEN connection is proven alive with `SELECT 1` (answer
    *   within the same time, or it is dropped and reopened); `0` turns the ping off. @default 30000
+   * @param check - How to prove, after each LISTEN, that the connection hears; `null`: trust it. @default null
    */
   constructor(
     private readonly connector: ListenConnector | null,
     private readonly onError: (error: unknown) => void = () => {},
     pingIntervalMs: number = LISTEN_PING_INTERVAL_MS,
+    check: ListenCheck | null = null,
   ) {
     this.#state = connector === null ? "off" : "idle";
     this.#pingIntervalMs = pingIntervalMs;
+    this.#check = check;
+  }
+
+  /** Whether signals may come: a LISTEN source that has not been refused, found deaf or closed (what `capabilities.pushWakeups` reports). */
+  get pushing(): boolean {
+    return this.#state === "idle" || this.#state === "connecting" || this.#state === "listening" || this.#state === "retrying";
   }
 
   /** Where the LISTEN connection stands. */
@@ -240,7 +280,17 @@ export class PostgresWakeups implements Wakeups {
       current.on("notification", (message: ListenNotification) => {
         if (generation === this.#generation) this.#notified(message);
       });
-      await current.query(`LISTEN ${QUEUED_CHANNEL}; LISTEN ${DONE_CHANNEL}`);
+      const check = this.#check;
+      await current.query(`LISTEN ${QUEUED_CHANNEL}; LISTEN ${DONE_CHANNEL}${check === null ? "" : `; LISTEN ${this.#checkChannel}`}`);
+      if (generation !== this.#generation) {
+        await endQuietly(current);
+        return;
+      }
+      if (check !== null && !(await this.#hears(check, generation))) {
+        if (generation !== this.#generation) return;
+        await this.#giveUpDeaf(current, check);
+        return;
+      }
       if (generation !== this.#generation) {
         await endQuietly(current);
         return;
@@ -269,6 +319,56 @@ export class PostgresWakeups implements Wakeups {
       }
       this.#scheduleRetry();
     }
+  }
+
+  /**
+   * Sends the check's NOTIFY through the work pool and waits (from its commit) for it to come back on
+   * the LISTEN connection. A NOTIFY that could not be sent (the pool failing) rejects: that is a
+   * connection failure, retried with backoff, not deafness.
+   */
+  async #hears(check: ListenCheck, generation: number): Promise<boolean> {
+    const payload = randomBytes(8).toString("hex");
+    let heard!: () => void;
+    const arrived = new Promise<true>((resolve) => {
+      heard = () => resolve(true);
+    });
+    this.#checkWaiter = { payload, heard };
+    try {
+      await check.notify(this.#checkChannel, payload);
+      if (generation !== this.#generation) return true;
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), check.timeoutMs ?? LISTEN_CHECK_TIMEOUT_MS);
+      });
+      const outcome = await Promise.race([arrived, timedOut]);
+      clearTimeout(timer);
+      return outcome;
+    } finally {
+      this.#checkWaiter = null;
+    }
+  }
+
+  /** The check failed: poll for good, tell `onError` and the check's `onDeaf` once, let every waiter re-read. */
+  async #giveUpDeaf(client: ListenClient, check: ListenCheck): Promise<void> {
+    this.#state = "deaf";
+    this.#generation += 1;
+    const timeoutMs = check.timeoutMs ?? LISTEN_CHECK_TIMEOUT_MS;
+    const error = new ListenUnavailable(
+      `the LISTEN connection accepted LISTEN but did not hear a NOTIFY the store sent itself through its pool within ${timeoutMs}ms, ` +
+        "so CairnQ gives push wakeups up and polls (a task is picked up within the worker's pollIntervalMs). " +
+        "Usual cause: `listen` (or the connection string it defaults to) goes through a transaction-mode pooler such as PgBouncer, " +
+        "RDS Proxy or Supavisor, where LISTEN runs on a server session other clients get next; give `listen` a direct or " +
+        "session-mode connection string to the same database, or `listen: false` to poll without this warning",
+    );
+    this.#report(error);
+    try {
+      check.onDeaf?.(error);
+    } catch {
+      // A throwing hook must not turn a survived error into a crash.
+    }
+    this.#releaseAll();
+    this.#buffered.clear();
+    await endQuietly(client);
   }
 
   /**
@@ -344,6 +444,10 @@ export class PostgresWakeups implements Wakeups {
 
   #notified(message: ListenNotification): void {
     const payload = message.payload ?? "";
+    if (message.channel === this.#checkChannel) {
+      if (this.#checkWaiter?.payload === payload) this.#checkWaiter.heard();
+      return;
+    }
     if (message.channel === QUEUED_CHANNEL) {
       const woke = this.#claimWaiters.wakeWhere((queues) => queues.has(payload));
       if (woke === 0 && this.#wakeable.has(payload)) this.#buffered.add(payload);

@@ -6,6 +6,8 @@
 export { CHROMIUM, CHROMIUM_ARGS, chromiumLaunchOptions, ensureChromium } from "./chromium.js";
 export type { AdminOptions } from "./postgres.js";
 export { PG_DSN_VARIABLE, PgAdmin, connectAdmin, pgDsn, randomSchemaName, redactDsn } from "./postgres.js";
+export type { PgBouncer, PgBouncerOptions } from "./pgbouncer.js";
+export { PGBOUNCER_VARIABLE, findPgBouncer, startPgBouncer } from "./pgbouncer.js";
 export type { ChildEnv, SpawnFixtureOptions, Started } from "./processes.js";
 export { REGISTER_SOURCES, exited, fixtureSpawner, killChildren, nextLine, onGo, spawnFixture, startNode } from "./processes.js";
 export type { TimerTracker } from "./timers.js";

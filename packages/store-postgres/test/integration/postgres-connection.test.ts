@@ -24,23 +24,31 @@ describe("timeouts options", () => {
     expect(DEFAULT_POSTGRES_TIMEOUTS).toEqual({
       connectTimeoutMs: 10_000,
       queryTimeoutMs: 30_000,
+      storeQueryTimeoutMs: 10_000,
       idleInTransactionTimeoutMs: 60_000,
       keepAliveInitialDelayMs: 10_000,
+      listenCheckTimeoutMs: 5_000,
       listenPingIntervalMs: 30_000,
     });
     expect(() => new PostgresStore(pgDsn(), { timeouts: { queryTimeoutMs: -1 } })).toThrow(InvalidArgument);
     expect(() => new PostgresStore(pgDsn(), { timeouts: { queryTimeoutMs: 1.5 } })).toThrow(/queryTimeoutMs/);
-    // A caller's pool is configured where it is made; only the LISTEN ping applies to it.
+    // A caller's pool is configured where it is made; only the LISTEN ping and check and the store's own statements' bound apply to it.
     const pool = poolFor(schemaName());
     expect(() => new PostgresStore(pool, { timeouts: { queryTimeoutMs: 1000 } })).toThrow(/with your own pg.Pool set/);
-    expect(() => new PostgresStore(pool, { timeouts: { listenPingIntervalMs: 1000 } })).not.toThrow();
+    expect(() => new PostgresStore(pool, { timeouts: { idleInTransactionTimeoutMs: 1000 } })).toThrow(/with your own pg.Pool set/);
+    expect(() => new PostgresStore(pool, { timeouts: { listenPingIntervalMs: 1000, listenCheckTimeoutMs: 1000, storeQueryTimeoutMs: 1000 } })).not.toThrow();
   });
 
-  it("sets idle_in_transaction_session_timeout on the store's sessions (server side)", async () => {
+  it("sets idle_in_transaction_session_timeout on each of the store's transactions (SET LOCAL), never on the session", async () => {
     const store = openStore(undefined, { timeouts: { idleInTransactionTimeoutMs: 4321 } });
     await store.connect();
-    const rows = await store.db.transaction().execute(async (trx) => (await trx.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("idle_in_transaction_session_timeout")]).as("v")).execute()));
+    const setting = (db: Pick<typeof store.db, "selectNoFrom">) =>
+      db.selectNoFrom((eb) => eb.fn<string>("current_setting", [eb.val("idle_in_transaction_session_timeout")]).as("v")).execute();
+    const rows = await store.db.transaction().execute(async (trx) => await setting(trx));
     expect(rows[0]?.v).toBe("4321ms");
+    // The same pooled session, outside a transaction: the server's default, so a transaction-mode pooler hands on a clean session.
+    const [server] = await q<{ v: string }>("SELECT current_setting('idle_in_transaction_session_timeout') AS v");
+    expect((await setting(store.db))[0]?.v).toBe(server?.v);
   });
 });
 

@@ -35,6 +35,8 @@ describe("the claim's first round trip is one pipeline", () => {
     const { pool, calls } = recordedPool(schema);
     const store = openStore(pool, { schema });
     await store.connect();
+    // The LISTEN check's NOTIFY goes through this pool too, in the background: let it finish before recording.
+    await store.dialect.wakeups.whenSettled();
     const submitted = await store.submit({ name: "a", payload: { n: 1 } });
     calls.length = 0;
     const draws = (_so: readonly unknown[], index: number): { names: null; limit: number } | null => (index === 0 ? { names: null, limit: 1 } : null);
@@ -51,6 +53,8 @@ describe("the claim's first round trip is one pipeline", () => {
     const { pool, calls } = recordedPool(schema);
     const store = openStore(pool, { schema });
     await store.connect();
+    // The LISTEN check's NOTIFY goes through this pool too, in the background: let it finish before recording.
+    await store.dialect.wakeups.whenSettled();
     const submitted = await store.submit({ name: "a", payload: { n: 1 } });
     await store.submit({ name: "a", payload: { n: 2 } });
     calls.length = 0;
@@ -136,11 +140,11 @@ describe("the claim's first round trip is one pipeline", () => {
     expect(claimed.map((t) => [t.id, t.status, t.attempt])).toEqual([[task.id, "running", 2]]);
   });
 
-  it("with a Kysely instance (pool out of reach) and with prepare: false, claims behave the same", async () => {
+  it("with a Kysely instance (pool out of reach) and with preparedStatements: false, claims behave the same", async () => {
     const schema = await freshSchema();
     const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: poolFor(schema) }) });
     try {
-      for (const store of [openStore(db, { schema, listen: false }), openStore(poolFor(schema), { schema, prepare: false })]) {
+      for (const store of [openStore(db, { schema, listen: false }), openStore(poolFor(schema), { schema, preparedStatements: false })]) {
         const task = await store.submit({ name: "a", payload: {} });
         expect((await store.claim({ queues: ["default"], workerId: W, probe: false })).map((t) => t.id)).toEqual([task.id]);
         expect(await store.claim({ queues: ["default"], workerId: W, probe: false })).toEqual([]);

@@ -304,8 +304,9 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
       onError: (error) => errors.push(error),
     });
     await store.connect();
-    expect(store.capabilities.pushWakeups).toBe(true);
     expect(await until(() => store.listenState === "unavailable")).toBe(true);
+    // Refused for good: the store says it has no push wakeups, so callers poll as for no LISTEN.
+    expect(store.capabilities.pushWakeups).toBe(false);
     expect(errors[0]).toBeInstanceOf(ListenUnavailable);
     const task = await store.submit({ name: "n" });
     const start = Date.now();
