@@ -307,9 +307,10 @@ export class ClaimLoop {
     // Only where a signal would announce new work: without push signals an empty probe says nothing about the next
     // second. And not while draws keep coming back full: a backlog is being drained, the answer would be "more" (and
     // the statement a cost per claim: 6% of a Postgres drain at concurrency 1), and the claim that ends the streak
-    // finds out itself.
+    // finds out itself. `pushWakeups` is read live: a store whose LISTEN turned out deaf (or died) stops declaring it,
+    // and a worker that kept waiting for signals would then wait out a poll interval after every task.
     const reprobe =
-      this.#hearsSignals && store.capabilities.claimReprobe === true && !this.#lastFull
+      this.#hearsSignals && store.capabilities.pushWakeups && store.capabilities.claimReprobe === true && !this.#lastFull
         ? (claimable: boolean): void => {
             if (begun < this.#reprobeTaken) return;
             this.#reprobeTaken = begun;
