@@ -134,6 +134,9 @@ const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
 
 type State = "idle" | "open" | "closing" | "closed";
 
+/** An id bound above every task id (`task_` + a ULID starting 0–7, §2.4). */
+const ID_UPPER_BOUND = "task_8";
+
 /**
  * The `TaskStore` contract written once over Kysely: every protocol
  * operation as compiled conditional statements (see `statements.ts`), run
@@ -152,9 +155,6 @@ type State = "idle" | "open" | "closing" | "closed";
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-/** An id bound above every task id (`task_` + a ULID starting 0–7, §2.4). */
-const ID_UPPER_BOUND = "task_8";
-
 export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
