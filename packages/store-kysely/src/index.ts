@@ -25,7 +25,7 @@ export { SqliteSyntax } from "./sqlite-syntax.js";
 export { PostgresSyntax } from "./postgres-syntax.js";
 export { POSTGRES_CLOCK, ProcessClock, SqlClock } from "./clock.js";
 export type { StoreClock } from "./clock.js";
-export { KyselyExecutor } from "./executor.js";
+export { BaseStoreExecutor, KyselyExecutor } from "./executor.js";
 export type { AnyKysely, MergeableWrite, MergedOutcome, QueryRunner, QueryThunk, Row, StoreExecutor, SyncRunner, TransactionHead } from "./executor.js";
 export { NO_KEY_LOCK, StatementKeyLock } from "./key-lock.js";
 export type { KeyLock } from "./key-lock.js";

@@ -651,7 +651,6 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       const again = claim.reprobe === null ? null : this.compiler.statement(PROBE_TEMPLATE, probed);
       const probeAgain = (): CompiledQuery<Row> => (again as NonNullable<typeof again>).query(probed);
       let claimable = false;
-      const executor = this.dialect.executor;
       /** The planner's first draw from `start` on that can match a row (its index and parameters), or `null` once the planner ends. */
       const nextDraw = (draws: typeof claim.draws, claimed: readonly Task[], start: number): { index: number; params: Params; last: boolean } | null => {
         for (let index = start; ; index += 1) {
@@ -669,45 +668,39 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
         if (again !== null) claimable = truthy((await tx.executeQuery(probeAgain())).rows[0]?.found);
         return claimed;
       };
-      const draw = async (tx: QueryRunner): Promise<Task[]> => {
-        const draws = flow === null ? claim.draws : await flow.begin(tx, claim.draws);
-        const claimed = await drawFrom(tx, draws, [], 0);
-        await flow?.end(tx, claimed);
-        return claimed;
+      /** The index the planner continues from after the head's draw; `null` when the head has none. */
+      let next: number | null = null;
+      // One call path on every backend: the executor's default runs the head statement by statement;
+      // Postgres sends it in one round trip, SQLite runs it straight on its writer.
+      const head = (): TransactionHead => {
+        const recovery = first();
+        // With flow control the draws depend on what the transaction reads (locks, counts): none in the head.
+        if (flow !== null) return { first: recovery, statements: [], last: false };
+        // Without, the first draw depends on nothing the transaction reads, so it is planned before the
+        // transaction and goes with BEGIN and recovery (one round trip on Postgres); when the planner says no
+        // draw follows it (`last`), the probe again (if asked for) and COMMIT go in that round trip too.
+        // From index 0 on every attempt, as a planner expects of a replayed transaction.
+        const found = nextDraw(claim.draws, [], 0);
+        next = found === null ? null : found.index + 1;
+        const tail = again === null ? [] : [probeAgain()];
+        if (found === null) return { first: recovery, statements: tail, last: true };
+        const drawn = this.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params);
+        return found.last ? { first: recovery, statements: [drawn, ...tail], last: true } : { first: recovery, statements: [drawn], last: false };
       };
-      let claimed: Task[];
-      if (flow === null && executor.writeTransactionWith !== undefined) {
-        // Without flow control the first draw depends on nothing the transaction reads, so it is
-        // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres);
-        // when the planner says no draw follows it (`last`), COMMIT goes in that round trip too, after
-        // the probe again when asked for.
-        /** The index the planner continues from after the head's draw; `null` when the head has none. */
-        let next: number | null = null;
-        const head = (): TransactionHead => {
-          // From index 0 on every attempt, as a planner expects of a replayed transaction.
-          const found = nextDraw(claim.draws, [], 0);
-          next = found === null ? null : found.index + 1;
-          const tail = again === null ? [] : [probeAgain()];
-          if (found === null) return { statements: [first(), ...tail], last: true };
-          const drawn = this.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params);
-          return found.last ? { statements: [first(), drawn, ...tail], last: true } : { statements: [first(), drawn], last: false };
-        };
-        claimed = await executor.writeTransactionWith(this.db, head, async (tx, results) => {
-          // Committed with the head: the planner promised no further draw, and the probe again (if any) is its last result.
-          if (tx === null && again !== null) claimable = truthy(results[results.length - 1]?.rows[0]?.found);
-          if (next === null) return [];
-          const drawn = (results[1]?.rows ?? []).map(decodeTask);
-          if (tx === null) return drawn;
-          return drawFrom(tx, claim.draws, drawn, next);
-        });
-      } else if (executor.writeTransactionAfter !== undefined) {
-        claimed = await executor.writeTransactionAfter(this.db, first, draw);
-      } else {
-        claimed = await executor.writeTransaction(this.db, async (tx) => {
-          await tx.executeQuery(first());
-          return draw(tx);
-        });
-      }
+      const claimed = await this.dialect.executor.writeTransactionWith(this.db, head, async (tx, results) => {
+        if (flow !== null) {
+          if (tx === null) throw new Error("the executor committed a claim transaction whose head was not its last part");
+          const claimed = await drawFrom(tx, await flow.begin(tx, claim.draws), [], 0);
+          await flow.end(tx, claimed);
+          return claimed;
+        }
+        // Committed with the head: the planner promised no further draw, and the probe again (if any) is its last result.
+        if (tx === null && again !== null) claimable = truthy(results[results.length - 1]?.rows[0]?.found);
+        if (next === null) return [];
+        const drawn = (results[0]?.rows ?? []).map(decodeTask);
+        if (tx === null) return drawn;
+        return drawFrom(tx, claim.draws, drawn, next);
+      });
       answerReprobe(claim, claimable);
       return claimed;
     });
