@@ -30,38 +30,6 @@ export type QueryThunk = () => CompiledQuery<Row>;
 /** Runs one statement now, synchronously, and returns its result; throws the driver's error. */
 export type SyncRunner = (query: CompiledQuery<Row>) => QueryResult<Row>;
 
-/** One caller's outcome inside a multi-row statement: its value, or its own error (e.g. `LostLease`). */
-export type MergedOutcome<O> = { readonly ok: true; readonly value: O } | { readonly ok: false; readonly error: unknown };
-
-/**
- * A kind of write whose concurrent calls an executor may run as one
- * multi-row statement (see {@link StoreExecutor.writeMergeable}).
- *
- * Both functions run synchronously on the executor's connection. `one` runs
- * exactly ONE statement (alone as autocommit, or inside the executor's group
- * commit): the database undoes a failed statement by itself, so a failure
- * leaves nothing of it behind. `many` runs inside the executor's transaction
- * and its own savepoint, so it may run several statements: when it throws,
- * all of them are undone.
- */
-export interface MergeableWrite<I, O> {
-  /** The write of one item (its single-row statement): the caller's value, or the caller's error thrown. */
-  one(run: SyncRunner, item: I): O;
-  /**
-   * Several items (at least two) together, e.g. as one multi-row statement: every item's
-   * outcome, in the order given, matched by id. Throws when it failed — the executor then undoes
-   * whatever it ran and runs every item on its own with {@link MergeableWrite.one}, so each caller
-   * gets exactly what its single-row statement gives. Absent: never merged.
-   */
-  many?(run: SyncRunner, items: readonly I[]): MergedOutcome<O>[];
-  /** Most items in one {@link MergeableWrite.many}. */
-  readonly maxRows: number;
-  /** Most bytes (the sum of {@link MergeableWrite.bytes}) in one {@link MergeableWrite.many}; a larger item runs alone. */
-  readonly maxBytes: number;
-  /** An item's size for {@link MergeableWrite.maxBytes}. */
-  bytes(item: I): number;
-}
-
 /**
  * The first statements of a {@link StoreExecutor.writeTransactionWith} transaction, built when the
  * transaction runs (once per attempt): the claim cycle's lease recovery, then its first draw (and
@@ -119,15 +87,6 @@ export interface StoreExecutor {
    * round trip (Postgres pipelines them).
    */
   writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T>;
-  /**
-   * Optional: one autocommit write of `item` that may share ONE multi-row
-   * statement with concurrent writes of the same `write` (the same object)
-   * issued meanwhile — for an executor that group-commits and runs its
-   * batches synchronously (SQLite). The promise settles only after the
-   * commit, with this item's own outcome. Without this method the store runs
-   * each write as its own statement through {@link StoreExecutor.write}.
-   */
-  writeMergeable?<I, O>(db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O>;
 }
 
 /** What {@link BaseStoreExecutor.writeTransactionWith}'s transaction gives back: `fn`'s value, or the head's results to hand `fn` after the commit. */

@@ -27,10 +27,9 @@ import type {
   TaskStatus,
 } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, CairnQError, LostLease, STATUSES, UnsupportedBackend } from "@cairnq/protocol";
+import { AlreadyExists, CairnQError, STATUSES, UnsupportedBackend } from "@cairnq/protocol";
 import {
   answerReprobe,
-  buildInsert,
   CANCEL,
   CANCEL_BATCH,
   cancelBatchParams,
@@ -64,40 +63,33 @@ import {
   RETRY_BATCH,
   retryBatchParams,
   retryParams,
-  SUBMIT,
   SUCCEED,
   succeedParams,
 } from "@cairnq/protocol/adapter";
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import { StatementCompiler } from "./compiler.js";
-import { BATCH_ROWS } from "./compiler.js";
-import type { StoreDialect, WriteCombining } from "./dialect.js";
-import type { AnyKysely, MergeableWrite, QueryRunner, Row, TransactionHead } from "./executor.js";
+import type { StoreDialect } from "./dialect.js";
+import type { AnyKysely, QueryRunner, Row, TransactionHead } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { FlowControlStep } from "./flow-control-step.js";
+import { OwnedWrite, ownedRow } from "./owned-write.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
 import { decodeTask, decodeTaskRef } from "./rows.js";
-import type { CombinedWrite } from "./write-combiner.js";
-import { WriteCombiner } from "./write-combiner.js";
+import { SubmitWrite } from "./submit-write.js";
+import type { BatchedWriter } from "./write-batching.js";
 import {
-  batchInsertTemplate,
-  batchRowTransitionRefTemplate,
-  batchRowTransitionTemplate,
   batchTransitionTemplate,
   deleteTemplate,
   GET_BY_KEY_TEMPLATE,
-  GET_MANY_TEMPLATE,
   GET_STATUS_BY_KEY_TEMPLATE,
   GET_STATUS_TEMPLATE,
   GET_TEMPLATE,
-  insertTemplate,
   KEY_TASK_ID_TEMPLATE,
   LIST_BY_ID_TEMPLATE,
   LIST_TEMPLATE,
   PROBE_TEMPLATE,
   QUEUE_DEPTH_TEMPLATE,
-  rowTransitionRefTemplate,
   rowTransitionTemplate,
   setTransitionTemplate,
   STATS_TEMPLATE,
@@ -117,17 +109,6 @@ export interface KyselyStoreOptions {
 const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
 const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
 const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]);
-/** SUBMIT for a database clock: returns only the columns the database computed (see {@link KyselyStore.#insertedFrom}). */
-const SUBMIT_COMPUTED_TEMPLATE = insertTemplate(SUBMIT, "computed");
-const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
-const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
-/** Submits in one merged insert at most (see {@link KyselyStore.#mergedSubmit}): past 64 rows a statement saves nothing more. */
-const MERGED_SUBMIT_ROWS = 64;
-/** Bytes of parameters (payloads, metadata) in one merged insert at most: the rows travel as one JSON text. */
-const MERGED_SUBMIT_BYTES = 1 << 20;
-/** Owned writes in one merged run at most (see {@link KyselyStore.#mergedOwned}), and their bytes (results, errors). */
-const MERGED_OWNED_ROWS = 64;
-const MERGED_OWNED_BYTES = 1 << 20;
 const PURGE_TEMPLATE = deleteTemplate(PURGE);
 const CANCEL_BATCH_TEMPLATE = batchTransitionTemplate(CANCEL_BATCH);
 const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
@@ -172,14 +153,14 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   #whenIdle: (() => void) | null = null;
   /** The close in progress or done, which a second `close()` waits for. */
   #closing: Promise<void> | null = null;
-  readonly #combining: WriteCombining | null;
-  /** One combiner per owned-write rule, when the dialect combines writes. */
-  readonly #ownedCombiners = new Map<RowTransition, WriteCombiner<Params, Task>>();
-  /** The combiner of {@link KyselyStore.completeRef}, when the dialect combines writes. */
-  readonly #completeRefCombiner: WriteCombiner<Params, TaskRef> | null;
-  readonly #submitCombiner: WriteCombiner<Params, Task> | null;
-  /** One mergeable write per owned-write rule, when the executor merges writes (see {@link KyselyStore.#mergedOwned}). */
-  readonly #mergedOwnedWrites = new Map<RowTransition, MergeableWrite<Params, Task>>();
+  /** The SUBMIT insert: the unkeyed submit's batchable write, and the insert of a keyed submit's transaction. */
+  readonly #insert: SubmitWrite;
+  /** The unkeyed submit's write path, through the dialect's write batching. */
+  readonly #unkeyed: BatchedWriter<Params, Task>;
+  /** One write path per owned-write rule, through the dialect's write batching. */
+  readonly #ownedWriters = new Map<RowTransition, BatchedWriter<Params, Task>>();
+  /** The write path of {@link KyselyStore.completeRef}. */
+  readonly #completeRef: BatchedWriter<Params, TaskRef>;
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
   readonly #extensions: StoreExtensions;
 
@@ -202,27 +183,18 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       completeRef: true,
       claimReprobe: true,
     };
-    const compiled = dialect.statementCompiled === undefined ? null : (sql: string): void => dialect.statementCompiled?.(sql);
-    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, compiled);
+    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     this.#extensions = new StoreExtensions(db, dialect, this.compiler);
     this.#destroyOnClose = options.destroyOnClose ?? false;
-    this.#combining = dialect.combining ?? null;
-    const combining = this.#combining;
-    if (combining !== null) {
-      for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
-        // Settlements end an attempt: on the latency path of `call()`, so their first flush skips the loop turn.
-        const flushAt = rule === HEARTBEAT || rule === PROGRESS ? "turn" : "tick";
-        this.#ownedCombiners.set(rule, new WriteCombiner((batch) => this.#flushOwned(rule, batch), combining, flushAt));
-      }
+    const writes = dialect.writes;
+    this.#insert = new SubmitWrite(this.compiler);
+    this.#unkeyed = writes.writer(db, dialect.executor, this.#insert);
+    for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
+      // Settlements end an attempt, on the latency path of `call()`; heartbeats and progress nobody waits for.
+      const latency = rule === HEARTBEAT || rule === PROGRESS ? "background" : "settlement";
+      this.#ownedWriters.set(rule, writes.writer(db, dialect.executor, OwnedWrite.task(this.compiler, rule, latency)));
     }
-    this.#submitCombiner = combining === null ? null : new WriteCombiner((batch) => this.#flushSubmits(batch), combining);
-    this.#completeRefCombiner =
-      combining === null
-        ? null
-        : new WriteCombiner((batch) => this.#flushRows(batch, rowTransitionRefTemplate(COMPLETE), batchRowTransitionRefTemplate(COMPLETE), decodeTaskRef), combining, "tick");
-    if (combining === null && dialect.executor.writeMergeable !== undefined) {
-      for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) this.#mergedOwnedWrites.set(rule, this.#mergedOwned(rule));
-    }
+    this.#completeRef = writes.writer(db, dialect.executor, OwnedWrite.ref(this.compiler, COMPLETE, "settlement"));
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -339,13 +311,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
       const params = submit.params;
       const key = submit.key;
-      if (key === null) {
-        const combiner = this.#submitCombiner;
-        // Alone (nothing of its kind pending or in flight) the submit runs its own statement at once; submits
-        // arriving meanwhile gather behind it and go as one multi-row insert when it returns.
-        const task = combiner === null ? this.#submitOne(params) : (combiner.runAlone(() => this.#submitOne(params)) ?? combiner.add(params, String(params.taskId), paramBytes(params)));
-        return { task: await task, created: true };
-      }
+      if (key === null) return { task: await this.#unkeyed(params), created: true };
       return this.dialect.executor.writeTransaction(this.db, async (tx): Promise<SubmitOutcome> => {
         await this.dialect.keyLock.acquire(tx, key);
         const found = (await this.#exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
@@ -360,7 +326,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
             if (decision.cancelExisting && existing !== null) {
               await this.#exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
             }
-            const inserted = await this.#insert(tx, params);
+            const inserted = await this.#insertIn(tx, params);
             await this.#exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
             return { task: inserted, created: true };
           }
@@ -369,117 +335,10 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
     });
   }
 
-  /** One unkeyed SUBMIT as its own autocommit statement (or merged with concurrent ones, where the executor can). */
-  async #submitOne(params: Params): Promise<Task> {
-    if (!this.#submitClockIsProcess) return this.#insertedFrom(params, await this.#write(SUBMIT_COMPUTED_TEMPLATE, params));
-    const executor = this.dialect.executor;
-    if (executor.writeMergeable !== undefined) return executor.writeMergeable(this.db, this.#mergedSubmit, params);
-    const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
-    let nowMs = 0;
-    await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
-    return this.#inserted(params, nowMs);
-  }
-
-  /**
-   * Unkeyed submits for an executor that merges writes (SQLite's group commit), with the process
-   * clock: alone, the single-row insert without `RETURNING`; several in one group commit, ONE
-   * multi-row insert of their rows (`INSERT … SELECT … FROM json_each(?)`, no `RETURNING`). Either
-   * way each caller's row is `buildInsert` over its own parameters and the `now` the statement
-   * bound. A multi-row insert either inserts every row or fails whole; the executor then runs each
-   * submit's own insert, so a bad row fails only its caller.
-   */
-  readonly #mergedSubmit: MergeableWrite<Params, Task> = {
-    one: (run, params) => {
-      const nowMs = this.compiler.clock.nowMs();
-      run(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
-      return this.#inserted(params, nowMs);
-    },
-    many: (run, items) => {
-      const rows = { [BATCH_ROWS]: items };
-      const nowMs = this.compiler.clock.nowMs();
-      run(this.compiler.statement(SUBMIT_BATCH_PLAIN_TEMPLATE, rows).query(rows, nowMs));
-      return items.map((params) => ({ ok: true, value: this.#inserted(params, nowMs) }));
-    },
-    maxRows: MERGED_SUBMIT_ROWS,
-    maxBytes: MERGED_SUBMIT_BYTES,
-    bytes: paramBytes,
-  };
-
-  /**
-   * One flush of combined submits: a lone submit runs its own statement; more run as one multi-row
-   * insert (ids sorted), each caller getting the row with its id. See {@link KyselyStore.#splitOrFail}.
-   */
-  async #flushSubmits(batch: readonly CombinedWrite<Params, Task>[]): Promise<void> {
-    if (batch.length === 1) {
-      const entry = batch[0] as CombinedWrite<Params, Task>;
-      await this.#submitOne(entry.item).then(
-        (task) => entry.resolve(task),
-        (error: unknown) => entry.reject(error),
-      );
-      return;
-    }
-    const sorted = [...batch].sort(byTaskId);
-    let rows: Row[];
-    try {
-      rows = (await this.#write(batchInsertTemplate(SUBMIT), { [BATCH_ROWS]: sorted.map((entry) => entry.item) })).rows;
-    } catch (error) {
-      await this.#splitOrFail(sorted, error, (half) => this.#flushSubmits(half));
-      return;
-    }
-    const byId = rowsById(rows);
-    for (const entry of sorted) {
-      const row = byId.get(String(entry.item.taskId));
-      if (row === undefined) entry.reject(new Error("the multi-row insert returned no row for this task although RETURNING guarantees one"));
-      else entry.resolve(decodeTask(row));
-    }
-  }
-
-  /**
-   * After a multi-row statement failed: when the database rejected it whole (the dialect's
-   * `splittable`), re-send the rows in two halves, down to single rows, which run the single-row
-   * statement and so get exactly its outcome; otherwise (outcome unknown, e.g. a lost connection)
-   * every caller gets the error and nothing is re-sent.
-   */
-  async #splitOrFail<I, O>(batch: readonly CombinedWrite<I, O>[], error: unknown, flush: (half: readonly CombinedWrite<I, O>[]) => Promise<void>): Promise<void> {
-    if (this.#combining?.splittable(error) !== true) {
-      for (const entry of batch) entry.reject(error);
-      return;
-    }
-    const middle = Math.ceil(batch.length / 2);
-    await flush(batch.slice(0, middle));
-    await flush(batch.slice(middle));
-  }
-
-  /**
-   * Whether SUBMIT's `now` is the process clock, bound as one parameter. Then every column of the new
-   * row is known before the insert runs, and the insert skips `RETURNING` (≈ 3× the cost of a plain
-   * insert on SQLite): the row is the protocol's `buildInsert(SUBMIT, params, now)` over the very params
-   * and `now` the statement bound. With a database clock (Postgres) the row comes back from `RETURNING`.
-   */
-  get #submitClockIsProcess(): boolean {
-    return this.compiler.clock.nowSql(SUBMIT.clock) === null;
-  }
-
-  /** The row SUBMIT inserted with `nowMs`, decoded exactly as the same row read back from the database. */
-  #inserted(params: Params, nowMs: number): Task {
-    return decodeTask(buildInsert(SUBMIT, params, nowMs) as unknown as Row);
-  }
-
-  /**
-   * The row SUBMIT inserted with a database clock: the columns only the database knows (the clock's,
-   * the stored JSON), as its `RETURNING` gave them, laid over `buildInsert` of the same parameters,
-   * which gives every other column exactly as stored — so the task is the row a later `get()` reads.
-   */
-  #insertedFrom(params: Params, result: QueryResult<Row>): Task {
-    return decodeTask({ ...(buildInsert(SUBMIT, params, 0) as unknown as Row), ...firstRow(result) });
-  }
-
   /** SUBMIT inside a write transaction; the inserted row. */
-  async #insert(tx: QueryRunner, params: Params): Promise<Task> {
-    if (!this.#submitClockIsProcess) return this.#insertedFrom(params, await this.#exec(tx, SUBMIT_COMPUTED_TEMPLATE, params));
-    const nowMs = this.compiler.clock.nowMs();
-    await tx.executeQuery(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
-    return this.#inserted(params, nowMs);
+  async #insertIn(tx: QueryRunner, params: Params): Promise<Task> {
+    const plan = this.#insert.one(params);
+    return plan.answer(await tx.executeQuery(plan.query));
   }
 
   // ------------------------------------------------------------------- reads
@@ -748,18 +607,16 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
 
   /**
    * §5.15 exactly as {@link KyselyStore.complete} (the same statement, guard and branches; `LostLease`
-   * when the guard matches nothing), answering only `{ id, status }` (`RefCompleteTaskStore`). With
-   * write combining (Postgres) concurrent ones share one multi-row statement that returns `id, status`
-   * per row instead of the whole row: the worker's own settlements, measured on the Postgres c64
-   * drain of `bench/` (4 alternating runs each), cost the worker process 51–55 µs of CPU per task
-   * instead of 57–59 µs, and its backends ~1.5 µs less. Without combining, `complete` with its row reduced.
+   * when the guard matches nothing), answering only `{ id, status }` (`RefCompleteTaskStore`): the
+   * statement returns `id, status` instead of the whole row. Where the dialect combines writes
+   * (Postgres) concurrent ones share one multi-row statement: the worker's own settlements, measured on
+   * the Postgres c64 drain of `bench/` (4 alternating runs each), cost the worker process 51–55 µs of
+   * CPU per task instead of 57–59 µs, and its backends ~1.5 µs less.
    */
   async completeRef(input: CompleteInput): Promise<TaskRef> {
     const params = completeParams(input);
-    const combiner = this.#completeRefCombiner;
-    if (combiner !== null) return this.run(() => combiner.add(params, String(params.taskId), paramBytes(params)));
-    const task = await this.#owned(COMPLETE, params);
-    return { id: task.id, status: task.status };
+    const write = this.#completeRef;
+    return this.run(() => write(params));
   }
 
   /** T8/T9/T10 (§5.16): cancel wins, then requeue while attempts remain, else failed. */
@@ -768,95 +625,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   }
 
   #owned(rule: RowTransition, params: Params): Promise<Task> {
-    const combiner = this.#ownedCombiners.get(rule);
-    if (combiner !== undefined) return this.run(() => combiner.add(params, String(params.taskId), paramBytes(params)));
-    const merged = this.#mergedOwnedWrites.get(rule);
-    const executor = this.dialect.executor;
-    if (merged !== undefined && executor.writeMergeable !== undefined) {
-      const writeMergeable = executor.writeMergeable.bind(executor);
-      return this.run(() => writeMergeable(this.db, merged, params));
-    }
-    return this.run(() => this.#ownedOne(rule, params));
-  }
-
-  /**
-   * Owned writes of `rule` for an executor that merges writes (SQLite's group commit). Alone: the
-   * single-row `UPDATE … RETURNING *`, exactly {@link KyselyStore.#ownedOne}. Several in one group
-   * commit: each row's own `UPDATE` without `RETURNING` (its own guard, the attempt fence, on its
-   * own current values; zero rows changed → `LostLease`), then ONE read of the changed rows by id
-   * in the same transaction, under the write lock — the rows `RETURNING` would have given, for
-   * less than SQLite's `RETURNING` costs per statement. Distinct ids only: a run holding one task
-   * twice throws before running anything, and the executor then runs each write on its own.
-   */
-  #mergedOwned(rule: RowTransition): MergeableWrite<Params, Task> {
-    const single = rowTransitionTemplate(rule);
-    const plain = rowTransitionTemplate(rule, false);
-    return {
-      one: (run, params) => ownedTask(run(this.compiler.statement(single, params).query(params)).rows[0], String(params.taskId)),
-      many: (run, items) => {
-        const ids = items.map((params) => String(params.taskId));
-        if (new Set(ids).size !== ids.length) throw new Error("a merged owned write holds one task twice");
-        const changed: string[] = [];
-        for (const params of items) {
-          const { numAffectedRows } = run(this.compiler.statement(plain, params).query(params));
-          if (numAffectedRows !== undefined && numAffectedRows > 0n) changed.push(String(params.taskId));
-        }
-        const read = { taskIds: changed };
-        const byId = changed.length === 0 ? new Map<string, Row>() : rowsById(run(this.compiler.statement(GET_MANY_TEMPLATE, read).query(read)).rows);
-        if (byId.size !== changed.length) throw new Error("a merged owned write could not read back every row it changed");
-        return ids.map((taskId) => {
-          const row = byId.get(taskId);
-          return row === undefined ? { ok: false, error: new LostLease(taskId) } : { ok: true, value: decodeTask(row) };
-        });
-      },
-      maxRows: MERGED_OWNED_ROWS,
-      maxBytes: MERGED_OWNED_BYTES,
-      bytes: paramBytes,
-    };
-  }
-
-  /** One owned write as its own statement: the row, or `LostLease`. */
-  async #ownedOne(rule: RowTransition, params: Params): Promise<Task> {
-    return ownedTask((await this.#write(rowTransitionTemplate(rule), params)).rows[0], String(params.taskId));
-  }
-
-  /**
-   * One flush of combined owned writes of `rule` (distinct task ids): a lone write runs its own
-   * statement; more run as the rule's multi-row statement, rows sorted by id (so two statements
-   * lock shared rows in one order). Each row passes its own guard; a caller whose id is not among
-   * the returned rows lost its lease (or attempt), exactly as its own statement would have said.
-   */
-  #flushOwned(rule: RowTransition, batch: readonly CombinedWrite<Params, Task>[]): Promise<void> {
-    return this.#flushRows(batch, rowTransitionTemplate(rule), batchRowTransitionTemplate(rule), decodeTask);
-  }
-
-  /** {@link KyselyStore.#flushOwned} over a rule's single-row and multi-row statements (`single`, `multi`), each returned row decoded by `decode`. */
-  async #flushRows<O>(batch: readonly CombinedWrite<Params, O>[], single: StatementTemplate, multi: StatementTemplate, decode: (row: Row) => O): Promise<void> {
-    if (batch.length === 1) {
-      const entry = batch[0] as CombinedWrite<Params, O>;
-      await this.#write(single, entry.item)
-        .then((result) => ownedRow(result.rows[0], String(entry.item.taskId), decode))
-        .then(
-          (value) => entry.resolve(value),
-          (error: unknown) => entry.reject(error),
-        );
-      return;
-    }
-    const sorted = [...batch].sort(byTaskId);
-    let rows: Row[];
-    try {
-      rows = (await this.#write(multi, { [BATCH_ROWS]: sorted.map((entry) => entry.item) })).rows;
-    } catch (error) {
-      await this.#splitOrFail(sorted, error, (half) => this.#flushRows(half, single, multi, decode));
-      return;
-    }
-    const byId = rowsById(rows);
-    for (const entry of sorted) {
-      const taskId = String(entry.item.taskId);
-      const row = byId.get(taskId);
-      if (row === undefined) entry.reject(new LostLease(taskId));
-      else entry.resolve(decode(row));
-    }
+    const write = this.#ownedWriters.get(rule) as BatchedWriter<Params, Task>;
+    return this.run(() => write(params));
   }
 
   /**
@@ -882,7 +652,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       this.dialect.executor.writeTransaction(this.db, async (tx) => {
         const result = await fn(tx);
         const params = completeParams({ ...input, result });
-        return { task: ownedTask((await this.#exec(tx, rowTransitionTemplate(COMPLETE), params)).rows[0], String(params.taskId)), result };
+        return { task: ownedRow((await this.#exec(tx, rowTransitionTemplate(COMPLETE), params)).rows[0], String(params.taskId), decodeTask), result };
       }),
     );
   }
@@ -903,42 +673,6 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   subscribe(listener: (signal: StoreSignal) => void): () => void {
     return this.dialect.wakeups.subscribe(listener);
   }
-}
-
-function firstRow(result: QueryResult<Row>): Row {
-  const row = result.rows[0];
-  if (row === undefined) throw new Error("the statement returned no row although RETURNING guarantees one; is the driver dropping RETURNING rows?");
-  return row;
-}
-
-/** An owned write's answer: the row its guard let through, decoded, or `LostLease` when the guard matched no row (§5.0). */
-function ownedRow<O>(row: Row | undefined, taskId: string, decode: (row: Row) => O): O {
-  if (row === undefined) throw new LostLease(taskId);
-  return decode(row);
-}
-
-/** {@link ownedRow} decoding the whole task. */
-function ownedTask(row: Row | undefined, taskId: string): Task {
-  return ownedRow(row, taskId, decodeTask);
-}
-
-function byTaskId<O>(a: CombinedWrite<Params, O>, b: CombinedWrite<Params, O>): number {
-  const x = String(a.item.taskId);
-  const y = String(b.item.taskId);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
-function rowsById(rows: readonly Row[]): Map<string, Row> {
-  const out = new Map<string, Row>();
-  for (const row of rows) out.set(String(row.id), row);
-  return out;
-}
-
-/** A write's size for the combiner's byte bounds: its string parameters (encoded JSON included) plus a fixed row overhead. */
-function paramBytes(params: Params): number {
-  let bytes = 64;
-  for (const value of Object.values(params)) if (typeof value === "string") bytes += value.length;
-  return bytes;
 }
 
 function zeroCounts(): Record<TaskStatus, number> {

@@ -1,5 +1,5 @@
 import type { QueryResult } from "kysely";
-import type { AnyKysely, MergeableWrite, QueryRunner, QueryThunk, Row } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row } from "@cairnq/store-kysely";
 import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { isBusyError, retryBusy } from "./busy.js";
 import type { SQLiteConnection } from "./sqlite-connection.js";
@@ -18,7 +18,8 @@ import type { SQLiteConnection } from "./sqlite-connection.js";
  * reports busy does it go the retrying way. The claim cycle's transaction
  * runs its statements straight on the writer too
  * ({@link SQLiteExecutor.writeTransactionAfter}, under the base class's
- * `writeTransactionWith`).
+ * `writeTransactionWith`). Batchable writes reach the queue through the
+ * dialect's `GroupCommitWrites`, not through this executor.
  */
 export class SQLiteExecutor extends BaseStoreExecutor {
   constructor(private readonly connection: SQLiteConnection) {
@@ -40,14 +41,6 @@ export class SQLiteExecutor extends BaseStoreExecutor {
   write(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const c = this.connection;
     const result = c.queue.statement(c, query);
-    c.maybeRefreshStatistics();
-    return result;
-  }
-
-  /** A write that shares one multi-row statement with adjacent writes of the same kind in a group commit (see the write queue). */
-  writeMergeable<I, O>(_db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O> {
-    const c = this.connection;
-    const result = c.queue.mergeable(c, write, item);
     c.maybeRefreshStatistics();
     return result;
   }
