@@ -17,7 +17,7 @@ import {
   succeedParams,
 } from "@cairnq/protocol/adapter";
 import type { QueryRunner } from "./executor.js";
-import { OwnedWrite, ownedRow } from "./owned-write.js";
+import { BatchableOwnedWrite, ownedRow } from "./batchable-owned-write.js";
 import { decodeTask } from "./rows.js";
 import { rowTransitionTemplate, setTransitionTemplate } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
@@ -51,9 +51,9 @@ export class OwnedWrites {
     for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
       // Settlements end an attempt, on the latency path of `call()`; heartbeats and progress nobody waits for.
       const latency = rule === HEARTBEAT || rule === PROGRESS ? "background" : "settlement";
-      this.#writers.set(rule, dialect.writes.writer(db, dialect.executor, OwnedWrite.task(compiler, rule, latency)));
+      this.#writers.set(rule, dialect.writes.writer(db, dialect.executor, BatchableOwnedWrite.task(compiler, rule, latency)));
     }
-    this.#completeRef = dialect.writes.writer(db, dialect.executor, OwnedWrite.ref(compiler, COMPLETE, "settlement"));
+    this.#completeRef = dialect.writes.writer(db, dialect.executor, BatchableOwnedWrite.ref(compiler, COMPLETE, "settlement"));
   }
 
   /** §5.11: extends the lease; the full row, or `LostLease`. */

@@ -7,7 +7,7 @@ import { decodeTask } from "./rows.js";
 import { GET_BY_KEY_TEMPLATE, rowTransitionTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
 import type { StoreStatements } from "./store-statements.js";
-import { SubmitWrite } from "./submit-write.js";
+import { BatchableSubmit } from "./batchable-submit.js";
 import type { BatchedWriter } from "./write-batching.js";
 
 /** The store a submit belongs to: the backpressure gate it passes, and the store the gate reads. */
@@ -28,7 +28,7 @@ export class SubmitPath {
   readonly #statements: StoreStatements;
   readonly #lifecycle: StoreLifecycle;
   readonly #store: GatedStore;
-  readonly #insert: SubmitWrite;
+  readonly #insert: BatchableSubmit;
   readonly #unkeyed: BatchedWriter<Params, Task>;
 
   /**
@@ -40,7 +40,7 @@ export class SubmitPath {
     this.#statements = statements;
     this.#lifecycle = lifecycle;
     this.#store = store;
-    this.#insert = new SubmitWrite(statements.compiler);
+    this.#insert = new BatchableSubmit(statements.compiler);
     const { db, dialect } = statements;
     this.#unkeyed = dialect.writes.writer(db, dialect.executor, this.#insert);
   }

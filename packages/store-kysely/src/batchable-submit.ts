@@ -10,7 +10,7 @@ import { batchInsertTemplate, insertTemplate } from "./statements.js";
 import type { BatchableWrite, MergedOutcome, PlannedWrite, WriteLatency } from "./write-batching.js";
 import { paramBytes } from "./write-batching.js";
 
-/** SUBMIT for a database clock: returns only the columns the database computed (see {@link SubmitWrite.one}). */
+/** SUBMIT for a database clock: returns only the columns the database computed (see {@link BatchableSubmit.one}). */
 const SUBMIT_COMPUTED_TEMPLATE = insertTemplate(SUBMIT, "computed");
 const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
 const SUBMIT_BATCH_TEMPLATE = batchInsertTemplate(SUBMIT);
@@ -18,7 +18,7 @@ const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
 
 /**
  * The SUBMIT insert (T1, §5.1) as a batchable write: the unkeyed submit's
- * writes, and the insert inside a keyed submit's transaction ({@link SubmitWrite.one}).
+ * writes, and the insert inside a keyed submit's transaction ({@link BatchableSubmit.one}).
  *
  * The row each caller gets is the row the database holds. With the process
  * clock, `now` is one bound parameter, so every column of the new row is
@@ -28,7 +28,7 @@ const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
  * statement bound. With a database clock (Postgres) the columns only the
  * database knows come back from `RETURNING`.
  */
-export class SubmitWrite implements BatchableWrite<Params, Task> {
+export class BatchableSubmit implements BatchableWrite<Params, Task> {
   readonly name = "submit";
   readonly latency: WriteLatency = "interactive";
   readonly #compiler: StatementCompiler;
@@ -77,7 +77,7 @@ export class SubmitWrite implements BatchableWrite<Params, Task> {
   }
 
   /**
-   * {@link SubmitWrite.many} run synchronously: ONE multi-row insert. It either inserts every row or
+   * {@link BatchableSubmit.many} run synchronously: ONE multi-row insert. It either inserts every row or
    * fails whole, so a bad row fails the run and, written alone again, only its own caller.
    */
   manyLocked(run: SyncRunner, items: readonly Params[]): MergedOutcome<Task>[] {

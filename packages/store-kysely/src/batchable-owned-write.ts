@@ -18,9 +18,9 @@ import { paramBytes } from "./write-batching.js";
  * matched no row.
  *
  * @example
- * const complete = OwnedWrite.task(compiler, COMPLETE, "settlement");
+ * const complete = BatchableOwnedWrite.task(compiler, COMPLETE, "settlement");
  */
-export class OwnedWrite<O> implements BatchableWrite<Params, O> {
+export class BatchableOwnedWrite<O> implements BatchableWrite<Params, O> {
   readonly #compiler: StatementCompiler;
   readonly #single: StatementTemplate;
   readonly #multi: StatementTemplate;
@@ -43,13 +43,13 @@ export class OwnedWrite<O> implements BatchableWrite<Params, O> {
   }
 
   /** `rule` answering the whole row. */
-  static task(compiler: StatementCompiler, rule: RowTransition, latency: WriteLatency): OwnedWrite<Task> {
-    return new OwnedWrite(rule.op, latency, compiler, rule, false, decodeTask);
+  static task(compiler: StatementCompiler, rule: RowTransition, latency: WriteLatency): BatchableOwnedWrite<Task> {
+    return new BatchableOwnedWrite(rule.op, latency, compiler, rule, false, decodeTask);
   }
 
   /** `rule` answering only `{ id, status }`: the same statement, guard and branches, `RETURNING id, status`. */
-  static ref(compiler: StatementCompiler, rule: RowTransition, latency: WriteLatency): OwnedWrite<TaskRef> {
-    return new OwnedWrite(`${rule.op}Ref`, latency, compiler, rule, true, decodeTaskRef);
+  static ref(compiler: StatementCompiler, rule: RowTransition, latency: WriteLatency): BatchableOwnedWrite<TaskRef> {
+    return new BatchableOwnedWrite(`${rule.op}Ref`, latency, compiler, rule, true, decodeTaskRef);
   }
 
   key(params: Params): string {
