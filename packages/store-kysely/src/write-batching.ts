@@ -119,13 +119,21 @@ export interface WriteBatching {
  * @example
  * const task = await writeAlone(db, executor, submitKind, params);
  */
-export async function writeAlone<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>, item: I): Promise<O> {
+export function writeAlone<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>, item: I): Promise<O> {
   let plan: PlannedWrite<O> | null = null;
-  const result = await executor.write(db, () => (plan = kind.one(item)).query);
-  // Assigned inside the thunk, which TypeScript cannot see run.
-  const planned = plan as PlannedWrite<O> | null;
-  if (planned === null) throw new Error("the executor's write settled without building its statement");
-  return planned.answer(result);
+  let written: Promise<QueryResult<Row>>;
+  try {
+    written = executor.write(db, () => (plan = kind.one(item)).query);
+  } catch (error) {
+    // An executor that builds the statement at once throws what building it threw: the caller gets a rejection either way.
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller gets exactly what was thrown
+    return Promise.reject(error);
+  }
+  // One reaction rather than an async function's frame: every lone write of a combining store passes here.
+  return written.then((result) => {
+    if (plan === null) throw new Error("the executor's write settled without building its statement");
+    return plan.answer(result);
+  });
 }
 
 /**

@@ -36,5 +36,12 @@ describe("writeAlone", () => {
     expect(await result).toBe("row:a2");
     expect(built).toEqual(["a", "a"]);
   });
+
+  it("rejects, never throws at the call, when building the statement throws inside an executor that builds it at once", async () => {
+    const kind = { ...idWrite("settlement"), one: (): never => { throw new Error("cannot bind"); } };
+    let result: Promise<string> | null = null;
+    expect(() => (result = writeAlone(db, new FakeServer(), kind, "a"))).not.toThrow();
+    await expect(result).rejects.toThrow("cannot bind");
+  });
 });
 
