@@ -10,26 +10,8 @@ import type { SchemaManager } from "./schema-manager.js";
 import type { SqlSyntax } from "./sql-syntax.js";
 import type { Wakeups } from "./wakeups.js";
 import { SleepWakeups } from "./wakeups.js";
-import type { WriteCombinerOptions } from "./write-combiner.js";
-
-/**
- * Turns on write combining (see `write-combiner.ts`): concurrent owned writes
- * (heartbeat, progress, succeed, complete, fail) and unkeyed submits of one
- * store are combined into multi-row statements (the syntax's `batchSource`),
- * within these bounds.
- */
-export interface WriteCombining extends WriteCombinerOptions {
-  /**
-   * True when `error`, thrown by a multi-row statement, means the database
-   * rejected the statement and applied none of it (a data error in one row,
-   * a deadlock): its rows are then re-sent in halves until each caller has
-   * the outcome its own statement would have had. Anything else — above all
-   * a connection lost with the outcome unknown — fails every caller of the
-   * statement with that error, exactly as their own statements would have,
-   * and nothing is re-sent.
-   */
-  splittable(error: unknown): boolean;
-}
+import type { WriteBatching } from "./write-batching.js";
+import { SingleWrites } from "./write-batching.js";
 
 /**
  * Everything a backend supplies to run the shared store core: a small set of
@@ -41,10 +23,12 @@ export interface WriteCombining extends WriteCombinerOptions {
  *   database expression, per rule clock — §2.1);
  * - **executor**: how statements run (reads, autocommit writes, write
  *   transactions; SQLite adds group commit and busy retry);
+ * - **writes**: how concurrent writes of one kind (unkeyed submits, owned
+ *   writes, `completeRef`) reach the database — each its own statement, or
+ *   sharing multi-row statements or a group commit;
  * - **keyLock**: the lock keyed transactions take first (§5.0);
  * - **schema**: connect-time setup, migrations and guards (§3.7, §3.9, §11);
  * - **wakeups**: push signals, or plain sleeps (§9);
- * - **combining**: whether concurrent writes share multi-row statements;
  * - **capabilities**: flags with documented defaults.
  *
  * Extend {@link BaseStoreDialect} rather than implementing this directly, so
@@ -60,20 +44,20 @@ export interface StoreDialect {
   readonly keyLock: KeyLock;
   readonly schema: SchemaManager;
   readonly wakeups: Wakeups;
-  /** Write combining, or `null`/absent to run every write on its own (the default). */
-  readonly combining?: WriteCombining | null;
+  readonly writes: WriteBatching;
   /**
    * Called once with the text of every statement the store compiles (a bounded set: templates ×
-   * shapes), e.g. to run them as named prepared statements. Optional.
+   * shapes), e.g. to run them as named prepared statements.
    */
-  statementCompiled?(sql: string): void;
+  statementCompiled(sql: string): void;
 }
 
 /**
  * A {@link StoreDialect} with defaults for everything but the name, the
  * syntax and the schema manager: {@link DEFAULT_DIALECT_CAPABILITIES}, the process
- * clock, the plain Kysely executor, no key lock, plain sleeps. Override a
- * field to replace a collaborator.
+ * clock, the plain Kysely executor, no key lock, plain sleeps, every write its
+ * own statement, no hook on compiled statements. Override a field to replace
+ * a collaborator.
  *
  * @example
  * class LibsqlDialect extends BaseStoreDialect {
@@ -96,8 +80,11 @@ export abstract class BaseStoreDialect implements StoreDialect {
   readonly keyLock: KeyLock = NO_KEY_LOCK;
   /** @default new SleepWakeups() */
   readonly wakeups: Wakeups = new SleepWakeups();
-  /** @default null (every write its own statement) */
-  readonly combining: WriteCombining | null = null;
+  /** @default new SingleWrites() (every write its own statement) */
+  readonly writes: WriteBatching = new SingleWrites();
+
+  /** @default does nothing */
+  statementCompiled(_sql: string): void {}
 }
 
 /**

@@ -30,36 +30,18 @@ export type QueryThunk = () => CompiledQuery<Row>;
 /** Runs one statement now, synchronously, and returns its result; throws the driver's error. */
 export type SyncRunner = (query: CompiledQuery<Row>) => QueryResult<Row>;
 
-/** One caller's outcome inside a multi-row statement: its value, or its own error (e.g. `LostLease`). */
-export type MergedOutcome<O> = { readonly ok: true; readonly value: O } | { readonly ok: false; readonly error: unknown };
-
 /**
- * A kind of write whose concurrent calls an executor may run as one
- * multi-row statement (see {@link StoreExecutor.writeMergeable}).
- *
- * Both functions run synchronously on the executor's connection. `one` runs
- * exactly ONE statement (alone as autocommit, or inside the executor's group
- * commit): the database undoes a failed statement by itself, so a failure
- * leaves nothing of it behind. `many` runs inside the executor's transaction
- * and its own savepoint, so it may run several statements: when it throws,
- * all of them are undone.
+ * The first statements of a {@link StoreExecutor.writeTransactionWith} transaction, built when the
+ * transaction runs (once per attempt): the claim cycle's lease recovery, then its first draw (and
+ * the probe again) when the draw planner could plan it before the transaction opened.
  */
-export interface MergeableWrite<I, O> {
-  /** The write of one item (its single-row statement): the caller's value, or the caller's error thrown. */
-  one(run: SyncRunner, item: I): O;
-  /**
-   * Several items (at least two) together, e.g. as one multi-row statement: every item's
-   * outcome, in the order given, matched by id. Throws when it failed — the executor then undoes
-   * whatever it ran and runs every item on its own with {@link MergeableWrite.one}, so each caller
-   * gets exactly what its single-row statement gives. Absent: never merged.
-   */
-  many?(run: SyncRunner, items: readonly I[]): MergedOutcome<O>[];
-  /** Most items in one {@link MergeableWrite.many}. */
-  readonly maxRows: number;
-  /** Most bytes (the sum of {@link MergeableWrite.bytes}) in one {@link MergeableWrite.many}; a larger item runs alone. */
-  readonly maxBytes: number;
-  /** An item's size for {@link MergeableWrite.maxBytes}. */
-  bytes(item: I): number;
+export interface TransactionHead {
+  /** The transaction's first statement, whose result nobody needs (lease recovery): an executor may send it with `BEGIN`. */
+  readonly first: CompiledQuery<Row>;
+  /** The statements after `first`, in order; the transaction's body receives their results. */
+  readonly statements: readonly CompiledQuery<Row>[];
+  /** Nothing follows the head: the transaction commits with it, and the body runs after the commit. */
+  readonly last: boolean;
 }
 
 /**
@@ -70,6 +52,10 @@ export interface MergeableWrite<I, O> {
  * hooks do); an executor may route some work elsewhere (SQLite reads use a
  * second connection so they never wait for, or land inside, a write
  * transaction).
+ *
+ * Extend {@link BaseStoreExecutor} (or {@link KyselyExecutor}) rather than
+ * implementing this directly: a method added here later comes with a default
+ * there, so an executor written today keeps compiling and working.
  */
 export interface StoreExecutor {
   /** One read-only statement, outside any write transaction and never queued behind writes. */
@@ -87,38 +73,69 @@ export interface StoreExecutor {
    */
   writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
   /**
-   * Optional: a write transaction whose first statement is `first` (its
-   * result is not needed), then `fn`. An executor may send `first` together
-   * with `BEGIN` to save a round trip; without this method the store runs
-   * `first` as the first statement of {@link StoreExecutor.writeTransaction}'s body.
+   * A write transaction of the store core's own statements (never user code) whose first statement
+   * is `first()` (its result is not needed), then `fn`. An executor may send `first` with `BEGIN`
+   * to save a round trip, or run `fn`'s statements straight on its connection.
    */
-  writeTransactionAfter?<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
+  writeTransactionAfter<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
   /**
-   * Optional: a write transaction whose first statements are `head().statements` (`head` is
-   * called once per attempt), then `fn` with their results. An executor may send `BEGIN` and the
-   * whole head in one round trip (Postgres pipelines them); the store then plans the claim's first
-   * draw before the transaction opens. With `head().last` the head is the whole transaction: it
-   * commits with the head (Postgres: `COMMIT` in the same round trip) and `fn` gets `null` instead
-   * of the transaction, after the commit. Without this method the store uses
-   * {@link StoreExecutor.writeTransactionAfter}.
+   * A write transaction of the store core's own statements whose first statements are `head()`'s
+   * (`head` is called once per attempt, when the attempt runs), then `fn` with the results of
+   * `head().statements`. With `head().last` the head is the whole transaction: it commits with the
+   * head and `fn` gets `null` instead of the transaction, after the commit. The claim cycle's one
+   * way in: an executor may send `BEGIN` and the whole head — `COMMIT` too when `last` — in one
+   * round trip (Postgres pipelines them).
    */
-  writeTransactionWith?<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T>;
-  /**
-   * Optional: one autocommit write of `item` that may share ONE multi-row
-   * statement with concurrent writes of the same `write` (the same object)
-   * issued meanwhile — for an executor that group-commits and runs its
-   * batches synchronously (SQLite). The promise settles only after the
-   * commit, with this item's own outcome. Without this method the store runs
-   * each write as its own statement through {@link StoreExecutor.write}.
-   */
-  writeMergeable?<I, O>(db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O>;
+  writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T>;
 }
 
-/** The first statements of a {@link StoreExecutor.writeTransactionWith} transaction. */
-export interface TransactionHead {
-  readonly statements: readonly CompiledQuery<Row>[];
-  /** Nothing follows the head: commit with it. */
-  readonly last: boolean;
+/** What {@link BaseStoreExecutor.writeTransactionWith}'s transaction gives back: `fn`'s value, or the head's results to hand `fn` after the commit. */
+type HeadOutcome<T> = { readonly value: T } | { readonly committed: readonly QueryResult<Row>[] };
+
+/**
+ * The base of every executor: `read`, `write` and `writeTransaction` to
+ * supply; every other method has a default that is correct on any backend,
+ * built on those three, which an executor overrides where its backend can do
+ * better (the model is Kysely's `DialectAdapterBase`).
+ *
+ * @example
+ * class LibsqlExecutor extends BaseStoreExecutor {
+ *   read(db: AnyKysely, query: QueryThunk) { return db.executeQuery(query()); }
+ *   write(db: AnyKysely, query: QueryThunk) { return db.executeQuery(query()); }
+ *   writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>) { return db.transaction().execute(fn); }
+ * }
+ */
+export abstract class BaseStoreExecutor implements StoreExecutor {
+  abstract read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>>;
+  abstract write(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>>;
+  abstract writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T>;
+
+  /** Default: `first()` as the first statement of {@link BaseStoreExecutor.writeTransaction}'s body, then `fn`. */
+  writeTransactionAfter<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    return this.writeTransaction(db, async (tx) => {
+      await tx.executeQuery(first());
+      return fn(tx);
+    });
+  }
+
+  /**
+   * Default: {@link BaseStoreExecutor.writeTransactionAfter} with the head's `first`, then its
+   * statements one by one in the body; with `last`, `fn` runs after the commit.
+   */
+  async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+    let current: TransactionHead | null = null;
+    const outcome = await this.writeTransactionAfter(
+      db,
+      () => (current = head()).first,
+      async (tx): Promise<HeadOutcome<T>> => {
+        const { statements, last } = current as TransactionHead;
+        const results: QueryResult<Row>[] = [];
+        for (const query of statements) results.push(await tx.executeQuery(query));
+        return last ? { committed: results } : { value: await fn(tx, results) };
+      },
+    );
+    return "value" in outcome ? outcome.value : fn(null, outcome.committed);
+  }
 }
 
 /**
@@ -129,7 +146,7 @@ export interface TransactionHead {
  * @example
  * class MyDialect extends BaseStoreDialect { override readonly executor = new KyselyExecutor(); }
  */
-export class KyselyExecutor implements StoreExecutor {
+export class KyselyExecutor extends BaseStoreExecutor {
   read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     return db.executeQuery(query());
   }

@@ -19,9 +19,10 @@
  * | `cairnq_ext_rate_claims` | task option `rateLimit` | one per recent claim of a rate-limited name, pruned once outside the window |
  */
 import { CompiledQuery } from "kysely";
-import type { StatementCompiler, StatementTemplate } from "./compiler.js";
+import type { StatementTemplate } from "./compiler.js";
 import type { StoreDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner, Row } from "./executor.js";
+import type { StoreStatements } from "./store-statements.js";
 import type { Params } from "@cairnq/protocol/adapter";
 import type { QueryResult } from "kysely";
 
@@ -46,16 +47,23 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
 
 /**
  * What the extension modules (flow control, schedule slots) need of a
- * store: its Kysely instance, dialect and compiler, and the tables they use.
+ * store: its statements, and the tables they use.
  */
 export class StoreExtensions {
   readonly #ready = new Map<ExtensionTable, Promise<void>>();
 
-  constructor(
-    readonly db: AnyKysely,
-    readonly dialect: StoreDialect,
-    readonly compiler: StatementCompiler,
-  ) {}
+  /** @param statements - The store's statements (its Kysely instance, dialect and compiler). */
+  constructor(readonly statements: StoreStatements) {}
+
+  /** The store's Kysely instance. */
+  get db(): AnyKysely {
+    return this.statements.db;
+  }
+
+  /** The store's dialect. */
+  get dialect(): StoreDialect {
+    return this.statements.dialect;
+  }
 
   /** Creates `table` unless this store already did (or found it); a failed attempt is retried on the next call. */
   ensure(table: ExtensionTable): Promise<void> {
@@ -73,6 +81,6 @@ export class StoreExtensions {
 
   /** Runs `template` with `params` on the open transaction `tx`. */
   exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
-    return tx.executeQuery(this.compiler.statement(template, params).query(params));
+    return this.statements.exec(tx, template, params);
   }
 }

@@ -6,8 +6,8 @@
  * of this core; a MySQL or libSQL adapter can be one too.
  *
  * What a dialect author needs is exported here: the store, the dialect and its
- * collaborators (syntax, clock, executor, key lock, schema manager, wake-ups)
- * with their base classes and defaults, the migration builders, row decoding,
+ * collaborators (syntax, clock, executor, write batching, key lock, schema
+ * manager, wake-ups) with their base classes and defaults, the migration builders, row decoding,
  * and the statement compiler with the templates of the protocol's
  * transitions (to check a dialect's SQL against the in-memory evaluator).
  *
@@ -16,7 +16,7 @@
 export { KyselyStore } from "./kysely-store.js";
 export type { KyselyStoreOptions } from "./kysely-store.js";
 export { BaseStoreDialect, TransactionViewDialect } from "./dialect.js";
-export type { StoreDialect, WriteCombining } from "./dialect.js";
+export type { StoreDialect } from "./dialect.js";
 export { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 export type { DialectCapabilities } from "./capabilities.js";
 export { BaseSqlSyntax, existsClaimProbe } from "./sql-syntax.js";
@@ -25,8 +25,12 @@ export { SqliteSyntax } from "./sqlite-syntax.js";
 export { PostgresSyntax } from "./postgres-syntax.js";
 export { POSTGRES_CLOCK, ProcessClock, SqlClock } from "./clock.js";
 export type { StoreClock } from "./clock.js";
-export { KyselyExecutor } from "./executor.js";
-export type { AnyKysely, MergeableWrite, MergedOutcome, QueryRunner, QueryThunk, Row, StoreExecutor, SyncRunner, TransactionHead } from "./executor.js";
+export { BaseStoreExecutor, KyselyExecutor } from "./executor.js";
+export type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor, SyncRunner, TransactionHead } from "./executor.js";
+export { SingleWrites, writeAlone } from "./write-batching.js";
+export type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, WriteBatching, WriteLatency } from "./write-batching.js";
+export { CombiningWrites } from "./combining-writes.js";
+export type { CombiningWritesOptions } from "./combining-writes.js";
 export { NO_KEY_LOCK, StatementKeyLock } from "./key-lock.js";
 export type { KeyLock } from "./key-lock.js";
 export { MigratingSchemaManager } from "./schema-manager.js";

@@ -24,85 +24,19 @@ import type {
   SucceedInput,
   Task,
   TaskRef,
-  TaskStatus,
 } from "@cairnq/protocol";
-import type { Params, RowTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, CairnQError, LostLease, STATUSES, UnsupportedBackend } from "@cairnq/protocol";
-import {
-  answerReprobe,
-  buildInsert,
-  CANCEL,
-  CANCEL_BATCH,
-  cancelBatchParams,
-  COMPLETE,
-  completeParams,
-  DRAW,
-  drawParams,
-  FAIL,
-  failParams,
-  HEARTBEAT,
-  HEARTBEAT_BATCH,
-  heartbeatBatchParams,
-  heartbeatBatchResult,
-  heartbeatParams,
-  newTaskId,
-  normalizeClaim,
-  normalizeList,
-  normalizeSubmit,
-  probeParams,
-  PROGRESS,
-  progressParams,
-  PURGE,
-  purgeParams,
-  queueDepthArgs,
-  RECOVER,
-  requireKey,
-  requireLimitedText,
-  requireName,
-  resolveKeyConflict,
-  RETRY,
-  RETRY_BATCH,
-  retryBatchParams,
-  retryParams,
-  SUBMIT,
-  SUCCEED,
-  succeedParams,
-} from "@cairnq/protocol/adapter";
-import type { CompiledQuery, QueryResult } from "kysely";
-import type { StatementTemplate } from "./compiler.js";
+import { ClaimCycle } from "./claim-cycle.js";
+import { ClientTransitions } from "./client-transitions.js";
 import { StatementCompiler } from "./compiler.js";
-import { BATCH_ROWS } from "./compiler.js";
-import type { StoreDialect, WriteCombining } from "./dialect.js";
-import type { AnyKysely, MergeableWrite, QueryRunner, Row, TransactionHead } from "./executor.js";
+import type { StoreDialect } from "./dialect.js";
+import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
-import { FlowControlStep } from "./flow-control-step.js";
+import { OwnedWrites } from "./owned-writes.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
-import { decodeTask, decodeTaskRef } from "./rows.js";
-import type { CombinedWrite } from "./write-combiner.js";
-import { WriteCombiner } from "./write-combiner.js";
-import {
-  batchInsertTemplate,
-  batchRowTransitionRefTemplate,
-  batchRowTransitionTemplate,
-  batchTransitionTemplate,
-  deleteTemplate,
-  GET_BY_KEY_TEMPLATE,
-  GET_MANY_TEMPLATE,
-  GET_STATUS_BY_KEY_TEMPLATE,
-  GET_STATUS_TEMPLATE,
-  GET_TEMPLATE,
-  insertTemplate,
-  KEY_TASK_ID_TEMPLATE,
-  LIST_BY_ID_TEMPLATE,
-  LIST_TEMPLATE,
-  PROBE_TEMPLATE,
-  QUEUE_DEPTH_TEMPLATE,
-  rowTransitionRefTemplate,
-  rowTransitionTemplate,
-  setTransitionTemplate,
-  STATS_TEMPLATE,
-  UPSERT_KEY_TEMPLATE,
-} from "./statements.js";
+import { StoreLifecycle } from "./store-lifecycle.js";
+import { StoreStatements } from "./store-statements.js";
+import { SubmitPath } from "./submit-path.js";
+import { TaskReads } from "./task-reads.js";
 
 /** Options of {@link KyselyStore}. */
 export interface KyselyStoreOptions {
@@ -113,26 +47,6 @@ export interface KyselyStoreOptions {
    */
   readonly destroyOnClose?: boolean;
 }
-
-const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
-const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
-const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "cancel_requested_at_ms"]);
-/** SUBMIT for a database clock: returns only the columns the database computed (see {@link KyselyStore.#insertedFrom}). */
-const SUBMIT_COMPUTED_TEMPLATE = insertTemplate(SUBMIT, "computed");
-const SUBMIT_PLAIN_TEMPLATE = insertTemplate(SUBMIT, false);
-const SUBMIT_BATCH_PLAIN_TEMPLATE = batchInsertTemplate(SUBMIT, false);
-/** Submits in one merged insert at most (see {@link KyselyStore.#mergedSubmit}): past 64 rows a statement saves nothing more. */
-const MERGED_SUBMIT_ROWS = 64;
-/** Bytes of parameters (payloads, metadata) in one merged insert at most: the rows travel as one JSON text. */
-const MERGED_SUBMIT_BYTES = 1 << 20;
-/** Owned writes in one merged run at most (see {@link KyselyStore.#mergedOwned}), and their bytes (results, errors). */
-const MERGED_OWNED_ROWS = 64;
-const MERGED_OWNED_BYTES = 1 << 20;
-const PURGE_TEMPLATE = deleteTemplate(PURGE);
-const CANCEL_BATCH_TEMPLATE = batchTransitionTemplate(CANCEL_BATCH);
-const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
-
-type State = "idle" | "open" | "closing" | "closed";
 
 /**
  * The `TaskStore` contract written once over Kysely: every protocol
@@ -148,13 +62,18 @@ type State = "idle" | "open" | "closing" | "closed";
  * Every method validates its input first (a clear `InvalidArgument` or
  * `SerializationError`, nothing written) and connects lazily.
  *
+ * This class is a facade: each group of operations lives in a module of its
+ * own — `submit-path.ts`, `owned-writes.ts` (a worker's writes to the tasks
+ * it holds), `task-reads.ts`, `client-transitions.ts` (cancel, retry, purge),
+ * `claim-cycle.ts` — over one `store-lifecycle.ts` (lazy connect, close after
+ * the calls in flight) and one `store-statements.ts`. Writes that concurrent
+ * callers may share a statement for go through the dialect's
+ * {@link StoreDialect.writes}.
+ *
  * @example
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-/** An id bound above every task id (`task_` + a ULID starting 0–7, §2.4). */
-const ID_UPPER_BOUND = "task_8";
-
 export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
@@ -163,23 +82,12 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
 
   /** The compiled-statement cache of this store's dialect. */
   protected readonly compiler: StatementCompiler;
-  readonly #destroyOnClose: boolean;
-  #state: State = "idle";
-  #connecting: Promise<void> | null = null;
-  /** Calls of {@link KyselyStore.run} not yet settled; `close()` waits for them (see {@link KyselyStore.#settledOne}). */
-  #inFlight = 0;
-  /** Wakes `close()` when the last call in flight settles; set only while it waits. */
-  #whenIdle: (() => void) | null = null;
-  /** The close in progress or done, which a second `close()` waits for. */
-  #closing: Promise<void> | null = null;
-  readonly #combining: WriteCombining | null;
-  /** One combiner per owned-write rule, when the dialect combines writes. */
-  readonly #ownedCombiners = new Map<RowTransition, WriteCombiner<Params, Task>>();
-  /** The combiner of {@link KyselyStore.completeRef}, when the dialect combines writes. */
-  readonly #completeRefCombiner: WriteCombiner<Params, TaskRef> | null;
-  readonly #submitCombiner: WriteCombiner<Params, Task> | null;
-  /** One mergeable write per owned-write rule, when the executor merges writes (see {@link KyselyStore.#mergedOwned}). */
-  readonly #mergedOwnedWrites = new Map<RowTransition, MergeableWrite<Params, Task>>();
+  readonly #lifecycle: StoreLifecycle;
+  readonly #submits: SubmitPath;
+  readonly #owned: OwnedWrites;
+  readonly #reads: TaskReads;
+  readonly #transitions: ClientTransitions;
+  readonly #claims: ClaimCycle;
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
   readonly #extensions: StoreExtensions;
 
@@ -202,45 +110,22 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       completeRef: true,
       claimReprobe: true,
     };
-    const compiled = dialect.statementCompiled === undefined ? null : (sql: string): void => dialect.statementCompiled?.(sql);
-    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, compiled);
-    this.#extensions = new StoreExtensions(db, dialect, this.compiler);
-    this.#destroyOnClose = options.destroyOnClose ?? false;
-    this.#combining = dialect.combining ?? null;
-    const combining = this.#combining;
-    if (combining !== null) {
-      for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
-        // Settlements end an attempt: on the latency path of `call()`, so their first flush skips the loop turn.
-        const flushAt = rule === HEARTBEAT || rule === PROGRESS ? "turn" : "tick";
-        this.#ownedCombiners.set(rule, new WriteCombiner((batch) => this.#flushOwned(rule, batch), combining, flushAt));
-      }
-    }
-    this.#submitCombiner = combining === null ? null : new WriteCombiner((batch) => this.#flushSubmits(batch), combining);
-    this.#completeRefCombiner =
-      combining === null
-        ? null
-        : new WriteCombiner((batch) => this.#flushRows(batch, rowTransitionRefTemplate(COMPLETE), batchRowTransitionRefTemplate(COMPLETE), decodeTaskRef), combining, "tick");
-    if (combining === null && dialect.executor.writeMergeable !== undefined) {
-      for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) this.#mergedOwnedWrites.set(rule, this.#mergedOwned(rule));
-    }
+    this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
+    const statements = new StoreStatements(db, dialect, this.compiler);
+    this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
+    this.#extensions = new StoreExtensions(statements);
+    this.#submits = new SubmitPath(statements, this.#lifecycle, this);
+    this.#owned = new OwnedWrites(statements, this.#lifecycle);
+    this.#reads = new TaskReads(statements, this.#lifecycle);
+    this.#transitions = new ClientTransitions(statements, this.#lifecycle);
+    this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions);
   }
 
   // ---------------------------------------------------------------- lifecycle
 
   /** Opens the database: setup, migrations and guards (see the dialect's schema manager). Idempotent. */
-  async connect(): Promise<void> {
-    if (this.#state === "open") return;
-    if (this.#state !== "idle") throw this.#closedError();
-    this.#connecting ??= this.dialect.schema.connect(this.db, this.dialect.executor).then(
-      () => {
-        if (this.#state === "idle") this.#state = "open";
-      },
-      (err: unknown) => {
-        this.#connecting = null;
-        throw err;
-      },
-    );
-    await this.#connecting;
+  connect(): Promise<void> {
+    return this.#lifecycle.connect();
   }
 
   /**
@@ -248,68 +133,13 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * (never a Kysely instance the caller owns). Idempotent; later calls of any
    * other method reject.
    */
-  async close(): Promise<void> {
-    if (this.#closing !== null) {
-      // A second close waits for the first, and does not repeat its error.
-      await this.#closing.catch(() => {});
-      return;
-    }
-    this.#closing = this.#close();
-    await this.#closing;
+  close(): Promise<void> {
+    return this.#lifecycle.close();
   }
 
-  async #close(): Promise<void> {
-    const wasConnecting = this.#connecting;
-    this.#state = "closing";
-    try {
-      if (wasConnecting !== null) await wasConnecting.catch(() => {});
-      while (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#whenIdle = resolve));
-      await this.dialect.schema.close(this.db);
-      if (this.#destroyOnClose) await this.db.destroy();
-    } finally {
-      this.#state = "closed";
-    }
-  }
-
-  #closedError(): CairnQError {
-    return new CairnQError(`this ${this.dialect.name} store is closed, so the call was not run; create a new store to keep using the database`);
-  }
-
-  /**
-   * Runs `fn` connected, counted as in flight so `close()` waits for it. A count and one reaction
-   * per call, not a set of promises and a `finally` chain: on a Postgres c64 drain every settlement
-   * passes here, and those were objects for the garbage collector per task.
-   */
+  /** Runs `fn` connected, counted as in flight so `close()` waits for it: for a subclass's own operations. */
   protected run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#state === "closing" || this.#state === "closed") return Promise.reject(this.#closedError());
-    const promise = this.#state === "open" ? fn() : this.connect().then(fn);
-    this.#inFlight += 1;
-    promise.then(this.#settledOne, this.#settledOne);
-    return promise;
-  }
-
-  readonly #settledOne = (): void => {
-    this.#inFlight -= 1;
-    if (this.#inFlight > 0 || this.#whenIdle === null) return;
-    const wake = this.#whenIdle;
-    this.#whenIdle = null;
-    wake();
-  };
-
-  // -------------------------------------------------------------- statements
-
-  #read(template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
-    const statement = this.compiler.statement(template, params);
-    return this.dialect.executor.read(this.db, () => statement.query(params));
-  }
-
-  #write(template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
-    const statement = this.compiler.statement(template, params);
-    return this.dialect.executor.write(this.db, () => statement.query(params));
-  }
-
-  #exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<QueryResult<Row>> {
-    return tx.executeQuery(this.compiler.statement(template, params).query(params));
+    return this.#lifecycle.run(fn);
   }
 
   // ------------------------------------------------------------------ submit
@@ -321,7 +151,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * nothing written) or cancel-and-insert with the key upserted.
    */
   async submit(input: SubmitInput): Promise<Task> {
-    return (await this.#submit(input)).task;
+    return (await this.#submits.submit(input)).task;
   }
 
   /**
@@ -330,251 +160,66 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * the same key-locked transaction.
    */
   submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
-    return this.#submit(input);
-  }
-
-  #submit(input: SubmitInput): Promise<SubmitOutcome> {
-    const submit = normalizeSubmit(input, newTaskId());
-    return this.run(async () => {
-      if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
-      const params = submit.params;
-      const key = submit.key;
-      if (key === null) {
-        const combiner = this.#submitCombiner;
-        // Alone (nothing of its kind pending or in flight) the submit runs its own statement at once; submits
-        // arriving meanwhile gather behind it and go as one multi-row insert when it returns.
-        const task = combiner === null ? this.#submitOne(params) : (combiner.runAlone(() => this.#submitOne(params)) ?? combiner.add(params, String(params.taskId), paramBytes(params)));
-        return { task: await task, created: true };
-      }
-      return this.dialect.executor.writeTransaction(this.db, async (tx): Promise<SubmitOutcome> => {
-        await this.dialect.keyLock.acquire(tx, key);
-        const found = (await this.#exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
-        const existing = found === undefined ? null : decodeTask(found);
-        const decision = resolveKeyConflict(submit.conflict, existing);
-        switch (decision.kind) {
-          case "reject":
-            throw new AlreadyExists(key);
-          case "reuse":
-            return { task: existing as Task, created: false };
-          case "insert": {
-            if (decision.cancelExisting && existing !== null) {
-              await this.#exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
-            }
-            const inserted = await this.#insert(tx, params);
-            await this.#exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
-            return { task: inserted, created: true };
-          }
-        }
-      });
-    });
-  }
-
-  /** One unkeyed SUBMIT as its own autocommit statement (or merged with concurrent ones, where the executor can). */
-  async #submitOne(params: Params): Promise<Task> {
-    if (!this.#submitClockIsProcess) return this.#insertedFrom(params, await this.#write(SUBMIT_COMPUTED_TEMPLATE, params));
-    const executor = this.dialect.executor;
-    if (executor.writeMergeable !== undefined) return executor.writeMergeable(this.db, this.#mergedSubmit, params);
-    const statement = this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params);
-    let nowMs = 0;
-    await this.dialect.executor.write(this.db, () => statement.query(params, (nowMs = this.compiler.clock.nowMs())));
-    return this.#inserted(params, nowMs);
-  }
-
-  /**
-   * Unkeyed submits for an executor that merges writes (SQLite's group commit), with the process
-   * clock: alone, the single-row insert without `RETURNING`; several in one group commit, ONE
-   * multi-row insert of their rows (`INSERT … SELECT … FROM json_each(?)`, no `RETURNING`). Either
-   * way each caller's row is `buildInsert` over its own parameters and the `now` the statement
-   * bound. A multi-row insert either inserts every row or fails whole; the executor then runs each
-   * submit's own insert, so a bad row fails only its caller.
-   */
-  readonly #mergedSubmit: MergeableWrite<Params, Task> = {
-    one: (run, params) => {
-      const nowMs = this.compiler.clock.nowMs();
-      run(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
-      return this.#inserted(params, nowMs);
-    },
-    many: (run, items) => {
-      const rows = { [BATCH_ROWS]: items };
-      const nowMs = this.compiler.clock.nowMs();
-      run(this.compiler.statement(SUBMIT_BATCH_PLAIN_TEMPLATE, rows).query(rows, nowMs));
-      return items.map((params) => ({ ok: true, value: this.#inserted(params, nowMs) }));
-    },
-    maxRows: MERGED_SUBMIT_ROWS,
-    maxBytes: MERGED_SUBMIT_BYTES,
-    bytes: paramBytes,
-  };
-
-  /**
-   * One flush of combined submits: a lone submit runs its own statement; more run as one multi-row
-   * insert (ids sorted), each caller getting the row with its id. See {@link KyselyStore.#splitOrFail}.
-   */
-  async #flushSubmits(batch: readonly CombinedWrite<Params, Task>[]): Promise<void> {
-    if (batch.length === 1) {
-      const entry = batch[0] as CombinedWrite<Params, Task>;
-      await this.#submitOne(entry.item).then(
-        (task) => entry.resolve(task),
-        (error: unknown) => entry.reject(error),
-      );
-      return;
-    }
-    const sorted = [...batch].sort(byTaskId);
-    let rows: Row[];
-    try {
-      rows = (await this.#write(batchInsertTemplate(SUBMIT), { [BATCH_ROWS]: sorted.map((entry) => entry.item) })).rows;
-    } catch (error) {
-      await this.#splitOrFail(sorted, error, (half) => this.#flushSubmits(half));
-      return;
-    }
-    const byId = rowsById(rows);
-    for (const entry of sorted) {
-      const row = byId.get(String(entry.item.taskId));
-      if (row === undefined) entry.reject(new Error("the multi-row insert returned no row for this task although RETURNING guarantees one"));
-      else entry.resolve(decodeTask(row));
-    }
-  }
-
-  /**
-   * After a multi-row statement failed: when the database rejected it whole (the dialect's
-   * `splittable`), re-send the rows in two halves, down to single rows, which run the single-row
-   * statement and so get exactly its outcome; otherwise (outcome unknown, e.g. a lost connection)
-   * every caller gets the error and nothing is re-sent.
-   */
-  async #splitOrFail<I, O>(batch: readonly CombinedWrite<I, O>[], error: unknown, flush: (half: readonly CombinedWrite<I, O>[]) => Promise<void>): Promise<void> {
-    if (this.#combining?.splittable(error) !== true) {
-      for (const entry of batch) entry.reject(error);
-      return;
-    }
-    const middle = Math.ceil(batch.length / 2);
-    await flush(batch.slice(0, middle));
-    await flush(batch.slice(middle));
-  }
-
-  /**
-   * Whether SUBMIT's `now` is the process clock, bound as one parameter. Then every column of the new
-   * row is known before the insert runs, and the insert skips `RETURNING` (≈ 3× the cost of a plain
-   * insert on SQLite): the row is the protocol's `buildInsert(SUBMIT, params, now)` over the very params
-   * and `now` the statement bound. With a database clock (Postgres) the row comes back from `RETURNING`.
-   */
-  get #submitClockIsProcess(): boolean {
-    return this.compiler.clock.nowSql(SUBMIT.clock) === null;
-  }
-
-  /** The row SUBMIT inserted with `nowMs`, decoded exactly as the same row read back from the database. */
-  #inserted(params: Params, nowMs: number): Task {
-    return decodeTask(buildInsert(SUBMIT, params, nowMs) as unknown as Row);
-  }
-
-  /**
-   * The row SUBMIT inserted with a database clock: the columns only the database knows (the clock's,
-   * the stored JSON), as its `RETURNING` gave them, laid over `buildInsert` of the same parameters,
-   * which gives every other column exactly as stored — so the task is the row a later `get()` reads.
-   */
-  #insertedFrom(params: Params, result: QueryResult<Row>): Task {
-    return decodeTask({ ...(buildInsert(SUBMIT, params, 0) as unknown as Row), ...firstRow(result) });
-  }
-
-  /** SUBMIT inside a write transaction; the inserted row. */
-  async #insert(tx: QueryRunner, params: Params): Promise<Task> {
-    if (!this.#submitClockIsProcess) return this.#insertedFrom(params, await this.#exec(tx, SUBMIT_COMPUTED_TEMPLATE, params));
-    const nowMs = this.compiler.clock.nowMs();
-    await tx.executeQuery(this.compiler.statement(SUBMIT_PLAIN_TEMPLATE, params).query(params, nowMs));
-    return this.#inserted(params, nowMs);
+    return this.#submits.submit(input);
   }
 
   // ------------------------------------------------------------------- reads
 
   /** The full row, or `null` (§5.2). */
-  async get(id: string): Promise<Task | null> {
-    const params = { taskId: requireName(id, "id") };
-    return this.#readOne(GET_TEMPLATE, params, decodeTask);
+  get(id: string): Promise<Task | null> {
+    return this.#reads.get(id);
   }
 
   /** The row the key points at, or `null` (§5.2); takes no key lock. */
-  async getByKey(key: string): Promise<Task | null> {
-    const params = { key: requireKey(key) };
-    return this.#readOne(GET_BY_KEY_TEMPLATE, params, decodeTask);
+  getByKey(key: string): Promise<Task | null> {
+    return this.#reads.getByKey(key);
   }
 
   /** `{ id, status }`, or `null` (§5.3). */
-  async getStatus(id: string): Promise<TaskRef | null> {
-    const params = { taskId: requireName(id, "id") };
-    return this.#readOne(GET_STATUS_TEMPLATE, params, decodeTaskRef);
+  getStatus(id: string): Promise<TaskRef | null> {
+    return this.#reads.getStatus(id);
   }
 
   /** `{ id, status }` of the task the key points at now, or `null` (§5.3). */
-  async getStatusByKey(key: string): Promise<TaskRef | null> {
-    const params = { key: requireKey(key) };
-    return this.#readOne(GET_STATUS_BY_KEY_TEMPLATE, params, decodeTaskRef);
-  }
-
-  #readOne<T>(template: StatementTemplate, params: Params, decode: (row: Row) => T): Promise<T | null> {
-    return this.run(async () => {
-      const row = (await this.#read(template, params)).rows[0];
-      return row === undefined ? null : decode(row);
-    });
+  getStatusByKey(key: string): Promise<TaskRef | null> {
+    return this.#reads.getStatusByKey(key);
   }
 
   /** Rows matching every given filter, newest first (§5.4). */
-  async list(input: ListInput = {}): Promise<Task[]> {
-    const q = normalizeList(input);
-    if (q.order !== "id") return this.run(async () => (await this.#read(LIST_TEMPLATE, q as unknown as Params)).rows.map(decodeTask));
-    // The first page is bounded too ("task_8" sorts after every task id, §2.4): with `id < ?` in the
-    // statement SQLite reads the primary key in order instead of sorting a dense filter's matches.
-    // 1M rows, 50 per page, first page, under load: status queued 803 → 13 ms, queue + status 1302 → 7.8 ms,
-    // queue 147 → 1.6 ms. A name-only filter still sorts its matches (name_idx; 50k matches ≈ 0.7 s).
-    const params = q.beforeId === null ? { ...q, beforeId: ID_UPPER_BOUND } : q;
-    return this.run(async () => (await this.#read(LIST_BY_ID_TEMPLATE, params as unknown as Params)).rows.map(decodeTask));
+  list(input: ListInput = {}): Promise<Task[]> {
+    return this.#reads.list(input);
   }
 
   /** Counts by queue and status, zero-filled; a requested queue is always present (§5.5). */
-  async stats(queue?: string): Promise<QueueStats> {
-    const wanted = queue === undefined ? null : requireLimitedText(queue, "queue");
-    return this.run(async () => {
-      const out: QueueStats = {};
-      if (wanted !== null) out[wanted] = zeroCounts();
-      for (const row of (await this.#read(STATS_TEMPLATE, { queue: wanted })).rows) {
-        const status = row.status as TaskStatus;
-        if (!STATUSES.includes(status)) continue;
-        const counts = (out[String(row.queue)] ??= zeroCounts());
-        counts[status] += Number(row.n);
-      }
-      return out;
-    });
+  stats(queue?: string): Promise<QueueStats> {
+    return this.#reads.stats(queue);
   }
 
   /** Headroom `maxDepth − min(maxDepth, queued)`, reading at most `maxDepth` rows (§5.6). Read-only. */
-  async queueDepth(queue: string, maxDepth: number): Promise<number> {
-    const args = queueDepthArgs(queue, maxDepth);
-    return this.run(async () => {
-      if (args.maxDepth === 0) return 0;
-      const row = (await this.#read(QUEUE_DEPTH_TEMPLATE, { queue: args.queue, maxDepth: args.maxDepth })).rows[0];
-      const queued = Number(row?.n ?? 0);
-      return args.maxDepth - Math.min(args.maxDepth, queued);
-    });
+  queueDepth(queue: string, maxDepth: number): Promise<number> {
+    return this.#reads.queueDepth(queue, maxDepth);
   }
 
   // ------------------------------------------------------- client transitions
 
   /** T3/T4 (§5.7): the post-update row, or `null` when terminal or missing. */
-  async cancel(id: string): Promise<Task | null> {
-    return this.#clientTransition(CANCEL, { taskId: requireName(id, "id") });
+  cancel(id: string): Promise<Task | null> {
+    return this.#transitions.cancel(id);
   }
 
   /** Key lock, resolve the key, cancel that task (§5.7); `null` for an unknown key. */
-  async cancelByKey(key: string): Promise<Task | null> {
-    return this.#byKey(requireKey(key), {}, CANCEL);
+  cancelByKey(key: string): Promise<Task | null> {
+    return this.#transitions.cancelByKey(key);
   }
 
   /** T14 (§5.8): the post-update row, or `null` unless failed or canceled. */
-  async retry(id: string, options?: RetryOptions): Promise<Task | null> {
-    return this.#clientTransition(RETRY, retryParams(requireName(id, "id"), options));
+  retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#transitions.retry(id, options);
   }
 
   /** Key lock, resolve the key, retry that task (§5.8); `null` for an unknown key. */
-  async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
-    // retryParams validates the options; the task id comes from the key inside the transaction.
-    return this.#byKey(requireKey(key), retryParams(key, options), RETRY);
+  retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#transitions.retryByKey(key, options);
   }
 
   /**
@@ -583,42 +228,18 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * one statement that re-checks each row's guard as it writes it. Returns
    * the ids it changed.
    */
-  async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
-    return this.#batch(CANCEL_BATCH_TEMPLATE, cancelBatchParams(input));
+  cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    return this.#transitions.cancelBatch(input);
   }
 
   /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link KyselyStore.cancelBatch}. */
-  async retryBatch(input?: RetryBatchInput): Promise<string[]> {
-    return this.#batch(RETRY_BATCH_TEMPLATE, retryBatchParams(input));
-  }
-
-  #batch(template: StatementTemplate, params: Params): Promise<string[]> {
-    return this.run(async () => (await this.#write(template, params)).rows.map((row) => String(row.id)));
-  }
-
-  #clientTransition(rule: RowTransition, params: Params): Promise<Task | null> {
-    return this.run(async () => {
-      const row = (await this.#write(rowTransitionTemplate(rule), params)).rows[0];
-      return row === undefined ? null : decodeTask(row);
-    });
-  }
-
-  #byKey(key: string, extra: Params, rule: RowTransition): Promise<Task | null> {
-    return this.run(() =>
-      this.dialect.executor.writeTransaction(this.db, async (tx) => {
-        await this.dialect.keyLock.acquire(tx, key);
-        const found = (await this.#exec(tx, KEY_TASK_ID_TEMPLATE, { key })).rows[0];
-        if (found === undefined) return null;
-        const row = (await this.#exec(tx, rowTransitionTemplate(rule), { ...extra, taskId: String(found.task_id) })).rows[0];
-        return row === undefined ? null : decodeTask(row);
-      }),
-    );
+  retryBatch(input?: RetryBatchInput): Promise<string[]> {
+    return this.#transitions.retryBatch(input);
   }
 
   /** T15 (§5.9): deletes up to `limit` terminal rows completed before the cutoff; returns their ids. */
-  async purge(input?: PurgeInput): Promise<string[]> {
-    const params = purgeParams(input);
-    return this.run(async () => (await this.#write(PURGE_TEMPLATE, params)).rows.map((row) => String(row.id)));
+  purge(input?: PurgeInput): Promise<string[]> {
+    return this.#transitions.purge(input);
   }
 
   // ------------------------------------------------------------------- claim
@@ -630,101 +251,22 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * it returns `null`; with `reprobe`, the probe once more as the
    * transaction's last statement, its answer reported after the commit.
    */
-  async claim(input: ClaimInput): Promise<Task[]> {
-    const claim = normalizeClaim(input);
-    const flow = FlowControlStep.of(input, this.#extensions);
-    const probed = probeParams(claim);
-    return this.run(async () => {
-      if (claim.probe) {
-        const probe = (await this.#read(PROBE_TEMPLATE, probed)).rows[0];
-        if (!truthy(probe?.found)) {
-          answerReprobe(claim, false);
-          return [];
-        }
-      }
-      await flow?.prepare();
-      // Lease recovery is always the transaction's first statement, before any draw.
-      const recover = this.compiler.statement(RECOVER_TEMPLATE, {});
-      const first = (): CompiledQuery<Row> => recover.query({});
-      // Asked for, the probe runs again as the transaction's last statement: it sees the draws' rows as
-      // running, so it answers whether anything was left (set on every attempt of a replayed transaction).
-      const again = claim.reprobe === null ? null : this.compiler.statement(PROBE_TEMPLATE, probed);
-      const probeAgain = (): CompiledQuery<Row> => (again as NonNullable<typeof again>).query(probed);
-      let claimable = false;
-      const executor = this.dialect.executor;
-      /** The planner's first draw from `start` on that can match a row (its index and parameters), or `null` once the planner ends. */
-      const nextDraw = (draws: typeof claim.draws, claimed: readonly Task[], start: number): { index: number; params: Params; last: boolean } | null => {
-        for (let index = start; ; index += 1) {
-          const draw = draws(claimed, index);
-          if (draw === null) return null;
-          const params = drawParams(claim, draw.names, draw.limit);
-          if (params !== null) return { index, params, last: draw.last === true };
-        }
-      };
-      /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`; then the probe again, if asked for. */
-      const drawFrom = async (tx: QueryRunner, draws: typeof claim.draws, claimed: Task[], start: number): Promise<Task[]> => {
-        for (let found = nextDraw(draws, claimed, start); found !== null; found = nextDraw(draws, claimed, found.index + 1)) {
-          for (const row of (await this.#exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
-        }
-        if (again !== null) claimable = truthy((await tx.executeQuery(probeAgain())).rows[0]?.found);
-        return claimed;
-      };
-      const draw = async (tx: QueryRunner): Promise<Task[]> => {
-        const draws = flow === null ? claim.draws : await flow.begin(tx, claim.draws);
-        const claimed = await drawFrom(tx, draws, [], 0);
-        await flow?.end(tx, claimed);
-        return claimed;
-      };
-      let claimed: Task[];
-      if (flow === null && executor.writeTransactionWith !== undefined) {
-        // Without flow control the first draw depends on nothing the transaction reads, so it is
-        // planned before the transaction and sent with BEGIN and recovery (one round trip on Postgres);
-        // when the planner says no draw follows it (`last`), COMMIT goes in that round trip too, after
-        // the probe again when asked for.
-        /** The index the planner continues from after the head's draw; `null` when the head has none. */
-        let next: number | null = null;
-        const head = (): TransactionHead => {
-          // From index 0 on every attempt, as a planner expects of a replayed transaction.
-          const found = nextDraw(claim.draws, [], 0);
-          next = found === null ? null : found.index + 1;
-          const tail = again === null ? [] : [probeAgain()];
-          if (found === null) return { statements: [first(), ...tail], last: true };
-          const drawn = this.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params);
-          return found.last ? { statements: [first(), drawn, ...tail], last: true } : { statements: [first(), drawn], last: false };
-        };
-        claimed = await executor.writeTransactionWith(this.db, head, async (tx, results) => {
-          // Committed with the head: the planner promised no further draw, and the probe again (if any) is its last result.
-          if (tx === null && again !== null) claimable = truthy(results[results.length - 1]?.rows[0]?.found);
-          if (next === null) return [];
-          const drawn = (results[1]?.rows ?? []).map(decodeTask);
-          if (tx === null) return drawn;
-          return drawFrom(tx, claim.draws, drawn, next);
-        });
-      } else if (executor.writeTransactionAfter !== undefined) {
-        claimed = await executor.writeTransactionAfter(this.db, first, draw);
-      } else {
-        claimed = await executor.writeTransaction(this.db, async (tx) => {
-          await tx.executeQuery(first());
-          return draw(tx);
-        });
-      }
-      answerReprobe(claim, claimable);
-      return claimed;
-    });
+  claim(input: ClaimInput): Promise<Task[]> {
+    return this.#claims.claim(input);
   }
 
   // --------------------------------------------------------------- schedules
 
   /** Submits a schedule's slots after its last one, each once (see `schedule-slots.ts`); creates `cairnq_ext_schedules` on first use. */
   async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
-    return this.run(() => submitScheduleSlots(this.#extensions, input));
+    return this.#lifecycle.run(() => submitScheduleSlots(this.#extensions, input));
   }
 
   // ------------------------------------------------------------- owned writes
 
   /** §5.11: extends the lease; the full row, or `LostLease`. */
-  async heartbeat(input: HeartbeatInput): Promise<Task> {
-    return this.#owned(HEARTBEAT, heartbeatParams(input));
+  heartbeat(input: HeartbeatInput): Promise<Task> {
+    return this.#owned.heartbeat(input);
   }
 
   /**
@@ -732,138 +274,40 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    * cancel requested, in requested-id order; a missing id lost its lease (not
    * an error). Empty `taskIds` runs no statement.
    */
-  async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
-    const params = heartbeatBatchParams(input);
-    if (params.taskIds.length === 0) return new Map();
-    return this.run(async () => heartbeatBatchResult(params.taskIds, (await this.#write(HEARTBEAT_BATCH_TEMPLATE, params)).rows));
+  heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
+    return this.#owned.heartbeatBatch(input);
   }
 
   /** §5.13: `null` keeps the previous value; the row, or `LostLease`. */
-  async progress(input: ProgressInput): Promise<Task> {
-    return this.#owned(PROGRESS, progressParams(input));
+  progress(input: ProgressInput): Promise<Task> {
+    return this.#owned.progress(input);
   }
 
   /** T5 (§5.14), the raw primitive: ignores the cancel flag. */
-  async succeed(input: SucceedInput): Promise<Task> {
-    return this.#owned(SUCCEED, succeedParams(input));
+  succeed(input: SucceedInput): Promise<Task> {
+    return this.#owned.succeed(input);
   }
 
   /** T6/T7 (§5.15): succeeds, or ends canceled when a cancel was requested. */
-  async complete(input: CompleteInput): Promise<Task> {
-    return this.#owned(COMPLETE, completeParams(input));
+  complete(input: CompleteInput): Promise<Task> {
+    return this.#owned.complete(input);
   }
 
   /**
    * §5.15 exactly as {@link KyselyStore.complete} (the same statement, guard and branches; `LostLease`
-   * when the guard matches nothing), answering only `{ id, status }` (`RefCompleteTaskStore`). With
-   * write combining (Postgres) concurrent ones share one multi-row statement that returns `id, status`
-   * per row instead of the whole row: the worker's own settlements, measured on the Postgres c64
-   * drain of `bench/` (4 alternating runs each), cost the worker process 51–55 µs of CPU per task
-   * instead of 57–59 µs, and its backends ~1.5 µs less. Without combining, `complete` with its row reduced.
+   * when the guard matches nothing), answering only `{ id, status }` (`RefCompleteTaskStore`): the
+   * statement returns `id, status` instead of the whole row. Where the dialect combines writes
+   * (Postgres) concurrent ones share one multi-row statement: the worker's own settlements, measured on
+   * the Postgres c64 drain of `bench/` (4 alternating runs each), cost the worker process 51–55 µs of
+   * CPU per task instead of 57–59 µs, and its backends ~1.5 µs less.
    */
-  async completeRef(input: CompleteInput): Promise<TaskRef> {
-    const params = completeParams(input);
-    const combiner = this.#completeRefCombiner;
-    if (combiner !== null) return this.run(() => combiner.add(params, String(params.taskId), paramBytes(params)));
-    const task = await this.#owned(COMPLETE, params);
-    return { id: task.id, status: task.status };
+  completeRef(input: CompleteInput): Promise<TaskRef> {
+    return this.#owned.completeRef(input);
   }
 
   /** T8/T9/T10 (§5.16): cancel wins, then requeue while attempts remain, else failed. */
-  async fail(input: FailInput): Promise<Task> {
-    return this.#owned(FAIL, failParams(input));
-  }
-
-  #owned(rule: RowTransition, params: Params): Promise<Task> {
-    const combiner = this.#ownedCombiners.get(rule);
-    if (combiner !== undefined) return this.run(() => combiner.add(params, String(params.taskId), paramBytes(params)));
-    const merged = this.#mergedOwnedWrites.get(rule);
-    const executor = this.dialect.executor;
-    if (merged !== undefined && executor.writeMergeable !== undefined) {
-      const writeMergeable = executor.writeMergeable.bind(executor);
-      return this.run(() => writeMergeable(this.db, merged, params));
-    }
-    return this.run(() => this.#ownedOne(rule, params));
-  }
-
-  /**
-   * Owned writes of `rule` for an executor that merges writes (SQLite's group commit). Alone: the
-   * single-row `UPDATE … RETURNING *`, exactly {@link KyselyStore.#ownedOne}. Several in one group
-   * commit: each row's own `UPDATE` without `RETURNING` (its own guard, the attempt fence, on its
-   * own current values; zero rows changed → `LostLease`), then ONE read of the changed rows by id
-   * in the same transaction, under the write lock — the rows `RETURNING` would have given, for
-   * less than SQLite's `RETURNING` costs per statement. Distinct ids only: a run holding one task
-   * twice throws before running anything, and the executor then runs each write on its own.
-   */
-  #mergedOwned(rule: RowTransition): MergeableWrite<Params, Task> {
-    const single = rowTransitionTemplate(rule);
-    const plain = rowTransitionTemplate(rule, false);
-    return {
-      one: (run, params) => ownedTask(run(this.compiler.statement(single, params).query(params)).rows[0], String(params.taskId)),
-      many: (run, items) => {
-        const ids = items.map((params) => String(params.taskId));
-        if (new Set(ids).size !== ids.length) throw new Error("a merged owned write holds one task twice");
-        const changed: string[] = [];
-        for (const params of items) {
-          const { numAffectedRows } = run(this.compiler.statement(plain, params).query(params));
-          if (numAffectedRows !== undefined && numAffectedRows > 0n) changed.push(String(params.taskId));
-        }
-        const read = { taskIds: changed };
-        const byId = changed.length === 0 ? new Map<string, Row>() : rowsById(run(this.compiler.statement(GET_MANY_TEMPLATE, read).query(read)).rows);
-        if (byId.size !== changed.length) throw new Error("a merged owned write could not read back every row it changed");
-        return ids.map((taskId) => {
-          const row = byId.get(taskId);
-          return row === undefined ? { ok: false, error: new LostLease(taskId) } : { ok: true, value: decodeTask(row) };
-        });
-      },
-      maxRows: MERGED_OWNED_ROWS,
-      maxBytes: MERGED_OWNED_BYTES,
-      bytes: paramBytes,
-    };
-  }
-
-  /** One owned write as its own statement: the row, or `LostLease`. */
-  async #ownedOne(rule: RowTransition, params: Params): Promise<Task> {
-    return ownedTask((await this.#write(rowTransitionTemplate(rule), params)).rows[0], String(params.taskId));
-  }
-
-  /**
-   * One flush of combined owned writes of `rule` (distinct task ids): a lone write runs its own
-   * statement; more run as the rule's multi-row statement, rows sorted by id (so two statements
-   * lock shared rows in one order). Each row passes its own guard; a caller whose id is not among
-   * the returned rows lost its lease (or attempt), exactly as its own statement would have said.
-   */
-  #flushOwned(rule: RowTransition, batch: readonly CombinedWrite<Params, Task>[]): Promise<void> {
-    return this.#flushRows(batch, rowTransitionTemplate(rule), batchRowTransitionTemplate(rule), decodeTask);
-  }
-
-  /** {@link KyselyStore.#flushOwned} over a rule's single-row and multi-row statements (`single`, `multi`), each returned row decoded by `decode`. */
-  async #flushRows<O>(batch: readonly CombinedWrite<Params, O>[], single: StatementTemplate, multi: StatementTemplate, decode: (row: Row) => O): Promise<void> {
-    if (batch.length === 1) {
-      const entry = batch[0] as CombinedWrite<Params, O>;
-      await this.#write(single, entry.item)
-        .then((result) => ownedRow(result.rows[0], String(entry.item.taskId), decode))
-        .then(
-          (value) => entry.resolve(value),
-          (error: unknown) => entry.reject(error),
-        );
-      return;
-    }
-    const sorted = [...batch].sort(byTaskId);
-    let rows: Row[];
-    try {
-      rows = (await this.#write(multi, { [BATCH_ROWS]: sorted.map((entry) => entry.item) })).rows;
-    } catch (error) {
-      await this.#splitOrFail(sorted, error, (half) => this.#flushRows(half, single, multi, decode));
-      return;
-    }
-    const byId = rowsById(rows);
-    for (const entry of sorted) {
-      const taskId = String(entry.item.taskId);
-      const row = byId.get(taskId);
-      if (row === undefined) entry.reject(new LostLease(taskId));
-      else entry.resolve(decode(row));
-    }
+  fail(input: FailInput): Promise<Task> {
+    return this.#owned.fail(input);
   }
 
   /**
@@ -882,16 +326,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
    *   completeIn<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>) { return this.completeInTransaction(input, fn); }
    * }
    */
-  protected async completeInTransaction<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>): Promise<{ task: Task; result: R }> {
-    if (!this.dialect.capabilities.transactionalComplete) throw new UnsupportedBackend("completeIn", this.dialect.name);
-    completeParams({ ...input, result: null });
-    return this.run(() =>
-      this.dialect.executor.writeTransaction(this.db, async (tx) => {
-        const result = await fn(tx);
-        const params = completeParams({ ...input, result });
-        return { task: ownedTask((await this.#exec(tx, rowTransitionTemplate(COMPLETE), params)).rows[0], String(params.taskId)), result };
-      }),
-    );
+  protected completeInTransaction<R>(input: OwnedInput, fn: (tx: QueryRunner) => Promise<R>): Promise<{ task: Task; result: R }> {
+    return this.#owned.completeIn(input, fn);
   }
 
   // ----------------------------------------------------------------- wakeups
@@ -910,48 +346,4 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   subscribe(listener: (signal: StoreSignal) => void): () => void {
     return this.dialect.wakeups.subscribe(listener);
   }
-}
-
-function firstRow(result: QueryResult<Row>): Row {
-  const row = result.rows[0];
-  if (row === undefined) throw new Error("the statement returned no row although RETURNING guarantees one; is the driver dropping RETURNING rows?");
-  return row;
-}
-
-/** An owned write's answer: the row its guard let through, decoded, or `LostLease` when the guard matched no row (§5.0). */
-function ownedRow<O>(row: Row | undefined, taskId: string, decode: (row: Row) => O): O {
-  if (row === undefined) throw new LostLease(taskId);
-  return decode(row);
-}
-
-/** {@link ownedRow} decoding the whole task. */
-function ownedTask(row: Row | undefined, taskId: string): Task {
-  return ownedRow(row, taskId, decodeTask);
-}
-
-function byTaskId<O>(a: CombinedWrite<Params, O>, b: CombinedWrite<Params, O>): number {
-  const x = String(a.item.taskId);
-  const y = String(b.item.taskId);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
-function rowsById(rows: readonly Row[]): Map<string, Row> {
-  const out = new Map<string, Row>();
-  for (const row of rows) out.set(String(row.id), row);
-  return out;
-}
-
-/** A write's size for the combiner's byte bounds: its string parameters (encoded JSON included) plus a fixed row overhead. */
-function paramBytes(params: Params): number {
-  let bytes = 64;
-  for (const value of Object.values(params)) if (typeof value === "string") bytes += value.length;
-  return bytes;
-}
-
-function zeroCounts(): Record<TaskStatus, number> {
-  return Object.fromEntries(STATUSES.map((status) => [status, 0])) as Record<TaskStatus, number>;
-}
-
-function truthy(value: unknown): boolean {
-  return value === true || value === 1 || value === "1" || value === "t" || value === 1n;
 }

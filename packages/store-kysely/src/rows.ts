@@ -51,3 +51,10 @@ export function decodeTask(row: Row): Task {
 export function decodeTaskRef(row: Row): TaskRef {
   return { id: String(row.id), status: row.status as TaskStatus };
 }
+
+/** `rows` by their `id` column: how a multi-row statement's rows are matched to their callers (never by position). */
+export function rowsById(rows: readonly Row[]): Map<string, Row> {
+  const out = new Map<string, Row>();
+  for (const row of rows) out.set(String(row.id), row);
+  return out;
+}

@@ -407,7 +407,7 @@ export const GET_TEMPLATE: StatementTemplate = {
 
 const BY_IDS: Expr = x.inList(x.col("id"), PARAMS.taskIds);
 
-/** Full rows of a list of ids (`taskIds`), in no particular order: what a merged owned write reads back (see `KyselyStore`). */
+/** Full rows of a list of ids (`taskIds`), in no particular order: what a merged owned write reads back (see `BatchableOwnedWrite.manyLocked`). */
 export const GET_MANY_TEMPLATE: StatementTemplate = {
   params: [PARAMS.taskIds],
   clock: null,

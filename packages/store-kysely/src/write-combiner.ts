@@ -6,7 +6,7 @@
  * - **entry**: one caller's write (its item, the key it may not share a
  *   statement with, its size) and the caller's promise;
  * - **flush**: one batch of entries handed to the runner, which runs one
- *   multi-row statement (or splits it, see `KyselyStore`) and settles every
+ *   multi-row statement (or splits it, see `CombiningWrites`) and settles every
  *   entry itself — each with its own row or its own error, matched by id;
  * - **pending**: entries waiting for a flush.
  *

@@ -1,7 +1,7 @@
 import type { QueryResult, Transaction } from "kysely";
 import { CompiledQuery } from "kysely";
-import type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor, TransactionHead } from "@cairnq/store-kysely";
-import { KyselyExecutor } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row, TransactionHead } from "@cairnq/store-kysely";
+import { BaseStoreExecutor, KyselyExecutor } from "@cairnq/store-kysely";
 import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
 import { pipeline, pipelineResults } from "./postgres-pipeline.js";
 
@@ -18,7 +18,7 @@ function requireCommitted(result: QueryResult<Row> | undefined): void {
   if (command === "ROLLBACK") throw new Error("the transaction was rolled back by the server at COMMIT (an earlier statement failed)");
 }
 
-/** Transaction control of {@link PostgresExecutor.writeTransactionWith} (no parameters: simple queries, or the head of a pipeline). */
+/** Transaction control of the claim's transactions (no parameters: simple queries, or the head of a pipeline). */
 const BEGIN = CompiledQuery.raw("BEGIN");
 const COMMIT = CompiledQuery.raw("COMMIT");
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
@@ -39,7 +39,7 @@ const ROLLBACK = CompiledQuery.raw("ROLLBACK");
 export class PostgresExecutor extends KyselyExecutor {
   /**
    * @param pipelines - Whether the pooled clients run pipelines (`PostgresConnection.pipelines`);
-   *   without, {@link PostgresExecutor.writeTransactionWith} sends its statements one by one.
+   *   without, {@link PostgresExecutor.writeTransactionWith} sends the head's statements one by one.
    */
   constructor(private readonly pipelines = false) {
     super();
@@ -84,53 +84,45 @@ export class PostgresExecutor extends KyselyExecutor {
    * (lease recovery: its clock is the database's): one simple-protocol query
    * `BEGIN; <first>` opens the transaction and runs `first` inside it, then
    * `fn` and `COMMIT` as usual; any failure rolls back. A `first` with
-   * parameters runs as the first statement of an ordinary transaction.
+   * parameters runs as the first statement after `BEGIN`. `first` is built
+   * once per attempt (a busy key lock reruns the transaction).
    */
-  async writeTransactionAfter<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
-    const query = first();
-    if (query.parameters.length > 0) {
-      return this.writeTransaction(db, async (tx) => {
-        await tx.executeQuery(query);
-        return fn(tx);
-      });
-    }
+  override writeTransactionAfter<T>(db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     return this.#onConnection(db, async (conn) => {
-      // No parameters, so pg sends it as a simple query, which may hold several statements.
-      await conn.executeQuery(CompiledQuery.raw(`BEGIN; ${query.sql}`));
+      const query = first();
+      if (query.parameters.length > 0) {
+        await conn.executeQuery(BEGIN);
+        await conn.executeQuery(query);
+      } else {
+        // No parameters, so pg sends it as a simple query, which may hold several statements.
+        await conn.executeQuery(CompiledQuery.raw(`BEGIN; ${query.sql}`));
+      }
       const value = await fn(conn);
-      await conn.executeQuery(COMMIT);
+      requireCommitted(await conn.executeQuery(COMMIT));
       return value;
     });
   }
 
   /**
-   * A write transaction whose first statements are `head().statements`: with pipelines, `BEGIN` and
-   * all of them in ONE round trip — with `head().last`, `COMMIT` too, so the whole transaction is
-   * one round trip — otherwise `BEGIN`, then each in turn. `fn` gets the transaction (`null` once
-   * committed with the head) and the head's results; `COMMIT` follows it. Any failure rolls back (a
-   * statement of the head that failed makes the server skip the rest, COMMIT included, and the call
-   * rejects with its error); `fn` runs only after a head that was the whole transaction committed.
-   * `head` is called once per attempt (a busy key lock reruns the transaction).
+   * With pipelines, `BEGIN`, the head's `first` and all its statements in ONE round trip — with
+   * `head().last`, `COMMIT` too, so the whole transaction is one round trip. Without (a Kysely
+   * instance), the base class's way: {@link PostgresExecutor.writeTransactionAfter}, then the
+   * statements one by one. `fn` gets the transaction (`null` once committed with the head) and the
+   * results of the head's statements; `COMMIT` follows it. Any failure rolls back (a statement of
+   * the head that failed makes the server skip the rest, COMMIT included, and the call rejects with
+   * its error); `fn` runs only after a head that was the whole transaction committed. `head` is
+   * called once per attempt (a busy key lock reruns the transaction).
    */
-  async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
-    if (!this.pipelines) {
-      // `fn` runs inside the transaction, or — when the head is the whole transaction — after its commit.
-      const outcome = await this.writeTransaction(db, async (tx): Promise<{ value: T } | { committed: QueryResult<Row>[] }> => {
-        const { statements, last } = head();
-        const results: QueryResult<Row>[] = [];
-        for (const query of statements) results.push(await tx.executeQuery(query));
-        return last ? { committed: results } : { value: await fn(tx, results) };
-      });
-      return "value" in outcome ? outcome.value : fn(null, outcome.committed);
-    }
+  override async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+    if (!this.pipelines) return super.writeTransactionWith(db, head, fn);
     return this.#onConnection(db, async (conn) => {
-      const { statements, last } = head();
-      const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, ...statements, COMMIT] : [BEGIN, ...statements])));
+      const { first, statements, last } = head();
+      const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, first, ...statements, COMMIT] : [BEGIN, first, ...statements])));
       if (last) {
         requireCommitted(results[results.length - 1]);
-        return fn(null, results.slice(1, -1));
+        return fn(null, results.slice(2, -1));
       }
-      const value = await fn(conn, results.slice(1));
+      const value = await fn(conn, results.slice(2));
       requireCommitted(await conn.executeQuery(COMMIT));
       return value;
     });
@@ -148,9 +140,11 @@ export class PostgresExecutor extends KyselyExecutor {
  * theirs would; `AlreadyExists` is raised before anything is written and
  * leaves it usable.
  */
-export class PostgresTransactionExecutor implements StoreExecutor {
+export class PostgresTransactionExecutor extends BaseStoreExecutor {
   /** @param trx - The caller's open transaction. */
-  constructor(private readonly trx: AnyTransaction) {}
+  constructor(private readonly trx: AnyTransaction) {
+    super();
+  }
 
   read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     return this.trx.executeQuery(query());

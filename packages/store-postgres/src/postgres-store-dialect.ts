@@ -1,7 +1,7 @@
 import { CompiledQuery } from "kysely";
 import { logSafely } from "@cairnq/protocol/sdk";
-import type { DialectCapabilities, SqlClock, WriteCombinerOptions, WriteCombining } from "@cairnq/store-kysely";
-import { BaseStoreDialect, POSTGRES_CLOCK } from "@cairnq/store-kysely";
+import type { CombiningWritesOptions, DialectCapabilities, SqlClock, WriteBatching, WriteCombinerOptions } from "@cairnq/store-kysely";
+import { BaseStoreDialect, CombiningWrites, POSTGRES_CLOCK, SingleWrites } from "@cairnq/store-kysely";
 import type { PostgresConnectionOptions, PostgresTarget } from "./postgres-connection.js";
 import { PostgresConnection } from "./postgres-connection.js";
 import { PostgresExecutor } from "./postgres-executor.js";
@@ -40,7 +40,10 @@ export class PostgresStoreDialect extends BaseStoreDialect {
   override readonly executor: PostgresExecutor;
   override readonly capabilities: DialectCapabilities;
   override readonly wakeups: PostgresWakeups;
-  override readonly combining: WriteCombining | null;
+  /** Write combining ({@link CombiningWrites}), or every write its own statement with `combine: false`. */
+  override readonly writes: WriteBatching;
+  /** The write combining this dialect was made with (the `combine` option's bounds and the split rule), or `null` with `combine: false`. */
+  readonly combining: CombiningWritesOptions | null;
   readonly schema: PostgresSchemaManager;
   /** The store's connection: its Kysely instance, who owns it, and the LISTEN connector. */
   readonly connection: PostgresConnection;
@@ -85,10 +88,11 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     registerPrepared(TRY_KEY_LOCK_SQL);
     registerPrepared(CHECK_NOTIFY_SQL);
     this.combining = options.combine === false ? null : Object.freeze({ ...options.combine, splittable: rejectedWhole });
+    this.writes = this.combining === null ? new SingleWrites() : new CombiningWrites(this.combining);
   }
 
   /** Every statement text the store compiles is the store's own: prepared by name on the pool's clients (unless `preparedStatements: false`), bounded by `storeQueryTimeoutMs`. */
-  statementCompiled(sql: string): void {
+  override statementCompiled(sql: string): void {
     registerPrepared(sql);
   }
 }

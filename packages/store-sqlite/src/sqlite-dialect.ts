@@ -1,5 +1,6 @@
 import type { DialectCapabilities, StoreClock } from "@cairnq/store-kysely";
 import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
+import { GroupCommitWrites } from "./group-commit-writes.js";
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
 import { SQLiteSchemaManager } from "./sqlite-schema.js";
@@ -16,7 +17,7 @@ export interface SQLiteDialectOptions {
 /**
  * The SQLite dialect of the shared core: `?n` placeholders and `json_each`
  * lists, the process clock bound once per statement, the write queue with
- * group commit and busy retry, a reader connection, no key lock (`BEGIN
+ * group commit, merged runs of adjacent writes and busy retry, a reader connection, no key lock (`BEGIN
  * IMMEDIATE` serializes writers), no `SKIP LOCKED`, and same-host wake-ups
  * ({@link SQLiteWakeups}: the database's directory watched while someone
  * waits, an accelerator only — `capabilities.pushWakeups` stays false, as
@@ -35,6 +36,8 @@ export class SQLiteDialect extends BaseStoreDialect {
   /** The store's connections. */
   readonly connection: SQLiteConnection;
   override readonly executor: SQLiteExecutor;
+  /** Batchable writes join the write queue's group commit, adjacent ones of a kind merged. */
+  override readonly writes: GroupCommitWrites;
   readonly schema: SQLiteSchemaManager;
   override readonly wakeups: SQLiteWakeups;
 
@@ -43,6 +46,7 @@ export class SQLiteDialect extends BaseStoreDialect {
     this.clock = new ProcessClock(options.clock);
     this.connection = new SQLiteConnection(filename, options.busyTimeoutMs);
     this.executor = new SQLiteExecutor(this.connection);
+    this.writes = new GroupCommitWrites(this.connection);
     this.wakeups = new SQLiteWakeups(this.connection);
     this.schema = new SQLiteSchemaManager(this.connection, this.syntax, this.clock, this.wakeups);
   }

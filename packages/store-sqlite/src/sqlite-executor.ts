@@ -1,5 +1,6 @@
 import type { QueryResult } from "kysely";
-import type { AnyKysely, MergeableWrite, QueryRunner, QueryThunk, Row, StoreExecutor } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row } from "@cairnq/store-kysely";
+import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { isBusyError, retryBusy } from "./busy.js";
 import type { SQLiteConnection } from "./sqlite-connection.js";
 
@@ -16,10 +17,14 @@ import type { SQLiteConnection } from "./sqlite-connection.js";
  * handle (synchronous, the statement cache's `execute`); only when it
  * reports busy does it go the retrying way. The claim cycle's transaction
  * runs its statements straight on the writer too
- * ({@link SQLiteExecutor.writeTransactionAfter}).
+ * ({@link SQLiteExecutor.writeTransactionAfter}, under the base class's
+ * `writeTransactionWith`). Batchable writes reach the queue through the
+ * dialect's `GroupCommitWrites`, not through this executor.
  */
-export class SQLiteExecutor implements StoreExecutor {
-  constructor(private readonly connection: SQLiteConnection) {}
+export class SQLiteExecutor extends BaseStoreExecutor {
+  constructor(private readonly connection: SQLiteConnection) {
+    super();
+  }
 
   async read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const c = this.connection;
@@ -40,14 +45,6 @@ export class SQLiteExecutor implements StoreExecutor {
     return result;
   }
 
-  /** A write that shares one multi-row statement with adjacent writes of the same kind in a group commit (see the write queue). */
-  writeMergeable<I, O>(_db: AnyKysely, write: MergeableWrite<I, O>, item: I): Promise<O> {
-    const c = this.connection;
-    const result = c.queue.mergeable(c, write, item);
-    c.maybeRefreshStatistics();
-    return result;
-  }
-
   writeTransaction<T>(_db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     const c = this.connection;
     const result = c.queue.transaction(c, fn);
@@ -60,7 +57,7 @@ export class SQLiteExecutor implements StoreExecutor {
    * `BEGIN IMMEDIATE`, then `fn` on a runner that executes straight on the
    * writer — the store core passes only its own draws here, never user code.
    */
-  writeTransactionAfter<T>(_db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+  override writeTransactionAfter<T>(_db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     const c = this.connection;
     const result = c.queue.transaction(c, fn, { first, direct: true });
     c.maybeRefreshStatistics();

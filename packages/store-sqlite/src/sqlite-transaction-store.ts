@@ -2,8 +2,8 @@ import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
-import type { AnyKysely, QueryRunner, QueryThunk, Row, SchemaManager, StoreExecutor } from "@cairnq/store-kysely";
-import { KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row, SchemaManager } from "@cairnq/store-kysely";
+import { BaseStoreExecutor, KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
 import type { SQLiteDialect } from "./sqlite-dialect.js";
 
 /**
@@ -14,11 +14,12 @@ import type { SQLiteDialect } from "./sqlite-dialect.js";
  * write lock, or takes it at its first write. Reads go there too, so a view
  * reads its own uncommitted writes.
  */
-export class SQLiteTransactionExecutor implements StoreExecutor {
+export class SQLiteTransactionExecutor extends BaseStoreExecutor {
   readonly #runner: QueryRunner;
 
   /** @param trx - The caller's open transaction. */
   constructor(trx: QueryRunner) {
+    super();
     this.#runner = { executeQuery: (query) => trx.executeQuery(positional(query)) };
   }
 

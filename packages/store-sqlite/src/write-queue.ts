@@ -63,7 +63,7 @@
 import { setImmediate as nextImmediate } from "node:timers";
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
-import type { AnyKysely, MergeableWrite, MergedOutcome, QueryRunner, QueryThunk, Row, SyncRunner } from "@cairnq/store-kysely";
+import type { AnyKysely, MergedOutcome, QueryRunner, QueryThunk, Row, SyncRunner } from "@cairnq/store-kysely";
 import { CairnQError } from "@cairnq/protocol";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
 import { busyDelayMs, DatabaseBusy, delay, isBusyError } from "./busy.js";
@@ -85,6 +85,34 @@ const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_merged");
 const TX_SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_claim");
 const TX_RELEASE = CompiledQuery.raw("RELEASE cairnq_claim");
 const TX_ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_claim");
+
+/**
+ * A kind of statement job whose adjacent jobs in one group commit the queue
+ * may run together (a merged run; see the module comment).
+ *
+ * Both functions run synchronously on the writer. `one` runs exactly ONE
+ * statement (alone as autocommit, or inside the group commit): SQLite undoes
+ * a failed statement by itself, so a failure leaves nothing of it behind.
+ * `many` runs inside the group commit's transaction and its own savepoint, so
+ * it may run several statements: when it throws, all of them are undone.
+ */
+export interface MergeableWrite<I, O> {
+  /** The write of one item (its single-row statement): the caller's value, or the caller's error thrown. */
+  one(run: SyncRunner, item: I): O;
+  /**
+   * Several items (at least two) together, e.g. as one multi-row statement: every item's
+   * outcome, in the order given, matched by id. Throws when it failed — the queue then undoes
+   * whatever it ran and runs every item on its own with {@link MergeableWrite.one}, so each caller
+   * gets exactly what its single-row statement gives. Absent: never merged.
+   */
+  many?(run: SyncRunner, items: readonly I[]): MergedOutcome<O>[];
+  /** Most items in one {@link MergeableWrite.many}. */
+  readonly maxRows: number;
+  /** Most bytes (the sum of {@link MergeableWrite.bytes}) in one {@link MergeableWrite.many}; a larger item runs alone. */
+  readonly maxBytes: number;
+  /** An item's size for {@link MergeableWrite.maxBytes}. */
+  bytes(item: I): number;
+}
 
 /** A plain statement job: its thunk's statement, resolved with the driver's result; never merged. */
 const PLAIN: MergeableWrite<QueryThunk, QueryResult<Row>> = Object.freeze({

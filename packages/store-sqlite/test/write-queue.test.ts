@@ -1,8 +1,7 @@
 import { CompiledQuery } from "kysely";
-import type { MergeableWrite } from "@cairnq/store-kysely";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SQLiteDialect, SQLiteStore } from "../src/index.js";
-import type { WriteQueueStats } from "../src/write-queue.js";
+import type { MergeableWrite, WriteQueueStats } from "../src/write-queue.js";
 import type * as WriteQueueModule from "../src/write-queue.js";
 import { DatabaseBusy, GroupRolledBack } from "../src/index.js";
 import { openStore, tempFile } from "./helpers.js";

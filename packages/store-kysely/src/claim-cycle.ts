@@ -1,0 +1,160 @@
+import type { ClaimInput, Task } from "@cairnq/protocol";
+import type { DrawPlanner, NormalizedClaim, Params } from "@cairnq/protocol/adapter";
+import { answerReprobe, DRAW, drawParams, normalizeClaim, probeParams, RECOVER } from "@cairnq/protocol/adapter";
+import type { CompiledQuery, QueryResult } from "kysely";
+import type { CompiledStatement } from "./compiler.js";
+import type { QueryRunner, Row, TransactionHead } from "./executor.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { FlowControlStep } from "./flow-control-step.js";
+import { decodeTask } from "./rows.js";
+import { PROBE_TEMPLATE, setTransitionTemplate } from "./statements.js";
+import type { StoreLifecycle } from "./store-lifecycle.js";
+import type { StoreStatements } from "./store-statements.js";
+
+const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
+const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
+
+/**
+ * The claim cycle (§5.10): a read-only probe outside any transaction (an idle
+ * worker never takes the write lock; skipped with `probe: false`), then ONE
+ * write transaction — lease recovery over the whole table, then the draw
+ * planner's draws until it returns `null` (with flow control, inside its
+ * locks and allowances); with `reprobe`, the probe once more as the
+ * transaction's last statement, its answer reported after the commit.
+ *
+ * The transaction always goes through the executor's `writeTransactionWith`,
+ * whose default is right on any backend; Postgres sends the head in one
+ * round trip, SQLite runs it straight on its writer.
+ */
+export class ClaimCycle {
+  readonly #statements: StoreStatements;
+  readonly #lifecycle: StoreLifecycle;
+  readonly #extensions: StoreExtensions;
+
+  /**
+   * @param statements - The store's statements.
+   * @param lifecycle - The store's gate for calls.
+   * @param extensions - The extension tables flow control uses.
+   */
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, extensions: StoreExtensions) {
+    this.#statements = statements;
+    this.#lifecycle = lifecycle;
+    this.#extensions = extensions;
+  }
+
+  /** One claim cycle; see the class comment. `async`: an invalid input rejects before anything runs. */
+  async claim(input: ClaimInput): Promise<Task[]> {
+    const claim = normalizeClaim(input);
+    const flow = FlowControlStep.of(input, this.#extensions);
+    const probed = probeParams(claim);
+    return this.#lifecycle.run(async () => {
+      if (claim.probe) {
+        const probe = (await this.#statements.read(PROBE_TEMPLATE, probed)).rows[0];
+        if (!truthy(probe?.found)) {
+          answerReprobe(claim, false);
+          return [];
+        }
+      }
+      await flow?.prepare();
+      const transaction = new ClaimTransaction(this.#statements, claim, probed, flow);
+      const { db, dialect } = this.#statements;
+      const claimed = await dialect.executor.writeTransactionWith(db, transaction.head, transaction.body);
+      answerReprobe(claim, transaction.claimable);
+      return claimed;
+    });
+  }
+}
+
+/** A draw the planner asked for that can match a row: its index and parameters. */
+interface PlannedDraw {
+  readonly index: number;
+  readonly params: Params;
+  readonly last: boolean;
+}
+
+/** One claim cycle's write transaction: its head, its body, and what the probe again answered. */
+class ClaimTransaction {
+  /** The probe again's answer (whether anything was left to claim); false when not asked for. */
+  claimable = false;
+  readonly #statements: StoreStatements;
+  readonly #claim: NormalizedClaim;
+  readonly #flow: FlowControlStep | null;
+  readonly #recover: CompiledStatement;
+  /** The probe run again as the last statement, when asked for: it sees the draws' rows as running, so it answers whether anything was left. */
+  readonly #again: CompiledStatement | null;
+  readonly #probed: Params;
+  /** The index the planner continues from after the head's draw; `null` when the head holds none. */
+  #next: number | null = null;
+
+  constructor(statements: StoreStatements, claim: NormalizedClaim, probed: Params, flow: FlowControlStep | null) {
+    this.#statements = statements;
+    this.#claim = claim;
+    this.#flow = flow;
+    this.#probed = probed;
+    this.#recover = statements.compiler.statement(RECOVER_TEMPLATE, {});
+    this.#again = claim.reprobe === null ? null : statements.compiler.statement(PROBE_TEMPLATE, probed);
+  }
+
+  /**
+   * The head, built once per attempt (from draw 0, as a planner expects of a replayed transaction).
+   * Lease recovery is always first, before any draw. With flow control the draws depend on what the
+   * transaction reads (locks, counts), so the head is recovery alone. Without, the first draw depends
+   * on nothing the transaction reads, so it is planned here and goes with BEGIN and recovery (one
+   * round trip on Postgres); when the planner says no draw follows it (`last`), the head is the whole
+   * transaction, the probe again (if asked for) its last statement, and COMMIT goes with it too.
+   */
+  readonly head = (): TransactionHead => {
+    const first = this.#recover.query({});
+    if (this.#flow !== null) return { first, statements: [], last: false };
+    const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
+    this.#next = found === null ? null : found.index + 1;
+    const tail = this.#again === null ? [] : [this.#probeAgain()];
+    if (found === null) return { first, statements: tail, last: true };
+    const drawn = this.#statements.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params);
+    return found.last ? { first, statements: [drawn, ...tail], last: true } : { first, statements: [drawn], last: false };
+  };
+
+  /** After the head: the rest of the draws in the open transaction, or — committed with the head — its rows. */
+  readonly body = async (tx: QueryRunner | null, results: readonly QueryResult<Row>[]): Promise<Task[]> => {
+    if (this.#flow !== null) {
+      if (tx === null) throw new Error("the executor committed a claim transaction whose head was not its last part");
+      const draws = await this.#flow.begin(tx, this.#claim.draws);
+      const claimed = await this.#drawFrom(tx, draws, [], 0);
+      await this.#flow.end(tx, claimed);
+      return claimed;
+    }
+    // Committed with the head: the planner promised no further draw, and the probe again (if any) is its last result.
+    if (tx === null && this.#again !== null) this.claimable = truthy(results[results.length - 1]?.rows[0]?.found);
+    if (this.#next === null) return [];
+    const drawn = (results[0]?.rows ?? []).map(decodeTask);
+    if (tx === null) return drawn;
+    return this.#drawFrom(tx, this.#claim.draws, drawn, this.#next);
+  };
+
+  /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`; then the probe again, if asked for. */
+  async #drawFrom(tx: QueryRunner, draws: DrawPlanner, claimed: Task[], start: number): Promise<Task[]> {
+    for (let found = nextDraw(this.#claim, draws, claimed, start); found !== null; found = nextDraw(this.#claim, draws, claimed, found.index + 1)) {
+      for (const row of (await this.#statements.exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
+    }
+    if (this.#again !== null) this.claimable = truthy((await tx.executeQuery(this.#probeAgain())).rows[0]?.found);
+    return claimed;
+  }
+
+  #probeAgain(): CompiledQuery<Row> {
+    return (this.#again as CompiledStatement).query(this.#probed);
+  }
+}
+
+/** The planner's first draw from `start` on that can match a row, or `null` once the planner ends. */
+function nextDraw(claim: NormalizedClaim, draws: DrawPlanner, claimed: readonly Task[], start: number): PlannedDraw | null {
+  for (let index = start; ; index += 1) {
+    const draw = draws(claimed, index);
+    if (draw === null) return null;
+    const params = drawParams(claim, draw.names, draw.limit);
+    if (params !== null) return { index, params, last: draw.last === true };
+  }
+}
+
+function truthy(value: unknown): boolean {
+  return value === true || value === 1 || value === "1" || value === "t" || value === 1n;
+}

@@ -1,0 +1,97 @@
+import type { BulkBatchInput, PurgeInput, RetryBatchInput, RetryOptions, Task } from "@cairnq/protocol";
+import type { Params, RowTransition } from "@cairnq/protocol/adapter";
+import { CANCEL, CANCEL_BATCH, cancelBatchParams, PURGE, purgeParams, requireKey, requireName, RETRY, RETRY_BATCH, retryBatchParams, retryParams } from "@cairnq/protocol/adapter";
+import type { StatementTemplate } from "./compiler.js";
+import { decodeTask } from "./rows.js";
+import { batchTransitionTemplate, deleteTemplate, KEY_TASK_ID_TEMPLATE, rowTransitionTemplate } from "./statements.js";
+import type { StoreLifecycle } from "./store-lifecycle.js";
+import type { StoreStatements } from "./store-statements.js";
+
+const PURGE_TEMPLATE = deleteTemplate(PURGE);
+const CANCEL_BATCH_TEMPLATE = batchTransitionTemplate(CANCEL_BATCH);
+const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
+
+/**
+ * What a client does to tasks it does not hold (§5.7–§5.9): cancel and retry
+ * by id or by key, their bulk batches, purge. Each is one conditional
+ * statement (by key: inside a key-locked write transaction), never combined
+ * with other writes. Every method is `async`: an invalid input rejects.
+ */
+export class ClientTransitions {
+  readonly #statements: StoreStatements;
+  readonly #lifecycle: StoreLifecycle;
+
+  /**
+   * @param statements - The store's statements.
+   * @param lifecycle - The store's gate for calls.
+   */
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle) {
+    this.#statements = statements;
+    this.#lifecycle = lifecycle;
+  }
+
+  /** T3/T4 (§5.7): the post-update row, or `null` when terminal or missing. */
+  async cancel(id: string): Promise<Task | null> {
+    return this.#transition(CANCEL, { taskId: requireName(id, "id") });
+  }
+
+  /** Key lock, resolve the key, cancel that task (§5.7); `null` for an unknown key. */
+  async cancelByKey(key: string): Promise<Task | null> {
+    return this.#byKey(requireKey(key), {}, CANCEL);
+  }
+
+  /** T14 (§5.8): the post-update row, or `null` unless failed or canceled. */
+  async retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    return this.#transition(RETRY, retryParams(requireName(id, "id"), options));
+  }
+
+  /** Key lock, resolve the key, retry that task (§5.8); `null` for an unknown key. */
+  async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    // retryParams validates the options; the task id comes from the key inside the transaction.
+    return this.#byKey(requireKey(key), retryParams(key, options), RETRY);
+  }
+
+  /**
+   * One batch of a bulk cancel: `CANCEL`'s branches on up to `limit` queued or running rows
+   * matching the filters, in id order after `afterId`, as one statement that re-checks each row's
+   * guard as it writes it. Returns the ids it changed.
+   */
+  async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    return this.#ids(CANCEL_BATCH_TEMPLATE, cancelBatchParams(input));
+  }
+
+  /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link ClientTransitions.cancelBatch}. */
+  async retryBatch(input?: RetryBatchInput): Promise<string[]> {
+    return this.#ids(RETRY_BATCH_TEMPLATE, retryBatchParams(input));
+  }
+
+  /** T15 (§5.9): deletes up to `limit` terminal rows completed before the cutoff; returns their ids. */
+  async purge(input?: PurgeInput): Promise<string[]> {
+    return this.#ids(PURGE_TEMPLATE, purgeParams(input));
+  }
+
+  /** `template` as one autocommit write; the ids of the rows it returned. */
+  #ids(template: StatementTemplate, params: Params): Promise<string[]> {
+    return this.#lifecycle.run(async () => (await this.#statements.write(template, params)).rows.map((row) => String(row.id)));
+  }
+
+  #transition(rule: RowTransition, params: Params): Promise<Task | null> {
+    return this.#lifecycle.run(async () => {
+      const row = (await this.#statements.write(rowTransitionTemplate(rule), params)).rows[0];
+      return row === undefined ? null : decodeTask(row);
+    });
+  }
+
+  #byKey(key: string, extra: Params, rule: RowTransition): Promise<Task | null> {
+    const { db, dialect } = this.#statements;
+    return this.#lifecycle.run(() =>
+      dialect.executor.writeTransaction(db, async (tx) => {
+        await dialect.keyLock.acquire(tx, key);
+        const found = (await this.#statements.exec(tx, KEY_TASK_ID_TEMPLATE, { key })).rows[0];
+        if (found === undefined) return null;
+        const row = (await this.#statements.exec(tx, rowTransitionTemplate(rule), { ...extra, taskId: String(found.task_id) })).rows[0];
+        return row === undefined ? null : decodeTask(row);
+      }),
+    );
+  }
+}

@@ -1,0 +1,91 @@
+import type { QueueDepthGate, SubmitInput, SubmitOutcome, Task, TaskStore } from "@cairnq/protocol";
+import { AlreadyExists } from "@cairnq/protocol";
+import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
+import { CANCEL, newTaskId, normalizeSubmit, resolveKeyConflict } from "@cairnq/protocol/adapter";
+import type { QueryRunner } from "./executor.js";
+import { decodeTask } from "./rows.js";
+import { GET_BY_KEY_TEMPLATE, rowTransitionTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
+import type { StoreLifecycle } from "./store-lifecycle.js";
+import type { StoreStatements } from "./store-statements.js";
+import { BatchableSubmit } from "./batchable-submit.js";
+import type { BatchedWriter } from "./write-batching.js";
+
+/** The store a submit belongs to: the backpressure gate it passes, and the store the gate reads. */
+export interface GatedStore extends TaskStore {
+  readonly queueDepthGate: QueueDepthGate | null;
+}
+
+/**
+ * T1 (§5.1): validates and encodes first, then passes the backpressure gate
+ * (§5.6), then inserts. Without a key, one insert through the dialect's write
+ * batching (concurrent ones may share a statement). With a key, one write
+ * transaction: key lock, read the key's task, `resolveKeyConflict`, then
+ * reuse, reject (`AlreadyExists`, nothing written) or cancel-and-insert with
+ * the key upserted — the store's one read-then-decide step, under the key
+ * lock.
+ */
+export class SubmitPath {
+  readonly #statements: StoreStatements;
+  readonly #lifecycle: StoreLifecycle;
+  readonly #store: GatedStore;
+  readonly #insert: BatchableSubmit;
+  readonly #unkeyed: BatchedWriter<Params, Task>;
+
+  /**
+   * @param statements - The store's statements.
+   * @param lifecycle - The store's gate for calls.
+   * @param store - The store whose `queueDepthGate` every submit passes.
+   */
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, store: GatedStore) {
+    this.#statements = statements;
+    this.#lifecycle = lifecycle;
+    this.#store = store;
+    this.#insert = new BatchableSubmit(statements.compiler);
+    const { db, dialect } = statements;
+    this.#unkeyed = dialect.writes.writer(db, dialect.executor, this.#insert);
+  }
+
+  /**
+   * The submit, also saying whether this call inserted the row (`created`) or a keyed submit
+   * reused an existing task. Validation errors throw at the call (before anything runs).
+   */
+  submit(input: SubmitInput): Promise<SubmitOutcome> {
+    const submit = normalizeSubmit(input, newTaskId());
+    return this.#lifecycle.run(async () => {
+      const gate = this.#store.queueDepthGate;
+      if (gate !== null) await gate.acquire(submit.queue, this.#store);
+      if (submit.key === null) return { task: await this.#unkeyed(submit.params), created: true };
+      return this.#keyed(submit, submit.key);
+    });
+  }
+
+  #keyed(submit: NormalizedSubmit, key: string): Promise<SubmitOutcome> {
+    const { db, dialect } = this.#statements;
+    return dialect.executor.writeTransaction(db, async (tx): Promise<SubmitOutcome> => {
+      await dialect.keyLock.acquire(tx, key);
+      const found = (await this.#statements.exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
+      const existing = found === undefined ? null : decodeTask(found);
+      const decision = resolveKeyConflict(submit.conflict, existing);
+      switch (decision.kind) {
+        case "reject":
+          throw new AlreadyExists(key);
+        case "reuse":
+          return { task: existing as Task, created: false };
+        case "insert": {
+          if (decision.cancelExisting && existing !== null) {
+            await this.#statements.exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
+          }
+          const inserted = await this.#insertIn(tx, submit.params);
+          await this.#statements.exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
+          return { task: inserted, created: true };
+        }
+      }
+    });
+  }
+
+  /** SUBMIT inside a write transaction; the inserted row. */
+  async #insertIn(tx: QueryRunner, params: Params): Promise<Task> {
+    const plan = this.#insert.one(params);
+    return plan.answer(await tx.executeQuery(plan.query));
+  }
+}
