@@ -6,7 +6,7 @@
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { admin, openStore, until } from "./helpers.js";
+import { admin, openStore, until } from "../helpers.js";
 
 const BOUND_MS = 400;
 const W = "worker_timeout";
