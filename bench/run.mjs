@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The CairnQ benchmark suite (issue 6). Runs the BUILT packages: build first
+// The CairnQ benchmark suite (bench/README.md). Runs the BUILT packages: build first
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]

@@ -1,5 +1,5 @@
 // Turns the measurements into the table: each of our figures next to its
-// matching raw floor, the ratio, and the issue's target for it.
+// matching raw floor, the ratio, and the target it is judged against.
 import { DRAIN_PREFETCH, DRAIN_PREFETCH_C64 } from "./ours.mjs";
 import { POOLER_POOL_SIZE } from "./pooler.mjs";
 import { summarize } from "./stats.mjs";
@@ -17,9 +17,9 @@ const UNITS = {
  * The figures, in table order. `floor` names the matching raw floor of the
  * backend on the protocol v1 schema — the floor the targets are ratios to —
  * (or, for the claim rows, the 1k-backlog figure they are compared with);
- * `minimal` the same work's floor on the minimal floor table (the issue 6
- * floors, kept so the schema's own cost stays visible); `target[backend]` is
- * issue 9's target: `{ kind: "ratio≥", value }` for ratios to the floor,
+ * `minimal` the same work's floor on the minimal floor table (the suite's
+ * first floors, kept so the schema's own cost stays visible); `target[backend]`
+ * is the figure's target: `{ kind: "ratio≥", value }` for ratios to the floor,
  * `{ kind: "≤", value, unit }` for absolute limits, `{ kind: "ratio≤", value }`
  * for the backlog ratio. `label` may be a function of the run's settings.
  */
@@ -64,7 +64,7 @@ export const FIGURES = [
     unit: "rate",
     floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64" },
     minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64" },
-    // Issue 9's drain-c64 targets are judged on the prefetch row below; this row (no prefetch) is shown beside it.
+    // The drain-c64 targets are judged on the prefetch row below; this row (no prefetch) is shown beside it.
     target: {},
   },
   {
@@ -131,11 +131,11 @@ function both(target) {
 }
 
 /**
- * Issue 9's target table, in the issue's order: each line names the figures
+ * The target table, Postgres first: each line names the figures
  * (backend, figure id, and a short name where one line has several figures
  * of one backend) it is judged on; a line is met when all of them are.
  */
-export const ISSUE_TARGETS = [
+export const TARGETS = [
   {
     label: `Postgres drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
     target: "≥ 0.7 × raw claim-64 + complete-64 floor",
@@ -241,11 +241,11 @@ export function buildRows(results, settings) {
 }
 
 /**
- * Issue 9's target table from the rows: `{ label, target, measured, met }`
+ * The target table from the rows: `{ label, target, measured, met }`
  * per line; `met` is null when a figure of the line was not measured.
  */
 export function buildTargets(rows) {
-  return ISSUE_TARGETS.map(({ label, target, parts }) => {
+  return TARGETS.map(({ label, target, parts }) => {
     const found = parts.map(([backend, id, name]) => ({ backend, name, row: rows.find((r) => r.backend === backend && r.id === id) }));
     const measured = found
       .map(({ backend, name, row }) => {
@@ -291,7 +291,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   }
   for (const [backend, reason] of Object.entries(skipped)) lines.push(`Skipped ${backend}: ${reason}.`);
   lines.push("");
-  lines.push("Issue 9's targets (ratios to the raw-driver floors on the protocol v1 schema, measured in this run):");
+  lines.push("Targets (ratios to the raw-driver floors on the protocol v1 schema, measured in this run):");
   lines.push("");
   lines.push("| figure | target | measured | met? |");
   lines.push("| --- | --- | --- | --- |");

@@ -20,7 +20,7 @@ function runDir() {
   return dir;
 }
 
-/** The raw driver with the settings the issue fixes for the floor: WAL, synchronous = NORMAL. */
+/** The raw driver with the store's own durability settings, so the floor does the same work: WAL, synchronous = NORMAL. */
 function openRaw(path) {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");

@@ -1,7 +1,9 @@
 /**
- * The umbrella: every public name of design.md's floor ("Public API — the
- * floor" and "Protocol — shared names") is exported by `cairnq`, as the same
- * binding its package exports. That importing `cairnq` loads no database
+ * The umbrella: every name of the public floor (`FLOOR` below: the client,
+ * worker, retention and store classes and the protocol's shared names and
+ * errors, which applications of earlier releases already import and which may
+ * never be renamed) is exported by `cairnq`, as the same binding its package
+ * exports. That importing `cairnq` loads no database
  * driver until a factory's store opens is checked in a fresh process running
  * the built package (integration/umbrella.test.ts).
  */

@@ -11,23 +11,77 @@ import type { Task, TaskRef } from "./task.js";
  * Inputs are camelCase option objects; rows keep protocol column names.
  * Every method connects lazily; `connect()` only makes the first call's cost
  * (migrations, guards) explicit.
+ *
+ * Terminology (the § numbers are sections of docs/protocol.md, which gives
+ * each rule in full; the method comments below say what a caller may rely on):
+ * - **owned write**: a write a worker makes to a task it holds — heartbeat,
+ *   progress, succeed, complete, fail. It lands only while the row is
+ *   `running`, owned by the given `workerId`, with a lease that has not
+ *   expired, and (when `attempt` is given) on that attempt; otherwise nothing
+ *   is written and it rejects with `LostLease`.
+ * - **client transition**: cancel and retry, by id or by key, and their bulk
+ *   batches. A transition whose guard matches nothing writes nothing and
+ *   answers `null` (or leaves the id out of a batch's answer); it never throws
+ *   for that.
+ * - **atomic**: the guard and the choice of outcome are decided on the row's
+ *   values at the instant of the write, against every other writer (other
+ *   processes and other protocol-v1 implementations included), never on a
+ *   copy read earlier.
+ * - **input errors**: every method validates its input before it writes
+ *   anything or waits on the backpressure gate: `InvalidArgument` naming the
+ *   input, or `SerializationError` with the path of a value JSON cannot hold.
+ *   Either fails the call with nothing written.
  */
 export interface TaskStore {
-  /** What this backend can do beyond the contract's floor. */
+  /**
+   * What this store can do beyond the contract's floor: flags the client and
+   * worker read before they use an optional feature (see
+   * {@link StoreCapabilities} for each flag and its default). Read it when
+   * deciding rather than once: `pushWakeups` may turn false while the store
+   * runs (a Postgres LISTEN connection found deaf).
+   */
   readonly capabilities: StoreCapabilities;
   /**
-   * The backpressure gate every submit passes after validation (§5.6),
-   * including child submits from handlers. `null` = no gate. Installed by the
-   * client (`maxQueueDepth`).
+   * The backpressure gate (§5.6): when set, every submit calls
+   * `acquire(queue, this)` after validating its input and before writing,
+   * keyed submits and child submits from handlers included; a rejection
+   * (`QueueFull`) fails the submit with nothing written. `null` = no gate.
+   * The client installs it from `maxQueueDepth`; a store only calls it.
    */
   queueDepthGate: QueueDepthGate | null;
 
-  /** Opens the database: migrations, installation and protocol-version guards. Idempotent. */
+  /**
+   * Opens the database and makes it ready: runs the migrations it lacks and
+   * checks the protocol version (`ProtocolVersionMismatch`) and, on Postgres,
+   * the installation's schema (`SchemaMismatch`) — §3.7, §10, §11. Idempotent,
+   * and concurrent calls share one opening; a failed opening is tried again by
+   * the next call. Optional: every other method connects on first use.
+   * Rejects once `close()` has been called.
+   */
   connect(): Promise<void>;
-  /** Releases connections the store opened (never a pool or Kysely the caller owns). Idempotent. */
+  /**
+   * Waits for the calls in flight to settle, then releases what the store
+   * opened itself — never a pool, Kysely instance or transaction the caller
+   * passed in. Idempotent: a second call waits for the first. Every later call
+   * of another method rejects, saying the store is closed.
+   */
   close(): Promise<void>;
 
-  /** T1, honouring `key` + `conflict` in one keyed transaction (§5.1). */
+  /**
+   * Creates a task (T1, §5.1) and resolves with its row as stored: `queued`,
+   * `attempt` 0, due `runAtDelayMs` from now, a new id, `rootId` defaulting to
+   * that id. Input errors reject first (see the terminology above), then the
+   * backpressure gate may reject with `QueueFull`.
+   *
+   * With a `key`, the submit is one write transaction under the key lock, so
+   * concurrent submits of one key are decided one after the other: the task
+   * the key points at is returned as it is when `conflict` reuses it
+   * (`reuse`: queued or running; `reuse-succeeded`: succeeded too),
+   * `AlreadyExists` rejects with nothing written under `reject`, and
+   * otherwise (`replace`, or a task reuse declines) a task that is not
+   * terminal is cancelled, the new task inserted and the key moved to it — all
+   * or nothing. A `failed` or `canceled` task is never handed back.
+   */
   submit(input: SubmitInput): Promise<Task>;
   /**
    * {@link TaskStore.submit}, also saying whether the row was inserted by
@@ -36,20 +90,78 @@ export interface TaskStore {
    * inside the same keyed transaction as the submit itself.
    */
   submitOutcome(input: SubmitInput): Promise<SubmitOutcome>;
+  /** The task's whole row as stored now, or `null` when no task has this id (never submitted, or purged). Read-only (§5.2). */
   get(id: string): Promise<Task | null>;
+  /**
+   * The whole row of the task `key` points at now, or `null` when the key
+   * points nowhere (never used, or its task was purged). Read-only; takes no
+   * key lock, so a keyed submit in flight is seen before or after, never half
+   * done (§5.2).
+   */
   getByKey(key: string): Promise<Task | null>;
+  /** Only `{ id, status }` of the task, or `null` when there is none: the cheap poll a waiter makes (§5.3). */
   getStatus(id: string): Promise<TaskRef | null>;
+  /**
+   * `{ id, status }` of the task `key` points at now, or `null`. The key is
+   * resolved again on every call, so after a `replace` it reports the new
+   * task (§5.3).
+   */
   getStatusByKey(key: string): Promise<TaskRef | null>;
+  /**
+   * Whole rows matching every filter given (an absent filter matches any
+   * value), at most `limit` (default 100) after skipping `offset`, newest
+   * first — or, with `order: "id"`, by id descending, paged by `beforeId`
+   * (§5.4). Read-only; an unknown status, a negative limit or a `beforeId`
+   * without `order: "id"` is an `InvalidArgument`.
+   */
   list(input?: ListInput): Promise<Task[]>;
+  /**
+   * Row counts per queue and status, every status present (0 when empty);
+   * queues without rows are left out, except the one asked for by name, which
+   * is always there. Terminal rows count until purged. Read-only (§5.5).
+   */
   stats(queue?: string): Promise<QueueStats>;
-  /** Headroom: `maxDepth − min(maxDepth, queued rows)`, reading at most `maxDepth` rows (§5.6). */
+  /**
+   * The headroom left under `maxDepth` in `queue`: `maxDepth − min(maxDepth,
+   * queued rows)`, never below 0. Queued rows count whether due or not;
+   * running rows do not. Read-only, reading at most `maxDepth` rows (and on
+   * SQLite never queued behind writes), so the backpressure gate can ask it
+   * often (§5.6).
+   */
   queueDepth(queue: string, maxDepth: number): Promise<number>;
 
-  /** T3/T4; the post-update row, or `null` when the task is terminal or missing. */
+  /**
+   * Cancels the task (§5.7): a queued task ends `canceled` at once (T3); a
+   * running one stays `running` with its cancel flag set (T4): its worker
+   * learns of it through its heartbeats (the handler's `ctx.signal` aborts),
+   * and `complete`, `fail` and lease recovery all end it `canceled` (only the
+   * raw `succeed` ignores the flag). Resolves with
+   * the row after the write, or `null` when the task is missing or already
+   * terminal (nothing written). Atomic against the task's worker: a
+   * settlement racing the cancel either lands first (and the cancel answers
+   * `null`) or sees the flag.
+   */
   cancel(id: string): Promise<Task | null>;
+  /**
+   * {@link TaskStore.cancel} of the task `key` points at, resolving the key
+   * and cancelling in one transaction under the key lock, so a keyed submit
+   * cannot move the key in between. `null` when the key points nowhere.
+   */
   cancelByKey(key: string): Promise<Task | null>;
-  /** T14; the post-update row, or `null` unless the task is failed or canceled. */
+  /**
+   * Queues a `failed` or `canceled` task again (T14, §5.8), due now: clears
+   * its error, lease, worker, cancel flag, completion time, progress and
+   * message, and keeps its result; with `resetAttempt` its attempt count
+   * starts again from 0, otherwise an exhausted task gets exactly one more
+   * run. Resolves with the row after the write, or `null` (nothing written)
+   * when the task is missing or in any other status — a success is never
+   * retried. Atomic, like every client transition.
+   */
   retry(id: string, options?: RetryOptions): Promise<Task | null>;
+  /**
+   * {@link TaskStore.retry} of the task `key` points at, resolved and retried
+   * in one transaction under the key lock; `null` when the key points nowhere.
+   */
   retryByKey(key: string, options?: RetryOptions): Promise<Task | null>;
   /**
    * One batch of a bulk cancel: `CANCEL`'s transition (T3/T4) on up to
@@ -61,28 +173,111 @@ export interface TaskStore {
    * `limit` (the client's `cancelMany` does).
    */
   cancelBatch(input?: BulkBatchInput): Promise<string[]>;
-  /** One batch of a bulk retry: `RETRY`'s transition (T14) on failed or canceled rows; as {@link TaskStore.cancelBatch}. */
+  /**
+   * One batch of a bulk retry: {@link TaskStore.retry}'s transition (T14) on
+   * up to `limit` failed or canceled rows matching the filters, in id order
+   * after `afterId`, with `resetAttempt` as `retry`'s. Returns the ids it
+   * changed; atomic per row and looped over by the caller exactly as
+   * {@link TaskStore.cancelBatch}.
+   */
   retryBatch(input?: RetryBatchInput): Promise<string[]>;
-  /** T15: deletes up to `limit` terminal rows past the cutoff; returns their ids. */
+  /**
+   * Deletes finished tasks (T15, §5.9): up to `limit` (default 1000) rows that
+   * are terminal — always checked, even with a `status` filter — completed
+   * more than `olderThanMs` ago (default 0: any finished task) and matching
+   * every filter given, oldest completion first. Their keys are freed with
+   * them. Resolves with the deleted ids, in no particular order; callers
+   * repeat it until a batch comes back shorter than `limit`. A task being
+   * retried or cancelled at that moment is never deleted while live.
+   */
   purge(input?: PurgeInput): Promise<string[]>;
 
-  /** The claim cycle (§5.10): probe, recover expired leases, then draw. */
+  /**
+   * One claim cycle (§5.10): leases up to `limit` (default 1) due `queued`
+   * tasks of `queues` (and of `names`, when given) to `workerId` for
+   * `leaseMs`, highest `priority` first, then earliest `run_at_ms`, then id,
+   * and resolves with their rows — now `running`, `attempt` one higher,
+   * leased until now + `leaseMs`. The rows of one multi-row draw come back in
+   * no particular order; concurrent claims never take the same row.
+   *
+   * First a read-only probe, outside any transaction, answers whether
+   * anything is claimable (a due queued task of these queues and names, or an
+   * expired lease anywhere); if not, the cycle resolves with `[]` without
+   * opening a write transaction (`probe: false` skips the probe). Otherwise
+   * one write transaction recovers every expired lease in the table first
+   * (T11–T13: requeued, or ended `failed` or — flagged — `canceled`), then runs
+   * the draws (`draws` plans several; `flowControl` caps them), so a task
+   * recovered a moment ago can be claimed in the same cycle. All of it
+   * commits together or not at all.
+   */
   claim(input: ClaimInput): Promise<Task[]>;
-  /** Extends an owned lease; `LostLease` when the lease is gone. */
+  /**
+   * Extends the lease of a task this worker holds to now + `leaseMs`
+   * (default 30000) and resolves with the whole row, from which the caller
+   * reads the cancel flag (§5.11). An owned write: `LostLease` when the lease
+   * is gone, nothing written.
+   */
   heartbeat(input: HeartbeatInput): Promise<Task>;
-  /** Renews every listed lease still owned: id → cancel requested. Missing ids lost their lease. */
+  /**
+   * Renews, in one statement, the lease of every listed task this worker
+   * still holds (each row checked on its own, as {@link TaskStore.heartbeat}
+   * checks one) and resolves with a `Map` from each renewed id to whether a
+   * cancel was requested, in the order the ids were given (§5.12). An id
+   * missing from the map has lost its lease or stopped running — not an
+   * error, and nothing is written to it. No ids: an empty map and no
+   * statement.
+   */
   heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>>;
+  /**
+   * Records how far the task got: `progress` and `message`, each kept as it
+   * was when `null` or absent (neither can be cleared; no range check), and
+   * resolves with the row (§5.13). An owned write: `LostLease` when the lease
+   * is gone, nothing written. The status does not change.
+   */
   progress(input: ProgressInput): Promise<Task>;
-  /** T5, the raw primitive: ignores the cancel flag. */
+  /**
+   * Ends a held task `succeeded` with `result` (T5, §5.14): the raw
+   * primitive, which ignores the cancel flag — workers settle with
+   * {@link TaskStore.complete}, which honours it. Progress becomes 1, the
+   * lease is cleared, `message` is replaced only when given. Resolves with the
+   * row; an owned write: `LostLease` when the lease is gone, nothing written.
+   */
   succeed(input: SucceedInput): Promise<Task>;
-  /** T6/T7: succeeds, or ends canceled when a cancel was requested. */
+  /**
+   * Settles a held task after its handler returned (§5.15), in one atomic
+   * statement: `succeeded` with `result` and progress 1 (T6) — or, when a
+   * cancel was requested while it ran, `canceled`, the result discarded (T7:
+   * cancel wins). The lease is cleared either way. Resolves with the row; an
+   * owned write: `LostLease` when the lease is gone, nothing written.
+   */
   complete(input: CompleteInput): Promise<Task>;
-  /** T8/T9/T10. */
+  /**
+   * Settles a held task whose attempt failed (§5.16), storing `error` (an
+   * envelope, §12) and clearing the lease, in one atomic statement whose
+   * branch is decided on the row as written: `canceled` when a cancel was
+   * requested (T8: cancel wins); back to `queued`, due `delayMs` from now,
+   * when `retryable` (default true) and attempts remain (T9: `attempt <
+   * max_attempts`); otherwise `failed` for good (T10). The attempt count does
+   * not change. Resolves with the row, whose `status` says which branch was
+   * taken; an owned write: `LostLease` when the lease is gone, nothing
+   * written.
+   */
   fail(input: FailInput): Promise<Task>;
 
-  /** Resolves after `timeoutMs`, or earlier when the backend signals a task queued in one of `queues`. */
+  /**
+   * Waits until a task may be claimable in one of `queues`: resolves after
+   * `timeoutMs`, or earlier when the backend signals a task queued there (§9),
+   * or at once when `signal` aborts. Never rejects for a timeout; a store
+   * without push signals simply sleeps. A wake-up is a hint to claim again,
+   * not a promise that a claim will find work.
+   */
   claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void>;
-  /** Resolves after `timeoutMs`, or earlier when the backend signals the task reached a terminal status. */
+  /**
+   * Waits until the task may have finished: resolves after `timeoutMs`, or
+   * earlier when the backend signals that it reached a terminal status (§9),
+   * or at once when `signal` aborts. A hint to read the task again, never
+   * proof that it finished; a store without push signals simply sleeps.
+   */
   taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /**
    * Subscribes to the backend's push signals (§9): `queued` for a queue, `done`
@@ -97,44 +292,68 @@ export type StoreSignal = { readonly reason: "queued"; readonly queue: string } 
 
 /**
  * Capability flags with documented defaults (not optional methods callers
- * probe): a third-party store declares what it has.
+ * probe): a third-party store declares what it has. A flag that is true is a
+ * promise the conformance kit holds the store to (`capabilities-declared`
+ * fails when the declaration and the store disagree, and the cases of the
+ * capability run); a flag that is false makes the client and worker avoid the
+ * feature, or refuse it with `UnsupportedBackend` when asked for it.
  */
 export interface StoreCapabilities {
-  /** Backend pushes `queued`/`done` signals (Postgres LISTEN/NOTIFY). @default false */
+  /**
+   * The store delivers push signals (§9) to {@link TaskStore.subscribe}'s
+   * listeners and ends {@link TaskStore.claimWake} / {@link TaskStore.taskDoneWake}
+   * early on them: `queued` when a task is submitted or requeued in a queue,
+   * `done` when a task becomes terminal (Postgres LISTEN/NOTIFY). A worker
+   * that hears them may wait for one instead of polling, so a store must say
+   * true only while signals really arrive — Postgres turns it false when its
+   * LISTEN connection is refused or found deaf. @default false
+   */
   readonly pushWakeups: boolean;
   /**
-   * The store is a {@link TransactionalTaskStore}: `completeIn` settles in a
-   * transaction that also runs the caller's function (`ctx.succeedIn`), and
-   * `withTransaction(trx)` writes in the caller's transaction. @default false
+   * The store is a {@link TransactionalTaskStore}: `completeIn` runs the
+   * caller's function and the completion in one transaction that commits
+   * both or neither (`ctx.succeedIn`), and `withTransaction(trx)` gives a
+   * store whose writes join the caller's open transaction
+   * (`cairnq.withTransaction`). @default false
    */
   readonly transactionalComplete: boolean;
-  /** Times come from the database clock rather than the process clock. @default false */
+  /**
+   * Every instant the store writes (`created_at_ms`, `run_at_ms`, leases,
+   * `completed_at_ms`) comes from the database server's clock, so processes on
+   * hosts whose clocks differ agree on when a lease expires or a task is due
+   * (§2.1). When false the writing process's clock is used, which is right
+   * for one host (SQLite). @default false
+   */
   readonly databaseClock: boolean;
   /**
-   * `claim` enforces `ClaimInput.flowControl` (cross-process
-   * `globalConcurrency` and `rateLimit`, see `flow-control.ts`) exactly,
-   * inside the claim transaction. A store without it must not be given
-   * limits; the worker refuses them. Optional so stores written before the
-   * flag keep compiling. @default false
+   * `claim` enforces `ClaimInput.flowControl` — per task name, at most
+   * `globalConcurrency` tasks `running` and at most `rateLimit.max` claims in
+   * any `rateLimit.perMs` window, across every process claiming from the
+   * database — exactly, inside the claim transaction (see `flow-control.ts`).
+   * A store without it must not be given limits; the worker refuses them.
+   * Optional so stores written before the flag keep compiling. @default false
    */
   readonly flowControl?: boolean;
   /**
-   * The store is a {@link ScheduleTaskStore} (`submitScheduleSlots`, for
+   * The store is a {@link ScheduleTaskStore}: `submitScheduleSlots` submits
+   * each slot of a schedule exactly once however many processes offer it (for
    * `worker.schedule`). Optional so stores written before the flag keep
    * compiling. @default false
    */
   readonly schedules?: boolean;
   /**
-   * The store is a {@link RefCompleteTaskStore} (`completeRef`: `complete`
-   * answering `{ id, status }` instead of the whole row, for a worker's own
-   * settlement). Optional so stores written before the flag keep compiling.
-   * @default false
+   * The store is a {@link RefCompleteTaskStore}: `completeRef` writes exactly
+   * what `complete` writes and answers only `{ id, status }`, which is all a
+   * worker settling its own task reads. Optional so stores written before the
+   * flag keep compiling. @default false
    */
   readonly completeRef?: boolean;
   /**
-   * `claim` honours `ClaimInput.reprobe`: it probes again after its draws,
-   * in the same transaction, and reports whether anything was left to claim.
-   * Optional so stores written before the flag keep compiling. @default false
+   * `claim` honours `ClaimInput.reprobe`: after its draws it probes once more
+   * in the same transaction and reports whether anything was left to claim,
+   * so a worker that hears push signals can wait for one rather than open
+   * another claim transaction at once. Optional so stores written before the
+   * flag keep compiling. @default false
    */
   readonly claimReprobe?: boolean;
 }

@@ -71,7 +71,7 @@ export class PostgresSyntax extends BaseSqlSyntax {
    * EXISTS (<expired>)`. Why not `EXISTS`: the planner costs an `EXISTS` as a seq scan that stops at
    * the first match, assuming matches are spread evenly; in a table that holds many terminal rows
    * next to the queued ones (no purge for a while) they are not, and the probe read the whole heap
-   * (issue 9's growth figure: 1M terminal + 100k queued rows). The index order makes the claim index
+   * (`pnpm bench --only claim`, the growth figure: 1M terminal + 100k queued rows). The index order makes the claim index
    * the only cheap plan, and an empty queue costs an index descent instead of a full scan.
    */
   override claimProbe(parts: ClaimProbeParts): string {

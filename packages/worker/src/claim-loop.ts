@@ -205,8 +205,9 @@ export class ClaimLoop {
    * interval after that claim began — the same bound an idle worker's sleep has, which also covers
    * what no signal announces (delayed tasks falling due, leases expiring). A worker that claims
    * again right after each task would only repeat the probe's answer, on a transaction of its own
-   * that competes with the settlement just written (measured on `bench/`'s Postgres `call()` pair
-   * against the release before, 6 alternating runs of 300 calls: p50 0.83×, p95 0.81×).
+   * that competes with the settlement just written (`bench/`'s Postgres `call()` figure with this
+   * wait against without it, 6 alternating runs of 300 calls: p50 0.83×, p95 0.81×; re-measure with
+   * `pnpm bench --backend postgres --only latency`).
    */
   #drainedMs(): number {
     const drained = this.#drained;

@@ -1,6 +1,6 @@
 /**
  * A worker process whose network path to Postgres goes dark without a FIN
- * or an RST (issue 10, "Half-open connections"), with real processes: worker
+ * or an RST (a dropped NAT entry, a dead peer), with real processes: worker
  * A connects through a TCP proxy in this test (test/half-open-proxy.ts of
  * @cairnq/store-postgres) that stops forwarding — for the connections open
  * and for new ones — while A holds a claimed task. Required:

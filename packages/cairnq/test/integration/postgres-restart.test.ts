@@ -1,6 +1,6 @@
 /**
- * The Postgres server restarted under a drain (issue 10, "Connections that
- * die or hang"): two real worker processes (`Worker.postgres`) drain tasks
+ * The Postgres server restarted under a drain (connections that die or
+ * hang): two real worker processes (`Worker.postgres`) drain tasks
  * while the server is shut down — fast, then immediate — and kept down for
  * a second or more, then started again. The workers must survive, reconnect
  * and claim again soon after the server is back; no task may be lost (each

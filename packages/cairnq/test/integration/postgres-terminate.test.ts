@@ -1,6 +1,6 @@
 /**
  * Every Postgres backend of a running worker process killed with
- * `pg_terminate_backend` (issue 4 "Real processes"), twice in a row, while
+ * `pg_terminate_backend`, twice in a row, while
  * tasks flow: the process never crashes, the errors reach `onError` (the
  * worker child reports each call over IPC), the pool replaces its
  * connections, claiming resumes, LISTEN reconnects so wakeups resume, and no

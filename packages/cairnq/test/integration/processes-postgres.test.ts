@@ -1,7 +1,8 @@
 /**
  * API, producers and workers as separate OS processes on one Postgres
- * database (design.md "Tests"; issue 4 "Real processes"): the suite the SQLite
- * file runs, plus the `call()` latency to an idle worker process (logged).
+ * database, since what the protocol promises across processes is only
+ * proven across processes: the suite the SQLite file runs, plus the `call()`
+ * latency to an idle worker process (logged).
  *
  * Each test gets a fresh schema, created by whichever process connects first
  * through the `schema` option (so migrations race among the processes, as in

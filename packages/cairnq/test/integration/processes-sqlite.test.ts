@@ -1,7 +1,8 @@
 /**
- * API, producers and workers as separate OS processes on one SQLite file
- * (design.md "Tests"; issue 3 "Real processes"). A fresh temp file per test,
- * so WAL and locking behave as in production.
+ * API, producers and workers as separate OS processes on one SQLite file,
+ * since what the protocol promises across processes is only proven across
+ * processes. A fresh temp file per test, so WAL and locking behave as in
+ * production.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

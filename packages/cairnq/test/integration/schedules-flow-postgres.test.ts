@@ -1,5 +1,5 @@
 /**
- * Schedules and cross-process flow control (issue 11) with real worker
+ * Schedules and cross-process flow control (`globalConcurrency`, `rateLimit`) with real worker
  * processes on one Postgres database: a fresh schema per test, dropped
  * afterwards. Without `CAIRNQ_TEST_PG_DSN`, or when it does not answer, the
  * tests fail.

@@ -1,5 +1,5 @@
 /**
- * Schedules and cross-process flow control (issue 11) with real worker
+ * Schedules and cross-process flow control (`globalConcurrency`, `rateLimit`) with real worker
  * processes on one SQLite file: a fresh temp file per test.
  */
 import { mkdtemp, rm } from "node:fs/promises";

@@ -1,5 +1,5 @@
 /**
- * Transactions on both backends (issue 11): an app table and a task written
+ * Transactions on both backends: an app table and a task written
  * in one transaction through `client.withTransaction(trx)` — rolled back,
  * neither exists; committed, both do — and a real worker process SIGKILLed
  * inside `ctx.succeedIn`, between the app's write and the settlement: the

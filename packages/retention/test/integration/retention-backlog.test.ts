@@ -1,5 +1,5 @@
 /**
- * The issue's backlog scenario: 20,000 terminal rows drained in bounded
+ * A backlog that must not stall retention: 20,000 terminal rows drained in bounded
  * batches while a producer keeps submitting. Every row is made through the
  * store's own calls (submit, claim, complete, fail, cancel), never raw SQL.
  */
