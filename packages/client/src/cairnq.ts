@@ -35,9 +35,11 @@ import {
   SUBMIT_OPTION_KEYS,
   submitInputOf,
 } from "@cairnq/protocol/sdk";
+import type { SendOutcome, StepRecord } from "@cairnq/protocol";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
 import type { RuntimeClock } from "@cairnq/runtime";
+import { readSteps, sendMessage } from "./steps.js";
 import { checkOptions, optionalClock } from "@cairnq/runtime";
 import { BackpressureGate } from "./backpressure-gate.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
@@ -501,6 +503,41 @@ export class CairnQ {
    */
   explain(id: string, options?: ExplainOptions): Promise<Explanation | null> {
     return explain(this.store, id, options, this.#clock);
+  }
+
+  /**
+   * Sends a message to task `taskId` under `name`: a `ctx.waitFor(name)` of
+   * its handler resolves with `payload` (JSON). A task parked waiting for
+   * that name is due at once and its workers are woken (NOTIFY on Postgres,
+   * the file's commit on SQLite); a message sent before the wait is kept
+   * until a wait of that name takes it (one message per wait, oldest first).
+   * Works from any process, and inside `withTransaction` (the message
+   * commits with your transaction). Resolves with `{ woke }`: whether the
+   * task was parked waiting for it.
+   *
+   * @throws InvalidArgument when no task has this id.
+   * @throws UnsupportedBackend when the store has no durable steps.
+   * @example
+   * ```ts
+   * await client.send(orderTaskId, "approval", { approvedBy: "ana" });
+   * ```
+   */
+  send(taskId: string, name: string, payload?: unknown): Promise<SendOutcome> {
+    return sendMessage(this.store, taskId, name, payload);
+  }
+
+  /**
+   * The journal of task `taskId`'s durable steps, in the order they were
+   * first recorded: `[{ name, kind, status, result, error, attempt, atMs,
+   * wakeAtMs, waitingFor, seq }]` — `[]` for a task without steps.
+   *
+   * @example
+   * ```ts
+   * for (const s of await client.steps(id)) console.log(s.name, s.status, s.waitingFor);
+   * ```
+   */
+  steps(taskId: string): Promise<StepRecord[]> {
+    return readSteps(this.store, taskId);
   }
 
   /**

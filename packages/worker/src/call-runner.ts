@@ -23,7 +23,9 @@ export type Outcome =
   | { readonly kind: "returned"; readonly value: unknown }
   | { readonly kind: "threw"; readonly error: unknown }
   | { readonly kind: "timeout" }
-  | { readonly kind: "abandoned" };
+  | { readonly kind: "abandoned" }
+  /** The task parked (a sleep, wait or join, `steps.ts`): the store already wrote its row; nothing to settle. */
+  | { readonly kind: "parked" };
 
 /** What a {@link CallRunner} needs from its worker. @internal */
 export interface CallRunnerHost {
@@ -86,7 +88,7 @@ export class CallRunner {
     // #invoke never rejects: how the handler ended is its outcome.
     return this.#invoke(call, registration).then((outcome) => {
       call.handlerEnded(outcome.kind === "abandoned");
-      if (outcome.kind === "abandoned") return;
+      if (outcome.kind === "abandoned" || outcome.kind === "parked") return;
       return this.#settle(call, outcome);
     });
   }
@@ -109,6 +111,11 @@ export class CallRunner {
         resolve(outcome);
       };
       call.onAbandon(() => end(ABANDONED));
+      const batch = registration.batch !== null;
+      for (const ctx of call.handed) {
+        ctx.inBatch = batch;
+        if (!batch) ctx.onParked(() => end(PARKED));
+      }
       const maxRunMs = this.#host.maxRunMs;
       // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
       if (maxRunMs !== null) timer = this.#host.clock.startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
@@ -133,7 +140,7 @@ export class CallRunner {
   }
 
   /** The settlement table (§8.4): tasks the handler did not settle are settled by how the call ended. */
-  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>): Promise<void> | undefined {
+  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" | "parked" }>): Promise<void> | undefined {
     const handed = call.handed;
     const batch = call.registration !== undefined && call.registration.batch !== null;
     if (outcome.kind === "returned" && !batch && handed.length === 1) {
@@ -144,7 +151,7 @@ export class CallRunner {
     return this.#settleAll(call, outcome, batch);
   }
 
-  async #settleAll(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>, batch: boolean): Promise<void> {
+  async #settleAll(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" | "parked" }>, batch: boolean): Promise<void> {
     const failDelayMs = (ctx: Context, retryable: boolean): number => this.#host.contexts.failDelayMs(ctx.attempt, retryable);
     const handed = call.handed;
     // Contexts already lost are left alone: this worker no longer holds them (and a write might land on a newer run).
@@ -226,6 +233,7 @@ export class CallRunner {
 
 const ABANDONED: Outcome = Object.freeze({ kind: "abandoned" });
 const TIMED_OUT: Outcome = Object.freeze({ kind: "timeout" });
+const PARKED: Outcome = Object.freeze({ kind: "parked" });
 
 /**
  * Ends a handler call with what it returned: a promise's settlement, any other thenable's (as `await`

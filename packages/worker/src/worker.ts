@@ -27,6 +27,7 @@ import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+import { wakeJoiningParent } from "./steps.js";
 
 interface RunState {
   readonly stopped: Deferred<void>;
@@ -100,7 +101,10 @@ export class Worker {
       clock: opts.clock,
       failDelayMs: (attempt, retryable) =>
         retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
-      settled: (ctx, status, failure) => reporter.settled(ctx, status, failure),
+      settled: (ctx, status, failure) => {
+        reporter.settled(ctx, status, failure);
+        wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
+      },
       lost: (ctx, reason) => reporter.lost(ctx, reason),
     };
     const registry = new TaskRegistry({
