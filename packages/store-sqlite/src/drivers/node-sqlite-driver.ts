@@ -169,9 +169,15 @@ export function loadNodeSqlite(): SQLiteDriver {
   if (typeof getBuiltinModule !== "function") throw new Error(`this runtime has no process.getBuiltinModule (Node ${process.version})`);
   const module = loadQuietly(process) as NodeSqliteModule | undefined;
   if (module === undefined) throw new Error(`Node ${process.version} has no node:sqlite module (it came in Node 22.5)`);
-  const proto = (module.DatabaseSync as unknown as { prototype: object }).prototype;
-  const statementProto = (module as unknown as { StatementSync?: { prototype: object } }).StatementSync?.prototype;
-  if (!("isTransaction" in proto) || (statementProto !== undefined && !("columns" in statementProto))) {
+  // Both are members of the instances, not of the prototypes: probe an in-memory database.
+  const probe = new module.DatabaseSync(":memory:");
+  let complete: boolean;
+  try {
+    complete = typeof (probe as { isTransaction?: unknown }).isTransaction === "boolean" && typeof probe.prepare("SELECT 1").columns === "function";
+  } finally {
+    probe.close();
+  }
+  if (!complete) {
     throw new Error(`Node ${process.version}'s node:sqlite lacks DatabaseSync.isTransaction and StatementSync.columns(), which the store needs (Node 22.16 or later has them)`);
   }
   return nodeSqliteDriver(module);
