@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,latency,claim,floors,pooler,churn] [--drain-warmup 2000]
+//                      [--only submit,drain,latency,claim,floors,pooler,churn,steps] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -17,6 +17,7 @@ import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, DRAIN_PREFETCH_C64, dra
 import { churnDrain, churnUnderSubmits } from "./lib/churn.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
+import { parkWakeLatency, stepsThroughput } from "./lib/steps.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -59,6 +60,8 @@ const settings = {
   // The churn figures: a drain of `total` queued tasks judged on its first and last `window` completions, and
   // `submitsN` tasks drained while they are submitted against the same drain of a backlog. --quick scales down.
   churn: args.quick ? { total: 20_000, window: 2_000, submitsN: 3_000 } : { total: 100_000, window: 10_000, submitsN: 20_000 },
+  // Durable steps: no-op steps per task (the issue's figure is 1,000; --quick runs 200), and park/wake round trips.
+  steps: args.quick ? { perTask: 200, latencyCalls: 30 } : { perTask: 1_000, latencyCalls: 200 },
 };
 if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
@@ -197,6 +200,16 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "churn.backlog", r.backlog);
       push("ours", "churn.submits", r.submits);
       push("ours", "churn.offered", r.offered);
+    });
+  }
+  if (wants("steps")) {
+    const { perTask, latencyCalls } = settings.steps;
+    await step(`steps c1: 1 task × ${perTask} no-op steps`, async () => push("ours", "steps.c1", await stepsThroughput(backend, { tasks: 1, steps: perTask })));
+    await step(`steps c64: 64 tasks × ${perTask} no-op steps`, async () => push("ours", "steps.c64", await stepsThroughput(backend, { tasks: 64, steps: perTask })));
+    await step("park/wake (sleep 0 → resumed) and call() p50", async () => {
+      const r = await parkWakeLatency(backend, { calls: latencyCalls, warmup: settings.latencyWarmup });
+      push("ours", "parkWake.p50", r.park);
+      push("ours", "parkWakeCall.p50", r.call);
     });
   }
   if (wants("claim")) {

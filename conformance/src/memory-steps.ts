@@ -37,7 +37,10 @@ export class MemorySteps {
   steps(taskId: string): StepRecord[] {
     const id = requireName(taskId, "taskId");
     if (this.tasks.get(id) === undefined) return [];
-    return [...(this.#journals.get(id)?.values() ?? [])].sort((a, b) => a.seq - b.seq || (a.name < b.name ? -1 : 1)).map((r) => structuredClone(r));
+    const now = this.tasks.now();
+    // A sleep whose wake time has come reads as done: nothing is written when it ends.
+    const shown = (r: StepRecord): StepRecord => (r.kind === "sleep" && r.status === "waiting" && r.wakeAtMs !== null && r.wakeAtMs <= now ? { ...r, status: "done" } : r);
+    return [...(this.#journals.get(id)?.values() ?? [])].sort((a, b) => a.seq - b.seq || (a.name < b.name ? -1 : 1)).map((r) => structuredClone(shown(r)));
   }
 
   recordStep(input: RecordStepInput): void {

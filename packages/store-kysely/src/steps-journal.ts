@@ -74,6 +74,16 @@ const WAITING_TEMPLATE: StatementTemplate = {
     UPSERT_TAIL,
 };
 
+/** A sleep's `waiting` entry, fenced in the statement itself: a sleep needs no step lock (no message or child decides it). */
+const FENCED_WAITING_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.untilMs, P.delayMs, P.waitingFor],
+  clock: "transaction",
+  build: (c) =>
+    `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, 'waiting', NULL, NULL, attempt, ${c.now()}, ` +
+    `${c.value(x.coalesce(P.untilMs, x.add(x.now, P.delayMs)))}, ${c.value(P.waitingFor)} FROM ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}` +
+    UPSERT_TAIL,
+};
+
 /** A `done` entry written inside a transaction that already checked the fence (a satisfied wait or join, a spawn). */
 const DONE_TEMPLATE: StatementTemplate = {
   params: [P.taskId, P.stepName, P.seq, P.kind, P.result],
@@ -91,10 +101,13 @@ const FENCE_TEMPLATE: StatementTemplate = {
   build: (c) => `SELECT id, queue, root_id FROM ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}`,
 };
 
+/** The journal; a sleep whose wake time has come reads as `done` (nothing is written when it ends: see `steps.ts`). */
 const JOURNAL_TEMPLATE: StatementTemplate = {
   params: [P.taskId],
-  clock: null,
-  build: (c) => `SELECT ${COLUMNS} FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} ORDER BY seq, name`,
+  clock: "statement",
+  build: (c) =>
+    `SELECT task_id, name, seq, kind, CASE WHEN kind = 'sleep' AND status = 'waiting' AND wake_at_ms <= ${c.now()} THEN 'done' ELSE status END AS status, ` +
+    `result, error, attempt, at_ms, wake_at_ms, waiting_for FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} ORDER BY seq, name`,
 };
 
 const ENTRY_TEMPLATE: StatementTemplate = {
@@ -182,6 +195,13 @@ export class StepJournal {
     const params = parkStepParams(input);
     await this.#ready();
     const { dialect, db } = this.ext;
+    if (params.kind === "sleep") {
+      // Two statements, no lock: the entry (fenced) and PARK (fenced again by its guard).
+      return dialect.executor.writeTransaction(db, async (tx) => {
+        if ((await this.ext.exec(tx, FENCED_WAITING_TEMPLATE, params)).rows.length === 0) throw new LostLease(String(params.taskId));
+        return this.#parkRow(tx, params);
+      });
+    }
     return dialect.executor.writeTransaction(db, async (tx) => {
       await this.#fence(tx, params);
       if (params.kind === "wait") {
@@ -201,11 +221,15 @@ export class StepJournal {
         }
       }
       await this.ext.exec(tx, WAITING_TEMPLATE, params);
-      const row = (await this.ext.exec(tx, PARK_TEMPLATE, params)).rows[0];
-      if (row === undefined) throw new LostLease(String(params.taskId));
-      const task = decodeTask(row);
-      return { kind: "parked", status: task.status === "canceled" ? "canceled" : "queued" };
+      return this.#parkRow(tx, params);
     });
+  }
+
+  /** `PARK` on the task row; `LostLease` when its guard matched nothing (everything rolls back). */
+  async #parkRow(tx: QueryRunner, params: Params): Promise<ParkOutcome> {
+    const row = (await this.ext.exec(tx, PARK_TEMPLATE, params)).rows[0];
+    if (row === undefined) throw new LostLease(String(params.taskId));
+    return { kind: "parked", status: decodeTask(row).status === "canceled" ? "canceled" : "queued" };
   }
 
   /** Child insert and journal entry in one fenced transaction; a recorded entry returns its child. */
