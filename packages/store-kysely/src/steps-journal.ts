@@ -161,6 +161,13 @@ const WAKE_JOIN_TEMPLATE = wakeTemplate("join");
 const PARK_TEMPLATE = rowTransitionTemplate(PARK);
 const CHILD_INSERT_TEMPLATE = insertTemplate(SUBMIT);
 
+/** The journal table does not exist yet (SQLite's message, Postgres's SQLSTATE 42P01 undefined_table). */
+function missingTable(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return code === "42P01" || (typeof message === "string" && message.includes(`no such table: ${STEPS_TABLE}`));
+}
+
 /** The step lock of a task: taken first by every transaction that parks, sends to or spawns from it. */
 function stepLockKey(taskId: string): string {
   return `cairnq:steps:${taskId}`;
@@ -178,8 +185,13 @@ export class StepJournal {
   /** The task's journal in recording order. */
   async steps(taskId: string): Promise<StepRecord[]> {
     const id = requireName(taskId, "taskId");
-    await this.#ready();
-    return (await this.ext.statements.read(JOURNAL_TEMPLATE, { taskId: id })).rows.map(decodeStepRow);
+    try {
+      return (await this.ext.statements.read(JOURNAL_TEMPLATE, { taskId: id })).rows.map(decodeStepRow);
+    } catch (err) {
+      // A read creates nothing (`cairnq get`, `explain` and the dashboard read every task): no table, no journal.
+      if (missingTable(err)) return [];
+      throw err;
+    }
   }
 
   /** One fenced statement; `LostLease` when it wrote nothing. */
