@@ -196,4 +196,24 @@ export const stepCases: readonly ConformanceCase[] = [
       ]);
     },
   },
+  {
+    id: "steps-deleted-with-task",
+    title: "purging a finished task deletes its journal and messages with it",
+    spec: SPEC + ", §5.9",
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1);
+      const owned = { taskId: task.id, workerId: t.w1, attempt: task.attempt };
+      await s.recordStep({ ...owned, name: "a", kind: "step", status: "done", seq: 1, result: 1 });
+      await s.send({ taskId: task.id, name: "never-read", payload: 1 });
+      await t.store.complete({ ...owned, result: null });
+      const kept = await t.submitAndClaim(t.w2);
+      await s.recordStep({ taskId: kept.id, workerId: t.w2, attempt: kept.attempt, name: "b", kind: "step", status: "done", seq: 1, result: 2 });
+      await t.sleep(5);
+      t.expect(await t.store.purge({ olderThanMs: 0 })).toEqual([task.id]);
+      t.expect(await s.steps(task.id)).toEqual([]);
+      t.expect((await s.steps(kept.id)).map((e) => e.name)).toEqual(["b"]);
+    },
+  },
 ];
