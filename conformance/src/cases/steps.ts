@@ -216,4 +216,26 @@ export const stepCases: readonly ConformanceCase[] = [
       t.expect((await s.steps(kept.id)).map((e) => e.name)).toEqual(["b"]);
     },
   },
+  {
+    id: "steps-record-concurrent",
+    title: "concurrent records of many tasks (which a store may combine into one statement) are each fenced on their own",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      for (let i = 0; i < 6; i++) await t.submit("job", { payload: { i } });
+      const claimed = await t.claim(t.w1, { limit: 6 });
+      t.expect(claimed).toHaveLength(6);
+      const records = claimed.map((task, i) =>
+        // The third names a wrong attempt: its record alone must not land.
+        s.recordStep({ taskId: task.id, workerId: t.w1, attempt: i === 2 ? task.attempt + 5 : task.attempt, name: "a", kind: "step", status: "done", seq: 1, result: i }),
+      );
+      const outcomes = await Promise.allSettled(records);
+      t.expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled", "fulfilled"]);
+      t.expect((outcomes[2] as PromiseRejectedResult).reason instanceof LostLease).toBe(true);
+      for (const [i, task] of claimed.entries()) {
+        t.expect((await s.steps(task.id)).map((e) => e.result)).toEqual(i === 2 ? [] : [i]);
+      }
+    },
+  },
 ];

@@ -27,7 +27,9 @@ import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { MESSAGES_TABLE, STEPS_TABLE } from "./extension-tables.js";
+import { BatchableStepRecord } from "./batchable-step-record.js";
 import { decodeTask } from "./rows.js";
+import type { BatchedWriter } from "./write-batching.js";
 import { GET_MANY_TEMPLATE, insertTemplate, rowTransitionTemplate, TASKS_TABLE } from "./statements.js";
 
 const P = {
@@ -52,11 +54,11 @@ const COLUMNS = "task_id, name, seq, kind, status, result, error, attempt, at_ms
 const UPSERT_TAIL =
   ` ON CONFLICT (task_id, name) DO UPDATE SET status = excluded.status, result = excluded.result, error = excluded.error, ` +
   `attempt = excluded.attempt, at_ms = excluded.at_ms, wake_at_ms = excluded.wake_at_ms, waiting_for = excluded.waiting_for ` +
-  `WHERE ${STEPS_TABLE}.status <> 'done' RETURNING name`;
+  `WHERE ${STEPS_TABLE}.status <> 'done' RETURNING task_id, name`;
 
 /** A final outcome (`done` / `failed`), fenced by the task row in the same statement. */
 const RECORD_TEMPLATE: StatementTemplate = {
-  params: [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error],
+  params: [P.taskId, PARAMS.workerId, PARAMS.attempt, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error],
   clock: "transaction",
   build: (c) =>
     `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, ${c.value(P.stepStatus)}, ` +
@@ -72,6 +74,26 @@ const WAITING_TEMPLATE: StatementTemplate = {
     `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, 'waiting', NULL, NULL, attempt, ${c.now()}, ` +
     `${c.value(x.coalesce(P.untilMs, x.add(x.now, P.delayMs)))}, ${c.value(P.waitingFor)} FROM ${TASKS_TABLE} WHERE id = ${c.value(P.taskId)}` +
     UPSERT_TAIL,
+};
+
+const RECORD_PARAMS = [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error];
+
+/**
+ * {@link RECORD_TEMPLATE} over many tasks at once (one row each), for the write combiner: the bound
+ * rows `b` joined to their task rows, each fenced on its own.
+ */
+const RECORD_MANY_TEMPLATE: StatementTemplate = {
+  params: RECORD_PARAMS,
+  clock: "transaction",
+  perRow: true,
+  build: (c) => {
+    const source = c.batchSource(RECORD_PARAMS);
+    return (
+      `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, ${c.value(P.stepStatus)}, ` +
+      `${c.value(P.result)}, ${c.value(P.error)}, attempt, ${c.now()}, NULL, NULL FROM ${source}, ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}` +
+      UPSERT_TAIL
+    );
+  },
 };
 
 /** A sleep's `waiting` entry, fenced in the statement itself: a sleep needs no step lock (no message or child decides it). */
@@ -175,7 +197,13 @@ function stepLockKey(taskId: string): string {
 
 /** See the module comment. */
 export class StepJournal {
-  constructor(private readonly ext: StoreExtensions) {}
+  /** Records go through the dialect's write batching, like settlements (`batchable-step-record.ts`). */
+  readonly #record: BatchedWriter<Params, void>;
+
+  constructor(private readonly ext: StoreExtensions) {
+    const { db, dialect, compiler } = ext.statements;
+    this.#record = dialect.writes.writer(db, dialect.executor, new BatchableStepRecord(compiler, RECORD_TEMPLATE, RECORD_MANY_TEMPLATE));
+  }
 
   async #ready(): Promise<void> {
     await this.ext.ensure(STEPS_TABLE);
@@ -198,8 +226,7 @@ export class StepJournal {
   async recordStep(input: RecordStepInput): Promise<void> {
     const params = recordStepParams(input);
     await this.#ready();
-    const result = await this.ext.statements.write(RECORD_TEMPLATE, params);
-    if (result.rows.length === 0) throw new LostLease(String(params.taskId));
+    await this.#record(params);
   }
 
   /** The park transaction (see the module comment). */
