@@ -97,7 +97,10 @@ describe.each(["memory", "sqlite"] as const)("durable steps on the %s store", (s
   it("a sleep of a day gives the slot back (concurrency 1 runs other tasks), never uses up maxAttempts, and resumes after the day with steps replayed", async () => {
     const q = await open();
     let charged = 0;
-    q.worker({ concurrency: 1 }).task("remind", async (ctx) => {
+    const worker = q.worker({ concurrency: 1 });
+    const parkedEvents: number[] = [];
+    worker.on("task:parked", (e) => parkedEvents.push(e.attempt));
+    worker.task("remind", async (ctx) => {
       await ctx.step("charge", () => (charged += 1));
       await ctx.sleep("wait a day", DAY);
       await ctx.sleep("and an hour", HOUR);
@@ -105,7 +108,8 @@ describe.each(["memory", "sqlite"] as const)("durable steps on the %s store", (s
     });
     q.worker({ concurrency: 1 }).task("quick", () => "quick");
     const sleeper = await q.client.submit("remind", {}, { maxAttempts: 1 });
-    await q.drain();
+    expect((await q.drain()).ran.map((r) => r.outcome)).toEqual(["requeued"]);
+    expect(parkedEvents).toEqual([1]);
     expect(await q.client.get(sleeper.id)).toMatchObject({ status: "queued", attempt: 0, worker_id: null, run_at_ms: START + DAY });
     // The only slot is free: another task runs while the first sleeps.
     expect(await q.client.call("quick", {})).toBe("quick");
