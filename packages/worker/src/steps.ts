@@ -253,7 +253,10 @@ export class CallSteps {
     try {
       return await write();
     } catch (err) {
-      if (err instanceof LostLease) this.#host.markLost();
+      if (!(err instanceof LostLease)) throw err;
+      // A write of this call after its own park (a step still running beside the sleep) is not a lost lease.
+      if (this.#parked) throw new LostLease(this.#host.taskId, { message: `task ${this.#host.taskId} parked while this step ran, so its result was not recorded; the step runs again when the task resumes` });
+      this.#host.markLost();
       throw err;
     }
   }
