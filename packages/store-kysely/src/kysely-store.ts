@@ -10,6 +10,8 @@ import type {
   ProgressInput,
   PurgeInput,
   QueueDepthGate,
+  QueueHealth,
+  QueueHealthTaskStore,
   QueueStats,
   RefCompleteTaskStore,
   RetryBatchInput,
@@ -32,6 +34,7 @@ import type { StoreDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { OwnedWrites } from "./owned-writes.js";
+import { readQueueHealth } from "./queue-health.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
 import { StoreLifecycle } from "./store-lifecycle.js";
 import { StoreStatements } from "./store-statements.js";
@@ -74,7 +77,7 @@ export interface KyselyStoreOptions {
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
+export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, QueueHealthTaskStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
   /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
@@ -86,6 +89,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   readonly #submits: SubmitPath;
   readonly #owned: OwnedWrites;
   readonly #reads: TaskReads;
+  readonly #statements: StoreStatements;
   readonly #transitions: ClientTransitions;
   readonly #claims: ClaimCycle;
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
@@ -109,9 +113,11 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       schedules: true,
       completeRef: true,
       claimReprobe: true,
+      queueHealth: true,
     };
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     const statements = new StoreStatements(db, dialect, this.compiler);
+    this.#statements = statements;
     this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
     this.#extensions = new StoreExtensions(statements);
     this.#submits = new SubmitPath(statements, this.#lifecycle, this);
@@ -198,6 +204,11 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   /** Headroom `maxDepth − min(maxDepth, queued)`, reading at most `maxDepth` rows (§5.6). Read-only. */
   queueDepth(queue: string, maxDepth: number): Promise<number> {
     return this.#reads.queueDepth(queue, maxDepth);
+  }
+
+  /** Counts by queue and status and each queue's oldest due queued task, in one aggregate read (see `queue-health.ts`). */
+  queueHealth(): Promise<QueueHealth> {
+    return readQueueHealth(this.#statements, this.#lifecycle, () => this.dialect.clock.nowMs());
   }
 
   // ------------------------------------------------------- client transitions
