@@ -153,7 +153,7 @@ export class CallRunner {
   }
 
   async #settleAll(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>, batch: boolean): Promise<void> {
-    const failDelayMs = (ctx: Context, retryable: boolean): number => this.#host.contexts.failDelayMs(ctx.attempt, retryable);
+    const failDelayMs = (ctx: Context, retryable: boolean, error: unknown): number => this.#host.contexts.failDelayMs(ctx, retryable, error);
     const handed = call.handed;
     // Contexts already lost are left alone: this worker no longer holds them (and a write might land on a newer run).
     const leftovers = handed.filter((ctx) => ctx.live);
@@ -167,13 +167,13 @@ export class CallRunner {
       case "threw": {
         if (isLostLease(outcome.error)) return;
         const { envelope, retryable } = envelopeFromThrown(outcome.error);
-        await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, retryable, failDelayMs(ctx, retryable))));
+        await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, retryable, failDelayMs(ctx, retryable, outcome.error))));
         return;
       }
       case "timeout": {
         for (const ctx of call.handed) ctx.markLost("timeout");
         const envelope = handlerTimeoutEnvelope(this.#host.maxRunMs as number);
-        await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, true, failDelayMs(ctx, true))));
+        await Promise.all(leftovers.map((ctx) => this.#finalFail(ctx, envelope, true, failDelayMs(ctx, true, envelope))));
         return;
       }
     }

@@ -116,7 +116,8 @@ export interface WorkerOptions {
   queuePollIntervalMs?: number;
   /**
    * Receives errors the worker survives: failed claims (`phase: "claim"`),
-   * heartbeat and settlement write failures and `EventLoopBlocked`
+   * heartbeat and settlement write failures, `EventLoopBlocked` and a task
+   * option `retryBackoff` that threw or returned an unusable delay
    * (`phase: "execute"`, with `taskId`). Exceptions it throws are swallowed.
    * Errors retrying cannot fix (see `isFatalError`) are not survived: they
    * reject `run()` instead.

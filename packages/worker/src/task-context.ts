@@ -137,8 +137,8 @@ export interface ContextHost {
   readonly leaseMs: number;
   /** The worker's clock (`ctx.wait`'s deadline). */
   readonly clock: RuntimeClock;
-  /** The §6 delay for a fail (0 when not retryable). */
-  failDelayMs(attempt: number, retryable: boolean): number;
+  /** The §6 delay for a fail of `ctx` (0 when not retryable), by its name's retry policy or the worker's; `error` is what the handler failed with. */
+  failDelayMs(ctx: Context, retryable: boolean, error: unknown): number;
   /** A settlement write was applied. */
   settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void;
   /** A context just became lost. */
@@ -354,7 +354,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     const failure = envelopeForCtxFail(reason, options);
     const retryable = failure.retryable;
     const envelope = storableEnvelope(failure.envelope, retryable);
-    const delayMs = this.#host.failDelayMs(this.attempt, retryable);
+    const delayMs = this.#host.failDelayMs(this, retryable, reason);
     this.#settled = true;
     const row = await this.#write(() =>
       this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }),

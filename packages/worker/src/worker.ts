@@ -11,7 +11,7 @@
 import type { TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
-import { BackpressureGateCore, logSafely, retryDelayMs } from "@cairnq/protocol/sdk";
+import { BackpressureGateCore, logSafely, policyRetryDelayMs, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
@@ -107,8 +107,17 @@ export class Worker {
       workerId,
       leaseMs: opts.leaseMs,
       clock: opts.clock,
-      failDelayMs: (attempt, retryable) =>
-        retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
+      failDelayMs: (ctx, retryable, error) => {
+        if (!retryable) return 0;
+        const policy = registry.get(ctx.name)?.retry ?? null;
+        if (policy === null) return retryDelayMs(ctx.attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random);
+        // The last attempt is not retried (the store fails it for good), so a user's retryBackoff is not asked.
+        if (policy.compute !== null && ctx.attempt >= ctx.maxAttempts) return 0;
+        const worker = { baseMs: opts.retryBackoffMs, capMs: opts.retryBackoffMaxMs };
+        const { delayMs, problem } = policyRetryDelayMs(policy, worker, ctx.attempt, error, opts.random);
+        if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId });
+        return delayMs;
+      },
       settled:
         telemetry === null
           ? (ctx, status, failure) => reporter.settled(ctx, status, failure)
