@@ -18,14 +18,14 @@ import { Children } from "../support/processes.ts";
 
 interface SpanData {
   name: string;
-  kind: number;
+  kind: SpanKind;
   traceId: string;
   spanId: string;
   parentSpanId: string | null;
   parentTraceId: string | null;
   links: { traceId: string; spanId: string }[];
   attributes: Record<string, unknown>;
-  status: number;
+  status: SpanStatusCode;
 }
 
 const children = new Children();
