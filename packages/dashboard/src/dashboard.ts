@@ -15,6 +15,7 @@ import { checkDashboardOptions } from "./dashboard-options.js";
 import { LiveHub } from "./live-hub.js";
 import type { RouteContext } from "./router.js";
 import { createRouter } from "./router.js";
+import { activityRoutes } from "./routes/activity-routes.js";
 import { bulkRoutes } from "./routes/bulk-routes.js";
 import { liveRoutes } from "./routes/live-routes.js";
 import { metricsRoutes } from "./routes/metrics-routes.js";
@@ -58,7 +59,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const hub = new LiveHub(client, options.pollIntervalMs ?? 2000);
   const ctx: RouteContext = { client, readOnly, hub };
   const route = createRouter({
-    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx), ...metricsRoutes(ctx, options.metricsCacheMs ?? DEFAULT_METRICS_CACHE_MS)],
+    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx), ...activityRoutes(ctx), ...metricsRoutes(ctx, options.metricsCacheMs ?? DEFAULT_METRICS_CACHE_MS)],
     readOnly,
     basePath: options.basePath ?? "",
     allowedHosts: options.allowedHosts,
