@@ -529,6 +529,18 @@ function jsonBlock(value, cls) {
   return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, JSON.stringify(value, null, 2));
 }
 
+/**
+ * The submitter's trace context CairnQ stores in the metadata (key `cairnq.trace`, docs/protocol.md), as the
+ * trace id an operator pastes into their tracing tool, and the metadata without it (what the submitter wrote).
+ */
+function traceOf(metadata) {
+  const carrier = metadata?.["cairnq.trace"];
+  const match = typeof carrier?.traceparent === "string" ? /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(carrier.traceparent) : null;
+  if (match === null) return { trace: null, metadata };
+  const { ["cairnq.trace"]: _carrier, ...rest } = metadata;
+  return { trace: { traceId: match[1], traceparent: carrier.traceparent }, metadata: rest };
+}
+
 function field(label, ...value) {
   return [el("dt", {}, label), el("dd", {}, ...value)];
 }
@@ -539,6 +551,7 @@ function taskLink(id) {
 
 function renderDetail(data) {
   const { task, explanation, parent, children } = data;
+  const { trace, metadata } = traceOf(task.metadata);
   const box = $("detail");
   const actions = [];
   if (!readOnly && (task.status === "failed" || task.status === "canceled")) {
@@ -587,6 +600,7 @@ function renderDetail(data) {
       field("parent", parent === null ? el("span", { class: "dim" }, "—") : taskLink(parent.id)),
       task.root_id !== null && task.root_id !== task.id ? field("root", taskLink(task.root_id)) : [],
       field("correlation", task.correlation_id === null ? el("span", { class: "dim" }, "—") : task.correlation_id),
+      trace === null ? [] : field("trace", el("span", { class: "mono", "data-testid": "trace-id", title: `traceparent ${trace.traceparent}` }, trace.traceId)),
     ),
     children.length === 0
       ? null
@@ -595,7 +609,7 @@ function renderDetail(data) {
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),
     task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],
     task.error === null ? null : [el("h4", {}, "Error"), el("div", { "data-testid": "error" }, jsonBlock(task.error, "error"))],
-    Object.keys(task.metadata).length === 0 ? null : [el("h4", {}, "Metadata"), jsonBlock(task.metadata)],
+    Object.keys(metadata).length === 0 ? null : [el("h4", {}, "Metadata"), el("div", { "data-testid": "metadata" }, jsonBlock(metadata))],
     ),
   );
   box.hidden = false;

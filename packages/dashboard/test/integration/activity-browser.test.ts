@@ -6,7 +6,8 @@
  * over the last hour and the last day.
  *
  * Screenshots land in test/artifacts/ (gitignored): activity-hour.png,
- * activity-day-hooks.png.
+ * activity-day-hooks.png, traced-task-detail.png. Also: a traced task's detail
+ * shows its trace id.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -134,6 +135,32 @@ describe("the Activity charts", () => {
       await reader.close();
     }
   }, 120_000);
+
+  it("shows a traced task's trace id in its detail, and its metadata without the stored trace context", async () => {
+    const store = new SQLiteStore(join(dir, "traced.db"));
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const task = await store.submit({ name: "traced", queue: "tracing", metadata: { tenant: "acme", "cairnq.trace": { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } } });
+    const plain = await store.submit({ name: "plain", queue: "tracing", metadata: { tenant: "globex" } });
+    const base = await serveDashboard({ store });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    try {
+      await page.goto(`${base}/#${task.id}`);
+      const detail = page.locator("#detail");
+      await detail.getByTestId("trace-id").filter({ hasText: traceId }).waitFor({ timeout: 10_000 });
+      await expect(detail.getByTestId("metadata").textContent()).resolves.toContain('"tenant": "acme"');
+      await expect(detail.getByTestId("metadata").textContent()).resolves.not.toContain("cairnq.trace");
+      await page.locator("#detail").screenshot({ path: join(artifacts, "traced-task-detail.png") });
+      // The hash names the task opened when the page loads.
+      await page.goto(`${base}/#${plain.id}`);
+      await page.reload();
+      await detail.getByTestId("metadata").filter({ hasText: "globex" }).waitFor({ timeout: 10_000 });
+      await expect(detail.getByTestId("trace-id").count()).resolves.toBe(0);
+    } finally {
+      await page.close();
+      await closeDashboards();
+      await store.close();
+    }
+  });
 
   it("refuses an unknown range with 400 and what to write", async () => {
     const reader = new SQLiteStore(join(dir, "cairnq.db"));
