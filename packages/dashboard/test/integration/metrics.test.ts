@@ -2,7 +2,8 @@
  * `GET <mount>/metrics` scraped over HTTP on a real SQLite file and a real
  * Postgres schema: the Prometheus text parses, `cairnq_tasks` matches a
  * count of the table itself, and `cairnq_oldest_queued_age_seconds` is the
- * age of the oldest due queued task (delayed ones do not count).
+ * age of the oldest due queued task (delayed ones do not count); and the
+ * Activity charts' data (`GET /api/activity`) counts the same rows.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -146,6 +147,33 @@ describe.each(BACKENDS)("GET /metrics on $name", (backend) => {
     expect(second).toEqual(first);
     const fresh = await serveDashboard({ store, metricsCacheMs: 0 });
     expect(parsePrometheus((await scrape(fresh)).text).samples.get('cairnq_tasks{queue="q",status="queued"}')).toBe(2);
+  });
+});
+
+describe.each(BACKENDS)("GET /api/activity on $name", (backend) => {
+  it("counts the last hour's submitted, succeeded and failed tasks per queue, with due → finished percentiles", async () => {
+    const store = await backend.open();
+    await store.submit({ name: "send", queue: "emails" });
+    await store.submit({ name: "send", queue: "emails" });
+    await runTask(store, "work", "emails");
+    await failTask(store, "bad", "emails", { code: "boom" });
+    await failTask(store, "build", "reports", { code: "boom" });
+    const base = await serveDashboard({ store });
+    type Activity = { range: string; buckets: { submitted: number; succeeded: number; failed: number }[]; overall: { finished: number; p50: number | null } };
+    const read = async (query: string): Promise<Activity> => (await (await fetch(`${base}/api/activity${query}`)).json()) as Activity;
+    const sum = (a: Activity, key: "submitted" | "succeeded" | "failed"): number => a.buckets.reduce((n, b) => n + b[key], 0);
+
+    const all = await read("");
+    expect(all.range).toBe("hour");
+    expect(all.buckets).toHaveLength(60);
+    expect([sum(all, "submitted"), sum(all, "succeeded"), sum(all, "failed")]).toEqual([5, 0, 2]);
+    expect(all.overall.finished).toBe(2);
+    expect(all.overall.p50).toBeGreaterThanOrEqual(0);
+
+    const emails = await read("?queue=emails&range=day");
+    expect(emails.range).toBe("day");
+    expect(emails.buckets).toHaveLength(48);
+    expect([sum(emails, "submitted"), sum(emails, "failed")]).toEqual([4, 1]);
   });
 });
 
