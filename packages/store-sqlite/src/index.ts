@@ -30,3 +30,5 @@ export type {
   CheckpointThreadSource,
 } from "./drivers/sqlite-driver.js";
 export { loadSQLiteDriver } from "./drivers/load-driver.js";
+export { betterSqlite3Driver } from "./drivers/better-sqlite3-driver.js";
+export type { BetterSqlite3Class } from "./drivers/better-sqlite3-driver.js";

@@ -1,7 +1,9 @@
+import { createRequire } from "node:module";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import { isBusyError } from "../../src/busy.js";
-import { DatabaseBusy, loadSQLiteDriver, SQLiteStore } from "../../src/index.js";
+import type { BetterSqlite3Class } from "../../src/index.js";
+import { betterSqlite3Driver, DatabaseBusy, loadSQLiteDriver, SQLiteStore } from "../../src/index.js";
 import { openStore, tempFile } from "../helpers.js";
 
 // This file runs on Node 20 with better-sqlite3 installed (the fast tier). The same store on node:sqlite
@@ -69,6 +71,19 @@ describe("SQLite driver choice", () => {
       db.close();
     }
     expect(db.open).toBe(false);
+  });
+
+  it("takes a driver object of your own (a better-sqlite3 copy you loaded), and rejects an object that is not one", async () => {
+    const require = createRequire(import.meta.url);
+    const modulePath = require.resolve("better-sqlite3");
+    let opened = 0;
+    const own = betterSqlite3Driver(require(modulePath) as BetterSqlite3Class, modulePath);
+    const counting = { ...own, openConnection: (file: string, ms: number) => (opened++, own.openConnection(file, ms)) };
+    const store = openStore(tempFile(), { driver: counting });
+    await store.submit({ name: "job" });
+    expect(store.driver).toBe("better-sqlite3");
+    expect(opened).toBe(2); // the writer and the reader
+    expect(() => new SQLiteStore(tempFile(), { driver: { name: "x" } as never })).toThrow(/or a SQLiteDriver object.*got object/);
   });
 
   it("recognizes busy errors as each driver raises them", () => {
