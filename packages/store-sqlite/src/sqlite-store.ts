@@ -35,7 +35,7 @@ export interface SQLiteStoreOptions {
    * chosen driver that cannot load here fails the first open with a message
    * saying why. A {@link SQLiteDriver} object brings a binding of your own
    * (e.g. `betterSqlite3Driver(require("/opt/other/better-sqlite3"))`).
-   * @default the first that loads of "better-sqlite3", "node:sqlite", "bun:sqlite"
+   * @default the first that loads of "better-sqlite3", "node:sqlite", "bun:sqlite" (under Bun: "bun:sqlite")
    */
   driver?: SQLiteDriverName | SQLiteDriver;
 }
