@@ -10,6 +10,7 @@ import { ownedWriteCases } from "./owned-writes.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
 import { scheduleSlotCases } from "./schedule-slots.js";
+import { stepCases } from "./steps.js";
 import { submitCases } from "./submit.js";
 
 /**
@@ -29,4 +30,5 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...lifecycleCases,
   ...flowControlCases,
   ...scheduleSlotCases,
+  ...stepCases,
 ];

@@ -49,9 +49,20 @@ export {
 } from "./envelope.js";
 export type { Failure } from "./envelope.js";
 export { RETRY_BACKOFF_DEFAULTS, retryDelayMs } from "./backoff.js";
+export { MAX_RETRY_DELAY_MS, normalizeRetryPolicy, policyRetryDelayMs } from "./retry-policy.js";
+export type { NormalizedRetryPolicy, PolicyDelay } from "./retry-policy.js";
 export { defaultHeartbeatIntervalMs, WORKER_DEFAULTS } from "./worker-defaults.js";
 export type { WorkerDefaults } from "./worker-defaults.js";
 export { childLineage, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";
 export type { ParentRow } from "./submit-options.js";
 export { logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
+export {
+  formatTraceparent,
+  parseTraceparent,
+  TRACE_CONTEXT_METADATA_KEY,
+  traceCarrierOf,
+  withoutTraceCarrier,
+  withTraceCarrier,
+} from "./trace-context.js";
+export type { TraceCarrier, TraceParent } from "./trace-context.js";

@@ -17,6 +17,8 @@
  * | --- | --- | --- |
  * | `cairnq_ext_schedules` | `worker.schedule` | one per schedule name: the last slot submitted |
  * | `cairnq_ext_rate_claims` | task option `rateLimit` | one per recent claim of a rate-limited name, pruned once outside the window |
+ * | `cairnq_ext_steps` | durable steps (`ctx.step`, `ctx.sleep`, …) | one per step occurrence of a task, deleted with the task (foreign key, `ON DELETE CASCADE`) |
+ * | `cairnq_ext_messages` | `cairnq.send` / `ctx.waitFor` | one per message sent to a task, deleted with the task |
  */
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
@@ -31,8 +33,13 @@ export const SCHEDULES_TABLE = "cairnq_ext_schedules";
 /** Recent claims of rate-limited task names (`rateLimit`). */
 export const RATE_CLAIMS_TABLE = "cairnq_ext_rate_claims";
 
+/** The journal of durable steps, one row per step occurrence of a task. */
+export const STEPS_TABLE = "cairnq_ext_steps";
+/** Messages sent to tasks (`send`), consumed by waits. */
+export const MESSAGES_TABLE = "cairnq_ext_messages";
+
 /** The extension tables by feature. */
-export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE;
+export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE | typeof STEPS_TABLE | typeof MESSAGES_TABLE;
 
 /** The DDL of each extension table, re-runnable. */
 export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> = {
@@ -42,6 +49,17 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
   [RATE_CLAIMS_TABLE]: [
     `CREATE TABLE IF NOT EXISTS ${RATE_CLAIMS_TABLE} (name text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,
     `CREATE INDEX IF NOT EXISTS ${RATE_CLAIMS_TABLE}_name_idx ON ${RATE_CLAIMS_TABLE} (name, claimed_at_ms)`,
+  ],
+  // JSON is kept as text on both backends, so the DDL and the binds are one text; the foreign key makes
+  // a purge (ours or a v1 peer's) delete the journal with its task.
+  [STEPS_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${STEPS_TABLE} (task_id text NOT NULL REFERENCES cairnq_tasks (id) ON DELETE CASCADE, name text NOT NULL, ` +
+      `seq bigint NOT NULL, kind text NOT NULL, status text NOT NULL, result text, error text, attempt bigint NOT NULL, at_ms bigint NOT NULL, ` +
+      `wake_at_ms bigint, waiting_for text, PRIMARY KEY (task_id, name))`,
+  ],
+  [MESSAGES_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${MESSAGES_TABLE} (task_id text NOT NULL REFERENCES cairnq_tasks (id) ON DELETE CASCADE, name text NOT NULL, ` +
+      `seq bigint NOT NULL, payload text NOT NULL, at_ms bigint NOT NULL, consumed_by text, PRIMARY KEY (task_id, name, seq))`,
   ],
 };
 

@@ -2,11 +2,12 @@
  * The worker's task registry (§8.2): which handler runs each task name, and
  * how that name is claimed (`batch`, `concurrency`, `resource`).
  */
-import type { FlowControl, Logger, TaskDef } from "@cairnq/protocol";
+import type { FlowControl, Logger, RetryPolicy, TaskDef } from "@cairnq/protocol";
 import type { RateLimit } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
-import { logSafely } from "@cairnq/protocol/sdk";
+import type { NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
+import { logSafely, normalizeRetryPolicy } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";
@@ -39,8 +40,12 @@ export type HandlerFor<D, P = unknown, R = unknown> = D extends TaskDef<infer DP
 /** The batch handler `worker.task(task, { batch }, handler)` takes; see {@link HandlerFor}. */
 export type BatchHandlerFor<D, P = unknown, R = unknown> = D extends TaskDef<infer DP, infer DR> ? BatchHandler<DP, DR> : BatchHandler<P, R>;
 
-/** Per-name options of `worker.task` (§8.2). */
-export interface TaskOptions {
+/**
+ * Per-name options of `worker.task` (§8.2). The retry options
+ * (`retryBackoffMs`, `retryBackoffMaxMs`, `retryBackoff`) replace the
+ * worker's for this name only; see {@link RetryPolicy}.
+ */
+export interface TaskOptions extends RetryPolicy {
   /** Deliver up to this many tasks per call to a batch handler (an integer ≥ 1). @default undefined (one task per call, single handler) */
   batch?: number;
   /** At most this many calls of this name at once (an integer ≥ 1). @default undefined (only the worker's concurrency) */
@@ -63,7 +68,16 @@ export interface TaskOptions {
 }
 
 /** Every key of {@link TaskOptions}, for the unknown-key check. */
-export const TASK_OPTION_KEYS = ["batch", "concurrency", "resource", "globalConcurrency", "rateLimit"] as const satisfies readonly (keyof TaskOptions)[];
+export const TASK_OPTION_KEYS = [
+  "batch",
+  "concurrency",
+  "resource",
+  "globalConcurrency",
+  "rateLimit",
+  "retryBackoffMs",
+  "retryBackoffMaxMs",
+  "retryBackoff",
+] as const satisfies readonly (keyof TaskOptions)[];
 
 /** A handler of either shape, as stored. @internal */
 export type AnyHandler = (...args: never[]) => unknown;
@@ -71,6 +85,8 @@ export type AnyHandler = (...args: never[]) => unknown;
 /** A registered name: its handler and claim rule. @internal */
 export interface Registration extends NameRule {
   readonly handler: AnyHandler;
+  /** This name's retry options, replacing the worker's; `null` or absent = the worker's. */
+  readonly retry?: NormalizedRetryPolicy | null;
 }
 
 /** What the registry checks registrations against. @internal */
@@ -177,6 +193,7 @@ export class TaskRegistry {
         message: `task '${name}' sets globalConcurrency or rateLimit, but this store does not enforce them (capabilities.flowControl is not true); SQLiteStore and PostgresStore do`,
       });
     }
+    const retry = normalizeRetryPolicy(options, `task '${name}' options`);
     if (typeof task !== "string" && task.queue !== undefined && !queues.includes(task.queue)) {
       logSafely(logger, "warn", "task definition's queue is not one this worker claims from", {
         workerId,
@@ -185,7 +202,7 @@ export class TaskRegistry {
         queues,
       });
     }
-    this.#handlers.set(name, { name, handler: handler as AnyHandler, batch, concurrency, resource, flowControl });
+    this.#handlers.set(name, { name, handler: handler as AnyHandler, batch, concurrency, resource, flowControl, retry });
     this.#flowControl = undefined;
   }
 }

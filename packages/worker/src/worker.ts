@@ -11,9 +11,9 @@
 import type { TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
-import { BackpressureGateCore, logSafely, retryDelayMs } from "@cairnq/protocol/sdk";
+import { BackpressureGateCore, logSafely, policyRetryDelayMs, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
-import { deferred, keepAlive, nextTurn } from "@cairnq/runtime";
+import { deferred, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
 import { CallRunner } from "./call-runner.js";
 import { ClaimLoop } from "./claim-loop.js";
@@ -27,6 +27,7 @@ import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+import { WorkerTelemetry } from "./worker-telemetry.js";
 
 interface RunState {
   readonly stopped: Deferred<void>;
@@ -75,6 +76,8 @@ export class Worker {
   readonly #claimLoop: ClaimLoop;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGateCore | null;
+  /** Spans and instruments, or `null` with `tracing` and `metrics` off (nothing loaded then). */
+  readonly #telemetry: WorkerTelemetry | null;
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
 
@@ -93,15 +96,43 @@ export class Worker {
     const workerId = this.workerId;
     const reporter = new Reporter(workerId, opts);
     this.#reporter = reporter;
+    const admission = new Admission(opts);
+    this.#admission = admission;
+    const otel = Telemetry.load(opts.tracing, opts.metrics, { requiredBy: "@cairnq/worker", from: import.meta.url, what: "new Worker(store, options)" });
+    const telemetry = otel === null ? null : new WorkerTelemetry(otel, { leaseMs: opts.leaseMs, slotsUsed: () => admission.running });
+    this.#telemetry = telemetry;
+    if (telemetry !== null) reporter.traceFields = (ctx) => telemetry.logFields(ctx);
     const contexts: ContextHost = {
       store,
       workerId,
       leaseMs: opts.leaseMs,
       clock: opts.clock,
-      failDelayMs: (attempt, retryable) =>
-        retryable ? retryDelayMs(attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random) : 0,
-      settled: (ctx, status, failure) => reporter.settled(ctx, status, failure),
-      lost: (ctx, reason) => reporter.lost(ctx, reason),
+      failDelayMs: (ctx, retryable, error) => {
+        if (!retryable) return 0;
+        const policy = registry.get(ctx.name)?.retry ?? null;
+        if (policy === null) return retryDelayMs(ctx.attempt, opts.retryBackoffMs, opts.retryBackoffMaxMs, opts.random);
+        // The last attempt is not retried (the store fails it for good), so a user's retryBackoff is not asked.
+        if (policy.compute !== null && ctx.attempt >= ctx.maxAttempts) return 0;
+        const worker = { baseMs: opts.retryBackoffMs, capMs: opts.retryBackoffMaxMs };
+        const { delayMs, problem } = policyRetryDelayMs(policy, worker, ctx.attempt, error, opts.random);
+        if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId });
+        return delayMs;
+      },
+      settled:
+        telemetry === null
+          ? (ctx, status, failure) => reporter.settled(ctx, status, failure)
+          : (ctx, status, failure) => {
+              telemetry.settled(ctx, status, failure);
+              reporter.settled(ctx, status, failure);
+            },
+      lost:
+        telemetry === null
+          ? (ctx, reason) => reporter.lost(ctx, reason)
+          : (ctx, reason) => {
+              telemetry.lost(ctx, reason);
+              reporter.lost(ctx, reason);
+            },
+      send: telemetry === null ? undefined : (input) => telemetry.send(input, (traced) => store.submit(traced)),
     };
     const registry = new TaskRegistry({
       workerId,
@@ -112,8 +143,6 @@ export class Worker {
     });
     this.#handlers = registry;
     this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }), undefined, opts.clock);
-    const admission = new Admission(opts);
-    this.#admission = admission;
     const runner = new CallRunner({
       store,
       workerId,
@@ -123,8 +152,9 @@ export class Worker {
       clock: opts.clock,
       contexts,
       reporter,
+      telemetry,
     });
-    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, clock: opts.clock, registry, admission, runner, reporter, contexts });
+    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, clock: opts.clock, registry, admission, runner, reporter, contexts, telemetry });
     this.#claimLoop = new ClaimLoop({
       store,
       workerId,
@@ -292,8 +322,15 @@ export class Worker {
       queues: this.options.queues,
       names: this.#handlers.names(),
     });
-    run.loop = this.#claimLoop.run(controller.signal);
-    this.#scheduler.start();
+    const telemetry = this.#telemetry;
+    if (telemetry === null) {
+      run.loop = this.#claimLoop.run(controller.signal);
+      this.#scheduler.start();
+    } else {
+      // The loops run outside whatever context the caller of run() had: spans only ever come from handler calls.
+      run.loop = telemetry.detached(() => this.#claimLoop.run(controller.signal));
+      telemetry.detached(() => this.#scheduler.start());
+    }
     return run.stopped.promise;
   }
 
