@@ -15,6 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { defineConformanceSuite } from "@cairnq/conformance";
+import { CompiledQuery } from "kysely";
 import { DatabaseBusy, loadSQLiteDriver, SQLiteStore } from "../../dist/index.js";
 
 const driver = process.argv[2];
@@ -177,6 +178,20 @@ runner.describe(`SQLiteStore on ${driver} (${runtime}): the driver's own behavio
       if (holder.inTransaction) holder.exec("ROLLBACK");
       holder.close();
       await short.close();
+      await store.close();
+    }
+  });
+
+  runner.it("the checkpoint thread runs on the driver (none under Bun): after 250 writes the writer's own autocheckpoint is the fallback", async () => {
+    const store = new SQLiteStore(tempFile(), { driver });
+    try {
+      for (let i = 0; i < 250; i += 1) await store.submit({ name: "job", payload: { i } });
+      // The thread starts after 200 statements and survives its first checkpoints (an error in it would end it
+      // and restore SQLite's default of 1,000 frames).
+      await pause(1_500);
+      const { rows } = await store.dialect.connection.db.executeQuery(CompiledQuery.raw("PRAGMA wal_autocheckpoint"));
+      expect(rows[0].wal_autocheckpoint).toBe(driver === "bun:sqlite" ? 1_000 : 10_000);
+    } finally {
       await store.close();
     }
   });
