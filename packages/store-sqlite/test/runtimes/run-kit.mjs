@@ -15,8 +15,8 @@ import os from "node:os";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { defineConformanceSuite } from "@cairnq/conformance";
-import { CompiledQuery } from "kysely";
-import { DatabaseBusy, loadSQLiteDriver, SQLiteStore } from "../../dist/index.js";
+import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
+import { DatabaseBusy, loadSQLiteDriver, openSQLiteDatabase, SQLiteStore } from "../../dist/index.js";
 
 const driver = process.argv[2];
 if (!["better-sqlite3", "node:sqlite", "bun:sqlite"].includes(driver)) {
@@ -192,6 +192,36 @@ runner.describe(`SQLiteStore on ${driver} (${runtime}): the driver's own behavio
       const { rows } = await store.dialect.connection.db.executeQuery(CompiledQuery.raw("PRAGMA wal_autocheckpoint"));
       expect(rows[0].wal_autocheckpoint).toBe(driver === "bun:sqlite" ? 1_000 : 10_000);
     } finally {
+      await store.close();
+    }
+  });
+
+  runner.it("the application's own Kysely on the driver (openSQLiteDatabase): its rows and a task commit together, or roll back together", async () => {
+    const file = tempFile();
+    const store = new SQLiteStore(file, { driver });
+    const appDb = new Kysely({ dialect: new SqliteDialect({ database: openSQLiteDatabase(file, { driver }) }) });
+    try {
+      await store.connect();
+      await appDb.schema.createTable("orders").addColumn("id", "text", (c) => c.primaryKey()).execute();
+      await store.transaction(appDb, async (trx) => {
+        await trx.insertInto("orders").values({ id: "o1" }).execute();
+        await store.withTransaction(trx).submit({ name: "ship", payload: { orderId: "o1" } });
+      });
+      const failed = await store
+        .transaction(appDb, async (trx) => {
+          await trx.insertInto("orders").values({ id: "o2" }).execute();
+          await store.withTransaction(trx).submit({ name: "ship", payload: { orderId: "o2" } });
+          throw new Error("rolled back");
+        })
+        .then(
+          () => null,
+          (err) => err,
+        );
+      expect(failed?.message).toBe("rolled back");
+      expect((await appDb.selectFrom("orders").select("id").execute()).map((row) => row.id)).toEqual(["o1"]);
+      expect((await store.list({ name: "ship" })).map((task) => task.payload.orderId)).toEqual(["o1"]);
+    } finally {
+      await appDb.destroy();
       await store.close();
     }
   });
