@@ -68,7 +68,7 @@ worker.on("task:succeeded", () => {
     sampleRss();
     clearInterval(sampler);
     // Whether any OpenTelemetry module was loaded (CairnQ requires the API through Node's CommonJS loader).
-    const otelLoaded = Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes("@opentelemetry"));
+    const otelLoaded = Object.keys(createRequire(import.meta.url).cache ?? {}).some((path) => path.includes("@opentelemetry"));
     send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed, otelLoaded });
   }
 });
