@@ -10,20 +10,29 @@
 //                                       success (since "start" when `warmup` is 0), the
 //                                       highest RSS (and V8 heap used) sampled every 50 ms meanwhile,
 //                                       and the RSS at "start" (connected, idle)
+//                   { type: "stats", busyRetries }  on "stop", before closing: the worker's SQLite busy
+//                                       retries (null on Postgres)
 //                   { type: "error", message }
 //
 // "Succeeded" is counted on `task:succeeded`, which the worker emits only
 // after the store's complete() resolved, i.e. after the commit: when the count
 // reaches `expect`, the store shows all of them succeeded (the parent checks
 // with stats() afterwards).
-import { openWorker } from "./lib/targets.mjs";
+import { createRequire } from "node:module";
+import { busyRetriesOf, openWorker } from "./lib/targets.mjs";
 
 const RSS_SAMPLE_MS = 50;
 const config = JSON.parse(process.argv[2]);
 const send = (message) => process.send?.(message);
 
+// `telemetry`: an OpenTelemetry SDK (batched spans and periodic metrics, both to no-op exporters) and the
+// worker's tracing and metrics on; the drain then pays for spans, context and instruments, not for an export.
+if (config.telemetry) await import("./lib/otel-noop.mjs");
+const telemetryOptions = config.telemetry ? { tracing: true, metrics: true } : {};
+
 const worker = openWorker(config.target, {
   ...config.worker,
+  ...telemetryOptions,
   onError: (err) => send({ type: "error", message: `worker error: ${err instanceof Error ? err.stack : String(err)}` }),
 });
 // `stamp`: the handler answers when it began (this machine's clock), so the parent can time the pickup.
@@ -58,7 +67,9 @@ worker.on("task:succeeded", () => {
     const ms = performance.now() - (warmup > 0 ? timedFrom : startedAt);
     sampleRss();
     clearInterval(sampler);
-    send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed });
+    // Whether any OpenTelemetry module was loaded (CairnQ requires the API through Node's CommonJS loader).
+    const otelLoaded = Object.keys(createRequire(import.meta.url).cache ?? {}).some((path) => path.includes("@opentelemetry"));
+    send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed, otelLoaded });
   }
 });
 worker.on("task:failed", (e) => send({ type: "error", message: `task ${e.taskId} failed: ${JSON.stringify(e.error)}` }));
@@ -76,6 +87,7 @@ process.on("message", (message) => {
   } else if (message?.type === "stop") {
     clearInterval(sampler);
     void (async () => {
+      send({ type: "stats", busyRetries: busyRetriesOf(worker.store) });
       await worker.close();
       await running;
       process.disconnect?.();

@@ -18,17 +18,19 @@ const SQL_TRACE = new URL("./sql-trace.mjs", import.meta.url).href;
  * @param {boolean} [options.stamp] - The handler returns `{ at: Date.now() }` when it starts (pickup timing).
  * @param {number} [options.handlerMs] - The handler awaits this long before it answers (a task waiting on I/O).
  */
-export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false, handlerMs = 0 }) {
+export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false, handlerMs = 0, telemetry = false }) {
   const execArgv = cpuProfDir === null ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`];
   if (traceSql) execArgv.push("--import", SQL_TRACE);
-  const child = fork(CHILD, [JSON.stringify({ target, worker, expect, warmup, stamp, handlerMs })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(CHILD, [JSON.stringify({ target, worker, expect, warmup, stamp, handlerMs, telemetry })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const errors = [];
+  const stats = { busyRetries: null };
   let onDone = null;
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const ready = new Promise((resolve, reject) => {
     child.on("message", (message) => {
       if (message.type === "ready") resolve();
       else if (message.type === "done") onDone?.(message);
+      else if (message.type === "stats") stats.busyRetries = message.busyRetries;
       else if (message.type === "error") {
         errors.push(message.message);
         reject(new Error(message.message));
@@ -40,6 +42,8 @@ export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfD
   return {
     pid: child.pid,
     errors,
+    /** What the worker reported on stop (its SQLite busy retries); filled once `stop()` resolved. */
+    stats,
     /** Starts the worker and resolves with its `done` report (rejects when the process exits first or after `timeoutMs`). */
     run(timeoutMs) {
       const done = new Promise((resolve, reject) => {

@@ -3,7 +3,7 @@
 // for drains and latency, a bare store for the claim cost.
 import { spawnWorker } from "./child.mjs";
 import { percentile, median } from "./stats.mjs";
-import { newWorkerId, openClient, openStore } from "./targets.mjs";
+import { busyRetriesOf, newWorkerId, openClient, openStore } from "./targets.mjs";
 
 const QUEUE = "default";
 const NAME = "noop";
@@ -93,12 +93,12 @@ export const DRAIN_PREFETCH_C64 = 64;
  * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
  * drain, and its RSS when connected and idle, just before it.
  */
-export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, cpuProfDir = null, traceSql = false }) {
-  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}`);
+export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, cpuProfDir = null, traceSql = false, telemetry = false }) {
+  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}${telemetry ? "-otel" : ""}`);
   try {
     await fill(target, warmup + n);
     const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }), ...(prefetch === undefined ? {} : { prefetch }) };
-    const child = await spawnWorker({ target, worker, expect: warmup + n, warmup, cpuProfDir, traceSql });
+    const child = await spawnWorker({ target, worker, expect: warmup + n, warmup, cpuProfDir, traceSql, telemetry });
     let report;
     try {
       // A bound against a hung worker, not a performance limit: 60 ms per task covers a Postgres drain at c1 on
@@ -115,6 +115,7 @@ export async function drainThroughput(backend, { n, warmup = 0, concurrency, cla
       peakRssMB: mb(report.peakRssBytes),
       startRssMB: mb(report.startRssBytes),
       peakHeapUsedMB: mb(report.peakHeapUsedBytes),
+      otelLoaded: report.otelLoaded === true,
     };
   } finally {
     await cleanup();
@@ -136,14 +137,25 @@ export async function callLatency(backend, { calls, warmup, worker = {}, call = 
     child = await spawnWorker({ target, worker, expect: 0, traceSql });
     child.start();
     for (let i = 0; i < warmup; i += 1) await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
+    const busyBefore = busyRetriesOf(client.store);
     const samples = [];
     for (let i = 0; i < calls; i += 1) {
       const started = performance.now();
       await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
       samples.push(performance.now() - started);
     }
+    const clientBusy = busyBefore === null ? null : busyRetriesOf(client.store) - busyBefore;
+    await child.stop();
     if (child.errors.length > 0) throw new Error(`the worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
-    return { p50: percentile(samples, 50), p95: percentile(samples, 95), p99: percentile(samples, 99) };
+    return {
+      p50: percentile(samples, 50),
+      p95: percentile(samples, 95),
+      p99: percentile(samples, 99),
+      // SQLite: the write turns that hit SQLITE_BUSY and slept the backoff during the timed calls (the client's),
+      // and over the worker's whole run, warm-up included (the worker's); null on Postgres.
+      clientBusyRetries: clientBusy,
+      workerBusyRetries: child.stats.busyRetries,
+    };
   } finally {
     await child?.stop();
     await client.close();

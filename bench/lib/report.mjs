@@ -11,6 +11,7 @@ const UNITS = {
   rate: { fmt: (v) => `${int.format(v)}/s` },
   ms: { fmt: (v) => `${fixed(v < 10 ? 2 : 1).format(v)} ms` },
   mb: { fmt: (v) => `${fixed(1).format(v)} MB` },
+  count: { fmt: (v) => int.format(v) },
 };
 
 /**
@@ -84,6 +85,14 @@ export const FIGURES = [
     target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.8 } },
   },
   {
+    id: "telemetryOn.c64",
+    label: "drain c64 with tracing + metrics on (SDK, batched spans, no-op exporters; floor column: the same drain with telemetry off, this run)",
+    unit: "rate",
+    floor: both("@telemetryOff.c64"),
+    target: both({ kind: "ratio≥", value: 0.85 }),
+  },
+  { id: "telemetryOff.c64", label: "↳ drain c64, telemetry off (no @opentelemetry module loaded: checked)", unit: "rate", target: {} },
+  {
     id: "latency.p50",
     label: "call() latency p50, idle worker process",
     unit: "ms",
@@ -98,6 +107,13 @@ export const FIGURES = [
     floor: both("proto.call.p99"),
     target: { sqlite: { kind: "≤", value: 5, unit: "ms" }, postgres: { kind: "ratio≤", value: 2.5 } },
   },
+  {
+    id: "latency.clientBusy",
+    label: (settings) => `↳ the client's writes that hit SQLITE_BUSY and slept the backoff, in ${int.format(settings?.latencyCalls ?? 0)} calls`,
+    unit: "count",
+    target: {},
+  },
+  { id: "latency.workerBusy", label: "↳ the worker's writes that hit SQLITE_BUSY, over its run (warm-up included)", unit: "count", target: {} },
   { id: "latencyTuned.p50", label: "↳ informational: p50 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   { id: "latencyTuned.p99", label: "↳ informational: p99 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   {
