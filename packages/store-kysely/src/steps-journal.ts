@@ -231,17 +231,23 @@ export class StepJournal {
 
   /** The park transaction (see the module comment). */
   async parkStep(input: ParkStepInput): Promise<ParkOutcome> {
-    const params = parkStepParams(input);
+    const normalized = parkStepParams(input);
     await this.#ready();
     const { dialect, db } = this.ext;
-    if (params.kind === "sleep") {
+    // The entry's wake time and the row's run_at_ms must be one instant. A database clock reads one `now` per
+    // transaction; a process clock is read per statement, so the instant is fixed here, once per attempt.
+    const fixed = (): typeof normalized =>
+      normalized.untilMs === null && dialect.clock.nowSql("transaction") === null ? { ...normalized, untilMs: dialect.clock.nowMs() + normalized.delayMs } : normalized;
+    if (normalized.kind === "sleep") {
       // Two statements, no lock: the entry (fenced) and PARK (fenced again by its guard).
       return dialect.executor.writeTransaction(db, async (tx) => {
+        const params = fixed();
         if ((await this.ext.exec(tx, FENCED_WAITING_TEMPLATE, params)).rows.length === 0) throw new LostLease(String(params.taskId));
         return this.#parkRow(tx, params);
       });
     }
     return dialect.executor.writeTransaction(db, async (tx) => {
+      const params = fixed();
       await this.#fence(tx, params);
       if (params.kind === "wait") {
         const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message })).rows[0];
