@@ -33,7 +33,7 @@ import type {
   Task,
   TaskRef,
 } from "@cairnq/protocol";
-import type { Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
+import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import {
   applyBranches,
@@ -51,6 +51,10 @@ import {
   failParams,
   flowAllowance,
   flowLimitedDraws,
+  GROUP_HEAD_ROWS,
+  groupAllowance,
+  groupClaimsInWindow,
+  hasGroupLimits,
   HEARTBEAT,
   HEARTBEAT_BATCH,
   heartbeatBatchParams,
@@ -79,6 +83,7 @@ import {
   requireLimitedText,
   requireName,
   resolveKeyConflict,
+  rotateGroups,
   RETRY,
   RETRY_BATCH,
   retryBatchParams,
@@ -116,7 +121,15 @@ function copy<T>(value: T): T {
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
 export class MemoryStore implements ScheduleTaskStore {
-  readonly capabilities: StoreCapabilities = { pushWakeups: false, transactionalComplete: false, databaseClock: false, flowControl: true, schedules: true, claimReprobe: true };
+  readonly capabilities: StoreCapabilities = {
+    pushWakeups: false,
+    transactionalComplete: false,
+    databaseClock: false,
+    flowControl: true,
+    schedules: true,
+    claimReprobe: true,
+    groups: true,
+  };
   queueDepthGate: QueueDepthGate | null = null;
 
   readonly #tasks = new Map<string, Task>();
@@ -124,6 +137,12 @@ export class MemoryStore implements ScheduleTaskStore {
   readonly #clock: () => number;
   /** Recorded claims of rate-limited names (the `cairnq_ext_rate_claims` of the SQL stores). */
   #rateClaims: { name: string; claimed_at_ms: number }[] = [];
+  /** The group of each task submitted with one (the `cairnq_ext_task_groups` of the SQL stores). */
+  readonly #taskGroups = new Map<string, string>();
+  /** When each `name\u0000group` was last served (the `served_seq` of `cairnq_ext_groups`); absent = never. */
+  readonly #served = new Map<string, number>();
+  /** Recorded claims of rate-limited groups (the `cairnq_ext_group_rate_claims` of the SQL stores). */
+  #groupClaims: { name: string; group: string; claimed_at_ms: number }[] = [];
   /** Last submitted slot per schedule (the `cairnq_ext_schedules` of the SQL stores). */
   readonly #lastSlots = new Map<string, number>();
 
@@ -153,6 +172,7 @@ export class MemoryStore implements ScheduleTaskStore {
     const row = buildInsert(SUBMIT, decoded(submit.params), now);
     this.#tasks.set(row.id, row);
     if (submit.key !== null) this.#upsertKey(submit.key, row.id, now);
+    if (submit.group !== null) this.#taskGroups.set(row.id, submit.group);
     return { task: copy(row), created: true };
   }
 
@@ -313,6 +333,12 @@ export class MemoryStore implements ScheduleTaskStore {
       if (draw === null) break;
       const params = drawParams(claim, draw.names, draw.limit);
       if (params === null) continue;
+      const single = draw.names !== null && draw.names.length === 1 ? (draw.names[0] as string) : null;
+      const grouped = single === null ? undefined : limits?.get(single);
+      if (single !== null && hasGroupLimits(grouped)) {
+        claimed.push(...this.#groupDraw(single, grouped as NormalizedFlowControl, params, now));
+        continue;
+      }
       for (const row of selectRows(DRAW.selection, rows(), params, now)) {
         const next = applyBranches(DRAW.branches, row, params, now).row;
         this.#tasks.set(next.id, next);
@@ -328,6 +354,50 @@ export class MemoryStore implements ScheduleTaskStore {
     }
     answerReprobe(claim, claim.reprobe !== null && anything());
     return claimed;
+  }
+
+  /** One draw of a grouped name: the rotation of `groups.ts` over the tasks' groups, as the SQL stores' group draw. */
+  #groupDraw(name: string, limits: NormalizedFlowControl, params: Params, now: number): Task[] {
+    const groupLimits = { groupConcurrency: limits.groupConcurrency ?? null, groupRateLimit: limits.groupRateLimit ?? null };
+    const running = new Map<string, number>();
+    for (const t of this.#tasks.values()) {
+      const group = this.#taskGroups.get(t.id);
+      if (group !== undefined && t.name === name && t.status === "running") running.set(group, (running.get(group) ?? 0) + 1);
+    }
+    const due = selectRows(DRAW.selection, this.#tasks.values(), { ...params, limit: null }, now);
+    const ungrouped = due.slice(0, Math.min(params.limit as number, GROUP_HEAD_ROWS)).filter((t) => !this.#taskGroups.has(t.id)).map((t) => t.id);
+    const byGroup = new Map<string, Task[]>();
+    for (const t of due) {
+      const group = this.#taskGroups.get(t.id);
+      if (group === undefined) continue;
+      let list = byGroup.get(group);
+      if (list === undefined) byGroup.set(group, (list = []));
+      list.push(t);
+    }
+    const servedOf = (group: string): number => this.#served.get(`${name}\u0000${group}`) ?? 0;
+    const rate = groupLimits.groupRateLimit;
+    const eligible: GroupCandidates[] = [...byGroup.keys()]
+      .sort((a, b) => servedOf(a) - servedOf(b) || (a < b ? -1 : a > b ? 1 : 0))
+      .map((group) => {
+        const inWindow = rate === null ? 0 : groupClaimsInWindow(this.#groupClaims.filter((c) => c.name === name && c.group === group).map((c) => c.claimed_at_ms), now, rate.perMs);
+        const tasks = (byGroup.get(group) as Task[]).sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        return { group, taskIds: tasks.map((t) => t.id), allowance: groupAllowance(groupLimits, running.get(group) ?? 0, inWindow) };
+      })
+      .filter((g) => g.allowance > 0);
+    const rotation = rotateGroups(ungrouped, eligible, params.limit as number);
+    const out: Task[] = [];
+    for (const id of rotation.taskIds) {
+      const next = applyBranches(DRAW.branches, this.#tasks.get(id) as Task, params, now).row;
+      this.#tasks.set(id, next);
+      out.push(copy(next));
+      const group = rotation.groupOf.get(id);
+      if (group !== undefined && rate !== null) this.#groupClaims.push({ name, group, claimed_at_ms: now });
+    }
+    let highest = 0;
+    for (const [key, seq] of this.#served) if (key.startsWith(`${name}\u0000`)) highest = Math.max(highest, seq);
+    for (const group of rotation.served) this.#served.set(`${name}\u0000${group}`, highest + 1);
+    if (rate !== null) this.#groupClaims = this.#groupClaims.filter((c) => c.name !== name || inRateWindow(c.claimed_at_ms, now, rate.perMs));
+    return out;
   }
 
   async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {

@@ -197,6 +197,8 @@ function stringList(value: unknown, argument: string, field: LimitedTextField | 
 /** A normalized submit: the insert's parameters, plus the key handling. */
 export interface NormalizedSubmit {
   readonly key: string | null;
+  /** The task's group (an extension, see `groups.ts`), or `null`. */
+  readonly group: string | null;
   readonly conflict: Conflict;
   readonly queue: string;
   /** Parameters of the `SUBMIT` rule; `taskId` is filled by the caller. */
@@ -225,6 +227,7 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
   }
   return {
     key,
+    group: input.group === undefined || input.group === null ? null : requireLimitedText(input.group, "key", "group"),
     conflict,
     queue,
     params: {

@@ -356,6 +356,16 @@ export interface StoreCapabilities {
    * flag keep compiling. @default false
    */
   readonly claimReprobe?: boolean;
+  /**
+   * The store records `SubmitInput.group` and `claim` enforces the group
+   * limits of `ClaimInput.flowControl` (`groupConcurrency`,
+   * `groupRateLimit`) per name and group, exactly, rotating across the
+   * groups with due work (see `groups.ts`). A store without it must not be
+   * given group limits; the worker refuses them, and a submit with a group
+   * is an `UnsupportedBackend` there. Optional so stores written before the
+   * flag keep compiling. @default false
+   */
+  readonly groups?: boolean;
 }
 
 /** The gate a store calls before each submit (§5.6). Implemented by the client. */
@@ -371,6 +381,12 @@ export interface SubmitInput<Payload = unknown> {
   /** @default "default" */
   queue?: string;
   key?: string | null;
+  /**
+   * The task's group, for per-group limits and fair rotation (an extension,
+   * see `groups.ts`; validated like `key`). Only stores whose
+   * `capabilities.groups` is true record it. @default null
+   */
+  group?: string | null;
   /** @default "reuse" */
   conflict?: Conflict;
   /** Integer ≥ 1. @default 3 */

@@ -4,6 +4,7 @@
  * the store's {@link SubmitInput}.
  */
 import type { Conflict } from "./conflict.js";
+import { UnsupportedBackend } from "./errors.js";
 import type { SubmitInput } from "./store.js";
 import type { Task } from "./task.js";
 import type { TaskDef } from "./task-def.js";
@@ -16,6 +17,12 @@ import type { TaskDef } from "./task-def.js";
 export interface SubmitOptions {
   /** Business key: at most one current task per key (§5.1). @default null */
   key?: string | null | undefined;
+  /**
+   * The task's group: a task name's `groupConcurrency` and `groupRateLimit`
+   * apply per group, and claims rotate across groups (validated like `key`;
+   * needs a store with `capabilities.groups`). @default null
+   */
+  group?: string | null | undefined;
   /** What a submit does when `key` already points at a task. @default "reuse" */
   conflict?: Conflict | undefined;
   /** @default the TaskDef's queue, else "default" */
@@ -39,6 +46,7 @@ export interface SubmitOptions {
 /** Every key of {@link SubmitOptions}, for callers that reject unknown (misspelt) options. */
 export const SUBMIT_OPTION_KEYS = Object.freeze([
   "key",
+  "group",
   "conflict",
   "queue",
   "priority",
@@ -71,6 +79,7 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     maxAttempts: options.maxAttempts ?? def.maxAttempts,
     priority: options.priority ?? def.priority,
     key: options.key,
+    ...(options.group === undefined ? {} : { group: options.group }),
     conflict: options.conflict,
     runAtDelayMs: options.runAtDelayMs,
     correlationId: options.correlationId,
@@ -78,6 +87,21 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     parentId: options.parentId,
     rootId: options.rootId,
   };
+}
+
+/**
+ * Refuses a submit with a `group` to a store that does not record groups
+ * (`capabilities.groups` is not true), which would otherwise drop it and run
+ * the task outside its group's limits.
+ *
+ * @throws `UnsupportedBackend` naming the option.
+ */
+export function requireGroupSupport(store: { readonly capabilities: { readonly groups?: boolean } }, input: Pick<SubmitInput, "group">): void {
+  if (input.group !== undefined && input.group !== null && store.capabilities.groups !== true) {
+    throw new UnsupportedBackend("group", "store's", {
+      message: `submit option group '${String(input.group)}' needs a store that records groups (capabilities.groups is not true); SQLiteStore and PostgresStore do`,
+    });
+  }
 }
 
 /** The running task a child is submitted from: the columns its lineage reads. */

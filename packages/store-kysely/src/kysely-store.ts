@@ -109,12 +109,13 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       schedules: true,
       completeRef: true,
       claimReprobe: true,
+      groups: true,
     };
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     const statements = new StoreStatements(db, dialect, this.compiler);
     this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
     this.#extensions = new StoreExtensions(statements);
-    this.#submits = new SubmitPath(statements, this.#lifecycle, this);
+    this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
     this.#owned = new OwnedWrites(statements, this.#lifecycle);
     this.#reads = new TaskReads(statements, this.#lifecycle);
     this.#transitions = new ClientTransitions(statements, this.#lifecycle);

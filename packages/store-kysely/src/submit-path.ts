@@ -9,6 +9,9 @@ import type { StoreLifecycle } from "./store-lifecycle.js";
 import type { StoreStatements } from "./store-statements.js";
 import { BatchableSubmit } from "./batchable-submit.js";
 import type { BatchedWriter } from "./write-batching.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { GROUP_TABLES } from "./extension-tables.js";
+import { recordTaskGroup } from "./group-submit.js";
 
 /** The store a submit belongs to: the backpressure gate it passes, and the store the gate reads. */
 export interface GatedStore extends TaskStore {
@@ -30,13 +33,16 @@ export class SubmitPath {
   readonly #store: GatedStore;
   readonly #insert: BatchableSubmit;
   readonly #unkeyed: BatchedWriter<Params, Task>;
+  readonly #extensions: StoreExtensions | null;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
    * @param store - The store whose `queueDepthGate` every submit passes.
+   * @param extensions - The extension tables a submit with a `group` writes; `null` = groups unsupported.
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, store: GatedStore) {
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, store: GatedStore, extensions: StoreExtensions | null = null) {
+    this.#extensions = extensions;
     this.#statements = statements;
     this.#lifecycle = lifecycle;
     this.#store = store;
@@ -54,8 +60,16 @@ export class SubmitPath {
     return this.#lifecycle.run(async () => {
       const gate = this.#store.queueDepthGate;
       if (gate !== null) await gate.acquire(submit.queue, this.#store);
-      if (submit.key === null) return { task: await this.#unkeyed(submit.params), created: true };
-      return this.#keyed(submit, submit.key);
+      if (submit.group !== null) await this.#groupTables().ensure(GROUP_TABLES);
+      if (submit.key !== null) return this.#keyed(submit, submit.key);
+      if (submit.group === null) return { task: await this.#unkeyed(submit.params), created: true };
+      const { db, dialect } = this.#statements;
+      const group = submit.group;
+      return dialect.executor.writeTransaction(db, async (tx) => {
+        const task = await this.#insertIn(tx, submit.params);
+        await recordTaskGroup(this.#groupTables(), tx, task, group);
+        return { task, created: true };
+      });
     });
   }
 
@@ -77,10 +91,16 @@ export class SubmitPath {
           }
           const inserted = await this.#insertIn(tx, submit.params);
           await this.#statements.exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
+          if (submit.group !== null) await recordTaskGroup(this.#groupTables(), tx, inserted, submit.group);
           return { task: inserted, created: true };
         }
       }
     });
+  }
+
+  #groupTables(): StoreExtensions {
+    if (this.#extensions === null) throw new Error("this SubmitPath was built without extension tables, so it cannot record a task's group");
+    return this.#extensions;
   }
 
   /** SUBMIT inside a write transaction; the inserted row. */

@@ -9,7 +9,7 @@
  */
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
-import { childLineage, envelopeForCtxFail, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
@@ -311,12 +311,12 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   ): Promise<Task<PayloadFor<D, CP>, ResultFor<D, CR>>> {
     const [payload, options = {}] = args as [unknown, ChildSubmitOptions | undefined];
     const def: TaskDef = typeof task === "string" ? { name: task } : task;
-    const row = await this.#host.store.submit(
-      submitInputOf(def, payload, {
-        ...options,
-        ...childLineage({ id: this.taskId, root_id: this.rootId, correlation_id: this.correlationId }, options),
-      }),
-    );
+    const input = submitInputOf(def, payload, {
+      ...options,
+      ...childLineage({ id: this.taskId, root_id: this.rootId, correlation_id: this.correlationId }, options),
+    });
+    requireGroupSupport(this.#host.store, input);
+    const row = await this.#host.store.submit(input);
     return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
   }
 

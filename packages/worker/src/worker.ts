@@ -118,6 +118,7 @@ export class Worker {
       resources: opts.resources,
       logger: opts.logger,
       flowControl: store.capabilities.flowControl === true,
+      groups: store.capabilities.groups === true,
     });
     this.#handlers = registry;
     this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }), undefined, opts.clock);

@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { InvalidArgument } from "../src/errors.js";
+import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
+import { groupAllowance, groupClaimsInWindow, rotateGroups, sweepGroupTask } from "../src/groups.js";
+import { normalizeSubmit } from "../src/inputs.js";
+
+const g = (group: string, n: number, allowance = Number.POSITIVE_INFINITY) => ({
+  group,
+  taskIds: Array.from({ length: n }, (_, i) => `${group}${i}`),
+  allowance,
+});
+
+describe("rotateGroups", () => {
+  it("takes one task per group per round, in served order, until the cap", () => {
+    const r = rotateGroups([], [g("a", 5), g("b", 1), g("c", 3)], 6);
+    expect(r.taskIds).toEqual(["a0", "b0", "c0", "a1", "c1", "a2"]);
+    expect(r.served).toEqual(["b", "c", "a"]);
+    expect(r.groupOf.get("c1")).toBe("c");
+  });
+
+  it("stops a group at its allowance, and the whole draw when no group can give more", () => {
+    const r = rotateGroups([], [g("a", 5, 2), g("b", 5, 1)], 10);
+    expect(r.taskIds).toEqual(["a0", "b0", "a1"]);
+  });
+
+  it("takes tasks without a group first, up to the cap, and never serves them as a group", () => {
+    const r = rotateGroups(["x", "y"], [g("a", 2)], 3);
+    expect(r.taskIds).toEqual(["x", "y", "a0"]);
+    expect(r.groupOf.has("x")).toBe(false);
+    expect(r.served).toEqual(["a"]);
+    expect(rotateGroups(["x"], [g("a", 2)], 0).taskIds).toEqual([]);
+  });
+
+  it("a backlog delays another group by one rotation at most", () => {
+    const r = rotateGroups([], [g("big", 100_000), g("small", 1)], 2);
+    expect(r.taskIds).toEqual(["big0", "small0"]);
+  });
+
+  it("rejects a bad cap", () => {
+    expect(() => rotateGroups([], [], -1)).toThrow(InvalidArgument);
+  });
+});
+
+describe("group limits", () => {
+  it("groupAllowance is the smaller of both limits' room, never negative", () => {
+    expect(groupAllowance({ groupConcurrency: 2, groupRateLimit: null }, 1, 0)).toBe(1);
+    expect(groupAllowance({ groupConcurrency: 2, groupRateLimit: { max: 5, perMs: 100 } }, 0, 4)).toBe(1);
+    expect(groupAllowance({ groupConcurrency: 2, groupRateLimit: null }, 3, 0)).toBe(0);
+  });
+
+  it("counts recorded claims inside the window (t − perMs, t]", () => {
+    expect(groupClaimsInWindow([100, 150, 200], 200, 100)).toBe(2);
+  });
+
+  it("the sweep keeps running tasks claimed, requeued ones wait again, the rest are done", () => {
+    expect(sweepGroupTask("running")).toEqual({ state: "claimed", running: true });
+    expect(sweepGroupTask("queued")).toEqual({ state: "queued", running: false });
+    expect(sweepGroupTask("succeeded")).toEqual({ state: "done", running: false });
+  });
+
+  it("normalizeFlowControl validates the group limits like the name-wide ones", () => {
+    expect(normalizeFlowControl({ groupConcurrency: 2 })).toEqual({ globalConcurrency: null, rateLimit: null, groupConcurrency: 2, groupRateLimit: null });
+    expect(hasGroupLimits(normalizeFlowControl({ groupRateLimit: { max: 1, perMs: 10 } }))).toBe(true);
+    expect(hasGroupLimits(normalizeFlowControl({ globalConcurrency: 1 }))).toBe(false);
+    expect(() => normalizeFlowControl({ groupConcurrency: 0 }, "task 'x' options")).toThrow(/task 'x' options.groupConcurrency must be an integer from 1/);
+    expect(() => normalizeFlowControl({ groupRateLimit: { max: 1 } })).toThrow(/groupRateLimit needs both max and perMs/);
+  });
+
+  it("a submit's group is validated like a key", () => {
+    expect(normalizeSubmit({ name: "x", group: "acme" }, "task_0").group).toBe("acme");
+    expect(normalizeSubmit({ name: "x" }, "task_0").group).toBeNull();
+    expect(() => normalizeSubmit({ name: "x", group: "" }, "task_0")).toThrow(InvalidArgument);
+    expect(() => normalizeSubmit({ name: "x", group: "x".repeat(5000) }, "task_0")).toThrow(/group is 5000 bytes long/);
+  });
+});
