@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,latency,claim,floors,pooler] [--drain-warmup 2000]
+//                      [--only submit,drain,latency,claim,floors,pooler,churn] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -14,6 +14,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import { machineInfo } from "./lib/machine.mjs";
 import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, DRAIN_PREFETCH_C64, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
+import { churnDrain, churnUnderSubmits } from "./lib/churn.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
 
@@ -55,6 +56,9 @@ const settings = {
   // The growth figure (bloat resistance): claim cost with this many terminal rows next to this many queued,
   // against the 1k-queued figure. --quick scales both down by 10 to stay fast (the row says which it measured).
   growth: args.quick ? { terminal: 100_000, queued: 10_000 } : { terminal: 1_000_000, queued: 100_000 },
+  // The churn figures: a drain of `total` queued tasks judged on its first and last `window` completions, and
+  // `submitsN` tasks drained while they are submitted against the same drain of a backlog. --quick scales down.
+  churn: args.quick ? { total: 20_000, window: 2_000, submitsN: 3_000 } : { total: 100_000, window: 10_000, submitsN: 20_000 },
 };
 if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
@@ -139,6 +143,10 @@ async function repetition(backend, result, rep, errors) {
       const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 1, prefetch: DRAIN_PREFETCH, cpuProfDir, traceSql });
       push("ours", "drainPrefetch.c1", r.tasksPerSec);
     });
+    await step("drain c1, prefetch 1", async () => {
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 1, prefetch: 1, cpuProfDir, traceSql });
+      push("ours", "drainPrefetch1.c1", r.tasksPerSec);
+    });
     await step("drain c64", async () => {
       const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, cpuProfDir, traceSql });
       push("ours", "drain.c64", r.tasksPerSec);
@@ -176,6 +184,20 @@ async function repetition(backend, result, rep, errors) {
     const { poolerFigures } = await import("./lib/pooler.mjs");
     const { POSTGRES_DSN } = await import("./lib/postgres-backend.mjs");
     await poolerFigures(POSTGRES_DSN, { n, warmup: settings.drainWarmup, pickupSamples: settings.pickupSamples, push: (id, value) => push("ours", id, value), step, log });
+  }
+  if (wants("churn")) {
+    const { total, window, submitsN } = settings.churn;
+    await step(`churn: drain of ${total} queued, first and last ${window}`, async () => {
+      const r = await churnDrain(backend, { total, window, warmup: settings.drainWarmup });
+      push("ours", "churn.first", r.first);
+      push("ours", "churn.last", r.last);
+    });
+    await step(`churn: ${submitsN} submitted at 1.5× capacity while draining, and as a backlog`, async () => {
+      const r = await churnUnderSubmits(backend, { n: submitsN, warmup: settings.drainWarmup });
+      push("ours", "churn.backlog", r.backlog);
+      push("ours", "churn.submits", r.submits);
+      push("ours", "churn.offered", r.offered);
+    });
   }
   if (wants("claim")) {
     for (const backlog of settings.backlogs) {

@@ -8,9 +8,12 @@
 //      turbo run build typecheck lint check-package, with the consumer test
 //      (npm installs, in tests/consumer) in the same run: turbo starts it as
 //      soon as the packages it packs are built
-//   4. turbo run test:integration --concurrency=1: the rest of the integration
+//   4. the runtimes phase (scripts/test-runtimes.mjs): the conformance kit on
+//      SQLiteStore under Node 22 and 24 (node:sqlite) and Bun (bun:sqlite),
+//      each runtime fetched from the npm registry once and then cached
+//   5. turbo run test:integration --concurrency=1: the rest of the integration
 //      tier alone, one package at a time (real processes, Postgres, Chromium)
-//   5. stop a throwaway Postgres, print how long each phase took and
+//   6. stop a throwaway Postgres, print how long each phase took and
 //      "N passed, N failed"
 //
 // Step 4 runs turbo with --only: step 3 built everything it depends on.
@@ -111,7 +114,7 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 /** Runs a command, copying its output line by line and handing each line to `onLine`. */
 function run([cmd, ...pre], args, { onLine = () => {} } = {}) {
   if (interrupted) return Promise.resolve(interrupted);
-  console.log(`\n> pnpm ${args.join(" ")}\n`);
+  console.log(`\n> ${cmd === process.execPath ? "node" : "pnpm"} ${args.join(" ")}\n`);
   return new Promise((resolve) => {
     // Own process group, so a signal to this script reaches every task under the command.
     const child = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"], env: process.env, detached: true });
@@ -362,6 +365,17 @@ async function main() {
     );
     if (code !== 0 && !interrupted) console.error(`test: the tests failed (exit ${code}).`);
     return summary(code);
+  }
+
+  // About half a minute once the runtimes are cached (a first run downloads ~100 MB). Not beside the
+  // integration tier: the kit's lease cases measure tens of milliseconds of real time, as its tests do.
+  const runtimes = await phase("runtimes: the kit on node:sqlite (Node 22, 24) and bun:sqlite (Bun)", () =>
+    run([process.execPath], ["scripts/test-runtimes.mjs"], { onLine: countTests }),
+  );
+  if (interrupted) return summary(interrupted);
+  if (runtimes !== 0) {
+    console.error("test: the runtimes phase failed; the integration tier was not run.");
+    return summary(runtimes);
   }
 
   // Real processes, Postgres and Chromium, with leases, heartbeats and timeouts

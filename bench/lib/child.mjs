@@ -16,11 +16,12 @@ const SQL_TRACE = new URL("./sql-trace.mjs", import.meta.url).href;
  * @param {string | null} options.cpuProfDir - Write a V8 CPU profile of the child there.
  * @param {boolean} options.traceSql - Preload lib/sql-trace.mjs (diagnostics: SQLite time by statement).
  * @param {boolean} [options.stamp] - The handler returns `{ at: Date.now() }` when it starts (pickup timing).
+ * @param {number} [options.handlerMs] - The handler awaits this long before it answers (a task waiting on I/O).
  */
-export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false }) {
+export async function spawnWorker({ target, worker, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false, handlerMs = 0 }) {
   const execArgv = cpuProfDir === null ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`];
   if (traceSql) execArgv.push("--import", SQL_TRACE);
-  const child = fork(CHILD, [JSON.stringify({ target, worker, expect, warmup, stamp })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(CHILD, [JSON.stringify({ target, worker, expect, warmup, stamp, handlerMs })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const errors = [];
   let onDone = null;
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));

@@ -237,6 +237,17 @@ export const postgresBackend = {
     }
   },
 
+  /** The `completed_at_ms` of every succeeded task, ascending (the churn figures' completion clock). */
+  async completionTimes(target) {
+    const client = await connect(target.schema);
+    try {
+      const { rows } = await client.query("SELECT completed_at_ms AS t FROM cairnq_tasks WHERE status = 'succeeded' ORDER BY completed_at_ms");
+      return rows.map((r) => Number(r.t));
+    } finally {
+      await client.end();
+    }
+  },
+
   /**
    * SETUP ONLY (the growth figure): appends `count` terminal (`succeeded`)
    * `noop` tasks, as COMPLETE leaves them, older than anything queued, with

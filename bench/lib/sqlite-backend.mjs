@@ -175,6 +175,16 @@ export const sqliteBackend = {
     }
   },
 
+  /** The `completed_at_ms` of every succeeded task, ascending (the churn figures' completion clock). */
+  async completionTimes(target) {
+    const db = openRaw(target.path);
+    try {
+      return db.prepare("SELECT completed_at_ms AS t FROM cairnq_tasks WHERE status = 'succeeded' ORDER BY completed_at_ms").all().map((r) => Number(r.t));
+    } finally {
+      db.close();
+    }
+  },
+
   /**
    * SETUP ONLY (the growth figure): appends `count` terminal (`succeeded`)
    * `noop` tasks, as COMPLETE leaves them, older than anything queued (ids

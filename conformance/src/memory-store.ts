@@ -32,7 +32,16 @@ import type {
   SucceedInput,
   Task,
   TaskRef,
+  ParkOutcome,
+  ParkStepInput,
+  RecordStepInput,
+  SendInput,
+  SendOutcome,
+  SpawnStepInput,
+  StepRecord,
+  TaskStepStore,
 } from "@cairnq/protocol";
+import { MemorySteps } from "./memory-steps.js";
 import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import {
@@ -120,7 +129,7 @@ function copy<T>(value: T): T {
  * const store = new MemoryStore();
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
-export class MemoryStore implements ScheduleTaskStore {
+export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
   readonly capabilities: StoreCapabilities = {
     pushWakeups: false,
     transactionalComplete: false,
@@ -128,7 +137,7 @@ export class MemoryStore implements ScheduleTaskStore {
     flowControl: true,
     schedules: true,
     claimReprobe: true,
-    groups: true,
+    durableSteps: true, groups: true,
   };
   queueDepthGate: QueueDepthGate | null = null;
 
@@ -149,6 +158,43 @@ export class MemoryStore implements ScheduleTaskStore {
   /** @param options.clock The store's clock in epoch ms. @default Date.now */
   constructor(options: { clock?: () => number } = {}) {
     this.#clock = options.clock ?? Date.now;
+    this.#steps = new MemorySteps({
+      get: (id) => this.#tasks.get(id),
+      set: (row) => this.#tasks.set(row.id, row),
+      now: () => this.#clock(),
+      insert: (input) => {
+        const row = buildInsert(SUBMIT, decoded(normalizeSubmit(input, newTaskId()).params), this.#clock());
+        this.#tasks.set(row.id, row);
+        return row;
+      },
+    });
+  }
+
+  /** Durable steps (`memory-steps.ts`). */
+  readonly #steps: MemorySteps;
+
+  async steps(taskId: string): Promise<StepRecord[]> {
+    return this.#steps.steps(taskId);
+  }
+
+  async recordStep(input: RecordStepInput): Promise<void> {
+    this.#steps.recordStep(input);
+  }
+
+  async parkStep(input: ParkStepInput): Promise<ParkOutcome> {
+    return this.#steps.parkStep(input);
+  }
+
+  async spawnStep(input: SpawnStepInput): Promise<string> {
+    return this.#steps.spawnStep(input);
+  }
+
+  async send(input: SendInput): Promise<SendOutcome> {
+    return this.#steps.send(input);
+  }
+
+  async wakeJoin(parentId: string): Promise<boolean> {
+    return this.#steps.wakeJoin(parentId);
   }
 
   async connect(): Promise<void> {}

@@ -23,6 +23,8 @@ const EXTENSION_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.sta
 const COMPLETE_REF_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("complete-ref-"));
 /** The cases of `ClaimInput.reprobe`, run only for stores declaring `capabilities.claimReprobe`. */
 const REPROBE_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("claim-reprobe-"));
+/** The cases of `TaskStepStore`, run only for stores declaring `capabilities.durableSteps`. */
+const STEP_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("steps-"));
 
 describe("case catalog", () => {
   it("has one case per §14 scenario 1–38, in order, and unique kebab-case ids", () => {
@@ -51,7 +53,8 @@ describe("defineConformanceSuite", () => {
     });
     expect(registered).toHaveLength(CONFORMANCE_CASES.length);
     expect(suite.ran.length + suite.skipped.length).toBe(CONFORMANCE_CASES.length);
-    expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...REPROBE_CASES, ...COMPLETE_REF_CASES, ...EXTENSION_CASES].sort());
+    expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...REPROBE_CASES, ...COMPLETE_REF_CASES, ...EXTENSION_CASES, ...STEP_CASES].sort());
+    expect(STEP_CASES).toHaveLength(7);
     expect(EXTENSION_CASES).toHaveLength(16);
     expect(COMPLETE_REF_CASES).toHaveLength(3);
     expect(REPROBE_CASES).toHaveLength(3);
@@ -69,7 +72,7 @@ describe("defineConformanceSuite", () => {
       capabilities: { pushWakeups: true },
     });
     expect(suite.ran).toContain("push-signals");
-    expect(suite.skipped.map((s) => s.id)).toEqual([...REPROBE_CASES, ...COMPLETE_REF_CASES, "subscribe-without-push-is-silent", "complete-in", ...EXTENSION_CASES]);
+    expect(suite.skipped.map((s) => s.id)).toEqual([...REPROBE_CASES, ...COMPLETE_REF_CASES, "subscribe-without-push-is-silent", "complete-in", ...EXTENSION_CASES, ...STEP_CASES]);
   });
 
   it("fails the capabilities case when the declaration does not match the store", async () => {

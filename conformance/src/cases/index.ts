@@ -11,6 +11,7 @@ import { ownedWriteCases } from "./owned-writes.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
 import { scheduleSlotCases } from "./schedule-slots.js";
+import { stepCases } from "./steps.js";
 import { submitCases } from "./submit.js";
 
 /**
@@ -31,4 +32,5 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...flowControlCases,
   ...groupCases,
   ...scheduleSlotCases,
+  ...stepCases,
 ];

@@ -3,7 +3,7 @@
  * capabilities, wake sleeps, push signals (capability `pushWakeups`) and
  * `completeIn` (capability `transactionalComplete`).
  */
-import type { RefCompleteTaskStore, ScheduleTaskStore, StoreSignal, TransactionalTaskStore } from "@cairnq/protocol";
+import type { RefCompleteTaskStore, ScheduleTaskStore, StoreSignal, TaskStepStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { LostLease } from "@cairnq/protocol";
 import type { ConformanceCase } from "../case.js";
 
@@ -51,14 +51,16 @@ export const lifecycleCases: readonly ConformanceCase[] = [
         schedules: actual.schedules ?? false,
         completeRef: actual.completeRef ?? false,
         claimReprobe: actual.claimReprobe ?? false,
+        durableSteps: actual.durableSteps ?? false,
         groups: actual.groups ?? false,
       };
       for (const value of Object.values(shape)) t.expect(typeof value).toBe("boolean");
-      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, claimReprobe: false, groups: false, ...t.capabilities });
+      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, claimReprobe: false, durableSteps: false, groups: false, ...t.capabilities });
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).completeIn === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).withTransaction === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<ScheduleTaskStore>).submitScheduleSlots === "function").toBe(shape.schedules);
       t.expect(typeof (t.store.inner as Partial<RefCompleteTaskStore>).completeRef === "function").toBe(shape.completeRef);
+      t.expect(typeof (t.store.inner as Partial<TaskStepStore>).parkStep === "function").toBe(shape.durableSteps);
       return Promise.resolve();
     },
   },

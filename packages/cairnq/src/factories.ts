@@ -139,9 +139,10 @@ export function splitOptions<S extends object, R extends object>(options: S & R,
  */
 export class CairnQ extends ClientCairnQ {
   /**
-   * A client on a SQLite database file (created if absent). The better-sqlite3
-   * driver is loaded when the store first opens, not when `cairnq` is imported.
-   * `close()` closes the store too.
+   * A client on a SQLite database file (created if absent). The SQLite driver
+   * (`driver`: better-sqlite3, node:sqlite or bun:sqlite; without it the first
+   * available) is loaded when the store first opens, not when `cairnq` is
+   * imported. `close()` closes the store too.
    */
   static sqlite(path: string, options: SQLiteCairnQOptions = {}): CairnQ {
     const { store, rest } = sqliteClock(factoryOptions<SQLiteStoreOptions, CairnQOptions>(options as SQLiteStoreOptions & CairnQOptions, "CairnQ.sqlite(path, options)", SQLITE_STORE_KEYS));

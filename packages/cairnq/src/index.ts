@@ -161,7 +161,7 @@ export type { RetentionErrorInfo, RetentionOptions, RetentionPolicy, RetentionRu
 
 // The stores (each loads its driver only when it opens).
 export { DatabaseBusy, GroupRolledBack, SQLiteStore } from "@cairnq/store-sqlite";
-export type { SQLiteStoreOptions, SQLiteTransactionStore } from "@cairnq/store-sqlite";
+export type { SQLiteDriverName, SQLiteStoreOptions, SQLiteTransactionStore } from "@cairnq/store-sqlite";
 export { PostgresStore } from "@cairnq/store-postgres";
 export type {
   PostgresErrorHook,

@@ -106,7 +106,7 @@ describe("a misspelt option of a factory", () => {
     expect(rejection(() => new PostgresStore(NEVER, { timeouts: { queryTimoutMs: 5 } as never })).message).toMatch(/'queryTimoutMs' is not an option of the timeouts option \(did you mean 'queryTimeoutMs'\?\)/);
     expect(rejection(() => new PostgresStore(NEVER, { combine: { maxRow: 5 } as never })).message).toMatch(/'maxRow' is not an option of the combine option \(did you mean 'maxRows'\?\)/);
     expect(rejection(() => new SQLiteStore(":memory:", { busyTimeotMs: 5 } as never)).message).toMatch(
-      /^'busyTimeotMs' is not an option of new SQLiteStore\(path, options\) \(did you mean 'busyTimeoutMs'\?\); the options are busyTimeoutMs, clock$/,
+      /^'busyTimeotMs' is not an option of new SQLiteStore\(path, options\) \(did you mean 'busyTimeoutMs'\?\); the options are busyTimeoutMs, clock, driver$/,
     );
   });
 });
@@ -128,6 +128,18 @@ describe("every store option passes through the factories", () => {
       await runner.close();
       await api.close();
     }
+  });
+
+  it("CairnQ.sqlite / Worker.sqlite: driver reaches the SQLiteStore, and a name it does not know is rejected at once", async () => {
+    const file = await dbFile();
+    const api = CairnQ.sqlite(file, { driver: "better-sqlite3" });
+    try {
+      await api.submit("job", {});
+      expect((api.store as SQLiteStore).driver).toBe("better-sqlite3");
+    } finally {
+      await api.close();
+    }
+    expect(rejection(() => Worker.sqlite(file, { driver: "sqlite" as never })).message).toMatch(/driver must be one of "better-sqlite3", "node:sqlite", "bun:sqlite"/);
   });
 
   it("CairnQ.sqlite / Worker.sqlite: a RuntimeClock is the role's clock and the store reads its now(); a bare function stays the store's", async () => {

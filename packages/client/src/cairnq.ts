@@ -38,8 +38,8 @@ import {
 } from "@cairnq/protocol/sdk";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
-import type { RuntimeClock } from "@cairnq/runtime";
-import { checkOptions, optionalClock } from "@cairnq/runtime";
+import type { MetricsOptions, RuntimeClock, TracingOptions } from "@cairnq/runtime";
+import { checkOptions, optionalClock, Telemetry } from "@cairnq/runtime";
 import { BackpressureGate } from "./backpressure-gate.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
 import { explain } from "./explain.js";
@@ -106,6 +106,22 @@ export interface CairnQOptions {
    * @default the system clock (`Date.now()`, Node's timers)
    */
   clock?: RuntimeClock | undefined;
+  /**
+   * OpenTelemetry traces (needs `@opentelemetry/api`): each submit is a
+   * PRODUCER span `send <queue>`, a child of the active span, and its
+   * context is stored with the task (metadata key `cairnq.trace`, in the
+   * same write) so the worker's `process <queue>` span links to it. `true`
+   * uses the global tracer provider. See docs/telemetry.md.
+   * @default false
+   */
+  tracing?: boolean | TracingOptions | undefined;
+  /**
+   * OpenTelemetry metrics (needs `@opentelemetry/api`): the
+   * `messaging.client.sent.messages` counter. `true` uses the global meter
+   * provider, looked up until one is registered. See docs/telemetry.md.
+   * @default false
+   */
+  metrics?: boolean | MetricsOptions | undefined;
 }
 
 /** Options of {@link CairnQ.call}: submit options plus how to wait. */
@@ -172,7 +188,7 @@ const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
 const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
 const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal", "task"] as const satisfies readonly (keyof TaskWaitOptions)[];
 /** Every key of {@link CairnQOptions}, for the unknown-key check (the umbrella's factories list them too). */
-export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger", "clock"] as const satisfies readonly (keyof CairnQOptions)[]);
+export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger", "clock", "tracing", "metrics"] as const satisfies readonly (keyof CairnQOptions)[]);
 const STORE_METHODS = ["connect", "close", "submit", "get", "getByKey", "getStatus", "getStatusByKey", "taskDoneWake", "subscribe"] as const;
 
 /**
@@ -260,6 +276,8 @@ export class CairnQ {
   readonly #retention: RetentionHook | null;
   readonly #logger: Logger | undefined;
   readonly #clock: RuntimeClock;
+  /** Producer spans and the sent counter, or `null` with `tracing` and `metrics` off (nothing loaded then). */
+  #telemetry: Telemetry | null;
   #closing: Promise<void> | null = null;
   #inTransaction = false;
 
@@ -289,6 +307,7 @@ export class CairnQ {
     }
     const clock = optionalClock(opts.clock, "clock");
     this.#clock = clock;
+    this.#telemetry = Telemetry.of(opts, { requiredBy: "@cairnq/client", from: import.meta.url, what: "new CairnQ(store, options)" });
     this.#retention = retentionHook(store, opts.retention);
 
     const timing = resolveGateTiming(opts);
@@ -354,6 +373,7 @@ export class CairnQ {
     }
     const bound = new CairnQ(store.withTransaction(trx), { logger: this.#logger, clock: this.#clock });
     bound.#inTransaction = true;
+    bound.#telemetry = this.#telemetry;
     return bound;
   }
 
@@ -428,7 +448,10 @@ export class CairnQ {
   // reported against the last overload ("not assignable to parameter of type 'string'") by TypeScript 7.
   submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, P>, ResultFor<D, R>>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
-    return this.store.submit(this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS)));
+    const input = this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS));
+    const telemetry = this.#telemetry;
+    if (telemetry === null) return this.store.submit(input);
+    return telemetry.send(input, (traced) => this.store.submit(traced), (row) => row);
   }
 
   /**
@@ -448,7 +471,10 @@ export class CairnQ {
     ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>
   ): Promise<SubmitOutcome<PayloadFor<D, P>, ResultFor<D, R>>>;
   async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
-    return this.store.submitOutcome(this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS)));
+    const input = this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS));
+    const telemetry = this.#telemetry;
+    if (telemetry === null) return this.store.submitOutcome(input);
+    return telemetry.send(input, (traced) => this.store.submitOutcome(traced), (outcome) => outcome.task);
   }
 
   #submitInput(task: unknown, payload: unknown, options: SubmitOptions): SubmitInput {
@@ -718,7 +744,8 @@ export class CairnQ {
       : null;
     let submitted: Task;
     try {
-      submitted = await store.submit(input);
+      const telemetry = this.#telemetry;
+      submitted = await (telemetry === null ? store.submit(input) : telemetry.send(input, (traced) => store.submit(traced), (row) => row));
     } finally {
       stopHearing?.();
     }

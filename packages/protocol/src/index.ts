@@ -85,6 +85,7 @@ export type {
   SucceedInput,
   TaskFilter,
   ScheduleTaskStore,
+  TaskStepStore,
   TaskStore,
   TransactionalTaskStore,
 } from "./store.js";
@@ -97,3 +98,5 @@ export type { FlowControl, RateLimit } from "./flow-control.js";
 export type { RetryPolicy } from "./retry-policy.js";
 export { SCHEDULE_KEY_PREFIX, scheduleSlotKey } from "./schedule.js";
 export type { ScheduleSlotsInput, ScheduleSlotsResult, ScheduleTaskInput } from "./schedule.js";
+export { PARK_FOREVER_AT_MS, STEP_KINDS, stepKey } from "./steps.js";
+export type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepKind, StepRecord, StepStatus } from "./steps.js";

@@ -57,3 +57,12 @@ export { childLineage, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } 
 export type { ParentRow } from "./submit-options.js";
 export { logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
+export {
+  formatTraceparent,
+  parseTraceparent,
+  TRACE_CONTEXT_METADATA_KEY,
+  traceCarrierOf,
+  withoutTraceCarrier,
+  withTraceCarrier,
+} from "./trace-context.js";
+export type { TraceCarrier, TraceParent } from "./trace-context.js";

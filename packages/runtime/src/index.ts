@@ -34,3 +34,4 @@ export { loadDriver } from "./driver.js";
 export type { DriverSpec } from "./driver.js";
 export { formatDuration, formatInstant, formatRelative, formatWhen } from "./format.js";
 export { describeError } from "./describe-error.js";
+export * from "./telemetry/index.js";

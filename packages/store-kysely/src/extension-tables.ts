@@ -17,6 +17,8 @@
  * | --- | --- | --- |
  * | `cairnq_ext_schedules` | `worker.schedule` | one per schedule name: the last slot submitted |
  * | `cairnq_ext_rate_claims` | task option `rateLimit` | one per recent claim of a rate-limited name, pruned once outside the window |
+ * | `cairnq_ext_steps` | durable steps (`ctx.step`, `ctx.sleep`, …) | one per step occurrence of a task, deleted with the task (foreign key, `ON DELETE CASCADE`) |
+ * | `cairnq_ext_messages` | `cairnq.send` / `ctx.waitFor` | one per message sent to a task, deleted with the task |
  * | `cairnq_ext_task_groups` | submit option `group` | one per task submitted with a group (deleted with the task): its name, group, priority and where the group-aware claim last saw it |
  * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, and whether it may have queued work |
  * | `cairnq_ext_group_rate_claims` | task option `groupRateLimit` | one per recent claim of a rate-limited group, pruned once outside the window |
@@ -37,6 +39,11 @@ export const SCHEDULES_TABLE = "cairnq_ext_schedules";
 /** Recent claims of rate-limited task names (`rateLimit`). */
 export const RATE_CLAIMS_TABLE = "cairnq_ext_rate_claims";
 
+/** The journal of durable steps, one row per step occurrence of a task. */
+export const STEPS_TABLE = "cairnq_ext_steps";
+/** Messages sent to tasks (`send`), consumed by waits. */
+export const MESSAGES_TABLE = "cairnq_ext_messages";
+
 /** The group of each task submitted with one (`group`); rows go with their task (`ON DELETE CASCADE`). */
 export const TASK_GROUPS_TABLE = "cairnq_ext_task_groups";
 /** Per name and group: served order and whether it may have queued work. */
@@ -47,7 +54,7 @@ export const GROUP_RATE_CLAIMS_TABLE = "cairnq_ext_group_rate_claims";
 export const GROUP_TABLES = "cairnq_ext_groups*";
 
 /** The extension tables by feature. */
-export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE | typeof GROUP_TABLES;
+export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE | typeof STEPS_TABLE | typeof MESSAGES_TABLE | typeof GROUP_TABLES;
 
 /** The DDL of each extension table, re-runnable. */
 export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> = {
@@ -68,6 +75,17 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
     `CREATE TABLE IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE} (name text NOT NULL, group_key text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,
     `CREATE INDEX IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE}_group_idx ON ${GROUP_RATE_CLAIMS_TABLE} (name, group_key, claimed_at_ms)`,
     `CREATE INDEX IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE}_name_idx ON ${GROUP_RATE_CLAIMS_TABLE} (name, claimed_at_ms)`,
+  ],
+  // JSON is kept as text on both backends, so the DDL and the binds are one text; the foreign key makes
+  // a purge (ours or a v1 peer's) delete the journal with its task.
+  [STEPS_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${STEPS_TABLE} (task_id text NOT NULL REFERENCES cairnq_tasks (id) ON DELETE CASCADE, name text NOT NULL, ` +
+      `seq bigint NOT NULL, kind text NOT NULL, status text NOT NULL, result text, error text, attempt bigint NOT NULL, at_ms bigint NOT NULL, ` +
+      `wake_at_ms bigint, waiting_for text, PRIMARY KEY (task_id, name))`,
+  ],
+  [MESSAGES_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${MESSAGES_TABLE} (task_id text NOT NULL REFERENCES cairnq_tasks (id) ON DELETE CASCADE, name text NOT NULL, ` +
+      `seq bigint NOT NULL, payload text NOT NULL, at_ms bigint NOT NULL, consumed_by text, PRIMARY KEY (task_id, name, seq))`,
   ],
 };
 

@@ -17,6 +17,13 @@ import type {
   ScheduleSlotsInput,
   ScheduleSlotsResult,
   ScheduleTaskStore,
+  ParkOutcome,
+  ParkStepInput,
+  RecordStepInput,
+  SendInput,
+  SendOutcome,
+  SpawnStepInput,
+  StepRecord,
   StoreCapabilities,
   StoreSignal,
   SubmitInput,
@@ -24,6 +31,7 @@ import type {
   SucceedInput,
   Task,
   TaskRef,
+  TaskStepStore,
 } from "@cairnq/protocol";
 import { ClaimCycle } from "./claim-cycle.js";
 import { ClientTransitions } from "./client-transitions.js";
@@ -33,6 +41,7 @@ import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { OwnedWrites } from "./owned-writes.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
+import { StepJournal } from "./steps-journal.js";
 import { StoreLifecycle } from "./store-lifecycle.js";
 import { StoreStatements } from "./store-statements.js";
 import { SubmitPath } from "./submit-path.js";
@@ -74,7 +83,7 @@ export interface KyselyStoreOptions {
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
+export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, TaskStepStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
   /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
@@ -90,6 +99,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   readonly #claims: ClaimCycle;
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
   readonly #extensions: StoreExtensions;
+  /** Durable steps: the journal, parking, messages (see `steps-journal.ts`). */
+  readonly #steps: StepJournal;
 
   /**
    * @param db - The Kysely instance statements run on (the dialect's executor may route reads elsewhere).
@@ -109,7 +120,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
       schedules: true,
       completeRef: true,
       claimReprobe: true,
-      groups: true,
+      durableSteps: true, groups: true,
     };
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     const statements = new StoreStatements(db, dialect, this.compiler);
@@ -120,6 +131,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
     this.#reads = new TaskReads(statements, this.#lifecycle);
     this.#transitions = new ClientTransitions(statements, this.#lifecycle);
     this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions);
+    this.#steps = new StepJournal(this.#extensions);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -261,6 +273,38 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore {
   /** Submits a schedule's slots after its last one, each once (see `schedule-slots.ts`); creates `cairnq_ext_schedules` on first use. */
   async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
     return this.#lifecycle.run(() => submitScheduleSlots(this.#extensions, input));
+  }
+
+  // ----------------------------------------------------------- durable steps
+
+  /** The task's step journal in recording order (see `steps-journal.ts`); creates the extension tables on first use. */
+  steps(taskId: string): Promise<StepRecord[]> {
+    return this.#lifecycle.run(() => this.#steps.steps(taskId));
+  }
+
+  /** Records a step's outcome in one statement fenced by the attempt; `LostLease` when the fence fails. */
+  recordStep(input: RecordStepInput): Promise<void> {
+    return this.#lifecycle.run(() => this.#steps.recordStep(input));
+  }
+
+  /** Parks the task on a sleep, wait or join, or answers `ready` when the wait or join is already satisfied. */
+  parkStep(input: ParkStepInput): Promise<ParkOutcome> {
+    return this.#lifecycle.run(() => this.#steps.parkStep(input));
+  }
+
+  /** Submits a child once per journal key, with its entry, in one fenced transaction. */
+  spawnStep(input: SpawnStepInput): Promise<string> {
+    return this.#lifecycle.run(() => this.#steps.spawnStep(input));
+  }
+
+  /** Stores a message for the task and wakes it when it is parked waiting for that name. */
+  send(input: SendInput): Promise<SendOutcome> {
+    return this.#lifecycle.run(() => this.#steps.send(input));
+  }
+
+  /** Makes a parent parked on a join due now. */
+  wakeJoin(parentId: string): Promise<boolean> {
+    return this.#lifecycle.run(() => this.#steps.wakeJoin(parentId));
   }
 
   // ------------------------------------------------------------- owned writes

@@ -81,6 +81,11 @@ export class PostgresSyntax extends BaseSqlSyntax {
     );
   }
 
+  /** `pg_notify` on the channel the v1 notify trigger uses (§3.8), so listeners need nothing new. */
+  queuedSignal(queue: string): string {
+    return `SELECT pg_notify('cairnq_queued', ${queue})`;
+  }
+
   override batchRef(param: ParamExpr): string {
     const ref = super.batchRef(param);
     return param.type === "json" ? `cast(${ref} as jsonb)` : ref;

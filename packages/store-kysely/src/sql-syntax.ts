@@ -62,6 +62,14 @@ export interface SqlSyntax {
    * that it walks the claim index (see `PostgresSyntax`).
    */
   claimProbe?(parts: ClaimProbeParts): string;
+  /**
+   * A statement that sends the `queued` push signal (§9) for the queue bound
+   * at `queue`, for writes that make a queued task due without changing its
+   * status (the notify trigger only fires on a status change): durable steps'
+   * `send` and join wake-ups. `null` where the backend has no push channel
+   * (SQLite's commit detector notices any commit).
+   */
+  queuedSignal?(queue: string): string | null;
 }
 
 /** What {@link SqlSyntax.claimProbe} builds the probe from. */

@@ -134,8 +134,16 @@ describe("set transitions, insert, purge, probe and reads", () => {
       /^UPDATE cairnq_tasks SET .* WHERE status = 'running' AND lease_until_ms IS NOT NULL AND lease_until_ms <= \?\d+ RETURNING id$/,
     );
     expect(postgres.statement(setTransitionTemplate(RECOVER, ["id"]), {}).sql).toContain(
-      "WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms IS NOT NULL AND lease_until_ms <= (extract(epoch from clock_timestamp()) * 1000)::bigint FOR UPDATE SKIP LOCKED) RETURNING id",
+      "WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms IS NOT NULL AND lease_until_ms <= (SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint) FOR UPDATE SKIP LOCKED) RETURNING id",
     );
+  });
+
+  it("Postgres reads the real-time clock once per statement, as a scalar subquery the planner can use as an index bound", () => {
+    // A bare `clock_timestamp()` expression is volatile: Postgres evaluates it per row and cannot bound an index
+    // scan with it, so recovery would filter every entry of the lease index (dead ones too) on every claim.
+    const sql = postgres.statement(setTransitionTemplate(RECOVER, ["id"]), {}).sql;
+    expect(sql).not.toMatch(/(?<!SELECT )\(extract\(epoch from clock_timestamp\(\)\)/);
+    expect(sql).toContain("lease_until_ms <= (SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint)");
   });
 
   it("the recovery envelope is a JSON literal (cast to jsonb on Postgres)", () => {

@@ -2,7 +2,8 @@
  * `SQLITE_BUSY` handling (§13): with `busy_timeout = 0`, SQLite reports a
  * lock held by another connection at once, and CairnQ waits on an awaited,
  * jittered backoff instead — SQLite's own busy handler would sleep inside
- * the synchronous better-sqlite3 call and block the event loop.
+ * the synchronous driver call (every driver's calls are) and block the event
+ * loop.
  */
 import { CairnQError } from "@cairnq/protocol";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
@@ -13,15 +14,30 @@ const FIRST_DELAY_MS = 1;
 /** Largest retry delay (ms) before jitter. */
 const MAX_DELAY_MS = 50;
 
+/** SQLite's primary result code for a busy database; extended codes keep it in their low byte. */
+const SQLITE_BUSY = 5;
+
 /**
  * True for `SQLITE_BUSY` and its extended codes (`SQLITE_BUSY_SNAPSHOT`,
- * `SQLITE_BUSY_RECOVERY`, `SQLITE_BUSY_TIMEOUT`). `SQLITE_LOCKED` is not a
- * busy error: it is a conflict inside this connection and retrying cannot
- * clear it.
+ * `SQLITE_BUSY_RECOVERY`, `SQLITE_BUSY_TIMEOUT`), as each driver reports
+ * them: better-sqlite3 and `bun:sqlite` by name in `code`, `node:sqlite` by
+ * number in `errcode` (its `code` is `ERR_SQLITE_ERROR`). `SQLITE_LOCKED` is
+ * not a busy error: it is a conflict inside this connection and retrying
+ * cannot clear it.
  */
 export function isBusyError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_"));
+  if (typeof err !== "object" || err === null) return false;
+  const { code, errcode } = err as { code?: unknown; errcode?: unknown };
+  if (typeof code === "string" && (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_"))) return true;
+  return typeof errcode === "number" && (errcode & 0xff) === SQLITE_BUSY;
+}
+
+/** The SQLite result code name of a busy error, whichever driver raised it. */
+function busyCodeOf(err: unknown): string {
+  const { code, errcode } = (err ?? {}) as { code?: unknown; errcode?: unknown };
+  if (typeof code === "string" && code.startsWith("SQLITE_")) return code;
+  const extended: Record<number, string> = { 261: "SQLITE_BUSY_RECOVERY", 517: "SQLITE_BUSY_SNAPSHOT", 773: "SQLITE_BUSY_TIMEOUT" };
+  return typeof errcode === "number" ? (extended[errcode] ?? "SQLITE_BUSY") : "SQLITE_BUSY";
 }
 
 /**
@@ -61,8 +77,7 @@ export class DatabaseBusy extends CairnQError {
   readonly code: string;
 
   constructor(file: string, busyTimeoutMs: number, cause: unknown) {
-    const raw = (cause as { code?: unknown } | null)?.code;
-    const code = typeof raw === "string" ? raw : "SQLITE_BUSY";
+    const code = busyCodeOf(cause);
     super(
       `the SQLite database '${file}' stayed locked by another connection for the whole busyTimeoutMs budget ` +
         `(${busyTimeoutMs}ms, last result ${code}), so the statement was not applied; another process is holding a long ` +

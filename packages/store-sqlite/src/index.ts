@@ -1,6 +1,7 @@
 /**
- * `@cairnq/store-sqlite` — the CairnQ `TaskStore` on SQLite (better-sqlite3
- * through Kysely), a dialect of `@cairnq/store-kysely`.
+ * `@cairnq/store-sqlite` — the CairnQ `TaskStore` on SQLite through Kysely, a
+ * dialect of `@cairnq/store-kysely`, on better-sqlite3, Node's built-in
+ * `node:sqlite` or Bun's `bun:sqlite`.
  *
  * @example
  * ```ts
@@ -19,3 +20,13 @@ export type { SQLiteDialectOptions } from "./sqlite-dialect.js";
 export { DatabaseBusy } from "./busy.js";
 export { GroupRolledBack } from "./write-queue.js";
 export type { SQLiteTransactionStore } from "./sqlite-transaction-store.js";
+export { SQLITE_DRIVER_NAMES } from "./drivers/sqlite-driver.js";
+export type {
+  SQLiteDriver,
+  SQLiteDriverConnection,
+  SQLiteDriverName,
+  SQLiteDriverStatement,
+  SQLiteRunResult,
+  CheckpointThreadSource,
+} from "./drivers/sqlite-driver.js";
+export { loadSQLiteDriver } from "./drivers/load-driver.js";

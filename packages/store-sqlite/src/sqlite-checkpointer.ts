@@ -4,8 +4,8 @@
  * With SQLite's automatic checkpoint, the connection whose commit takes the
  * WAL past 1,000 frames copies the WAL into the database file inside that
  * commit and syncs both (synchronous = NORMAL): 4–6 ms of fsync on the dev
- * machine, during which its process's event loop is blocked (better-sqlite3
- * is synchronous). Whatever waits on that commit — a `call()` round trip, a
+ * machine, during which its process's event loop is blocked (every SQLite
+ * driver is synchronous). Whatever waits on that commit — a `call()` round trip, a
  * worker's next claim — waits that long; it is what set SQLite's `call()`
  * p99. A `PASSIVE` checkpoint never takes the write lock, so a thread with a
  * connection of its own can run it while the process goes on writing; the
@@ -31,8 +31,8 @@
  * 200 statements, ~9 MB of RSS (c64 drain peak 97–99 → 106–107 MB).
  * Re-measure with `node bench/run.mjs --backend sqlite --only latency,drain`.
  */
-import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import type { CheckpointThreadSource } from "./drivers/sqlite-driver.js";
 
 /**
  * The writer asks for a checkpoint after this many of its statements: about
@@ -59,15 +59,18 @@ export const FALLBACK_AUTOCHECKPOINT_FRAMES = 10_000;
 /** SQLite's default `wal_autocheckpoint`, restored when the thread is gone. */
 export const DEFAULT_AUTOCHECKPOINT_FRAMES = 1_000;
 
-/** The thread: its own connection, a `PASSIVE` checkpoint on a timer; busy (another checkpoint runs) is skipped. */
-const THREAD_SOURCE = `
+/**
+ * The thread: its own connection (opened by the driver's snippet, which
+ * defines `open(file)`), a `PASSIVE` checkpoint on a timer; busy (another
+ * checkpoint runs) is skipped.
+ */
+const threadSource = (driver: CheckpointThreadSource): string => `
 const { parentPort, workerData } = require("node:worker_threads");
-const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true, timeout: 0 });
-const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+${driver.source}
+const db = open(workerData.file);
 const run = () => {
   try {
-    checkpoint.get();
+    db.checkpoint();
   } catch {
     // Busy (another connection checkpoints): the next request or tick tries again.
   }
@@ -93,7 +96,7 @@ export interface CheckpointTarget {
  *
  * @example
  * ```ts
- * const checkpointer = new SQLiteCheckpointer("/data/cairnq.db", writerTarget);
+ * const checkpointer = new SQLiteCheckpointer("/data/cairnq.db", driver.checkpointThread, writerTarget);
  * checkpointer.start();
  * await checkpointer.close();
  * ```
@@ -101,16 +104,19 @@ export interface CheckpointTarget {
 export class SQLiteCheckpointer {
   readonly #file: string;
   readonly #target: CheckpointTarget;
+  readonly #driver: CheckpointThreadSource;
   #worker: Worker | null = null;
   #exited: Promise<void> | null = null;
   #closed = false;
 
   /**
    * @param file - The database file, as the store's connections opened it.
+   * @param driver - How the thread opens the file (the store's driver).
    * @param target - The writer whose automatic checkpoint the thread replaces.
    */
-  constructor(file: string, target: CheckpointTarget) {
+  constructor(file: string, driver: CheckpointThreadSource, target: CheckpointTarget) {
     this.#file = file;
+    this.#driver = driver;
     this.#target = target;
   }
 
@@ -124,8 +130,10 @@ export class SQLiteCheckpointer {
     if (this.#closed || this.#worker !== null) return;
     let worker: Worker;
     try {
-      const driver = createRequire(import.meta.url).resolve("better-sqlite3");
-      worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { driver, file: this.#file, intervalMs: CHECKPOINT_INTERVAL_MS } });
+      worker = new Worker(threadSource(this.#driver), {
+        eval: true,
+        workerData: { driver: this.#driver.data, file: this.#file, intervalMs: CHECKPOINT_INTERVAL_MS },
+      });
     } catch {
       return;
     }

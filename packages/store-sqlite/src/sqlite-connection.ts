@@ -1,5 +1,6 @@
 /**
- * The two better-sqlite3 connections of one store and their setup (§3.9).
+ * The two driver connections of one store and their setup (§3.9), on
+ * whichever SQLite driver the store chose (`drivers/load-driver.ts`).
  *
  * A file database gets a **writer** (every write, through the file's write
  * queue) and a **reader** (reads: probe, gets, lists, queue depth). With WAL
@@ -10,8 +11,6 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { loadDriver } from "@cairnq/runtime";
-import type Database from "better-sqlite3";
 import { CairnQError, TERMINAL_STATUSES } from "@cairnq/protocol";
 import type { AnyKysely, Row } from "@cairnq/store-kysely";
 import type { QueryResult } from "kysely";
@@ -19,6 +18,9 @@ import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
 import { delay, isBusyError } from "./busy.js";
 import { CHECKPOINT_EVERY_WRITES, SQLiteCheckpointer } from "./sqlite-checkpointer.js";
 import type { WakeupSource } from "./sqlite-wakeups.js";
+import { loadSQLiteDriver } from "./drivers/load-driver.js";
+import type { SQLiteDriver, SQLiteDriverConnection, SQLiteDriverName, SQLiteDriverStatement } from "./drivers/sqlite-driver.js";
+import { pragmaValue } from "./drivers/sqlite-driver.js";
 import { CachingDatabase } from "./statement-cache.js";
 import type { QueueConnection, WriteQueue } from "./write-queue.js";
 import { acquireWriteQueue, releaseWriteQueue } from "./write-queue.js";
@@ -59,6 +61,11 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   readonly memory: boolean;
   /** The busy budget of this connection's statements (§13). */
   readonly busyTimeoutMs: number;
+  /** The driver the connections were opened with (after `open`). */
+  get driver(): SQLiteDriverName | null {
+    return this.#driver?.name ?? null;
+  }
+
   /** Kysely over the writer. Statements reach it only through the write queue. */
   readonly db: AnyKysely;
   readonly #writer = new CachingDatabase();
@@ -68,9 +75,10 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   #queueKey: string | null = null;
   #lastStatisticsAt = Number.NEGATIVE_INFINITY;
   #mainFile: string | null = null;
-  #dataVersion: Database.Statement | null = null;
-  #settledAmong: Database.Statement | null = null;
-  #queuedIn: Database.Statement | null = null;
+  #dataVersion: SQLiteDriverStatement | null = null;
+  #settledAmong: SQLiteDriverStatement | null = null;
+  #queuedIn: SQLiteDriverStatement | null = null;
+  #driver: SQLiteDriver | null = null;
   #writes = 0;
   #checkpointer: SQLiteCheckpointer | null = null;
 
@@ -79,10 +87,12 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
    *
    * @param filename - A file path, `:memory:` or `""`.
    * @param busyTimeoutMs - The busy budget (§13).
+   * @param driverName - The driver to open with; undefined takes the first available.
    */
   constructor(
     readonly filename: string,
     busyTimeoutMs: number,
+    readonly driverName?: SQLiteDriverName,
   ) {
     this.memory = isMemoryFilename(filename);
     this.file = this.memory || filename.startsWith("file:") ? filename : path.resolve(filename);
@@ -140,33 +150,34 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   async open(): Promise<void> {
     try {
       if (!this.memory && !this.filename.startsWith("file:")) fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      const Driver = loadSqliteDriver();
-      const writer = new Driver(this.filename, { timeout: this.busyTimeoutMs });
+      const driver = loadSQLiteDriver(this.driverName);
+      this.#driver = driver;
+      const writer = driver.openConnection(this.filename, this.busyTimeoutMs);
       this.#writer.attach(writer);
       if (!this.memory) await this.#enableWal(writer);
       // NORMAL is safe in WAL mode: a commit is durable once the WAL is synced at the next checkpoint, and a
       // crash of the process (not of the OS or the power) loses nothing; the database is never corrupted.
       // FULL would fsync the WAL on every commit, which is the cost group commit exists to amortize.
-      writer.pragma("synchronous = NORMAL");
+      writer.exec("PRAGMA synchronous = NORMAL");
       // `RETURNING` materializes its rows into a temporary b-tree before handing back the first one; in
       // memory that costs a fraction of a temp file's (measured: submit c64 +35%, drain c64 +25%).
-      writer.pragma("temp_store = MEMORY");
+      writer.exec("PRAGMA temp_store = MEMORY");
       // The key rows' ON DELETE CASCADE only happens with foreign keys enabled (§3.2).
-      writer.pragma("foreign_keys = ON");
+      writer.exec("PRAGMA foreign_keys = ON");
       if (!this.memory) {
-        const reader = new Driver(this.filename, { timeout: 0 });
+        const reader = driver.openConnection(this.filename, 0);
         this.#reader.attach(reader);
-        reader.pragma("foreign_keys = ON");
+        reader.exec("PRAGMA foreign_keys = ON");
         // The reader must never write: writes go through the queue, which is what keeps them serialized.
-        reader.pragma("query_only = ON");
+        reader.exec("PRAGMA query_only = ON");
         this.#queueKey = path.join(fs.realpathSync(path.dirname(this.file)), path.basename(this.file));
         // SQLite's own resolution (URI filenames, symlinks): the WAL lives next to this name.
-        const main = (writer.pragma("database_list") as { name: string; file: string }[]).find((db) => db.name === "main");
+        const main = (writer.prepare("PRAGMA database_list").all([]) as { name: string; file: string }[]).find((db) => db.name === "main");
         this.#mainFile = main === undefined || main.file === "" ? null : main.file;
-        if (this.#mainFile !== null) {
-          this.#checkpointer = new SQLiteCheckpointer(this.#mainFile, {
+        if (this.#mainFile !== null && driver.checkpointThread !== null) {
+          this.#checkpointer = new SQLiteCheckpointer(this.#mainFile, driver.checkpointThread, {
             setAutocheckpoint: (frames) => {
-              if (this.#writer.isOpen) this.#writer.raw.pragma(`wal_autocheckpoint = ${frames}`);
+              if (this.#writer.isOpen) this.#writer.raw.exec(`PRAGMA wal_autocheckpoint = ${frames}`);
             },
           });
         }
@@ -180,13 +191,13 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     }
   }
 
-  async #enableWal(writer: Database.Database): Promise<void> {
+  async #enableWal(writer: SQLiteDriverConnection): Promise<void> {
     const deadline = Date.now() + WAL_TIMEOUT_MS;
     let mode: unknown = null;
     let lastError: unknown = undefined;
     for (;;) {
       try {
-        mode = writer.pragma("journal_mode = WAL", { simple: true });
+        mode = pragmaValue(writer, "PRAGMA journal_mode = WAL");
         if (String(mode).toLowerCase() === "wal") return;
       } catch (err) {
         if (!isBusyError(err)) throw err;
@@ -206,7 +217,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
 
   /** §3.9 after migrations: `busy_timeout = 0`, so busy errors surface at once and are retried without blocking. */
   disableBusyWait(): void {
-    this.#writer.raw.pragma("busy_timeout = 0");
+    this.#writer.raw.exec("PRAGMA busy_timeout = 0");
   }
 
   /**
@@ -246,14 +257,14 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
    */
   dataVersion(): number | null {
     if (!this.#reader.isOpen) return null;
-    this.#dataVersion ??= this.#reader.raw.prepare("PRAGMA data_version").pluck();
-    return this.#dataVersion.get() as number;
+    this.#dataVersion ??= this.#reader.raw.prepare("PRAGMA data_version");
+    return this.#dataVersion.get([])?.data_version as number;
   }
 
   /** Whether any task is queued (due or not) on one of `queues`, read on the reader. */
   queuedIn(queues: readonly string[]): boolean {
-    this.#queuedIn ??= this.#reader.raw.prepare(QUEUED_IN).pluck();
-    return this.#queuedIn.get(JSON.stringify(queues)) !== undefined;
+    this.#queuedIn ??= this.#reader.raw.prepare(QUEUED_IN);
+    return this.#queuedIn.get([JSON.stringify(queues)]) !== undefined;
   }
 
   /** How many statements {@link SQLiteConnection.execute} has run on the writer (§9 wake-ups: did a woken claim write?). */
@@ -263,8 +274,8 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
 
   /** The ids among `taskIds` whose task is terminal, read on the reader in one statement. */
   settledAmong(taskIds: readonly string[]): readonly string[] {
-    this.#settledAmong ??= this.#reader.raw.prepare(SETTLED_AMONG).pluck();
-    return this.#settledAmong.all(JSON.stringify(taskIds)) as string[];
+    this.#settledAmong ??= this.#reader.raw.prepare(SETTLED_AMONG);
+    return this.#settledAmong.all([JSON.stringify(taskIds)]).map((row) => row.id as string);
   }
 
   /** Closes both connections at once (a failed connect); queued writes of this connection are not awaited. */
@@ -291,14 +302,4 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     await this.db.destroy();
     await this.#readerDb?.destroy();
   }
-}
-
-/**
- * Loads better-sqlite3 on first open rather than at import, so importing
- * `cairnq` (which re-exports this store) loads no native driver until a
- * SQLite store is actually opened — and an app that installed only `pg`
- * never needs it. Absent, it fails with "npm install better-sqlite3".
- */
-function loadSqliteDriver(): typeof Database {
-  return loadDriver<typeof Database>({ module: "better-sqlite3", requiredBy: "@cairnq/store-sqlite", backend: "SQLite", from: import.meta.url });
 }

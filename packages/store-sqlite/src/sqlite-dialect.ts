@@ -1,5 +1,6 @@
 import type { DialectCapabilities, StoreClock } from "@cairnq/store-kysely";
 import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
+import type { SQLiteDriverName } from "./drivers/sqlite-driver.js";
 import { GroupCommitWrites } from "./group-commit-writes.js";
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
@@ -12,6 +13,8 @@ export interface SQLiteDialectOptions {
   readonly busyTimeoutMs: number;
   /** The process clock. @default Date.now */
   readonly clock?: () => number;
+  /** The SQLite driver. @default the first available of better-sqlite3, node:sqlite, bun:sqlite */
+  readonly driver?: SQLiteDriverName;
 }
 
 /**
@@ -44,7 +47,7 @@ export class SQLiteDialect extends BaseStoreDialect {
   constructor(filename: string, options: SQLiteDialectOptions) {
     super();
     this.clock = new ProcessClock(options.clock);
-    this.connection = new SQLiteConnection(filename, options.busyTimeoutMs);
+    this.connection = new SQLiteConnection(filename, options.busyTimeoutMs, options.driver);
     this.executor = new SQLiteExecutor(this.connection);
     this.writes = new GroupCommitWrites(this.connection);
     this.wakeups = new SQLiteWakeups(this.connection);

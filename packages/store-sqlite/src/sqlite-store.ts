@@ -7,6 +7,8 @@ import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import { checkOptions } from "@cairnq/runtime";
 import { retryBusy } from "./busy.js";
+import type { SQLiteDriverName } from "./drivers/sqlite-driver.js";
+import { SQLITE_DRIVER_NAMES } from "./drivers/sqlite-driver.js";
 import { SQLiteDialect } from "./sqlite-dialect.js";
 import { SQLiteTransactionStore } from "./sqlite-transaction-store.js";
 
@@ -25,10 +27,20 @@ export interface SQLiteStoreOptions {
    * @default Date.now
    */
   clock?: () => number;
+  /**
+   * The SQLite driver: `"better-sqlite3"` (the native addon, fastest; an
+   * optional peer dependency you install), `"node:sqlite"` (built into Node
+   * 22.16 and later: nothing to compile) or `"bun:sqlite"` (built into Bun).
+   * Every driver behaves the same and shares the file with the others. A
+   * chosen driver that cannot load here fails the first open with a message
+   * saying why.
+   * @default the first that loads of "better-sqlite3", "node:sqlite", "bun:sqlite"
+   */
+  driver?: SQLiteDriverName;
 }
 
 /** Every key of {@link SQLiteStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
-export const SQLITE_STORE_OPTION_KEYS = Object.freeze(["busyTimeoutMs", "clock"] as const satisfies readonly (keyof SQLiteStoreOptions)[]);
+export const SQLITE_STORE_OPTION_KEYS = Object.freeze(["busyTimeoutMs", "clock", "driver"] as const satisfies readonly (keyof SQLiteStoreOptions)[]);
 
 /**
  * The CairnQ `TaskStore` on SQLite: one database file (WAL) shared by API and
@@ -60,12 +72,24 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
     const options = checkOptions(input, "new SQLiteStore(path, options)", SQLITE_STORE_OPTION_KEYS) as SQLiteStoreOptions;
     if (typeof path !== "string") throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${typeof path}`);
     const busyTimeoutMs = options.busyTimeoutMs === undefined ? 5000 : requireInt(options.busyTimeoutMs, "busyTimeoutMs", 0, 2_147_483_647);
-    const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: options.clock });
+    const driver = options.driver;
+    if (driver !== undefined && !(SQLITE_DRIVER_NAMES as readonly unknown[]).includes(driver)) {
+      throw new InvalidArgument(
+        "driver",
+        `driver must be one of ${SQLITE_DRIVER_NAMES.map((name) => JSON.stringify(name)).join(", ")} (or left out to take the first available), got ${JSON.stringify(driver)}`,
+      );
+    }
+    const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: options.clock, driver });
     super(dialect.connection.db, dialect);
   }
 
   get #sqlite(): SQLiteDialect {
     return this.dialect as SQLiteDialect;
+  }
+
+  /** The SQLite driver the store opened the file with; null until it connected. */
+  get driver(): SQLiteDriverName | null {
+    return this.#sqlite.connection.driver;
   }
 
   /** The database file as resolved (or `:memory:`). */

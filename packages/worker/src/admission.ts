@@ -67,6 +67,11 @@ export class Admission {
     return this.#calls.size + this.#buffered.length + this.#settling.size;
   }
 
+  /** Calls holding a slot: running (not buffered, not settling). */
+  get running(): number {
+    return this.#calls.size;
+  }
+
   /** A snapshot of the calls in flight: running, buffered, settling. */
   calls(): Call[] {
     return [...this.#calls, ...this.#buffered, ...this.#settling];

@@ -17,6 +17,7 @@ import { storableEnvelope, unencodableResult } from "./storable-outcome.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
 import type { Registration } from "./task-registry.js";
+import type { CallSpan, WorkerTelemetry } from "./worker-telemetry.js";
 
 /** How a handler call ended. @internal */
 export type Outcome =
@@ -37,6 +38,8 @@ export interface CallRunnerHost {
   readonly contexts: ContextHost;
   /** Where errors the worker survives go (the worker's {@link Reporter}). */
   readonly reporter: Pick<Reporter, "report">;
+  /** The worker's telemetry, or `null` with `tracing` and `metrics` off. */
+  readonly telemetry: Pick<WorkerTelemetry, "startCall" | "run" | "handlerEnded"> | null;
 }
 
 /** Runs calls and settles their tasks. @internal */
@@ -83,9 +86,12 @@ export class CallRunner {
       return Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0))).then(() => undefined);
     }
     if (call.heartbeat === null) call.join(this.heartbeat());
+    const telemetry = this.#host.telemetry;
+    const span = telemetry === null || call.handed.length === 0 ? null : telemetry.startCall(call.handed);
     // #invoke never rejects: how the handler ended is its outcome.
-    return this.#invoke(call, registration).then((outcome) => {
+    return this.#invoke(call, registration, span).then((outcome) => {
       call.handlerEnded(outcome.kind === "abandoned");
+      if (span !== null) telemetry?.handlerEnded(span, outcome);
       if (outcome.kind === "abandoned") return;
       return this.#settle(call, outcome);
     });
@@ -97,7 +103,7 @@ export class CallRunner {
    * value (a synchronous return, or its promise's settlement) — no race of derived promises: at 64
    * calls per claim those were a good part of a worker's allocations, and so of its garbage collection.
    */
-  #invoke(call: Call, registration: Registration): Promise<Outcome> {
+  #invoke(call: Call, registration: Registration, span: CallSpan | null): Promise<Outcome> {
     return new Promise<Outcome>((resolve) => {
       let timer: TimerHandle | undefined;
       let ended = false;
@@ -115,13 +121,15 @@ export class CallRunner {
       const contexts = call.handed;
       let returned: unknown;
       try {
-        if (registration.batch !== null) {
-          // A copy: a handler that sorts or trims its list must not change which tasks the call settles.
-          returned = (registration.handler as (ctxs: TaskContext[]) => unknown)([...contexts]);
-        } else {
+        const invoke = (): unknown => {
+          if (registration.batch !== null) {
+            // A copy: a handler that sorts or trims its list must not change which tasks the call settles.
+            return (registration.handler as (ctxs: TaskContext[]) => unknown)([...contexts]);
+          }
           const ctx = contexts[0] as Context;
-          returned = (registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload);
-        }
+          return (registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload);
+        };
+        returned = span === null ? invoke() : (this.#host.telemetry as Pick<WorkerTelemetry, "run">).run(span, invoke);
       } catch (error) {
         end({ kind: "threw", error });
         return;

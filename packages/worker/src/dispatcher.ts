@@ -17,6 +17,7 @@ import type { Reporter } from "./reporter.js";
 import type { ContextHost } from "./task-context.js";
 import { Context } from "./task-context.js";
 import type { TaskRegistry } from "./task-registry.js";
+import type { WorkerTelemetry } from "./worker-telemetry.js";
 
 /** What a {@link Dispatcher} needs from its worker. @internal */
 export interface DispatcherHost {
@@ -29,6 +30,8 @@ export interface DispatcherHost {
   readonly reporter: Pick<Reporter, "claimed" | "report">;
   /** What every task context gets (one object for the worker). */
   readonly contexts: ContextHost;
+  /** The worker's telemetry, or `null` with `tracing` and `metrics` off. */
+  readonly telemetry: Pick<WorkerTelemetry, "claimed"> | null;
 }
 
 /** Starts the calls of each claim (§8.3 step 4). @internal */
@@ -61,6 +64,7 @@ export class Dispatcher {
     }
     // A buffered call whose every task was just found lost will never start: drop it now.
     if (reclaimed) for (const call of admission.buffered()) call.review();
+    this.#host.telemetry?.claimed(rows);
     logSafely(this.#host.logger, "debug", "claimed tasks", { workerId: this.#host.workerId, count: rows.length, durationMs: claimMs });
     // One heartbeat for the claim's calls: their leases began together, so one statement per beat renews them all.
     const calls: Call[] = [];

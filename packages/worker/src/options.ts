@@ -2,8 +2,8 @@ import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
-import type { RuntimeClock } from "@cairnq/runtime";
-import { checkOptions, fallbackLogger, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
+import type { MetricsOptions, ResolvedMetrics, ResolvedTracing, RuntimeClock, TracingOptions } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, resolveMetrics, resolveTracing, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
@@ -154,6 +154,23 @@ export interface WorkerOptions {
    * @default the system clock (`Date.now()`, Node's timers)
    */
   clock?: RuntimeClock;
+  /**
+   * OpenTelemetry traces (needs `@opentelemetry/api`): a CONSUMER span
+   * `process <queue>` around each handler call, linked to the submitter's
+   * `send <queue>` span (or its child, with `relation: "child"`), the
+   * handler running inside it; PRODUCER spans for `ctx.submit`. `true` uses
+   * the global tracer provider. See docs/telemetry.md.
+   * @default false
+   */
+  tracing?: boolean | TracingOptions | undefined;
+  /**
+   * OpenTelemetry metrics (needs `@opentelemetry/api`): consumed tasks,
+   * process and wait durations, outcomes, lost leases, slots in use. `true`
+   * uses the global meter provider, looked up until one is registered.
+   * See docs/telemetry.md.
+   * @default false
+   */
+  metrics?: boolean | MetricsOptions | undefined;
 }
 
 /** {@link WorkerOptions} with defaults applied and values checked. */
@@ -180,6 +197,10 @@ export interface ResolvedWorkerOptions {
   readonly closeStore: boolean;
   readonly random: () => number;
   readonly clock: RuntimeClock;
+  /** `tracing` checked; `null` when off. */
+  readonly tracing: ResolvedTracing | null;
+  /** `metrics` checked; `null` when off. */
+  readonly metrics: ResolvedMetrics | null;
 }
 
 /**
@@ -212,6 +233,8 @@ export const WORKER_OPTION_KEYS = Object.freeze([
   "closeStore",
   "random",
   "clock",
+  "tracing",
+  "metrics",
 ] as const satisfies readonly (keyof WorkerOptions)[]);
 
 /** `undefined` and `null` both mean "not set" for the optional limits. */
@@ -309,5 +332,7 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
     closeStore: options.closeStore ?? false,
     random: options.random ?? Math.random,
     clock: optionalClock(options.clock, "clock"),
+    tracing: resolveTracing(options.tracing, "new Worker(store, options)"),
+    metrics: resolveMetrics(options.metrics, "new Worker(store, options)"),
   };
 }

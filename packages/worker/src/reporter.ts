@@ -22,6 +22,9 @@ export class Reporter {
   readonly #clock: RuntimeClock;
   readonly #events = new TypedEmitter<WorkerEvents>();
 
+  /** Extra log fields for a task's records (`trace_id`, `span_id` of its call's span), when telemetry is on. */
+  traceFields: ((ctx: Context) => Record<string, string> | undefined) | null = null;
+
   constructor(workerId: string, options: Pick<ResolvedWorkerOptions, "logger" | "onError" | "clock">) {
     this.#workerId = workerId;
     this.#logger = options.logger;
@@ -59,17 +62,18 @@ export class Reporter {
     const logger = this.#logger !== undefined && typeof this.#logger[level] === "function" ? this.#logger : undefined;
     if (logger === undefined && !this.#events.has(name)) return;
     const event = this.#taskEvent(ctx, this.#clock.now() - ctx.startedAtMs);
+    const trace = logger === undefined ? undefined : this.traceFields?.(ctx);
     if (status === "succeeded") {
       this.emit("task:succeeded", event);
-      if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status });
+      if (logger !== undefined) logSafely(logger, "debug", "task succeeded", { ...event, status, ...trace });
     } else if (status === "canceled") {
       this.emit("task:canceled", event);
-      if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status });
+      if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status, ...trace });
     } else if (failure !== null) {
       const willRetry = status === "queued";
       this.emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });
       if (logger !== undefined) {
-        logSafely(logger, "info", willRetry ? "task failed; will retry" : "task failed", { ...event, status, error: failure.envelope });
+        logSafely(logger, "info", willRetry ? "task failed; will retry" : "task failed", { ...event, status, error: failure.envelope, ...trace });
       }
     }
   }
@@ -79,7 +83,7 @@ export class Reporter {
     const event = this.#taskEvent(ctx, this.#clock.now() - ctx.startedAtMs);
     if (reason === "heartbeat" || reason === "write" || reason === "reclaimed") {
       this.emit("lease:lost", { ...event, reason });
-      logSafely(this.#logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason });
+      logSafely(this.#logger, "warn", "lease lost; the handler's signal was aborted", { ...event, reason, ...this.traceFields?.(ctx) });
     }
   }
 

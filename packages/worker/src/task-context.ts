@@ -7,9 +7,10 @@
  * attempt of the same task. A context is *lost* once the worker knows it no
  * longer holds the lease, and *settled* once a succeed/fail was issued.
  */
-import type { PayloadArgs, PayloadFor, ResultFor, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
+import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
-import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, waitForTask } from "@cairnq/protocol/sdk";
+import type { TraceCarrier } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
@@ -64,6 +65,7 @@ export interface TaskContext<P = unknown, R = unknown> {
   readonly parentId: string | null;
   readonly rootId: string | null;
   readonly correlationId: string | null;
+  /** The metadata the task was submitted with (the trace context CairnQ stores beside it is not shown). */
   readonly metadata: Record<string, unknown>;
   /** The worker running the task. */
   readonly workerId: string;
@@ -141,6 +143,8 @@ export interface ContextHost {
   settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void;
   /** A context just became lost. */
   lost(ctx: Context, reason: LostReason): void;
+  /** Writes a child submit; with tracing on, inside a producer span whose context is stored with the task. */
+  readonly send?: ((input: SubmitInput) => Promise<Task>) | undefined;
 }
 
 const LOST_MESSAGES: Record<LostReason, (id: string) => string> = {
@@ -165,6 +169,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   readonly rootId: string | null;
   readonly correlationId: string | null;
   readonly metadata: Record<string, unknown>;
+  /** The submitter's trace context stored with the task (`cairnq.trace` in its metadata), or `null`. */
+  readonly traceCarrier: TraceCarrier | null;
   readonly workerId: string;
   readonly claimedAtMs: number;
   /** When the call running this task started (for event durations); set again when a buffered call starts. */
@@ -192,7 +198,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.parentId = row.parent_id;
     this.rootId = row.root_id;
     this.correlationId = row.correlation_id;
-    this.metadata = row.metadata;
+    this.metadata = withoutTraceCarrier(row.metadata);
+    this.traceCarrier = traceCarrierOf(row.metadata);
     this.workerId = host.workerId;
     this.claimedAtMs = (row.lease_until_ms ?? host.leaseMs) - host.leaseMs;
     this.startedAtMs = startedAtMs;
@@ -316,7 +323,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
       ...childLineage({ id: this.taskId, root_id: this.rootId, correlation_id: this.correlationId }, options),
     });
     requireGroupSupport(this.#host.store, input);
-    const row = await this.#host.store.submit(input);
+    const send = this.#host.send;
+    const row = await (send === undefined ? this.#host.store.submit(input) : send(input));
     return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
   }
 

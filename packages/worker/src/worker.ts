@@ -13,7 +13,7 @@ import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, policyRetryDelayMs, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
-import { deferred, keepAlive, nextTurn } from "@cairnq/runtime";
+import { deferred, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
 import { CallRunner } from "./call-runner.js";
 import { ClaimLoop } from "./claim-loop.js";
@@ -27,6 +27,7 @@ import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+import { WorkerTelemetry } from "./worker-telemetry.js";
 
 interface RunState {
   readonly stopped: Deferred<void>;
@@ -75,6 +76,8 @@ export class Worker {
   readonly #claimLoop: ClaimLoop;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGateCore | null;
+  /** Spans and instruments, or `null` with `tracing` and `metrics` off (nothing loaded then). */
+  readonly #telemetry: WorkerTelemetry | null;
   #run: RunState | null = null;
   #closing: Promise<void> | null = null;
 
@@ -93,6 +96,12 @@ export class Worker {
     const workerId = this.workerId;
     const reporter = new Reporter(workerId, opts);
     this.#reporter = reporter;
+    const admission = new Admission(opts);
+    this.#admission = admission;
+    const otel = Telemetry.load(opts.tracing, opts.metrics, { requiredBy: "@cairnq/worker", from: import.meta.url, what: "new Worker(store, options)" });
+    const telemetry = otel === null ? null : new WorkerTelemetry(otel, { leaseMs: opts.leaseMs, slotsUsed: () => admission.running });
+    this.#telemetry = telemetry;
+    if (telemetry !== null) reporter.traceFields = (ctx) => telemetry.logFields(ctx);
     const contexts: ContextHost = {
       store,
       workerId,
@@ -109,8 +118,21 @@ export class Worker {
         if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId });
         return delayMs;
       },
-      settled: (ctx, status, failure) => reporter.settled(ctx, status, failure),
-      lost: (ctx, reason) => reporter.lost(ctx, reason),
+      settled:
+        telemetry === null
+          ? (ctx, status, failure) => reporter.settled(ctx, status, failure)
+          : (ctx, status, failure) => {
+              telemetry.settled(ctx, status, failure);
+              reporter.settled(ctx, status, failure);
+            },
+      lost:
+        telemetry === null
+          ? (ctx, reason) => reporter.lost(ctx, reason)
+          : (ctx, reason) => {
+              telemetry.lost(ctx, reason);
+              reporter.lost(ctx, reason);
+            },
+      send: telemetry === null ? undefined : (input) => telemetry.send(input, (traced) => store.submit(traced)),
     };
     const registry = new TaskRegistry({
       workerId,
@@ -122,8 +144,6 @@ export class Worker {
     });
     this.#handlers = registry;
     this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }), undefined, opts.clock);
-    const admission = new Admission(opts);
-    this.#admission = admission;
     const runner = new CallRunner({
       store,
       workerId,
@@ -133,8 +153,9 @@ export class Worker {
       clock: opts.clock,
       contexts,
       reporter,
+      telemetry,
     });
-    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, clock: opts.clock, registry, admission, runner, reporter, contexts });
+    const dispatcher = new Dispatcher({ workerId, logger: opts.logger, clock: opts.clock, registry, admission, runner, reporter, contexts, telemetry });
     this.#claimLoop = new ClaimLoop({
       store,
       workerId,
@@ -302,8 +323,15 @@ export class Worker {
       queues: this.options.queues,
       names: this.#handlers.names(),
     });
-    run.loop = this.#claimLoop.run(controller.signal);
-    this.#scheduler.start();
+    const telemetry = this.#telemetry;
+    if (telemetry === null) {
+      run.loop = this.#claimLoop.run(controller.signal);
+      this.#scheduler.start();
+    } else {
+      // The loops run outside whatever context the caller of run() had: spans only ever come from handler calls.
+      run.loop = telemetry.detached(() => this.#claimLoop.run(controller.signal));
+      telemetry.detached(() => this.#scheduler.start());
+    }
     return run.stopped.promise;
   }
 

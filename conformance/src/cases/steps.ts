@@ -1,0 +1,199 @@
+/**
+ * Durable steps (an extension of v1, `TaskStepStore`; rules in
+ * `@cairnq/protocol` `steps.ts`): the journal is written only under the
+ * attempt fence, replays across attempts, parking gives the lease back
+ * without using up attempts, messages sent early are kept, a message wakes a
+ * parked wait, and a join sees children finished by another worker. Run only
+ * for stores declaring `durableSteps`.
+ */
+import type { TaskStepStore } from "@cairnq/protocol";
+import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import type { CaseContext, ConformanceCase } from "../case.js";
+import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
+
+const needsSteps = (c: { durableSteps?: boolean }): string | null => (c.durableSteps === true ? null : "durableSteps (TaskStepStore)");
+const SPEC = "store.ts TaskStepStore, steps.ts";
+
+function steps(t: CaseContext): TaskStepStore {
+  return t.store.inner as TaskStepStore;
+}
+
+export const stepCases: readonly ConformanceCase[] = [
+  {
+    id: "steps-record-replay",
+    title: "a recorded step is in the journal for later attempts, is never overwritten, and a failed step can be recorded done later",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1, "job", { maxAttempts: 3 });
+      const owned = { taskId: task.id, workerId: t.w1, attempt: task.attempt };
+      await s.recordStep({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: { charged: 12 } });
+      await s.recordStep({ ...owned, name: "ship", kind: "step", status: "failed", seq: 2, error: { message: "boom" } });
+      // A done entry is final: writing it again matches nothing.
+      await t.rejects(s.recordStep({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: { charged: 99 } }), LostLease, "rewriting a done step");
+      await t.store.fail({ ...owned, error: { message: "boom" } });
+      const again = await t.claimOne(t.w2);
+      t.expect(again.attempt).toBe(2);
+      await s.recordStep({ taskId: task.id, workerId: t.w2, attempt: 2, name: "ship", kind: "step", status: "done", seq: 2, result: "shipped" });
+      const journal = await s.steps(task.id);
+      t.expect(journal.map((e) => [e.name, e.kind, e.status, e.result, e.attempt])).toEqual([
+        ["charge", "step", "done", { charged: 12 }, 1],
+        ["ship", "step", "done", "shipped", 2],
+      ]);
+      t.expect(typeof journal[0]?.atMs).toBe("number");
+      t.expect(await s.steps("task_unknown")).toEqual([]);
+    },
+  },
+  {
+    id: "steps-fence",
+    title: "a worker that lost its lease (or names another attempt) records nothing: LostLease, journal unchanged",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1, "job", {}, SHORT_LEASE_MS);
+      await t.rejects(s.recordStep({ taskId: task.id, workerId: t.w1, attempt: 7, name: "a", kind: "step", status: "done", seq: 1 }), LostLease, "wrong attempt");
+      await t.sleep(EXPIRY_WAIT_MS);
+      const stolen = await t.claimOne(t.w2);
+      t.expect(stolen.id).toBe(task.id);
+      const zombie = { taskId: task.id, workerId: t.w1, attempt: task.attempt };
+      await t.rejects(s.recordStep({ ...zombie, name: "a", kind: "step", status: "done", seq: 1, result: "zombie" }), LostLease, "zombie record");
+      await t.rejects(s.parkStep({ ...zombie, name: "nap", kind: "sleep", seq: 1, delayMs: 10 }), LostLease, "zombie park");
+      await t.rejects(s.spawnStep({ ...zombie, name: "kid", seq: 1, child: { name: "child" } }), LostLease, "zombie spawn");
+      t.expect(await s.steps(task.id)).toEqual([]);
+      t.expect((await t.all()).filter((row) => row.name === "child")).toEqual([]);
+      t.fields(await t.get(task.id), { status: "running", worker_id: t.w2 });
+    },
+  },
+  {
+    id: "steps-park-sleep",
+    title: "a sleep parks the task: queued, no worker or lease, due at the wake time, attempt given back (parking never uses up maxAttempts)",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      let claimed = await t.submitAndClaim(t.w1, "job", { maxAttempts: 1 });
+      const id = claimed.id;
+      // Parked with a wake time in the past and claimed again, over and over: never failed for attempts.
+      for (let i = 0; i < 3; i++) {
+        t.expect(claimed.attempt).toBe(1);
+        t.expect(await s.parkStep({ taskId: id, workerId: t.w1, attempt: 1, name: "nap", kind: "sleep", seq: 1, untilMs: 1 })).toEqual({ kind: "parked", status: "queued" });
+        claimed = await t.claimOne(t.w1);
+      }
+      const before = Date.now();
+      const out = await s.parkStep({ taskId: id, workerId: t.w1, attempt: 1, name: "nap", kind: "sleep", seq: 1, delayMs: 60_000 });
+      t.expect(out).toEqual({ kind: "parked", status: "queued" });
+      const row = await t.get(id);
+      t.fields(row, { status: "queued", worker_id: null, lease_until_ms: null, attempt: 0 });
+      t.expect(row.run_at_ms).toBeGreaterThanOrEqual(before + 60_000 - 5_000);
+      t.expect(await t.claim(t.w1)).toEqual([]);
+      const [entry] = await s.steps(id);
+      t.expect([entry?.name, entry?.kind, entry?.status]).toEqual(["nap", "sleep", "waiting"]);
+      t.expect(entry?.wakeAtMs).toBe(row.run_at_ms);
+    },
+  },
+  {
+    id: "steps-park-cancel",
+    title: "a task whose cancel was requested while it ran ends canceled when it parks",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1);
+      await t.store.cancel(task.id);
+      const out = await s.parkStep({ taskId: task.id, workerId: t.w1, attempt: task.attempt, name: "nap", kind: "sleep", seq: 1, delayMs: 1000 });
+      t.expect(out).toEqual({ kind: "parked", status: "canceled" });
+      t.fields(await t.get(task.id), { status: "canceled", lease_until_ms: null });
+    },
+  },
+  {
+    id: "steps-early-message",
+    title: "a message sent before the wait is kept: the wait takes it without parking; each wait consumes one message, oldest first",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submit("job");
+      t.expect(await s.send({ taskId: task.id, name: "go", payload: { n: 1 } })).toEqual({ taskId: task.id, name: "go", woke: false });
+      await s.send({ taskId: task.id, name: "go", payload: { n: 2 } });
+      const claimed = await t.claimOne(t.w1);
+      const owned = { taskId: task.id, workerId: t.w1, attempt: claimed.attempt };
+      t.expect(await s.parkStep({ ...owned, name: "go", kind: "wait", seq: 1, message: "go", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: { n: 1 } });
+      t.expect(await s.parkStep({ ...owned, name: "go#2", kind: "wait", seq: 2, message: "go", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: { n: 2 } });
+      t.fields(await t.get(task.id), { status: "running" });
+      t.expect((await s.steps(task.id)).map((e) => [e.name, e.status, e.result])).toEqual([
+        ["go", "done", { n: 1 }],
+        ["go#2", "done", { n: 2 }],
+      ]);
+      await t.rejects(s.send({ taskId: "task_01J0000000000000000000NONE", name: "go" }), InvalidArgument, "send to a missing task");
+    },
+  },
+  {
+    id: "steps-wake-on-message",
+    title: "a message to a task parked waiting for its name makes it due now; another name does not",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1);
+      const parked = await s.parkStep({ taskId: task.id, workerId: t.w1, attempt: task.attempt, name: "approval", kind: "wait", seq: 1, message: "approval", untilMs: PARK_FOREVER_AT_MS });
+      t.expect(parked).toEqual({ kind: "parked", status: "queued" });
+      t.fields(await t.get(task.id), { run_at_ms: PARK_FOREVER_AT_MS });
+      t.expect(await t.claim(t.w1)).toEqual([]);
+      t.expect((await s.send({ taskId: task.id, name: "other" })).woke).toBe(false);
+      t.expect(await t.claim(t.w1)).toEqual([]);
+      t.expect((await s.send({ taskId: task.id, name: "approval", payload: "yes" })).woke).toBe(true);
+      const resumed = await t.claimOne(t.w2);
+      t.expect(resumed.attempt).toBe(1);
+      const owned = { taskId: task.id, workerId: t.w2, attempt: resumed.attempt };
+      t.expect(await s.parkStep({ ...owned, name: "approval", kind: "wait", seq: 1, message: "approval", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: "yes" });
+      // The message for "other" stays for a later wait of that name.
+      t.expect(await s.parkStep({ ...owned, name: "other", kind: "wait", seq: 2, message: "other", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: null });
+    },
+  },
+  {
+    id: "steps-spawn-join",
+    title: "a spawn submits its child once per step name (parent and root set); a join parks until every child is terminal, then answers their rows in order",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const parent = await t.submitAndClaim(t.w1, "parent");
+      const owned = { taskId: parent.id, workerId: t.w1, attempt: parent.attempt };
+      const a = await s.spawnStep({ ...owned, name: "a", seq: 1, child: { name: "child", payload: { i: 1 }, queue: "kids" } });
+      const b = await s.spawnStep({ ...owned, name: "b", seq: 2, child: { name: "child", payload: { i: 2 }, queue: "kids" } });
+      t.expect(await s.spawnStep({ ...owned, name: "a", seq: 1, child: { name: "child", payload: { i: 1 }, queue: "kids" } })).toBe(a);
+      const children = (await t.all()).filter((row) => row.name === "child");
+      t.expect(children.map((row) => row.id).sort()).toEqual([a, b].sort());
+      for (const child of children) t.fields(child, { parent_id: parent.id, root_id: parent.root_id, status: "queued" });
+      await t.rejects(s.spawnStep({ ...owned, name: "c", seq: 3, child: { name: "child", key: "k" } }), InvalidArgument, "keyed child");
+      const join = { ...owned, name: "all", kind: "join" as const, seq: 3, childIds: [b, a], delayMs: 600_000 };
+      t.expect(await s.parkStep(join)).toEqual({ kind: "parked", status: "queued" });
+      // Another worker finishes the first child: the join wakes, re-checks and parks again.
+      const first = await t.claimOne(t.w2, { queues: ["kids"] });
+      await t.store.complete({ taskId: first.id, workerId: t.w2, attempt: first.attempt, result: "r1" });
+      t.expect(await s.wakeJoin(parent.id)).toBe(true);
+      t.expect(await s.wakeJoin(parent.id)).toBe(false);
+      const resumed = await t.claimOne(t.w1);
+      const again = { ...join, attempt: resumed.attempt };
+      t.expect((await s.parkStep(again)).kind).toBe("parked");
+      const second = await t.claimOne(t.w3, { queues: ["kids"] });
+      await t.store.fail({ taskId: second.id, workerId: t.w3, attempt: second.attempt, error: { message: "no" }, retryable: false });
+      t.expect(await s.wakeJoin(parent.id)).toBe(true);
+      const last = await t.claimOne(t.w1);
+      const ready = await s.parkStep({ ...join, attempt: last.attempt });
+      t.expect(ready.kind).toBe("ready");
+      const rows = (ready as { result: { id: string; status: string }[] }).result;
+      t.expect(rows.map((row) => [row.id, row.status])).toEqual([
+        [b, second.id === b ? "failed" : "succeeded"],
+        [a, first.id === a ? "succeeded" : "failed"],
+      ]);
+      t.expect((await s.steps(parent.id)).map((e) => [e.name, e.kind, e.status])).toEqual([
+        ["a", "spawn", "done"],
+        ["b", "spawn", "done"],
+        ["all", "join", "done"],
+      ]);
+    },
+  },
+];

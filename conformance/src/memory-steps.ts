@@ -1,0 +1,145 @@
+/**
+ * The durable-steps half of {@link MemoryStore} (`TaskStepStore`): the
+ * journal and the messages of each task in maps, decided with the same
+ * `PARK` rule and parameter checks the SQL stores compile. Everything runs
+ * synchronously inside one call, which is the memory store's per-task lock.
+ */
+import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, SubmitInput, Task } from "@cairnq/protocol";
+import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
+import type { Params } from "@cairnq/protocol/adapter";
+import { decideRow, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, sendParams, x } from "@cairnq/protocol/adapter";
+
+interface Message {
+  readonly name: string;
+  readonly seq: number;
+  readonly payload: string;
+  consumedBy: string | null;
+}
+
+/** What the steps need of the memory store's task table. */
+export interface MemoryTaskTable {
+  get(id: string): Task | undefined;
+  set(row: Task): void;
+  now(): number;
+  /** Inserts a task (no gate, no key); its row. */
+  insert(input: SubmitInput): Task;
+}
+
+const OWNED = x.and(x.eq(x.col("id"), x.param("taskId", "text")), OWNER);
+
+/** See the module comment. */
+export class MemorySteps {
+  readonly #journals = new Map<string, Map<string, StepRecord>>();
+  readonly #messages = new Map<string, Message[]>();
+
+  constructor(private readonly tasks: MemoryTaskTable) {}
+
+  steps(taskId: string): StepRecord[] {
+    const id = requireName(taskId, "taskId");
+    if (this.tasks.get(id) === undefined) return [];
+    return [...(this.#journals.get(id)?.values() ?? [])].sort((a, b) => a.seq - b.seq || (a.name < b.name ? -1 : 1)).map((r) => structuredClone(r));
+  }
+
+  recordStep(input: RecordStepInput): void {
+    const params = recordStepParams(input);
+    const task = this.#fence(params);
+    this.#write(task, params, {
+      kind: input.kind,
+      status: input.status,
+      result: params.result === null ? null : JSON.parse(params.result),
+      error: params.error === null ? null : JSON.parse(params.error),
+      wakeAtMs: null,
+      waitingFor: null,
+    });
+  }
+
+  parkStep(input: ParkStepInput): ParkOutcome {
+    const params = parkStepParams(input);
+    const task = this.#fence(params);
+    if (params.kind === "wait") {
+      const message = (this.#messages.get(task.id) ?? []).find((m) => m.consumedBy === null && m.name === params.message);
+      if (message !== undefined) {
+        message.consumedBy = String(params.stepName);
+        const result = JSON.parse(message.payload) as unknown;
+        this.#write(task, params, { kind: "wait", status: "done", result, error: null, wakeAtMs: null, waitingFor: null });
+        return { kind: "ready", result };
+      }
+    } else if (params.kind === "join") {
+      const rows = params.childIds.map((id) => this.tasks.get(id) ?? null);
+      if (rows.every((row) => row === null || isTerminalStatus(row.status))) {
+        const result = structuredClone(rows);
+        this.#write(task, params, { kind: "join", status: "done", result, error: null, wakeAtMs: null, waitingFor: null });
+        return { kind: "ready", result };
+      }
+    }
+    const now = this.tasks.now();
+    const wakeAtMs = params.untilMs === null ? now + params.delayMs : params.untilMs;
+    this.#write(task, params, {
+      kind: params.kind as StepRecord["kind"],
+      status: "waiting",
+      result: null,
+      error: null,
+      wakeAtMs,
+      waitingFor: params.waitingFor === null ? null : (JSON.parse(params.waitingFor) as StepRecord["waitingFor"]),
+    });
+    const decision = decideRow(PARK, task, params, now);
+    if (decision.kind !== "applied") throw new LostLease(task.id);
+    this.tasks.set(decision.row);
+    return { kind: "parked", status: decision.row.status === "canceled" ? "canceled" : "queued" };
+  }
+
+  spawnStep(input: SpawnStepInput): string {
+    const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
+    if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
+    if (input.child.key !== undefined && input.child.key !== null) {
+      throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
+    }
+    const task = this.#fence(params);
+    const existing = this.#journals.get(task.id)?.get(String(params.stepName));
+    if (existing?.status === "done") return existing.result as string;
+    const child = this.tasks.insert({ ...input.child, parentId: task.id, rootId: task.root_id ?? task.id });
+    this.#write(task, params, { kind: "spawn", status: "done", result: child.id, error: null, wakeAtMs: null, waitingFor: null });
+    return child.id;
+  }
+
+  send(input: SendInput): SendOutcome {
+    const params = sendParams(input);
+    const task = this.tasks.get(params.taskId);
+    if (task === undefined) throw new InvalidArgument("taskId", `no task has id ${params.taskId}: was it purged, or is the id from another database?`);
+    const list = this.#messages.get(task.id) ?? [];
+    const seq = list.filter((m) => m.name === params.name).length + 1;
+    list.push({ name: params.name, seq, payload: params.payload, consumedBy: null });
+    this.#messages.set(task.id, list);
+    const woke = this.#wake(task, (entry) => entry.kind === "wait" && entry.waitingFor === params.name);
+    return { taskId: task.id, name: params.name, woke };
+  }
+
+  wakeJoin(parentId: string): boolean {
+    const task = this.tasks.get(requireName(parentId, "parentId"));
+    return task !== undefined && this.#wake(task, (entry) => entry.kind === "join");
+  }
+
+  #wake(task: Task, waitingOn: (entry: StepRecord) => boolean): boolean {
+    const now = this.tasks.now();
+    if (task.status !== "queued" || task.run_at_ms <= now) return false;
+    const entries = [...(this.#journals.get(task.id)?.values() ?? [])];
+    if (!entries.some((entry) => entry.status === "waiting" && waitingOn(entry))) return false;
+    this.tasks.set({ ...task, run_at_ms: now, updated_at_ms: now });
+    return true;
+  }
+
+  #fence(params: Params): Task {
+    const task = this.tasks.get(String(params.taskId));
+    if (task === undefined || !holds(OWNED, { row: task as never, params, nowMs: this.tasks.now() })) throw new LostLease(String(params.taskId));
+    return task;
+  }
+
+  #write(task: Task, params: Params, entry: Omit<StepRecord, "name" | "seq" | "attempt" | "atMs">): void {
+    const name = String(params.stepName);
+    const journal = this.#journals.get(task.id) ?? new Map<string, StepRecord>();
+    const existing = journal.get(name);
+    if (existing?.status === "done") throw new LostLease(task.id);
+    journal.set(name, { ...entry, name, seq: existing?.seq ?? Number(params.seq), attempt: task.attempt, atMs: this.tasks.now() });
+    this.#journals.set(task.id, journal);
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * Durable steps (an extension of protocol v1): a task's journal of recorded
+ * steps, parking, messages and child tasks.
+ *
+ * Terminology:
+ * - **journal**: the steps recorded for one task, in the extension table
+ *   `cairnq_ext_steps` (one row per step occurrence, deleted with the task).
+ * - **step name**: what the handler passed (`"charge"`); its **occurrence**
+ *   is the n-th use of that name in one run of the handler, and the journal
+ *   key is `name` for the first and `name#n` after (`"page"`, `"page#2"`).
+ * - **record**: writing a step's outcome to the journal, fenced by the
+ *   attempt that holds the lease, in the statement that checks it — a
+ *   worker that lost its lease (a zombie) never records a step.
+ * - **park**: a running task gives back its lease and worker slot and
+ *   becomes an ordinary `queued` row due at `run_at_ms` = when to look again
+ *   (the {@link PARK} transition). The handler runs again from the top then,
+ *   recorded steps returning their recorded values.
+ * - **message**: a payload sent to a task under a name
+ *   (`cairnq.send(taskId, name, payload)`), in `cairnq_ext_messages`; a wait
+ *   for that name consumes the oldest message not consumed yet, so a message
+ *   sent before the wait is kept for it.
+ *
+ * Everything here is pure data and validation: the stores compile {@link PARK}
+ * like any other transition and run the rest with their own statements.
+ */
+import type { Params } from "./decide.js";
+import { InvalidArgument } from "./errors.js";
+import { encodeJson } from "./json.js";
+import type { RowTransition } from "./rules.js";
+import { FLAG, OWNER, PARAMS } from "./rules.js";
+import { x } from "./expr.js";
+import { requireInt, requireName } from "./inputs.js";
+import type { OwnedInput, SubmitInput } from "./store.js";
+
+/** What a journal entry records: a `ctx.step`, a sleep, a wait for a message, a child submitted, or a join on children. */
+export type StepKind = "step" | "sleep" | "wait" | "spawn" | "join";
+/** Every {@link StepKind}. */
+export const STEP_KINDS: readonly StepKind[] = ["step", "sleep", "wait", "spawn", "join"];
+/**
+ * Where a journal entry stands: `done` (its result is final and replays),
+ * `failed` (the step threw on attempt `attempt`; a later attempt runs it
+ * again), or `waiting` (a sleep, wait or join the task is parked on).
+ */
+export type StepStatus = "done" | "failed" | "waiting";
+
+/** One journal entry, as `cairnq.steps(taskId)` and `TaskStepStore.steps` return it. */
+export interface StepRecord {
+  /** The journal key: the step name, with `#n` from the second occurrence on. */
+  readonly name: string;
+  readonly kind: StepKind;
+  readonly status: StepStatus;
+  /** The recorded value (JSON) once `done`: a step's return value, a wait's payload (`null` after a timeout), a spawned child's id, a join's child rows. */
+  readonly result: unknown;
+  /** The error envelope of a step that threw (`failed`), else `null`. */
+  readonly error: unknown;
+  /** The task's attempt that wrote this entry. */
+  readonly attempt: number;
+  /** When the entry was last written (ms since epoch). */
+  readonly atMs: number;
+  /** A sleep's wake time, or a wait's deadline (`null`: none). */
+  readonly wakeAtMs: number | null;
+  /** What a wait waits for (the message name) or a join (the child ids); `null` for the others. */
+  readonly waitingFor: string | readonly string[] | null;
+  /** Order of first recording within the task. */
+  readonly seq: number;
+}
+
+/** A wait without a timeout parks until this instant (the largest a JavaScript `Date` holds), i.e. until a message wakes it. */
+export const PARK_FOREVER_AT_MS = 8_640_000_000_000_000;
+
+/** The longest step name accepted, in characters (the journal's key beside the task id). */
+export const MAX_STEP_NAME_LENGTH = 200;
+
+/** The journal key of the `occurrence`-th use (1-based) of `name`. */
+export function stepKey(name: string, occurrence: number): string {
+  return occurrence === 1 ? name : `${name}#${occurrence}`;
+}
+
+/** Checks a step name as a handler passed it: a non-empty string without `#` (reserved for occurrences), at most {@link MAX_STEP_NAME_LENGTH} characters. */
+export function requireStepName(value: unknown, argument = "name"): string {
+  const name = requireName(value, argument);
+  if (name.includes("#")) {
+    throw new InvalidArgument(argument, `step name '${name}' contains '#', which marks occurrences ('page#2' is the second 'page'); choose a name without '#'`);
+  }
+  if (name.length > MAX_STEP_NAME_LENGTH) throw new InvalidArgument(argument, `step name is ${name.length} characters; at most ${MAX_STEP_NAME_LENGTH} are allowed`);
+  return name;
+}
+
+const untilMs = x.param("untilMs", "int");
+/** One literal shared by both branches, so a column they both clear compiles without a CASE (Postgres types a CASE of bare NULLs as text). */
+const NULL = x.lit(null);
+
+/**
+ * Park (a durable-steps extension transition): a task this attempt holds
+ * gives back its lease and becomes `queued`, due at `untilMs` when given,
+ * else `delayMs` from now. `attempt` goes back by one, so parking never uses
+ * up `max_attempts`: the claim that resumes the task increments it again.
+ * A cancel requested while the task ran wins (→ `canceled`), as it does for
+ * `complete` and `fail`. The row stays an ordinary v1 row either way.
+ */
+export const PARK: RowTransition = {
+  op: "park",
+  clock: "transaction",
+  guard: x.and(x.eq(x.col("id"), PARAMS.taskId), OWNER),
+  branches: [
+    { name: "cancel", to: "canceled", when: FLAG, set: { status: x.lit("canceled"), completed_at_ms: x.now, lease_until_ms: NULL } },
+    {
+      name: "park",
+      to: "queued",
+      when: null,
+      set: {
+        status: x.lit("queued"),
+        worker_id: NULL,
+        lease_until_ms: NULL,
+        run_at_ms: x.coalesce(untilMs, x.add(x.now, PARAMS.delayMs)),
+        attempt: x.sub(x.col("attempt"), x.lit(1)),
+      },
+    },
+  ],
+  onMiss: "lost-lease",
+};
+
+/** The parameters {@link PARK} reads beyond the ownership fields. */
+export const PARK_PARAMS = { untilMs, delayMs: PARAMS.delayMs } as const;
+
+/** `TaskStepStore.recordStep`'s input: a step's final outcome, written only while this attempt holds the lease. */
+export interface RecordStepInput extends OwnedInput {
+  /** The journal key (`stepKey(name, occurrence)`). */
+  name: string;
+  kind: StepKind;
+  /** `done` with `result`, or `failed` with `error` (a later attempt runs the step again). */
+  status: "done" | "failed";
+  /** Order of first recording; kept when an entry is written again. */
+  seq: number;
+  result?: unknown;
+  error?: unknown;
+}
+
+/** `TaskStepStore.parkStep`'s input. */
+export interface ParkStepInput extends OwnedInput {
+  /** The journal key of the sleep, wait or join. */
+  name: string;
+  kind: "sleep" | "wait" | "join";
+  seq: number;
+  /** Due this long from now (the store's clock); ignored when `untilMs` is given. */
+  delayMs?: number | null;
+  /** Due at this instant: a deadline recorded earlier, or {@link PARK_FOREVER_AT_MS}. */
+  untilMs?: number | null;
+  /** `wait`: the message name waited for. */
+  message?: string | null;
+  /** `join`: the child task ids, in the order the result lists them. */
+  childIds?: readonly string[] | null;
+}
+
+/**
+ * What `parkStep` did: `parked` (the row is now `queued`, or `canceled` when
+ * a cancel was requested), or `ready` without parking — a wait whose message
+ * was already there, or a join whose children were all terminal — with the
+ * value it recorded as done.
+ */
+export type ParkOutcome = { readonly kind: "parked"; readonly status: "queued" | "canceled" } | { readonly kind: "ready"; readonly result: unknown };
+
+/** `TaskStepStore.spawnStep`'s input: the child is submitted with the journal entry, once. */
+export interface SpawnStepInput extends OwnedInput {
+  name: string;
+  seq: number;
+  /** The child's submit input; `parentId` and `rootId` are set by the store from the parent row. */
+  child: SubmitInput;
+}
+
+/** `TaskStepStore.send`'s input. */
+export interface SendInput {
+  taskId: string;
+  /** The message name a `ctx.waitFor(name)` waits for. */
+  name: string;
+  /** JSON. @default null */
+  payload?: unknown;
+}
+
+/** What `send` did: `woke` is true when the task was parked waiting for this name and is now due. */
+export interface SendOutcome {
+  readonly taskId: string;
+  readonly name: string;
+  readonly woke: boolean;
+}
+
+/** Checks the ownership fields and the journal key of a step write. */
+function ownedStep(input: OwnedInput & { name: unknown; seq: unknown }): Params {
+  if (typeof input !== "object" || input === null) throw new InvalidArgument("input", "a step write needs an input object");
+  const taskId = requireName(input.taskId, "taskId");
+  const workerId = requireName(input.workerId, "workerId");
+  const attempt = input.attempt === undefined || input.attempt === null ? null : requireInt(input.attempt, "attempt", 0);
+  const name = requireName(input.name, "name");
+  if (name.length > MAX_STEP_NAME_LENGTH + 12) throw new InvalidArgument("name", `step name is ${name.length} characters; at most ${MAX_STEP_NAME_LENGTH} are allowed`);
+  return { taskId, workerId, attempt, stepName: name, seq: requireInt(input.seq, "seq", 1) };
+}
+
+/** Validates and encodes a {@link RecordStepInput}: the parameters of the fenced journal insert. */
+export function recordStepParams(input: RecordStepInput): Params & { result: string | null; error: string | null } {
+  const base = ownedStep(input);
+  if (!STEP_KINDS.includes(input.kind)) throw new InvalidArgument("kind", `step kind must be one of ${STEP_KINDS.join(", ")}, got ${String(input.kind)}`);
+  if (input.status !== "done" && input.status !== "failed") throw new InvalidArgument("status", `a recorded step is 'done' or 'failed', got ${String(input.status)}`);
+  return {
+    ...base,
+    kind: input.kind,
+    stepStatus: input.status,
+    result: input.status === "done" ? encodeJson(input.result ?? null, "step result") : null,
+    error: input.status === "failed" ? encodeJson(input.error ?? {}, "step error") : null,
+  };
+}
+
+/** Validates a {@link ParkStepInput}: the journal entry's and {@link PARK}'s parameters. */
+export function parkStepParams(input: ParkStepInput): Params & { childIds: string[]; message: string | null; waitingFor: string | null; untilMs: number | null; delayMs: number } {
+  const base = ownedStep(input);
+  if (input.kind !== "sleep" && input.kind !== "wait" && input.kind !== "join") throw new InvalidArgument("kind", `only a sleep, wait or join parks, got ${String(input.kind)}`);
+  const until = input.untilMs === undefined || input.untilMs === null ? null : requireInt(input.untilMs, "untilMs", 0);
+  const delayMs = until === null ? requireInt(input.delayMs ?? 0, "delayMs", 0) : 0;
+  const message = input.kind === "wait" ? requireName(input.message, "message") : null;
+  const childIds = input.kind === "join" ? [...(input.childIds ?? [])].map((id, i) => requireName(id, `childIds[${i}]`)) : [];
+  const waitingFor = input.kind === "wait" ? JSON.stringify(message) : input.kind === "join" ? JSON.stringify(childIds) : null;
+  return { ...base, kind: input.kind, untilMs: until, delayMs, message, childIds, waitingFor };
+}
+
+/** Validates a {@link SendInput}: task id, message name and the encoded payload. */
+export function sendParams(input: SendInput): Params & { taskId: string; name: string; payload: string } {
+  if (typeof input !== "object" || input === null) throw new InvalidArgument("input", "send needs { taskId, name, payload }");
+  return { taskId: requireName(input.taskId, "taskId"), name: requireName(input.name, "name"), payload: encodeJson(input.payload ?? null, "message payload") };
+}
+
+/** Decodes a journal row (snake_case columns, JSON as text) into a {@link StepRecord}. */
+export function decodeStepRow(row: Readonly<Record<string, unknown>>): StepRecord {
+  const json = (value: unknown): unknown => (value === null || value === undefined ? null : typeof value === "string" ? JSON.parse(value) : value);
+  const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
+  return {
+    name: String(row.name),
+    kind: String(row.kind) as StepKind,
+    status: String(row.status) as StepStatus,
+    result: json(row.result),
+    error: json(row.error),
+    attempt: Number(row.attempt),
+    atMs: Number(row.at_ms),
+    wakeAtMs: num(row.wake_at_ms),
+    waitingFor: json(row.waiting_for) as StepRecord["waitingFor"],
+    seq: Number(row.seq),
+  };
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import {
+  formatTraceparent,
+  parseTraceparent,
+  TRACE_CONTEXT_METADATA_KEY,
+  traceCarrierOf,
+  withoutTraceCarrier,
+  withTraceCarrier,
+} from "../src/sdk.js";
+
+const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+const SPAN = "00f067aa0ba902b7";
+
+describe("traceparent", () => {
+  it("formats and parses version 00", () => {
+    const text = formatTraceparent({ traceId: TRACE, spanId: SPAN, traceFlags: 1 });
+    expect(text).toBe(`00-${TRACE}-${SPAN}-01`);
+    expect(parseTraceparent(text)).toEqual({ traceId: TRACE, spanId: SPAN, traceFlags: 1 });
+    expect(parseTraceparent(`00-${TRACE}-${SPAN}-00`)?.traceFlags).toBe(0);
+  });
+
+  it.each([
+    ["all-zero trace id", `00-${"0".repeat(32)}-${SPAN}-01`],
+    ["all-zero span id", `00-${TRACE}-${"0".repeat(16)}-01`],
+    ["upper-case hex", `00-${TRACE.toUpperCase()}-${SPAN}-01`],
+    ["another version", `01-${TRACE}-${SPAN}-01`],
+    ["a short trace id", `00-${TRACE.slice(1)}-${SPAN}-01`],
+    ["not a string", 42],
+  ])("rejects %s", (_what, text) => {
+    expect(parseTraceparent(text)).toBeNull();
+  });
+});
+
+describe("the carrier in metadata", () => {
+  it("is added beside the user's keys without changing their object, and read back", () => {
+    const mine = { tenant: "acme" };
+    const stored = withTraceCarrier(mine, { traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1" });
+    expect(mine).toEqual({ tenant: "acme" });
+    expect(stored).toEqual({ tenant: "acme", [TRACE_CONTEXT_METADATA_KEY]: { traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1" } });
+    expect(traceCarrierOf(stored)).toEqual({ traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1" });
+    expect(withoutTraceCarrier(stored)).toEqual({ tenant: "acme" });
+  });
+
+  it("metadata without a carrier is returned as is; a malformed carrier reads as none", () => {
+    const plain = { a: 1 };
+    expect(withoutTraceCarrier(plain)).toBe(plain);
+    expect(traceCarrierOf(plain)).toBeNull();
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent: "garbage" } })).toBeNull();
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: "00-x" })).toBeNull();
+    expect(traceCarrierOf(null)).toBeNull();
+  });
+});

@@ -1,0 +1,249 @@
+/**
+ * What the client and the worker share to speak OpenTelemetry: the names
+ * (span names, attributes, instruments), the histogram buckets, the tracer
+ * and the lazily resolved meter, the trace context written into a task at
+ * submit and read back at run time, and the producer span around a submit.
+ *
+ * Words used here:
+ * - *producer span* — `send <queue>`, kind PRODUCER, around one submit.
+ * - *consumer span* — `process <queue>`, kind CONSUMER, around one handler call.
+ * - *carrier* — the submitter's trace context as stored in the task
+ *   (`@cairnq/protocol`'s `trace-context.ts`).
+ */
+import type { SubmitInput, Task } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import type { TraceCarrier } from "@cairnq/protocol/sdk";
+import { formatTraceparent, parseTraceparent, TRACE_CONTEXT_METADATA_KEY, withTraceCarrier } from "@cairnq/protocol/sdk";
+import type { OtelApi, OtelAttributes, OtelCounter, OtelMeter, OtelSpan, OtelSpanContext, OtelTracer } from "./otel-api.js";
+import { loadOpenTelemetry } from "./otel-api.js";
+import type { ResolvedMetrics, ResolvedTracing } from "./telemetry-options.js";
+import { resolveMetrics, resolveTracing } from "./telemetry-options.js";
+
+/** The instrumentation scope of every tracer and meter CairnQ makes. */
+export const INSTRUMENTATION_SCOPE = "cairnq";
+
+/** Attribute names (the OpenTelemetry messaging conventions', then CairnQ's own). */
+export const TELEMETRY_ATTRIBUTES = Object.freeze({
+  system: "messaging.system",
+  operationType: "messaging.operation.type",
+  operationName: "messaging.operation.name",
+  destination: "messaging.destination.name",
+  messageId: "messaging.message.id",
+  batchCount: "messaging.batch.message_count",
+  errorType: "error.type",
+  taskName: "cairnq.task.name",
+  attempt: "cairnq.task.attempt",
+  outcome: "cairnq.task.outcome",
+  lostReason: "cairnq.lease.lost_reason",
+} as const);
+
+/** `messaging.system`'s value. */
+export const MESSAGING_SYSTEM = "cairnq";
+
+/** Instrument names. */
+export const METRIC_NAMES = Object.freeze({
+  sent: "messaging.client.sent.messages",
+  consumed: "messaging.client.consumed.messages",
+  processDuration: "messaging.process.duration",
+  waitDuration: "cairnq.task.wait.duration",
+  outcomes: "cairnq.task.outcomes",
+  leaseLost: "cairnq.task.lease.lost",
+  slotsUsed: "cairnq.worker.slots.used",
+} as const);
+
+/**
+ * Bucket bounds (seconds) of the duration histograms: from 1 ms to an hour,
+ * roughly ×2–×2.5 apart. The SDK's default bounds (0 to 10 s in its own
+ * steps) put every task longer than 10 s in one bucket; tasks here run from
+ * a millisecond (a no-op) to the better part of an hour (a report, a model
+ * call chain), and wait from nothing to however long a backlog lasts.
+ */
+export const DURATION_BUCKETS_SECONDS: readonly number[] = Object.freeze([
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600,
+]);
+
+/** Where telemetry is set up from: the role's package (for messages and the API's resolution). */
+export interface TelemetryHost {
+  /** `"@cairnq/client"` or `"@cairnq/worker"`. */
+  readonly requiredBy: string;
+  /** `import.meta.url` of the role's module. */
+  readonly from: string;
+  /** How the caller wrote the call, for messages: `"new Worker(store, options)"`. */
+  readonly what: string;
+}
+
+/**
+ * A role's telemetry: the OpenTelemetry API (loaded only when `tracing` or
+ * `metrics` is on), its tracer, and its instruments, resolved lazily.
+ */
+export class Telemetry {
+  readonly api: OtelApi;
+  readonly tracing: ResolvedTracing | null;
+  readonly metrics: ResolvedMetrics | null;
+  #tracer: OtelTracer | null = null;
+  #meterProvider: unknown = undefined;
+  #meter: OtelMeter | null = null;
+  #sent: OtelCounter | null = null;
+
+  private constructor(api: OtelApi, tracing: ResolvedTracing | null, metrics: ResolvedMetrics | null) {
+    this.api = api;
+    this.tracing = tracing;
+    this.metrics = metrics;
+  }
+
+  /**
+   * Checks `tracing` and `metrics`; `null` when both are off (nothing is
+   * loaded then), else the role's telemetry.
+   *
+   * @throws InvalidArgument for a bad option; `CairnQError` when
+   *   `@opentelemetry/api` is not installed.
+   */
+  static of(options: { tracing?: unknown; metrics?: unknown }, host: TelemetryHost): Telemetry | null {
+    return Telemetry.load(resolveTracing(options.tracing, host.what), resolveMetrics(options.metrics, host.what), host);
+  }
+
+  /** {@link Telemetry.of} for options already checked: `null` when both are off. */
+  static load(tracing: ResolvedTracing | null, metrics: ResolvedMetrics | null, host: TelemetryHost): Telemetry | null {
+    if (tracing === null && metrics === null) return null;
+    const api = loadOpenTelemetry({ requiredBy: host.requiredBy, option: tracing === null ? "metrics" : "tracing", from: host.from });
+    return new Telemetry(api, tracing, metrics);
+  }
+
+  /**
+   * The tracer, or `null` with tracing off. From the global provider it is
+   * the API's proxy tracer, which follows a provider registered later.
+   */
+  tracer(): OtelTracer | null {
+    if (this.tracing === null) return null;
+    if (this.#tracer !== null) return this.#tracer;
+    const provider = this.tracing.tracerProvider;
+    this.#tracer = (provider === null ? this.api.trace.getTracerProvider().getTracer(INSTRUMENTATION_SCOPE) : provider.getTracer(INSTRUMENTATION_SCOPE)) as OtelTracer;
+    return this.#tracer;
+  }
+
+  /**
+   * The meter, or `null` with metrics off. With no provider given, the
+   * global provider is looked up on every call (a property read) and the
+   * meter rebuilt when it changed: the API has no proxy meter, so a meter
+   * taken before the SDK registered would drop everything for good.
+   * `fresh` says the caller must build its instruments again.
+   */
+  meter(): { meter: OtelMeter; fresh: boolean } | null {
+    const metrics = this.metrics;
+    if (metrics === null) return null;
+    const provider = metrics.meterProvider ?? this.api.metrics.getMeterProvider();
+    if (provider === this.#meterProvider && this.#meter !== null) return { meter: this.#meter, fresh: false };
+    this.#meterProvider = provider;
+    this.#meter = (provider as { getMeter(name: string): OtelMeter }).getMeter(INSTRUMENTATION_SCOPE);
+    this.#sent = null;
+    return { meter: this.#meter, fresh: true };
+  }
+
+  /** The span context stored with a task, as a remote span context; `null` when the task carries none. */
+  remoteContextOf(carrier: TraceCarrier | null): OtelSpanContext | null {
+    if (carrier === null) return null;
+    const parent = parseTraceparent(carrier.traceparent);
+    if (parent === null) return null;
+    return {
+      traceId: parent.traceId,
+      spanId: parent.spanId,
+      traceFlags: parent.traceFlags,
+      isRemote: true,
+      ...(carrier.tracestate === undefined ? {} : { traceState: this.api.createTraceState(carrier.tracestate) }),
+    };
+  }
+
+  /**
+   * Submits through `write` inside a producer span `send <queue>` (with
+   * tracing on), whose context is stored in the task's metadata in the same
+   * write; counts the submit (with metrics on).
+   *
+   * @throws InvalidArgument when the submit's own metadata uses the reserved key.
+   */
+  async send<T>(input: SubmitInput, write: (input: SubmitInput) => Promise<T>, rowOf: (out: T) => Task): Promise<T> {
+    const tracer = this.tracer();
+    const queue = input.queue ?? "default";
+    if (tracer === null) {
+      const out = await write(input);
+      this.#countSent(queue, input.name);
+      return out;
+    }
+    const metadata = input.metadata;
+    if (typeof metadata === "object" && metadata !== null && Object.hasOwn(metadata, TRACE_CONTEXT_METADATA_KEY)) {
+      throw new InvalidArgument(
+        "metadata",
+        `metadata key '${TRACE_CONTEXT_METADATA_KEY}' is reserved: with tracing on, CairnQ stores the submitter's trace context under it; rename your key`,
+      );
+    }
+    const api = this.api;
+    const parent = api.context.active();
+    const span = tracer.startSpan(
+      `send ${queue}`,
+      {
+        kind: api.SpanKind.PRODUCER,
+        attributes: {
+          [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
+          [TELEMETRY_ATTRIBUTES.operationType]: "send",
+          [TELEMETRY_ATTRIBUTES.operationName]: "send",
+          [TELEMETRY_ATTRIBUTES.destination]: queue,
+          [TELEMETRY_ATTRIBUTES.taskName]: input.name,
+        },
+      },
+      parent,
+    );
+    const carrier = carrierOf(span.spanContext());
+    const traced = carrier === null ? input : { ...input, metadata: withTraceCarrier(metadata, carrier) };
+    try {
+      // The write runs in the producer span's context, so an instrumented driver's spans nest under it.
+      const out = await api.context.with(api.trace.setSpan(parent, span), () => write(traced));
+      span.setAttribute(TELEMETRY_ATTRIBUTES.messageId, rowOf(out).id);
+      this.#countSent(queue, input.name);
+      return out;
+    } catch (err) {
+      markError(api, span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  #countSent(queue: string, name: string): void {
+    const resolved = this.meter();
+    if (resolved === null) return;
+    if (resolved.fresh || this.#sent === null) {
+      this.#sent = resolved.meter.createCounter(METRIC_NAMES.sent, { description: "Tasks submitted", unit: "{message}" });
+    }
+    this.#sent.add(1, messagingAttributes(queue, name, "send"));
+  }
+}
+
+/** The attributes every instrument carries: system, queue, operation and task name. */
+export function messagingAttributes(queue: string, name: string, operation: "send" | "process"): OtelAttributes {
+  return {
+    [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
+    [TELEMETRY_ATTRIBUTES.destination]: queue,
+    [TELEMETRY_ATTRIBUTES.operationName]: operation,
+    [TELEMETRY_ATTRIBUTES.taskName]: name,
+  };
+}
+
+/** The carrier of a span context; `null` for an invalid one (no SDK registered: nothing to continue). */
+export function carrierOf(spanContext: OtelSpanContext): TraceCarrier | null {
+  const traceparent = formatTraceparent(spanContext);
+  if (parseTraceparent(traceparent) === null) return null;
+  const tracestate = spanContext.traceState?.serialize();
+  return tracestate === undefined || tracestate === "" ? { traceparent } : { traceparent, tracestate };
+}
+
+/** Sets ERROR status, `error.type` and the exception event on `span`. */
+export function markError(api: OtelApi, span: OtelSpan, err: unknown, type?: string): void {
+  const errorType = type ?? errorTypeOf(err);
+  span.setAttribute(TELEMETRY_ATTRIBUTES.errorType, errorType);
+  span.setStatus({ code: api.SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(errorType) });
+  if (err instanceof Error) span.recordException(err);
+}
+
+function errorTypeOf(err: unknown): string {
+  if (err instanceof Error) return err.name;
+  return "Error";
+}

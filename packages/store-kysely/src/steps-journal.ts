@@ -1,0 +1,282 @@
+/**
+ * Durable steps in the SQL store (the extension described in
+ * `@cairnq/protocol` `steps.ts`): the journal in `cairnq_ext_steps`, messages
+ * in `cairnq_ext_messages`, and the `PARK` transition on the task row.
+ *
+ * - **record** is ONE statement, `INSERT INTO cairnq_ext_steps … SELECT …
+ *   FROM cairnq_tasks WHERE id = ? AND <OWNER> ON CONFLICT … DO UPDATE …
+ *   WHERE status <> 'done' RETURNING name`: the fence (running, this worker,
+ *   this attempt, lease not expired) is checked by the statement that writes,
+ *   so a zombie's record never lands, and a `done` entry is never rewritten.
+ * - **park**, **spawn** and **send** are short write transactions that take
+ *   the task's step lock (`cairnq:steps:<task id>` through the dialect's key
+ *   lock; SQLite's `BEGIN IMMEDIATE` already serialises them) before anything
+ *   else, so a `send` and a wait parking on the same task are decided one
+ *   after the other: either the wait sees the message, or the send sees the
+ *   parked wait and makes the task due.
+ * - A write that makes a queued task due without changing its status sends
+ *   the `queued` push signal itself (`SqlSyntax.queuedSignal`): the v1 notify
+ *   trigger only fires on a status change.
+ */
+import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, Task } from "@cairnq/protocol";
+import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
+import type { Params } from "@cairnq/protocol/adapter";
+import { decodeStepRow, encodeJson, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
+import { CompiledQuery } from "kysely";
+import type { StatementTemplate } from "./compiler.js";
+import type { QueryRunner } from "./executor.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { MESSAGES_TABLE, STEPS_TABLE } from "./extension-tables.js";
+import { decodeTask } from "./rows.js";
+import { GET_MANY_TEMPLATE, insertTemplate, rowTransitionTemplate, TASKS_TABLE } from "./statements.js";
+
+const P = {
+  taskId: PARAMS.taskId,
+  stepName: x.param("stepName", "text"),
+  seq: x.param("seq", "int"),
+  kind: x.param("kind", "text"),
+  stepStatus: x.param("stepStatus", "text"),
+  result: x.param("result", "text"),
+  error: x.param("error", "text"),
+  untilMs: x.param("untilMs", "int"),
+  delayMs: PARAMS.delayMs,
+  waitingFor: x.param("waitingFor", "text"),
+  name: x.param("name", "text"),
+  payload: x.param("payload", "text"),
+  messageSeq: x.param("messageSeq", "int"),
+} as const;
+
+const OWNED_TASK = x.and(x.eq(x.col("id"), P.taskId), OWNER);
+const OWNER_PARAMS = [PARAMS.workerId, PARAMS.attempt];
+const COLUMNS = "task_id, name, seq, kind, status, result, error, attempt, at_ms, wake_at_ms, waiting_for";
+const UPSERT_TAIL =
+  ` ON CONFLICT (task_id, name) DO UPDATE SET status = excluded.status, result = excluded.result, error = excluded.error, ` +
+  `attempt = excluded.attempt, at_ms = excluded.at_ms, wake_at_ms = excluded.wake_at_ms, waiting_for = excluded.waiting_for ` +
+  `WHERE ${STEPS_TABLE}.status <> 'done' RETURNING name`;
+
+/** A final outcome (`done` / `failed`), fenced by the task row in the same statement. */
+const RECORD_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error],
+  clock: "transaction",
+  build: (c) =>
+    `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, ${c.value(P.stepStatus)}, ` +
+    `${c.value(P.result)}, ${c.value(P.error)}, attempt, ${c.now()}, NULL, NULL FROM ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}` +
+    UPSERT_TAIL,
+};
+
+/** A `waiting` entry of a parking sleep, wait or join (inside the park transaction, after the fence was checked). */
+const WAITING_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.stepName, P.seq, P.kind, P.untilMs, P.delayMs, P.waitingFor],
+  clock: "transaction",
+  build: (c) =>
+    `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, 'waiting', NULL, NULL, attempt, ${c.now()}, ` +
+    `${c.value(x.coalesce(P.untilMs, x.add(x.now, P.delayMs)))}, ${c.value(P.waitingFor)} FROM ${TASKS_TABLE} WHERE id = ${c.value(P.taskId)}` +
+    UPSERT_TAIL,
+};
+
+/** A `done` entry written inside a transaction that already checked the fence (a satisfied wait or join, a spawn). */
+const DONE_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.stepName, P.seq, P.kind, P.result],
+  clock: "transaction",
+  build: (c) =>
+    `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, 'done', ${c.value(P.result)}, NULL, attempt, ` +
+    `${c.now()}, NULL, NULL FROM ${TASKS_TABLE} WHERE id = ${c.value(P.taskId)}` +
+    UPSERT_TAIL,
+};
+
+/** The fence inside a transaction: the task row, if this attempt still holds it. */
+const FENCE_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, ...OWNER_PARAMS],
+  clock: "transaction",
+  build: (c) => `SELECT id, queue, root_id FROM ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}`,
+};
+
+const JOURNAL_TEMPLATE: StatementTemplate = {
+  params: [P.taskId],
+  clock: null,
+  build: (c) => `SELECT ${COLUMNS} FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} ORDER BY seq, name`,
+};
+
+const ENTRY_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.stepName],
+  clock: null,
+  build: (c) => `SELECT ${COLUMNS} FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.stepName)}`,
+};
+
+const OLDEST_MESSAGE_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.name],
+  clock: null,
+  build: (c) =>
+    `SELECT seq, payload FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND consumed_by IS NULL ORDER BY seq LIMIT 1`,
+};
+
+const CONSUME_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.name, P.messageSeq, P.stepName],
+  clock: null,
+  build: (c) =>
+    `UPDATE ${MESSAGES_TABLE} SET consumed_by = ${c.value(P.stepName)} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND seq = ${c.value(P.messageSeq)}`,
+};
+
+const TASK_QUEUE_TEMPLATE: StatementTemplate = {
+  params: [P.taskId],
+  clock: null,
+  build: (c) => `SELECT status, queue FROM ${TASKS_TABLE} WHERE id = ${c.value(P.taskId)}`,
+};
+
+const INSERT_MESSAGE_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.name, P.payload],
+  clock: "transaction",
+  build: (c) =>
+    `INSERT INTO ${MESSAGES_TABLE} (task_id, name, seq, payload, at_ms, consumed_by) SELECT ${c.value(P.taskId)}, ${c.value(P.name)}, ` +
+    `COALESCE(MAX(seq), 0) + 1, ${c.value(P.payload)}, ${c.now()}, NULL FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)}`,
+};
+
+/** Makes a parked task due now when a `waiting` entry of `kind` (and `waitingFor`, when given) is there. */
+function wakeTemplate(kind: "wait" | "join"): StatementTemplate {
+  return {
+    params: [P.taskId, P.waitingFor],
+    clock: "transaction",
+    build: (c) =>
+      `UPDATE ${TASKS_TABLE} SET run_at_ms = ${c.now()}, updated_at_ms = ${c.now()} WHERE id = ${c.value(P.taskId)} AND status = 'queued' AND run_at_ms > ${c.now()} ` +
+      `AND EXISTS (SELECT 1 FROM ${STEPS_TABLE} s WHERE s.task_id = ${c.value(P.taskId)} AND s.kind = '${kind}' AND s.status = 'waiting'` +
+      `${c.has(P.waitingFor) ? ` AND s.waiting_for = ${c.value(P.waitingFor)}` : ""}) RETURNING queue`,
+  };
+}
+const WAKE_WAIT_TEMPLATE = wakeTemplate("wait");
+const WAKE_JOIN_TEMPLATE = wakeTemplate("join");
+
+const PARK_TEMPLATE = rowTransitionTemplate(PARK);
+const CHILD_INSERT_TEMPLATE = insertTemplate(SUBMIT);
+
+/** The step lock of a task: taken first by every transaction that parks, sends to or spawns from it. */
+function stepLockKey(taskId: string): string {
+  return `cairnq:steps:${taskId}`;
+}
+
+/** See the module comment. */
+export class StepJournal {
+  constructor(private readonly ext: StoreExtensions) {}
+
+  async #ready(): Promise<void> {
+    await this.ext.ensure(STEPS_TABLE);
+    await this.ext.ensure(MESSAGES_TABLE);
+  }
+
+  /** The task's journal in recording order. */
+  async steps(taskId: string): Promise<StepRecord[]> {
+    const id = requireName(taskId, "taskId");
+    await this.#ready();
+    return (await this.ext.statements.read(JOURNAL_TEMPLATE, { taskId: id })).rows.map(decodeStepRow);
+  }
+
+  /** One fenced statement; `LostLease` when it wrote nothing. */
+  async recordStep(input: RecordStepInput): Promise<void> {
+    const params = recordStepParams(input);
+    await this.#ready();
+    const result = await this.ext.statements.write(RECORD_TEMPLATE, params);
+    if (result.rows.length === 0) throw new LostLease(String(params.taskId));
+  }
+
+  /** The park transaction (see the module comment). */
+  async parkStep(input: ParkStepInput): Promise<ParkOutcome> {
+    const params = parkStepParams(input);
+    await this.#ready();
+    const { dialect, db } = this.ext;
+    return dialect.executor.writeTransaction(db, async (tx) => {
+      await this.#fence(tx, params);
+      if (params.kind === "wait") {
+        const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message })).rows[0];
+        if (message !== undefined) {
+          await this.ext.exec(tx, CONSUME_TEMPLATE, { taskId: params.taskId, name: params.message, messageSeq: Number(message.seq), stepName: params.stepName });
+          const payload = String(message.payload);
+          await this.#done(tx, params, payload);
+          return { kind: "ready", result: JSON.parse(payload) as unknown };
+        }
+      } else if (params.kind === "join") {
+        const rows = await this.#children(tx, params.childIds);
+        if (rows.every((row) => row === null || isTerminalStatus(row.status))) {
+          const encoded = encodeJson(rows, "join result");
+          await this.#done(tx, params, encoded);
+          return { kind: "ready", result: JSON.parse(encoded) as unknown };
+        }
+      }
+      await this.ext.exec(tx, WAITING_TEMPLATE, params);
+      const row = (await this.ext.exec(tx, PARK_TEMPLATE, params)).rows[0];
+      if (row === undefined) throw new LostLease(String(params.taskId));
+      const task = decodeTask(row);
+      return { kind: "parked", status: task.status === "canceled" ? "canceled" : "queued" };
+    });
+  }
+
+  /** Child insert and journal entry in one fenced transaction; a recorded entry returns its child. */
+  async spawnStep(input: SpawnStepInput): Promise<string> {
+    const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
+    if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
+    if (input.child.key !== undefined && input.child.key !== null) {
+      throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
+    }
+    const childId = newTaskId();
+    await this.#ready();
+    const { dialect, db } = this.ext;
+    return dialect.executor.writeTransaction(db, async (tx) => {
+      const parent = await this.#fence(tx, params);
+      const existing = (await this.ext.exec(tx, ENTRY_TEMPLATE, params)).rows[0];
+      if (existing !== undefined && existing.status === "done") return decodeStepRow(existing).result as string;
+      const child = normalizeSubmit({ ...input.child, parentId: String(params.taskId), rootId: String(parent.root_id ?? params.taskId) }, childId);
+      await this.ext.exec(tx, CHILD_INSERT_TEMPLATE, child.params);
+      await this.#done(tx, params, JSON.stringify(childId));
+      return childId;
+    });
+  }
+
+  /** Stores the message and wakes a task parked waiting for it. */
+  async send(input: SendInput): Promise<SendOutcome> {
+    const params = sendParams(input);
+    await this.#ready();
+    const { dialect, db } = this.ext;
+    return dialect.executor.writeTransaction(db, async (tx) => {
+      await dialect.keyLock.acquire(tx, stepLockKey(params.taskId));
+      const task = (await this.ext.exec(tx, TASK_QUEUE_TEMPLATE, params)).rows[0];
+      if (task === undefined) throw new InvalidArgument("taskId", `no task has id ${params.taskId}: was it purged, or is the id from another database?`);
+      await this.ext.exec(tx, INSERT_MESSAGE_TEMPLATE, params);
+      const woke = await this.#wake(tx, WAKE_WAIT_TEMPLATE, { taskId: params.taskId, waitingFor: JSON.stringify(params.name) });
+      return { taskId: params.taskId, name: params.name, woke };
+    });
+  }
+
+  /** Makes a parent parked on a join due now. */
+  async wakeJoin(parentId: string): Promise<boolean> {
+    const taskId = requireName(parentId, "parentId");
+    await this.#ready();
+    const { dialect, db } = this.ext;
+    return dialect.executor.writeTransaction(db, (tx) => this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null }));
+  }
+
+  async #wake(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<boolean> {
+    const woken = (await this.ext.exec(tx, template, params)).rows[0];
+    if (woken === undefined) return false;
+    const signal = this.ext.dialect.syntax.queuedSignal?.("$1") ?? null;
+    if (signal !== null) await tx.executeQuery(CompiledQuery.raw(signal, [String(woken.queue)]));
+    return true;
+  }
+
+  /** Takes the task's step lock and checks the fence; the task row's id, queue and root. */
+  async #fence(tx: QueryRunner, params: Params): Promise<{ queue: unknown; root_id: unknown }> {
+    await this.ext.dialect.keyLock.acquire(tx, stepLockKey(String(params.taskId)));
+    const row = (await this.ext.exec(tx, FENCE_TEMPLATE, params)).rows[0];
+    if (row === undefined) throw new LostLease(String(params.taskId));
+    return row as { queue: unknown; root_id: unknown };
+  }
+
+  async #done(tx: QueryRunner, params: Params, result: string): Promise<void> {
+    await this.ext.exec(tx, DONE_TEMPLATE, { ...params, result });
+  }
+
+  /** The children's rows in the order given; `null` for an id with no task (purged). */
+  async #children(tx: QueryRunner, ids: readonly string[]): Promise<(Task | null)[]> {
+    if (ids.length === 0) return [];
+    const rows = (await this.ext.exec(tx, GET_MANY_TEMPLATE, { taskIds: ids })).rows.map(decodeTask);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.map((id) => byId.get(id) ?? null);
+  }
+}

@@ -1,0 +1,212 @@
+// The conformance kit and the driver-specific checks (busy handling, wake-ups)
+// against SQLiteStore on one driver, in whatever runtime runs this file: Node 22
+// and 24 (node:sqlite) and Bun (bun:sqlite), started by scripts/test.mjs's
+// runtimes phase (`node scripts/test-runtimes.mjs`). vitest is not assumed to run
+// there, so this is its own small runner: the kit takes any describe/it/expect.
+// It runs against the built packages (dist), as an application would.
+//
+//   <runtime> test/runtimes/run-kit.mjs <driver>
+//
+// Prints one line per failure, then vitest's summary line ("Tests  N passed (N)",
+// which scripts/test.mjs counts) and "N passed, N failed"; exits 1 on any failure.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import { defineConformanceSuite } from "@cairnq/conformance";
+import { DatabaseBusy, loadSQLiteDriver, SQLiteStore } from "../../dist/index.js";
+
+const driver = process.argv[2];
+if (!["better-sqlite3", "node:sqlite", "bun:sqlite"].includes(driver)) {
+  console.error(`usage: <runtime> run-kit.mjs <better-sqlite3 | node:sqlite | bun:sqlite>, got ${JSON.stringify(driver)}`);
+  process.exit(2);
+}
+const runtime = process.versions.bun === undefined ? `Node ${process.version}` : `Bun ${process.versions.bun}`;
+const CASE_TIMEOUT_MS = 30_000;
+
+// ---------------------------------------------------------------------------
+// A minimal describe/it/expect with vitest's meaning for the matchers the kit uses.
+
+function show(value) {
+  try {
+    return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `${v}n` : v));
+  } catch {
+    return String(value);
+  }
+}
+
+/** vitest's toEqual: recursive, properties whose value is undefined count as absent. */
+function equal(a, b) {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => equal(v, b[i]));
+  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+  if (a instanceof Map || a instanceof Set || ArrayBuffer.isView(a)) return isDeepStrictEqual(a, b);
+  const keys = (o) => Object.keys(o).filter((k) => o[k] !== undefined);
+  const ka = keys(a);
+  const kb = keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && equal(a[k], b[k]));
+}
+
+function matchers(actual, negate) {
+  const check = (pass, what) => {
+    if (pass === negate) throw new Error(`expected ${show(actual)} ${negate ? "not " : ""}${what}`);
+  };
+  return {
+    toBe: (expected) => check(Object.is(actual, expected), `to be ${show(expected)}`),
+    toEqual: (expected) => check(equal(actual, expected), `to equal ${show(expected)}`),
+    toBeNull: () => check(actual === null, "to be null"),
+    toBeGreaterThan: (n) => check(actual > n, `to be > ${n}`),
+    toBeGreaterThanOrEqual: (n) => check(actual >= n, `to be >= ${n}`),
+    toBeLessThan: (n) => check(actual < n, `to be < ${n}`),
+    toBeLessThanOrEqual: (n) => check(actual <= n, `to be <= ${n}`),
+    toHaveLength: (n) => check(actual != null && actual.length === n, `to have length ${n}`),
+    toMatch: (re) => check(typeof actual === "string" && (typeof re === "string" ? actual.includes(re) : re.test(actual)), `to match ${re}`),
+    toContain: (item) => check(typeof actual === "string" ? actual.includes(item) : [...actual].some((v) => v === item), `to contain ${show(item)}`),
+  };
+}
+
+function expect(actual) {
+  return { ...matchers(actual, false), not: matchers(actual, true) };
+}
+
+const cases = [];
+let prefix = "";
+const runner = {
+  describe(name, fn) {
+    const outer = prefix;
+    prefix = `${outer}${name} > `;
+    fn();
+    prefix = outer;
+  },
+  it(name, fn, timeoutMs) {
+    cases.push({ name: `${prefix}${name}`, fn, timeoutMs: timeoutMs ?? CASE_TIMEOUT_MS });
+  },
+  expect,
+};
+
+// A stray rejection fails the run with the case that was running, instead of ending the process.
+let stray = null;
+process.on("unhandledRejection", (err) => {
+  stray ??= err;
+});
+
+async function runCases() {
+  let passed = 0;
+  const failed = [];
+  for (const c of cases) {
+    let timer;
+    try {
+      await Promise.race([
+        c.fn(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`timed out after ${c.timeoutMs} ms`)), c.timeoutMs);
+        }),
+      ]);
+      if (stray !== null) throw new Error("an unhandled rejection during the case", { cause: stray });
+      passed += 1;
+    } catch (err) {
+      stray = null;
+      failed.push(c.name);
+      console.error(`FAIL ${c.name}\n  ${err?.stack ?? err}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  return { passed, failed };
+}
+
+// ---------------------------------------------------------------------------
+
+const dirs = [];
+function tempFile() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cairnq-runtime-kit-"));
+  dirs.push(dir);
+  return path.join(dir, "cairnq.db");
+}
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+defineConformanceSuite({
+  name: `SQLiteStore on ${driver} (${runtime})`,
+  runner,
+  createStore: (ctx) => new SQLiteStore(path.join(ctx.tempDir, "cairnq.db"), { driver }),
+  capabilities: { transactionalComplete: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true },
+  onSkip: (s) => console.log(`skipped ${s.id}: ${s.reason}`),
+});
+
+runner.describe(`SQLiteStore on ${driver} (${runtime}): the driver's own behaviour`, () => {
+  runner.it("opens with the driver asked for", async () => {
+    const store = new SQLiteStore(tempFile(), { driver });
+    try {
+      await store.connect();
+      expect(store.driver).toBe(driver);
+    } finally {
+      await store.close();
+    }
+  });
+
+  runner.it("a write lock held by another connection is waited out on the backoff, then DatabaseBusy after busyTimeoutMs", async () => {
+    const file = tempFile();
+    const store = new SQLiteStore(file, { driver });
+    const short = new SQLiteStore(file, { driver, busyTimeoutMs: 100 });
+    const holder = loadSQLiteDriver(driver).openConnection(file, 0);
+    try {
+      await store.connect();
+      await short.connect();
+      holder.exec("BEGIN IMMEDIATE");
+      // The two stores share this process's write queue for the file: one write at a time.
+      const failed = await short.submit({ name: "job" }).then(
+        () => null,
+        (err) => err,
+      );
+      expect(failed instanceof DatabaseBusy).toBe(true);
+      expect(failed.code).toMatch(/^SQLITE_BUSY/);
+      let settled = false;
+      const submitted = store.submit({ name: "job" }).then(
+        (task) => ((settled = true), task),
+        (err) => ((settled = true), err),
+      );
+      await pause(200);
+      expect(settled).toBe(false);
+      holder.exec("COMMIT");
+      expect((await submitted).status).toBe("queued");
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+      await short.close();
+      await store.close();
+    }
+  });
+
+  runner.it("claimWake wakes on a commit by another store on the file, and only for its queues", async () => {
+    const file = tempFile();
+    const waiting = new SQLiteStore(file, { driver });
+    const other = new SQLiteStore(file, { driver });
+    try {
+      await waiting.connect();
+      let woke = false;
+      const started = performance.now();
+      const wait = waiting.claimWake(["jobs"], 10_000).then(() => {
+        woke = true;
+      });
+      await other.submit({ name: "job", queue: "elsewhere" });
+      await pause(50);
+      expect(woke).toBe(false);
+      await other.submit({ name: "job", queue: "jobs" });
+      await wait;
+      // Told apart from the 10 s timeout, not a latency measurement.
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      await other.close();
+      await waiting.close();
+    }
+  });
+});
+
+const { passed, failed } = await runCases();
+for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+const total = passed + failed.length;
+console.log(`\n      Tests  ${failed.length > 0 ? `${failed.length} failed | ` : ""}${passed} passed (${total})`);
+console.log(`${runtime}, ${driver}: ${passed} passed, ${failed.length} failed`);
+process.exit(failed.length > 0 ? 1 : 0);

@@ -1,0 +1,311 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import type { Task } from "@cairnq/protocol";
+import { InvalidArgument, TaskError } from "@cairnq/protocol";
+import { TRACE_CONTEXT_METADATA_KEY } from "@cairnq/protocol/sdk";
+import type { OtelHarness } from "@cairnq/test-support/otel";
+import { counterTotal, histogramCount, otelHarness } from "@cairnq/test-support/otel";
+import { Worker } from "../src/index.js";
+import { delay, MemoryStore, waitFor, waitForStatus } from "./support/helpers.js";
+import { makeWorker } from "./support/worker.js";
+
+let otel: OtelHarness;
+beforeEach(() => {
+  otel = otelHarness();
+});
+afterEach(async () => {
+  await otel.shutdown();
+});
+
+/** Submits a task as a traced submitter would: its producer span's traceparent stored in the metadata. */
+async function submitTraced(store: MemoryStore, name: string, extra: Record<string, unknown> = {}): Promise<{ task: Task; traceId: string; spanId: string }> {
+  const span = otel.tracerProvider.getTracer("test").startSpan("send default", { kind: SpanKind.PRODUCER });
+  const { traceId, spanId } = span.spanContext();
+  span.end();
+  const task = await store.submit({
+    name,
+    maxAttempts: 1,
+    metadata: { ...extra, [TRACE_CONTEXT_METADATA_KEY]: { traceparent: `00-${traceId}-${spanId}-01` } },
+  });
+  return { task, traceId, spanId };
+}
+
+function processSpans() {
+  return otel.spans().filter((span) => span.name.startsWith("process "));
+}
+
+describe("consumer spans", () => {
+  it("a handler call is a CONSUMER span `process <queue>` with the pinned attributes, linked to the submitter's span", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
+    let seenMetadata: Record<string, unknown> | null = null;
+    worker.task("email", (ctx) => {
+      seenMetadata = ctx.metadata;
+      return "ok";
+    });
+    const { task, traceId, spanId } = await submitTraced(store, "email", { tenant: "acme" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 1);
+    const [span] = processSpans();
+    expect(span?.name).toBe("process default");
+    expect(span?.kind).toBe(SpanKind.CONSUMER);
+    expect(span?.attributes).toMatchObject({
+      "messaging.system": "cairnq",
+      "messaging.operation.type": "process",
+      "messaging.destination.name": "default",
+      "messaging.message.id": task.id,
+      "cairnq.task.name": "email",
+      "cairnq.task.attempt": 1,
+    });
+    // Linked (the default): a new trace, no parent, one link to the producer span.
+    expect(span?.parentSpanContext).toBeUndefined();
+    expect(span?.spanContext().traceId).not.toBe(traceId);
+    expect(span?.links.map((link) => [link.context.traceId, link.context.spanId])).toEqual([[traceId, spanId]]);
+    expect(span?.status.code).toBe(SpanStatusCode.UNSET);
+    // The handler sees the metadata it was submitted with, not the stored trace context.
+    expect(seenMetadata).toEqual({ tenant: "acme" });
+  });
+
+  it('relation "child": the consumer span is the submitter\'s child, in its trace', async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider, relation: "child" } });
+    worker.task("email", () => "ok");
+    const { task, traceId, spanId } = await submitTraced(store, "email");
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 1);
+    const [span] = processSpans();
+    expect(span?.spanContext().traceId).toBe(traceId);
+    expect(span?.parentSpanContext?.spanId).toBe(spanId);
+    expect(span?.links).toEqual([]);
+  });
+
+  it("a task submitted without a trace context still gets a span (a new trace, no link)", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider, relation: "child" } });
+    worker.task("plain", () => null);
+    const task = await store.submit({ name: "plain" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 1);
+    expect(processSpans()[0]?.parentSpanContext).toBeUndefined();
+    expect(processSpans()[0]?.links).toEqual([]);
+  });
+
+  it("the handler runs inside its span: the user's spans nest under it, and the worker's loops are outside any caller's context", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
+    const tracer = otel.tracerProvider.getTracer("app");
+    worker.task("nested", async () => {
+      await delay(1);
+      tracer.startSpan("user work").end();
+      return null;
+    });
+    const task = await store.submit({ name: "nested" });
+    // run() inside a caller's span: the handler's span must not become its child.
+    const outer = tracer.startSpan("startup");
+    void context.with(trace.setSpan(context.active(), outer), () => worker.run());
+    outer.end();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 1);
+    const process = processSpans()[0];
+    const user = otel.spans().find((span) => span.name === "user work");
+    expect(user?.parentSpanContext?.spanId).toBe(process?.spanContext().spanId);
+    expect(user?.spanContext().traceId).toBe(process?.spanContext().traceId);
+    expect(process?.parentSpanContext).toBeUndefined();
+    expect(process?.spanContext().traceId).not.toBe(outer.spanContext().traceId);
+  });
+
+  it("a failed handler's span has status ERROR and error.type (thrown, TaskError, ctx.fail)", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
+    worker.task("throws", () => {
+      throw new RangeError("out of range");
+    });
+    worker.task("task-error", () => {
+      throw new TaskError("bad input", { type: "BadInput" });
+    });
+    worker.task("ctx-fail", async (ctx) => {
+      await ctx.fail(new TypeError("nope"), { retryable: false });
+      return null;
+    });
+    const ids = await Promise.all(["throws", "task-error", "ctx-fail"].map(async (name) => (await store.submit({ name, maxAttempts: 1 })).id));
+    void worker.run();
+    for (const id of ids) await waitForStatus(store, id, ["failed"]);
+    await waitFor(() => processSpans().length === 3);
+    const byName = new Map(processSpans().map((span) => [span.attributes["cairnq.task.name"], span]));
+    for (const [name, type] of [
+      ["throws", "RangeError"],
+      ["task-error", "BadInput"],
+      ["ctx-fail", "TypeError"],
+    ] as const) {
+      const span = byName.get(name);
+      expect(span?.status.code, name).toBe(SpanStatusCode.ERROR);
+      expect(span?.attributes["error.type"], name).toBe(type);
+    }
+    expect(byName.get("throws")?.events.some((event) => event.name === "exception")).toBe(true);
+  });
+
+  it("an idle worker makes no span: polls, claims and heartbeats are not traced", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider }, pollIntervalMs: 5 });
+    worker.task("slow", async () => {
+      await delay(120); // several heartbeats (every 20 ms)
+      return null;
+    });
+    void worker.run();
+    await delay(100); // ~20 empty polls
+    expect(otel.spans()).toEqual([]);
+    const task = await store.submit({ name: "slow" });
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await delay(50);
+    expect(otel.spans().map((span) => span.name)).toEqual(["process default"]);
+  });
+
+  it("a batch call is one span with the count, linked to each task's submitter", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider, relation: "child" }, concurrency: 1 });
+    const submitted = [await submitTraced(store, "embed"), await submitTraced(store, "embed"), await submitTraced(store, "embed")];
+    worker.task("embed", { batch: 3 }, () => undefined);
+    void worker.run();
+    for (const { task } of submitted) await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 1);
+    const [span] = processSpans();
+    expect(span?.attributes["messaging.batch.message_count"]).toBe(3);
+    expect(span?.attributes["messaging.message.id"]).toBeUndefined();
+    // A batch has three submitters: it links to each, even with relation "child".
+    expect(span?.parentSpanContext).toBeUndefined();
+    expect(span?.links.map((link) => link.context.spanId).sort()).toEqual(submitted.map((s) => s.spanId).sort());
+  });
+
+  it("a child submitted from a handler gets a PRODUCER span under the call's span, and its trace context", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider, relation: "child" } });
+    let childId = "";
+    worker.task("parent", async (ctx) => {
+      childId = (await ctx.submit("child", {}, { metadata: { mine: 1 } })).id;
+      return null;
+    });
+    worker.task("child", () => null);
+    const parent = await store.submit({ name: "parent" });
+    void worker.run();
+    await waitForStatus(store, parent.id, ["succeeded"]);
+    await waitFor(() => childId !== "");
+    await waitForStatus(store, childId, ["succeeded"]);
+    await waitFor(() => processSpans().length === 2);
+    const parentSpan = processSpans().find((span) => span.attributes["cairnq.task.name"] === "parent");
+    const send = otel.spans().find((span) => span.kind === SpanKind.PRODUCER);
+    const childSpan = processSpans().find((span) => span.attributes["cairnq.task.name"] === "child");
+    expect(send?.name).toBe("send default");
+    expect(send?.attributes["messaging.message.id"]).toBe(childId);
+    expect(send?.parentSpanContext?.spanId).toBe(parentSpan?.spanContext().spanId);
+    expect(childSpan?.parentSpanContext?.spanId).toBe(send?.spanContext().spanId);
+    const row = await store.get(childId);
+    expect(row?.metadata).toMatchObject({ mine: 1, [TRACE_CONTEXT_METADATA_KEY]: { traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/) } });
+  });
+});
+
+describe("logs inside a traced handler", () => {
+  it("the worker's records about a task carry trace_id and span_id of its call's span", async () => {
+    const store = new MemoryStore();
+    const records: { msg: string; fields: Record<string, unknown> }[] = [];
+    const log = (msg: string, fields: Record<string, unknown>): void => void records.push({ msg, fields });
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider }, logger: { debug: log, info: log, warn: log, error: log } });
+    worker.task("ok", () => null);
+    worker.task("bad", () => {
+      throw new TaskError("no");
+    });
+    const ok = await store.submit({ name: "ok" });
+    const bad = await store.submit({ name: "bad", maxAttempts: 1 });
+    void worker.run();
+    await waitForStatus(store, ok.id, ["succeeded"]);
+    await waitForStatus(store, bad.id, ["failed"]);
+    await waitFor(() => processSpans().length === 2);
+    for (const [id, msg] of [
+      [ok.id, "task succeeded"],
+      [bad.id, "task failed"],
+    ] as const) {
+      const span = processSpans().find((s) => s.attributes["messaging.message.id"] === id);
+      const record = records.find((r) => r.msg === msg && r.fields["taskId"] === id);
+      expect(record?.fields).toMatchObject({ trace_id: span?.spanContext().traceId, span_id: span?.spanContext().spanId });
+    }
+  });
+});
+
+describe("metrics", () => {
+  it("counts consumed tasks, outcomes and records process and wait durations with the task's queue and name", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: { meterProvider: otel.meterProvider } });
+    let attempts = 0;
+    worker.task("flaky", () => {
+      attempts += 1;
+      if (attempts === 1) throw new Error("first attempt fails");
+      return null;
+    });
+    worker.task("doomed", () => {
+      throw new TaskError("never");
+    });
+    const flaky = await store.submit({ name: "flaky", queue: "default", maxAttempts: 2 });
+    const doomed = await store.submit({ name: "doomed", maxAttempts: 1 });
+    void worker.run();
+    await waitForStatus(store, flaky.id, ["succeeded"]);
+    await waitForStatus(store, doomed.id, ["failed"]);
+    await delay(20);
+    const metrics = await otel.collect();
+    expect(counterTotal(metrics.get("messaging.client.consumed.messages"), { "cairnq.task.name": "flaky" })).toBe(2);
+    expect(counterTotal(metrics.get("messaging.client.consumed.messages"), { "cairnq.task.name": "doomed" })).toBe(1);
+    const outcomes = metrics.get("cairnq.task.outcomes");
+    expect(counterTotal(outcomes, { "cairnq.task.name": "flaky", "cairnq.task.outcome": "retried" })).toBe(1);
+    expect(counterTotal(outcomes, { "cairnq.task.name": "flaky", "cairnq.task.outcome": "succeeded" })).toBe(1);
+    expect(counterTotal(outcomes, { "cairnq.task.name": "doomed", "cairnq.task.outcome": "failed" })).toBe(1);
+    expect(histogramCount(metrics.get("messaging.process.duration"), { "cairnq.task.name": "flaky" })).toBe(2);
+    expect(histogramCount(metrics.get("messaging.process.duration"), { "cairnq.task.name": "doomed", "error.type": "TaskError" })).toBe(1);
+    expect(histogramCount(metrics.get("cairnq.task.wait.duration"), { "messaging.destination.name": "default" })).toBe(3);
+    const buckets = metrics.get("messaging.process.duration")?.dataPoints[0]?.value as { buckets: { boundaries: number[] } };
+    expect(buckets.buckets.boundaries[0]).toBe(0.001);
+    expect(buckets.buckets.boundaries.at(-1)).toBe(3600);
+    expect(metrics.has("cairnq.worker.slots.used")).toBe(true);
+  });
+
+  it("counts a lease lost under a running handler", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: { meterProvider: otel.meterProvider } });
+    worker.task("stolen", async (ctx) => {
+      // Another worker takes the task over: this worker's next heartbeat finds the lease gone.
+      await store.fail({ taskId: ctx.taskId, workerId: ctx.workerId, attempt: ctx.attempt, error: {}, retryable: false, delayMs: 0 });
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+      return null;
+    });
+    await store.submit({ name: "stolen" });
+    void worker.run();
+    await waitFor(async () => counterTotal((await otel.collect()).get("cairnq.task.lease.lost"), { "cairnq.task.name": "stolen" }) === 1);
+  });
+
+  it("a meter provider registered globally after the worker started still receives its metrics", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: true });
+    worker.task("x", () => null);
+    void worker.run();
+    const before = await store.submit({ name: "x" });
+    await waitForStatus(store, before.id, ["succeeded"]);
+    otel.registerGlobal(); // as an app whose SDK starts after its worker does
+    const after = await Promise.all([store.submit({ name: "x" }), store.submit({ name: "x" })]);
+    for (const task of after) await waitForStatus(store, task.id, ["succeeded"]);
+    await delay(20);
+    const metrics = await otel.collect();
+    expect(counterTotal(metrics.get("messaging.client.consumed.messages"))).toBe(2);
+    expect(counterTotal(metrics.get("cairnq.task.outcomes"), { "cairnq.task.outcome": "succeeded" })).toBe(2);
+  });
+});
+
+describe("options", () => {
+  it("rejects bad tracing and metrics options, naming what to write", () => {
+    const store = new MemoryStore();
+    expect(() => new Worker(store, { tracing: "yes" as never })).toThrow(InvalidArgument);
+    expect(() => new Worker(store, { tracing: { relation: "parent" as never } })).toThrow(/tracing\.relation must be "link".*or "child"/);
+    expect(() => new Worker(store, { tracing: { tracerprovider: {} } as never })).toThrow(/did you mean 'tracerProvider'/);
+    expect(() => new Worker(store, { metrics: { meterProvider: {} as never } })).toThrow(/metrics\.meterProvider must be a MeterProvider/);
+    expect(() => new Worker(store, { tracing: false, metrics: false, logger: null })).not.toThrow();
+  });
+});
