@@ -92,6 +92,8 @@ import {
   requireLimitedText,
   requireName,
   resolveKeyConflict,
+  debounceUpdate,
+  resolveDebounce,
   rotateGroups,
   RETRY,
   RETRY_BATCH,
@@ -208,7 +210,14 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     const submit = normalizeSubmit(input, newTaskId());
     if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
     const now = this.#clock();
-    if (submit.key !== null) {
+    if (submit.key !== null && submit.debounce !== null) {
+      const debounced = resolveDebounce(this.#keyTask(submit.key));
+      if (debounced.kind === "update") {
+        const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
+        const row = this.#applyRow(rule, debounced.taskId, params, now);
+        if (row !== null) return { task: row, created: false };
+      }
+    } else if (submit.key !== null) {
       const existing = this.#keyTask(submit.key);
       const decision = resolveKeyConflict(submit.conflict, existing);
       if (decision.kind === "reject") throw new AlreadyExists(submit.key);

@@ -162,3 +162,48 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
 ];
+
+/** Debounce (an extension of §5.1's keyed submit, `debounce.ts`); run for stores declaring `groups`. */
+export const debounceCases: readonly ConformanceCase[] = [
+  {
+    id: "group-debounce-updates-queued",
+    title: "a debounced submit under a key whose task is queued updates its payload and run time (capped by maxDelayMs after the first submit) and returns it",
+    spec: "store.ts SubmitInput.debounce, debounce.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      const debounce = { delayMs: 60_000, maxDelayMs: 90_000 };
+      const first = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 1 }, debounce });
+      t.expect(first.created).toBe(true);
+      t.expect(first.task.run_at_ms - first.task.created_at_ms).toBeGreaterThanOrEqual(60_000);
+      await t.sleep(20);
+      const second = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 2 }, debounce });
+      t.expect(second.created).toBe(false);
+      t.expect(second.task.id).toBe(first.task.id);
+      t.expect(second.task.payload).toEqual({ n: 2 });
+      // Pushed out, but never past created + maxDelayMs.
+      t.expect(second.task.run_at_ms).toBeGreaterThan(first.task.run_at_ms);
+      t.expect(second.task.run_at_ms).toBeLessThanOrEqual(first.task.created_at_ms + 90_000);
+      const capped = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 3 }, debounce: { delayMs: 100_000, maxDelayMs: 100_000 } });
+      t.expect(capped.task.run_at_ms).toBe(first.task.created_at_ms + 100_000);
+      t.expect((await t.get(first.task.id)).payload).toEqual({ n: 3 });
+      t.expect((await t.all()).filter((row) => row.name === "d")).toHaveLength(1);
+    },
+  },
+  {
+    id: "group-debounce-after-claim",
+    title: "once the key's task is running, a debounced submit inserts a new task and the key points at it; the running task is left alone",
+    spec: "store.ts SubmitInput.debounce, debounce.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      const first = await t.submit("d", { key: "dk", payload: { n: 1 }, debounce: { delayMs: 0 } });
+      const running = await t.claimOne(t.w1, { names: ["d"] });
+      t.expect(running.id).toBe(first.id);
+      const next = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 2 }, debounce: { delayMs: 0 } });
+      t.expect(next.created).toBe(true);
+      t.expect(next.task.id).not.toBe(first.id);
+      t.expect((await t.store.getByKey("dk"))?.id).toBe(next.task.id);
+      t.fields(await t.get(first.id), { status: "running", payload: { n: 1 } });
+      await t.rejects(t.store.submit({ name: "d", payload: {}, debounce: { delayMs: 5 } }), InvalidArgument, "debounce without a key");
+    },
+  },
+];

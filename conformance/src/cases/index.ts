@@ -4,7 +4,7 @@ import { bulkCases } from "./bulk.js";
 import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
 import { flowControlCases } from "./flow-control.js";
-import { groupCases } from "./groups.js";
+import { debounceCases, groupCases } from "./groups.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
 import { ownedWriteCases } from "./owned-writes.js";
@@ -31,6 +31,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...lifecycleCases,
   ...flowControlCases,
   ...groupCases,
+  ...debounceCases,
   ...scheduleSlotCases,
   ...stepCases,
 ];

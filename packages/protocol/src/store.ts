@@ -1,3 +1,4 @@
+import type { DebounceOptions } from "./debounce.js";
 import type { Conflict } from "./conflict.js";
 import type { FlowControl } from "./flow-control.js";
 import type { ScheduleSlotsInput, ScheduleSlotsResult } from "./schedule.js";
@@ -358,7 +359,8 @@ export interface StoreCapabilities {
    */
   readonly claimReprobe?: boolean;
   /**
-   * The store records `SubmitInput.group` and `claim` enforces the group
+   * The store records `SubmitInput.group`, applies `SubmitInput.debounce`
+   * (see `debounce.ts`), and `claim` enforces the group
    * limits of `ClaimInput.flowControl` (`groupConcurrency`,
    * `groupRateLimit`) per name and group, exactly, rotating across the
    * groups with due work (see `groups.ts`). A store without it must not be
@@ -396,6 +398,14 @@ export interface SubmitInput<Payload = unknown> {
    * `capabilities.groups` is true record it. @default null
    */
   group?: string | null;
+  /**
+   * Coalesce submits under `key` (an extension, see `debounce.ts`): while the
+   * key's task is `queued`, a submit updates its payload and moves its run
+   * time to now + `delayMs`, never past `maxDelayMs` after its first submit,
+   * and returns it. Needs `key`; excludes `conflict` and `runAtDelayMs`.
+   * @default null
+   */
+  debounce?: DebounceOptions | null;
   /** @default "reuse" */
   conflict?: Conflict;
   /** Integer ≥ 1. @default 3 */

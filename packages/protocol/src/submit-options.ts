@@ -4,6 +4,7 @@
  * the store's {@link SubmitInput}.
  */
 import type { Conflict } from "./conflict.js";
+import type { DebounceOptions } from "./debounce.js";
 import { UnsupportedBackend } from "./errors.js";
 import type { SubmitInput } from "./store.js";
 import type { Task } from "./task.js";
@@ -23,6 +24,13 @@ export interface SubmitOptions {
    * needs a store with `capabilities.groups`). @default null
    */
   group?: string | null | undefined;
+  /**
+   * Coalesce submits under `key`: while the key's task is still queued, a
+   * submit updates its payload and pushes its run time to now + `delayMs`,
+   * never past `maxDelayMs` after the first submit, and returns that task.
+   * Needs `key`; excludes `conflict` and `runAtDelayMs`. @default null
+   */
+  debounce?: DebounceOptions | null | undefined;
   /** What a submit does when `key` already points at a task. @default "reuse" */
   conflict?: Conflict | undefined;
   /** @default the TaskDef's queue, else "default" */
@@ -47,6 +55,7 @@ export interface SubmitOptions {
 export const SUBMIT_OPTION_KEYS = Object.freeze([
   "key",
   "group",
+  "debounce",
   "conflict",
   "queue",
   "priority",
@@ -80,6 +89,7 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     priority: options.priority ?? def.priority,
     key: options.key,
     ...(options.group === undefined ? {} : { group: options.group }),
+    ...(options.debounce === undefined ? {} : { debounce: options.debounce }),
     conflict: options.conflict,
     runAtDelayMs: options.runAtDelayMs,
     correlationId: options.correlationId,
@@ -90,16 +100,22 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
 }
 
 /**
- * Refuses a submit with a `group` to a store that does not record groups
- * (`capabilities.groups` is not true), which would otherwise drop it and run
- * the task outside its group's limits.
+ * Refuses a submit with a `group` or a `debounce` to a store without
+ * `capabilities.groups`, which would otherwise drop them (running the task
+ * outside its group's limits, or reusing instead of debouncing).
  *
  * @throws `UnsupportedBackend` naming the option.
  */
-export function requireGroupSupport(store: { readonly capabilities: { readonly groups?: boolean } }, input: Pick<SubmitInput, "group">): void {
-  if (input.group !== undefined && input.group !== null && store.capabilities.groups !== true) {
+export function requireGroupSupport(store: { readonly capabilities: { readonly groups?: boolean } }, input: Pick<SubmitInput, "group" | "debounce">): void {
+  if (store.capabilities.groups === true) return;
+  if (input.group !== undefined && input.group !== null) {
     throw new UnsupportedBackend("group", "store's", {
       message: `submit option group '${String(input.group)}' needs a store that records groups (capabilities.groups is not true); SQLiteStore and PostgresStore do`,
+    });
+  }
+  if (input.debounce !== undefined && input.debounce !== null) {
+    throw new UnsupportedBackend("debounce", "store's", {
+      message: "submit option debounce needs a store that implements it (capabilities.groups is not true); SQLiteStore and PostgresStore do",
     });
   }
 }

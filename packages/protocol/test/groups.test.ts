@@ -3,6 +3,9 @@ import { InvalidArgument } from "../src/errors.js";
 import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
 import { groupAllowance, groupClaimsInWindow, rotateGroups, sweepGroupTask } from "../src/groups.js";
 import { normalizeSubmit } from "../src/inputs.js";
+import { debounceUpdate, resolveDebounce } from "../src/debounce.js";
+import { decideRow } from "../src/decide.js";
+import { queuedRow } from "./fixtures.js";
 
 const g = (group: string, n: number, allowance = Number.POSITIVE_INFINITY) => ({
   group,
@@ -71,5 +74,37 @@ describe("group limits", () => {
     expect(normalizeSubmit({ name: "x" }, "task_0").group).toBeNull();
     expect(() => normalizeSubmit({ name: "x", group: "" }, "task_0")).toThrow(InvalidArgument);
     expect(() => normalizeSubmit({ name: "x", group: "x".repeat(5000) }, "task_0")).toThrow(/group is 5000 bytes long/);
+  });
+});
+
+describe("debounce", () => {
+  it("is validated against the rest of the submit", () => {
+    const ok = normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: 200, maxDelayMs: 600 } }, "task_0");
+    expect(ok.debounce).toEqual({ delayMs: 200, maxDelayMs: 600 });
+    expect(ok.params.runAtDelayMs).toBe(200);
+    expect(() => normalizeSubmit({ name: "x", debounce: { delayMs: 1 } }, "task_0")).toThrow(/debounce needs a key/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", conflict: "reuse", debounce: { delayMs: 1 } }, "task_0")).toThrow(/drop the conflict option/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", runAtDelayMs: 5, debounce: { delayMs: 1 } }, "task_0")).toThrow(/drop runAtDelayMs/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: 10, maxDelayMs: 5 } }, "task_0")).toThrow(/below delayMs/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: -1 } }, "task_0")).toThrow(InvalidArgument);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delay: 1 } as never }, "task_0")).toThrow(/no option 'delay'/);
+  });
+
+  it("updates a queued task, and inserts when the key's task is running, finished or absent", () => {
+    expect(resolveDebounce({ id: "t1", status: "queued" })).toEqual({ kind: "update", taskId: "t1" });
+    expect(resolveDebounce({ id: "t1", status: "running" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce({ id: "t1", status: "succeeded" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce(null)).toEqual({ kind: "insert" });
+  });
+
+  it("the update moves run_at to now + delay, capped at the first submit + maxDelayMs", () => {
+    const row = queuedRow({ created_at_ms: 1000, run_at_ms: 1200 });
+    const capped = debounceUpdate({ delayMs: 200, maxDelayMs: 600 }, row.id, '{"n":2}');
+    const at = (nowMs: number) => decideRow(capped.rule, row, capped.params, nowMs);
+    expect(at(1300)).toMatchObject({ kind: "applied", row: { run_at_ms: 1500 } });
+    expect(at(1450)).toMatchObject({ kind: "applied", row: { run_at_ms: 1600 } });
+    const free = debounceUpdate({ delayMs: 200, maxDelayMs: null }, row.id, "{}");
+    expect(decideRow(free.rule, row, free.params, 5000)).toMatchObject({ kind: "applied", row: { run_at_ms: 5200 } });
+    expect(decideRow(free.rule, { ...row, status: "running" }, free.params, 5000).kind).toBe("not-matched");
   });
 });

@@ -131,6 +131,7 @@ describe("normalizeSubmit (§5.1)", () => {
     expect(normalizeSubmit({ name: "summarize" }, ID)).toEqual({
       key: null,
       group: null,
+      debounce: null,
       conflict: "reuse",
       queue: "default",
       params: {

@@ -6,7 +6,7 @@ import { defineTask } from "../src/task-def.js";
 describe("submit options", () => {
   it("lists every option once", () => {
     expect([...SUBMIT_OPTION_KEYS].sort()).toEqual(
-      ["conflict", "correlationId", "group", "key", "maxAttempts", "metadata", "parentId", "priority", "queue", "rootId", "runAtDelayMs"],
+      ["conflict", "correlationId", "debounce", "group", "key", "maxAttempts", "metadata", "parentId", "priority", "queue", "rootId", "runAtDelayMs"],
     );
     expect(Object.isFrozen(SUBMIT_OPTION_KEYS)).toBe(true);
   });
@@ -35,6 +35,7 @@ describe("submit options", () => {
     const options: Required<SubmitOptions> = {
       key: "k",
       group: "acme",
+      debounce: null,
       conflict: "replace",
       queue: "q",
       priority: 9,

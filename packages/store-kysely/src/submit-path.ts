@@ -1,7 +1,7 @@
 import type { QueueDepthGate, SubmitInput, SubmitOutcome, Task, TaskStore } from "@cairnq/protocol";
 import { AlreadyExists } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { CANCEL, newTaskId, normalizeSubmit, resolveKeyConflict } from "@cairnq/protocol/adapter";
+import { CANCEL, debounceUpdate, newTaskId, normalizeSubmit, resolveDebounce, resolveKeyConflict } from "@cairnq/protocol/adapter";
 import type { QueryRunner } from "./executor.js";
 import { decodeTask } from "./rows.js";
 import { GET_BY_KEY_TEMPLATE, rowTransitionTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
@@ -79,6 +79,16 @@ export class SubmitPath {
       await dialect.keyLock.acquire(tx, key);
       const found = (await this.#statements.exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
       const existing = found === undefined ? null : decodeTask(found);
+      if (submit.debounce !== null) {
+        const debounced = resolveDebounce(existing);
+        if (debounced.kind === "update") {
+          const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
+          const row = (await this.#statements.exec(tx, rowTransitionTemplate(rule), params)).rows[0];
+          // Claimed between the read and the update (claims take no key lock): a new task, as for a running one.
+          if (row !== undefined) return { task: decodeTask(row), created: false };
+        }
+        return this.#insertKeyed(tx, submit, key);
+      }
       const decision = resolveKeyConflict(submit.conflict, existing);
       switch (decision.kind) {
         case "reject":
@@ -89,13 +99,18 @@ export class SubmitPath {
           if (decision.cancelExisting && existing !== null) {
             await this.#statements.exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
           }
-          const inserted = await this.#insertIn(tx, submit.params);
-          await this.#statements.exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
-          if (submit.group !== null) await recordTaskGroup(this.#groupTables(), tx, inserted, submit.group);
-          return { task: inserted, created: true };
+          return this.#insertKeyed(tx, submit, key);
         }
       }
     });
+  }
+
+  /** Inserts the task, points `key` at it and records its group, inside the keyed submit's transaction. */
+  async #insertKeyed(tx: QueryRunner, submit: NormalizedSubmit, key: string): Promise<SubmitOutcome> {
+    const inserted = await this.#insertIn(tx, submit.params);
+    await this.#statements.exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
+    if (submit.group !== null) await recordTaskGroup(this.#groupTables(), tx, inserted, submit.group);
+    return { task: inserted, created: true };
   }
 
   #groupTables(): StoreExtensions {
