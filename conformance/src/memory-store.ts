@@ -43,7 +43,8 @@ import type {
 } from "@cairnq/protocol";
 import { MemorySteps } from "./memory-steps.js";
 import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import { AlreadyExists, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
 import {
   applyBranches,
   buildInsert,
@@ -95,6 +96,7 @@ import {
   debounceUpdate,
   resolveDebounce,
   rotateGroups,
+  sortGroupCounts,
   RETRY,
   RETRY_BATCH,
   retryBatchParams,
@@ -131,7 +133,7 @@ function copy<T>(value: T): T {
  * const store = new MemoryStore();
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
-export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
+export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadStore {
   readonly capabilities: StoreCapabilities = {
     pushWakeups: false,
     transactionalComplete: false,
@@ -152,6 +154,8 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
   readonly #taskGroups = new Map<string, string>();
   /** When each `name\u0000group` was last served (the `served_seq` of `cairnq_ext_groups`); absent = never. */
   readonly #served = new Map<string, number>();
+  /** The `groupConcurrency` last enforced per `name\u0000group` (the `concurrency_limit` of `cairnq_ext_groups`). */
+  readonly #groupLimits = new Map<string, number | null>();
   /** Recorded claims of rate-limited groups (the `cairnq_ext_group_rate_claims` of the SQL stores). */
   #groupClaims: { name: string; group: string; claimed_at_ms: number }[] = [];
   /** Last submitted slot per schedule (the `cairnq_ext_schedules` of the SQL stores). */
@@ -411,6 +415,36 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     return claimed;
   }
 
+  /** The group of task `taskId` with its counts (`GroupReadStore.taskGroup`), or `null`. */
+  async taskGroup(taskId: string): Promise<TaskGroupInfo | null> {
+    const task = this.#tasks.get(requireName(taskId, "taskId"));
+    const group = this.#taskGroups.get(taskId);
+    if (task === undefined || group === undefined) return null;
+    const counts = this.#groupCounts(task.name).find((g) => g.group === group) ?? { queued: 0, running: 0 };
+    return { group, queued: counts.queued, running: counts.running, groupConcurrency: this.#groupLimits.get(`${task.name}\u0000${group}`) ?? null };
+  }
+
+  /** Queued and running tasks of `name` per group (`GroupReadStore.groupStats`). */
+  async groupStats(name: string, options: { readonly limit?: number } = {}): Promise<GroupCounts[]> {
+    const checked = requireLimitedText(name, "name");
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1) throw new InvalidArgument("limit", `groupStats limit must be an integer ≥ 1, got ${String(limit)}`);
+    return sortGroupCounts(this.#groupCounts(checked), limit);
+  }
+
+  #groupCounts(name: string): GroupCounts[] {
+    const byGroup = new Map<string, { group: string; queued: number; running: number }>();
+    for (const t of this.#tasks.values()) {
+      const group = this.#taskGroups.get(t.id);
+      if (group === undefined || t.name !== name || (t.status !== "queued" && t.status !== "running")) continue;
+      const entry = byGroup.get(group) ?? { group, queued: 0, running: 0 };
+      if (t.status === "queued") entry.queued += 1;
+      else entry.running += 1;
+      byGroup.set(group, entry);
+    }
+    return [...byGroup.values()];
+  }
+
   /** One draw of a grouped name: the rotation of `groups.ts` over the tasks' groups, as the SQL stores' group draw. */
   #groupDraw(name: string, limits: NormalizedFlowControl, params: Params, now: number): Task[] {
     const groupLimits = { groupConcurrency: limits.groupConcurrency ?? null, groupRateLimit: limits.groupRateLimit ?? null };
@@ -450,7 +484,10 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     }
     let highest = 0;
     for (const [key, seq] of this.#served) if (key.startsWith(`${name}\u0000`)) highest = Math.max(highest, seq);
-    for (const group of rotation.served) this.#served.set(`${name}\u0000${group}`, highest + 1);
+    for (const group of rotation.served) {
+      this.#served.set(`${name}\u0000${group}`, highest + 1);
+      this.#groupLimits.set(`${name}\u0000${group}`, groupLimits.groupConcurrency);
+    }
     if (rate !== null) this.#groupClaims = this.#groupClaims.filter((c) => c.name !== name || inRateWindow(c.claimed_at_ms, now, rate.perMs));
     return out;
   }

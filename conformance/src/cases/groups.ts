@@ -5,7 +5,7 @@
  * group, concurrent claims included, and claims rotate across groups. Run
  * only for stores declaring `groups`.
  */
-import type { ClaimInput, FlowControl, Task } from "@cairnq/protocol";
+import type { ClaimInput, FlowControl, GroupReadStore, Task } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
@@ -144,6 +144,31 @@ export const groupCases: readonly ConformanceCase[] = [
       const many = await grouped(t, t.w2, limits, { limit: 5 });
       // c and d were never served (c first by name), a was served last: c, d, a, then c, d.
       t.expect(groupsOf(many)).toEqual(["c", "d", "a", "c", "d"]);
+    },
+  },
+  {
+    id: "group-reads",
+    title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
+    spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",
+    skipUnless: needsGroups,
+    async run(t) {
+      const store = t.store.inner as unknown as GroupReadStore;
+      t.expect(typeof store.taskGroup).toBe("function");
+      await submitTo(t, "a", 3);
+      const [waiting] = await submitTo(t, "b", 1);
+      await t.submit("g", { payload: { group: "-" } });
+      t.expect(await store.taskGroup((waiting as Task).id)).toEqual({ group: "b", running: 0, queued: 1, groupConcurrency: null });
+      await grouped(t, t.w1, { groupConcurrency: 2 });
+      const [stillQueued] = (await t.all()).filter((row) => row.status === "queued" && (row.payload as { group: string }).group === "a");
+      t.expect(await store.taskGroup((stillQueued as Task).id)).toEqual({ group: "a", running: 2, queued: 1, groupConcurrency: 2 });
+      t.expect(await store.groupStats("g")).toEqual([
+        { group: "a", queued: 1, running: 2 },
+        { group: "b", queued: 0, running: 1 },
+      ]);
+      t.expect(await store.groupStats("g", { limit: 1 })).toHaveLength(1);
+      const ungrouped = (await t.all()).find((row) => (row.payload as { group: string }).group === "-") as Task;
+      t.expect(await store.taskGroup(ungrouped.id)).toBeNull();
+      await t.rejects(store.groupStats("g", { limit: 0 }), InvalidArgument, "a limit of 0");
     },
   },
   {

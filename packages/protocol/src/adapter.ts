@@ -134,6 +134,7 @@ export {
   groupAllowance,
   groupClaimsInWindow,
   rotateGroups,
+  sortGroupCounts,
   sweepGroupTask,
 } from "./groups.js";
 export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState } from "./groups.js";

@@ -163,3 +163,45 @@ export function rotateGroups(ungrouped: readonly string[], groups: readonly Grou
   const served = [...lastPick.entries()].sort((a, b) => a[1] - b[1]).map(([group]) => group);
   return { taskIds, groupOf, served };
 }
+
+/** What a store can tell about a task's group (`GroupReadStore.taskGroup`). */
+export interface TaskGroupInfo {
+  /** The task's group. */
+  readonly group: string;
+  /** Tasks of the name and group running now, as group-aware claims took them. */
+  readonly running: number;
+  /** Tasks of the name and group queued now. */
+  readonly queued: number;
+  /** The `groupConcurrency` the last group-aware claim of the group enforced, or `null` when none did. */
+  readonly groupConcurrency: number | null;
+}
+
+/** Queued and running tasks of one group of a name (`GroupReadStore.groupStats`). */
+export interface GroupCounts {
+  readonly group: string;
+  readonly queued: number;
+  readonly running: number;
+}
+
+/**
+ * The reads a store with `capabilities.groups` offers to show groups:
+ * `explain` ("group acme: 2 of 2 running"), `cairnq stats --by-group` and
+ * the dashboard.
+ */
+export interface GroupReadStore {
+  /** The group of task `taskId` and its counts, or `null` when the task has no group (or does not exist). */
+  taskGroup(taskId: string): Promise<TaskGroupInfo | null>;
+  /** Queued and running tasks of `name` per group, the groups with most queued first, at most `limit` groups. @default limit 100 */
+  groupStats(name: string, options?: { readonly limit?: number }): Promise<GroupCounts[]>;
+}
+
+/** Whether `store` offers the group reads (declares `capabilities.groups` and has both methods). */
+export function hasGroupReads(store: { readonly capabilities: { readonly groups?: boolean } }): store is typeof store & GroupReadStore {
+  const s = store as Partial<GroupReadStore> & { readonly capabilities: { readonly groups?: boolean } };
+  return s.capabilities.groups === true && typeof s.taskGroup === "function" && typeof s.groupStats === "function";
+}
+
+/** Orders group counts as `groupStats` returns them: most queued first, then most running, then by group. */
+export function sortGroupCounts(counts: readonly GroupCounts[], limit: number): GroupCounts[] {
+  return [...counts].sort((a, b) => b.queued - a.queued || b.running - a.running || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0)).slice(0, limit);
+}

@@ -363,7 +363,8 @@ export interface StoreCapabilities {
    * (see `debounce.ts`), and `claim` enforces the group
    * limits of `ClaimInput.flowControl` (`groupConcurrency`,
    * `groupRateLimit`) per name and group, exactly, rotating across the
-   * groups with due work (see `groups.ts`). A store without it must not be
+   * groups with due work (see `groups.ts`); it is also a `GroupReadStore`
+   * (`taskGroup`, `groupStats`). A store without it must not be
    * given group limits; the worker refuses them, and a submit with a group
    * is an `UnsupportedBackend` there. Optional so stores written before the
    * flag keep compiling. @default false

@@ -20,7 +20,7 @@
  * | `cairnq_ext_steps` | durable steps (`ctx.step`, `ctx.sleep`, …) | one per step occurrence of a task, deleted with the task (foreign key, `ON DELETE CASCADE`) |
  * | `cairnq_ext_messages` | `cairnq.send` / `ctx.waitFor` | one per message sent to a task, deleted with the task |
  * | `cairnq_ext_task_groups` | submit option `group` | one per task submitted with a group (deleted with the task): its name, group, priority and where the group-aware claim last saw it |
- * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, and whether it may have queued work |
+ * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, whether it may have queued work, and the `groupConcurrency` last enforced (for `explain`) |
  * | `cairnq_ext_group_rate_claims` | task option `groupRateLimit` | one per recent claim of a rate-limited group, pruned once outside the window |
  *
  * The three group tables are created together (`ensure(GROUP_TABLES)`), by
@@ -69,7 +69,7 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
     `CREATE TABLE IF NOT EXISTS ${TASK_GROUPS_TABLE} (task_id text PRIMARY KEY REFERENCES cairnq_tasks(id) ON DELETE CASCADE, name text NOT NULL, group_key text NOT NULL, priority integer NOT NULL, state text NOT NULL)`,
     // The claim walks one group's waiting rows best first, and sweeps the name's claimed rows.
     `CREATE INDEX IF NOT EXISTS ${TASK_GROUPS_TABLE}_walk_idx ON ${TASK_GROUPS_TABLE} (name, state, group_key, priority DESC, task_id)`,
-    `CREATE TABLE IF NOT EXISTS ${GROUPS_TABLE} (name text NOT NULL, group_key text NOT NULL, served_seq bigint NOT NULL, active integer NOT NULL, touched bigint NOT NULL, PRIMARY KEY (name, group_key))`,
+    `CREATE TABLE IF NOT EXISTS ${GROUPS_TABLE} (name text NOT NULL, group_key text NOT NULL, served_seq bigint NOT NULL, active integer NOT NULL, touched bigint NOT NULL, concurrency_limit bigint, PRIMARY KEY (name, group_key))`,
     // The claim visits a name's active groups in served order.
     `CREATE INDEX IF NOT EXISTS ${GROUPS_TABLE}_served_idx ON ${GROUPS_TABLE} (name, active, served_seq, group_key)`,
     `CREATE TABLE IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE} (name text NOT NULL, group_key text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,

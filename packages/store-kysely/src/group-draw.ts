@@ -22,7 +22,8 @@
  *    never scanned); until enough work or a few pages were seen.
  * 4. `rotateGroups` picks; `GROUP_DRAW` takes the picked ids (guarded again
  *    by the draw's predicate); their group rows become `claimed`, the served
- *    groups move to the back of the served order (`served_seq` = the highest + 1),
+ *    groups move to the back of the served order (`served_seq` = the highest + 1,
+ *    and the `groupConcurrency` enforced is noted for `explain`),
  *    their claims are recorded for `groupRateLimit`, and groups found without
  *    any queued task go inactive (guarded by `touched`, which every submit to
  *    the group bumps, so a concurrent submit is never lost).
@@ -160,10 +161,11 @@ function candidatesTemplate(n: number): StatementTemplate {
  * number, so once it has work again it is among the least recently served, as it should be).
  */
 const SERVED: StatementTemplate = {
-  params: [NAME, GROUPS],
+  params: [NAME, GROUPS, LIMIT],
   clock: null,
   build: (c, env) =>
-    `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1 ` +
+    `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
+    `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"} ` +
     `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
 };
 
@@ -316,7 +318,7 @@ export class GroupDraw {
       if (grouped.length > 0) {
         await this.#exec(tx, SET_STATE, { state: CLAIMED, taskIds: grouped });
         const served = [...new Set(grouped.map((id) => rotation.groupOf.get(id) as string))];
-        await this.#exec(tx, SERVED, { name, groups: served });
+        await this.#exec(tx, SERVED, { name, groups: served, limit: this.#limits.groupConcurrency });
         if (this.#limits.groupRateLimit !== null) await this.#exec(tx, RECORD, { taskIds: grouped });
       }
     }
