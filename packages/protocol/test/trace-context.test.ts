@@ -50,3 +50,20 @@ describe("the carrier in metadata", () => {
     expect(traceCarrierOf(null)).toBeNull();
   });
 });
+
+describe("a submit without metadata", () => {
+  it("gets metadata holding only the carrier", () => {
+    const carrier = { traceparent: formatTraceparent({ traceId: TRACE, spanId: SPAN, traceFlags: 1 }) };
+    expect(withTraceCarrier(null, carrier)).toEqual({ [TRACE_CONTEXT_METADATA_KEY]: carrier });
+    expect(withTraceCarrier(undefined, carrier)).toEqual({ [TRACE_CONTEXT_METADATA_KEY]: carrier });
+  });
+});
+
+describe("a stored carrier's tracestate", () => {
+  it("is kept when it is a non-empty string and dropped otherwise", () => {
+    const traceparent = formatTraceparent({ traceId: TRACE, spanId: SPAN, traceFlags: 1 });
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: "k=v" } })).toEqual({ traceparent, tracestate: "k=v" });
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: "" } })).toEqual({ traceparent });
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: 5 } })).toEqual({ traceparent });
+  });
+});

@@ -1,0 +1,150 @@
+import { describe, expect, it } from "vitest";
+import { decideRow } from "../src/decide.js";
+import { InvalidArgument } from "../src/errors.js";
+import {
+  decodeStepRow,
+  MAX_STEP_NAME_LENGTH,
+  PARK,
+  parkStepParams,
+  recordStepParams,
+  requireStepName,
+  sendParams,
+  stepKey,
+} from "../src/steps.js";
+import { ID, NOW, W1, W2, expectPostState, ownedParams, runningRow } from "./fixtures.js";
+
+const owned = { taskId: ID, workerId: W1, attempt: 1 };
+
+describe("step names and journal keys", () => {
+  it("the first occurrence is the name, later ones carry #n", () => {
+    expect(stepKey("page", 1)).toBe("page");
+    expect(stepKey("page", 2)).toBe("page#2");
+    expect(stepKey("page", 10)).toBe("page#10");
+  });
+
+  it("a handler's step name is a non-empty string without '#', at most the limit", () => {
+    expect(requireStepName("charge")).toBe("charge");
+    expect(() => requireStepName("page#2")).toThrow(/contains '#'/);
+    expect(() => requireStepName("x".repeat(MAX_STEP_NAME_LENGTH + 1))).toThrow(InvalidArgument);
+    expect(() => requireStepName("")).toThrow(InvalidArgument);
+    expect(() => requireStepName(7, "step")).toThrow(/step/);
+  });
+});
+
+describe("PARK", () => {
+  it("gives back the lease: queued, no worker, due after delayMs, attempt one lower so parking uses no attempt", () => {
+    const row = runningRow({ attempt: 2 });
+    const d = decideRow(PARK, row, ownedParams({ untilMs: null, delayMs: 1_000 }), NOW);
+    expect(d.kind).toBe("applied");
+    if (d.kind !== "applied") return;
+    expect(d.branch).toBe("park");
+    expectPostState(d.row, row, { status: "queued", worker_id: null, lease_until_ms: null, run_at_ms: NOW + 1_000, attempt: 1 });
+  });
+
+  it("an absolute wake time wins over the delay", () => {
+    const d = decideRow(PARK, runningRow(), ownedParams({ untilMs: NOW + 86_400_000, delayMs: 5 }), NOW);
+    expect(d.kind === "applied" && d.row.run_at_ms).toBe(NOW + 86_400_000);
+  });
+
+  it("a cancel requested while the task ran wins: canceled, completed now", () => {
+    const row = runningRow({ cancel_requested_at_ms: NOW - 10 });
+    const d = decideRow(PARK, row, ownedParams({ untilMs: null, delayMs: 0 }), NOW);
+    expect(d.kind === "applied" && d.branch).toBe("cancel");
+    if (d.kind !== "applied") return;
+    expectPostState(d.row, row, { status: "canceled", completed_at_ms: NOW, lease_until_ms: null });
+  });
+
+  it("only the lease holder parks: another worker's park is a lost lease", () => {
+    expect(decideRow(PARK, runningRow(), ownedParams({ untilMs: null, delayMs: 0 }, W2), NOW)).toEqual({ kind: "lost-lease" });
+    expect(decideRow(PARK, null, ownedParams({ untilMs: null, delayMs: 0 }), NOW)).toEqual({ kind: "lost-lease" });
+  });
+});
+
+describe("recordStepParams", () => {
+  it("encodes a done step's result and a failed step's error, never both", () => {
+    expect(recordStepParams({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: { id: "ch_1" } })).toMatchObject({
+      taskId: ID,
+      workerId: W1,
+      attempt: 1,
+      stepName: "charge",
+      seq: 1,
+      kind: "step",
+      stepStatus: "done",
+      result: '{"id":"ch_1"}',
+      error: null,
+    });
+    const failed = recordStepParams({ ...owned, name: "charge#2", kind: "step", status: "failed", seq: 2, error: { message: "declined" } });
+    expect(failed).toMatchObject({ stepStatus: "failed", result: null, error: '{"message":"declined"}', stepName: "charge#2" });
+  });
+
+  it("defaults: an undefined result records null, a missing error {}, a missing attempt no fence", () => {
+    expect(recordStepParams({ taskId: ID, workerId: W1, name: "a", kind: "spawn", status: "done", seq: 1 })).toMatchObject({ result: "null", attempt: null });
+    expect(recordStepParams({ ...owned, name: "a", kind: "step", status: "failed", seq: 1 })).toMatchObject({ error: "{}" });
+  });
+
+  it("refuses bad input with a message naming the field", () => {
+    const ok = { ...owned, name: "a", kind: "step", status: "done", seq: 1 } as const;
+    expect(() => recordStepParams(null as never)).toThrow(/input object/);
+    expect(() => recordStepParams({ ...ok, kind: "nap" as never })).toThrow(/kind must be one of/);
+    expect(() => recordStepParams({ ...ok, status: "waiting" as never })).toThrow(/'done' or 'failed'/);
+    expect(() => recordStepParams({ ...ok, seq: 0 })).toThrow(/seq/);
+    expect(() => recordStepParams({ ...ok, name: "x".repeat(MAX_STEP_NAME_LENGTH + 13) })).toThrow(/at most/);
+    expect(() => recordStepParams({ ...ok, result: () => 1 })).toThrow(/cannot encode step result as JSON/);
+  });
+});
+
+describe("parkStepParams", () => {
+  it("a sleep parks for delayMs (0 when absent) unless it has an absolute time", () => {
+    expect(parkStepParams({ ...owned, name: "nap", kind: "sleep", seq: 1, delayMs: 500 })).toMatchObject({ untilMs: null, delayMs: 500, message: null, childIds: [], waitingFor: null });
+    expect(parkStepParams({ ...owned, name: "nap", kind: "sleep", seq: 1 })).toMatchObject({ untilMs: null, delayMs: 0 });
+    expect(parkStepParams({ ...owned, name: "nap", kind: "sleep", seq: 1, untilMs: NOW, delayMs: 9 })).toMatchObject({ untilMs: NOW, delayMs: 0 });
+  });
+
+  it("a wait names its message; a join lists its children, in order", () => {
+    expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "approved" })).toMatchObject({ message: "approved", waitingFor: '"approved"' });
+    const join = parkStepParams({ ...owned, name: "j", kind: "join", seq: 3, childIds: ["task_b", "task_a"] });
+    expect(join).toMatchObject({ childIds: ["task_b", "task_a"], waitingFor: '["task_b","task_a"]', message: null });
+    expect(parkStepParams({ ...owned, name: "j", kind: "join", seq: 3 })).toMatchObject({ childIds: [], waitingFor: "[]" });
+  });
+
+  it("refuses what does not park and malformed times, messages and child ids", () => {
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "step" as never, seq: 1 })).toThrow(/only a sleep, wait or join parks/);
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, delayMs: -1 })).toThrow(/delayMs/);
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, untilMs: 1.5 })).toThrow(/untilMs/);
+    expect(() => parkStepParams({ ...owned, name: "w", kind: "wait", seq: 1 })).toThrow(/message/);
+    expect(() => parkStepParams({ ...owned, name: "j", kind: "join", seq: 1, childIds: ["task_a", ""] })).toThrow(/childIds\[1\]/);
+  });
+});
+
+describe("sendParams", () => {
+  it("encodes the payload (null when absent)", () => {
+    expect(sendParams({ taskId: ID, name: "approved", payload: { by: "ann" } })).toEqual({ taskId: ID, name: "approved", payload: '{"by":"ann"}' });
+    expect(sendParams({ taskId: ID, name: "approved" })).toEqual({ taskId: ID, name: "approved", payload: "null" });
+  });
+
+  it("refuses a missing input, task id or name", () => {
+    expect(() => sendParams(undefined as never)).toThrow(/taskId, name, payload/);
+    expect(() => sendParams({ taskId: "", name: "a" })).toThrow(/taskId/);
+    expect(() => sendParams({ taskId: ID, name: 3 as never })).toThrow(/name/);
+  });
+});
+
+describe("decodeStepRow", () => {
+  it("reads JSON held as text (SQLite) or already decoded (Postgres), numbers held as strings, and nulls", () => {
+    const fromText = decodeStepRow({
+      name: "j",
+      kind: "join",
+      status: "waiting",
+      result: null,
+      error: undefined,
+      attempt: "2",
+      at_ms: "1700000000000",
+      wake_at_ms: "1700000001000",
+      waiting_for: '["task_a"]',
+      seq: 3,
+    });
+    expect(fromText).toEqual({ name: "j", kind: "join", status: "waiting", result: null, error: null, attempt: 2, atMs: NOW, wakeAtMs: NOW + 1_000, waitingFor: ["task_a"], seq: 3 });
+    const decoded = decodeStepRow({ name: "s", kind: "step", status: "done", result: { ok: true }, error: null, attempt: 1, at_ms: NOW, wake_at_ms: null, waiting_for: null, seq: 1 });
+    expect(decoded).toMatchObject({ result: { ok: true }, wakeAtMs: null, waitingFor: null });
+  });
+});
