@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument } from "../src/errors.js";
+import { InvalidArgument, UnsupportedBackend } from "../src/errors.js";
 import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
-import { groupAllowance, groupClaimsInWindow, rotateGroups, sweepGroupTask } from "../src/groups.js";
+import { groupAllowance, groupClaimsInWindow, hasGroupReads, rotateGroups, sortGroupCounts, sweepGroupTask } from "../src/groups.js";
+import { requireGroupSupport } from "../src/submit-options.js";
 import { normalizeSubmit } from "../src/inputs.js";
 import { debounceUpdate, resolveDebounce } from "../src/debounce.js";
 import { decideRow } from "../src/decide.js";
@@ -106,5 +107,49 @@ describe("debounce", () => {
     const free = debounceUpdate({ delayMs: 200, maxDelayMs: null }, row.id, "{}");
     expect(decideRow(free.rule, row, free.params, 5000)).toMatchObject({ kind: "applied", row: { run_at_ms: 5200 } });
     expect(decideRow(free.rule, { ...row, status: "running" }, free.params, 5000).kind).toBe("not-matched");
+  });
+});
+
+describe("group reads and support checks", () => {
+  it("hasGroupReads needs the capability and both methods", () => {
+    const reads = { taskGroup: async () => null, groupStats: async () => [] };
+    expect(hasGroupReads({ capabilities: { groups: true }, ...reads })).toBe(true);
+    expect(hasGroupReads({ capabilities: { groups: false }, ...reads })).toBe(false);
+    expect(hasGroupReads({ capabilities: {} })).toBe(false);
+    const half = { capabilities: { groups: true }, taskGroup: reads.taskGroup };
+    expect(hasGroupReads(half)).toBe(false);
+  });
+
+  it("sortGroupCounts: most queued first, then most running, then by group; at most limit", () => {
+    const counts = [
+      { group: "c", queued: 1, running: 0 },
+      { group: "b", queued: 5, running: 1 },
+      { group: "a", queued: 1, running: 0 },
+      { group: "d", queued: 1, running: 3 },
+      { group: "a2", queued: 1, running: 0 },
+    ];
+    expect(sortGroupCounts(counts, 10).map((g) => g.group)).toEqual(["b", "d", "a", "a2", "c"]);
+    expect(sortGroupCounts([counts[0] as never, counts[0] as never], 10)).toHaveLength(2);
+    expect(sortGroupCounts(counts, 2).map((g) => g.group)).toEqual(["b", "d"]);
+  });
+
+  it("requireGroupSupport refuses a group or a debounce on a store without groups", () => {
+    const plain = { capabilities: {} };
+    expect(() => requireGroupSupport(plain, { group: "acme" })).toThrow(/submit option group 'acme' needs a store that records groups/);
+    expect(() => requireGroupSupport(plain, { debounce: { delayMs: 1 } })).toThrow(UnsupportedBackend);
+    expect(() => requireGroupSupport(plain, { group: null, debounce: null })).not.toThrow();
+    expect(() => requireGroupSupport({ capabilities: { groups: true } }, { group: "acme", debounce: { delayMs: 1 } })).not.toThrow();
+  });
+
+  it("groupAllowance with only a rate limit, and with neither", () => {
+    expect(groupAllowance({ groupConcurrency: null, groupRateLimit: { max: 3, perMs: 10 } }, 99, 1)).toBe(2);
+    expect(groupAllowance({ groupConcurrency: null, groupRateLimit: null }, 99, 99)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it("debounce input errors name the problem", () => {
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: 5 as never }, "task_0")).toThrow(/debounce must be an object/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: [] as never }, "task_0")).toThrow(/debounce must be an object/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: "1" } as never }, "task_0")).toThrow(/got string/);
+    expect(normalizeSubmit({ name: "x", key: "k", debounce: null }, "task_0").debounce).toBeNull();
   });
 });
