@@ -17,6 +17,7 @@ import { createRouter } from "./router.js";
 import { bulkRoutes } from "./routes/bulk-routes.js";
 import { liveRoutes } from "./routes/live-routes.js";
 import { overviewRoutes } from "./routes/overview-routes.js";
+import { groupRoutes } from "./routes/group-routes.js";
 import { pageRoutes } from "./routes/page-routes.js";
 import { taskRoutes } from "./routes/task-routes.js";
 
@@ -56,7 +57,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const hub = new LiveHub(client, options.pollIntervalMs ?? 2000);
   const ctx: RouteContext = { client, readOnly, hub };
   const route = createRouter({
-    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx)],
+    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...groupRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx)],
     readOnly,
     basePath: options.basePath ?? "",
     allowedHosts: options.allowedHosts,
