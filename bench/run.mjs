@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,latency,claim,floors,pooler,churn,groups] [--drain-warmup 2000]
+//                      [--only submit,drain,latency,claim,floors,pooler,churn,drivers,groups] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -16,6 +16,7 @@ import { machineInfo } from "./lib/machine.mjs";
 import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, DRAIN_PREFETCH_C64, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
 import { churnDrain, churnUnderSubmits } from "./lib/churn.mjs";
 import { GROUP_DRAINS, groupClaimUnderBacklog, groupDrain } from "./lib/groups.mjs";
+import { driverComparison, renderDrivers } from "./lib/drivers.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
 
@@ -169,6 +170,8 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "latency.p50", r.p50);
       push("ours", "latency.p95", r.p95);
       push("ours", "latency.p99", r.p99);
+      if (r.clientBusyRetries !== null) push("ours", "latency.clientBusy", r.clientBusyRetries);
+      if (r.workerBusyRetries !== null) push("ours", "latency.workerBusy", r.workerBusyRetries);
     });
     // Informational: the same round trip with polling turned far below its defaults, to separate what the
     // polling intervals cost from what the machinery costs. Not a recommended setting (it busy-polls).
@@ -253,17 +256,31 @@ try {
   if (backends.some((backend) => backend.name === "postgres")) await (await import("./lib/pooler.mjs")).finishPooler();
   for (const backend of backends) await backend.finish();
 }
+// SQLite on node:sqlite against better-sqlite3, under Node 22 (lib/drivers.mjs): after the repetitions, in the same run.
+let drivers = null;
+if (wants("drivers") && backends.some((backend) => backend.name === "sqlite")) {
+  const started = performance.now();
+  try {
+    drivers = await driverComparison({ calls: settings.latencyCalls, warmup: settings.latencyWarmup, reps: settings.reps }, log);
+    log(`sqlite drivers (Node 22): ${Math.round(performance.now() - started)} ms`);
+  } catch (err) {
+    errors.push({ backend: "sqlite", rep: 0, id: "drivers", error: err instanceof Error ? err.stack : String(err) });
+    log(`sqlite drivers (Node 22) FAILED: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
 machine.loadAverageAtEnd = os.loadavg().map((v) => Math.round(v * 100) / 100);
 
 const durationS = (Date.now() - startedAt.getTime()) / 1000;
 const rows = buildRows(results, settings);
 const targets = buildTargets(rows);
-const markdown = renderMarkdown({ machine, settings, rows, results, skipped, startedAt: startedAt.toISOString(), durationS });
+const markdown =
+  renderMarkdown({ machine, settings, rows, results, skipped, startedAt: startedAt.toISOString(), durationS }) +
+  (drivers === null ? "" : `\n${renderDrivers(drivers, settings.latencyCalls)}`);
 process.stdout.write(`${markdown}\n`);
 
 mkdirSync(resultsDir, { recursive: true });
 const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
-const json = { startedAt: startedAt.toISOString(), durationS, machine, settings, args, skipped, results, rows, targets, errors };
+const json = { startedAt: startedAt.toISOString(), durationS, machine, settings, args, skipped, results, rows, targets, drivers, errors };
 writeFileSync(new URL(`${stamp}.json`, resultsDir), `${JSON.stringify(json, null, 2)}\n`);
 writeFileSync(new URL("latest.md", resultsDir), `${markdown}\n`);
 log(`wrote bench/results/${stamp}.json and bench/results/latest.md`);

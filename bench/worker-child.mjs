@@ -10,13 +10,15 @@
 //                                       success (since "start" when `warmup` is 0), the
 //                                       highest RSS (and V8 heap used) sampled every 50 ms meanwhile,
 //                                       and the RSS at "start" (connected, idle)
+//                   { type: "stats", busyRetries }  on "stop", before closing: the worker's SQLite busy
+//                                       retries (null on Postgres)
 //                   { type: "error", message }
 //
 // "Succeeded" is counted on `task:succeeded`, which the worker emits only
 // after the store's complete() resolved, i.e. after the commit: when the count
 // reaches `expect`, the store shows all of them succeeded (the parent checks
 // with stats() afterwards).
-import { openWorker } from "./lib/targets.mjs";
+import { busyRetriesOf, openWorker } from "./lib/targets.mjs";
 
 const RSS_SAMPLE_MS = 50;
 const config = JSON.parse(process.argv[2]);
@@ -77,6 +79,7 @@ process.on("message", (message) => {
   } else if (message?.type === "stop") {
     clearInterval(sampler);
     void (async () => {
+      send({ type: "stats", busyRetries: busyRetriesOf(worker.store) });
       await worker.close();
       await running;
       process.disconnect?.();

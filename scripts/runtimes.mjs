@@ -14,6 +14,7 @@
 
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,6 +85,51 @@ export function ensureRuntime(name) {
     throw new Error(`runtimes: ${spec.label} was fetched to ${bin} but does not run here: ${err.message}`);
   }
   return { name, bin, version, source: "npm", driver: spec.driver, label: spec.label };
+}
+
+/**
+ * A better-sqlite3 built for the runtime `name` (a Node), for the bench's driver comparison
+ * (bench/run.mjs --only drivers): the workspace's copy is built for the Node that installed it,
+ * and an addon loads only in the Node ABI it was built for. Copies the package (and `bindings`,
+ * which it requires) under the cache and compiles it there with npm's node-gyp against the
+ * runtime's own headers, once (a few minutes on 2 cores).
+ * @returns {{ modulePath: string, source: "cache" | "built" }} `modulePath`: what `require` takes.
+ */
+export function ensureBetterSqlite3For(name) {
+  const runtime = ensureRuntime(name);
+  if (!runtime.bin.endsWith(path.join("bin", "node"))) throw new Error(`runtimes: better-sqlite3 is a Node addon; ${runtime.label} does not load it`);
+  const fromStore = createRequire(path.join(ROOT, "packages", "store-sqlite", "package.json"));
+  const pkgJson = fromStore.resolve("better-sqlite3/package.json");
+  const source = path.dirname(fs.realpathSync(pkgJson));
+  const { version } = JSON.parse(fs.readFileSync(pkgJson, "utf8"));
+  const abi = execFileSync(runtime.bin, ["-p", "process.versions.modules"], { encoding: "utf8" }).trim();
+  const root = path.join(CACHE_DIR, `better-sqlite3@${version}-abi${abi}`);
+  const target = path.join(root, "node_modules", "better-sqlite3");
+  const modulePath = path.join(target, "lib", "index.js");
+  const addon = path.join(target, "build", "Release", "better_sqlite3.node");
+  if (fs.existsSync(addon)) return { modulePath, source: "cache" };
+  const staging = `${root}.partial`;
+  fs.rmSync(staging, { recursive: true, force: true });
+  const stagedTarget = path.join(staging, "node_modules", "better-sqlite3");
+  fs.cpSync(source, stagedTarget, { recursive: true, dereference: true, filter: (from) => !from.startsWith(path.join(source, "build")) && !from.startsWith(path.join(source, "node_modules")) });
+  // Its one runtime dependency, and that one's own: bindings → file-uri-to-path.
+  let from = path.join(source, "package.json");
+  for (const dep of ["bindings", "file-uri-to-path"]) {
+    const depDir = path.dirname(fs.realpathSync(createRequire(from).resolve(`${dep}/package.json`)));
+    fs.cpSync(depDir, path.join(staging, "node_modules", dep), { recursive: true, dereference: true });
+    from = path.join(depDir, "package.json");
+  }
+  const gyp = path.join(execFileSync("npm", ["root", "-g"], { encoding: "utf8" }).trim(), "npm", "node_modules", "node-gyp", "bin", "node-gyp.js");
+  const nodedir = path.resolve(path.dirname(runtime.bin), "..");
+  try {
+    execFileSync(runtime.bin, [gyp, "rebuild", "--release", `--nodedir=${nodedir}`, "--jobs=2"], { cwd: stagedTarget, stdio: ["ignore", "pipe", "pipe"], timeout: 900_000 });
+  } catch (err) {
+    throw new Error(`runtimes: could not build better-sqlite3 ${version} for ${runtime.label}: ${String(err.stderr || err.message).trim().split("\n").slice(-15).join("\n")}`);
+  }
+  fs.rmSync(path.join(stagedTarget, "build", "Release", "obj.target"), { recursive: true, force: true });
+  fs.rmSync(root, { recursive: true, force: true });
+  fs.renameSync(staging, root);
+  return { modulePath, source: "built" };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -23,12 +23,14 @@ export async function spawnWorker({ target, worker, taskOptions, expect, warmup 
   if (traceSql) execArgv.push("--import", SQL_TRACE);
   const child = fork(CHILD, [JSON.stringify({ target, worker, taskOptions, expect, warmup, stamp, handlerMs })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const errors = [];
+  const stats = { busyRetries: null };
   let onDone = null;
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const ready = new Promise((resolve, reject) => {
     child.on("message", (message) => {
       if (message.type === "ready") resolve();
       else if (message.type === "done") onDone?.(message);
+      else if (message.type === "stats") stats.busyRetries = message.busyRetries;
       else if (message.type === "error") {
         errors.push(message.message);
         reject(new Error(message.message));
@@ -40,6 +42,8 @@ export async function spawnWorker({ target, worker, taskOptions, expect, warmup 
   return {
     pid: child.pid,
     errors,
+    /** What the worker reported on stop (its SQLite busy retries); filled once `stop()` resolved. */
+    stats,
     /** Starts the worker and resolves with its `done` report (rejects when the process exits first or after `timeoutMs`). */
     run(timeoutMs) {
       const done = new Promise((resolve, reject) => {

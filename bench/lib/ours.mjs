@@ -3,7 +3,7 @@
 // for drains and latency, a bare store for the claim cost.
 import { spawnWorker } from "./child.mjs";
 import { percentile, median } from "./stats.mjs";
-import { newWorkerId, openClient, openStore } from "./targets.mjs";
+import { busyRetriesOf, newWorkerId, openClient, openStore } from "./targets.mjs";
 
 const QUEUE = "default";
 const NAME = "noop";
@@ -136,14 +136,25 @@ export async function callLatency(backend, { calls, warmup, worker = {}, call = 
     child = await spawnWorker({ target, worker, expect: 0, traceSql });
     child.start();
     for (let i = 0; i < warmup; i += 1) await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
+    const busyBefore = busyRetriesOf(client.store);
     const samples = [];
     for (let i = 0; i < calls; i += 1) {
       const started = performance.now();
       await client.call(NAME, { i }, { waitTimeoutMs: 30_000, ...call });
       samples.push(performance.now() - started);
     }
+    const clientBusy = busyBefore === null ? null : busyRetriesOf(client.store) - busyBefore;
+    await child.stop();
     if (child.errors.length > 0) throw new Error(`the worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
-    return { p50: percentile(samples, 50), p95: percentile(samples, 95), p99: percentile(samples, 99) };
+    return {
+      p50: percentile(samples, 50),
+      p95: percentile(samples, 95),
+      p99: percentile(samples, 99),
+      // SQLite: the write turns that hit SQLITE_BUSY and slept the backoff during the timed calls (the client's),
+      // and over the worker's whole run, warm-up included (the worker's); null on Postgres.
+      clientBusyRetries: clientBusy,
+      workerBusyRetries: child.stats.busyRetries,
+    };
   } finally {
     await child?.stop();
     await client.close();

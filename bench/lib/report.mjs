@@ -11,6 +11,7 @@ const UNITS = {
   rate: { fmt: (v) => `${int.format(v)}/s` },
   ms: { fmt: (v) => `${fixed(v < 10 ? 2 : 1).format(v)} ms` },
   mb: { fmt: (v) => `${fixed(1).format(v)} MB` },
+  count: { fmt: (v) => int.format(v) },
 };
 
 /**
@@ -98,6 +99,13 @@ export const FIGURES = [
     floor: both("proto.call.p99"),
     target: { sqlite: { kind: "≤", value: 5, unit: "ms" }, postgres: { kind: "ratio≤", value: 2.5 } },
   },
+  {
+    id: "latency.clientBusy",
+    label: (settings) => `↳ the client's writes that hit SQLITE_BUSY and slept the backoff, in ${int.format(settings?.latencyCalls ?? 0)} calls`,
+    unit: "count",
+    target: {},
+  },
+  { id: "latency.workerBusy", label: "↳ the worker's writes that hit SQLITE_BUSY, over its run (warm-up included)", unit: "count", target: {} },
   { id: "latencyTuned.p50", label: "↳ informational: p50 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   { id: "latencyTuned.p99", label: "↳ informational: p99 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   {

@@ -80,7 +80,7 @@ const FLOOR_COMPLETE = `UPDATE tasks SET status = 'succeeded', result = @result,
  * COMPLETE's no-flag branch for a NULL result (§5.14). Every index, CHECK and
  * `json_valid` of the schema is paid by these as by the store.
  */
-const PROTOCOL = {
+export const PROTOCOL = {
   insert: `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id,
     created_at_ms, updated_at_ms) VALUES (@id, 'noop', 'default', 'queued', @payload, '{}', 3, 0, @now, @id, @now, @now)`,
   claim: `UPDATE cairnq_tasks SET status = 'running', worker_id = @workerId, lease_until_ms = @now + 30000, attempt = attempt + 1,
@@ -92,7 +92,7 @@ const PROTOCOL = {
 };
 const MINIMAL = { insert: FLOOR_INSERT, claim: FLOOR_CLAIM, complete: FLOOR_COMPLETE };
 /** The call() floor's read of the finished row (protocol schema only). */
-const PROTOCOL_GET = "SELECT * FROM cairnq_tasks WHERE id = ?";
+export const PROTOCOL_GET = "SELECT * FROM cairnq_tasks WHERE id = ?";
 
 /**
  * A fresh floor database: `schema` = "minimal" (the floor table above) or

@@ -1,19 +1,43 @@
-// The API side: submits keyed tasks into a SQLite file, a separate worker
-// process runs them, and the results print here. Exits 0 when all succeeded.
+// The API side: submits keyed tasks into a SQLite file (or a Postgres
+// database), a separate worker process runs them, and the results print here.
+// Exits 0 when all succeeded. Runs under Node and under Bun:
+//
+//   node demo.mjs                       a SQLite file in a temp directory
+//   bun demo.mjs postgres://…/db        a fresh schema in that Postgres database (dropped after)
 import { fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CairnQ } from "cairnq";
 
-const dir = mkdtempSync(join(tmpdir(), "cairnq-demo-"));
-const file = join(dir, "demo.db");
-const cairnq = CairnQ.sqlite(file);
+const dsn = process.argv[2];
+let database;
+let cleanup;
+if (dsn === undefined) {
+  const dir = mkdtempSync(join(tmpdir(), "cairnq-demo-"));
+  database = { file: join(dir, "demo.db") };
+  cleanup = async () => rmSync(dir, { recursive: true, force: true });
+} else if (/^postgres(ql)?:\/\//.test(dsn)) {
+  database = { dsn, schema: `cairnq_demo_${randomBytes(4).toString("hex")}` };
+  cleanup = async () => {
+    const { default: pg } = await import("pg");
+    const admin = new pg.Client({ connectionString: dsn });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${database.schema}" CASCADE`);
+    await admin.end();
+  };
+} else {
+  throw new Error(`demo.mjs takes nothing (SQLite) or a postgres:// connection string, got ${JSON.stringify(dsn)}`);
+}
+const cairnq = database.dsn === undefined ? CairnQ.sqlite(database.file) : CairnQ.postgres(database.dsn, { schema: database.schema });
 await cairnq.connect();
 
-const worker = fork(new URL("./worker.mjs", import.meta.url), [file]);
+const worker = fork(new URL("./worker.mjs", import.meta.url), [JSON.stringify(database)]);
 await new Promise((resolve) => worker.once("message", resolve));
-console.log(`worker process ${worker.pid} is up; database ${file}`);
+const runtime = process.versions.bun === undefined ? `Node ${process.version}` : `Bun ${process.versions.bun}`;
+const where = database.dsn === undefined ? `SQLite ${database.file} (${cairnq.store.driver})` : `Postgres schema ${database.schema}`;
+console.log(`worker process ${worker.pid} is up; ${runtime}, ${where}`);
 
 try {
   const images = ["cat.png", "dog.png", "owl.png"];
@@ -48,6 +72,6 @@ try {
   worker.kill("SIGTERM");
   await new Promise((resolve) => worker.once("exit", resolve));
   await cairnq.close();
-  rmSync(dir, { recursive: true, force: true });
+  await cleanup();
 }
 console.log("demo finished");

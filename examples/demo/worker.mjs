@@ -1,7 +1,10 @@
-// The worker process: claims `resize` tasks from the SQLite file and reports progress.
+// The worker process: claims `resize` tasks from the demo's database and reports progress.
 import { Worker } from "cairnq";
 
-const worker = Worker.sqlite(process.argv[2], { concurrency: 4, pollIntervalMs: 50 });
+const database = JSON.parse(process.argv[2]);
+const options = { concurrency: 4, pollIntervalMs: 50 };
+const worker =
+  database.dsn === undefined ? Worker.sqlite(database.file, options) : Worker.postgres(database.dsn, { ...options, schema: database.schema });
 
 worker.task("resize", async (ctx, payload) => {
   for (let step = 1; step <= 4; step += 1) {

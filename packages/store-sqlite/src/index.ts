@@ -30,3 +30,7 @@ export type {
   CheckpointThreadSource,
 } from "./drivers/sqlite-driver.js";
 export { loadSQLiteDriver } from "./drivers/load-driver.js";
+export { openSQLiteDatabase } from "./drivers/open-database.js";
+export type { OpenSQLiteDatabaseOptions } from "./drivers/open-database.js";
+export { betterSqlite3Driver } from "./drivers/better-sqlite3-driver.js";
+export type { BetterSqlite3Class } from "./drivers/better-sqlite3-driver.js";

@@ -87,12 +87,12 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
    *
    * @param filename - A file path, `:memory:` or `""`.
    * @param busyTimeoutMs - The busy budget (§13).
-   * @param driverName - The driver to open with; undefined takes the first available.
+   * @param driverChoice - The driver to open with (a name, or a driver object); undefined takes the first available.
    */
   constructor(
     readonly filename: string,
     busyTimeoutMs: number,
-    readonly driverName?: SQLiteDriverName,
+    readonly driverChoice?: SQLiteDriverName | SQLiteDriver,
   ) {
     this.memory = isMemoryFilename(filename);
     this.file = this.memory || filename.startsWith("file:") ? filename : path.resolve(filename);
@@ -150,7 +150,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   async open(): Promise<void> {
     try {
       if (!this.memory && !this.filename.startsWith("file:")) fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      const driver = loadSQLiteDriver(this.driverName);
+      const driver = typeof this.driverChoice === "object" ? this.driverChoice : loadSQLiteDriver(this.driverChoice);
       this.#driver = driver;
       const writer = driver.openConnection(this.filename, this.busyTimeoutMs);
       this.#writer.attach(writer);

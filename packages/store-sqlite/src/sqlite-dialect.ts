@@ -1,6 +1,6 @@
 import type { DialectCapabilities, StoreClock } from "@cairnq/store-kysely";
 import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
-import type { SQLiteDriverName } from "./drivers/sqlite-driver.js";
+import type { SQLiteDriver, SQLiteDriverName } from "./drivers/sqlite-driver.js";
 import { GroupCommitWrites } from "./group-commit-writes.js";
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
@@ -14,7 +14,7 @@ export interface SQLiteDialectOptions {
   /** The process clock. @default Date.now */
   readonly clock?: () => number;
   /** The SQLite driver. @default the first available of better-sqlite3, node:sqlite, bun:sqlite */
-  readonly driver?: SQLiteDriverName;
+  readonly driver?: SQLiteDriverName | SQLiteDriver;
 }
 
 /**

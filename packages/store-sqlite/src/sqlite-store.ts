@@ -7,7 +7,7 @@ import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import { checkOptions } from "@cairnq/runtime";
 import { retryBusy } from "./busy.js";
-import type { SQLiteDriverName } from "./drivers/sqlite-driver.js";
+import type { SQLiteDriver, SQLiteDriverName } from "./drivers/sqlite-driver.js";
 import { SQLITE_DRIVER_NAMES } from "./drivers/sqlite-driver.js";
 import { SQLiteDialect } from "./sqlite-dialect.js";
 import { SQLiteTransactionStore } from "./sqlite-transaction-store.js";
@@ -33,10 +33,11 @@ export interface SQLiteStoreOptions {
    * 22.16 and later: nothing to compile) or `"bun:sqlite"` (built into Bun).
    * Every driver behaves the same and shares the file with the others. A
    * chosen driver that cannot load here fails the first open with a message
-   * saying why.
-   * @default the first that loads of "better-sqlite3", "node:sqlite", "bun:sqlite"
+   * saying why. A {@link SQLiteDriver} object brings a binding of your own
+   * (e.g. `betterSqlite3Driver(require("/opt/other/better-sqlite3"))`).
+   * @default the first that loads of "better-sqlite3", "node:sqlite", "bun:sqlite" (under Bun: "bun:sqlite")
    */
-  driver?: SQLiteDriverName;
+  driver?: SQLiteDriverName | SQLiteDriver;
 }
 
 /** Every key of {@link SQLiteStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
@@ -73,10 +74,11 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
     if (typeof path !== "string") throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${typeof path}`);
     const busyTimeoutMs = options.busyTimeoutMs === undefined ? 5000 : requireInt(options.busyTimeoutMs, "busyTimeoutMs", 0, 2_147_483_647);
     const driver = options.driver;
-    if (driver !== undefined && !(SQLITE_DRIVER_NAMES as readonly unknown[]).includes(driver)) {
+    if (driver !== undefined && !(SQLITE_DRIVER_NAMES as readonly unknown[]).includes(driver) && !isDriverObject(driver)) {
       throw new InvalidArgument(
         "driver",
-        `driver must be one of ${SQLITE_DRIVER_NAMES.map((name) => JSON.stringify(name)).join(", ")} (or left out to take the first available), got ${JSON.stringify(driver)}`,
+        `driver must be one of ${SQLITE_DRIVER_NAMES.map((name) => JSON.stringify(name)).join(", ")} (or left out to take the first available), ` +
+          `or a SQLiteDriver object ({ name, openConnection, checkpointThread }); got ${typeof driver === "string" ? JSON.stringify(driver) : typeof driver}`,
       );
     }
     const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: options.clock, driver });
@@ -199,4 +201,10 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
       }),
     );
   }
+}
+
+function isDriverObject(value: unknown): value is SQLiteDriver {
+  if (typeof value !== "object" || value === null) return false;
+  const driver = value as Partial<SQLiteDriver>;
+  return typeof driver.name === "string" && typeof driver.openConnection === "function" && driver.checkpointThread !== undefined;
 }

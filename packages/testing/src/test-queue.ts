@@ -38,7 +38,8 @@ export interface TestQueueOptions {
   /**
    * The store: `"memory"` (`MemoryStore`, the fastest), `"sqlite"` (a
    * `SQLiteStore` on a temporary file, removed in `close()`; needs
-   * `@cairnq/store-sqlite` and `better-sqlite3` installed), or a function
+   * `@cairnq/store-sqlite` installed, and on Node 20 `better-sqlite3` — Node
+   * 22.16+ and Bun have a SQLite driver built in), or a function
    * that builds one on the clock it is given. A store must read its time
    * from that clock (`clock: () => clock.now()`); one on the database's
    * clock (Postgres) cannot follow virtual time.
@@ -124,7 +125,8 @@ async function buildStore(choice: unknown, clock: VirtualClock): Promise<{ store
       sqlite = await import("@cairnq/store-sqlite");
     } catch (err) {
       throw new CairnQError(
-        `createTestQueue({ store: "sqlite" }) needs @cairnq/store-sqlite and its driver: npm install --save-dev @cairnq/store-sqlite better-sqlite3 ` +
+        `createTestQueue({ store: "sqlite" }) needs @cairnq/store-sqlite: npm install --save-dev @cairnq/store-sqlite ` +
+          `(and better-sqlite3 on Node 20; Node 22.16+ and Bun have a SQLite driver built in) ` +
           `(${err instanceof Error ? err.message : String(err)})`,
       );
     }

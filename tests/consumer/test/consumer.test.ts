@@ -13,7 +13,11 @@
  *   - a Postgres-only app (`cairnq` + `pg`) must have no better-sqlite3
  *     anywhere in node_modules, runs a `call()` on Postgres
  *     (CAIRNQ_TEST_PG_DSN, a fresh schema it drops), and gets the
- *     "npm install better-sqlite3" error from a SQLite factory.
+ *     "npm install better-sqlite3" error from a SQLite factory;
+ *   - an app with `cairnq` alone (no better-sqlite3, nothing compiled) runs
+ *     the same README example under Node 22 (node:sqlite) and under Bun
+ *     (bun:sqlite, the TypeScript file as is), both fetched by
+ *     scripts/runtimes.mjs.
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -24,6 +28,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureRuntime } from "../../../scripts/runtimes.mjs";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const PG_DSN = process.env.CAIRNQ_TEST_PG_DSN;
@@ -118,6 +123,11 @@ function findPackageDir(dir: string, name: string): string | null {
     if (found !== null) return found;
   }
   return null;
+}
+
+/** Every native addon (`*.node` file) under `dir`. */
+function nativeAddons(dir: string): string[] {
+  return (fs.readdirSync(dir, { recursive: true, encoding: "utf8" })).filter((file) => file.endsWith(".node"));
 }
 
 /** An app directory with a package.json (ESM), as `npm init` would leave it. */
@@ -261,6 +271,48 @@ try {
     });
     const [result, sqliteLine] = stdout.trimEnd().split("\n");
     expect(JSON.parse(result!)).toEqual({ sum: 5 });
-    expect(sqliteLine).toMatch(/^sqlite: CairnQError: @cairnq\/store-sqlite needs the 'better-sqlite3' driver .*npm install better-sqlite3$/);
+    // Node 20 has no node:sqlite: the message names every driver it tried, then the fixes.
+    expect(sqliteLine).toMatch(/^sqlite: CairnQError: @cairnq\/store-sqlite found no SQLite driver on Node v20.*better-sqlite3 is not installed.*npm install better-sqlite3$/);
+  }, 600_000);
+});
+
+describe("an app without better-sqlite3 on Node 22 and on Bun: npm install cairnq", () => {
+  it("installs nothing native and runs the README's example on node:sqlite under Node 22 and on bun:sqlite under Bun", async () => {
+    // Fetched before the install, so a runtime that cannot be had fails first, with its reason.
+    const node22 = ensureRuntime("node22");
+    const bun = ensureRuntime("bun");
+    const app = makeApp("no-addon-app");
+    await run("npm", [...NPM_INSTALL, ...tarballs], { cwd: app, env: appEnv(), timeoutMs: 300_000 });
+    expect(findPackageDir(path.join(app, "node_modules"), "better-sqlite3"), "better-sqlite3 in an install that did not ask for it").toBeNull();
+    expect(nativeAddons(path.join(app, "node_modules")), "native addons in the install").toEqual([]);
+
+    const code = readmeExample();
+    const expected = expectedOutput(code);
+    fs.writeFileSync(path.join(app, "example.ts"), code);
+    const js = ts.transpileModule(code, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+    fs.writeFileSync(path.join(app, "example.mjs"), js);
+    fs.writeFileSync(
+      path.join(app, "driver.mjs"),
+      `import { SQLiteStore } from "cairnq";
+const store = new SQLiteStore("./cairnq.db");
+await store.connect();
+const { succeeded } = (await store.stats()).default;
+console.log(store.driver, succeeded);
+await store.close();
+`,
+    );
+    for (const [runtime, file] of [
+      [node22, "example.mjs"],
+      [bun, "example.ts"],
+    ] as const) {
+      fs.rmSync(path.join(app, "cairnq.db"), { force: true });
+      const ran = await run(runtime.bin, [file], { cwd: app, env: appEnv(), timeoutMs: 60_000 });
+      // Bun's console.log spreads an object over lines (`{\n  bytes: 3200,\n}`): compared without layout.
+      const layout = (text: string): string => text.replace(/\s+/g, "").replace(/,([}\]])/g, "$1");
+      expect(layout(ran.stdout), `${runtime.label}: ${file}`).toBe(layout(expected.join("\n")));
+      expect(ran.stderr, `${runtime.label} printed to stderr`).toBe("");
+      const driver = await run(runtime.bin, ["driver.mjs"], { cwd: app, env: appEnv(), timeoutMs: 60_000 });
+      expect(driver.stdout.trim()).toBe(`${runtime.driver} 2`);
+    }
   }, 600_000);
 });

@@ -112,11 +112,28 @@ class BetterSqlite3Connection implements SQLiteDriverConnection {
   }
 }
 
-/** Wraps a loaded better-sqlite3 module (its `Database` class, as `require("better-sqlite3")` returns it). */
-export function betterSqlite3Driver(Database: typeof BetterSqlite3, modulePath: string | null): SQLiteDriver {
+/** better-sqlite3's `Database` class as `require("better-sqlite3")` returns it, typed loosely so these declarations need no `@types/better-sqlite3`. */
+export type BetterSqlite3Class = new (filename: string, options?: { timeout?: number }) => object;
+
+/**
+ * A {@link SQLiteDriver} over a better-sqlite3 module you loaded yourself —
+ * for the `driver` option, when the copy the store would resolve is not the
+ * one to use (say, one built for another Node version).
+ *
+ * @param Database - The module's export: `require("better-sqlite3")`.
+ * @param modulePath - Where it resolves (`require.resolve(...)`), so the checkpoint thread can load the same copy; without it, the store's writer checkpoints on its own.
+ * @example
+ * ```ts
+ * const require = createRequire(import.meta.url);
+ * const path = require.resolve("/opt/node22/better-sqlite3");
+ * const store = new SQLiteStore("cairnq.db", { driver: betterSqlite3Driver(require(path), path) });
+ * ```
+ */
+export function betterSqlite3Driver(Database: BetterSqlite3Class, modulePath: string | null = null): SQLiteDriver {
+  const Open = Database as unknown as typeof BetterSqlite3;
   return {
     name: "better-sqlite3",
-    openConnection: (filename, busyTimeoutMs) => new BetterSqlite3Connection(new Database(filename, { timeout: busyTimeoutMs })),
+    openConnection: (filename, busyTimeoutMs) => new BetterSqlite3Connection(new Open(filename, { timeout: busyTimeoutMs })),
     checkpointThread:
       modulePath === null
         ? null

@@ -60,7 +60,8 @@ function tryLoad(name: SQLiteDriverName): SQLiteDriver | string {
 
 /**
  * The driver named `name`, or without a name the first of
- * {@link SQLITE_DRIVER_NAMES} that loads in this runtime.
+ * {@link SQLITE_DRIVER_NAMES} that loads in this runtime — under Bun,
+ * `bun:sqlite` first.
  *
  * @throws CairnQError (fatal) when the named driver, or every driver, is unavailable, saying why and what to install.
  * @example
@@ -81,7 +82,9 @@ export function loadSQLiteDriver(name?: SQLiteDriverName): SQLiteDriver {
     );
   }
   const reasons: string[] = [];
-  for (const candidate of SQLITE_DRIVER_NAMES) {
+  // Bun also answers for node:sqlite, but its own module is the one the kit is run against there.
+  const order: readonly SQLiteDriverName[] = underBun() ? ["bun:sqlite", "better-sqlite3", "node:sqlite"] : SQLITE_DRIVER_NAMES;
+  for (const candidate of order) {
     const driver = tryLoad(candidate);
     if (typeof driver !== "string") return driver;
     reasons.push(`${candidate}: ${driver}`);

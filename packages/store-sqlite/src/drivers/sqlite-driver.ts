@@ -72,6 +72,7 @@ export interface CheckpointThreadSource {
 
 /** A loaded binding: opens connections. */
 export interface SQLiteDriver {
+  /** Which binding this is (`store.driver` reports it). */
   readonly name: SQLiteDriverName;
   /**
    * Opens `filename` (a path, `:memory:`, `""` or a `file:` URI) read-write,

@@ -1,7 +1,10 @@
+import { createRequire } from "node:module";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
+import { Kysely, SqliteDialect } from "kysely";
 import { describe, expect, it } from "vitest";
 import { isBusyError } from "../../src/busy.js";
-import { DatabaseBusy, loadSQLiteDriver, SQLiteStore } from "../../src/index.js";
+import type { BetterSqlite3Class } from "../../src/index.js";
+import { betterSqlite3Driver, DatabaseBusy, loadSQLiteDriver, openSQLiteDatabase, SQLiteStore } from "../../src/index.js";
 import { openStore, tempFile } from "../helpers.js";
 
 // This file runs on Node 20 with better-sqlite3 installed (the fast tier). The same store on node:sqlite
@@ -69,6 +72,38 @@ describe("SQLite driver choice", () => {
       db.close();
     }
     expect(db.open).toBe(false);
+  });
+
+  it("takes a driver object of your own (a better-sqlite3 copy you loaded), and rejects an object that is not one", async () => {
+    const require = createRequire(import.meta.url);
+    const modulePath = require.resolve("better-sqlite3");
+    let opened = 0;
+    const own = betterSqlite3Driver(require(modulePath) as BetterSqlite3Class, modulePath);
+    const counting = { ...own, openConnection: (file: string, ms: number) => (opened++, own.openConnection(file, ms)) };
+    const store = openStore(tempFile(), { driver: counting });
+    await store.submit({ name: "job" });
+    expect(store.driver).toBe("better-sqlite3");
+    expect(opened).toBe(2); // the writer and the reader
+    expect(() => new SQLiteStore(tempFile(), { driver: { name: "x" } as never })).toThrow(/or a SQLiteDriver object.*got object/);
+  });
+
+  it("openSQLiteDatabase gives Kysely's SqliteDialect a database on the chosen driver, for store.transaction", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    const appDb = new Kysely<{ orders: { id: string } }>({ dialect: new SqliteDialect({ database: openSQLiteDatabase(file, { driver: "better-sqlite3" }) }) });
+    try {
+      await store.connect();
+      await appDb.schema.createTable("orders").addColumn("id", "text", (c) => c.primaryKey()).execute();
+      await store.transaction(appDb, async (trx) => {
+        await trx.insertInto("orders").values({ id: "o1" }).execute();
+        await store.withTransaction(trx).submit({ name: "ship", payload: { orderId: "o1" } });
+      });
+      expect(await appDb.selectFrom("orders").selectAll().execute()).toEqual([{ id: "o1" }]);
+      expect((await store.list({ name: "ship" })).map((task) => (task.payload as { orderId: string }).orderId)).toEqual(["o1"]);
+    } finally {
+      await appDb.destroy();
+    }
+    expect(() => openSQLiteDatabase(tempFile(), { driver: "bun:sqlite" })).toThrow(/cannot use the SQLite driver 'bun:sqlite'/);
   });
 
   it("recognizes busy errors as each driver raises them", () => {
