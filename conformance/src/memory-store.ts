@@ -507,6 +507,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       const row = buildInsert(SCHEDULED_SUBMIT, decoded({ ...slot.submit.params, runAtMs: slot.slotMs }), now);
       this.#tasks.set(row.id, row);
       this.#upsertKey(slot.key, row.id, now);
+      if (slot.submit.group !== null) this.#taskGroups.set(row.id, slot.submit.group);
       submitted.push(copy(row));
     }
     const latest = batch.slotsMs[batch.slotsMs.length - 1];

@@ -5,7 +5,7 @@
  * group, concurrent claims included, and claims rotate across groups. Run
  * only for stores declaring `groups`.
  */
-import type { ClaimInput, FlowControl, GroupReadStore, Task } from "@cairnq/protocol";
+import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
@@ -169,6 +169,20 @@ export const groupCases: readonly ConformanceCase[] = [
       const ungrouped = (await t.all()).find((row) => (row.payload as { group: string }).group === "-") as Task;
       t.expect(await store.taskGroup(ungrouped.id)).toBeNull();
       await t.rejects(store.groupStats("g", { limit: 0 }), InvalidArgument, "a limit of 0");
+    },
+  },
+  {
+    id: "group-schedule-slots",
+    title: "slot tasks of a schedule with a group are in that group: a grouped claim limits and counts them",
+    spec: "store.ts StoreCapabilities.groups, schedule.ts ScheduleTaskInput.group",
+    skipUnless: (c) => needsGroups(c) ?? (c.schedules === true ? null : "schedules (submitScheduleSlots)"),
+    async run(t) {
+      const store = t.store.inner as unknown as ScheduleTaskStore & GroupReadStore;
+      const now = Date.now();
+      const { submitted } = await store.submitScheduleSlots({ schedule: "ticks", slotsMs: [now - 3000, now - 2000, now - 1000], task: { name: "g", group: "a", payload: { group: "a" } } });
+      t.expect(submitted).toHaveLength(3);
+      t.expect(await store.groupStats("g")).toEqual([{ group: "a", queued: 3, running: 0 }]);
+      t.expect(await grouped(t, t.w1, { groupConcurrency: 2 })).toHaveLength(2);
     },
   },
   {

@@ -55,3 +55,17 @@ describe("group limits (task options groupConcurrency, groupRateLimit)", () => {
     expect(taken).toHaveLength(1);
   });
 });
+
+describe("schedules with a group", () => {
+  it("every slot task is in the schedule's group (counted per group), and a store without groups refuses it", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store);
+    worker.schedule("tick", { everyMs: 50 }, { group: "tenant-a", name: "ticks" });
+    void worker.run();
+    await waitFor(async () => (await store.groupStats("tick")).some((g) => g.group === "tenant-a" && g.queued >= 2), 5000, "two slot tasks in tenant-a");
+    await worker.stop();
+    const plain = new MemoryStore();
+    Object.defineProperty(plain, "capabilities", { value: { ...plain.capabilities, groups: false } });
+    expect(() => makeWorker(plain).schedule("tick", { everyMs: 50 }, { group: "tenant-a" })).toThrow(UnsupportedBackend);
+  });
+});
