@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,latency,claim,floors,pooler,churn,drivers,groups] [--drain-warmup 2000]
+//                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -161,6 +161,19 @@ async function repetition(backend, result, rep, errors) {
     await step(`drain c64, prefetch ${DRAIN_PREFETCH_C64}`, async () => {
       const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, prefetch: DRAIN_PREFETCH_C64, cpuProfDir, traceSql });
       push("ours", "drainPrefetch.c64", r.tasksPerSec);
+    });
+  }
+  if (wants("telemetry")) {
+    // Off and on alternate within each repetition, so both see the same minute of the shared machine.
+    await step("drain c64, telemetry off", async () => {
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, cpuProfDir });
+      if (r.otelLoaded) throw new Error("a worker without tracing or metrics loaded an @opentelemetry module");
+      push("ours", "telemetryOff.c64", r.tasksPerSec);
+    });
+    await step("drain c64, tracing + metrics on (SDK, no-op exporters)", async () => {
+      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, telemetry: true, cpuProfDir });
+      if (!r.otelLoaded) throw new Error("the traced worker loaded no @opentelemetry module: telemetry was not on");
+      push("ours", "telemetryOn.c64", r.tasksPerSec);
     });
   }
   if (wants("latency")) {

@@ -18,14 +18,21 @@
 // after the store's complete() resolved, i.e. after the commit: when the count
 // reaches `expect`, the store shows all of them succeeded (the parent checks
 // with stats() afterwards).
+import { createRequire } from "node:module";
 import { busyRetriesOf, openWorker } from "./lib/targets.mjs";
 
 const RSS_SAMPLE_MS = 50;
 const config = JSON.parse(process.argv[2]);
 const send = (message) => process.send?.(message);
 
+// `telemetry`: an OpenTelemetry SDK (batched spans and periodic metrics, both to no-op exporters) and the
+// worker's tracing and metrics on; the drain then pays for spans, context and instruments, not for an export.
+if (config.telemetry) await import("./lib/otel-noop.mjs");
+const telemetryOptions = config.telemetry ? { tracing: true, metrics: true } : {};
+
 const worker = openWorker(config.target, {
   ...config.worker,
+  ...telemetryOptions,
   onError: (err) => send({ type: "error", message: `worker error: ${err instanceof Error ? err.stack : String(err)}` }),
 });
 // `stamp`: the handler answers when it began (this machine's clock), so the parent can time the pickup.
@@ -61,7 +68,9 @@ worker.on("task:succeeded", () => {
     const ms = performance.now() - (warmup > 0 ? timedFrom : startedAt);
     sampleRss();
     clearInterval(sampler);
-    send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed });
+    // Whether any OpenTelemetry module was loaded (CairnQ requires the API through Node's CommonJS loader).
+    const otelLoaded = Object.keys(createRequire(import.meta.url).cache ?? {}).some((path) => path.includes("@opentelemetry"));
+    send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed, otelLoaded });
   }
 });
 worker.on("task:failed", (e) => send({ type: "error", message: `task ${e.taskId} failed: ${JSON.stringify(e.error)}` }));

@@ -93,12 +93,12 @@ export const DRAIN_PREFETCH_C64 = 64;
  * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
  * drain, and its RSS when connected and idle, just before it.
  */
-export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, groups = 0, taskOptions, cpuProfDir = null, traceSql = false }) {
-  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}${groups > 0 ? `-g${groups}` : ""}`);
+export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, groups = 0, taskOptions, cpuProfDir = null, traceSql = false, telemetry = false }) {
+  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}${telemetry ? "-otel" : ""}${groups > 0 ? `-g${groups}` : ""}`);
   try {
     await fill(target, warmup + n, groups);
     const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }), ...(prefetch === undefined ? {} : { prefetch }) };
-    const child = await spawnWorker({ target, worker, taskOptions, expect: warmup + n, warmup, cpuProfDir, traceSql });
+    const child = await spawnWorker({ target, worker, taskOptions, expect: warmup + n, warmup, cpuProfDir, traceSql, telemetry });
     let report;
     try {
       // A bound against a hung worker, not a performance limit: 60 ms per task covers a Postgres drain at c1 on
@@ -115,6 +115,7 @@ export async function drainThroughput(backend, { n, warmup = 0, concurrency, cla
       peakRssMB: mb(report.peakRssBytes),
       startRssMB: mb(report.startRssBytes),
       peakHeapUsedMB: mb(report.peakHeapUsedBytes),
+      otelLoaded: report.otelLoaded === true,
     };
   } finally {
     await cleanup();

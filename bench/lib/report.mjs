@@ -85,6 +85,14 @@ export const FIGURES = [
     target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.8 } },
   },
   {
+    id: "telemetryOn.c64",
+    label: "drain c64 with tracing + metrics on (SDK, batched spans, no-op exporters; floor column: the same drain with telemetry off, this run)",
+    unit: "rate",
+    floor: both("@telemetryOff.c64"),
+    target: both({ kind: "ratio≥", value: 0.85 }),
+  },
+  { id: "telemetryOff.c64", label: "↳ drain c64, telemetry off (no @opentelemetry module loaded: checked)", unit: "rate", target: {} },
+  {
     id: "latency.p50",
     label: "call() latency p50, idle worker process",
     unit: "ms",

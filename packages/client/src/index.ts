@@ -46,3 +46,5 @@ export type {
   WaitOptions,
 } from "@cairnq/protocol";
 export type { RuntimeClock } from "@cairnq/runtime";
+// The shapes of the `tracing` and `metrics` options (shared with the worker).
+export type { MeterProviderLike, MetricsOptions, TraceRelation, TracerProviderLike, TracingOptions } from "@cairnq/runtime";

@@ -5,7 +5,7 @@ import { TRACE_CONTEXT_METADATA_KEY } from "@cairnq/protocol/sdk";
 import type { OtelHarness } from "@cairnq/test-support/otel";
 import { counterTotal, otelHarness } from "@cairnq/test-support/otel";
 import { CairnQ } from "../src/index.js";
-import { MemoryStore } from "./support.js";
+import { claimWhenQueued, MemoryStore } from "./support.js";
 
 let otel: OtelHarness;
 beforeEach(() => {
@@ -69,6 +69,15 @@ describe("producer spans", () => {
     expect(sends[0]?.attributes["messaging.message.id"]).toBe(task.id);
     expect(sends[1]?.status.code).toBe(SpanStatusCode.ERROR);
     expect(sends[1]?.attributes["error.type"]).toBe("AlreadyExists");
+
+    // call(): the submit is a send span too, and its context is stored with the task.
+    const call = client.call("rpc", { x: 1 }, { queue: "rpc", waitTimeoutMs: 5_000, pollMs: 5, maxPollMs: 5 });
+    const claimed = await claimWhenQueued(store, "rpc");
+    await store.complete({ taskId: claimed.id, workerId: claimed.workerId, result: { ok: true } });
+    await expect(call).resolves.toEqual({ ok: true });
+    const rpc = otel.spans().find((span) => span.name === "send rpc");
+    expect(rpc?.attributes["messaging.message.id"]).toBe(claimed.id);
+    expect(claimed.metadata[TRACE_CONTEXT_METADATA_KEY]).toEqual({ traceparent: `00-${rpc?.spanContext().traceId}-${rpc?.spanContext().spanId}-01` });
   });
 
   it("the trace-context key is reserved while tracing is on; without tracing, metadata is stored as given", async () => {

@@ -52,6 +52,18 @@ export function pageHtml(options: { readOnly: boolean }): string {
       <h2>Last hour <span class="legend" id="chart-legend"></span></h2>
       <div id="chart" class="chart"></div>
     </section>
+    <section class="panel" id="activity">
+      <h2>Activity
+        <span class="activity-controls">
+          <select id="activity-range" aria-label="window"><option value="hour">last hour</option><option value="day">last day</option></select>
+          <select id="activity-queue" aria-label="queue"><option value="">all queues</option></select>
+        </span>
+      </h2>
+      <h3>Throughput per <span id="activity-unit">minute</span> <span class="legend" id="activity-legend"></span></h3>
+      <div id="activity-throughput" class="chart"></div>
+      <h3>Due → finished <span class="legend" id="latency-legend"></span></h3>
+      <div id="activity-latency" class="chart"></div>
+    </section>
     <section class="panel">
       <h2>Tasks</h2>
       <form id="filters" class="filters" autocomplete="off">

@@ -43,9 +43,16 @@ export interface DashboardOptions {
   allowedHosts?: readonly string[];
   /** How often live views re-read the counts (and push-less stores are polled). @default 2000 */
   pollIntervalMs?: number;
+  /**
+   * How long one read of the queues serves `GET <mount>/metrics` (the
+   * Prometheus text): every scrape within it gets the same numbers, and the
+   * aggregate statement runs at most once per period. Integer ms, 0 to 600000.
+   * @default 5000
+   */
+  metricsCacheMs?: number;
 }
 
-const OPTION_KEYS = ["store", "client", "readOnly", "authorize", "basePath", "allowedHosts", "pollIntervalMs"] as const;
+const OPTION_KEYS = ["store", "client", "readOnly", "authorize", "basePath", "allowedHosts", "pollIntervalMs", "metricsCacheMs"] as const;
 
 /** Throws `InvalidArgument` naming the first option that is unknown or cannot work. */
 export function checkDashboardOptions(options: DashboardOptions): void {
@@ -60,6 +67,9 @@ export function checkDashboardOptions(options: DashboardOptions): void {
   }
   if (options.pollIntervalMs !== undefined && (!Number.isInteger(options.pollIntervalMs) || options.pollIntervalMs < 100 || options.pollIntervalMs > 600_000)) {
     throw new InvalidArgument("pollIntervalMs", `pollIntervalMs must be an integer from 100 to 600000 (ms), got ${String(options.pollIntervalMs)}`);
+  }
+  if (options.metricsCacheMs !== undefined && (!Number.isInteger(options.metricsCacheMs) || options.metricsCacheMs < 0 || options.metricsCacheMs > 600_000)) {
+    throw new InvalidArgument("metricsCacheMs", `metricsCacheMs must be an integer from 0 to 600000 (ms), got ${String(options.metricsCacheMs)}`);
   }
   if (options.basePath !== undefined && (typeof options.basePath !== "string" || (options.basePath !== "" && !/^\/.*[^/]$/.test(options.basePath)))) {
     throw new InvalidArgument("basePath", `basePath must start with "/" and not end with one, e.g. "/api/admin", got ${JSON.stringify(options.basePath)}`);

@@ -10,12 +10,15 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { CairnQ } from "@cairnq/client";
 import type { TaskStore } from "@cairnq/protocol";
 import type { DashboardOptions } from "./dashboard-options.js";
+import { DEFAULT_METRICS_CACHE_MS } from "./prometheus.js";
 import { checkDashboardOptions } from "./dashboard-options.js";
 import { LiveHub } from "./live-hub.js";
 import type { RouteContext } from "./router.js";
 import { createRouter } from "./router.js";
+import { activityRoutes } from "./routes/activity-routes.js";
 import { bulkRoutes } from "./routes/bulk-routes.js";
 import { liveRoutes } from "./routes/live-routes.js";
+import { metricsRoutes } from "./routes/metrics-routes.js";
 import { overviewRoutes } from "./routes/overview-routes.js";
 import { groupRoutes } from "./routes/group-routes.js";
 import { pageRoutes } from "./routes/page-routes.js";
@@ -57,7 +60,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const hub = new LiveHub(client, options.pollIntervalMs ?? 2000);
   const ctx: RouteContext = { client, readOnly, hub };
   const route = createRouter({
-    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...groupRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx)],
+    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...groupRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx), ...activityRoutes(ctx), ...metricsRoutes(ctx, options.metricsCacheMs ?? DEFAULT_METRICS_CACHE_MS)],
     readOnly,
     basePath: options.basePath ?? "",
     allowedHosts: options.allowedHosts,

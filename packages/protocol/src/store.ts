@@ -371,6 +371,13 @@ export interface StoreCapabilities {
    */
   readonly groups?: boolean;
   /**
+   * The store is a {@link QueueHealthTaskStore}: `queueHealth` reads counts
+   * by queue and status and the oldest due queued task of each queue in one
+   * aggregate statement (what the Prometheus endpoint serves). Optional so
+   * stores written before the flag keep compiling. @default false
+   */
+  readonly queueHealth?: boolean;
+  /**
    * The store is a {@link TaskStepStore}: a journal of durable steps per
    * task (recorded under the attempt fence), parking, messages and child
    * tasks — what `ctx.step`, `ctx.sleep`, `ctx.waitFor`, `ctx.spawn`,
@@ -632,6 +639,34 @@ export interface ScheduleTaskStore extends TaskStore {
  */
 export interface RefCompleteTaskStore extends TaskStore {
   completeRef(input: CompleteInput): Promise<TaskRef>;
+}
+
+/** One `(queue, status)` group of {@link QueueHealthTaskStore.queueHealth}. */
+export interface QueueHealthGroup {
+  readonly queue: string;
+  readonly status: TaskStatus;
+  /** Rows in the group. */
+  readonly count: number;
+  /** For `queued`: the smallest `run_at_ms` of the group's due rows (`run_at_ms <= now`), `null` when none is due. */
+  readonly oldestDueAtMs: number | null;
+}
+
+/** What {@link QueueHealthTaskStore.queueHealth} read. */
+export interface QueueHealth {
+  /** The store's clock when it read (the database's on Postgres), so ages need no other clock. */
+  readonly nowMs: number;
+  readonly groups: readonly QueueHealthGroup[];
+}
+
+/**
+ * A store that reads queue health in one aggregate statement
+ * (`capabilities.queueHealth`): every `(queue, status)` group's count and,
+ * for queued rows, the oldest due `run_at_ms`. Read-only; it scans the
+ * table (an index-only scan of the claim index where the database offers
+ * one), so callers cache it.
+ */
+export interface QueueHealthTaskStore extends TaskStore {
+  queueHealth(): Promise<QueueHealth>;
 }
 
 /**

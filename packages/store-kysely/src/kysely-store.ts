@@ -13,6 +13,8 @@ import type {
   ProgressInput,
   PurgeInput,
   QueueDepthGate,
+  QueueHealth,
+  QueueHealthTaskStore,
   QueueStats,
   RefCompleteTaskStore,
   RetryBatchInput,
@@ -43,6 +45,7 @@ import type { StoreDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { OwnedWrites } from "./owned-writes.js";
+import { readQueueHealth } from "./queue-health.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
 import { StepJournal } from "./steps-journal.js";
 import { StoreLifecycle } from "./store-lifecycle.js";
@@ -87,7 +90,7 @@ export interface KyselyStoreOptions {
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, TaskStepStore, GroupReadStore {
+export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, QueueHealthTaskStore, TaskStepStore, GroupReadStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
   /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
@@ -99,6 +102,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Tas
   readonly #submits: SubmitPath;
   readonly #owned: OwnedWrites;
   readonly #reads: TaskReads;
+  readonly #statements: StoreStatements;
   readonly #transitions: ClientTransitions;
   readonly #claims: ClaimCycle;
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
@@ -125,10 +129,13 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Tas
       schedules: true,
       completeRef: true,
       claimReprobe: true,
-      durableSteps: true, groups: true,
+      queueHealth: true,
+      durableSteps: true,
+      groups: true,
     };
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     const statements = new StoreStatements(db, dialect, this.compiler);
+    this.#statements = statements;
     this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
     this.#extensions = new StoreExtensions(statements);
     this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
@@ -217,6 +224,11 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Tas
   /** Headroom `maxDepth − min(maxDepth, queued)`, reading at most `maxDepth` rows (§5.6). Read-only. */
   queueDepth(queue: string, maxDepth: number): Promise<number> {
     return this.#reads.queueDepth(queue, maxDepth);
+  }
+
+  /** Counts by queue and status and each queue's oldest due queued task, in one aggregate read (see `queue-health.ts`). */
+  queueHealth(): Promise<QueueHealth> {
+    return readQueueHealth(this.#statements, this.#lifecycle, () => this.dialect.clock.nowMs());
   }
 
   // ------------------------------------------------------- client transitions

@@ -26,3 +26,4 @@ export type {
 // Types of the worker's own signatures that live in @cairnq/protocol and @cairnq/runtime, under the same names.
 export type { Logger, LogLevel, WaitOptions } from "@cairnq/protocol";
 export type { RuntimeClock } from "@cairnq/runtime";
+export type { MeterProviderLike, MetricsOptions, TraceRelation, TracerProviderLike, TracingOptions } from "@cairnq/runtime";

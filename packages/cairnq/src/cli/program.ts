@@ -25,6 +25,7 @@ import { openClient, requireInstalled, resolveDatabase } from "./database.js";
 import { parseDuration } from "./duration.js";
 import type { CliIo } from "./output.js";
 import { json } from "./output.js";
+import { metricsCommand } from "./metrics-command.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
 
 /** Exit codes of the `cairnq` command. */
@@ -93,6 +94,7 @@ Examples:
   cairnq retry --status failed --queue emails --db ./cairnq.db
   cairnq purge --older-than 7d --status succeeded --db ./cairnq.db
   cairnq dashboard --db ./cairnq.db --port 4000
+  cairnq metrics --db ./cairnq.db
 
 Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`;
 
@@ -198,6 +200,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       const filter = filterOf(options) as { status?: TerminalStatus; queue?: string; name?: string };
       return run(options, {}, (client) => purgeCommand(client, io, { ...filter, olderThanMs }));
     });
+
+  withDb(program.command("metrics"))
+    .description("Prometheus text: cairnq_tasks{queue,status}, cairnq_oldest_queued_age_seconds{queue} (as GET <dashboard>/metrics)")
+    .action((options: DbOptions) => run(options, {}, (client) => metricsCommand(client)));
 
   withDb(program.command("migrate"))
     .description("create the database or bring its schema up to date (protocol v1)")

@@ -189,6 +189,7 @@ async function refreshOverview() {
   state.skewMs = overview.nowMs - Date.now();
   state.overview = overview;
   renderQueues(overview.queues);
+  renderActivityQueues();
 }
 
 function renderChart(data) {
@@ -236,6 +237,145 @@ function renderChart(data) {
 async function refreshChart() {
   renderChart(await api("api/throughput"));
 }
+
+// ---- activity charts -------------------------------------------------------
+
+const activity = { range: "hour", queue: "" };
+
+/** A duration for people: 850 ms, 3.4 s, 2.1 min, 1.5 h. */
+function formatMs(ms) {
+  if (ms === null || ms === undefined) return "–";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+function clockLabel(atMs) {
+  return new Date(atMs).toISOString().slice(11, 16);
+}
+
+/** An empty plot with three grid lines; returns the svg and its geometry. */
+function plotFrame(label) {
+  const width = 720;
+  const height = 120;
+  const top = 8;
+  const bottom = 2;
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img", "aria-label": label });
+  const plot = height - top - bottom;
+  for (const f of [0, 0.5, 1]) chart.append(svg("line", { class: "grid", x1: 0, x2: width, y1: top + plot * (1 - f), y2: top + plot * (1 - f) }));
+  return { chart, width, top, plot, base: top + plot };
+}
+
+function axisRow(data) {
+  const first = data.buckets[0];
+  const middle = data.buckets[Math.floor(data.buckets.length / 2)];
+  return el("div", { class: "axis-row" }, el("span", {}, clockLabel(first.atMs)), el("span", {}, clockLabel(middle.atMs)), el("span", {}, "now"));
+}
+
+function renderThroughput(data) {
+  const { chart, width, top, plot, base } = plotFrame(`tasks submitted, succeeded and failed per ${data.range === "day" ? "half hour" : "minute"}`);
+  const n = data.buckets.length;
+  const max = Math.max(1, ...data.buckets.map((b) => Math.max(b.submitted, b.succeeded + b.failed)));
+  const slot = width / n;
+  const points = [];
+  data.buckets.forEach((b, i) => {
+    const x = i * slot + 1;
+    const w = Math.max(1, slot - 2);
+    const okH = (b.succeeded / max) * plot;
+    const badH = (b.failed / max) * plot;
+    if (b.succeeded > 0) chart.append(svg("rect", { class: "ok", x, y: base - okH, width: w, height: okH, rx: 1 }));
+    if (b.failed > 0) chart.append(svg("rect", { class: "bad", x, y: base - okH - badH, width: w, height: badH, rx: 1 }));
+    points.push(`${i * slot + slot / 2},${base - (b.submitted / max) * plot}`);
+    const tip = svg("title", {});
+    tip.textContent = `${clockLabel(b.atMs)} UTC: ${b.submitted} submitted, ${b.succeeded} succeeded, ${b.failed} failed`;
+    const hit = svg("rect", { x: i * slot, y: top, width: slot, height: plot, fill: "transparent" });
+    hit.append(tip);
+    chart.append(hit);
+  });
+  chart.append(svg("polyline", { class: "submitted", points: points.join(" "), fill: "none" }));
+  const unit = data.range === "day" ? "per 30 min" : "per min";
+  $("activity-throughput").replaceChildren(el("div", { class: "chart-wrap" }, chart, el("span", { class: "chart-max" }, `${max} ${unit}`)), axisRow(data));
+  const sum = (key) => data.buckets.reduce((total, b) => total + b[key], 0);
+  $("activity-legend").replaceChildren(
+    el("span", { class: "submitted" }, `${sum("submitted")} submitted`),
+    " · ",
+    el("span", { class: "ok" }, `${sum("succeeded")} succeeded`),
+    " · ",
+    el("span", { class: "bad" }, `${sum("failed")} failed`),
+    ...(data.sampled ? [el("span", { class: "dim" }, " (sampled: newest tasks only)")] : []),
+  );
+  $("activity-unit").textContent = data.range === "day" ? "half hour" : "minute";
+}
+
+function renderLatency(data) {
+  const { chart, width, plot, base } = plotFrame("percentiles of the time from due to finished");
+  const n = data.buckets.length;
+  const max = Math.max(1, ...data.buckets.map((b) => b.p99 ?? 0));
+  const slot = width / n;
+  for (const [key, cls] of [["p99", "p99"], ["p95", "p95"], ["p50", "p50"]]) {
+    let run = [];
+    const flush = () => {
+      if (run.length === 1) chart.append(svg("circle", { class: cls, cx: run[0].split(",")[0], cy: run[0].split(",")[1], r: 2 }));
+      else if (run.length > 1) chart.append(svg("polyline", { class: cls, points: run.join(" "), fill: "none" }));
+      run = [];
+    };
+    data.buckets.forEach((b, i) => {
+      if (b[key] === null) return flush();
+      run.push(`${i * slot + slot / 2},${base - (b[key] / max) * plot}`);
+    });
+    flush();
+  }
+  data.buckets.forEach((b, i) => {
+    if (b.p50 === null) return;
+    const tip = svg("title", {});
+    tip.textContent = `${clockLabel(b.atMs)} UTC: p50 ${formatMs(b.p50)}, p95 ${formatMs(b.p95)}, p99 ${formatMs(b.p99)}`;
+    const hit = svg("rect", { x: i * slot, y: 0, width: slot, height: base, fill: "transparent" });
+    hit.append(tip);
+    chart.append(hit);
+  });
+  $("activity-latency").replaceChildren(el("div", { class: "chart-wrap" }, chart, el("span", { class: "chart-max" }, formatMs(max))), axisRow(data));
+  const o = data.overall;
+  $("latency-legend").replaceChildren(
+    ...(o.finished === 0
+      ? [el("span", { class: "dim" }, "nothing finished in this window")]
+      : [
+          el("span", { class: "p50" }, `p50 ${formatMs(o.p50)}`),
+          " · ",
+          el("span", { class: "p95" }, `p95 ${formatMs(o.p95)}`),
+          " · ",
+          el("span", { class: "p99" }, `p99 ${formatMs(o.p99)}`),
+          el("span", { class: "dim" }, ` over ${o.finished} finished (wait and run together)`),
+        ]),
+  );
+}
+
+function renderActivityQueues() {
+  const select = $("activity-queue");
+  const queues = Object.keys(state.overview?.queues ?? {}).sort();
+  const have = [...select.options].slice(1).map((o) => o.value);
+  if (have.join("\n") === queues.join("\n")) return;
+  select.replaceChildren(el("option", { value: "" }, "all queues"), ...queues.map((q) => el("option", { value: q }, q)));
+  select.value = queues.includes(activity.queue) ? activity.queue : "";
+}
+
+async function refreshActivity() {
+  renderActivityQueues();
+  const query = new URLSearchParams({ range: activity.range });
+  if (activity.queue !== "") query.set("queue", activity.queue);
+  const data = await api(`api/activity?${query}`);
+  renderThroughput(data);
+  renderLatency(data);
+}
+
+$("activity-range").addEventListener("change", (event) => {
+  activity.range = event.target.value;
+  refreshActivity().catch(() => {});
+});
+$("activity-queue").addEventListener("change", (event) => {
+  activity.queue = event.target.value;
+  refreshActivity().catch(() => {});
+});
 
 // ---- task list ------------------------------------------------------------
 
@@ -389,6 +529,18 @@ function jsonBlock(value, cls) {
   return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, JSON.stringify(value, null, 2));
 }
 
+/**
+ * The submitter's trace context CairnQ stores in the metadata (key `cairnq.trace`, docs/protocol.md), as the
+ * trace id an operator pastes into their tracing tool, and the metadata without it (what the submitter wrote).
+ */
+function traceOf(metadata) {
+  const carrier = metadata?.["cairnq.trace"];
+  const match = typeof carrier?.traceparent === "string" ? /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(carrier.traceparent) : null;
+  if (match === null) return { trace: null, metadata };
+  const { ["cairnq.trace"]: _carrier, ...rest } = metadata;
+  return { trace: { traceId: match[1], traceparent: carrier.traceparent }, metadata: rest };
+}
+
 function field(label, ...value) {
   return [el("dt", {}, label), el("dd", {}, ...value)];
 }
@@ -399,6 +551,7 @@ function taskLink(id) {
 
 function renderDetail(data) {
   const { task, explanation, parent, children } = data;
+  const { trace, metadata } = traceOf(task.metadata);
   const box = $("detail");
   const actions = [];
   if (!readOnly && (task.status === "failed" || task.status === "canceled")) {
@@ -447,6 +600,7 @@ function renderDetail(data) {
       field("parent", parent === null ? el("span", { class: "dim" }, "—") : taskLink(parent.id)),
       task.root_id !== null && task.root_id !== task.id ? field("root", taskLink(task.root_id)) : [],
       field("correlation", task.correlation_id === null ? el("span", { class: "dim" }, "—") : task.correlation_id),
+      trace === null ? [] : field("trace", el("span", { class: "mono", "data-testid": "trace-id", title: `traceparent ${trace.traceparent}` }, trace.traceId)),
     ),
     children.length === 0
       ? null
@@ -455,7 +609,7 @@ function renderDetail(data) {
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),
     task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],
     task.error === null ? null : [el("h4", {}, "Error"), el("div", { "data-testid": "error" }, jsonBlock(task.error, "error"))],
-    Object.keys(task.metadata).length === 0 ? null : [el("h4", {}, "Metadata"), jsonBlock(task.metadata)],
+    Object.keys(metadata).length === 0 ? null : [el("h4", {}, "Metadata"), el("div", { "data-testid": "metadata" }, jsonBlock(metadata))],
     ),
   );
   box.hidden = false;
@@ -564,7 +718,9 @@ if (/^task_[0-9A-Z]{26}$/.test(initial)) state.selectedId = initial;
 
 setInterval(tickTimes, 1000);
 setInterval(() => refreshChart().catch(() => {}), 15000);
+setInterval(() => refreshActivity().catch(() => {}), 15000);
 tickTimes();
 refreshAll().then(() => (state.selectedId === null ? null : select(state.selectedId)));
 refreshChart().catch(() => {});
+refreshActivity().catch(() => {});
 connect();

@@ -95,6 +95,7 @@ export interface OtelMeter {
   createCounter(name: string, options?: OtelInstrumentOptions): OtelCounter;
   createHistogram(name: string, options?: OtelInstrumentOptions): OtelHistogram;
   createObservableGauge(name: string, options?: OtelInstrumentOptions): OtelObservable;
+  createObservableCounter(name: string, options?: OtelInstrumentOptions): OtelObservable;
 }
 
 /** The `@opentelemetry/api` module, in the parts CairnQ calls. @internal */
