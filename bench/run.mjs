@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,steps] [--drain-warmup 2000]
+//                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups,steps] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -15,6 +15,7 @@ import { parseArgs } from "node:util";
 import { machineInfo } from "./lib/machine.mjs";
 import { callLatency, claimUnderBacklog, DRAIN_PREFETCH, DRAIN_PREFETCH_C64, drainThroughput, finishOurs, submitThroughput } from "./lib/ours.mjs";
 import { churnDrain, churnUnderSubmits } from "./lib/churn.mjs";
+import { GROUP_DRAINS, groupClaimUnderBacklog, groupDrain } from "./lib/groups.mjs";
 import { driverComparison, renderDrivers } from "./lib/drivers.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
@@ -61,6 +62,8 @@ const settings = {
   // The churn figures: a drain of `total` queued tasks judged on its first and last `window` completions, and
   // `submitsN` tasks drained while they are submitted against the same drain of a backlog. --quick scales down.
   churn: args.quick ? { total: 20_000, window: 2_000, submitsN: 3_000 } : { total: 100_000, window: 10_000, submitsN: 20_000 },
+  // The groups claim figure: one claim with this many queued tasks spread over this many groups. --quick scales down by 10.
+  groupsClaim: args.quick ? { backlog: 10_000, groups: 1_000 } : { backlog: 100_000, groups: 10_000 },
   // Durable steps: no-op steps per task (the issue's figure is 1,000; --quick runs 200), and park/wake round trips.
   steps: args.quick ? { perTask: 200, latencyCalls: 30 } : { perTask: 1_000, latencyCalls: 200 },
 };
@@ -218,6 +221,22 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "churn.offered", r.offered);
     });
   }
+  if (wants("groups")) {
+    await step("groups: drain c64, 10 groups, no limit", async () => {
+      const r = await groupDrain(backend, { n, warmup: settings.drainWarmup, groups: 10 });
+      push("ours", "groups.drain.plain", r.tasksPerSec);
+    });
+    for (const drain of GROUP_DRAINS) {
+      await step(`groups: drain c64, ${drain.groups} groups, groupConcurrency ${drain.groupConcurrency}`, async () => {
+        const r = await groupDrain(backend, { n, warmup: settings.drainWarmup, groups: drain.groups, taskOptions: { groupConcurrency: drain.groupConcurrency } });
+        push("ours", drain.id, r.tasksPerSec);
+      });
+    }
+    const { backlog, groups } = settings.groupsClaim;
+    await step(`groups: claim with ${backlog} queued over ${groups} groups`, async () => {
+      const r = await groupClaimUnderBacklog(backend, { backlog, groups, samples: settings.claimSamples });
+      push("ours", "groups.claim", r.limited);
+      push("ours", "groups.claimPlain", r.plain);
   if (wants("steps")) {
     const { perTask, latencyCalls } = settings.steps;
     await step(`steps c1: 1 task × ${perTask} no-op steps`, async () => push("ours", "steps.c1", await stepsThroughput(backend, { tasks: 1, steps: perTask })));

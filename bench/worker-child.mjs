@@ -1,7 +1,7 @@
 // The worker process of the drain, memory and latency measurements: one
 // CairnQ worker with a no-op handler on the target, driven over IPC.
 //
-//   argv[2] = JSON { target, worker: WorkerOptions, expect, warmup, stamp?, handlerMs? }
+//   argv[2] = JSON { target, worker: WorkerOptions, taskOptions?, expect, warmup, stamp?, handlerMs? }
 //   parent → child: { type: "start" }   start the worker (the drain clock starts here)
 //                   { type: "stop" }    close the worker and exit
 //   child → parent: { type: "ready" }   store connected (migrations done), handler registered
@@ -39,7 +39,8 @@ const worker = openWorker(config.target, {
 // `handlerMs`: the handler awaits that long before it answers null (a task that waits on I/O).
 const handlerMs = config.handlerMs ?? 0;
 const pause = () => new Promise((resolve) => setTimeout(() => resolve(null), handlerMs));
-worker.task("noop", config.stamp ? () => ({ at: Date.now() }) : handlerMs > 0 ? pause : () => null);
+// `taskOptions`: the noop task's options (e.g. `groupConcurrency` for the groups figures).
+worker.task("noop", config.taskOptions ?? {}, config.stamp ? () => ({ at: Date.now() }) : handlerMs > 0 ? pause : () => null);
 
 let succeeded = 0;
 let startedAt = 0;

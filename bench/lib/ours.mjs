@@ -21,11 +21,11 @@ export async function runConcurrent(n, concurrency, fn) {
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, loop));
 }
 
-/** Submits `n` no-op tasks through a client at `concurrency` (the drain setup, untimed). */
-async function fill(target, n) {
+/** Submits `n` no-op tasks through a client at `concurrency` (the drain setup, untimed); with `groups`, task i in group `g<i mod groups>`. */
+export async function fill(target, n, groups = 0) {
   const client = openClient(target);
   try {
-    await runConcurrent(n, 64, (i) => client.submit(NAME, { i }));
+    await runConcurrent(n, 64, (i) => (groups > 0 ? client.submit(NAME, { i }, { group: `g${i % groups}` }) : client.submit(NAME, { i })));
   } finally {
     await client.close();
   }
@@ -93,12 +93,12 @@ export const DRAIN_PREFETCH_C64 = 64;
  * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
  * drain, and its RSS when connected and idle, just before it.
  */
-export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, cpuProfDir = null, traceSql = false, telemetry = false }) {
-  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}${telemetry ? "-otel" : ""}`);
+export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, groups = 0, taskOptions, cpuProfDir = null, traceSql = false, telemetry = false }) {
+  const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}${telemetry ? "-otel" : ""}${groups > 0 ? `-g${groups}` : ""}`);
   try {
-    await fill(target, warmup + n);
+    await fill(target, warmup + n, groups);
     const worker = { concurrency, ...(claimBatch === undefined ? {} : { claimBatch }), ...(prefetch === undefined ? {} : { prefetch }) };
-    const child = await spawnWorker({ target, worker, expect: warmup + n, warmup, cpuProfDir, traceSql, telemetry });
+    const child = await spawnWorker({ target, worker, taskOptions, expect: warmup + n, warmup, cpuProfDir, traceSql, telemetry });
     let report;
     try {
       // A bound against a hung worker, not a performance limit: 60 ms per task covers a Postgres drain at c1 on

@@ -153,6 +153,30 @@ export const FIGURES = [
     target: both({ kind: "ratio≤", value: 1.5 }),
   },
   {
+    id: "groups.drain.10",
+    label: "drain c64, groupConcurrency 8 over 10 groups (floor column: the same drain without limits, this run)",
+    unit: "rate",
+    floor: { sqlite: "@groups.drain.plain", postgres: "@groups.drain.plain" },
+    target: both({ kind: "ratio≥", value: 0.9 }),
+  },
+  {
+    id: "groups.drain.10k",
+    label: "drain c64, groupConcurrency 2 over 10,000 groups (floor column: the same drain without limits, this run)",
+    unit: "rate",
+    floor: { sqlite: "@groups.drain.plain", postgres: "@groups.drain.plain" },
+    target: both({ kind: "ratio≥", value: 0.9 }),
+  },
+  { id: "groups.drain.plain", label: "↳ drain c64 of tasks in 10 groups, no limit", unit: "rate", target: {} },
+  {
+    id: "groups.claim",
+    label: (settings) =>
+      `claim with groupConcurrency, ${count(settings?.groupsClaim?.backlog)} queued over ${count(settings?.groupsClaim?.groups)} groups (floor column: the plain claim, same database)`,
+    unit: "ms",
+    floor: { sqlite: "@groups.claimPlain", postgres: "@groups.claimPlain" },
+    target: {},
+  },
+  { id: "groups.claimPlain", label: "↳ the plain claim (no limits) on that database", unit: "ms", target: {} },
+  {
     id: "pooler.drain.c64",
     label: `drain c64 through PgBouncer (transaction mode, pool ${POOLER_POOL_SIZE}; preparedStatements: false, LISTEN direct; floor column: the same drain direct, this run)`,
     unit: "rate",
@@ -249,6 +273,16 @@ export const TARGETS = [
     label: "drain under concurrent submits at 1.5× capacity vs a drain of a backlog",
     target: "≥ 0.8× (both backends)",
     parts: [["sqlite", "churn.submits"], ["postgres", "churn.submits"]],
+  },
+  {
+    label: "drain c64 with groupConcurrency over 10 / 10,000 groups vs the same drain without limits",
+    target: "≥ 0.9× (both backends)",
+    parts: [
+      ["sqlite", "groups.drain.10", "sqlite 10"],
+      ["sqlite", "groups.drain.10k", "sqlite 10k"],
+      ["postgres", "groups.drain.10", "postgres 10"],
+      ["postgres", "groups.drain.10k", "postgres 10k"],
+    ],
   },
   { label: "worker peak RSS, c64 drain", target: "≤ 120 MB (both backends)", parts: [["sqlite", "rss.c64"], ["postgres", "rss.c64"]] },
   { label: "Postgres drain c64 through PgBouncer (transaction mode) ÷ direct, same run", target: "≥ 0.7×", parts: [["postgres", "pooler.drain.c64"]] },

@@ -42,8 +42,9 @@ import type {
   TaskStepStore,
 } from "@cairnq/protocol";
 import { MemorySteps } from "./memory-steps.js";
-import type { Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
+import { AlreadyExists, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
 import {
   applyBranches,
   buildInsert,
@@ -60,6 +61,10 @@ import {
   failParams,
   flowAllowance,
   flowLimitedDraws,
+  GROUP_HEAD_ROWS,
+  groupAllowance,
+  groupClaimsInWindow,
+  hasGroupLimits,
   HEARTBEAT,
   HEARTBEAT_BATCH,
   heartbeatBatchParams,
@@ -88,6 +93,10 @@ import {
   requireLimitedText,
   requireName,
   resolveKeyConflict,
+  debounceUpdate,
+  resolveDebounce,
+  rotateGroups,
+  sortGroupCounts,
   RETRY,
   RETRY_BATCH,
   retryBatchParams,
@@ -124,7 +133,7 @@ function copy<T>(value: T): T {
  * const store = new MemoryStore();
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
-export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
+export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadStore {
   readonly capabilities: StoreCapabilities = {
     pushWakeups: false,
     transactionalComplete: false,
@@ -132,7 +141,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     flowControl: true,
     schedules: true,
     claimReprobe: true,
-    durableSteps: true,
+    durableSteps: true, groups: true,
   };
   queueDepthGate: QueueDepthGate | null = null;
 
@@ -141,6 +150,14 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
   readonly #clock: () => number;
   /** Recorded claims of rate-limited names (the `cairnq_ext_rate_claims` of the SQL stores). */
   #rateClaims: { name: string; claimed_at_ms: number }[] = [];
+  /** The group of each task submitted with one (the `cairnq_ext_task_groups` of the SQL stores). */
+  readonly #taskGroups = new Map<string, string>();
+  /** When each `name\u0000group` was last served (the `served_seq` of `cairnq_ext_groups`); absent = never. */
+  readonly #served = new Map<string, number>();
+  /** The `groupConcurrency` last enforced per `name\u0000group` (the `concurrency_limit` of `cairnq_ext_groups`). */
+  readonly #groupLimits = new Map<string, number | null>();
+  /** Recorded claims of rate-limited groups (the `cairnq_ext_group_rate_claims` of the SQL stores). */
+  #groupClaims: { name: string; group: string; claimed_at_ms: number }[] = [];
   /** Last submitted slot per schedule (the `cairnq_ext_schedules` of the SQL stores). */
   readonly #lastSlots = new Map<string, number>();
 
@@ -197,7 +214,14 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     const submit = normalizeSubmit(input, newTaskId());
     if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
     const now = this.#clock();
-    if (submit.key !== null) {
+    if (submit.key !== null && submit.debounce !== null) {
+      const debounced = resolveDebounce(this.#keyTask(submit.key));
+      if (debounced.kind === "update") {
+        const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
+        const row = this.#applyRow(rule, debounced.taskId, params, now);
+        if (row !== null) return { task: row, created: false };
+      }
+    } else if (submit.key !== null) {
       const existing = this.#keyTask(submit.key);
       const decision = resolveKeyConflict(submit.conflict, existing);
       if (decision.kind === "reject") throw new AlreadyExists(submit.key);
@@ -207,6 +231,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     const row = buildInsert(SUBMIT, decoded(submit.params), now);
     this.#tasks.set(row.id, row);
     if (submit.key !== null) this.#upsertKey(submit.key, row.id, now);
+    if (submit.group !== null) this.#taskGroups.set(row.id, submit.group);
     return { task: copy(row), created: true };
   }
 
@@ -367,6 +392,12 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
       if (draw === null) break;
       const params = drawParams(claim, draw.names, draw.limit);
       if (params === null) continue;
+      const single = draw.names !== null && draw.names.length === 1 ? (draw.names[0] as string) : null;
+      const grouped = single === null ? undefined : limits?.get(single);
+      if (single !== null && hasGroupLimits(grouped)) {
+        claimed.push(...this.#groupDraw(single, grouped as NormalizedFlowControl, params, now));
+        continue;
+      }
       for (const row of selectRows(DRAW.selection, rows(), params, now)) {
         const next = applyBranches(DRAW.branches, row, params, now).row;
         this.#tasks.set(next.id, next);
@@ -384,6 +415,83 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
     return claimed;
   }
 
+  /** The group of task `taskId` with its counts (`GroupReadStore.taskGroup`), or `null`. */
+  async taskGroup(taskId: string): Promise<TaskGroupInfo | null> {
+    const task = this.#tasks.get(requireName(taskId, "taskId"));
+    const group = this.#taskGroups.get(taskId);
+    if (task === undefined || group === undefined) return null;
+    const counts = this.#groupCounts(task.name).find((g) => g.group === group) ?? { queued: 0, running: 0 };
+    return { group, queued: counts.queued, running: counts.running, groupConcurrency: this.#groupLimits.get(`${task.name}\u0000${group}`) ?? null };
+  }
+
+  /** Queued and running tasks of `name` per group (`GroupReadStore.groupStats`). */
+  async groupStats(name: string, options: { readonly limit?: number } = {}): Promise<GroupCounts[]> {
+    const checked = requireLimitedText(name, "name");
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1) throw new InvalidArgument("limit", `groupStats limit must be an integer ≥ 1, got ${String(limit)}`);
+    return sortGroupCounts(this.#groupCounts(checked), limit);
+  }
+
+  #groupCounts(name: string): GroupCounts[] {
+    const byGroup = new Map<string, { group: string; queued: number; running: number }>();
+    for (const t of this.#tasks.values()) {
+      const group = this.#taskGroups.get(t.id);
+      if (group === undefined || t.name !== name || (t.status !== "queued" && t.status !== "running")) continue;
+      const entry = byGroup.get(group) ?? { group, queued: 0, running: 0 };
+      if (t.status === "queued") entry.queued += 1;
+      else entry.running += 1;
+      byGroup.set(group, entry);
+    }
+    return [...byGroup.values()];
+  }
+
+  /** One draw of a grouped name: the rotation of `groups.ts` over the tasks' groups, as the SQL stores' group draw. */
+  #groupDraw(name: string, limits: NormalizedFlowControl, params: Params, now: number): Task[] {
+    const groupLimits = { groupConcurrency: limits.groupConcurrency ?? null, groupRateLimit: limits.groupRateLimit ?? null };
+    const running = new Map<string, number>();
+    for (const t of this.#tasks.values()) {
+      const group = this.#taskGroups.get(t.id);
+      if (group !== undefined && t.name === name && t.status === "running") running.set(group, (running.get(group) ?? 0) + 1);
+    }
+    const due = selectRows(DRAW.selection, this.#tasks.values(), { ...params, limit: null }, now);
+    const ungrouped = due.slice(0, Math.min(params.limit as number, GROUP_HEAD_ROWS)).filter((t) => !this.#taskGroups.has(t.id)).map((t) => t.id);
+    const byGroup = new Map<string, Task[]>();
+    for (const t of due) {
+      const group = this.#taskGroups.get(t.id);
+      if (group === undefined) continue;
+      let list = byGroup.get(group);
+      if (list === undefined) byGroup.set(group, (list = []));
+      list.push(t);
+    }
+    const servedOf = (group: string): number => this.#served.get(`${name}\u0000${group}`) ?? 0;
+    const rate = groupLimits.groupRateLimit;
+    const eligible: GroupCandidates[] = [...byGroup.keys()]
+      .sort((a, b) => servedOf(a) - servedOf(b) || (a < b ? -1 : a > b ? 1 : 0))
+      .map((group) => {
+        const inWindow = rate === null ? 0 : groupClaimsInWindow(this.#groupClaims.filter((c) => c.name === name && c.group === group).map((c) => c.claimed_at_ms), now, rate.perMs);
+        const tasks = (byGroup.get(group) as Task[]).sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        return { group, taskIds: tasks.map((t) => t.id), allowance: groupAllowance(groupLimits, running.get(group) ?? 0, inWindow) };
+      })
+      .filter((g) => g.allowance > 0);
+    const rotation = rotateGroups(ungrouped, eligible, params.limit as number);
+    const out: Task[] = [];
+    for (const id of rotation.taskIds) {
+      const next = applyBranches(DRAW.branches, this.#tasks.get(id) as Task, params, now).row;
+      this.#tasks.set(id, next);
+      out.push(copy(next));
+      const group = rotation.groupOf.get(id);
+      if (group !== undefined && rate !== null) this.#groupClaims.push({ name, group, claimed_at_ms: now });
+    }
+    let highest = 0;
+    for (const [key, seq] of this.#served) if (key.startsWith(`${name}\u0000`)) highest = Math.max(highest, seq);
+    for (const group of rotation.served) {
+      this.#served.set(`${name}\u0000${group}`, highest + 1);
+      this.#groupLimits.set(`${name}\u0000${group}`, groupLimits.groupConcurrency);
+    }
+    if (rate !== null) this.#groupClaims = this.#groupClaims.filter((c) => c.name !== name || inRateWindow(c.claimed_at_ms, now, rate.perMs));
+    return out;
+  }
+
   async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
     const batch = normalizeScheduleSlots(input);
     const prepared = batch.slotsMs.map((slotMs) => {
@@ -399,6 +507,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore {
       const row = buildInsert(SCHEDULED_SUBMIT, decoded({ ...slot.submit.params, runAtMs: slot.slotMs }), now);
       this.#tasks.set(row.id, row);
       this.#upsertKey(slot.key, row.id, now);
+      if (slot.submit.group !== null) this.#taskGroups.set(row.id, slot.submit.group);
       submitted.push(copy(row));
     }
     const latest = batch.slotsMs[batch.slotsMs.length - 1];

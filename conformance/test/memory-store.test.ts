@@ -3,6 +3,6 @@ import { runConformance } from "@cairnq/conformance/vitest";
 
 runConformance({
   name: "MemoryStore",
-  capabilities: { flowControl: true, schedules: true, claimReprobe: true, durableSteps: true },
+  capabilities: { flowControl: true, schedules: true, claimReprobe: true, durableSteps: true, groups: true },
   createStore: () => new MemoryStore(),
 });

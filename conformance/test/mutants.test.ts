@@ -28,7 +28,7 @@ function collect(create: () => TaskStore): Map<string, CaseFn> {
   defineConformanceSuite({
     name: "mutant",
     createStore: create,
-    capabilities: { flowControl: true, schedules: true, claimReprobe: true, durableSteps: true },
+    capabilities: { flowControl: true, schedules: true, claimReprobe: true, durableSteps: true, groups: true },
     runner: { describe: (_name, fn) => fn(), it: (name, fn) => void tests.set(name.split(" — ")[0] as string, fn), expect },
     onSkip: () => {},
   });

@@ -17,8 +17,8 @@ function collectingRunner(into: Registered[]): ConformanceRunner {
   return { describe: (_name, fn) => fn(), it: (name, fn) => void into.push({ name, fn }), expect };
 }
 
-/** The extension cases, skipped unless `flowControl` / `schedules` is declared. */
-const EXTENSION_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("flow-") || id.startsWith("schedule-"));
+/** The extension cases, skipped unless `flowControl` / `schedules` / `groups` is declared. */
+const EXTENSION_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("flow-") || id.startsWith("schedule-") || id.startsWith("group-"));
 /** The cases of `RefCompleteTaskStore.completeRef`, run only for stores declaring `capabilities.completeRef`. */
 const COMPLETE_REF_CASES = CONFORMANCE_CASES.map((c) => c.id).filter((id) => id.startsWith("complete-ref-"));
 /** The cases of `ClaimInput.reprobe`, run only for stores declaring `capabilities.claimReprobe`. */
@@ -55,7 +55,7 @@ describe("defineConformanceSuite", () => {
     expect(suite.ran.length + suite.skipped.length).toBe(CONFORMANCE_CASES.length);
     expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...REPROBE_CASES, ...COMPLETE_REF_CASES, ...EXTENSION_CASES, ...STEP_CASES].sort());
     expect(STEP_CASES).toHaveLength(9);
-    expect(EXTENSION_CASES).toHaveLength(9);
+    expect(EXTENSION_CASES).toHaveLength(20);
     expect(COMPLETE_REF_CASES).toHaveLength(3);
     expect(REPROBE_CASES).toHaveLength(3);
     const entry = registered.find((r) => r.name.startsWith("s03-json-round-trip"));

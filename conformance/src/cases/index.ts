@@ -4,6 +4,7 @@ import { bulkCases } from "./bulk.js";
 import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
 import { flowControlCases } from "./flow-control.js";
+import { debounceCases, groupCases } from "./groups.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
 import { ownedWriteCases } from "./owned-writes.js";
@@ -29,6 +30,8 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...boundaryCases,
   ...lifecycleCases,
   ...flowControlCases,
+  ...groupCases,
+  ...debounceCases,
   ...scheduleSlotCases,
   ...stepCases,
 ];

@@ -32,6 +32,7 @@ import {
   nextBatchCursor,
   resolveGateTiming,
   resolveWaitOptions,
+  requireGroupSupport,
   SUBMIT_OPTION_KEYS,
   submitInputOf,
 } from "@cairnq/protocol/sdk";
@@ -479,7 +480,9 @@ export class CairnQ {
   }
 
   #submitInput(task: unknown, payload: unknown, options: SubmitOptions): SubmitInput {
-    return submitInputOf(resolveTask(task), payload, options);
+    const input = submitInputOf(resolveTask(task), payload, options);
+    requireGroupSupport(this.store, input);
+    return input;
   }
 
   /**

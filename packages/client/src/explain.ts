@@ -5,8 +5,8 @@
  * it. `cairnq.explain(id)`, the `cairnq explain` command and the dashboard's
  * task page all say the same thing this way.
  */
-import type { StepRecord, Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
+import type { GroupReadStore, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import { hasGroupReads, InvalidArgument } from "@cairnq/protocol";
 import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatWhen, systemClock } from "@cairnq/runtime";
@@ -19,6 +19,7 @@ export type ExplainState =
   | "delayed"
   | "backing-off"
   | "waiting"
+  | "group-limit"
   | "unclaimed"
   | "running"
   | "lease-expired"
@@ -63,6 +64,8 @@ export interface ExplainContext {
   readonly activity?: QueueActivity | null;
   /** How long ago a finished task still counts as "recent" claiming activity. @default 300000 (5 minutes) */
   readonly recentMs?: number;
+  /** The task's group and its counts, from a store with group reads; `null` when it has no group. @default null */
+  readonly group?: TaskGroupInfo | null;
 }
 
 /** What {@link explainTask} says: the {@link Explanation} without the row and the evidence it was given. */
@@ -89,8 +92,21 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
   const activity = ctx.activity ?? null;
   const recentMs = ctx.recentMs ?? RECENT_ACTIVITY_MS;
   const requeued = task.attempt > 0 ? ` after ${attempts(task)}` : "";
-  const head = `Queued${requeued} in queue ${quoted(task.queue)} and due since ${formatWhen(task.run_at_ms, nowMs)}, waiting for a worker with a handler for ${quoted(task.name)} to claim it.`;
   const base = { taskId: task.id, atMs: task.run_at_ms };
+  const group = ctx.group ?? null;
+  if (group !== null && group.groupConcurrency !== null && group.running >= group.groupConcurrency) {
+    return {
+      ...base,
+      state: "group-limit",
+      summary:
+        `Queued${requeued} in queue ${quoted(task.queue)} and due since ${formatWhen(task.run_at_ms, nowMs)}, waiting on its group's limit: ` +
+        `group ${group.group}: ${group.running} of ${group.groupConcurrency} running (groupConcurrency of ${quoted(task.name)}), ${group.queued} queued. ` +
+        `It is claimed when one of them ends or its lease is recovered; other groups keep running meanwhile.` +
+        lastError(task),
+    };
+  }
+  const inGroup = group === null ? "" : ` It is in group ${group.group} (${group.running} running${group.groupConcurrency === null ? "" : ` of ${group.groupConcurrency}`}).`;
+  const head = `Queued${requeued} in queue ${quoted(task.queue)} and due since ${formatWhen(task.run_at_ms, nowMs)}, waiting for a worker with a handler for ${quoted(task.name)} to claim it.${inGroup}`;
   if (activity === null) return { ...base, state: "waiting", summary: head + lastError(task) };
   const recent = activity.lastFinishedAtMs !== null && nowMs - activity.lastFinishedAtMs <= recentMs;
   if (activity.runningOnQueue === 0 && !recent) {
@@ -268,5 +284,6 @@ export async function explain(
   const parked = steps === null ? null : parkedVerdict(task, steps, nowMs);
   if (parked !== null) return { ...parked, activity: null, task, steps };
   const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
-  return { ...explainTask(task, { nowMs, activity }), activity, task, steps };
+  const group = task.status === "queued" && task.run_at_ms <= nowMs && hasGroupReads(store as TaskStore) ? await (store as TaskStore & GroupReadStore).taskGroup(task.id) : null;
+  return { ...explainTask(task, { nowMs, activity, group }), activity, task, steps };
 }

@@ -20,6 +20,7 @@ import { bulkRoutes } from "./routes/bulk-routes.js";
 import { liveRoutes } from "./routes/live-routes.js";
 import { metricsRoutes } from "./routes/metrics-routes.js";
 import { overviewRoutes } from "./routes/overview-routes.js";
+import { groupRoutes } from "./routes/group-routes.js";
 import { pageRoutes } from "./routes/page-routes.js";
 import { taskRoutes } from "./routes/task-routes.js";
 
@@ -59,7 +60,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const hub = new LiveHub(client, options.pollIntervalMs ?? 2000);
   const ctx: RouteContext = { client, readOnly, hub };
   const route = createRouter({
-    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx), ...activityRoutes(ctx), ...metricsRoutes(ctx, options.metricsCacheMs ?? DEFAULT_METRICS_CACHE_MS)],
+    routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...groupRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx), ...activityRoutes(ctx), ...metricsRoutes(ctx, options.metricsCacheMs ?? DEFAULT_METRICS_CACHE_MS)],
     readOnly,
     basePath: options.basePath ?? "",
     allowedHosts: options.allowedHosts,

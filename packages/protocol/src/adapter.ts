@@ -116,6 +116,7 @@ export {
   flowAllowance,
   flowLimitedDraws,
   flowLockKey,
+  hasGroupLimits,
   inRateWindow,
   MAX_RATE_WINDOW_MS,
   normalizeFlowControl,
@@ -123,6 +124,20 @@ export {
   RUNNING_OF_NAME,
 } from "./flow-control.js";
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
+export { DEBOUNCE, DEBOUNCE_CAPPED, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
+export type { DebounceDecision, NormalizedDebounce } from "./debounce.js";
+export {
+  GROUP_DRAW,
+  GROUP_HEAD_ROWS,
+  GROUP_TASK_IDS,
+  GROUP_TASK_STATES,
+  groupAllowance,
+  groupClaimsInWindow,
+  rotateGroups,
+  sortGroupCounts,
+  sweepGroupTask,
+} from "./groups.js";
+export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState } from "./groups.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
 export { brandErrorClass } from "./errors.js";
 export { LIST_BEFORE_ID, LIST_ROWS, QUEUE_DEPTH_ROWS, READ_PARAMS, STATS_ROWS } from "./reads.js";

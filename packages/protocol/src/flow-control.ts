@@ -48,12 +48,20 @@ export interface FlowControl {
   readonly globalConcurrency?: number;
   /** @default unlimited */
   readonly rateLimit?: RateLimit;
+  /** At most this many tasks of the name and one group `running` across every worker (see `groups.ts`); an integer ≥ 1. @default unlimited */
+  readonly groupConcurrency?: number;
+  /** At most `max` claims of the name and one group in any window of `perMs` (see `groups.ts`). @default unlimited */
+  readonly groupRateLimit?: RateLimit;
 }
 
 /** A validated {@link FlowControl}: `null` = that limit is not set. */
 export interface NormalizedFlowControl {
   readonly globalConcurrency: number | null;
   readonly rateLimit: RateLimit | null;
+  /** Absent or `null` = not set. */
+  readonly groupConcurrency?: number | null;
+  /** Absent or `null` = not set. */
+  readonly groupRateLimit?: RateLimit | null;
 }
 
 /** The longest window a rate limit may have (the largest delay Node timers honour). */
@@ -61,7 +69,7 @@ export const MAX_RATE_WINDOW_MS = 2_147_483_647;
 /** Key-lock prefix of the per-name flow-control lock ({@link flowLockKey}). */
 export const FLOW_LOCK_PREFIX = "cairnq:flow:";
 
-const FLOW_KEYS = ["globalConcurrency", "rateLimit"] as const;
+const FLOW_KEYS = ["globalConcurrency", "rateLimit", "groupConcurrency", "groupRateLimit"] as const;
 const RATE_KEYS = ["max", "perMs"] as const;
 
 function fail(argument: string, message: string): never {
@@ -95,21 +103,31 @@ function positiveInt(value: unknown, argument: string, max = Number.MAX_SAFE_INT
  */
 export function normalizeFlowControl(input: unknown, argument = "flowControl"): NormalizedFlowControl | null {
   if (input === undefined || input === null) return null;
-  const value = plainObject(input, argument, "an object { globalConcurrency?, rateLimit? }");
+  const value = plainObject(input, argument, "an object { globalConcurrency?, rateLimit?, groupConcurrency?, groupRateLimit? }");
   onlyKeys(value, FLOW_KEYS, argument);
   const globalConcurrency = value.globalConcurrency === undefined ? null : positiveInt(value.globalConcurrency, `${argument}.globalConcurrency`, 2_147_483_647);
-  let rateLimit: RateLimit | null = null;
-  if (value.rateLimit !== undefined) {
-    const rate = plainObject(value.rateLimit, `${argument}.rateLimit`, "an object { max, perMs }");
-    onlyKeys(rate, RATE_KEYS, `${argument}.rateLimit`);
-    if (rate.max === undefined || rate.perMs === undefined) fail(`${argument}.rateLimit`, `${argument}.rateLimit needs both max and perMs, e.g. { max: 10, perMs: 1000 }`);
-    rateLimit = Object.freeze({
-      max: positiveInt(rate.max, `${argument}.rateLimit.max`, 2_147_483_647),
-      perMs: positiveInt(rate.perMs, `${argument}.rateLimit.perMs`, MAX_RATE_WINDOW_MS),
-    });
-  }
-  if (globalConcurrency === null && rateLimit === null) return null;
-  return Object.freeze({ globalConcurrency, rateLimit });
+  const rateLimit = rateLimitOf(value.rateLimit, `${argument}.rateLimit`);
+  const groupConcurrency = value.groupConcurrency === undefined ? null : positiveInt(value.groupConcurrency, `${argument}.groupConcurrency`, 2_147_483_647);
+  const groupRateLimit = rateLimitOf(value.groupRateLimit, `${argument}.groupRateLimit`);
+  if (globalConcurrency === null && rateLimit === null && groupConcurrency === null && groupRateLimit === null) return null;
+  if (groupConcurrency === null && groupRateLimit === null) return Object.freeze({ globalConcurrency, rateLimit });
+  return Object.freeze({ globalConcurrency, rateLimit, groupConcurrency, groupRateLimit });
+}
+
+function rateLimitOf(input: unknown, argument: string): RateLimit | null {
+  if (input === undefined) return null;
+  const rate = plainObject(input, argument, "an object { max, perMs }");
+  onlyKeys(rate, RATE_KEYS, argument);
+  if (rate.max === undefined || rate.perMs === undefined) fail(argument, `${argument} needs both max and perMs, e.g. { max: 10, perMs: 1000 }`);
+  return Object.freeze({
+    max: positiveInt(rate.max, `${argument}.max`, 2_147_483_647),
+    perMs: positiveInt(rate.perMs, `${argument}.perMs`, MAX_RATE_WINDOW_MS),
+  });
+}
+
+/** Whether `limits` has a group limit (`groupConcurrency` or `groupRateLimit`), which makes its name grouped (see `groups.ts`). */
+export function hasGroupLimits(limits: NormalizedFlowControl | null | undefined): boolean {
+  return limits != null && ((limits.groupConcurrency ?? null) !== null || (limits.groupRateLimit ?? null) !== null);
 }
 
 /**

@@ -99,6 +99,9 @@ export type { BackpressureGateOptions, MaxQueueDepth } from "./backpressure-gate
 export type { Logger, LogLevel } from "./logger.js";
 export type { FlowControl, RateLimit } from "./flow-control.js";
 export type { RetryPolicy } from "./retry-policy.js";
+export type { DebounceOptions } from "./debounce.js";
+export { hasGroupReads } from "./groups.js";
+export type { GroupCounts, GroupReadStore, TaskGroupInfo } from "./groups.js";
 export { SCHEDULE_KEY_PREFIX, scheduleSlotKey } from "./schedule.js";
 export type { ScheduleSlotsInput, ScheduleSlotsResult, ScheduleTaskInput } from "./schedule.js";
 export { PARK_FOREVER_AT_MS, STEP_KINDS, stepKey } from "./steps.js";

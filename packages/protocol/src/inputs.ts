@@ -4,6 +4,8 @@
  * everywhere, before anything is written: a clear `InvalidArgument`, never a
  * silent coercion.
  */
+import type { NormalizedDebounce } from "./debounce.js";
+import { normalizeDebounce } from "./debounce.js";
 import type { Conflict } from "./conflict.js";
 import { CONFLICTS, isConflict } from "./conflict.js";
 import type { Params } from "./decide.js";
@@ -197,6 +199,10 @@ function stringList(value: unknown, argument: string, field: LimitedTextField | 
 /** A normalized submit: the insert's parameters, plus the key handling. */
 export interface NormalizedSubmit {
   readonly key: string | null;
+  /** The task's group (an extension, see `groups.ts`), or `null`. */
+  readonly group: string | null;
+  /** The submit's debounce (an extension, see `debounce.ts`), or `null`. */
+  readonly debounce: NormalizedDebounce | null;
   readonly conflict: Conflict;
   readonly queue: string;
   /** Parameters of the `SUBMIT` rule; `taskId` is filled by the caller. */
@@ -218,13 +224,16 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
   const key = optionalText(input.key, "key");
   const maxAttempts = intOr(input.maxAttempts, DEFAULT_MAX_ATTEMPTS, "maxAttempts", 1, INT32_MAX);
   const priority = intOr(input.priority, DEFAULT_PRIORITY, "priority", INT32_MIN, INT32_MAX);
-  const runAtDelayMs = intOr(input.runAtDelayMs, 0, "runAtDelayMs", 0);
+  const debounce = normalizeDebounce(input.debounce, input);
+  const runAtDelayMs = debounce !== null ? debounce.delayMs : intOr(input.runAtDelayMs, 0, "runAtDelayMs", 0);
   const metadata = input.metadata ?? {};
   if (!isPlainObject(metadata)) {
     fail("metadata", `metadata must be a plain object, got ${describe(metadata)}`);
   }
   return {
     key,
+    group: input.group === undefined || input.group === null ? null : requireLimitedText(input.group, "key", "group"),
+    debounce,
     conflict,
     queue,
     params: {

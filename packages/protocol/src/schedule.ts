@@ -75,6 +75,8 @@ export interface ScheduleTaskInput {
   /** @default 3 */
   maxAttempts?: number;
   metadata?: Record<string, unknown> | null;
+  /** The group of every slot task (see `groups.ts`; stores with `capabilities.groups`). @default null */
+  group?: string | null;
 }
 
 /** Input of `ScheduleTaskStore.submitScheduleSlots`. */

@@ -53,7 +53,7 @@ export { MAX_RETRY_DELAY_MS, normalizeRetryPolicy, policyRetryDelayMs } from "./
 export type { NormalizedRetryPolicy, PolicyDelay } from "./retry-policy.js";
 export { defaultHeartbeatIntervalMs, WORKER_DEFAULTS } from "./worker-defaults.js";
 export type { WorkerDefaults } from "./worker-defaults.js";
-export { childLineage, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";
+export { childLineage, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";
 export type { ParentRow } from "./submit-options.js";
 export { logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";

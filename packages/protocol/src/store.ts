@@ -1,3 +1,4 @@
+import type { DebounceOptions } from "./debounce.js";
 import type { Conflict } from "./conflict.js";
 import type { FlowControl } from "./flow-control.js";
 import type { ScheduleSlotsInput, ScheduleSlotsResult } from "./schedule.js";
@@ -358,6 +359,18 @@ export interface StoreCapabilities {
    */
   readonly claimReprobe?: boolean;
   /**
+   * The store records `SubmitInput.group`, applies `SubmitInput.debounce`
+   * (see `debounce.ts`), and `claim` enforces the group
+   * limits of `ClaimInput.flowControl` (`groupConcurrency`,
+   * `groupRateLimit`) per name and group, exactly, rotating across the
+   * groups with due work (see `groups.ts`); it is also a `GroupReadStore`
+   * (`taskGroup`, `groupStats`). A store without it must not be
+   * given group limits; the worker refuses them, and a submit with a group
+   * is an `UnsupportedBackend` there. Optional so stores written before the
+   * flag keep compiling. @default false
+   */
+  readonly groups?: boolean;
+  /**
    * The store is a {@link QueueHealthTaskStore}: `queueHealth` reads counts
    * by queue and status and the oldest due queued task of each queue in one
    * aggregate statement (what the Prometheus endpoint serves). Optional so
@@ -387,6 +400,20 @@ export interface SubmitInput<Payload = unknown> {
   /** @default "default" */
   queue?: string;
   key?: string | null;
+  /**
+   * The task's group, for per-group limits and fair rotation (an extension,
+   * see `groups.ts`; validated like `key`). Only stores whose
+   * `capabilities.groups` is true record it. @default null
+   */
+  group?: string | null;
+  /**
+   * Coalesce submits under `key` (an extension, see `debounce.ts`): while the
+   * key's task is `queued`, a submit updates its payload and moves its run
+   * time to now + `delayMs`, never past `maxDelayMs` after its first submit,
+   * and returns it. Needs `key`; excludes `conflict` and `runAtDelayMs`.
+   * @default null
+   */
+  debounce?: DebounceOptions | null;
   /** @default "reuse" */
   conflict?: Conflict;
   /** Integer ≥ 1. @default 3 */

@@ -4,6 +4,8 @@
  * the store's {@link SubmitInput}.
  */
 import type { Conflict } from "./conflict.js";
+import type { DebounceOptions } from "./debounce.js";
+import { UnsupportedBackend } from "./errors.js";
 import type { SubmitInput } from "./store.js";
 import type { Task } from "./task.js";
 import type { TaskDef } from "./task-def.js";
@@ -16,6 +18,19 @@ import type { TaskDef } from "./task-def.js";
 export interface SubmitOptions {
   /** Business key: at most one current task per key (§5.1). @default null */
   key?: string | null | undefined;
+  /**
+   * The task's group: a task name's `groupConcurrency` and `groupRateLimit`
+   * apply per group, and claims rotate across groups (validated like `key`;
+   * needs a store with `capabilities.groups`). @default null
+   */
+  group?: string | null | undefined;
+  /**
+   * Coalesce submits under `key`: while the key's task is still queued, a
+   * submit updates its payload and pushes its run time to now + `delayMs`,
+   * never past `maxDelayMs` after the first submit, and returns that task.
+   * Needs `key`; excludes `conflict` and `runAtDelayMs`. @default null
+   */
+  debounce?: DebounceOptions | null | undefined;
   /** What a submit does when `key` already points at a task. @default "reuse" */
   conflict?: Conflict | undefined;
   /** @default the TaskDef's queue, else "default" */
@@ -39,6 +54,8 @@ export interface SubmitOptions {
 /** Every key of {@link SubmitOptions}, for callers that reject unknown (misspelt) options. */
 export const SUBMIT_OPTION_KEYS = Object.freeze([
   "key",
+  "group",
+  "debounce",
   "conflict",
   "queue",
   "priority",
@@ -71,6 +88,8 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     maxAttempts: options.maxAttempts ?? def.maxAttempts,
     priority: options.priority ?? def.priority,
     key: options.key,
+    ...(options.group === undefined ? {} : { group: options.group }),
+    ...(options.debounce === undefined ? {} : { debounce: options.debounce }),
     conflict: options.conflict,
     runAtDelayMs: options.runAtDelayMs,
     correlationId: options.correlationId,
@@ -78,6 +97,27 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     parentId: options.parentId,
     rootId: options.rootId,
   };
+}
+
+/**
+ * Refuses a submit with a `group` or a `debounce` to a store without
+ * `capabilities.groups`, which would otherwise drop them (running the task
+ * outside its group's limits, or reusing instead of debouncing).
+ *
+ * @throws `UnsupportedBackend` naming the option.
+ */
+export function requireGroupSupport(store: { readonly capabilities: { readonly groups?: boolean } }, input: Pick<SubmitInput, "group" | "debounce">): void {
+  if (store.capabilities.groups === true) return;
+  if (input.group !== undefined && input.group !== null) {
+    throw new UnsupportedBackend("group", "store's", {
+      message: `submit option group '${String(input.group)}' needs a store that records groups (capabilities.groups is not true); SQLiteStore and PostgresStore do`,
+    });
+  }
+  if (input.debounce !== undefined && input.debounce !== null) {
+    throw new UnsupportedBackend("debounce", "store's", {
+      message: "submit option debounce needs a store that implements it (capabilities.groups is not true); SQLiteStore and PostgresStore do",
+    });
+  }
 }
 
 /** The running task a child is submitted from: the columns its lineage reads. */

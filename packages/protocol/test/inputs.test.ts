@@ -127,9 +127,11 @@ describe("requireInt", () => {
 });
 
 describe("normalizeSubmit (§5.1)", () => {
-  it("applies every default: payload {}, queue 'default', conflict reuse, max 3, priority 0, metadata {}, delay 0, no key", () => {
+  it("applies every default: payload {}, queue 'default', conflict reuse, max 3, priority 0, metadata {}, delay 0, no key, no group", () => {
     expect(normalizeSubmit({ name: "summarize" }, ID)).toEqual({
       key: null,
+      group: null,
+      debounce: null,
       conflict: "reuse",
       queue: "default",
       params: {

@@ -6,7 +6,7 @@ import { defineTask } from "../src/task-def.js";
 describe("submit options", () => {
   it("lists every option once", () => {
     expect([...SUBMIT_OPTION_KEYS].sort()).toEqual(
-      ["conflict", "correlationId", "key", "maxAttempts", "metadata", "parentId", "priority", "queue", "rootId", "runAtDelayMs"],
+      ["conflict", "correlationId", "debounce", "group", "key", "maxAttempts", "metadata", "parentId", "priority", "queue", "rootId", "runAtDelayMs"],
     );
     expect(Object.isFrozen(SUBMIT_OPTION_KEYS)).toBe(true);
   });
@@ -27,11 +27,15 @@ describe("submit options", () => {
       parentId: undefined,
       rootId: undefined,
     });
+    // A group is passed only when given, so a store that predates groups sees the same input as before.
+    expect(submitInputOf(def, {}, { group: "acme" }).group).toBe("acme");
   });
 
   it("override them, and pass every other option through", () => {
     const options: Required<SubmitOptions> = {
       key: "k",
+      group: "acme",
+      debounce: null,
       conflict: "replace",
       queue: "q",
       priority: 9,

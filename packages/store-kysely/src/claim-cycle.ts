@@ -134,7 +134,9 @@ class ClaimTransaction {
   /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`; then the probe again, if asked for. */
   async #drawFrom(tx: QueryRunner, draws: DrawPlanner, claimed: Task[], start: number): Promise<Task[]> {
     for (let found = nextDraw(this.#claim, draws, claimed, start); found !== null; found = nextDraw(this.#claim, draws, claimed, found.index + 1)) {
-      for (const row of (await this.#statements.exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
+      const grouped = this.#flow?.drawGroups(tx, found.params) ?? null;
+      if (grouped !== null) claimed.push(...(await grouped));
+      else for (const row of (await this.#statements.exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
     }
     if (this.#again !== null) this.claimable = truthy((await tx.executeQuery(this.#probeAgain())).rows[0]?.found);
     return claimed;

@@ -19,6 +19,12 @@
  * | `cairnq_ext_rate_claims` | task option `rateLimit` | one per recent claim of a rate-limited name, pruned once outside the window |
  * | `cairnq_ext_steps` | durable steps (`ctx.step`, `ctx.sleep`, …) | one per step occurrence of a task, deleted with the task (foreign key, `ON DELETE CASCADE`) |
  * | `cairnq_ext_messages` | `cairnq.send` / `ctx.waitFor` | one per message sent to a task, deleted with the task |
+ * | `cairnq_ext_task_groups` | submit option `group` | one per task submitted with a group (deleted with the task): its name, group, priority and where the group-aware claim last saw it |
+ * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, whether it may have queued work, and the `groupConcurrency` last enforced (for `explain`) |
+ * | `cairnq_ext_group_rate_claims` | task option `groupRateLimit` | one per recent claim of a rate-limited group, pruned once outside the window |
+ *
+ * The three group tables are created together (`ensure(GROUP_TABLES)`), by
+ * the first submit with a group or the first claim with group limits.
  */
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
@@ -38,8 +44,17 @@ export const STEPS_TABLE = "cairnq_ext_steps";
 /** Messages sent to tasks (`send`), consumed by waits. */
 export const MESSAGES_TABLE = "cairnq_ext_messages";
 
+/** The group of each task submitted with one (`group`); rows go with their task (`ON DELETE CASCADE`). */
+export const TASK_GROUPS_TABLE = "cairnq_ext_task_groups";
+/** Per name and group: served order and whether it may have queued work. */
+export const GROUPS_TABLE = "cairnq_ext_groups";
+/** Recent claims of rate-limited groups (`groupRateLimit`). */
+export const GROUP_RATE_CLAIMS_TABLE = "cairnq_ext_group_rate_claims";
+/** The group tables, created as one feature. */
+export const GROUP_TABLES = "cairnq_ext_groups*";
+
 /** The extension tables by feature. */
-export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE | typeof STEPS_TABLE | typeof MESSAGES_TABLE;
+export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE | typeof STEPS_TABLE | typeof MESSAGES_TABLE | typeof GROUP_TABLES;
 
 /** The DDL of each extension table, re-runnable. */
 export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> = {
@@ -49,6 +64,17 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
   [RATE_CLAIMS_TABLE]: [
     `CREATE TABLE IF NOT EXISTS ${RATE_CLAIMS_TABLE} (name text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,
     `CREATE INDEX IF NOT EXISTS ${RATE_CLAIMS_TABLE}_name_idx ON ${RATE_CLAIMS_TABLE} (name, claimed_at_ms)`,
+  ],
+  [GROUP_TABLES]: [
+    `CREATE TABLE IF NOT EXISTS ${TASK_GROUPS_TABLE} (task_id text PRIMARY KEY REFERENCES cairnq_tasks(id) ON DELETE CASCADE, name text NOT NULL, group_key text NOT NULL, priority integer NOT NULL, state text NOT NULL)`,
+    // The claim walks one group's waiting rows best first, and sweeps the name's claimed rows.
+    `CREATE INDEX IF NOT EXISTS ${TASK_GROUPS_TABLE}_walk_idx ON ${TASK_GROUPS_TABLE} (name, state, group_key, priority DESC, task_id)`,
+    `CREATE TABLE IF NOT EXISTS ${GROUPS_TABLE} (name text NOT NULL, group_key text NOT NULL, served_seq bigint NOT NULL, active integer NOT NULL, touched bigint NOT NULL, concurrency_limit bigint, PRIMARY KEY (name, group_key))`,
+    // The claim visits a name's active groups in served order.
+    `CREATE INDEX IF NOT EXISTS ${GROUPS_TABLE}_served_idx ON ${GROUPS_TABLE} (name, active, served_seq, group_key)`,
+    `CREATE TABLE IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE} (name text NOT NULL, group_key text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE}_group_idx ON ${GROUP_RATE_CLAIMS_TABLE} (name, group_key, claimed_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS ${GROUP_RATE_CLAIMS_TABLE}_name_idx ON ${GROUP_RATE_CLAIMS_TABLE} (name, claimed_at_ms)`,
   ],
   // JSON is kept as text on both backends, so the DDL and the binds are one text; the foreign key makes
   // a purge (ours or a v1 peer's) delete the journal with its task.

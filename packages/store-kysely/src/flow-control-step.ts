@@ -11,18 +11,23 @@
  *    transaction already serialises every claim; on Postgres the lock is a
  *    transaction-scoped advisory lock, so claims of one limited name queue
  *    behind each other while claims that carry no limit for it never wait.
- * 2. `end`: record each claimed row of a rate-limited name in
+ * 2. the draws: a draw of one grouped name (`groupConcurrency`,
+ *    `groupRateLimit`) is picked by that name's {@link GroupDraw} instead of
+ *    the plain draw (fair rotation across groups, per-group limits).
+ * 3. `end`: record each claimed row of a rate-limited name in
  *    `cairnq_ext_rate_claims` at a `now` read after its draw, and delete that
  *    name's records outside the window.
  */
 import type { ClaimInput, Task } from "@cairnq/protocol";
 import type { DrawPlanner, NormalizedFlowControl } from "@cairnq/protocol/adapter";
-import { claimFlowControl, FLOW_NAME, flowAllowance, flowLimitedDraws, flowLockKey, RUNNING_OF_NAME, x } from "@cairnq/protocol/adapter";
+import { claimFlowControl, FLOW_NAME, flowAllowance, flowLimitedDraws, flowLockKey, hasGroupLimits, RUNNING_OF_NAME, x } from "@cairnq/protocol/adapter";
+import type { Params } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
-import { RATE_CLAIMS_TABLE } from "./extension-tables.js";
+import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
+import { GroupDraw } from "./group-draw.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -63,10 +68,25 @@ const PRUNE_TEMPLATE: StatementTemplate = {
 export class FlowControlStep {
   readonly #limits: ReadonlyMap<string, NormalizedFlowControl>;
   readonly #ext: StoreExtensions;
+  /** The group draw of each grouped name (one with `groupConcurrency` or `groupRateLimit`). */
+  readonly #groups = new Map<string, GroupDraw>();
 
   private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions) {
     this.#limits = limits;
     this.#ext = ext;
+    for (const [name, l] of limits) {
+      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, { groupConcurrency: l.groupConcurrency ?? null, groupRateLimit: l.groupRateLimit ?? null }));
+    }
+  }
+
+  /**
+   * The rows of a draw of one grouped name, picked by its group draw (`group-draw.ts`); `null` for any
+   * other draw, which the claim runs as the plain draw. Call inside the transaction, after {@link begin}.
+   */
+  drawGroups(tx: QueryRunner, params: Params): Promise<Task[]> | null {
+    const names = params.names as readonly string[] | null;
+    if (names === null || names.length !== 1) return null;
+    return this.#groups.get(names[0] as string)?.draw(tx, params) ?? null;
   }
 
   /** The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs). */
@@ -77,6 +97,7 @@ export class FlowControlStep {
 
   /** Outside the transaction: creates the rate-claims table on first use. */
   async prepare(): Promise<void> {
+    if (this.#groups.size > 0) await this.#ext.ensure(GROUP_TABLES);
     for (const limits of this.#limits.values()) {
       if (limits.rateLimit !== null) return this.#ext.ensure(RATE_CLAIMS_TABLE);
     }

@@ -1,4 +1,7 @@
 import type {
+  GroupCounts,
+  GroupReadStore,
+  TaskGroupInfo,
   BulkBatchInput,
   ClaimInput,
   CompleteInput,
@@ -48,6 +51,7 @@ import { StepJournal } from "./steps-journal.js";
 import { StoreLifecycle } from "./store-lifecycle.js";
 import { StoreStatements } from "./store-statements.js";
 import { SubmitPath } from "./submit-path.js";
+import { GroupReads } from "./group-reads.js";
 import { TaskReads } from "./task-reads.js";
 
 /** Options of {@link KyselyStore}. */
@@ -86,7 +90,7 @@ export interface KyselyStoreOptions {
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, QueueHealthTaskStore, TaskStepStore {
+export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, QueueHealthTaskStore, TaskStepStore, GroupReadStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
   /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
@@ -103,6 +107,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
   readonly #claims: ClaimCycle;
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
   readonly #extensions: StoreExtensions;
+  readonly #groupReads: GroupReads;
   /** Durable steps: the journal, parking, messages (see `steps-journal.ts`). */
   readonly #steps: StepJournal;
 
@@ -126,17 +131,19 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
       claimReprobe: true,
       queueHealth: true,
       durableSteps: true,
+      groups: true,
     };
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     const statements = new StoreStatements(db, dialect, this.compiler);
     this.#statements = statements;
     this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
     this.#extensions = new StoreExtensions(statements);
-    this.#submits = new SubmitPath(statements, this.#lifecycle, this);
+    this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
     this.#owned = new OwnedWrites(statements, this.#lifecycle);
     this.#reads = new TaskReads(statements, this.#lifecycle);
     this.#transitions = new ClientTransitions(statements, this.#lifecycle);
     this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions);
+    this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle);
     this.#steps = new StepJournal(this.#extensions);
   }
 
@@ -277,6 +284,18 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
    */
   claim(input: ClaimInput): Promise<Task[]> {
     return this.#claims.claim(input);
+  }
+
+  // ------------------------------------------------------------------ groups
+
+  /** The group of task `taskId` with its counts, or `null` (see `group-reads.ts`); creates the group tables if absent. */
+  taskGroup(taskId: string): Promise<TaskGroupInfo | null> {
+    return this.#groupReads.taskGroup(taskId);
+  }
+
+  /** Queued and running tasks of `name` per group, most queued first (see `group-reads.ts`). */
+  groupStats(name: string, options?: { readonly limit?: number }): Promise<GroupCounts[]> {
+    return this.#groupReads.groupStats(name, options);
   }
 
   // --------------------------------------------------------------- schedules

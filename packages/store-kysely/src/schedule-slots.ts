@@ -19,7 +19,8 @@ import { scheduleSlotKey } from "@cairnq/protocol";
 import { newTaskId, normalizeScheduleSlots, normalizeSubmit, scheduleLockKey, SCHEDULED_SUBMIT, slotsToSubmit, x } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
-import { SCHEDULES_TABLE } from "./extension-tables.js";
+import { GROUP_TABLES, SCHEDULES_TABLE } from "./extension-tables.js";
+import { recordTaskGroup } from "./group-submit.js";
 import { decodeTask } from "./rows.js";
 import { GET_BY_KEY_TEMPLATE, insertTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
 
@@ -49,9 +50,10 @@ export async function submitScheduleSlots(ext: StoreExtensions, input: ScheduleS
   const prepared = batch.slotsMs.map((slotMs) => {
     const key = scheduleSlotKey(batch.schedule, slotMs);
     const submit = normalizeSubmit({ ...batch.task, key, conflict: "reject" }, newTaskId());
-    return { slotMs, key, params: { ...submit.params, runAtMs: slotMs } };
+    return { slotMs, key, group: submit.group, params: { ...submit.params, runAtMs: slotMs } };
   });
   await ext.ensure(SCHEDULES_TABLE);
+  if (prepared.some((slot) => slot.group !== null)) await ext.ensure(GROUP_TABLES);
   const { dialect } = ext;
   return dialect.executor.writeTransaction(ext.db, async (tx) => {
     await dialect.keyLock.acquire(tx, scheduleLockKey(batch.schedule));
@@ -67,6 +69,7 @@ export async function submitScheduleSlots(ext: StoreExtensions, input: ScheduleS
       if (inserted === undefined) throw new Error("the slot insert returned no row although RETURNING guarantees one; is the driver dropping RETURNING rows?");
       const task = decodeTask(inserted);
       await ext.exec(tx, UPSERT_KEY_TEMPLATE, { key: slot.key, taskId: task.id });
+      if (slot.group !== null) await recordTaskGroup(ext, tx, task, slot.group);
       submitted.push(task);
     }
     const latest = batch.slotsMs[batch.slotsMs.length - 1];

@@ -281,6 +281,12 @@ export class StepJournal {
   async spawnStep(input: SpawnStepInput): Promise<string> {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
     if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
+    if (input.child.group !== undefined && input.child.group !== null) {
+      throw new InvalidArgument("group", "a spawned child cannot have a group yet: submit grouped children with ctx.submit inside a ctx.step (its id is then recorded once), and join them by id");
+    }
+    if (input.child.debounce !== undefined && input.child.debounce !== null) {
+      throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
+    }
     if (input.child.key !== undefined && input.child.key !== null) {
       throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
     }

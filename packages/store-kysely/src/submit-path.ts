@@ -1,7 +1,7 @@
 import type { QueueDepthGate, SubmitInput, SubmitOutcome, Task, TaskStore } from "@cairnq/protocol";
 import { AlreadyExists } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { CANCEL, newTaskId, normalizeSubmit, resolveKeyConflict } from "@cairnq/protocol/adapter";
+import { CANCEL, debounceUpdate, newTaskId, normalizeSubmit, resolveDebounce, resolveKeyConflict } from "@cairnq/protocol/adapter";
 import type { QueryRunner } from "./executor.js";
 import { decodeTask } from "./rows.js";
 import { GET_BY_KEY_TEMPLATE, rowTransitionTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
@@ -9,6 +9,9 @@ import type { StoreLifecycle } from "./store-lifecycle.js";
 import type { StoreStatements } from "./store-statements.js";
 import { BatchableSubmit } from "./batchable-submit.js";
 import type { BatchedWriter } from "./write-batching.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { GROUP_TABLES } from "./extension-tables.js";
+import { recordTaskGroup } from "./group-submit.js";
 
 /** The store a submit belongs to: the backpressure gate it passes, and the store the gate reads. */
 export interface GatedStore extends TaskStore {
@@ -30,13 +33,16 @@ export class SubmitPath {
   readonly #store: GatedStore;
   readonly #insert: BatchableSubmit;
   readonly #unkeyed: BatchedWriter<Params, Task>;
+  readonly #extensions: StoreExtensions | null;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
    * @param store - The store whose `queueDepthGate` every submit passes.
+   * @param extensions - The extension tables a submit with a `group` writes; `null` = groups unsupported.
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, store: GatedStore) {
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, store: GatedStore, extensions: StoreExtensions | null = null) {
+    this.#extensions = extensions;
     this.#statements = statements;
     this.#lifecycle = lifecycle;
     this.#store = store;
@@ -54,8 +60,16 @@ export class SubmitPath {
     return this.#lifecycle.run(async () => {
       const gate = this.#store.queueDepthGate;
       if (gate !== null) await gate.acquire(submit.queue, this.#store);
-      if (submit.key === null) return { task: await this.#unkeyed(submit.params), created: true };
-      return this.#keyed(submit, submit.key);
+      if (submit.group !== null) await this.#groupTables().ensure(GROUP_TABLES);
+      if (submit.key !== null) return this.#keyed(submit, submit.key);
+      if (submit.group === null) return { task: await this.#unkeyed(submit.params), created: true };
+      const { db, dialect } = this.#statements;
+      const group = submit.group;
+      return dialect.executor.writeTransaction(db, async (tx) => {
+        const task = await this.#insertIn(tx, submit.params);
+        await recordTaskGroup(this.#groupTables(), tx, task, group);
+        return { task, created: true };
+      });
     });
   }
 
@@ -65,6 +79,16 @@ export class SubmitPath {
       await dialect.keyLock.acquire(tx, key);
       const found = (await this.#statements.exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
       const existing = found === undefined ? null : decodeTask(found);
+      if (submit.debounce !== null) {
+        const debounced = resolveDebounce(existing);
+        if (debounced.kind === "update") {
+          const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
+          const row = (await this.#statements.exec(tx, rowTransitionTemplate(rule), params)).rows[0];
+          // Claimed between the read and the update (claims take no key lock): a new task, as for a running one.
+          if (row !== undefined) return { task: decodeTask(row), created: false };
+        }
+        return this.#insertKeyed(tx, submit, key);
+      }
       const decision = resolveKeyConflict(submit.conflict, existing);
       switch (decision.kind) {
         case "reject":
@@ -75,12 +99,23 @@ export class SubmitPath {
           if (decision.cancelExisting && existing !== null) {
             await this.#statements.exec(tx, rowTransitionTemplate(CANCEL), { taskId: existing.id });
           }
-          const inserted = await this.#insertIn(tx, submit.params);
-          await this.#statements.exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
-          return { task: inserted, created: true };
+          return this.#insertKeyed(tx, submit, key);
         }
       }
     });
+  }
+
+  /** Inserts the task, points `key` at it and records its group, inside the keyed submit's transaction. */
+  async #insertKeyed(tx: QueryRunner, submit: NormalizedSubmit, key: string): Promise<SubmitOutcome> {
+    const inserted = await this.#insertIn(tx, submit.params);
+    await this.#statements.exec(tx, UPSERT_KEY_TEMPLATE, { key, taskId: inserted.id });
+    if (submit.group !== null) await recordTaskGroup(this.#groupTables(), tx, inserted, submit.group);
+    return { task: inserted, created: true };
+  }
+
+  #groupTables(): StoreExtensions {
+    if (this.#extensions === null) throw new Error("this SubmitPath was built without extension tables, so it cannot record a task's group");
+    return this.#extensions;
   }
 
   /** SUBMIT inside a write transaction; the inserted row. */

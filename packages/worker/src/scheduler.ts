@@ -73,6 +73,8 @@ export interface ScheduleOptions<Payload = unknown> {
   priority?: number;
   /** @default 3 */
   maxAttempts?: number;
+  /** The group of every slot task (the submit option `group`); needs a store with `capabilities.groups`. @default null */
+  group?: string;
   /**
    * On start, slots missed within this window (integer ms) are still
    * submitted — each at most once, across restarts and workers. Below
@@ -85,7 +87,7 @@ export interface ScheduleOptions<Payload = unknown> {
 }
 
 /** Every key of {@link ScheduleOptions}. */
-export const SCHEDULE_OPTION_KEYS = ["name", "timezone", "payload", "queue", "priority", "maxAttempts", "backfillMs"] as const;
+export const SCHEDULE_OPTION_KEYS = ["name", "timezone", "payload", "queue", "priority", "maxAttempts", "group", "backfillMs"] as const;
 
 /**
  * How long before its time a slot is submitted, and how far back a starting
@@ -156,6 +158,7 @@ export function scheduleEntry(nameOrTaskDef: string | TaskDef, spec: unknown, op
   if (opts.queue !== undefined) task.queue = opts.queue;
   if (opts.priority !== undefined) task.priority = opts.priority;
   if (opts.maxAttempts !== undefined) task.maxAttempts = opts.maxAttempts;
+  if (opts.group !== undefined) task.group = opts.group;
   // The same validation and encoding a submit does, now rather than at the first slot.
   normalizeSubmit({ ...task, key: "cairnq:schedule:check" }, "task_00000000000000000000000000");
   return { name, series: seriesOf(spec, opts.timezone), task, backfillMs };

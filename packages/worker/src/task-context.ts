@@ -12,7 +12,7 @@ import type { StepInfo, WaitForOptions } from "./steps.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { TraceCarrier } from "@cairnq/protocol/sdk";
-import { childLineage, envelopeForCtxFail, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
@@ -425,6 +425,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
       ...options,
       ...childLineage({ id: this.taskId, root_id: this.rootId, correlation_id: this.correlationId }, options),
     });
+    requireGroupSupport(this.#host.store, input);
     const send = this.#host.send;
     const row = await (send === undefined ? this.#host.store.submit(input) : send(input));
     return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;

@@ -5,7 +5,7 @@
 import type { FlowControl, Logger, RetryPolicy, TaskDef } from "@cairnq/protocol";
 import type { RateLimit } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
-import { normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
+import { hasGroupLimits, normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
 import type { NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
 import { logSafely, normalizeRetryPolicy } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
@@ -65,6 +65,22 @@ export interface TaskOptions extends RetryPolicy {
    * Needs a store with `capabilities.flowControl`. @default undefined (no rate limit)
    */
   rateLimit?: RateLimit;
+  /**
+   * At most this many tasks of this name and one group (the submit option
+   * `group`) `running` across every worker of the database (an integer ≥ 1),
+   * checked inside the claim transaction; claims of the name also rotate
+   * across its groups, least recently served first, so one group's backlog
+   * never starves another. Tasks without a group are not limited. Needs a
+   * store with `capabilities.groups`. @default undefined (no group limit)
+   */
+  groupConcurrency?: number;
+  /**
+   * At most `max` claims of this name and one group in any window of `perMs`
+   * ms, across every worker of the database; like `groupConcurrency` it makes
+   * claims rotate across groups. Needs a store with `capabilities.groups`.
+   * @default undefined (no group rate limit)
+   */
+  groupRateLimit?: RateLimit;
 }
 
 /** Every key of {@link TaskOptions}, for the unknown-key check. */
@@ -74,6 +90,8 @@ export const TASK_OPTION_KEYS = [
   "resource",
   "globalConcurrency",
   "rateLimit",
+  "groupConcurrency",
+  "groupRateLimit",
   "retryBackoffMs",
   "retryBackoffMaxMs",
   "retryBackoff",
@@ -97,6 +115,8 @@ export interface RegistryScope {
   readonly logger: Logger | undefined;
   /** Whether the store enforces `globalConcurrency` / `rateLimit` (`capabilities.flowControl`). */
   readonly flowControl: boolean;
+  /** Whether the store enforces `groupConcurrency` / `groupRateLimit` (`capabilities.groups`). */
+  readonly groups?: boolean;
 }
 
 /**
@@ -187,7 +207,14 @@ export class TaskRegistry {
     const limits: Record<string, unknown> = {};
     if (options.globalConcurrency !== undefined) limits.globalConcurrency = options.globalConcurrency;
     if (options.rateLimit !== undefined) limits.rateLimit = options.rateLimit;
+    if (options.groupConcurrency !== undefined) limits.groupConcurrency = options.groupConcurrency;
+    if (options.groupRateLimit !== undefined) limits.groupRateLimit = options.groupRateLimit;
     const flowControl = normalizeFlowControl(limits, `task '${name}' options`);
+    if (hasGroupLimits(flowControl) && this.#scope.groups !== true) {
+      throw new UnsupportedBackend("groupConcurrency/groupRateLimit", "store's", {
+        message: `task '${name}' sets groupConcurrency or groupRateLimit, but this store does not enforce them (capabilities.groups is not true); SQLiteStore and PostgresStore do`,
+      });
+    }
     if (flowControl !== null && !this.#scope.flowControl) {
       throw new UnsupportedBackend("globalConcurrency/rateLimit", "store's", {
         message: `task '${name}' sets globalConcurrency or rateLimit, but this store does not enforce them (capabilities.flowControl is not true); SQLiteStore and PostgresStore do`,
@@ -217,6 +244,8 @@ function flowControlOf(rules: Iterable<NameRule>): Record<string, FlowControl> |
     out[rule.name] = {
       ...(limits.globalConcurrency === null ? {} : { globalConcurrency: limits.globalConcurrency }),
       ...(limits.rateLimit === null ? {} : { rateLimit: limits.rateLimit }),
+      ...((limits.groupConcurrency ?? null) === null ? {} : { groupConcurrency: limits.groupConcurrency as number }),
+      ...((limits.groupRateLimit ?? null) === null ? {} : { groupRateLimit: limits.groupRateLimit as RateLimit }),
     };
   }
   return out;

@@ -11,7 +11,7 @@
 import type { TaskDef, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
-import { BackpressureGateCore, logSafely, policyRetryDelayMs, retryDelayMs } from "@cairnq/protocol/sdk";
+import { BackpressureGateCore, logSafely, policyRetryDelayMs, requireGroupSupport, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
@@ -145,6 +145,7 @@ export class Worker {
       resources: opts.resources,
       logger: opts.logger,
       flowControl: store.capabilities.flowControl === true,
+      groups: store.capabilities.groups === true,
     });
     this.#handlers = registry;
     this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }), undefined, opts.clock);
@@ -270,7 +271,9 @@ export class Worker {
    * ```
    */
   schedule<P = unknown>(task: TaskDef<P> | string, spec: ScheduleSpec, options?: ScheduleOptions<P>): this {
-    this.#scheduler.add(scheduleEntry(task, spec, options));
+    const entry = scheduleEntry(task, spec, options);
+    requireGroupSupport(this.store, entry.task);
+    this.#scheduler.add(entry);
     return this;
   }
 

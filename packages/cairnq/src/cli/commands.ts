@@ -5,7 +5,7 @@
 import type { CairnQ } from "@cairnq/client";
 import { describeStepWait } from "@cairnq/client";
 import type { ListInput, StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { CANCELABLE_STATUSES, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import { CANCELABLE_STATUSES, hasGroupReads, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { describeError, formatDuration, formatInstant, formatRelative } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
@@ -70,6 +70,19 @@ export async function statsCommand(client: CairnQ, io: CliIo, queue: string | un
   });
   if (names.length > 1) rows.push(["(all)", ...STATUSES.map((s) => cell(s, totals[s])), String(totals.total)]);
   return { json: { queues, totals }, text: table(header, rows, { right: [1, 2, 3, 4, 5, 6], color: io.color }) };
+}
+
+/** `cairnq stats --by-group <name>`: queued and running tasks of one task name per group, most queued first. */
+export async function groupStatsCommand(client: CairnQ, io: CliIo, name: string, limit: number): Promise<CommandOutput> {
+  const store = client.store;
+  if (!hasGroupReads(store)) {
+    throw new OperationFailed("this store does not record groups (capabilities.groups is not true), so it cannot count tasks by group", "unsupported");
+  }
+  const groups = await store.groupStats(name, { limit });
+  if (groups.length === 0) return { json: { name, groups }, text: `no queued or running task of '${name}' has a group` };
+  const cell = (s: "queued" | "running", n: number): string => (n === 0 ? paint("0", "dim", io.color) : paint(String(n), STATUS_COLOR[s], io.color));
+  const rows = groups.map((g) => [g.group, cell("queued", g.queued), cell("running", g.running)]);
+  return { json: { name, groups }, text: table(["GROUP", "QUEUED", "RUNNING"], rows, { right: [1, 2], color: io.color }) };
 }
 
 /** `cairnq list`: newest first, keyset-paged by `--before`. */

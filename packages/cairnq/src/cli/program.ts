@@ -17,6 +17,7 @@ import {
   purgeCommand,
   retryManyCommand,
   retryOneCommand,
+  groupStatsCommand,
   statsCommand,
 } from "./commands.js";
 import type { DatabaseTarget } from "./database.js";
@@ -133,7 +134,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   withDb(program.command("stats"))
     .description("task counts per queue and status")
     .option("--queue <queue>", "only this queue (shown even when empty)")
-    .action((options: FilterOptions) => run(options, {}, (client) => statsCommand(client, io, options.queue)));
+    .option("--by-group <name>", "queued and running tasks of this task name per group (most queued first)")
+    .option("--limit <n>", "with --by-group: at most this many groups (1–1000)", positiveInt(1000), 50)
+    .action((options: FilterOptions & { byGroup?: string; limit: number }) =>
+      run(options, {}, (client) =>
+        options.byGroup === undefined ? statsCommand(client, io, options.queue) : groupStatsCommand(client, io, options.byGroup, options.limit),
+      ),
+    );
 
   withDb(program.command("list"))
     .description("tasks, newest first (by id); page with --before")

@@ -1,0 +1,248 @@
+/**
+ * Groups (an extension of v1: `SubmitInput.group` and the group limits of
+ * `ClaimInput.flowControl`; rules in `@cairnq/protocol` `groups.ts`):
+ * `groupConcurrency` and `groupRateLimit` bound what claims take per name and
+ * group, concurrent claims included, and claims rotate across groups. Run
+ * only for stores declaring `groups`.
+ */
+import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import type { CaseContext, ConformanceCase } from "../case.js";
+import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
+
+const needsGroups = (c: { groups?: boolean; flowControl?: boolean }): string | null =>
+  c.groups === true && c.flowControl === true ? null : "groups (per-group limits and rotation in claim)";
+
+function grouped(t: CaseContext, workerId: string, limits: FlowControl, extra: Partial<ClaimInput> = {}): Promise<Task[]> {
+  return t.claim(workerId, { names: ["g"], limit: 10, flowControl: { g: limits }, ...extra });
+}
+
+/** The group of each claimed row, by its payload's `group` (the kit submits `{ group }` payloads). */
+function groupsOf(rows: readonly Task[]): string[] {
+  return rows.map((row) => (row.payload as { group: string }).group);
+}
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}
+
+async function submitTo(t: CaseContext, group: string | null, n: number, extra: { priority?: number } = {}): Promise<Task[]> {
+  const out: Task[] = [];
+  for (let i = 0; i < n; i++) out.push(await t.submit("g", { payload: { group: group ?? "-", i }, ...(group === null ? {} : { group }), ...extra }));
+  return out;
+}
+
+export const groupCases: readonly ConformanceCase[] = [
+  {
+    id: "group-submit",
+    title: "a submit with a group returns the queued task; a group is validated like a key",
+    spec: "store.ts SubmitInput.group, groups.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      const task = await t.submit("g", { group: "acme" });
+      t.fields(task, { status: "queued", name: "g" });
+      await t.rejects(t.store.submit({ name: "g", group: "" }), InvalidArgument, "an empty group");
+      await t.rejects(t.store.submit({ name: "g", group: 7 as never }), InvalidArgument, "a group that is not a string");
+      // A keyed submit with a group, and its reuse.
+      const keyed = await t.submit("g", { group: "acme", key: "k1" });
+      t.expect((await t.submit("g", { group: "acme", key: "k1" })).id).toBe(keyed.id);
+    },
+  },
+  {
+    id: "group-concurrency",
+    title: "groupConcurrency caps running tasks per name and group; groups run side by side; a settled task frees its group's slot",
+    spec: "store.ts ClaimInput.flowControl, groups.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      await submitTo(t, "a", 4);
+      await submitTo(t, "b", 4);
+      await submitTo(t, "c", 1);
+      const limits = { groupConcurrency: 2 };
+      const first = await grouped(t, t.w1, limits);
+      t.expect(countBy(groupsOf(first))).toEqual({ a: 2, b: 2, c: 1 });
+      t.expect(await grouped(t, t.w2, limits)).toEqual([]);
+      const a = first.find((row) => (row.payload as { group: string }).group === "a") as Task;
+      await t.store.complete({ taskId: a.id, workerId: t.w1, result: null });
+      const next = await grouped(t, t.w2, limits);
+      t.expect(groupsOf(next)).toEqual(["a"]);
+      // A retryable failure requeues the task and frees the slot; the task runs again in its group.
+      const b = first.find((row) => (row.payload as { group: string }).group === "b") as Task;
+      await t.store.fail({ taskId: b.id, workerId: t.w1, error: { code: "again" }, retryable: true, delayMs: 0 });
+      const again = await grouped(t, t.w3, limits);
+      t.expect(groupsOf(again)).toEqual(["b"]);
+      t.expect((await t.all()).filter((row) => row.status === "running")).toHaveLength(5);
+    },
+  },
+  {
+    id: "group-concurrency-concurrent-claims",
+    title: "concurrent claims by many workers never take more than groupConcurrency rows of a group",
+    spec: "store.ts ClaimInput.flowControl, groups.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      for (const g of ["a", "b", "c"]) await submitTo(t, g, 5);
+      const workers = [t.w1, t.w2, t.w3, t.w1, t.w2, t.w3];
+      const results = await Promise.all(workers.map((w) => grouped(t, w, { groupConcurrency: 2 }, { limit: 2 })));
+      t.expect(countBy(groupsOf(results.flat()))).toEqual({ a: 2, b: 2, c: 2 });
+    },
+  },
+  {
+    id: "group-lease-recovery-frees-slot",
+    title: "an expired lease frees its group's slot once recovery runs",
+    spec: "store.ts ClaimInput.flowControl, groups.ts, §5.10",
+    skipUnless: needsGroups,
+    async run(t) {
+      await submitTo(t, "a", 2);
+      const limits = { groupConcurrency: 1 };
+      t.expect(await grouped(t, t.w1, limits, { leaseMs: SHORT_LEASE_MS })).toHaveLength(1);
+      t.expect(await grouped(t, t.w2, limits)).toEqual([]);
+      await t.sleep(EXPIRY_WAIT_MS);
+      // The recovered task and the other one compete for the one slot: exactly one is taken.
+      t.expect(await grouped(t, t.w2, limits)).toHaveLength(1);
+      t.expect((await t.all()).filter((row) => row.status === "running")).toHaveLength(1);
+    },
+  },
+  {
+    id: "group-rate-limit",
+    title: "groupRateLimit allows at most max claims per group in any window of perMs; groups have separate windows",
+    spec: "store.ts ClaimInput.flowControl, groups.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      await submitTo(t, "a", 5);
+      await submitTo(t, "b", 5);
+      const limits = { groupRateLimit: { max: 2, perMs: 400 } };
+      const first = await grouped(t, t.w1, limits);
+      t.expect(countBy(groupsOf(first))).toEqual({ a: 2, b: 2 });
+      // Settling does not give rate back.
+      for (const row of first) await t.store.complete({ taskId: row.id, workerId: t.w1, result: null });
+      t.expect(await grouped(t, t.w2, limits)).toEqual([]);
+      await t.sleep(450);
+      t.expect(countBy(groupsOf(await grouped(t, t.w2, limits)))).toEqual({ a: 2, b: 2 });
+    },
+  },
+  {
+    id: "group-fairness",
+    title: "claims rotate across groups with due work, least recently served first: a later group's tasks do not wait for an earlier group's backlog",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups",
+    skipUnless: needsGroups,
+    async run(t) {
+      await submitTo(t, "a", 20);
+      await submitTo(t, "b", 3);
+      const limits = { groupConcurrency: 100 };
+      const order: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const row = await t.claimOne(t.w1, { names: ["g"], limit: 1, flowControl: { g: limits } });
+        order.push((row.payload as { group: string }).group);
+        await t.store.complete({ taskId: row.id, workerId: t.w1, result: null });
+      }
+      // Never served: a before b by name; then the least recently served group each time.
+      t.expect(order).toEqual(["a", "b", "a", "b", "a", "b", "a", "a"]);
+      // One claim of several rows takes one task per group per round.
+      await submitTo(t, "c", 3);
+      await submitTo(t, "d", 3);
+      const many = await grouped(t, t.w2, limits, { limit: 5 });
+      // c and d were never served (c first by name), a was served last: c, d, a, then c, d.
+      t.expect(groupsOf(many)).toEqual(["c", "d", "a", "c", "d"]);
+    },
+  },
+  {
+    id: "group-reads",
+    title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
+    spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",
+    skipUnless: needsGroups,
+    async run(t) {
+      const store = t.store.inner as unknown as GroupReadStore;
+      t.expect(typeof store.taskGroup).toBe("function");
+      await submitTo(t, "a", 3);
+      const [waiting] = await submitTo(t, "b", 1);
+      await t.submit("g", { payload: { group: "-" } });
+      t.expect(await store.taskGroup((waiting as Task).id)).toEqual({ group: "b", running: 0, queued: 1, groupConcurrency: null });
+      await grouped(t, t.w1, { groupConcurrency: 2 });
+      const [stillQueued] = (await t.all()).filter((row) => row.status === "queued" && (row.payload as { group: string }).group === "a");
+      t.expect(await store.taskGroup((stillQueued as Task).id)).toEqual({ group: "a", running: 2, queued: 1, groupConcurrency: 2 });
+      t.expect(await store.groupStats("g")).toEqual([
+        { group: "a", queued: 1, running: 2 },
+        { group: "b", queued: 0, running: 1 },
+      ]);
+      t.expect(await store.groupStats("g", { limit: 1 })).toHaveLength(1);
+      const ungrouped = (await t.all()).find((row) => (row.payload as { group: string }).group === "-") as Task;
+      t.expect(await store.taskGroup(ungrouped.id)).toBeNull();
+      await t.rejects(store.groupStats("g", { limit: 0 }), InvalidArgument, "a limit of 0");
+    },
+  },
+  {
+    id: "group-schedule-slots",
+    title: "slot tasks of a schedule with a group are in that group: a grouped claim limits and counts them",
+    spec: "store.ts StoreCapabilities.groups, schedule.ts ScheduleTaskInput.group",
+    skipUnless: (c) => needsGroups(c) ?? (c.schedules === true ? null : "schedules (submitScheduleSlots)"),
+    async run(t) {
+      const store = t.store.inner as unknown as ScheduleTaskStore & GroupReadStore;
+      const now = Date.now();
+      const { submitted } = await store.submitScheduleSlots({ schedule: "ticks", slotsMs: [now - 3000, now - 2000, now - 1000], task: { name: "g", group: "a", payload: { group: "a" } } });
+      t.expect(submitted).toHaveLength(3);
+      t.expect(await store.groupStats("g")).toEqual([{ group: "a", queued: 3, running: 0 }]);
+      t.expect(await grouped(t, t.w1, { groupConcurrency: 2 })).toHaveLength(2);
+    },
+  },
+  {
+    id: "group-priority-and-ungrouped",
+    title: "inside a group, higher priority first; tasks without a group are still claimed by a grouped name's claim",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups",
+    skipUnless: needsGroups,
+    async run(t) {
+      const low = await t.submit("g", { group: "a", payload: { group: "a" }, priority: 0 });
+      const high = await t.submit("g", { group: "a", payload: { group: "a" }, priority: 5 });
+      const free = await t.submit("g", { payload: { group: "-" } });
+      const limits = { groupConcurrency: 1 };
+      const rows = await grouped(t, t.w1, limits);
+      t.expect(rows.map((row) => row.id).sort()).toEqual([high.id, free.id].sort());
+      t.expect((await t.get(low.id)).status).toBe("queued");
+    },
+  },
+];
+
+/** Debounce (an extension of §5.1's keyed submit, `debounce.ts`); run for stores declaring `groups`. */
+export const debounceCases: readonly ConformanceCase[] = [
+  {
+    id: "group-debounce-updates-queued",
+    title: "a debounced submit under a key whose task is queued updates its payload and run time (capped by maxDelayMs after the first submit) and returns it",
+    spec: "store.ts SubmitInput.debounce, debounce.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      const debounce = { delayMs: 60_000, maxDelayMs: 90_000 };
+      const first = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 1 }, debounce });
+      t.expect(first.created).toBe(true);
+      t.expect(first.task.run_at_ms - first.task.created_at_ms).toBeGreaterThanOrEqual(60_000);
+      await t.sleep(20);
+      const second = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 2 }, debounce });
+      t.expect(second.created).toBe(false);
+      t.expect(second.task.id).toBe(first.task.id);
+      t.expect(second.task.payload).toEqual({ n: 2 });
+      // Pushed out, but never past created + maxDelayMs.
+      t.expect(second.task.run_at_ms).toBeGreaterThan(first.task.run_at_ms);
+      t.expect(second.task.run_at_ms).toBeLessThanOrEqual(first.task.created_at_ms + 90_000);
+      const capped = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 3 }, debounce: { delayMs: 100_000, maxDelayMs: 100_000 } });
+      t.expect(capped.task.run_at_ms).toBe(first.task.created_at_ms + 100_000);
+      t.expect((await t.get(first.task.id)).payload).toEqual({ n: 3 });
+      t.expect((await t.all()).filter((row) => row.name === "d")).toHaveLength(1);
+    },
+  },
+  {
+    id: "group-debounce-after-claim",
+    title: "once the key's task is running, a debounced submit inserts a new task and the key points at it; the running task is left alone",
+    spec: "store.ts SubmitInput.debounce, debounce.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      const first = await t.submit("d", { key: "dk", payload: { n: 1 }, debounce: { delayMs: 0 } });
+      const running = await t.claimOne(t.w1, { names: ["d"] });
+      t.expect(running.id).toBe(first.id);
+      const next = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 2 }, debounce: { delayMs: 0 } });
+      t.expect(next.created).toBe(true);
+      t.expect(next.task.id).not.toBe(first.id);
+      t.expect((await t.store.getByKey("dk"))?.id).toBe(next.task.id);
+      t.fields(await t.get(first.id), { status: "running", payload: { n: 1 } });
+      await t.rejects(t.store.submit({ name: "d", payload: {}, debounce: { delayMs: 5 } }), InvalidArgument, "debounce without a key");
+    },
+  },
+];

@@ -1,0 +1,57 @@
+/**
+ * `cairnq stats --by-group <name>` on a SQLite file, through the built CLI:
+ * queued and running tasks of a name per group, most queued first.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import { afterAll, beforeAll, expect, it } from "vitest";
+
+const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+let dir = "";
+let file = "";
+
+function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
+    });
+  });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "cairnq-cli-groups-"));
+  file = join(dir, "cairnq.db");
+  const store = new SQLiteStore(file);
+  for (let i = 0; i < 3; i++) await store.submit({ name: "export", group: "acme" });
+  await store.submit({ name: "export", group: "globex" });
+  await store.submit({ name: "export" });
+  await store.claim({ queues: ["default"], workerId: "worker_cli", names: ["export"], limit: 2, flowControl: { export: { groupConcurrency: 1 } } });
+  await store.close();
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+it("prints queued and running per group, most queued first, as a table and as JSON", async () => {
+  const json = await cli(["stats", "--db", file, "--by-group", "export", "--json"]);
+  expect(json.code, json.stderr).toBe(0);
+  // The claim took one task per group (groupConcurrency 1); the task without a group is not counted by group.
+  expect(JSON.parse(json.stdout)).toEqual({
+    name: "export",
+    groups: [
+      { group: "acme", queued: 2, running: 1 },
+      { group: "globex", queued: 0, running: 1 },
+    ],
+  });
+  const text = await cli(["stats", "--db", file, "--by-group", "export"]);
+  expect(text.code).toBe(0);
+  expect(text.stdout).toMatch(/GROUP\s+QUEUED\s+RUNNING/);
+  expect(text.stdout).toMatch(/acme\s+2\s+1/);
+  const limited = await cli(["stats", "--db", file, "--by-group", "export", "--limit", "1", "--json"]);
+  expect(JSON.parse(limited.stdout).groups).toHaveLength(1);
+  const none = await cli(["stats", "--db", file, "--by-group", "nothing"]);
+  expect(none.stdout).toContain("no queued or running task of 'nothing' has a group");
+});

@@ -1,0 +1,207 @@
+/**
+ * Groups — flow control per key, an extension of protocol v1 (a v1 peer
+ * sharing the database neither knows nor obeys it).
+ *
+ * Terminology:
+ * - **group**: the submit option `group` (validated like `key`); a task of a
+ *   name belongs to at most one group of that name. Tasks without a group
+ *   are not rotated and no group limit applies to them.
+ * - **grouped name**: a task name a claim carries `groupConcurrency` or
+ *   `groupRateLimit` for (`ClaimInput.flowControl`). Only grouped names are
+ *   rotated: a claim of a name without group limits draws in plain claim
+ *   order (§5.10) whatever groups its tasks have.
+ * - **group running**: tasks of the name and group that a group-aware claim
+ *   took and that are still `running` after the claim's own lease recovery;
+ *   a settled task or a recovered lease frees the slot.
+ * - **group rate window**: claims of the name and group recorded at
+ *   `claimed_at_ms > now − perMs` (as the name-wide rate limit, per group).
+ * - **served order**: per name, the groups ordered by when a claim last took
+ *   a task of theirs (never first, then least recently).
+ *
+ * The rotation rule ({@link rotateGroups}): a claim of a grouped name that
+ * may take `cap` rows first takes due tasks without a group that are at the
+ * head of the plain claim order, then visits the groups that have due work
+ * and are under both group limits in served order, taking each one's best
+ * due task (priority first, then the oldest), round after round (a group's
+ * second task only after every other eligible group got its first), until
+ * `cap` rows or no eligible work is left. A group with a backlog of any size
+ * therefore delays another group's next task by at most one rotation. Inside
+ * a group, work goes by `priority` (higher first), then by task id (oldest
+ * first).
+ *
+ * Exactness: a store evaluates the group counts inside the claim
+ * transaction, after lease recovery, under the per-name flow lock (see
+ * `flow-control.ts`), so concurrent claims of the name never exceed the
+ * limits together. Every worker claiming a grouped name must declare the
+ * same group limits.
+ */
+import { InvalidArgument } from "./errors.js";
+import type { RateLimit } from "./flow-control.js";
+import { inRateWindow } from "./flow-control.js";
+import { x } from "./expr.js";
+import type { SetTransition } from "./rules.js";
+import { CLAIMABLE, DRAW } from "./rules.js";
+
+/** The parameter naming the task ids a group draw takes. */
+export const GROUP_TASK_IDS = x.param("taskIds", "textList");
+
+/**
+ * The group draw: T2 (queued → running, the claim draw's own assignments)
+ * for the task ids {@link rotateGroups} picked, each still claimable (the
+ * draw's guard, checked again by the statement, so a row another claimer
+ * took meanwhile is skipped).
+ */
+export const GROUP_DRAW: SetTransition = {
+  op: "groupDraw",
+  clock: DRAW.clock,
+  selection: { where: x.and(x.inList(x.col("id"), GROUP_TASK_IDS), CLAIMABLE), orderBy: [], limit: null, skipLocked: false },
+  branches: DRAW.branches,
+};
+
+/**
+ * How many rows at the head of the plain claim order (§5.10's draw order) a
+ * group draw looks at for tasks without a group, which it takes first (see
+ * {@link rotateGroups}): tasks without a group wait for the plain order to
+ * reach them, never for the rotation.
+ */
+export const GROUP_HEAD_ROWS = 8;
+
+/** Where a task's group row stands, as the group-aware claim last saw it. */
+export const GROUP_TASK_STATES = Object.freeze({
+  /** Waiting to be taken (or taken by a claim that ignores groups, which a sweep cannot tell apart). */
+  queued: "queued",
+  /** Taken by a group-aware claim: counts against `groupConcurrency` while the task is `running`. */
+  claimed: "claimed",
+  /** Seen finished; never visited again (a retry of it is found through the plain claim order). */
+  done: "done",
+} as const);
+
+/** One of {@link GROUP_TASK_STATES}. */
+export type GroupTaskState = (typeof GROUP_TASK_STATES)[keyof typeof GROUP_TASK_STATES];
+
+/**
+ * What a claim's sweep does with the group row of a task a group-aware claim
+ * took, given the task's status now: a `running` task keeps its slot; a
+ * `queued` one was requeued (retryable fail, lease recovery, a park) and
+ * waits in its group again; anything else finished.
+ */
+export function sweepGroupTask(status: string): { readonly state: GroupTaskState; readonly running: boolean } {
+  if (status === "running") return { state: "claimed", running: true };
+  if (status === "queued") return { state: "queued", running: false };
+  return { state: "done", running: false };
+}
+
+/** The group limits of one name, validated (`null` = that limit is not set). */
+export interface GroupLimits {
+  readonly groupConcurrency: number | null;
+  readonly groupRateLimit: RateLimit | null;
+}
+
+/**
+ * How many more tasks of one group a claim may take: the smaller of
+ * `groupConcurrency − running` and `groupRateLimit.max − claims in the
+ * window` (each only when set), never below 0.
+ */
+export function groupAllowance(limits: GroupLimits, running: number, claimsInWindow: number): number {
+  let allowance = Number.POSITIVE_INFINITY;
+  if (limits.groupConcurrency !== null) allowance = Math.min(allowance, limits.groupConcurrency - running);
+  if (limits.groupRateLimit !== null) allowance = Math.min(allowance, limits.groupRateLimit.max - claimsInWindow);
+  return Math.max(0, allowance);
+}
+
+/** Group claims recorded at these instants that are in the rate window ending at `nowMs`. */
+export function groupClaimsInWindow(claimedAtMs: readonly number[], nowMs: number, perMs: number): number {
+  let n = 0;
+  for (const at of claimedAtMs) if (inRateWindow(at, nowMs, perMs)) n += 1;
+  return n;
+}
+
+/** One eligible group's due tasks, best first, as a claim sees them. */
+export interface GroupCandidates {
+  readonly group: string;
+  /** Task ids of the group's due tasks, in the group's order (priority, then oldest). */
+  readonly taskIds: readonly string[];
+  /** {@link groupAllowance} of the group. */
+  readonly allowance: number;
+}
+
+/** What {@link rotateGroups} picked. */
+export interface GroupRotation {
+  /** The task ids to claim, in the order they were picked. */
+  readonly taskIds: readonly string[];
+  /** The group of each picked id (absent for tasks without a group). */
+  readonly groupOf: ReadonlyMap<string, string>;
+  /** The groups served, least recently served first: a store bumps their served order in this order. */
+  readonly served: readonly string[];
+}
+
+/**
+ * The rotation rule (see the module comment) as a pure function.
+ *
+ * @param ungrouped - Due tasks without a group at the head of the plain claim order; taken first.
+ * @param groups - Eligible groups in served order (least recently served first), each with its due tasks.
+ * @param cap - The most rows the claim may take (the draw's limit and the name-wide allowance).
+ */
+export function rotateGroups(ungrouped: readonly string[], groups: readonly GroupCandidates[], cap: number): GroupRotation {
+  if (!Number.isInteger(cap) || cap < 0) throw new InvalidArgument("cap", `rotateGroups needs an integer cap ≥ 0, got ${String(cap)}`);
+  const taskIds: string[] = ungrouped.slice(0, cap);
+  const groupOf = new Map<string, string>();
+  const lastPick = new Map<string, number>();
+  for (let round = 0; taskIds.length < cap; round++) {
+    let picked = false;
+    for (const g of groups) {
+      if (taskIds.length >= cap) break;
+      if (round >= g.allowance || round >= g.taskIds.length) continue;
+      const id = g.taskIds[round] as string;
+      taskIds.push(id);
+      groupOf.set(id, g.group);
+      lastPick.set(g.group, taskIds.length);
+      picked = true;
+    }
+    if (!picked) break;
+  }
+  const served = [...lastPick.entries()].sort((a, b) => a[1] - b[1]).map(([group]) => group);
+  return { taskIds, groupOf, served };
+}
+
+/** What a store can tell about a task's group (`GroupReadStore.taskGroup`). */
+export interface TaskGroupInfo {
+  /** The task's group. */
+  readonly group: string;
+  /** Tasks of the name and group running now, as group-aware claims took them. */
+  readonly running: number;
+  /** Tasks of the name and group queued now. */
+  readonly queued: number;
+  /** The `groupConcurrency` the last group-aware claim of the group enforced, or `null` when none did. */
+  readonly groupConcurrency: number | null;
+}
+
+/** Queued and running tasks of one group of a name (`GroupReadStore.groupStats`). */
+export interface GroupCounts {
+  readonly group: string;
+  readonly queued: number;
+  readonly running: number;
+}
+
+/**
+ * The reads a store with `capabilities.groups` offers to show groups:
+ * `explain` ("group acme: 2 of 2 running"), `cairnq stats --by-group` and
+ * the dashboard.
+ */
+export interface GroupReadStore {
+  /** The group of task `taskId` and its counts, or `null` when the task has no group (or does not exist). */
+  taskGroup(taskId: string): Promise<TaskGroupInfo | null>;
+  /** Queued and running tasks of `name` per group, the groups with most queued first, at most `limit` groups. @default limit 100 */
+  groupStats(name: string, options?: { readonly limit?: number }): Promise<GroupCounts[]>;
+}
+
+/** Whether `store` offers the group reads (declares `capabilities.groups` and has both methods). */
+export function hasGroupReads(store: { readonly capabilities: { readonly groups?: boolean } }): store is typeof store & GroupReadStore {
+  const s = store as Partial<GroupReadStore> & { readonly capabilities: { readonly groups?: boolean } };
+  return s.capabilities.groups === true && typeof s.taskGroup === "function" && typeof s.groupStats === "function";
+}
+
+/** Orders group counts as `groupStats` returns them: most queued first, then most running, then by group. */
+export function sortGroupCounts(counts: readonly GroupCounts[], limit: number): GroupCounts[] {
+  return [...counts].sort((a, b) => b.queued - a.queued || b.running - a.running || (a.group < b.group ? -1 : a.group > b.group ? 1 : 0)).slice(0, limit);
+}

@@ -1,0 +1,155 @@
+import { describe, expect, it } from "vitest";
+import { InvalidArgument, UnsupportedBackend } from "../src/errors.js";
+import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
+import { groupAllowance, groupClaimsInWindow, hasGroupReads, rotateGroups, sortGroupCounts, sweepGroupTask } from "../src/groups.js";
+import { requireGroupSupport } from "../src/submit-options.js";
+import { normalizeSubmit } from "../src/inputs.js";
+import { debounceUpdate, resolveDebounce } from "../src/debounce.js";
+import { decideRow } from "../src/decide.js";
+import { queuedRow } from "./fixtures.js";
+
+const g = (group: string, n: number, allowance = Number.POSITIVE_INFINITY) => ({
+  group,
+  taskIds: Array.from({ length: n }, (_, i) => `${group}${i}`),
+  allowance,
+});
+
+describe("rotateGroups", () => {
+  it("takes one task per group per round, in served order, until the cap", () => {
+    const r = rotateGroups([], [g("a", 5), g("b", 1), g("c", 3)], 6);
+    expect(r.taskIds).toEqual(["a0", "b0", "c0", "a1", "c1", "a2"]);
+    expect(r.served).toEqual(["b", "c", "a"]);
+    expect(r.groupOf.get("c1")).toBe("c");
+  });
+
+  it("stops a group at its allowance, and the whole draw when no group can give more", () => {
+    const r = rotateGroups([], [g("a", 5, 2), g("b", 5, 1)], 10);
+    expect(r.taskIds).toEqual(["a0", "b0", "a1"]);
+  });
+
+  it("takes tasks without a group first, up to the cap, and never serves them as a group", () => {
+    const r = rotateGroups(["x", "y"], [g("a", 2)], 3);
+    expect(r.taskIds).toEqual(["x", "y", "a0"]);
+    expect(r.groupOf.has("x")).toBe(false);
+    expect(r.served).toEqual(["a"]);
+    expect(rotateGroups(["x"], [g("a", 2)], 0).taskIds).toEqual([]);
+  });
+
+  it("a backlog delays another group by one rotation at most", () => {
+    const r = rotateGroups([], [g("big", 100_000), g("small", 1)], 2);
+    expect(r.taskIds).toEqual(["big0", "small0"]);
+  });
+
+  it("rejects a bad cap", () => {
+    expect(() => rotateGroups([], [], -1)).toThrow(InvalidArgument);
+  });
+});
+
+describe("group limits", () => {
+  it("groupAllowance is the smaller of both limits' room, never negative", () => {
+    expect(groupAllowance({ groupConcurrency: 2, groupRateLimit: null }, 1, 0)).toBe(1);
+    expect(groupAllowance({ groupConcurrency: 2, groupRateLimit: { max: 5, perMs: 100 } }, 0, 4)).toBe(1);
+    expect(groupAllowance({ groupConcurrency: 2, groupRateLimit: null }, 3, 0)).toBe(0);
+  });
+
+  it("counts recorded claims inside the window (t − perMs, t]", () => {
+    expect(groupClaimsInWindow([100, 150, 200], 200, 100)).toBe(2);
+  });
+
+  it("the sweep keeps running tasks claimed, requeued ones wait again, the rest are done", () => {
+    expect(sweepGroupTask("running")).toEqual({ state: "claimed", running: true });
+    expect(sweepGroupTask("queued")).toEqual({ state: "queued", running: false });
+    expect(sweepGroupTask("succeeded")).toEqual({ state: "done", running: false });
+  });
+
+  it("normalizeFlowControl validates the group limits like the name-wide ones", () => {
+    expect(normalizeFlowControl({ groupConcurrency: 2 })).toEqual({ globalConcurrency: null, rateLimit: null, groupConcurrency: 2, groupRateLimit: null });
+    expect(hasGroupLimits(normalizeFlowControl({ groupRateLimit: { max: 1, perMs: 10 } }))).toBe(true);
+    expect(hasGroupLimits(normalizeFlowControl({ globalConcurrency: 1 }))).toBe(false);
+    expect(() => normalizeFlowControl({ groupConcurrency: 0 }, "task 'x' options")).toThrow(/task 'x' options.groupConcurrency must be an integer from 1/);
+    expect(() => normalizeFlowControl({ groupRateLimit: { max: 1 } })).toThrow(/groupRateLimit needs both max and perMs/);
+  });
+
+  it("a submit's group is validated like a key", () => {
+    expect(normalizeSubmit({ name: "x", group: "acme" }, "task_0").group).toBe("acme");
+    expect(normalizeSubmit({ name: "x" }, "task_0").group).toBeNull();
+    expect(() => normalizeSubmit({ name: "x", group: "" }, "task_0")).toThrow(InvalidArgument);
+    expect(() => normalizeSubmit({ name: "x", group: "x".repeat(5000) }, "task_0")).toThrow(/group is 5000 bytes long/);
+  });
+});
+
+describe("debounce", () => {
+  it("is validated against the rest of the submit", () => {
+    const ok = normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: 200, maxDelayMs: 600 } }, "task_0");
+    expect(ok.debounce).toEqual({ delayMs: 200, maxDelayMs: 600 });
+    expect(ok.params.runAtDelayMs).toBe(200);
+    expect(() => normalizeSubmit({ name: "x", debounce: { delayMs: 1 } }, "task_0")).toThrow(/debounce needs a key/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", conflict: "reuse", debounce: { delayMs: 1 } }, "task_0")).toThrow(/drop the conflict option/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", runAtDelayMs: 5, debounce: { delayMs: 1 } }, "task_0")).toThrow(/drop runAtDelayMs/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: 10, maxDelayMs: 5 } }, "task_0")).toThrow(/below delayMs/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: -1 } }, "task_0")).toThrow(InvalidArgument);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delay: 1 } as never }, "task_0")).toThrow(/no option 'delay'/);
+  });
+
+  it("updates a queued task, and inserts when the key's task is running, finished or absent", () => {
+    expect(resolveDebounce({ id: "t1", status: "queued" })).toEqual({ kind: "update", taskId: "t1" });
+    expect(resolveDebounce({ id: "t1", status: "running" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce({ id: "t1", status: "succeeded" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce(null)).toEqual({ kind: "insert" });
+  });
+
+  it("the update moves run_at to now + delay, capped at the first submit + maxDelayMs", () => {
+    const row = queuedRow({ created_at_ms: 1000, run_at_ms: 1200 });
+    const capped = debounceUpdate({ delayMs: 200, maxDelayMs: 600 }, row.id, '{"n":2}');
+    const at = (nowMs: number) => decideRow(capped.rule, row, capped.params, nowMs);
+    expect(at(1300)).toMatchObject({ kind: "applied", row: { run_at_ms: 1500 } });
+    expect(at(1450)).toMatchObject({ kind: "applied", row: { run_at_ms: 1600 } });
+    const free = debounceUpdate({ delayMs: 200, maxDelayMs: null }, row.id, "{}");
+    expect(decideRow(free.rule, row, free.params, 5000)).toMatchObject({ kind: "applied", row: { run_at_ms: 5200 } });
+    expect(decideRow(free.rule, { ...row, status: "running" }, free.params, 5000).kind).toBe("not-matched");
+  });
+});
+
+describe("group reads and support checks", () => {
+  it("hasGroupReads needs the capability and both methods", () => {
+    const reads = { taskGroup: async () => null, groupStats: async () => [] };
+    expect(hasGroupReads({ capabilities: { groups: true }, ...reads })).toBe(true);
+    expect(hasGroupReads({ capabilities: { groups: false }, ...reads })).toBe(false);
+    expect(hasGroupReads({ capabilities: {} })).toBe(false);
+    const half = { capabilities: { groups: true }, taskGroup: reads.taskGroup };
+    expect(hasGroupReads(half)).toBe(false);
+  });
+
+  it("sortGroupCounts: most queued first, then most running, then by group; at most limit", () => {
+    const counts = [
+      { group: "c", queued: 1, running: 0 },
+      { group: "b", queued: 5, running: 1 },
+      { group: "a", queued: 1, running: 0 },
+      { group: "d", queued: 1, running: 3 },
+      { group: "a2", queued: 1, running: 0 },
+    ];
+    expect(sortGroupCounts(counts, 10).map((g) => g.group)).toEqual(["b", "d", "a", "a2", "c"]);
+    expect(sortGroupCounts([counts[0] as never, counts[0] as never], 10)).toHaveLength(2);
+    expect(sortGroupCounts(counts, 2).map((g) => g.group)).toEqual(["b", "d"]);
+  });
+
+  it("requireGroupSupport refuses a group or a debounce on a store without groups", () => {
+    const plain = { capabilities: {} };
+    expect(() => requireGroupSupport(plain, { group: "acme" })).toThrow(/submit option group 'acme' needs a store that records groups/);
+    expect(() => requireGroupSupport(plain, { debounce: { delayMs: 1 } })).toThrow(UnsupportedBackend);
+    expect(() => requireGroupSupport(plain, { group: null, debounce: null })).not.toThrow();
+    expect(() => requireGroupSupport({ capabilities: { groups: true } }, { group: "acme", debounce: { delayMs: 1 } })).not.toThrow();
+  });
+
+  it("groupAllowance with only a rate limit, and with neither", () => {
+    expect(groupAllowance({ groupConcurrency: null, groupRateLimit: { max: 3, perMs: 10 } }, 99, 1)).toBe(2);
+    expect(groupAllowance({ groupConcurrency: null, groupRateLimit: null }, 99, 99)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it("debounce input errors name the problem", () => {
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: 5 as never }, "task_0")).toThrow(/debounce must be an object/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: [] as never }, "task_0")).toThrow(/debounce must be an object/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: "1" } as never }, "task_0")).toThrow(/got string/);
+    expect(normalizeSubmit({ name: "x", key: "k", debounce: null }, "task_0").debounce).toBeNull();
+  });
+});

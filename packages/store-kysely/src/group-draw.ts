@@ -1,0 +1,337 @@
+/**
+ * The group draw of a claim cycle: how one draw of a grouped name (a name
+ * whose claim carries `groupConcurrency` or `groupRateLimit`) picks its rows.
+ * The rules are `@cairnq/protocol` `groups.ts`; this file is the SQL. It runs
+ * inside the claim transaction, after lease recovery, under the per-name
+ * flow lock ({@link FlowControlStep}), so its reads and writes are one
+ * serialised step per name:
+ *
+ * 1. Sweep: the name's group rows a group-aware claim took (`claimed`),
+ *    joined to their tasks — `running` ones are the group running counts;
+ *    requeued ones wait in their group again (and wake the group); finished
+ *    ones are marked `done` and never visited again. Reads only rows taken
+ *    since the last claim finished with them: bounded by what runs.
+ * 2. The head of the plain claim order (a few rows): tasks without a group
+ *    are taken there (first in the rotation), and a grouped task found there
+ *    whose group row says otherwise (a retried `done` task, a task a claim
+ *    without group limits took and gave back) is put back in its group.
+ * 3. Pages of the name's active groups in served order, skipping groups at
+ *    their concurrency limit; for those under their rate limit, one statement
+ *    fetches each group's best due tasks (`UNION ALL` of per-group
+ *    `ORDER BY … LIMIT` reads over the walk index, so a group's backlog is
+ *    never scanned); until enough work or a few pages were seen.
+ * 4. `rotateGroups` picks; `GROUP_DRAW` takes the picked ids (guarded again
+ *    by the draw's predicate); their group rows become `claimed`, the served
+ *    groups move to the back of the served order (`served_seq` = the highest + 1,
+ *    and the `groupConcurrency` enforced is noted for `explain`),
+ *    their claims are recorded for `groupRateLimit`, and groups found without
+ *    any queued task go inactive (guarded by `touched`, which every submit to
+ *    the group bumps, so a concurrent submit is never lost).
+ */
+import type { Task } from "@cairnq/protocol";
+import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
+import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
+import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
+import { paramsOfAll } from "./compiler.js";
+import type { QueryRunner, Row } from "./executor.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
+import { decodeTask } from "./rows.js";
+import { setTransitionTemplate, TASKS_TABLE } from "./statements.js";
+
+const NAME = x.param("name", "text");
+const GROUP = x.param("group", "text");
+const GROUPS = x.param("groups", "textList");
+const TASK_IDS = x.param("taskIds", "textList");
+const STATE = x.param("state", "text");
+const QUEUES = x.param("queues", "textList");
+const IN_QUEUES = x.inList(x.col("queue"), QUEUES);
+const LIMIT = x.param("limit", "int");
+const PER_MS = x.param("perMs", "int");
+const AFTER_SEQ = x.param("afterSeq", "int");
+const AFTER_GROUP = x.param("afterGroup", "text");
+const TOUCHED = x.param("touched", "int");
+
+const QUEUED = GROUP_TASK_STATES.queued;
+const CLAIMED = GROUP_TASK_STATES.claimed;
+
+/** How many pages of active groups one group draw visits at most (step 3). */
+export const GROUP_PAGES = 4;
+/** The fewest groups per page (a draw for one row still looks past a few groups without due work). */
+export const GROUP_PAGE_MIN = 16;
+
+/** Step 1: the name's claimed group rows and their tasks' status. */
+const SWEEP: StatementTemplate = {
+  params: [NAME],
+  clock: null,
+  build: (c, env) =>
+    `SELECT tg.task_id AS task_id, tg.group_key AS group_key, (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status ` +
+    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)}`,
+};
+
+/** Sets the state of the group rows of `:taskIds`. */
+const SET_STATE: StatementTemplate = {
+  params: [STATE, TASK_IDS],
+  clock: null,
+  build: (c, env) => `UPDATE ${TASK_GROUPS_TABLE} SET state = ${c.slot(STATE)} WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
+};
+
+/** Marks groups of `:name` as possibly having queued work. */
+const ACTIVATE: StatementTemplate = {
+  params: [NAME, GROUPS],
+  clock: null,
+  build: (c, env) =>
+    `UPDATE ${GROUPS_TABLE} SET active = 1, touched = touched + 1 WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
+};
+
+/**
+ * Step 2: the head of the plain claim order of the draw's name (the draw's own predicate, compiled as
+ * the draw compiles it, so it walks the claim index in order), with each row's group row if any.
+ */
+const HEAD: StatementTemplate = {
+  params: paramsOfAll([CLAIMABLE], [LIMIT]),
+  clock: "statement",
+  build: (c) =>
+    `SELECT h.id AS id, tg.group_key AS group_key, tg.state AS state FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
+    `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
+    `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY h.priority DESC, h.run_at_ms ASC, h.id ASC`,
+};
+
+/** Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`, skipping `:groups`. */
+const GROUP_PAGE: StatementTemplate = {
+  params: [NAME, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT],
+  clock: null,
+  build: (c, env) =>
+    `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
+    `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
+    `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}`,
+};
+
+/** Step 3: recorded claims per group of `:groups` inside the window `(now − perMs, now]`. */
+const RATE_COUNTS: StatementTemplate = {
+  params: [NAME, GROUPS, PER_MS],
+  clock: "statement",
+  build: (c, env) =>
+    `SELECT group_key, count(*) AS n FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
+    `AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)} GROUP BY group_key`,
+};
+
+/**
+ * Whether the task of the group row `tg` is queued, due and in the claim's queues, as a scalar
+ * subquery on its primary key. Written so on purpose: as a join, a planner without statistics on a
+ * fresh group table (Postgres) walked the claim index for every group row — 285 ms per claim where
+ * this takes under 1 ms (bench/run.mjs --only groups, 10 groups × 400 tasks).
+ */
+function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
+  return (
+    `(SELECT CASE WHEN status = ${env.syntax.literal("queued")} AND ${c.condition(IN_QUEUES) ?? "TRUE"} AND run_at_ms <= ${c.now()} THEN 1 ELSE 0 END ` +
+    `FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = 1`
+  );
+}
+
+const candidateTemplates = new Map<number, StatementTemplate>();
+
+/** Step 3: the best due tasks of each of `n` groups (`:g0 … :g{n-1}`, at most `:m0 …` each), one read per group over the walk index. */
+function candidatesTemplate(n: number): StatementTemplate {
+  let template = candidateTemplates.get(n);
+  if (template === undefined) {
+    const groups = Array.from({ length: n }, (_, i) => x.param(`g${i}`, "text"));
+    const limits = Array.from({ length: n }, (_, i) => x.param(`m${i}`, "int"));
+    template = {
+      params: [NAME, QUEUES, ...groups, ...limits],
+      clock: "statement",
+      build: (c, env) =>
+        groups
+          .map(
+            (group, i) =>
+              `SELECT * FROM (SELECT tg.task_id AS id, tg.group_key AS group_key, tg.priority AS priority FROM ${TASK_GROUPS_TABLE} tg ` +
+              `WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} AND tg.group_key = ${c.slot(group)} ` +
+              `AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(limits[i] as ParamExpr)}) AS q${i}`,
+          )
+          .join(" UNION ALL "),
+    };
+    candidateTemplates.set(n, template);
+  }
+  return template;
+}
+
+/**
+ * Step 4: the served groups go to the back of the served order: one past the name's highest
+ * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
+ * number, so once it has work again it is among the least recently served, as it should be).
+ */
+const SERVED: StatementTemplate = {
+  params: [NAME, GROUPS, LIMIT],
+  clock: null,
+  build: (c, env) =>
+    `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
+    `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"} ` +
+    `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
+};
+
+/** Step 4: a group without any queued task goes inactive, unless a submit touched it since it was read. */
+const DEACTIVATE: StatementTemplate = {
+  params: [NAME, GROUP, TOUCHED],
+  clock: null,
+  build: (c, env) =>
+    `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND group_key = ${c.slot(GROUP)} AND touched = ${c.slot(TOUCHED)} ` +
+    `AND NOT EXISTS (SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
+    `AND tg.group_key = ${c.slot(GROUP)} AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")})`,
+};
+
+/** Step 4: records the claims of `:taskIds` for `groupRateLimit` at `now` (read after the draw). */
+const RECORD: StatementTemplate = {
+  params: [TASK_IDS],
+  clock: "statement",
+  build: (c, env) =>
+    `INSERT INTO ${GROUP_RATE_CLAIMS_TABLE} (name, group_key, claimed_at_ms, task_id) SELECT name, group_key, ${c.now()}, task_id FROM ${TASK_GROUPS_TABLE} ` +
+    `WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
+};
+
+/** Step 4: deletes the name's group claims outside every window still to be checked. */
+const PRUNE: StatementTemplate = {
+  params: [NAME, PER_MS],
+  clock: "statement",
+  build: (c) => `DELETE FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
+};
+
+const GROUP_DRAW_TEMPLATE = setTransitionTemplate(GROUP_DRAW, "task");
+
+interface PagedGroup {
+  readonly group: string;
+  readonly touched: number;
+  allowance: number;
+}
+
+/** The group draws of one grouped name in one claim cycle; see the module comment. */
+export class GroupDraw {
+  readonly #ext: StoreExtensions;
+  readonly #name: string;
+  readonly #limits: GroupLimits;
+
+  constructor(ext: StoreExtensions, name: string, limits: GroupLimits) {
+    this.#ext = ext;
+    this.#name = name;
+    this.#limits = limits;
+  }
+
+  /** Draws up to `params.limit` rows of the name (the draw's parameters: `queues`, `limit`, `workerId`, `leaseMs`). */
+  async draw(tx: QueryRunner, params: Params): Promise<Task[]> {
+    const cap = params.limit as number;
+    const queues = params.queues as readonly string[];
+    const name = this.#name;
+    if (cap <= 0) return [];
+
+    // 1. Sweep.
+    const running = new Map<string, number>();
+    const requeued: string[] = [];
+    const wake = new Set<string>();
+    const done: string[] = [];
+    for (const row of await this.#rows(tx, SWEEP, { name })) {
+      const seen = sweepGroupTask(String(row.status));
+      const group = String(row.group_key);
+      if (seen.running) running.set(group, (running.get(group) ?? 0) + 1);
+      else if (seen.state === QUEUED) {
+        requeued.push(String(row.task_id));
+        wake.add(group);
+      } else done.push(String(row.task_id));
+    }
+
+    // 2. The head of the plain order.
+    const ungrouped: string[] = [];
+    for (const row of await this.#rows(tx, HEAD, { queues, names: [name], limit: Math.min(cap, GROUP_HEAD_ROWS) })) {
+      const group = row.group_key;
+      if (typeof group !== "string") ungrouped.push(String(row.id));
+      else if (row.state !== QUEUED && row.state !== CLAIMED) {
+        requeued.push(String(row.id));
+        wake.add(group);
+      }
+    }
+    if (requeued.length > 0) await this.#exec(tx, SET_STATE, { state: QUEUED, taskIds: requeued });
+    if (done.length > 0) await this.#exec(tx, SET_STATE, { state: GROUP_TASK_STATES.done, taskIds: done });
+    if (wake.size > 0) await this.#exec(tx, ACTIVATE, { name, groups: [...wake] });
+
+    // 3. Pages of eligible groups and their best due tasks.
+    const full: string[] = [];
+    const concurrency = this.#limits.groupConcurrency;
+    if (concurrency !== null) for (const [group, n] of running) if (n >= concurrency) full.push(group);
+    const eligible: GroupCandidates[] = [];
+    const empty: PagedGroup[] = [];
+    let available = ungrouped.length;
+    let after: { seq: number; group: string } = { seq: -1, group: "" };
+    const pageSize = Math.max(cap, GROUP_PAGE_MIN);
+    for (let page = 0; page < GROUP_PAGES && available < cap; page++) {
+      const rows = await this.#rows(tx, GROUP_PAGE, { name, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize });
+      if (rows.length === 0) break;
+      const last = rows[rows.length - 1] as Row;
+      after = { seq: Number(last.served_seq), group: String(last.group_key) };
+      const paged: PagedGroup[] = rows.map((row) => {
+        const group = String(row.group_key);
+        return { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0) };
+      });
+      const rate = this.#limits.groupRateLimit;
+      if (rate !== null) {
+        const inWindow = new Map<string, number>();
+        for (const row of await this.#rows(tx, RATE_COUNTS, { name, groups: paged.map((g) => g.group), perMs: rate.perMs })) {
+          inWindow.set(String(row.group_key), Number(row.n));
+        }
+        for (const g of paged) g.allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, inWindow.get(g.group) ?? 0);
+      }
+      const open = paged.filter((g) => g.allowance > 0);
+      if (open.length > 0) {
+        const perGroup = Math.max(1, Math.ceil((cap - available) / open.length));
+        const fetch: Record<string, unknown> = { name, queues };
+        open.forEach((g, i) => {
+          fetch[`g${i}`] = g.group;
+          fetch[`m${i}`] = Math.min(g.allowance, perGroup);
+        });
+        const byGroup = new Map<string, { id: string; priority: number }[]>();
+        for (const row of await this.#rows(tx, candidatesTemplate(open.length), fetch)) {
+          const group = String(row.group_key);
+          let list = byGroup.get(group);
+          if (list === undefined) byGroup.set(group, (list = []));
+          list.push({ id: String(row.id), priority: Number(row.priority) });
+        }
+        for (const g of open) {
+          const list = byGroup.get(g.group);
+          if (list === undefined) {
+            empty.push(g);
+            continue;
+          }
+          // UNION ALL keeps no order across its parts; restore the group's own (priority, then oldest).
+          list.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+          eligible.push({ group: g.group, taskIds: list.map((c) => c.id), allowance: g.allowance });
+          available += Math.min(g.allowance, list.length);
+        }
+      }
+      if (rows.length < pageSize) break;
+    }
+
+    // 4. Pick, take, record.
+    const rotation = rotateGroups(ungrouped, eligible, cap);
+    let claimed: Task[] = [];
+    if (rotation.taskIds.length > 0) {
+      const rows = await this.#rows(tx, GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds });
+      const byId = new Map(rows.map((row) => [String(row.id), decodeTask(row)]));
+      claimed = rotation.taskIds.flatMap((id) => byId.get(id) ?? []);
+      const grouped = claimed.filter((row) => rotation.groupOf.has(row.id)).map((row) => row.id);
+      if (grouped.length > 0) {
+        await this.#exec(tx, SET_STATE, { state: CLAIMED, taskIds: grouped });
+        const served = [...new Set(grouped.map((id) => rotation.groupOf.get(id) as string))];
+        await this.#exec(tx, SERVED, { name, groups: served, limit: this.#limits.groupConcurrency });
+        if (this.#limits.groupRateLimit !== null) await this.#exec(tx, RECORD, { taskIds: grouped });
+      }
+    }
+    for (const g of empty) await this.#exec(tx, DEACTIVATE, { name, group: g.group, touched: g.touched });
+    if (this.#limits.groupRateLimit !== null) await this.#exec(tx, PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs });
+    return claimed;
+  }
+
+  async #rows(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<Row[]> {
+    return (await this.#ext.exec(tx, template, params)).rows;
+  }
+
+  async #exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<void> {
+    await this.#ext.exec(tx, template, params);
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The group reads (`GroupReadStore` in `@cairnq/protocol` `groups.ts`): a
+ * task's group with its counts, and counts per group of a name — what
+ * `explain`, `cairnq stats --by-group` and the dashboard show. Each reads the
+ * group tables and the tasks by primary key; the first call creates the group
+ * tables if they are absent (empty), like a first submit with a group.
+ */
+import type { GroupCounts, TaskGroupInfo } from "@cairnq/protocol";
+import { InvalidArgument } from "@cairnq/protocol";
+import { GROUP_TASK_STATES, requireLimitedText, requireName, sortGroupCounts, x } from "@cairnq/protocol/adapter";
+import type { StatementTemplate } from "./compiler.js";
+import type { StoreExtensions } from "./extension-tables.js";
+import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
+import { TASKS_TABLE } from "./statements.js";
+import type { StoreLifecycle } from "./store-lifecycle.js";
+
+const TASK_ID = x.param("taskId", "text");
+const NAME = x.param("name", "text");
+
+/** Per group of `:name`: its rows not seen finished, by the task's status now. */
+const COUNTS: StatementTemplate = {
+  params: [NAME],
+  clock: null,
+  build: (c, env) =>
+    `SELECT q.group_key AS group_key, q.status AS status, count(*) AS n FROM (SELECT tg.group_key AS group_key, ` +
+    `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status FROM ${TASK_GROUPS_TABLE} tg ` +
+    `WHERE tg.name = ${c.slot(NAME)} AND tg.state <> ${env.syntax.literal(GROUP_TASK_STATES.done)}) q ` +
+    `WHERE q.status IN (${env.syntax.literal("queued")}, ${env.syntax.literal("running")}) GROUP BY q.group_key, q.status`,
+};
+
+/** The group of `:taskId`, its name's counts in that group, and the limit last enforced. */
+const TASK_GROUP: StatementTemplate = {
+  params: [TASK_ID],
+  clock: null,
+  build: (c, env) =>
+    `SELECT tg.group_key AS group_key, g.concurrency_limit AS concurrency_limit, ` +
+    `(SELECT count(*) FROM ${TASK_GROUPS_TABLE} o WHERE o.name = tg.name AND o.group_key = tg.group_key AND o.state = ${env.syntax.literal(GROUP_TASK_STATES.claimed)} ` +
+    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = o.task_id) = ${env.syntax.literal("running")}) AS running, ` +
+    `(SELECT count(*) FROM ${TASK_GROUPS_TABLE} o WHERE o.name = tg.name AND o.group_key = tg.group_key AND o.state = ${env.syntax.literal(GROUP_TASK_STATES.queued)} ` +
+    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = o.task_id) = ${env.syntax.literal("queued")}) AS queued ` +
+    `FROM ${TASK_GROUPS_TABLE} tg LEFT JOIN ${GROUPS_TABLE} g ON g.name = tg.name AND g.group_key = tg.group_key WHERE tg.task_id = ${c.slot(TASK_ID)}`,
+};
+
+/** The group reads of one store. */
+export class GroupReads {
+  readonly #ext: StoreExtensions;
+  readonly #lifecycle: StoreLifecycle;
+
+  constructor(ext: StoreExtensions, lifecycle: StoreLifecycle) {
+    this.#ext = ext;
+    this.#lifecycle = lifecycle;
+  }
+
+  /** See `GroupReadStore.taskGroup`. */
+  async taskGroup(taskId: string): Promise<TaskGroupInfo | null> {
+    const id = requireName(taskId, "taskId");
+    return this.#lifecycle.run(async () => {
+      await this.#ext.ensure(GROUP_TABLES);
+      const row = (await this.#ext.statements.read(TASK_GROUP, { taskId: id })).rows[0];
+      if (row === undefined) return null;
+      const limit = row.concurrency_limit;
+      return {
+        group: String(row.group_key),
+        running: Number(row.running),
+        queued: Number(row.queued),
+        groupConcurrency: limit === null || limit === undefined ? null : Number(limit),
+      };
+    });
+  }
+
+  /** See `GroupReadStore.groupStats`. */
+  async groupStats(name: string, options: { readonly limit?: number } = {}): Promise<GroupCounts[]> {
+    const checked = requireLimitedText(name, "name");
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1) throw new InvalidArgument("limit", `groupStats limit must be an integer ≥ 1, got ${String(limit)}`);
+    return this.#lifecycle.run(async () => {
+      await this.#ext.ensure(GROUP_TABLES);
+      const byGroup = new Map<string, { group: string; queued: number; running: number }>();
+      for (const row of (await this.#ext.statements.read(COUNTS, { name: checked })).rows) {
+        const group = String(row.group_key);
+        const entry = byGroup.get(group) ?? { group, queued: 0, running: 0 };
+        if (row.status === "queued") entry.queued += Number(row.n);
+        else entry.running += Number(row.n);
+        byGroup.set(group, entry);
+      }
+      return sortGroupCounts([...byGroup.values()], limit);
+    });
+  }
+}
