@@ -237,6 +237,8 @@ async function repetition(backend, result, rep, errors) {
       const r = await groupClaimUnderBacklog(backend, { backlog, groups, samples: settings.claimSamples });
       push("ours", "groups.claim", r.limited);
       push("ours", "groups.claimPlain", r.plain);
+    });
+  }
   if (wants("steps")) {
     const { perTask, latencyCalls } = settings.steps;
     await step(`steps c1: 1 task × ${perTask} no-op steps`, async () => push("ours", "steps.c1", await stepsThroughput(backend, { tasks: 1, steps: perTask })));
