@@ -52,10 +52,11 @@ export const lifecycleCases: readonly ConformanceCase[] = [
         completeRef: actual.completeRef ?? false,
         claimReprobe: actual.claimReprobe ?? false,
         durableSteps: actual.durableSteps ?? false,
+        queueHealth: actual.queueHealth ?? false,
         groups: actual.groups ?? false,
       };
       for (const value of Object.values(shape)) t.expect(typeof value).toBe("boolean");
-      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, claimReprobe: false, durableSteps: false, groups: false, ...t.capabilities });
+      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, claimReprobe: false, durableSteps: false, queueHealth: false, groups: false, ...t.capabilities });
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).completeIn === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).withTransaction === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<ScheduleTaskStore>).submitScheduleSlots === "function").toBe(shape.schedules);
