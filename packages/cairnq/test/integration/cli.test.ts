@@ -224,7 +224,9 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
       child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
       const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
       const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), 15_000);
+        // Generous: the integration tier runs this file beside the 20-process fleet test, and a cold start of the CLI
+        // on 2 shared cores has taken most of the old 20 s test timeout.
+        const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), 45_000);
         const check = (): void => {
           const m = /on (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output);
           if (m) {
@@ -252,7 +254,7 @@ for (const backend of [sqliteBackend(), postgresBackend()]) {
       child.kill("SIGTERM");
       expect(await exited, output).toBe(0);
       expect(output).toContain("dashboard stopped");
-    });
+    }, 90_000);
   });
 }
 
