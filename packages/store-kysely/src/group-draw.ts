@@ -9,26 +9,31 @@
  * 1. Sweep: the name's group rows a group-aware claim took (`claimed`),
  *    joined to their tasks — `running` ones are the group running counts;
  *    requeued ones wait in their group again (and wake the group); finished
- *    ones are marked `done` and never visited again. Reads only rows taken
- *    since the last claim finished with them: bounded by what runs.
+ *    ones are marked `done` (with step 4's writes) and never visited again.
+ *    Reads only rows taken since the last claim finished with them: bounded
+ *    by what runs.
  * 2. The head of the plain claim order (a few rows): tasks without a group
  *    are taken there (first in the rotation), and a grouped task found there
  *    whose group row says otherwise (a retried `done` task, a task a claim
  *    without group limits took and gave back) is put back in its group.
+ *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
  *    their concurrency limit; for those under their rate limit, one statement
  *    fetches each group's best due tasks (`UNION ALL` of per-group
  *    `ORDER BY … LIMIT` reads over the walk index, so a group's backlog is
  *    never scanned); until enough work or a few pages were seen.
  * 4. `rotateGroups` picks; `GROUP_DRAW` takes the picked ids (guarded again
- *    by the draw's predicate); their group rows become `claimed`, the served
- *    groups move to the back of the served order (`served_seq` = the highest + 1,
- *    and the `groupConcurrency` enforced is noted for `explain`),
- *    their claims are recorded for `groupRateLimit`, and groups found without
- *    any queued task go inactive (guarded by `touched`, which every submit to
- *    the group bumps, so a concurrent submit is never lost).
+ *    by the draw's predicate); then one batch of writes (one round trip on
+ *    Postgres, `StoreExecutor.batch`): their group rows become `claimed` and
+ *    the sweep's finished ones `done`, the served groups move to the back of
+ *    the served order (`served_seq` = the highest + 1, and the
+ *    `groupConcurrency` enforced is noted for `explain`), their claims are
+ *    recorded for `groupRateLimit`, and groups found without any queued task
+ *    go inactive (guarded by `touched`, which every submit to the group
+ *    bumps, so a concurrent submit is never lost).
  */
 import type { Task } from "@cairnq/protocol";
+import type { CompiledQuery } from "kysely";
 import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
 import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
@@ -40,7 +45,6 @@ import { decodeTask } from "./rows.js";
 import { setTransitionTemplate, TASKS_TABLE } from "./statements.js";
 
 const NAME = x.param("name", "text");
-const GROUP = x.param("group", "text");
 const GROUPS = x.param("groups", "textList");
 const TASK_IDS = x.param("taskIds", "textList");
 const STATE = x.param("state", "text");
@@ -50,7 +54,8 @@ const LIMIT = x.param("limit", "int");
 const PER_MS = x.param("perMs", "int");
 const AFTER_SEQ = x.param("afterSeq", "int");
 const AFTER_GROUP = x.param("afterGroup", "text");
-const TOUCHED = x.param("touched", "int");
+const GUARDS = x.param("guards", "textList");
+const CLAIMED_IDS = x.param("claimedIds", "textList");
 
 const QUEUED = GROUP_TASK_STATES.queued;
 const CLAIMED = GROUP_TASK_STATES.claimed;
@@ -60,20 +65,20 @@ export const GROUP_PAGES = 4;
 /** The fewest groups per page (a draw for one row still looks past a few groups without due work). */
 export const GROUP_PAGE_MIN = 16;
 
-/** Step 1: the name's claimed group rows and their tasks' status. */
-const SWEEP: StatementTemplate = {
-  params: [NAME],
-  clock: null,
-  build: (c, env) =>
-    `SELECT tg.task_id AS task_id, tg.group_key AS group_key, (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status ` +
-    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)}`,
-};
-
 /** Sets the state of the group rows of `:taskIds`. */
 const SET_STATE: StatementTemplate = {
   params: [STATE, TASK_IDS],
   clock: null,
   build: (c, env) => `UPDATE ${TASK_GROUPS_TABLE} SET state = ${c.slot(STATE)} WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
+};
+
+/** Step 4: the group rows of `:claimedIds` become `claimed`, those of `:taskIds` (the sweep's finished ones) `done`, in one statement. */
+const SET_CLAIMED_AND_DONE: StatementTemplate = {
+  params: [CLAIMED_IDS, TASK_IDS],
+  clock: null,
+  build: (c, env) =>
+    `UPDATE ${TASK_GROUPS_TABLE} SET state = CASE WHEN ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} THEN ${env.syntax.literal(CLAIMED)} ` +
+    `ELSE ${env.syntax.literal(GROUP_TASK_STATES.done)} END WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} OR ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
 };
 
 /** Marks groups of `:name` as possibly having queued work. */
@@ -85,16 +90,22 @@ const ACTIVATE: StatementTemplate = {
 };
 
 /**
- * Step 2: the head of the plain claim order of the draw's name (the draw's own predicate, compiled as
- * the draw compiles it, so it walks the claim index in order), with each row's group row if any.
+ * Steps 1 and 2 in one read: the name's claimed group rows and their tasks' status (`kind` 0, the
+ * sweep), then the head of the plain claim order of the draw's name (`kind` 1: the draw's own
+ * predicate, compiled as the draw compiles it, so it walks the claim index in order), with each
+ * row's group row if any. One statement where there were two: nothing is written between them.
  */
-const HEAD: StatementTemplate = {
-  params: paramsOfAll([CLAIMABLE], [LIMIT]),
+const SWEEP_AND_HEAD: StatementTemplate = {
+  params: paramsOfAll([CLAIMABLE], [NAME, LIMIT]),
   clock: "statement",
-  build: (c) =>
-    `SELECT h.id AS id, tg.group_key AS group_key, tg.state AS state FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
+  build: (c, env) =>
+    `SELECT 0 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
+    `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
+    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)} ` +
+    `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
+    `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
     `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
-    `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY h.priority DESC, h.run_at_ms ASC, h.id ASC`,
+    `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY kind ASC, priority DESC, run_at_ms ASC, id ASC`,
 };
 
 /** Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`, skipping `:groups`. */
@@ -169,14 +180,19 @@ const SERVED: StatementTemplate = {
     `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
 };
 
-/** Step 4: a group without any queued task goes inactive, unless a submit touched it since it was read. */
+/**
+ * Step 4: the groups of `:groups` found without any queued task go inactive, each unless a submit
+ * touched it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold
+ * `#`, the count never does, so the pair is read back unambiguously). One statement for all of them.
+ */
 const DEACTIVATE: StatementTemplate = {
-  params: [NAME, GROUP, TOUCHED],
+  params: [NAME, GROUPS, GUARDS],
   clock: null,
   build: (c, env) =>
-    `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND group_key = ${c.slot(GROUP)} AND touched = ${c.slot(TOUCHED)} ` +
+    `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
+    `AND ${env.syntax.inList(`(group_key || '#' || touched)`, c.slot(GUARDS))} ` +
     `AND NOT EXISTS (SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
-    `AND tg.group_key = ${c.slot(GROUP)} AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")})`,
+    `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")})`,
 };
 
 /** Step 4: records the claims of `:taskIds` for `groupRateLimit` at `now` (read after the draw). */
@@ -222,34 +238,32 @@ export class GroupDraw {
     const name = this.#name;
     if (cap <= 0) return [];
 
-    // 1. Sweep.
+    // 1. Sweep and 2. the head of the plain order, in one read.
     const running = new Map<string, number>();
     const requeued: string[] = [];
     const wake = new Set<string>();
     const done: string[] = [];
-    for (const row of await this.#rows(tx, SWEEP, { name })) {
-      const seen = sweepGroupTask(String(row.status));
-      const group = String(row.group_key);
-      if (seen.running) running.set(group, (running.get(group) ?? 0) + 1);
-      else if (seen.state === QUEUED) {
-        requeued.push(String(row.task_id));
-        wake.add(group);
-      } else done.push(String(row.task_id));
-    }
-
-    // 2. The head of the plain order.
     const ungrouped: string[] = [];
-    for (const row of await this.#rows(tx, HEAD, { queues, names: [name], limit: Math.min(cap, GROUP_HEAD_ROWS) })) {
+    for (const row of await this.#rows(tx, SWEEP_AND_HEAD, { name, queues, names: [name], limit: Math.min(cap, GROUP_HEAD_ROWS) })) {
       const group = row.group_key;
-      if (typeof group !== "string") ungrouped.push(String(row.id));
+      if (Number(row.kind) === 0) {
+        const seen = sweepGroupTask(String(row.status));
+        if (seen.running) running.set(String(group), (running.get(String(group)) ?? 0) + 1);
+        else if (seen.state === QUEUED) {
+          requeued.push(String(row.id));
+          wake.add(String(group));
+        } else done.push(String(row.id));
+      } else if (typeof group !== "string") ungrouped.push(String(row.id));
       else if (row.state !== QUEUED && row.state !== CLAIMED) {
         requeued.push(String(row.id));
         wake.add(group);
       }
     }
-    if (requeued.length > 0) await this.#exec(tx, SET_STATE, { state: QUEUED, taskIds: requeued });
-    if (done.length > 0) await this.#exec(tx, SET_STATE, { state: GROUP_TASK_STATES.done, taskIds: done });
-    if (wake.size > 0) await this.#exec(tx, ACTIVATE, { name, groups: [...wake] });
+    // The finished rows become `done` with the claimed ones, after the draw: until then nothing reads a `claimed` row again.
+    const woken: CompiledQuery<Row>[] = [];
+    if (requeued.length > 0) woken.push(this.#query(SET_STATE, { state: QUEUED, taskIds: requeued }));
+    if (wake.size > 0) woken.push(this.#query(ACTIVATE, { name, groups: [...wake] }));
+    if (woken.length > 0) await this.#ext.dialect.executor.batch(tx, woken);
 
     // 3. Pages of eligible groups and their best due tasks.
     const full: string[] = [];
@@ -307,31 +321,37 @@ export class GroupDraw {
       if (rows.length < pageSize) break;
     }
 
-    // 4. Pick, take, record.
+    // 4. Pick, take, then the bookkeeping writes in one batch (one round trip where the executor pipelines).
     const rotation = rotateGroups(ungrouped, eligible, cap);
     let claimed: Task[] = [];
+    const writes: CompiledQuery<Row>[] = [];
+    let grouped: string[] = [];
     if (rotation.taskIds.length > 0) {
       const rows = await this.#rows(tx, GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds });
       const byId = new Map(rows.map((row) => [String(row.id), decodeTask(row)]));
       claimed = rotation.taskIds.flatMap((id) => byId.get(id) ?? []);
-      const grouped = claimed.filter((row) => rotation.groupOf.has(row.id)).map((row) => row.id);
-      if (grouped.length > 0) {
-        await this.#exec(tx, SET_STATE, { state: CLAIMED, taskIds: grouped });
-        const served = [...new Set(grouped.map((id) => rotation.groupOf.get(id) as string))];
-        await this.#exec(tx, SERVED, { name, groups: served, limit: this.#limits.groupConcurrency });
-        if (this.#limits.groupRateLimit !== null) await this.#exec(tx, RECORD, { taskIds: grouped });
-      }
+      grouped = claimed.filter((row) => rotation.groupOf.has(row.id)).map((row) => row.id);
     }
-    for (const g of empty) await this.#exec(tx, DEACTIVATE, { name, group: g.group, touched: g.touched });
-    if (this.#limits.groupRateLimit !== null) await this.#exec(tx, PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs });
+    if (grouped.length > 0 || done.length > 0) writes.push(this.#query(SET_CLAIMED_AND_DONE, { claimedIds: grouped, taskIds: done }));
+    if (grouped.length > 0) {
+      const served = [...new Set(grouped.map((id) => rotation.groupOf.get(id) as string))];
+      writes.push(this.#query(SERVED, { name, groups: served, limit: this.#limits.groupConcurrency }));
+      if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
+    }
+    if (empty.length > 0) {
+      writes.push(this.#query(DEACTIVATE, { name, groups: empty.map((g) => g.group), guards: empty.map((g) => `${g.group}#${g.touched}`) }));
+    }
+    if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
+    if (writes.length > 0) await this.#ext.dialect.executor.batch(tx, writes);
     return claimed;
+  }
+
+  /** `template` compiled with `params` (a `now` it reads is bound here). */
+  #query(template: StatementTemplate, params: Params): CompiledQuery<Row> {
+    return this.#ext.statements.compiler.statement(template, params).query(params);
   }
 
   async #rows(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<Row[]> {
     return (await this.#ext.exec(tx, template, params)).rows;
-  }
-
-  async #exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<void> {
-    await this.#ext.exec(tx, template, params);
   }
 }
