@@ -18,10 +18,13 @@
  *    without group limits took and gave back) is put back in its group.
  *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
- *    their concurrency limit; for those under their rate limit, one statement
- *    fetches each group's best due tasks (`UNION ALL` of per-group
- *    `ORDER BY … LIMIT` reads over the walk index, so a group's backlog is
- *    never scanned); until enough work or a few pages were seen.
+ *    their concurrency limit, each page read with each group's best due
+ *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
+ *    group over the walk index — `LATERAL` on Postgres — so a group's
+ *    backlog is never scanned), at most the smaller of the group limits and
+ *    what the claim still needs per group; with `groupRateLimit`, the page's
+ *    rate windows are one more read. Until enough work or a few pages were
+ *    seen.
  * 4. `rotateGroups` picks; `GROUP_DRAW` takes the picked ids (guarded again
  *    by the draw's predicate); then one batch of writes (one round trip on
  *    Postgres, `StoreExecutor.batch`): their group rows become `claimed` and
@@ -34,7 +37,7 @@
  */
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery } from "kysely";
-import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
+import type { GroupCandidates, GroupLimits, Params } from "@cairnq/protocol/adapter";
 import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
@@ -42,11 +45,13 @@ import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { decodeTask } from "./rows.js";
+import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionTemplate, TASKS_TABLE } from "./statements.js";
 
 const NAME = x.param("name", "text");
 const GROUPS = x.param("groups", "textList");
 const TASK_IDS = x.param("taskIds", "textList");
+const PER_GROUP = x.param("perGroup", "int");
 const STATE = x.param("state", "text");
 const QUEUES = x.param("queues", "textList");
 const IN_QUEUES = x.inList(x.col("queue"), QUEUES);
@@ -108,14 +113,28 @@ const SWEEP_AND_HEAD: StatementTemplate = {
     `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY kind ASC, priority DESC, run_at_ms ASC, id ASC`,
 };
 
-/** Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`, skipping `:groups`. */
-const GROUP_PAGE: StatementTemplate = {
-  params: [NAME, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT],
-  clock: null,
-  build: (c, env) =>
-    `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
-    `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
-    `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}`,
+/**
+ * Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`,
+ * skipping `:groups`, each with its best due tasks (at most `:perGroup`, by priority, then oldest:
+ * a read per group over the walk index, so a group's backlog is never scanned); a group without any
+ * comes once with a null `id`. One statement where a page and its groups' tasks were two.
+ */
+const PAGE_WITH_BEST: StatementTemplate = {
+  params: [NAME, QUEUES, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT, PER_GROUP],
+  clock: "statement",
+  build: (c, env) => {
+    const best =
+      `SELECT tg.task_id AS task_id FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
+      `AND tg.group_key = g.group_key AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(PER_GROUP)}`;
+    const join = env.syntax.topRowsJoin?.(TASK_GROUPS_TABLE, "b", "task_id", best) ?? inSubqueryJoin(TASK_GROUPS_TABLE, "b", "task_id", best);
+    return (
+      `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, b.task_id AS id FROM (` +
+      `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
+      `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
+      `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}) g ` +
+      `${join} ORDER BY g.served_seq ASC, g.group_key ASC, b.priority DESC, b.task_id ASC`
+    );
+  },
 };
 
 /** Step 3: recorded claims per group of `:groups` inside the window `(now − perMs, now]`. */
@@ -138,32 +157,6 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
     `(SELECT CASE WHEN status = ${env.syntax.literal("queued")} AND ${c.condition(IN_QUEUES) ?? "TRUE"} AND run_at_ms <= ${c.now()} THEN 1 ELSE 0 END ` +
     `FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = 1`
   );
-}
-
-const candidateTemplates = new Map<number, StatementTemplate>();
-
-/** Step 3: the best due tasks of each of `n` groups (`:g0 … :g{n-1}`, at most `:m0 …` each), one read per group over the walk index. */
-function candidatesTemplate(n: number): StatementTemplate {
-  let template = candidateTemplates.get(n);
-  if (template === undefined) {
-    const groups = Array.from({ length: n }, (_, i) => x.param(`g${i}`, "text"));
-    const limits = Array.from({ length: n }, (_, i) => x.param(`m${i}`, "int"));
-    template = {
-      params: [NAME, QUEUES, ...groups, ...limits],
-      clock: "statement",
-      build: (c, env) =>
-        groups
-          .map(
-            (group, i) =>
-              `SELECT * FROM (SELECT tg.task_id AS id, tg.group_key AS group_key, tg.priority AS priority FROM ${TASK_GROUPS_TABLE} tg ` +
-              `WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} AND tg.group_key = ${c.slot(group)} ` +
-              `AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(limits[i] as ParamExpr)}) AS q${i}`,
-          )
-          .join(" UNION ALL "),
-    };
-    candidateTemplates.set(n, template);
-  }
-  return template;
 }
 
 /**
@@ -265,25 +258,35 @@ export class GroupDraw {
     if (wake.size > 0) woken.push(this.#query(ACTIVATE, { name, groups: [...wake] }));
     if (woken.length > 0) await this.#ext.dialect.executor.batch(tx, woken);
 
-    // 3. Pages of eligible groups and their best due tasks.
+    // 3. Pages of eligible groups with their best due tasks.
     const full: string[] = [];
     const concurrency = this.#limits.groupConcurrency;
+    const rate = this.#limits.groupRateLimit;
     if (concurrency !== null) for (const [group, n] of running) if (n >= concurrency) full.push(group);
+    // No group may give more than the smaller of its limits, nor more than the claim still needs.
+    const mostPerGroup = Math.min(concurrency ?? Number.POSITIVE_INFINITY, rate?.max ?? Number.POSITIVE_INFINITY);
     const eligible: GroupCandidates[] = [];
     const empty: PagedGroup[] = [];
     let available = ungrouped.length;
     let after: { seq: number; group: string } = { seq: -1, group: "" };
     const pageSize = Math.max(cap, GROUP_PAGE_MIN);
     for (let page = 0; page < GROUP_PAGES && available < cap; page++) {
-      const rows = await this.#rows(tx, GROUP_PAGE, { name, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize });
+      const perGroup = Math.max(1, Math.min(mostPerGroup, cap - available));
+      const rows = await this.#rows(tx, PAGE_WITH_BEST, { name, queues, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize, perGroup });
       if (rows.length === 0) break;
       const last = rows[rows.length - 1] as Row;
       after = { seq: Number(last.served_seq), group: String(last.group_key) };
-      const paged: PagedGroup[] = rows.map((row) => {
+      // Rows come by group in served order, each group's tasks best first.
+      const paged: (PagedGroup & { taskIds: string[] })[] = [];
+      for (const row of rows) {
         const group = String(row.group_key);
-        return { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0) };
-      });
-      const rate = this.#limits.groupRateLimit;
+        let entry = paged[paged.length - 1];
+        if (entry?.group !== group) {
+          entry = { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
+          paged.push(entry);
+        }
+        if (typeof row.id === "string") entry.taskIds.push(row.id);
+      }
       if (rate !== null) {
         const inWindow = new Map<string, number>();
         for (const row of await this.#rows(tx, RATE_COUNTS, { name, groups: paged.map((g) => g.group), perMs: rate.perMs })) {
@@ -291,34 +294,16 @@ export class GroupDraw {
         }
         for (const g of paged) g.allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, inWindow.get(g.group) ?? 0);
       }
-      const open = paged.filter((g) => g.allowance > 0);
-      if (open.length > 0) {
-        const perGroup = Math.max(1, Math.ceil((cap - available) / open.length));
-        const fetch: Record<string, unknown> = { name, queues };
-        open.forEach((g, i) => {
-          fetch[`g${i}`] = g.group;
-          fetch[`m${i}`] = Math.min(g.allowance, perGroup);
-        });
-        const byGroup = new Map<string, { id: string; priority: number }[]>();
-        for (const row of await this.#rows(tx, candidatesTemplate(open.length), fetch)) {
-          const group = String(row.group_key);
-          let list = byGroup.get(group);
-          if (list === undefined) byGroup.set(group, (list = []));
-          list.push({ id: String(row.id), priority: Number(row.priority) });
+      for (const g of paged) {
+        if (g.allowance <= 0) continue;
+        if (g.taskIds.length === 0) {
+          empty.push(g);
+          continue;
         }
-        for (const g of open) {
-          const list = byGroup.get(g.group);
-          if (list === undefined) {
-            empty.push(g);
-            continue;
-          }
-          // UNION ALL keeps no order across its parts; restore the group's own (priority, then oldest).
-          list.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-          eligible.push({ group: g.group, taskIds: list.map((c) => c.id), allowance: g.allowance });
-          available += Math.min(g.allowance, list.length);
-        }
+        eligible.push({ group: g.group, taskIds: g.taskIds, allowance: g.allowance });
+        available += Math.min(g.allowance, g.taskIds.length);
       }
-      if (rows.length < pageSize) break;
+      if (paged.length < pageSize) break;
     }
 
     // 4. Pick, take, then the bookkeeping writes in one batch (one round trip where the executor pipelines).
