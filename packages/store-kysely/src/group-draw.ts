@@ -38,7 +38,7 @@
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery } from "kysely";
 import type { GroupCandidates, GroupLimits, Params } from "@cairnq/protocol/adapter";
-import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
+import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_IDS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner, Row } from "./executor.js";
@@ -46,7 +46,7 @@ import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
-import { setTransitionTemplate, TASKS_TABLE } from "./statements.js";
+import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
 
 const NAME = x.param("name", "text");
 const GROUPS = x.param("groups", "textList");
@@ -204,7 +204,8 @@ const PRUNE: StatementTemplate = {
   build: (c) => `DELETE FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
 };
 
-const GROUP_DRAW_TEMPLATE = setTransitionTemplate(GROUP_DRAW, "task");
+/** The draw by the picked ids, found by primary key whatever the planner knows (see `setTransitionByIdsTemplate`). */
+const GROUP_DRAW_TEMPLATE = setTransitionByIdsTemplate(GROUP_DRAW, GROUP_TASK_IDS, CLAIMABLE);
 
 interface PagedGroup {
   readonly group: string;
