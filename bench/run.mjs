@@ -3,7 +3,7 @@
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
-//                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups] [--drain-warmup 2000]
+//                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups,steps] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -19,6 +19,7 @@ import { GROUP_DRAINS, groupClaimUnderBacklog, groupDrain } from "./lib/groups.m
 import { driverComparison, renderDrivers } from "./lib/drivers.mjs";
 import { buildRows, buildTargets, renderMarkdown } from "./lib/report.mjs";
 import { sqliteBackend } from "./lib/sqlite-backend.mjs";
+import { parkWakeLatency, stepsThroughput } from "./lib/steps.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -63,6 +64,8 @@ const settings = {
   churn: args.quick ? { total: 20_000, window: 2_000, submitsN: 3_000 } : { total: 100_000, window: 10_000, submitsN: 20_000 },
   // The groups claim figure: one claim with this many queued tasks spread over this many groups. --quick scales down by 10.
   groupsClaim: args.quick ? { backlog: 10_000, groups: 1_000 } : { backlog: 100_000, groups: 10_000 },
+  // Durable steps: no-op steps per task (the issue's figure is 1,000; --quick runs 200), and park/wake round trips.
+  steps: args.quick ? { perTask: 200, latencyCalls: 30 } : { perTask: 1_000, latencyCalls: 200 },
 };
 if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
@@ -234,6 +237,16 @@ async function repetition(backend, result, rep, errors) {
       const r = await groupClaimUnderBacklog(backend, { backlog, groups, samples: settings.claimSamples });
       push("ours", "groups.claim", r.limited);
       push("ours", "groups.claimPlain", r.plain);
+    });
+  }
+  if (wants("steps")) {
+    const { perTask, latencyCalls } = settings.steps;
+    await step(`steps c1: 1 task × ${perTask} no-op steps`, async () => push("ours", "steps.c1", await stepsThroughput(backend, { tasks: 1, steps: perTask })));
+    await step(`steps c64: 64 tasks × ${perTask} no-op steps`, async () => push("ours", "steps.c64", await stepsThroughput(backend, { tasks: 64, steps: perTask })));
+    await step("park/wake (sleep 0 → resumed) and call() p50", async () => {
+      const r = await parkWakeLatency(backend, { calls: latencyCalls, warmup: settings.latencyWarmup });
+      push("ours", "parkWake.p50", r.park);
+      push("ours", "parkWakeCall.p50", r.call);
     });
   }
   if (wants("claim")) {

@@ -117,6 +117,27 @@ export const FIGURES = [
   { id: "latencyTuned.p50", label: "↳ informational: p50 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   { id: "latencyTuned.p99", label: "↳ informational: p99 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   {
+    id: "steps.c1",
+    label: (settings) => `durable steps c1: 1 task × ${count(settings?.steps?.perTask)} no-op ctx.step (steps/s; floor: single-row commits)`,
+    unit: "rate",
+    floor: { sqlite: "proto.insert.tx1", postgres: "proto.insert.stmt1.c1" },
+    target: both({ kind: "ratio≥", value: 0.5 }),
+  },
+  {
+    id: "steps.c64",
+    label: (settings) => `durable steps c64: 64 tasks × ${count(settings?.steps?.perTask)} no-op ctx.step at once (floor: 64-row statements)`,
+    unit: "rate",
+    floor: { sqlite: "proto.insert.tx64", postgres: "proto.insert.stmt64" },
+    target: both({ kind: "ratio≥", value: 0.3 }),
+  },
+  {
+    id: "parkWake.p50",
+    label: "park/wake p50: call() of a handler that sleeps 0 ms (floor column: call() p50 of a no-op, same worker)",
+    unit: "ms",
+    floor: { sqlite: "@parkWakeCall.p50", postgres: "@parkWakeCall.p50" },
+    target: both({ kind: "ratio≤", value: 2 }),
+  },
+  {
     id: "claim.100k",
     label: "claim, 100k queued (floor column: 1k queued)",
     unit: "ms",

@@ -37,7 +37,10 @@ export class MemorySteps {
   steps(taskId: string): StepRecord[] {
     const id = requireName(taskId, "taskId");
     if (this.tasks.get(id) === undefined) return [];
-    return [...(this.#journals.get(id)?.values() ?? [])].sort((a, b) => a.seq - b.seq || (a.name < b.name ? -1 : 1)).map((r) => structuredClone(r));
+    const now = this.tasks.now();
+    // A sleep whose wake time has come reads as done: nothing is written when it ends.
+    const shown = (r: StepRecord): StepRecord => (r.kind === "sleep" && r.status === "waiting" && r.wakeAtMs !== null && r.wakeAtMs <= now ? { ...r, status: "done" } : r);
+    return [...(this.#journals.get(id)?.values() ?? [])].sort((a, b) => a.seq - b.seq || (a.name < b.name ? -1 : 1)).map((r) => structuredClone(shown(r)));
   }
 
   recordStep(input: RecordStepInput): void {
@@ -91,6 +94,12 @@ export class MemorySteps {
   spawnStep(input: SpawnStepInput): string {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
     if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
+    if (input.child.group !== undefined && input.child.group !== null) {
+      throw new InvalidArgument("group", "a spawned child cannot have a group yet: submit grouped children with ctx.submit inside a ctx.step (its id is then recorded once), and join them by id");
+    }
+    if (input.child.debounce !== undefined && input.child.debounce !== null) {
+      throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
+    }
     if (input.child.key !== undefined && input.child.key !== null) {
       throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
     }

@@ -168,6 +168,7 @@ export const stepCases: readonly ConformanceCase[] = [
       t.expect(children.map((row) => row.id).sort()).toEqual([a, b].sort());
       for (const child of children) t.fields(child, { parent_id: parent.id, root_id: parent.root_id, status: "queued" });
       await t.rejects(s.spawnStep({ ...owned, name: "c", seq: 3, child: { name: "child", key: "k" } }), InvalidArgument, "keyed child");
+      await t.rejects(s.spawnStep({ ...owned, name: "c", seq: 3, child: { name: "child", group: "g" } }), InvalidArgument, "grouped child");
       const join = { ...owned, name: "all", kind: "join" as const, seq: 3, childIds: [b, a], delayMs: 600_000 };
       t.expect(await s.parkStep(join)).toEqual({ kind: "parked", status: "queued" });
       // Another worker finishes the first child: the join wakes, re-checks and parks again.
@@ -194,6 +195,48 @@ export const stepCases: readonly ConformanceCase[] = [
         ["b", "spawn", "done"],
         ["all", "join", "done"],
       ]);
+    },
+  },
+  {
+    id: "steps-deleted-with-task",
+    title: "purging a finished task deletes its journal and messages with it",
+    spec: SPEC + ", §5.9",
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1);
+      const owned = { taskId: task.id, workerId: t.w1, attempt: task.attempt };
+      await s.recordStep({ ...owned, name: "a", kind: "step", status: "done", seq: 1, result: 1 });
+      await s.send({ taskId: task.id, name: "never-read", payload: 1 });
+      await t.store.complete({ ...owned, result: null });
+      const kept = await t.submitAndClaim(t.w2);
+      await s.recordStep({ taskId: kept.id, workerId: t.w2, attempt: kept.attempt, name: "b", kind: "step", status: "done", seq: 1, result: 2 });
+      await t.sleep(5);
+      t.expect(await t.store.purge({ olderThanMs: 0 })).toEqual([task.id]);
+      t.expect(await s.steps(task.id)).toEqual([]);
+      t.expect((await s.steps(kept.id)).map((e) => e.name)).toEqual(["b"]);
+    },
+  },
+  {
+    id: "steps-record-concurrent",
+    title: "concurrent records of many tasks (which a store may combine into one statement) are each fenced on their own",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      for (let i = 0; i < 6; i++) await t.submit("job", { payload: { i } });
+      const claimed = await t.claim(t.w1, { limit: 6 });
+      t.expect(claimed).toHaveLength(6);
+      const records = claimed.map((task, i) =>
+        // The third names a wrong attempt: its record alone must not land.
+        s.recordStep({ taskId: task.id, workerId: t.w1, attempt: i === 2 ? task.attempt + 5 : task.attempt, name: "a", kind: "step", status: "done", seq: 1, result: i }),
+      );
+      const outcomes = await Promise.allSettled(records);
+      t.expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled", "fulfilled"]);
+      t.expect((outcomes[2] as PromiseRejectedResult).reason instanceof LostLease).toBe(true);
+      for (const [i, task] of claimed.entries()) {
+        t.expect((await s.steps(task.id)).map((e) => e.result)).toEqual(i === 2 ? [] : [i]);
+      }
     },
   },
 ];

@@ -36,10 +36,12 @@ import {
   SUBMIT_OPTION_KEYS,
   submitInputOf,
 } from "@cairnq/protocol/sdk";
+import type { SendOutcome, StepRecord } from "@cairnq/protocol";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import { RetentionSweeper } from "@cairnq/retention";
 import type { MetricsOptions, RuntimeClock, TracingOptions } from "@cairnq/runtime";
 import { checkOptions, optionalClock, Telemetry } from "@cairnq/runtime";
+import { readSteps, sendMessage } from "./steps.js";
 import { BackpressureGate } from "./backpressure-gate.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
 import { explain } from "./explain.js";
@@ -515,9 +517,11 @@ export class CairnQ {
   /**
    * Says why task `id` is where it is: its `state` (`delayed`,
    * `backing-off`, `waiting`, `unclaimed`, `running`, `lease-expired`,
-   * `cancel-requested`, `succeeded`, `failed`, `canceled`) and one paragraph
-   * for people, with the row and, for a queued task, the evidence read about
-   * its queue (is anything claiming it?). `null` when there is no such task.
+   * `cancel-requested`, `succeeded`, `failed`, `canceled`, and `parked` for a
+   * task parked on a durable sleep, wait or join: what it waits for) and one
+   * paragraph for people, with the row, its durable-steps journal (`steps`;
+   * `null` on a store without them) and, for a queued task, the evidence read
+   * about its queue (is anything claiming it?). `null` when there is no such task.
    * The `cairnq explain` command and the dashboard's task page show the same.
    *
    * Reads the row, and for a queued task a few bounded rows of its queue.
@@ -530,6 +534,41 @@ export class CairnQ {
    */
   explain(id: string, options?: ExplainOptions): Promise<Explanation | null> {
     return explain(this.store, id, options, this.#clock);
+  }
+
+  /**
+   * Sends a message to task `taskId` under `name`: a `ctx.waitFor(name)` of
+   * its handler resolves with `payload` (JSON). A task parked waiting for
+   * that name is due at once and its workers are woken (NOTIFY on Postgres,
+   * the file's commit on SQLite); a message sent before the wait is kept
+   * until a wait of that name takes it (one message per wait, oldest first).
+   * Works from any process, and inside `withTransaction` (the message
+   * commits with your transaction). Resolves with `{ woke }`: whether the
+   * task was parked waiting for it.
+   *
+   * @throws InvalidArgument when no task has this id.
+   * @throws UnsupportedBackend when the store has no durable steps.
+   * @example
+   * ```ts
+   * await client.send(orderTaskId, "approval", { approvedBy: "ana" });
+   * ```
+   */
+  send(taskId: string, name: string, payload?: unknown): Promise<SendOutcome> {
+    return sendMessage(this.store, taskId, name, payload);
+  }
+
+  /**
+   * The journal of task `taskId`'s durable steps, in the order they were
+   * first recorded: `[{ name, kind, status, result, error, attempt, atMs,
+   * wakeAtMs, waitingFor, seq }]` — `[]` for a task without steps.
+   *
+   * @example
+   * ```ts
+   * for (const s of await client.steps(id)) console.log(s.name, s.status, s.waitingFor);
+   * ```
+   */
+  steps(taskId: string): Promise<StepRecord[]> {
+    return readSteps(this.store, taskId);
   }
 
   /**

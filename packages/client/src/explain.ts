@@ -5,13 +5,14 @@
  * it. `cairnq.explain(id)`, the `cairnq explain` command and the dashboard's
  * task page all say the same thing this way.
  */
-import type { GroupReadStore, Task, TaskGroupInfo, TaskStore } from "@cairnq/protocol";
+import type { GroupReadStore, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { hasGroupReads, InvalidArgument } from "@cairnq/protocol";
 import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
 import { readQueueActivity } from "./queue-activity.js";
+import { parkedVerdict } from "./explain-steps.js";
 
 /** Where a task stands, as a word a script can switch on. */
 export type ExplainState =
@@ -25,7 +26,9 @@ export type ExplainState =
   | "cancel-requested"
   | "succeeded"
   | "failed"
-  | "canceled";
+  | "canceled"
+  /** Queued but parked on a durable sleep, wait or join (see `explain-steps.ts`). */
+  | "parked";
 
 /** What `cairnq.explain(id)` resolves with: where the task stands, one paragraph on why, and the evidence. */
 export interface Explanation {
@@ -41,6 +44,8 @@ export interface Explanation {
   readonly activity: QueueActivity | null;
   /** The row explained, as read. */
   readonly task: Task;
+  /** The task's durable-steps journal (`cairnq.steps`), or `null` when the store has no durable steps. */
+  readonly steps: readonly StepRecord[] | null;
 }
 
 /** Options of `cairnq.explain(id, options)`. */
@@ -266,7 +271,7 @@ export function explainTask(task: Task, ctx: ExplainContext): Verdict {
  * ```
  */
 export async function explain(
-  store: Pick<TaskStore, "get" | "list" | "stats">,
+  store: Pick<TaskStore, "get" | "list" | "stats"> & { readonly capabilities?: TaskStore["capabilities"] },
   id: string,
   options?: ExplainOptions,
   clock: Pick<RuntimeClock, "now"> = systemClock,
@@ -275,7 +280,10 @@ export async function explain(
   if (!Number.isSafeInteger(nowMs)) throw new InvalidArgument("nowMs", `explain's nowMs must be an integer epoch ms, got ${String(nowMs)}`);
   const task = await store.get(id);
   if (task === null) return null;
+  const steps = store.capabilities?.durableSteps === true ? await (store as TaskStepStore).steps(id) : null;
+  const parked = steps === null ? null : parkedVerdict(task, steps, nowMs);
+  if (parked !== null) return { ...parked, activity: null, task, steps };
   const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
   const group = task.status === "queued" && task.run_at_ms <= nowMs && hasGroupReads(store as TaskStore) ? await (store as TaskStore & GroupReadStore).taskGroup(task.id) : null;
-  return { ...explainTask(task, { nowMs, activity, group }), activity, task };
+  return { ...explainTask(task, { nowMs, activity, group }), activity, task, steps };
 }

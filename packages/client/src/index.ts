@@ -29,6 +29,7 @@ export type {
 } from "./cairnq.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export type { ExplainOptions, ExplainState, Explanation } from "./explain.js";
+export { describeStepWait } from "./explain-steps.js";
 export type { QueueActivity } from "./queue-activity.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 // Types of the client's own signatures that live in @cairnq/protocol and @cairnq/runtime, under the same names.

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Task, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
@@ -145,7 +145,32 @@ describe("cairnq.explain", () => {
         "Is a worker running with a handler for 'email' on queue 'mail' against this database?",
       activity: { runningOnQueue: 0, runningWithName: 0, lastFinishedAtMs: null, queuedOnQueue: 1 },
       task,
+      steps: [],
     });
+  });
+
+  it("a task parked on a durable wait: parked, naming the message and its timeout, with the journal", async () => {
+    const cairnq = open();
+    const task = await cairnq.submit("order", {}, { queue: "mail" });
+    const workerId = newWorkerId();
+    const [claimed] = await cairnq.store.claim({ queues: ["mail"], workerId, leaseMs: 30_000 });
+    const store = cairnq.store as TaskStepStore;
+    const owned = { taskId: task.id, workerId, attempt: claimed?.attempt ?? 1 };
+    await store.recordStep({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: 42 });
+    await store.parkStep({ ...owned, name: "approval", kind: "wait", seq: 2, message: "approval", delayMs: 3_600_000 });
+    const why = await cairnq.explain(task.id, { nowMs: now });
+    expect(why?.state).toBe("parked");
+    expect(why?.atMs).toBe(now + 3_600_000);
+    expect(why?.summary).toBe(
+      "Parked (no worker holds it, no attempt is used): waiting for a message 'approval' (cairnq.send(taskId, 'approval', payload)), " +
+        "or its timeout 2026-12-01T11:00:00.000Z (in 1 h), after 1 recorded step.",
+    );
+    expect(why?.steps?.map((s) => [s.name, s.status])).toEqual([
+      ["charge", "done"],
+      ["approval", "waiting"],
+    ]);
+    await cairnq.send(task.id, "approval", "yes");
+    expect((await cairnq.explain(task.id, { nowMs: now }))?.summary).toContain("It is due now");
   });
 
   it("a queued task while workers claim its queue: waiting, with what runs and what competes", async () => {

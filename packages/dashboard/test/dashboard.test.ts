@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DashboardAction, DashboardOptions } from "@cairnq/dashboard";
 import { createDashboard } from "@cairnq/dashboard";
-import type { TaskStore } from "@cairnq/protocol";
+import type { TaskStepStore, TaskStore } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
 import { InvalidArgument } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -120,6 +121,21 @@ describe("createDashboard over HTTP", () => {
     expect(detail.task.error.code).toBe("declined");
     expect(detail.explanation).toMatchObject({ taskId: failed.id, state: "failed" });
     expect((await call(`${base}/api/tasks/task_nope`)).status).toBe(404);
+  });
+
+  it("shows a task's durable-steps journal, and what a parked task waits for, in its detail", async () => {
+    const base = await serve();
+    const steps = store as TaskStepStore;
+    const task = await store.submit({ name: "order.fulfil", queue: "journal" });
+    const workerId = newWorkerId();
+    const [claimed] = await store.claim({ queues: ["journal"], workerId, leaseMs: 30_000 });
+    const owned = { taskId: task.id, workerId, attempt: claimed?.attempt ?? 1 };
+    await steps.recordStep({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: { chargeId: "ch_1" } });
+    await steps.parkStep({ ...owned, name: "approval", kind: "wait", seq: 2, message: "approval", delayMs: 3_600_000 });
+    const detail = JSON.parse((await call(`${base}/api/tasks/${task.id}`)).body);
+    expect(detail.explanation.state).toBe("parked");
+    expect(detail.explanation.summary).toContain("waiting for a message 'approval'");
+    expect(detail.explanation.steps.map((s: { name: string; kind: string; status: string }) => `${s.name} ${s.kind} ${s.status}`)).toEqual(["charge step done", "approval wait waiting"]);
   });
 
   it("refuses cross-origin and non-JSON POSTs, and GETs to mutations", async () => {

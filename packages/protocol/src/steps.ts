@@ -39,7 +39,9 @@ export const STEP_KINDS: readonly StepKind[] = ["step", "sleep", "wait", "spawn"
 /**
  * Where a journal entry stands: `done` (its result is final and replays),
  * `failed` (the step threw on attempt `attempt`; a later attempt runs it
- * again), or `waiting` (a sleep, wait or join the task is parked on).
+ * again), or `waiting` (a sleep, wait or join the task is parked on). A
+ * sleep is never written again when it ends: it reads `done` once the
+ * store's clock has passed its wake time.
  */
 export type StepStatus = "done" | "failed" | "waiting";
 

@@ -359,6 +359,18 @@ export interface StoreCapabilities {
    */
   readonly claimReprobe?: boolean;
   /**
+   * Without push signals, {@link TaskStore.claimWake} still ends early —
+   * about a millisecond after a commit leaves a task queued on one of its
+   * queues, counting commits made since the caller's previous wait (SQLite
+   * watches its database on this host). A worker whose claim's `reprobe`
+   * found nothing left may then wait in `claimWake` instead of opening
+   * another claim transaction right after its task, as it would for a push
+   * signal. A store must say true only while its waits really end that way
+   * (never for plain sleeps). Optional so stores written before the flag keep
+   * compiling. @default false
+   */
+  readonly claimWakeOnQueued?: boolean;
+  /**
    * The store records `SubmitInput.group`, applies `SubmitInput.debounce`
    * (see `debounce.ts`), and `claim` enforces the group
    * limits of `ClaimInput.flowControl` (`groupConcurrency`,

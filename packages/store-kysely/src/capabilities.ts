@@ -19,6 +19,12 @@ export interface DialectCapabilities {
   readonly transactionalComplete: boolean;
   /** Times come from the database clock, not the process clock (§2.1). Must agree with the dialect's clock. @default false */
   readonly databaseClock: boolean;
+  /**
+   * Without push signals, a claim wait still ends soon after a commit leaves a task queued on its
+   * queues, counting commits since the previous wait (`StoreCapabilities.claimWakeOnQueued`; SQLite
+   * watching its file). Optional so dialects written before the flag keep compiling. @default false
+   */
+  readonly claimWakeOnQueued?: boolean;
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */

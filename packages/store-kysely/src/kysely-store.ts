@@ -129,6 +129,10 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
       schedules: true,
       completeRef: true,
       claimReprobe: true,
+      // Read live: a dialect may say it only while its waits really end that way (SQLite, while it can watch its file).
+      get claimWakeOnQueued(): boolean {
+        return caps.claimWakeOnQueued ?? false;
+      },
       queueHealth: true,
       durableSteps: true,
       groups: true,

@@ -27,7 +27,9 @@ import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { MESSAGES_TABLE, STEPS_TABLE } from "./extension-tables.js";
+import { BatchableStepRecord } from "./batchable-step-record.js";
 import { decodeTask } from "./rows.js";
+import type { BatchedWriter } from "./write-batching.js";
 import { GET_MANY_TEMPLATE, insertTemplate, rowTransitionTemplate, TASKS_TABLE } from "./statements.js";
 
 const P = {
@@ -52,11 +54,11 @@ const COLUMNS = "task_id, name, seq, kind, status, result, error, attempt, at_ms
 const UPSERT_TAIL =
   ` ON CONFLICT (task_id, name) DO UPDATE SET status = excluded.status, result = excluded.result, error = excluded.error, ` +
   `attempt = excluded.attempt, at_ms = excluded.at_ms, wake_at_ms = excluded.wake_at_ms, waiting_for = excluded.waiting_for ` +
-  `WHERE ${STEPS_TABLE}.status <> 'done' RETURNING name`;
+  `WHERE ${STEPS_TABLE}.status <> 'done' RETURNING task_id, name`;
 
 /** A final outcome (`done` / `failed`), fenced by the task row in the same statement. */
 const RECORD_TEMPLATE: StatementTemplate = {
-  params: [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error],
+  params: [P.taskId, PARAMS.workerId, PARAMS.attempt, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error],
   clock: "transaction",
   build: (c) =>
     `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, ${c.value(P.stepStatus)}, ` +
@@ -71,6 +73,36 @@ const WAITING_TEMPLATE: StatementTemplate = {
   build: (c) =>
     `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, 'waiting', NULL, NULL, attempt, ${c.now()}, ` +
     `${c.value(x.coalesce(P.untilMs, x.add(x.now, P.delayMs)))}, ${c.value(P.waitingFor)} FROM ${TASKS_TABLE} WHERE id = ${c.value(P.taskId)}` +
+    UPSERT_TAIL,
+};
+
+const RECORD_PARAMS = [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.stepStatus, P.result, P.error];
+
+/**
+ * {@link RECORD_TEMPLATE} over many tasks at once (one row each), for the write combiner: the bound
+ * rows `b` joined to their task rows, each fenced on its own.
+ */
+const RECORD_MANY_TEMPLATE: StatementTemplate = {
+  params: RECORD_PARAMS,
+  clock: "transaction",
+  perRow: true,
+  build: (c) => {
+    const source = c.batchSource(RECORD_PARAMS);
+    return (
+      `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, ${c.value(P.stepStatus)}, ` +
+      `${c.value(P.result)}, ${c.value(P.error)}, attempt, ${c.now()}, NULL, NULL FROM ${source}, ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}` +
+      UPSERT_TAIL
+    );
+  },
+};
+
+/** A sleep's `waiting` entry, fenced in the statement itself: a sleep needs no step lock (no message or child decides it). */
+const FENCED_WAITING_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, ...OWNER_PARAMS, P.stepName, P.seq, P.kind, P.untilMs, P.delayMs, P.waitingFor],
+  clock: "transaction",
+  build: (c) =>
+    `INSERT INTO ${STEPS_TABLE} (${COLUMNS}) SELECT id, ${c.value(P.stepName)}, ${c.value(P.seq)}, ${c.value(P.kind)}, 'waiting', NULL, NULL, attempt, ${c.now()}, ` +
+    `${c.value(x.coalesce(P.untilMs, x.add(x.now, P.delayMs)))}, ${c.value(P.waitingFor)} FROM ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}` +
     UPSERT_TAIL,
 };
 
@@ -91,10 +123,13 @@ const FENCE_TEMPLATE: StatementTemplate = {
   build: (c) => `SELECT id, queue, root_id FROM ${TASKS_TABLE} WHERE ${c.condition(OWNED_TASK) ?? "1 = 1"}`,
 };
 
+/** The journal; a sleep whose wake time has come reads as `done` (nothing is written when it ends: see `steps.ts`). */
 const JOURNAL_TEMPLATE: StatementTemplate = {
   params: [P.taskId],
-  clock: null,
-  build: (c) => `SELECT ${COLUMNS} FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} ORDER BY seq, name`,
+  clock: "statement",
+  build: (c) =>
+    `SELECT task_id, name, seq, kind, CASE WHEN kind = 'sleep' AND status = 'waiting' AND wake_at_ms <= ${c.now()} THEN 'done' ELSE status END AS status, ` +
+    `result, error, attempt, at_ms, wake_at_ms, waiting_for FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} ORDER BY seq, name`,
 };
 
 const ENTRY_TEMPLATE: StatementTemplate = {
@@ -148,6 +183,13 @@ const WAKE_JOIN_TEMPLATE = wakeTemplate("join");
 const PARK_TEMPLATE = rowTransitionTemplate(PARK);
 const CHILD_INSERT_TEMPLATE = insertTemplate(SUBMIT);
 
+/** The journal table does not exist yet (SQLite's message, Postgres's SQLSTATE 42P01 undefined_table). */
+function missingTable(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return code === "42P01" || (typeof message === "string" && message.includes(`no such table: ${STEPS_TABLE}`));
+}
+
 /** The step lock of a task: taken first by every transaction that parks, sends to or spawns from it. */
 function stepLockKey(taskId: string): string {
   return `cairnq:steps:${taskId}`;
@@ -155,7 +197,13 @@ function stepLockKey(taskId: string): string {
 
 /** See the module comment. */
 export class StepJournal {
-  constructor(private readonly ext: StoreExtensions) {}
+  /** Records go through the dialect's write batching, like settlements (`batchable-step-record.ts`). */
+  readonly #record: BatchedWriter<Params, void>;
+
+  constructor(private readonly ext: StoreExtensions) {
+    const { db, dialect, compiler } = ext.statements;
+    this.#record = dialect.writes.writer(db, dialect.executor, new BatchableStepRecord(compiler, RECORD_TEMPLATE, RECORD_MANY_TEMPLATE));
+  }
 
   async #ready(): Promise<void> {
     await this.ext.ensure(STEPS_TABLE);
@@ -165,24 +213,41 @@ export class StepJournal {
   /** The task's journal in recording order. */
   async steps(taskId: string): Promise<StepRecord[]> {
     const id = requireName(taskId, "taskId");
-    await this.#ready();
-    return (await this.ext.statements.read(JOURNAL_TEMPLATE, { taskId: id })).rows.map(decodeStepRow);
+    try {
+      return (await this.ext.statements.read(JOURNAL_TEMPLATE, { taskId: id })).rows.map(decodeStepRow);
+    } catch (err) {
+      // A read creates nothing (`cairnq get`, `explain` and the dashboard read every task): no table, no journal.
+      if (missingTable(err)) return [];
+      throw err;
+    }
   }
 
   /** One fenced statement; `LostLease` when it wrote nothing. */
   async recordStep(input: RecordStepInput): Promise<void> {
     const params = recordStepParams(input);
     await this.#ready();
-    const result = await this.ext.statements.write(RECORD_TEMPLATE, params);
-    if (result.rows.length === 0) throw new LostLease(String(params.taskId));
+    await this.#record(params);
   }
 
   /** The park transaction (see the module comment). */
   async parkStep(input: ParkStepInput): Promise<ParkOutcome> {
-    const params = parkStepParams(input);
+    const normalized = parkStepParams(input);
     await this.#ready();
     const { dialect, db } = this.ext;
+    // The entry's wake time and the row's run_at_ms must be one instant. A database clock reads one `now` per
+    // transaction; a process clock is read per statement, so the instant is fixed here, once per attempt.
+    const fixed = (): typeof normalized =>
+      normalized.untilMs === null && dialect.clock.nowSql("transaction") === null ? { ...normalized, untilMs: dialect.clock.nowMs() + normalized.delayMs } : normalized;
+    if (normalized.kind === "sleep") {
+      // Two statements, no lock: the entry (fenced) and PARK (fenced again by its guard).
+      return dialect.executor.writeTransaction(db, async (tx) => {
+        const params = fixed();
+        if ((await this.ext.exec(tx, FENCED_WAITING_TEMPLATE, params)).rows.length === 0) throw new LostLease(String(params.taskId));
+        return this.#parkRow(tx, params);
+      });
+    }
     return dialect.executor.writeTransaction(db, async (tx) => {
+      const params = fixed();
       await this.#fence(tx, params);
       if (params.kind === "wait") {
         const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message })).rows[0];
@@ -201,17 +266,27 @@ export class StepJournal {
         }
       }
       await this.ext.exec(tx, WAITING_TEMPLATE, params);
-      const row = (await this.ext.exec(tx, PARK_TEMPLATE, params)).rows[0];
-      if (row === undefined) throw new LostLease(String(params.taskId));
-      const task = decodeTask(row);
-      return { kind: "parked", status: task.status === "canceled" ? "canceled" : "queued" };
+      return this.#parkRow(tx, params);
     });
+  }
+
+  /** `PARK` on the task row; `LostLease` when its guard matched nothing (everything rolls back). */
+  async #parkRow(tx: QueryRunner, params: Params): Promise<ParkOutcome> {
+    const row = (await this.ext.exec(tx, PARK_TEMPLATE, params)).rows[0];
+    if (row === undefined) throw new LostLease(String(params.taskId));
+    return { kind: "parked", status: decodeTask(row).status === "canceled" ? "canceled" : "queued" };
   }
 
   /** Child insert and journal entry in one fenced transaction; a recorded entry returns its child. */
   async spawnStep(input: SpawnStepInput): Promise<string> {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
     if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
+    if (input.child.group !== undefined && input.child.group !== null) {
+      throw new InvalidArgument("group", "a spawned child cannot have a group yet: submit grouped children with ctx.submit inside a ctx.step (its id is then recorded once), and join them by id");
+    }
+    if (input.child.debounce !== undefined && input.child.debounce !== null) {
+      throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
+    }
     if (input.child.key !== undefined && input.child.key !== null) {
       throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
     }

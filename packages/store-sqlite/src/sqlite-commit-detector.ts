@@ -153,6 +153,16 @@ export class SQLiteCommitDetector {
     return this.#seq;
   }
 
+  /**
+   * Whether waits end on commits: the detector runs, or it could start at the next wait — not in
+   * memory, not closed, no recent broken watch. (Before the database opens the first wait sleeps
+   * plainly, but no claim precedes that open.)
+   */
+  get watchable(): boolean {
+    if (this.#mode !== "off") return true;
+    return !this.#closed && this.#source.memory !== true && performance.now() >= this.#retryWatchAt;
+  }
+
   /** Starts watching if nothing runs yet; false when waits must be plain sleeps. */
   start(): boolean {
     if (this.#mode !== "off") return true;

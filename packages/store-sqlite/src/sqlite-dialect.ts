@@ -33,8 +33,11 @@ export interface SQLiteDialectOptions {
 export class SQLiteDialect extends BaseStoreDialect {
   readonly name = "sqlite";
   readonly syntax = new SqliteSyntax();
-  /** `completeIn` (`ctx.succeedIn`) runs the caller's function in a write transaction on the store's writer. */
-  override readonly capabilities: DialectCapabilities = Object.freeze({ ...DEFAULT_DIALECT_CAPABILITIES, transactionalComplete: true });
+  /**
+   * `completeIn` (`ctx.succeedIn`) runs the caller's function in a write transaction on the store's writer;
+   * `claimWakeOnQueued` while the wake-ups can watch the database file (not in memory, not after a broken watch).
+   */
+  override readonly capabilities: DialectCapabilities;
   override readonly clock: StoreClock;
   /** The store's connections. */
   readonly connection: SQLiteConnection;
@@ -50,7 +53,15 @@ export class SQLiteDialect extends BaseStoreDialect {
     this.connection = new SQLiteConnection(filename, options.busyTimeoutMs, options.driver);
     this.executor = new SQLiteExecutor(this.connection);
     this.writes = new GroupCommitWrites(this.connection);
-    this.wakeups = new SQLiteWakeups(this.connection);
+    const wakeups = new SQLiteWakeups(this.connection);
+    this.wakeups = wakeups;
+    this.capabilities = Object.freeze({
+      ...DEFAULT_DIALECT_CAPABILITIES,
+      transactionalComplete: true,
+      get claimWakeOnQueued(): boolean {
+        return wakeups.watchable;
+      },
+    });
     this.schema = new SQLiteSchemaManager(this.connection, this.syntax, this.clock, this.wakeups);
   }
 }

@@ -28,6 +28,8 @@ import { SQLiteCommitDetector } from "./sqlite-commit-detector.js";
 export interface WakeupSource {
   /** The main database file as SQLite resolved it; null for an in-memory database or while not open. */
   databaseFile(): string | null;
+  /** True for an in-memory database, known before it opens: its waits are always plain sleeps. @default false */
+  readonly memory?: boolean;
   /** `PRAGMA data_version` on a connection that never commits; null while not open. May throw. */
   dataVersion(): number | null;
   /** Whether any task is `queued` on one of `queues` (due or not). May throw. */
@@ -111,7 +113,10 @@ const WORKING_GAP_MS = 50;
  * - **Buffered claims**: commits seen while no claim waiter was registered
  *   are checked again for the next `claimWake` (as §9 buffers
  *   notifications), so a submit landing between a worker's probe and its
- *   next wait is not missed.
+ *   next wait is not missed; a wait that starts the watch (nothing watched
+ *   since that probe) reads once for the same reason. So a worker may wait
+ *   here right after a claim whose reprobe found nothing left
+ *   (`capabilities.claimWakeOnQueued`, true while the file can be watched).
  * - `subscribe` never calls its listener: the channel knows "something
  *   committed", and the contract's signals name a queue or a task.
  *   `capabilities.pushWakeups` stays false for the same reason; `watch()`
@@ -175,13 +180,23 @@ export class SQLiteWakeups implements Wakeups {
     return this.#detector.mode;
   }
 
+  /**
+   * Whether waits end on commits rather than being plain sleeps: the database is a file and watching
+   * it has not just failed (`capabilities.claimWakeOnQueued`).
+   */
+  get watchable(): boolean {
+    return this.#detector.watchable;
+  }
+
   /** Resolves after `timeoutMs`, or about a millisecond after a commit leaves a task queued on one of `queues`, or when `signal` aborts. */
   claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted === true || !(timeoutMs > 0)) return Promise.resolve();
+    // A fresh start has seen no commit yet, so it cannot tell what landed since the caller's last claim: one read does.
+    const fresh = this.#detector.mode === "off";
     if (!this.#start()) return sleep(timeoutMs, { signal, unref: true });
     this.#urgeIfWorking();
     // Commits seen while no claim waiter listened may have landed after this caller's probe.
-    if (this.#claimSeq !== this.#detector.seq) {
+    if (fresh || this.#claimSeq !== this.#detector.seq) {
       this.#claimSeq = this.#detector.seq;
       if (queuedIn(this.#source, queues)) return Promise.resolve();
     }

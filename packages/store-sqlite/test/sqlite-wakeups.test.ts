@@ -133,6 +133,32 @@ describe("SQLiteWakeups on a database file", () => {
     expect(watchers).toEqual([{ closed: true }, { closed: true }]);
   });
 
+  it("a claimWake that restarts a stopped watch sees a task queued while nothing watched", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    const other = openStore(file);
+    await store.connect();
+    const wakeups = new SQLiteWakeups((store.dialect as SQLiteDialect).connection, { idleStopMs: 30 });
+    await wakeups.claimWake(["jobs"], 10);
+    await pause(100);
+    expect(wakeups.mode).toBe("off");
+    await other.submit({ name: "job", queue: "jobs" });
+    // A worker whose claim's reprobe found nothing waits here (claimWakeOnQueued): the submit must end the wait.
+    expect(await timed(wakeups.claimWake(["jobs"], LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
+  it("declares claimWakeOnQueued while its waits can end on commits: a database file, not closed", async () => {
+    const store = openStore();
+    await store.connect();
+    expect(store.capabilities.claimWakeOnQueued).toBe(true);
+    await store.close();
+    expect(store.capabilities.claimWakeOnQueued).toBe(false);
+    const memory = openStore(":memory:");
+    await memory.connect();
+    expect(memory.capabilities.claimWakeOnQueued).toBe(false);
+  });
+
   it("an idle claim loop does not spin: probes come from its timeouts, not from its own reads", async () => {
     const store = openStore();
     await store.submit({ name: "job", queue: "elsewhere" });
@@ -184,6 +210,8 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
     await wakeups.taskDoneWake("task_x", 5);
     expect(calls).toBe(1);
     expect(wakeups.mode).toBe("off");
+    // Its waits are plain sleeps until the retry: a worker must not count on them to end on commits.
+    expect(wakeups.watchable).toBe(false);
     await pause(420);
     await wakeups.claimWake(["default"], 5);
     expect(calls).toBe(2);
@@ -256,8 +284,9 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
 describe("SQLiteWakeups checks", () => {
   it("an event wakes nobody until the commit is visible; the follow-up checks catch it when it is", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
-    db.queued = true;
+    // Queued only once the wait began: a fresh watch looks at what is queued when it starts.
     const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
     watcher().listener("change", "cairnq.db-wal");
     await pause(3);
     expect(wait.settled()).toBe(false);
@@ -268,8 +297,9 @@ describe("SQLiteWakeups checks", () => {
 
   it("ignores other files in the directory, and checks on a nameless event", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
-    db.queued = true;
+    // Queued only once the wait began: a fresh watch looks at what is queued when it starts.
     const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
     db.version++;
     watcher().listener("change", "notes.txt");
     watcher().listener("change", "cairnq.db-shm");
@@ -336,8 +366,8 @@ describe("SQLiteWakeups checks", () => {
 
   it("holds back a claim wake after one that found nothing to do, never after one that led to a write", async () => {
     const { db, wakeups, commit } = fakeWakeups({ minWakeGapMs: LONG_MS });
-    db.queued = true;
     const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
     commit();
     expect(await first.done).toBeLessThan(LONG_MS / 2);
     // The woken worker claimed (its writer ran statements): the next commit wakes it at once.
@@ -357,8 +387,8 @@ describe("SQLiteWakeups checks", () => {
   it("a held-back claim wake is delivered when the gap ends, not left to the waiter's timeout", async () => {
     const gapMs = 1000;
     const { db, wakeups, commit } = fakeWakeups({ minWakeGapMs: gapMs });
-    db.queued = true;
     const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
     commit();
     expect(await first.done).toBeLessThan(LONG_MS / 2);
     // The woken worker found nothing (no write): this commit is held back for the rest of the gap ...

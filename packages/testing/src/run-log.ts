@@ -83,6 +83,7 @@ export class RunLog {
     });
     worker.on("task:succeeded", (e) => this.#end(e.workerId, e.taskId, e.attempt, "succeeded", null, e.durationMs));
     worker.on("task:canceled", (e) => this.#end(e.workerId, e.taskId, e.attempt, "canceled", null, e.durationMs));
+    worker.on("task:parked", (e) => this.#end(e.workerId, e.taskId, e.attempt, "requeued", null, e.durationMs));
     worker.on("task:failed", (e) => this.#end(e.workerId, e.taskId, e.attempt, e.willRetry ? "retrying" : "failed", e.error, e.durationMs));
     worker.on("lease:lost", (e) => this.#end(e.workerId, e.taskId, e.attempt, "lost", null, e.durationMs));
   }

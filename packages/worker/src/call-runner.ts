@@ -24,7 +24,9 @@ export type Outcome =
   | { readonly kind: "returned"; readonly value: unknown }
   | { readonly kind: "threw"; readonly error: unknown }
   | { readonly kind: "timeout" }
-  | { readonly kind: "abandoned" };
+  | { readonly kind: "abandoned" }
+  /** The task parked (a sleep, wait or join, `steps.ts`): the store already wrote its row; nothing to settle. */
+  | { readonly kind: "parked" };
 
 /** What a {@link CallRunner} needs from its worker. @internal */
 export interface CallRunnerHost {
@@ -92,7 +94,7 @@ export class CallRunner {
     return this.#invoke(call, registration, span).then((outcome) => {
       call.handlerEnded(outcome.kind === "abandoned");
       if (span !== null) telemetry?.handlerEnded(span, outcome);
-      if (outcome.kind === "abandoned") return;
+      if (outcome.kind === "abandoned" || outcome.kind === "parked") return;
       return this.#settle(call, outcome);
     });
   }
@@ -115,6 +117,11 @@ export class CallRunner {
         resolve(outcome);
       };
       call.onAbandon(() => end(ABANDONED));
+      const batch = registration.batch !== null;
+      for (const ctx of call.handed) {
+        ctx.inBatch = batch;
+        if (!batch) ctx.onParked(() => end(PARKED));
+      }
       const maxRunMs = this.#host.maxRunMs;
       // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
       if (maxRunMs !== null) timer = this.#host.clock.startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
@@ -141,7 +148,7 @@ export class CallRunner {
   }
 
   /** The settlement table (§8.4): tasks the handler did not settle are settled by how the call ended. */
-  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>): Promise<void> | undefined {
+  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" | "parked" }>): Promise<void> | undefined {
     const handed = call.handed;
     const batch = call.registration !== undefined && call.registration.batch !== null;
     if (outcome.kind === "returned" && !batch && handed.length === 1) {
@@ -152,7 +159,7 @@ export class CallRunner {
     return this.#settleAll(call, outcome, batch);
   }
 
-  async #settleAll(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" }>, batch: boolean): Promise<void> {
+  async #settleAll(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" | "parked" }>, batch: boolean): Promise<void> {
     const failDelayMs = (ctx: Context, retryable: boolean, error: unknown): number => this.#host.contexts.failDelayMs(ctx, retryable, error);
     const handed = call.handed;
     // Contexts already lost are left alone: this worker no longer holds them (and a write might land on a newer run).
@@ -234,6 +241,7 @@ export class CallRunner {
 
 const ABANDONED: Outcome = Object.freeze({ kind: "abandoned" });
 const TIMED_OUT: Outcome = Object.freeze({ kind: "timeout" });
+const PARKED: Outcome = Object.freeze({ kind: "parked" });
 
 /**
  * Ends a handler call with what it returned: a promise's settlement, any other thenable's (as `await`

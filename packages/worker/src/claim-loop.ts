@@ -203,7 +203,9 @@ export class ClaimLoop {
    * How long the loop may still wait instead of claiming because the last claim's `reprobe` found
    * nothing left (0: claim now). The wait lasts until a `queued` signal for our queues or one poll
    * interval after that claim began — the same bound an idle worker's sleep has, which also covers
-   * what no signal announces (delayed tasks falling due, leases expiring). A worker that claims
+   * what no signal announces (delayed tasks falling due, leases expiring). On a store whose claim wait
+   * ends on commits (`claimWakeOnQueued`, SQLite) no signal comes: the wait is that claim wait, which
+   * first looks at what was queued since the claim. A worker that claims
    * again right after each task would only repeat the probe's answer, on a transaction of its own
    * that competes with the settlement just written (`bench/`'s Postgres `call()` figure with this
    * wait against without it, 6 alternating runs of 300 calls: p50 0.83×, p95 0.81×; re-measure with
@@ -305,13 +307,15 @@ export class ClaimLoop {
     const sinceMs = options.clock.now();
     const signals = this.#queuedSignals;
     let leftNothing = false;
-    // Only where a signal would announce new work: without push signals an empty probe says nothing about the next
-    // second. And not while draws keep coming back full: a backlog is being drained, the answer would be "more" (and
+    // Only where a wake-up would announce new work — a push signal, or a claim wait that ends on a commit queueing a task
+    // (SQLite's `claimWakeOnQueued`, whose wait after this claim also sees what was queued meanwhile): with plain sleeps an
+    // empty probe says nothing about the next second. And not while draws keep coming back full: a backlog is being drained, the answer would be "more" (and
     // the statement a cost per claim: 6% of a Postgres drain at concurrency 1), and the claim that ends the streak
     // finds out itself. `pushWakeups` is read live: a store whose LISTEN turned out deaf (or died) stops declaring it,
     // and a worker that kept waiting for signals would then wait out a poll interval after every task.
+    const wakes = (this.#hearsSignals && store.capabilities.pushWakeups) || store.capabilities.claimWakeOnQueued === true;
     const reprobe =
-      this.#hearsSignals && store.capabilities.pushWakeups && store.capabilities.claimReprobe === true && !this.#lastFull
+      wakes && store.capabilities.claimReprobe === true && !this.#lastFull
         ? (claimable: boolean): void => {
             if (begun < this.#reprobeTaken) return;
             this.#reprobeTaken = begun;

@@ -67,6 +67,11 @@ export interface WorkerEvents {
   "task:failed": TaskFailedEvent;
   /** A settlement found a cancel request: the task ended `canceled`. */
   "task:canceled": TaskEvent;
+  /**
+   * The task parked on a durable sleep, wait or join (`ctx.sleep`, `ctx.waitFor`, `ctx.join`): it is
+   * `queued` again, its slot and lease given back; its handler runs again from the top when it resumes.
+   */
+  "task:parked": TaskEvent;
   /** A context learned it no longer holds its task; its signal aborted. */
   "lease:lost": LeaseLostEvent;
   /** `stop()` began: no more claims; running handlers are draining. */

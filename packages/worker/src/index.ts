@@ -11,6 +11,8 @@ export { MIN_LEASE_MS, WORKER_OPTION_KEYS } from "./options.js";
 export type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
 export type { ChildSubmitOptions, FailOptions, TaskContext } from "./task-context.js";
 export type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
+export type { StepInfo, WaitForOptions } from "./steps.js";
+export { JOIN_RECHECK_MS } from "./steps.js";
 export { SCHEDULE_LEAD_MS, SCHEDULE_OPTION_KEYS } from "./scheduler.js";
 export type {
   LeaseLostEvent,

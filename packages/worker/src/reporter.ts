@@ -57,8 +57,10 @@ export class Reporter {
 
   /** A settlement write was applied: its event and log line, built only when a listener or the logger takes them. */
   settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
-    const name = status === "succeeded" ? "task:succeeded" : status === "canceled" ? "task:canceled" : "task:failed";
-    const level = status === "succeeded" ? "debug" : "info";
+    // `queued` without a failure is a durable step parking the task (`steps.ts`), not a settlement.
+    const parked = status === "queued" && failure === null;
+    const name = status === "succeeded" ? "task:succeeded" : status === "canceled" ? "task:canceled" : parked ? "task:parked" : "task:failed";
+    const level = status === "succeeded" || parked ? "debug" : "info";
     const logger = this.#logger !== undefined && typeof this.#logger[level] === "function" ? this.#logger : undefined;
     if (logger === undefined && !this.#events.has(name)) return;
     const event = this.#taskEvent(ctx, this.#clock.now() - ctx.startedAtMs);
@@ -69,6 +71,9 @@ export class Reporter {
     } else if (status === "canceled") {
       this.emit("task:canceled", event);
       if (logger !== undefined) logSafely(logger, "info", "task canceled", { ...event, status, ...trace });
+    } else if (parked) {
+      this.emit("task:parked", event);
+      if (logger !== undefined) logSafely(logger, "debug", "task parked", { ...event, status, ...trace });
     } else if (failure !== null) {
       const willRetry = status === "queued";
       this.emit("task:failed", { ...event, error: failure.envelope, retryable: failure.retryable, willRetry, delayMs: failure.delayMs });

@@ -8,6 +8,8 @@
  * longer holds the lease, and *settled* once a succeed/fail was issued.
  */
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
+import type { StepInfo, WaitForOptions } from "./steps.js";
+import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { TraceCarrier } from "@cairnq/protocol/sdk";
 import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
@@ -125,6 +127,45 @@ export interface TaskContext<P = unknown, R = unknown> {
    * @throws `UnsupportedBackend` when the store lacks `transactionalComplete`.
    */
   succeedIn<T, Tx = unknown>(fn: (tx: Tx) => Promise<T>): Promise<{ task: Task; result: T } | null>;
+  /**
+   * A durable step: runs `fn` at most once to a recorded result for this
+   * task. When a later attempt or a resume reaches the same step (the same
+   * name, the same occurrence: `name`, then `name#2`, …), the recorded value
+   * (JSON) is returned and `fn` is not called. The record is written only by
+   * the attempt that holds the lease. A step that throws fails the attempt as
+   * a throwing handler does; its error is kept in the journal.
+   *
+   * @throws `InvalidArgument` when a step of the same name is running at the same time, or in a batch handler.
+   * @example
+   * ```ts
+   * const charge = await ctx.step("charge", ({ idempotencyKey }) => payments.charge(order, { idempotencyKey }));
+   * ```
+   */
+  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T>;
+  /**
+   * Parks the task for `ms`: it gives back its worker slot and lease (`queued`,
+   * due at the wake time) and the handler runs again from the top then,
+   * recorded steps replaying. Parking never uses up `maxAttempts`.
+   */
+  sleep(name: string, ms: number): Promise<void>;
+  /** {@link TaskContext.sleep} until `until` (a `Date` or epoch ms). */
+  sleepUntil(name: string, until: Date | number): Promise<void>;
+  /**
+   * Parks until `cairnq.send(taskId, name, payload)` (from any process) and
+   * resolves with the payload; a message sent before the wait is kept for it.
+   * With `timeoutMs`, resolves with `null` when no message came in time.
+   */
+  waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null>;
+  /**
+   * Submits a child task (parent and root ids set) exactly once per step
+   * name, however often the handler replays, and returns its id.
+   */
+  spawn<CP = never, D extends TaskDef | string = string>(name: string, task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>): Promise<string>;
+  /**
+   * Parks until every task of `ids` is terminal, then returns their rows in
+   * the order given (`null` for a task that was purged meanwhile).
+   */
+  join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]>;
 }
 
 /** Why a context is lost: a real lease loss, or the worker letting go of it. */
@@ -186,6 +227,14 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   #settled = false;
   #lost: LostReason | null = null;
   #cancelSeen = false;
+  /** The claimed row's `run_at_ms` (when a parked step is over, see `steps.ts`). */
+  readonly #runAtMs: number;
+  /** This call's durable steps, made on the first step-family call. */
+  #steps: CallSteps | null = null;
+  /** Ends the call when the task parks; set by the call runner. */
+  #onParked: (() => void) | null = null;
+  /** The context is one of a batch call's: steps are refused. */
+  inBatch = false;
 
   constructor(host: ContextHost, row: Task, startedAtMs: number) {
     this.#host = host;
@@ -204,6 +253,60 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.claimedAtMs = (row.lease_until_ms ?? host.leaseMs) - host.leaseMs;
     this.startedAtMs = startedAtMs;
     if (row.cancel_requested_at_ms !== null) this.#cancelSeen = true;
+    this.#runAtMs = row.run_at_ms;
+  }
+
+  /** Called by the call runner: how the call ends when the task parks. */
+  onParked(end: (() => void) | null): void {
+    this.#onParked = end;
+  }
+
+  #callSteps(): CallSteps {
+    if (this.#steps !== null) return this.#steps;
+    const host = this.#host;
+    this.#steps = new CallSteps({
+      store: host.store,
+      taskId: this.taskId,
+      workerId: this.workerId,
+      attempt: this.attempt,
+      rootId: this.rootId,
+      correlationId: this.correlationId,
+      runAtMs: this.#runAtMs,
+      inBatch: this.inBatch,
+      now: () => host.clock.now(),
+      throwIfGone: (what) => this.#throwIfGone(what),
+      markLost: () => this.markLost("write"),
+      parked: (status) => {
+        this.#settled = true;
+        host.settled(this, status, null);
+        this.#onParked?.();
+      },
+    });
+    return this.#steps;
+  }
+
+  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+    return this.#callSteps().step(name, fn);
+  }
+
+  sleep(name: string, ms: number): Promise<void> {
+    return this.#callSteps().sleep(name, ms);
+  }
+
+  sleepUntil(name: string, until: Date | number): Promise<void> {
+    return this.#callSteps().sleepUntil(name, until);
+  }
+
+  waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null> {
+    return this.#callSteps().waitFor<T>(name, options);
+  }
+
+  spawn(name: string, task: TaskDef | string, ...args: [payload?: unknown, options?: ChildSubmitOptions]): Promise<string> {
+    return this.#callSteps().spawn(name, task, args[0], args[1]);
+  }
+
+  join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]> {
+    return this.#callSteps().join<R>(name, ids);
   }
 
   get signal(): AbortSignal {

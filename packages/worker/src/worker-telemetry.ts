@@ -159,6 +159,9 @@ export class WorkerTelemetry {
     switch (outcome.kind) {
       case "returned":
         break;
+      case "parked":
+        // A parked task (a durable sleep, wait or join) ended its call without an error; it runs again later.
+        break;
       case "threw": {
         errorType = thrownType(outcome.error);
         if (call.span !== null) markError(api, call.span, outcome.error, errorType);

@@ -27,6 +27,7 @@ import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+import { wakeJoiningParent } from "./steps.js";
 import { WorkerTelemetry } from "./worker-telemetry.js";
 
 interface RunState {
@@ -120,10 +121,14 @@ export class Worker {
       },
       settled:
         telemetry === null
-          ? (ctx, status, failure) => reporter.settled(ctx, status, failure)
+          ? (ctx, status, failure) => {
+              reporter.settled(ctx, status, failure);
+              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
+            }
           : (ctx, status, failure) => {
               telemetry.settled(ctx, status, failure);
               reporter.settled(ctx, status, failure);
+              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
             },
       lost:
         telemetry === null

@@ -1,7 +1,8 @@
 /**
  * After a claim whose `reprobe` found nothing left, a worker that hears push
- * `queued` signals waits for one (or for the poll interval) instead of
- * opening another claim transaction right after its task.
+ * `queued` signals — or whose store's claim wait ends on commits that queue a
+ * task (`claimWakeOnQueued`, SQLite) — waits for one (or for the poll
+ * interval) instead of opening another claim transaction right after its task.
  */
 import { describe, expect, it } from "vitest";
 import type { ClaimInput, StoreSignal, SubmitInput, Task } from "@cairnq/protocol";
@@ -44,6 +45,49 @@ function pushStore(): SpyStore & { silentSubmit(input: SubmitInput): Promise<Tas
       const task = await inner.submit(input);
       for (const listener of listeners) listener({ reason: "queued", queue: task.queue });
       for (const waker of [...wakers]) if (waker.queues.includes(task.queue)) waker.wake();
+      return task;
+    },
+  });
+  return { ...spy, silentSubmit: (input) => inner.submit(input) };
+}
+
+/**
+ * A MemoryStore whose claim wait ends as SQLite's does (`claimWakeOnQueued`), with no push signals: a
+ * submit through it ends a `claimWake` of its queue, and one made while nobody waited ends the next
+ * `claimWake` at once (SQLite looks at the commits since the last wait). `silentSubmit` inserts without
+ * either (as a task falling due does).
+ */
+function commitWakeStore(): SpyStore & { silentSubmit(input: SubmitInput): Promise<Task> } {
+  const inner = new MemoryStore();
+  const wakers = new Set<{ queues: readonly string[]; wake: () => void }>();
+  const unseen = new Set<string>();
+  const spy = spyStore(inner, {
+    capabilities: { ...inner.capabilities, pushWakeups: false, claimWakeOnQueued: true },
+    claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal) {
+      if (queues.some((queue) => unseen.has(queue))) {
+        unseen.clear();
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        const waker = {
+          queues,
+          wake: () => {
+            clearTimeout(timer);
+            wakers.delete(waker);
+            signal?.removeEventListener("abort", waker.wake);
+            resolve();
+          },
+        };
+        const timer = setTimeout(waker.wake, timeoutMs);
+        signal?.addEventListener("abort", waker.wake);
+        wakers.add(waker);
+      });
+    },
+    async submit(input: SubmitInput) {
+      const task = await inner.submit(input);
+      const waiting = [...wakers].filter((waker) => waker.queues.includes(task.queue));
+      if (waiting.length === 0) unseen.add(task.queue);
+      for (const waker of waiting) waker.wake();
       return task;
     },
   });
@@ -126,5 +170,27 @@ describe("a worker whose last claim left nothing", () => {
     await waitFor(() => spy.callsOf("claim").length >= 3);
     await worker.stop();
     expect(reprobes(spy).every((reprobe) => reprobe === undefined)).toBe(true);
+  });
+
+  it("on a store whose claim wait ends on commits (no push signals), waits in it after the task, and a submit made meanwhile still ends the wait", async () => {
+    const spy = commitWakeStore();
+    const worker = makeWorker(spy.store, { concurrency: 1, pollIntervalMs: 60_000 });
+    let second: Task | null = null;
+    worker.task("a", async (ctx) => {
+      // Submitted while the task runs, before the worker waits: the wait must see it at once.
+      if (ctx.payload === "first") second = await spy.store.submit({ name: "a", payload: "second" });
+    });
+    const first = await spy.store.submit({ name: "a", payload: "first" });
+    void worker.run();
+    await waitForStatus(spy.inner, first.id, ["succeeded"]);
+    await waitFor(() => second !== null);
+    await waitForStatus(spy.inner, (second as unknown as Task).id, ["succeeded"], 1000);
+    await delay(80);
+    // One claim per task, each asking for the reprobe: none opened right after a task to find nothing.
+    expect(reprobes(spy).map((reprobe) => typeof reprobe)).toEqual(["function", "function"]);
+    const third = await spy.store.submit({ name: "a" });
+    await waitForStatus(spy.inner, third.id, ["succeeded"], 1000);
+    expect(spy.callsOf("claim")).toHaveLength(3);
+    await worker.stop();
   });
 });

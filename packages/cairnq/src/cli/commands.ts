@@ -3,7 +3,8 @@
  * the JSON document `--json` prints and the text people see otherwise.
  */
 import type { CairnQ } from "@cairnq/client";
-import type { ListInput, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
+import { describeStepWait } from "@cairnq/client";
+import type { ListInput, StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
 import { CANCELABLE_STATUSES, hasGroupReads, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { describeError, formatDuration, formatInstant, formatRelative } from "@cairnq/runtime";
@@ -114,7 +115,27 @@ function jsonBlock(value: unknown): string {
     .join("\n");
 }
 
-/** `cairnq get <id>`: the whole row. */
+/** The durable-steps journal as a timeline: one line per entry, what a waiting one waits for. */
+function stepLines(steps: readonly StepRecord[], now: number): string {
+  const width = Math.max(...steps.map((s) => s.name.length));
+  return steps
+    .map((s) => {
+      const detail =
+        s.status === "waiting"
+          ? `waiting for ${describeStepWait(s, now)}`
+          : s.status === "failed"
+            ? `failed: ${describeError(s.error) ?? JSON.stringify(s.error)}`
+            : s.kind === "spawn"
+              ? `child ${String(s.result)}`
+              : s.kind === "sleep"
+                ? "slept"
+                : `→ ${truncate(JSON.stringify(s.result) ?? "null", 60)}`;
+      return `  ${s.name.padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatInstant(s.atMs)} (${formatRelative(s.atMs, now)})  ${detail}`;
+    })
+    .join("\n");
+}
+
+/** `cairnq get <id>`: the whole row, and its durable-steps journal. */
 export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise<CommandOutput> {
   const task = await existing(client, requireTaskId(id));
   const now = io.now();
@@ -143,7 +164,9 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   if (Object.keys(task.metadata).length > 0) lines.push(`${paint("metadata", "bold", io.color)}\n${jsonBlock(task.metadata)}`);
   if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
   if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${describeError(task.error) ?? ""}\n${jsonBlock(task.error)}`);
-  return { json: { task }, text: lines.join("\n") };
+  const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
+  if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now)}`);
+  return { json: steps === null ? { task } : { task, steps }, text: lines.join("\n") };
 }
 
 /** `cairnq explain <id>`: one paragraph on why the task is where it is. */

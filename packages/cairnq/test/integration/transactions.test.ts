@@ -14,6 +14,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { CairnQ } from "cairnq";
 import type { PostgresStore, SQLiteStore } from "cairnq";
+import type { TaskStepStore } from "@cairnq/protocol";
+import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
 import { Kysely, sql, SqliteDialect } from "kysely";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "../support/postgres.ts";
@@ -100,6 +103,35 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 for (const backend of backends) {
   describe(`transactions on ${backend.label}`, () => {
+    it("cairnq.send inside a transaction: rolled back, the parked waiter stays parked and gets no message; committed, it is due and gets it", async () => {
+      const db = await backend.fresh();
+      opened.push(db);
+      const store = db.client.store as TaskStepStore;
+      const task = await db.client.submit("approve", {});
+      const workerId = newWorkerId();
+      const [claimed] = await store.claim({ queues: ["default"], workerId, leaseMs: 30_000 });
+      const wait = { taskId: task.id, workerId, name: "go", kind: "wait" as const, seq: 1, message: "go", untilMs: PARK_FOREVER_AT_MS };
+      expect(await store.parkStep({ ...wait, attempt: claimed?.attempt ?? 1 })).toEqual({ kind: "parked", status: "queued" });
+
+      const failure = new Error("rolled back");
+      await expect(
+        db.transaction(async (trx) => {
+          expect((await db.client.withTransaction(trx).send(task.id, "go", { n: 1 })).woke).toBe(true);
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      expect((await db.client.get(task.id))?.run_at_ms).toBe(PARK_FOREVER_AT_MS);
+
+      await db.transaction(async (trx) => {
+        expect((await db.client.withTransaction(trx).send(task.id, "go", { n: 2 })).woke).toBe(true);
+      });
+      expect((await db.client.get(task.id))?.run_at_ms).toBeLessThanOrEqual(Date.now());
+      const [resumed] = await store.claim({ queues: ["default"], workerId, leaseMs: 30_000 });
+      expect(resumed?.id).toBe(task.id);
+      // Only the committed message exists: the wait takes { n: 2 }.
+      expect(await store.parkStep({ ...wait, attempt: resumed?.attempt ?? 1 })).toEqual({ kind: "ready", result: { n: 2 } });
+    });
+
     it("an app row and a task in one transaction: rolled back, neither exists; committed, both do", async () => {
       const db = await backend.fresh();
       opened.push(db);

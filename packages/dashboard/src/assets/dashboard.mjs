@@ -549,6 +549,34 @@ function taskLink(id) {
   return el("button", { type: "button", class: "link", onclick: () => select(id) }, id);
 }
 
+/** What a journal entry waiting on something waits for, from its fields (the server's explanation words it for the parked one). */
+function stepDetail(step) {
+  if (step.status === "waiting") {
+    if (step.kind === "wait") return el("span", {}, `waiting for message '${String(step.waitingFor)}'`, step.wakeAtMs !== null && step.wakeAtMs < 8.64e15 ? [" until ", when(step.wakeAtMs)] : null);
+    if (step.kind === "join") return el("span", {}, `waiting for ${Array.isArray(step.waitingFor) ? step.waitingFor.length : 0} children`);
+    return el("span", {}, "sleeping until ", when(step.wakeAtMs));
+  }
+  if (step.status === "failed") return el("span", { class: "s-failed" }, (step.error && step.error.message) || "failed");
+  if (step.kind === "spawn") return taskLink(String(step.result));
+  if (step.kind === "sleep") return el("span", { class: "dim" }, "slept");
+  const text = JSON.stringify(step.result) ?? "null";
+  return el("span", { class: "mono" }, text.length > 80 ? `${text.slice(0, 79)}…` : text);
+}
+
+function stepsTimeline(steps) {
+  if (!Array.isArray(steps) || steps.length === 0) return null;
+  return [
+    el("h4", {}, `Steps (${steps.length})`),
+    el(
+      "ol",
+      { class: "steps", "data-testid": "steps" },
+      steps.map((s) =>
+        el("li", { class: `step-${s.status}` }, el("span", { class: "mono" }, s.name), el("span", { class: "dim" }, s.kind), el("span", { class: `pill s-${s.status === "done" ? "succeeded" : s.status === "failed" ? "failed" : "queued"}` }, s.status), stepDetail(s), el("span", { class: "dim" }, `attempt ${s.attempt}`), when(s.atMs)),
+      ),
+    ),
+  ];
+}
+
 function renderDetail(data) {
   const { task, explanation, parent, children } = data;
   const { trace, metadata } = traceOf(task.metadata);
@@ -605,6 +633,7 @@ function renderDetail(data) {
     children.length === 0
       ? null
       : [el("h4", {}, `Children (${children.length})`), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), el("span", { class: "dim" }, c.name))))],
+    stepsTimeline(explanation.steps),
     el("h4", {}, "Payload"),
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),
     task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDashboard } from "@cairnq/dashboard";
 import type { DashboardHandler } from "@cairnq/dashboard";
-import type { Task, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { Worker } from "@cairnq/worker";
@@ -301,6 +301,28 @@ for (const make of [sqlite, postgres]) {
       expect(await ids()).toEqual([sibling.id]);
       expect(page.url()).not.toContain("checkout-77");
       expect(page.url()).not.toContain("order-1001");
+    });
+
+    it("shows a parked task's durable-steps timeline and what it waits for", async () => {
+      const workerId = "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XQ";
+      const task = await store.submit({ name: "fulfil", queue: "journal" });
+      const [claimed] = await store.claim({ queues: ["journal"], workerId, leaseMs: 60_000 });
+      const steps = store as TaskStepStore;
+      const owned = { taskId: task.id, workerId, attempt: claimed?.attempt ?? 1 };
+      await steps.recordStep({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: { chargeId: "ch_9" } });
+      await steps.parkStep({ ...owned, name: "approval", kind: "wait", seq: 2, message: "approval", delayMs: 3_600_000 });
+
+      await filter(page, { queue: "journal" });
+      await page.locator(`#task-rows tr[data-id="${task.id}"]`).click();
+      const detail = page.locator("#detail");
+      await detail.getByTestId("detail-id").filter({ hasText: task.id }).waitFor();
+      await detail.getByTestId("explain").filter({ hasText: "Parked" }).waitFor();
+      await detail.locator("h4", { hasText: "Steps (2)" }).waitFor();
+      const timeline = detail.getByTestId("steps");
+      await expect(timeline.locator("li").nth(0).textContent()).resolves.toContain('{"chargeId":"ch_9"}');
+      await expect(timeline.locator("li").nth(1).textContent()).resolves.toContain("waiting for message 'approval'");
+      await page.evaluate("window.scrollTo(0, 0)");
+      await page.screenshot({ path: join(artifacts, `${backend.name}-steps-detail.png`), fullPage: true });
     });
 
     it("shows a finished task's result, its parent and its children, and follows the links", async () => {

@@ -12,7 +12,7 @@ afterAll(() => admin.close());
 
 runConformance({
   name: "PostgresStore",
-  capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, groups: true },
+  capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: (ctx) => new PostgresStore(dsn, { schema: ctx.testId, max: 4 }),
   destroyStore: async (store, ctx) => {
     await store.close();

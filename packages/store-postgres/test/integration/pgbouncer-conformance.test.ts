@@ -40,7 +40,7 @@ afterAll(async () => {
 
 runConformance({
   name: "PostgresStore through PgBouncer (transaction mode)",
-  capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, groups: true },
+  capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: async (ctx) => {
     await admin.q(`CREATE DATABASE "${ctx.testId}"`);
     return new PostgresStore(bouncer!.dsnFor(ctx.testId), { preparedStatements: false, listen: directDsn(ctx.testId), max: 4 });

@@ -1,16 +1,17 @@
 /**
  * After a claim whose reprobe found nothing left, a worker on a real Postgres
- * store waits for a push signal instead of claiming again (the in-process
- * cases, on a store that pushes as Postgres does, are in drained.test.ts).
+ * store waits for a push signal, and one on SQLite in its claim wait (which
+ * ends on commits that queue a task), instead of claiming again (the
+ * in-process cases are in drained.test.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ClaimInput, TaskStore } from "@cairnq/protocol";
 import { delay, waitForStatus } from "../support/helpers.js";
-import { POSTGRES } from "../support/stores.js";
-import type { OpenStore } from "../support/stores.js";
+import { POSTGRES, SQLITE } from "../support/stores.js";
+import type { Backend, OpenStore } from "../support/stores.js";
 import { makeWorker } from "../support/worker.js";
 
-describe("on Postgres", () => {
+describe.each([POSTGRES, SQLITE] as Backend[])("on $label", (backend) => {
   let opened: OpenStore | null = null;
   afterEach(async () => {
     await opened?.close();
@@ -18,7 +19,7 @@ describe("on Postgres", () => {
   });
 
   it("a worker makes one claim per task it is woken for, none after the task, and the next submit still reaches it", async () => {
-    opened = await POSTGRES.open();
+    opened = await backend.open();
     const store = opened.store;
     const claims: boolean[] = [];
     const counted = new Proxy(store, {
@@ -32,7 +33,7 @@ describe("on Postgres", () => {
         };
       },
     });
-    // A long poll interval: only push signals can bring the second task in time.
+    // A long poll interval: only a push signal or a commit seen by the claim wait can bring the second task in time.
     const worker = makeWorker(counted, { concurrency: 1, pollIntervalMs: 30_000 });
     worker.task("a", () => "done");
     await store.connect();

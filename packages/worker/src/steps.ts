@@ -1,0 +1,294 @@
+/**
+ * Durable steps on the worker side: what `ctx.step`, `ctx.sleep`,
+ * `ctx.sleepUntil`, `ctx.waitFor`, `ctx.spawn` and `ctx.join` do for one
+ * handler call (rules and words in `@cairnq/protocol` `steps.ts`).
+ *
+ * - The journal is read once, on the first step-family call of a call (a
+ *   handler that never uses steps costs nothing).
+ * - Every call of a step-family method takes the next **occurrence** of its
+ *   name (`page`, `page#2`, …), so a loop replays in order. Two uses of one
+ *   name in flight at once could not be told apart on replay: refused.
+ * - A `done` entry answers from the journal without running anything.
+ * - **Parking** ends the call: the store made the row `queued` (or
+ *   `canceled`), the context is settled, the call's slot and heartbeat are
+ *   let go of, and the handler's promise is left pending for ever — the
+ *   handler runs again from the top when the task is claimed next.
+ * - A sleep or a wait that timed out is known to be over when the claimed
+ *   row's `run_at_ms` has reached the recorded wake time: a parked row only
+ *   becomes due at that time, and every later write of `run_at_ms` (a
+ *   message, a retry, lease recovery) is at a later instant — so no clock of
+ *   this process is compared with the database's.
+ */
+import type { StepRecord, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
+import { encodeJson, requireInt, requireStepName } from "@cairnq/protocol/adapter";
+import { childLineage, envelopeFromThrown, submitInputOf } from "@cairnq/protocol/sdk";
+import type { ChildSubmitOptions } from "./task-context.js";
+
+/** What a step's function receives. */
+export interface StepInfo {
+  /**
+   * A key stable across every attempt and resume of this step occurrence
+   * (`<task id>:<step key>`): pass it as the idempotency key of an external
+   * call (a payment API's `Idempotency-Key`), so a step that ran but whose
+   * record was lost (a crash between the call and the record) is not charged
+   * twice when it runs again.
+   */
+  readonly idempotencyKey: string;
+  /** The attempt running the step now. */
+  readonly attempt: number;
+}
+
+/** Options of `ctx.waitFor`. */
+export interface WaitForOptions {
+  /** Resolve with `null` when no message came within this long after the wait began. @default no timeout */
+  timeoutMs?: number;
+}
+
+/** A join re-checks its children at least this often, for children ended without a worker (a cancel of a queued child, a lease expiry that failed it). */
+export const JOIN_RECHECK_MS = 30_000;
+
+/** What the steps of one call need of their context. @internal */
+export interface StepHost {
+  readonly store: TaskStore;
+  readonly taskId: string;
+  readonly workerId: string;
+  readonly attempt: number;
+  readonly rootId: string | null;
+  readonly correlationId: string | null;
+  /** The claimed row's `run_at_ms`. */
+  readonly runAtMs: number;
+  /** The call handles several tasks (a batch handler): steps are refused. */
+  readonly inBatch: boolean;
+  /** The worker's clock, for `sleepUntil`'s delay. */
+  now(): number;
+  /** Throws `LostLease` when the context is lost or settled. */
+  throwIfGone(what: string): void;
+  /** A store write answered `LostLease`. */
+  markLost(): void;
+  /** The store parked the task: settle the context and end the call. */
+  parked(status: "queued" | "canceled"): void;
+}
+
+const NEVER: Promise<never> = new Promise<never>(() => {});
+
+/** The steps of one handler call. @internal */
+export class CallSteps {
+  readonly #host: StepHost;
+  #journal: Promise<Map<string, StepRecord>> | null = null;
+  readonly #occurrences = new Map<string, number>();
+  readonly #inFlight = new Set<string>();
+  #seq = 0;
+  #parked = false;
+
+  constructor(host: StepHost) {
+    this.#host = host;
+  }
+
+  async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+    if (typeof fn !== "function") throw new InvalidArgument("fn", `ctx.step('${String(name)}', fn) needs a function to run`);
+    const { key, entry } = await this.#begin("step", name);
+    try {
+      if (entry?.status === "done") return entry.result as T;
+      let value: T;
+      try {
+        value = await fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
+      } catch (err) {
+        await this.#recordFailure(key, entry, err);
+        throw err;
+      }
+      // Through the JSON boundary, as a task result: a replay returns exactly what the first run returned.
+      const encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
+      const result: unknown = JSON.parse(encoded);
+      await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
+      return result as T;
+    } finally {
+      this.#inFlight.delete(name);
+    }
+  }
+
+  async sleep(name: string, ms: number): Promise<void> {
+    const delayMs = requireInt(ms, "ms", 0);
+    await this.#sleep(name, delayMs);
+  }
+
+  async sleepUntil(name: string, until: Date | number): Promise<void> {
+    const at = until instanceof Date ? until.getTime() : until;
+    if (typeof at !== "number" || !Number.isFinite(at)) throw new InvalidArgument("until", "ctx.sleepUntil(name, until) needs a Date or epoch milliseconds");
+    await this.#sleep(name, Math.max(0, Math.ceil(at - this.#host.now())));
+  }
+
+  async #sleep(name: string, delayMs: number): Promise<void> {
+    const { key, entry } = await this.#begin("sleep", name);
+    try {
+      return await this.#sleepFrom(key, entry, delayMs);
+    } finally {
+      this.#inFlight.delete(name);
+    }
+  }
+
+  async #sleepFrom(key: string, entry: StepRecord | undefined, delayMs: number): Promise<void> {
+    if (entry !== undefined && entry.wakeAtMs !== null) {
+      // Over once the store's clock passed the wake time (the journal then reads `done`) or the task was
+      // claimed at or after it: no write either way, so a resumed sleep costs nothing on the latency path.
+      if (entry.status === "done" || this.#host.runAtMs >= entry.wakeAtMs) return;
+      await this.#park({ name: key, kind: "sleep", seq: entry.seq, untilMs: entry.wakeAtMs });
+      return;
+    }
+    await this.#park({ name: key, kind: "sleep", seq: this.#nextSeq(), delayMs });
+  }
+
+  async waitFor<T = unknown>(name: string, options: WaitForOptions = {}): Promise<T | null> {
+    const timeoutMs = options.timeoutMs === undefined ? null : requireInt(options.timeoutMs, "timeoutMs", 0);
+    const { key, entry } = await this.#begin("wait", name);
+    try {
+      return await this.#waitFrom<T>(name, key, entry, timeoutMs);
+    } finally {
+      this.#inFlight.delete(name);
+    }
+  }
+
+  async #waitFrom<T>(name: string, key: string, entry: StepRecord | undefined, timeoutMs: number | null): Promise<T | null> {
+    if (entry?.status === "done") return entry.result as T | null;
+    if (entry?.status === "waiting") {
+      const deadline = entry.wakeAtMs ?? PARK_FOREVER_AT_MS;
+      if (deadline < PARK_FOREVER_AT_MS && this.#host.runAtMs >= deadline) {
+        await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "wait", status: "done", seq: entry.seq, result: null }));
+        return null;
+      }
+      return (await this.#park({ name: key, kind: "wait", seq: entry.seq, message: name, untilMs: deadline })) as T | null;
+    }
+    const first = timeoutMs === null ? { untilMs: PARK_FOREVER_AT_MS } : { delayMs: timeoutMs };
+    return (await this.#park({ name: key, kind: "wait", seq: this.#nextSeq(), message: name, ...first })) as T | null;
+  }
+
+  async spawn(name: string, task: TaskDef | string, payload: unknown, options: ChildSubmitOptions = {}): Promise<string> {
+    const def: TaskDef = typeof task === "string" ? { name: task } : task;
+    const child = submitInputOf(def, payload, {
+      ...options,
+      ...childLineage({ id: this.#host.taskId, root_id: this.#host.rootId, correlation_id: this.#host.correlationId }, options),
+    });
+    const { key, entry } = await this.#begin("spawn", name);
+    try {
+      if (entry?.status === "done") return entry.result as string;
+      return await this.#write(() => this.#store().spawnStep({ ...this.#owned(), name: key, seq: entry?.seq ?? this.#nextSeq(), child }));
+    } finally {
+      this.#inFlight.delete(name);
+    }
+  }
+
+  async join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]> {
+    if (!Array.isArray(ids)) throw new InvalidArgument("ids", `ctx.join('${String(name)}', ids) needs an array of task ids (what ctx.spawn returned)`);
+    const { key, entry } = await this.#begin("join", name);
+    try {
+      if (entry?.status === "done") return entry.result as (Task<unknown, R> | null)[];
+      return (await this.#park({ name: key, kind: "join", seq: entry?.seq ?? this.#nextSeq(), childIds: ids, delayMs: JOIN_RECHECK_MS })) as (Task<unknown, R> | null)[];
+    } finally {
+      this.#inFlight.delete(name);
+    }
+  }
+
+  /** Checks the call and the name, takes the next occurrence and reads its journal entry. */
+  async #begin(method: string, name: string): Promise<{ key: string; entry: StepRecord | undefined }> {
+    const host = this.#host;
+    const what = method === "step" ? "ctx.step" : method === "wait" ? "ctx.waitFor" : `ctx.${method}`;
+    if (host.inBatch) {
+      throw new InvalidArgument(method, `${what} is not available in a batch handler: a batch call runs several tasks, and a step belongs to one; use steps in a handler registered without 'batch'`);
+    }
+    requireStepName(name);
+    if (this.#inFlight.has(name)) {
+      throw new InvalidArgument(
+        "name",
+        `step '${name}' is already running in this handler: two steps with one name at once cannot be told apart when the task resumes; give each its own name (e.g. '${name}:' plus an index or an id)`,
+      );
+    }
+    if (this.#parked) throw new LostLease(host.taskId, { message: `task ${host.taskId} is parked; its handler runs again from the top when it resumes` });
+    host.throwIfGone(what);
+    this.#inFlight.add(name);
+    const occurrence = (this.#occurrences.get(name) ?? 0) + 1;
+    this.#occurrences.set(name, occurrence);
+    const key = stepKey(name, occurrence);
+    try {
+      const journal = await this.#load();
+      return { key, entry: journal.get(key) };
+    } catch (err) {
+      this.#inFlight.delete(name);
+      throw err;
+    }
+  }
+
+  #load(): Promise<Map<string, StepRecord>> {
+    if (this.#journal === null) {
+      this.#journal = this.#store()
+        .steps(this.#host.taskId)
+        .then((entries) => {
+          this.#seq = entries.reduce((max, entry) => Math.max(max, entry.seq), 0);
+          return new Map(entries.map((entry) => [entry.name, entry]));
+        });
+      // A failed read is tried again by the next step.
+      this.#journal.catch(() => (this.#journal = null));
+    }
+    return this.#journal;
+  }
+
+  async #park(input: { name: string; kind: "sleep" | "wait" | "join"; seq: number; delayMs?: number; untilMs?: number; message?: string; childIds?: readonly string[] }): Promise<unknown> {
+    const out = await this.#write(() => this.#store().parkStep({ ...this.#owned(), ...input }));
+    if (out.kind === "ready") return out.result;
+    this.#parked = true;
+    this.#host.parked(out.status);
+    return NEVER;
+  }
+
+  async #recordFailure(key: string, entry: StepRecord | undefined, err: unknown): Promise<void> {
+    if (err instanceof LostLease) return;
+    try {
+      const seq = entry?.seq ?? this.#nextSeq();
+      await this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "failed", seq, error: envelopeFromThrown(err).envelope });
+    } catch {
+      // The journal's record of a failure is informative only; the attempt fails with the step's own error.
+    }
+  }
+
+  async #write<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      if (!(err instanceof LostLease)) throw err;
+      // A write of this call after its own park (a step still running beside the sleep) is not a lost lease.
+      if (this.#parked) throw new LostLease(this.#host.taskId, { message: `task ${this.#host.taskId} parked while this step ran, so its result was not recorded; the step runs again when the task resumes` });
+      this.#host.markLost();
+      throw err;
+    }
+  }
+
+  #owned(): { taskId: string; workerId: string; attempt: number } {
+    return { taskId: this.#host.taskId, workerId: this.#host.workerId, attempt: this.#host.attempt };
+  }
+
+  #nextSeq(): number {
+    this.#seq += 1;
+    return this.#seq;
+  }
+
+  #store(): TaskStepStore {
+    const store = this.#host.store;
+    if (store.capabilities.durableSteps !== true) throw new UnsupportedBackend("durable steps (ctx.step, ctx.sleep, ctx.waitFor, ctx.spawn, ctx.join)", backendName(store));
+    return store as TaskStepStore;
+  }
+}
+
+/**
+ * After a task with a parent became terminal: makes the parent due now when
+ * it is parked on a join (`TaskStepStore.wakeJoin`), so a join is pushed, not
+ * found by its re-check. Errors go to `report`; the re-check still comes.
+ */
+export function wakeJoiningParent(store: TaskStore, parentId: string | null, status: string, report: (err: unknown) => void): void {
+  if (parentId === null || store.capabilities.durableSteps !== true) return;
+  if (status !== "succeeded" && status !== "failed" && status !== "canceled") return;
+  (store as TaskStepStore).wakeJoin(parentId).catch(report);
+}
+
+function backendName(store: TaskStore): string {
+  const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === "string" && name !== "" && name !== "Object" ? name : "this";
+}

@@ -1,0 +1,85 @@
+/**
+ * The worker's side of durable steps on the in-memory store with real (short)
+ * time: what the handler sees at the JSON boundary, that a parked call stops
+ * heartbeating and frees its slot, that a step still running when its task
+ * parked cannot record, and the refusal on a store without the capability.
+ */
+import { afterEach, expect, it } from "vitest";
+import type { StepRecord } from "@cairnq/protocol";
+import { UnsupportedBackend } from "@cairnq/protocol";
+import { Worker } from "../src/index.js";
+import { MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
+
+const workers: Worker[] = [];
+afterEach(async () => {
+  for (const worker of workers.splice(0)) await worker.stop();
+});
+
+function start(worker: Worker): Worker {
+  workers.push(worker);
+  void worker.run();
+  return worker;
+}
+
+it("a step's value goes through the JSON boundary: the first run and every replay see the same plain value", async () => {
+  const store = new MemoryStore();
+  const seen: unknown[] = [];
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  worker.task("dated", async (ctx) => {
+    const value = await ctx.step("when", () => ({ at: new Date(Date.UTC(2030, 0, 1)), skip: undefined, n: 1 }));
+    seen.push(value);
+    if (ctx.attempt === 1) throw new Error("again");
+    return value;
+  });
+  const task = await store.submit({ name: "dated" });
+  const done = await waitForStatus(store, task.id, ["succeeded"], 5000);
+  expect(seen).toEqual([
+    { at: "2030-01-01T00:00:00.000Z", n: 1 },
+    { at: "2030-01-01T00:00:00.000Z", n: 1 },
+  ]);
+  expect(done.result).toEqual({ at: "2030-01-01T00:00:00.000Z", n: 1 });
+});
+
+it("a parked call frees its slot and stops heartbeating; a step still running when its task parked records nothing", async () => {
+  const spy = spyStore();
+  const worker = start(new Worker(spy.store, { concurrency: 1, pollIntervalMs: 10, leaseMs: 1000, heartbeatIntervalMs: 20 }));
+  let late: unknown = null;
+  worker.task("parker", async (ctx) => {
+    const slow = ctx.step("slow", () => new Promise((resolve) => setTimeout(() => resolve("late"), 100)));
+    slow.catch((err: unknown) => (late = err));
+    await ctx.sleep("nap", 60_000);
+    return "never";
+  });
+  worker.task("other", () => "ran");
+  const parker = await spy.store.submit({ name: "parker" });
+  await waitFor(async () => (await spy.store.get(parker.id))?.status === "queued" && (await spy.inner.steps(parker.id)).length > 0, 3000, "parked");
+  const other = await spy.store.submit({ name: "other" });
+  expect((await waitForStatus(spy.store, other.id, ["succeeded"], 3000)).result).toBe("ran");
+  await waitFor(() => late !== null, 3000, "the slow step to end");
+  expect((late as Error).name).toBe("LostLease");
+  expect((late as Error).message).toMatch(/parked while this step ran/);
+  const journal: StepRecord[] = await spy.inner.steps(parker.id);
+  expect(journal.map((s) => [s.name, s.kind, s.status])).toEqual([["nap", "sleep", "waiting"]]);
+  const beatsAfterPark = spy.callsOf("heartbeatBatch").filter((call) => (call.args[0] as { taskIds: string[] }).taskIds.includes(parker.id)).length;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(spy.callsOf("heartbeatBatch").filter((call) => (call.args[0] as { taskIds: string[] }).taskIds.includes(parker.id)).length).toBe(beatsAfterPark);
+});
+
+it("refuses steps with UnsupportedBackend on a store without durableSteps, failing the attempt", async () => {
+  const inner = new MemoryStore();
+  const spy = spyStore(inner, { capabilities: { ...inner.capabilities, durableSteps: false } });
+  const worker = start(new Worker(spy.store, { pollIntervalMs: 10 }));
+  let error: unknown = null;
+  worker.task("stepper", async (ctx) => {
+    try {
+      return await ctx.step("a", () => 1);
+    } catch (err) {
+      error = err;
+      throw err;
+    }
+  });
+  const task = await spy.store.submit({ name: "stepper", maxAttempts: 1 });
+  await waitForStatus(spy.store, task.id, ["failed"], 3000);
+  expect(error).toBeInstanceOf(UnsupportedBackend);
+  expect((error as Error).message).toMatch(/durable steps/);
+});
