@@ -228,7 +228,7 @@ async function repetition(backend, result, rep, errors) {
     });
     for (const drain of GROUP_DRAINS) {
       await step(`groups: drain c64, ${drain.groups} groups, groupConcurrency ${drain.groupConcurrency}`, async () => {
-        const r = await groupDrain(backend, { n, warmup: settings.drainWarmup, groups: drain.groups, taskOptions: { groupConcurrency: drain.groupConcurrency } });
+        const r = await groupDrain(backend, { n, warmup: settings.drainWarmup, groups: drain.groups, taskOptions: { groupConcurrency: drain.groupConcurrency }, cpuProfDir, traceSql });
         push("ours", drain.id, r.tasksPerSec);
       });
     }

@@ -18,8 +18,8 @@ export const GROUP_DRAINS = [
 ];
 
 /** A c64 drain (claimBatch 64, as the plain c64 row) of tasks spread over `groups` groups, with `taskOptions`. */
-export function groupDrain(backend, { n, warmup, groups, taskOptions }) {
-  return drainThroughput(backend, { n, warmup, concurrency: 64, claimBatch: 64, groups, taskOptions });
+export function groupDrain(backend, { n, warmup, groups, taskOptions, cpuProfDir = null, traceSql = false }) {
+  return drainThroughput(backend, { n, warmup, concurrency: 64, claimBatch: 64, groups, taskOptions, cpuProfDir, traceSql });
 }
 
 /**

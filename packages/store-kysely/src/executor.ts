@@ -87,6 +87,13 @@ export interface StoreExecutor {
    * round trip (Postgres pipelines them).
    */
   writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T>;
+  /**
+   * The store core's own statements `queries`, in order, inside the open transaction `tx` of a
+   * {@link StoreExecutor.writeTransactionWith} body, stopping at the first error; their results in
+   * order. An executor may send them in one round trip (Postgres pipelines them): the group draw's
+   * bookkeeping writes after its draw are one batch.
+   */
+  batch(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]>;
 }
 
 /** What {@link BaseStoreExecutor.writeTransactionWith}'s transaction gives back: `fn`'s value, or the head's results to hand `fn` after the commit. */
@@ -116,6 +123,13 @@ export abstract class BaseStoreExecutor implements StoreExecutor {
       await tx.executeQuery(first());
       return fn(tx);
     });
+  }
+
+  /** Default: one statement after another on `tx`. */
+  async batch(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]> {
+    const results: QueryResult<Row>[] = [];
+    for (const query of queries) results.push(await tx.executeQuery(query));
+    return results;
   }
 
   /**

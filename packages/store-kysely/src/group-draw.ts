@@ -9,40 +9,49 @@
  * 1. Sweep: the name's group rows a group-aware claim took (`claimed`),
  *    joined to their tasks — `running` ones are the group running counts;
  *    requeued ones wait in their group again (and wake the group); finished
- *    ones are marked `done` and never visited again. Reads only rows taken
- *    since the last claim finished with them: bounded by what runs.
+ *    ones are marked `done` (with step 4's writes) and never visited again.
+ *    Reads only rows taken since the last claim finished with them: bounded
+ *    by what runs.
  * 2. The head of the plain claim order (a few rows): tasks without a group
  *    are taken there (first in the rotation), and a grouped task found there
  *    whose group row says otherwise (a retried `done` task, a task a claim
  *    without group limits took and gave back) is put back in its group.
+ *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
- *    their concurrency limit; for those under their rate limit, one statement
- *    fetches each group's best due tasks (`UNION ALL` of per-group
- *    `ORDER BY … LIMIT` reads over the walk index, so a group's backlog is
- *    never scanned); until enough work or a few pages were seen.
+ *    their concurrency limit, each page read with each group's best due
+ *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
+ *    group over the walk index — `LATERAL` on Postgres — so a group's
+ *    backlog is never scanned), at most the smaller of the group limits and
+ *    what the claim still needs per group; with `groupRateLimit`, the page's
+ *    rate windows are one more read. Until enough work or a few pages were
+ *    seen.
  * 4. `rotateGroups` picks; `GROUP_DRAW` takes the picked ids (guarded again
- *    by the draw's predicate); their group rows become `claimed`, the served
- *    groups move to the back of the served order (`served_seq` = the highest + 1,
- *    and the `groupConcurrency` enforced is noted for `explain`),
- *    their claims are recorded for `groupRateLimit`, and groups found without
- *    any queued task go inactive (guarded by `touched`, which every submit to
- *    the group bumps, so a concurrent submit is never lost).
+ *    by the draw's predicate); then one batch of writes (one round trip on
+ *    Postgres, `StoreExecutor.batch`): their group rows become `claimed` and
+ *    the sweep's finished ones `done`, the served groups move to the back of
+ *    the served order (`served_seq` = the highest + 1, and the
+ *    `groupConcurrency` enforced is noted for `explain`), their claims are
+ *    recorded for `groupRateLimit`, and groups found without any queued task
+ *    go inactive (guarded by `touched`, which every submit to the group
+ *    bumps, so a concurrent submit is never lost).
  */
 import type { Task } from "@cairnq/protocol";
-import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
-import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
+import type { CompiledQuery } from "kysely";
+import type { GroupCandidates, GroupLimits, Params } from "@cairnq/protocol/adapter";
+import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_IDS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { decodeTask } from "./rows.js";
-import { setTransitionTemplate, TASKS_TABLE } from "./statements.js";
+import { inSubqueryJoin } from "./sql-syntax.js";
+import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
 
 const NAME = x.param("name", "text");
-const GROUP = x.param("group", "text");
 const GROUPS = x.param("groups", "textList");
 const TASK_IDS = x.param("taskIds", "textList");
+const PER_GROUP = x.param("perGroup", "int");
 const STATE = x.param("state", "text");
 const QUEUES = x.param("queues", "textList");
 const IN_QUEUES = x.inList(x.col("queue"), QUEUES);
@@ -50,7 +59,8 @@ const LIMIT = x.param("limit", "int");
 const PER_MS = x.param("perMs", "int");
 const AFTER_SEQ = x.param("afterSeq", "int");
 const AFTER_GROUP = x.param("afterGroup", "text");
-const TOUCHED = x.param("touched", "int");
+const GUARDS = x.param("guards", "textList");
+const CLAIMED_IDS = x.param("claimedIds", "textList");
 
 const QUEUED = GROUP_TASK_STATES.queued;
 const CLAIMED = GROUP_TASK_STATES.claimed;
@@ -60,20 +70,20 @@ export const GROUP_PAGES = 4;
 /** The fewest groups per page (a draw for one row still looks past a few groups without due work). */
 export const GROUP_PAGE_MIN = 16;
 
-/** Step 1: the name's claimed group rows and their tasks' status. */
-const SWEEP: StatementTemplate = {
-  params: [NAME],
-  clock: null,
-  build: (c, env) =>
-    `SELECT tg.task_id AS task_id, tg.group_key AS group_key, (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status ` +
-    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)}`,
-};
-
 /** Sets the state of the group rows of `:taskIds`. */
 const SET_STATE: StatementTemplate = {
   params: [STATE, TASK_IDS],
   clock: null,
   build: (c, env) => `UPDATE ${TASK_GROUPS_TABLE} SET state = ${c.slot(STATE)} WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
+};
+
+/** Step 4: the group rows of `:claimedIds` become `claimed`, those of `:taskIds` (the sweep's finished ones) `done`, in one statement. */
+const SET_CLAIMED_AND_DONE: StatementTemplate = {
+  params: [CLAIMED_IDS, TASK_IDS],
+  clock: null,
+  build: (c, env) =>
+    `UPDATE ${TASK_GROUPS_TABLE} SET state = CASE WHEN ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} THEN ${env.syntax.literal(CLAIMED)} ` +
+    `ELSE ${env.syntax.literal(GROUP_TASK_STATES.done)} END WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} OR ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
 };
 
 /** Marks groups of `:name` as possibly having queued work. */
@@ -85,26 +95,46 @@ const ACTIVATE: StatementTemplate = {
 };
 
 /**
- * Step 2: the head of the plain claim order of the draw's name (the draw's own predicate, compiled as
- * the draw compiles it, so it walks the claim index in order), with each row's group row if any.
+ * Steps 1 and 2 in one read: the name's claimed group rows and their tasks' status (`kind` 0, the
+ * sweep), then the head of the plain claim order of the draw's name (`kind` 1: the draw's own
+ * predicate, compiled as the draw compiles it, so it walks the claim index in order), with each
+ * row's group row if any. One statement where there were two: nothing is written between them.
  */
-const HEAD: StatementTemplate = {
-  params: paramsOfAll([CLAIMABLE], [LIMIT]),
+const SWEEP_AND_HEAD: StatementTemplate = {
+  params: paramsOfAll([CLAIMABLE], [NAME, LIMIT]),
   clock: "statement",
-  build: (c) =>
-    `SELECT h.id AS id, tg.group_key AS group_key, tg.state AS state FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
+  build: (c, env) =>
+    `SELECT 0 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
+    `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
+    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)} ` +
+    `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
+    `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
     `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
-    `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY h.priority DESC, h.run_at_ms ASC, h.id ASC`,
+    `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY kind ASC, priority DESC, run_at_ms ASC, id ASC`,
 };
 
-/** Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`, skipping `:groups`. */
-const GROUP_PAGE: StatementTemplate = {
-  params: [NAME, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT],
-  clock: null,
-  build: (c, env) =>
-    `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
-    `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
-    `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}`,
+/**
+ * Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`,
+ * skipping `:groups`, each with its best due tasks (at most `:perGroup`, by priority, then oldest:
+ * a read per group over the walk index, so a group's backlog is never scanned); a group without any
+ * comes once with a null `id`. One statement where a page and its groups' tasks were two.
+ */
+const PAGE_WITH_BEST: StatementTemplate = {
+  params: [NAME, QUEUES, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT, PER_GROUP],
+  clock: "statement",
+  build: (c, env) => {
+    const best =
+      `SELECT tg.task_id AS task_id FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
+      `AND tg.group_key = g.group_key AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(PER_GROUP)}`;
+    const join = env.syntax.topRowsJoin?.(TASK_GROUPS_TABLE, "b", "task_id", best) ?? inSubqueryJoin(TASK_GROUPS_TABLE, "b", "task_id", best);
+    return (
+      `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, b.task_id AS id FROM (` +
+      `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
+      `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
+      `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}) g ` +
+      `${join} ORDER BY g.served_seq ASC, g.group_key ASC, b.priority DESC, b.task_id ASC`
+    );
+  },
 };
 
 /** Step 3: recorded claims per group of `:groups` inside the window `(now − perMs, now]`. */
@@ -129,32 +159,6 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
   );
 }
 
-const candidateTemplates = new Map<number, StatementTemplate>();
-
-/** Step 3: the best due tasks of each of `n` groups (`:g0 … :g{n-1}`, at most `:m0 …` each), one read per group over the walk index. */
-function candidatesTemplate(n: number): StatementTemplate {
-  let template = candidateTemplates.get(n);
-  if (template === undefined) {
-    const groups = Array.from({ length: n }, (_, i) => x.param(`g${i}`, "text"));
-    const limits = Array.from({ length: n }, (_, i) => x.param(`m${i}`, "int"));
-    template = {
-      params: [NAME, QUEUES, ...groups, ...limits],
-      clock: "statement",
-      build: (c, env) =>
-        groups
-          .map(
-            (group, i) =>
-              `SELECT * FROM (SELECT tg.task_id AS id, tg.group_key AS group_key, tg.priority AS priority FROM ${TASK_GROUPS_TABLE} tg ` +
-              `WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} AND tg.group_key = ${c.slot(group)} ` +
-              `AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(limits[i] as ParamExpr)}) AS q${i}`,
-          )
-          .join(" UNION ALL "),
-    };
-    candidateTemplates.set(n, template);
-  }
-  return template;
-}
-
 /**
  * Step 4: the served groups go to the back of the served order: one past the name's highest
  * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
@@ -169,14 +173,19 @@ const SERVED: StatementTemplate = {
     `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
 };
 
-/** Step 4: a group without any queued task goes inactive, unless a submit touched it since it was read. */
+/**
+ * Step 4: the groups of `:groups` found without any queued task go inactive, each unless a submit
+ * touched it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold
+ * `#`, the count never does, so the pair is read back unambiguously). One statement for all of them.
+ */
 const DEACTIVATE: StatementTemplate = {
-  params: [NAME, GROUP, TOUCHED],
+  params: [NAME, GROUPS, GUARDS],
   clock: null,
   build: (c, env) =>
-    `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND group_key = ${c.slot(GROUP)} AND touched = ${c.slot(TOUCHED)} ` +
+    `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
+    `AND ${env.syntax.inList(`(group_key || '#' || touched)`, c.slot(GUARDS))} ` +
     `AND NOT EXISTS (SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
-    `AND tg.group_key = ${c.slot(GROUP)} AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")})`,
+    `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")})`,
 };
 
 /** Step 4: records the claims of `:taskIds` for `groupRateLimit` at `now` (read after the draw). */
@@ -195,7 +204,8 @@ const PRUNE: StatementTemplate = {
   build: (c) => `DELETE FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
 };
 
-const GROUP_DRAW_TEMPLATE = setTransitionTemplate(GROUP_DRAW, "task");
+/** The draw by the picked ids, found by primary key whatever the planner knows (see `setTransitionByIdsTemplate`). */
+const GROUP_DRAW_TEMPLATE = setTransitionByIdsTemplate(GROUP_DRAW, GROUP_TASK_IDS, CLAIMABLE);
 
 interface PagedGroup {
   readonly group: string;
@@ -222,54 +232,62 @@ export class GroupDraw {
     const name = this.#name;
     if (cap <= 0) return [];
 
-    // 1. Sweep.
+    // 1. Sweep and 2. the head of the plain order, in one read.
     const running = new Map<string, number>();
     const requeued: string[] = [];
     const wake = new Set<string>();
     const done: string[] = [];
-    for (const row of await this.#rows(tx, SWEEP, { name })) {
-      const seen = sweepGroupTask(String(row.status));
-      const group = String(row.group_key);
-      if (seen.running) running.set(group, (running.get(group) ?? 0) + 1);
-      else if (seen.state === QUEUED) {
-        requeued.push(String(row.task_id));
-        wake.add(group);
-      } else done.push(String(row.task_id));
-    }
-
-    // 2. The head of the plain order.
     const ungrouped: string[] = [];
-    for (const row of await this.#rows(tx, HEAD, { queues, names: [name], limit: Math.min(cap, GROUP_HEAD_ROWS) })) {
+    for (const row of await this.#rows(tx, SWEEP_AND_HEAD, { name, queues, names: [name], limit: Math.min(cap, GROUP_HEAD_ROWS) })) {
       const group = row.group_key;
-      if (typeof group !== "string") ungrouped.push(String(row.id));
+      if (Number(row.kind) === 0) {
+        const seen = sweepGroupTask(String(row.status));
+        if (seen.running) running.set(String(group), (running.get(String(group)) ?? 0) + 1);
+        else if (seen.state === QUEUED) {
+          requeued.push(String(row.id));
+          wake.add(String(group));
+        } else done.push(String(row.id));
+      } else if (typeof group !== "string") ungrouped.push(String(row.id));
       else if (row.state !== QUEUED && row.state !== CLAIMED) {
         requeued.push(String(row.id));
         wake.add(group);
       }
     }
-    if (requeued.length > 0) await this.#exec(tx, SET_STATE, { state: QUEUED, taskIds: requeued });
-    if (done.length > 0) await this.#exec(tx, SET_STATE, { state: GROUP_TASK_STATES.done, taskIds: done });
-    if (wake.size > 0) await this.#exec(tx, ACTIVATE, { name, groups: [...wake] });
+    // The finished rows become `done` with the claimed ones, after the draw: until then nothing reads a `claimed` row again.
+    const woken: CompiledQuery<Row>[] = [];
+    if (requeued.length > 0) woken.push(this.#query(SET_STATE, { state: QUEUED, taskIds: requeued }));
+    if (wake.size > 0) woken.push(this.#query(ACTIVATE, { name, groups: [...wake] }));
+    if (woken.length > 0) await this.#ext.dialect.executor.batch(tx, woken);
 
-    // 3. Pages of eligible groups and their best due tasks.
+    // 3. Pages of eligible groups with their best due tasks.
     const full: string[] = [];
     const concurrency = this.#limits.groupConcurrency;
+    const rate = this.#limits.groupRateLimit;
     if (concurrency !== null) for (const [group, n] of running) if (n >= concurrency) full.push(group);
+    // No group may give more than the smaller of its limits, nor more than the claim still needs.
+    const mostPerGroup = Math.min(concurrency ?? Number.POSITIVE_INFINITY, rate?.max ?? Number.POSITIVE_INFINITY);
     const eligible: GroupCandidates[] = [];
     const empty: PagedGroup[] = [];
     let available = ungrouped.length;
     let after: { seq: number; group: string } = { seq: -1, group: "" };
     const pageSize = Math.max(cap, GROUP_PAGE_MIN);
     for (let page = 0; page < GROUP_PAGES && available < cap; page++) {
-      const rows = await this.#rows(tx, GROUP_PAGE, { name, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize });
+      const perGroup = Math.max(1, Math.min(mostPerGroup, cap - available));
+      const rows = await this.#rows(tx, PAGE_WITH_BEST, { name, queues, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize, perGroup });
       if (rows.length === 0) break;
       const last = rows[rows.length - 1] as Row;
       after = { seq: Number(last.served_seq), group: String(last.group_key) };
-      const paged: PagedGroup[] = rows.map((row) => {
+      // Rows come by group in served order, each group's tasks best first.
+      const paged: (PagedGroup & { taskIds: string[] })[] = [];
+      for (const row of rows) {
         const group = String(row.group_key);
-        return { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0) };
-      });
-      const rate = this.#limits.groupRateLimit;
+        let entry = paged[paged.length - 1];
+        if (entry?.group !== group) {
+          entry = { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
+          paged.push(entry);
+        }
+        if (typeof row.id === "string") entry.taskIds.push(row.id);
+      }
       if (rate !== null) {
         const inWindow = new Map<string, number>();
         for (const row of await this.#rows(tx, RATE_COUNTS, { name, groups: paged.map((g) => g.group), perMs: rate.perMs })) {
@@ -277,61 +295,49 @@ export class GroupDraw {
         }
         for (const g of paged) g.allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, inWindow.get(g.group) ?? 0);
       }
-      const open = paged.filter((g) => g.allowance > 0);
-      if (open.length > 0) {
-        const perGroup = Math.max(1, Math.ceil((cap - available) / open.length));
-        const fetch: Record<string, unknown> = { name, queues };
-        open.forEach((g, i) => {
-          fetch[`g${i}`] = g.group;
-          fetch[`m${i}`] = Math.min(g.allowance, perGroup);
-        });
-        const byGroup = new Map<string, { id: string; priority: number }[]>();
-        for (const row of await this.#rows(tx, candidatesTemplate(open.length), fetch)) {
-          const group = String(row.group_key);
-          let list = byGroup.get(group);
-          if (list === undefined) byGroup.set(group, (list = []));
-          list.push({ id: String(row.id), priority: Number(row.priority) });
+      for (const g of paged) {
+        if (g.allowance <= 0) continue;
+        if (g.taskIds.length === 0) {
+          empty.push(g);
+          continue;
         }
-        for (const g of open) {
-          const list = byGroup.get(g.group);
-          if (list === undefined) {
-            empty.push(g);
-            continue;
-          }
-          // UNION ALL keeps no order across its parts; restore the group's own (priority, then oldest).
-          list.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-          eligible.push({ group: g.group, taskIds: list.map((c) => c.id), allowance: g.allowance });
-          available += Math.min(g.allowance, list.length);
-        }
+        eligible.push({ group: g.group, taskIds: g.taskIds, allowance: g.allowance });
+        available += Math.min(g.allowance, g.taskIds.length);
       }
-      if (rows.length < pageSize) break;
+      if (paged.length < pageSize) break;
     }
 
-    // 4. Pick, take, record.
+    // 4. Pick, take, then the bookkeeping writes in one batch (one round trip where the executor pipelines).
     const rotation = rotateGroups(ungrouped, eligible, cap);
     let claimed: Task[] = [];
+    const writes: CompiledQuery<Row>[] = [];
+    let grouped: string[] = [];
     if (rotation.taskIds.length > 0) {
       const rows = await this.#rows(tx, GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds });
       const byId = new Map(rows.map((row) => [String(row.id), decodeTask(row)]));
       claimed = rotation.taskIds.flatMap((id) => byId.get(id) ?? []);
-      const grouped = claimed.filter((row) => rotation.groupOf.has(row.id)).map((row) => row.id);
-      if (grouped.length > 0) {
-        await this.#exec(tx, SET_STATE, { state: CLAIMED, taskIds: grouped });
-        const served = [...new Set(grouped.map((id) => rotation.groupOf.get(id) as string))];
-        await this.#exec(tx, SERVED, { name, groups: served, limit: this.#limits.groupConcurrency });
-        if (this.#limits.groupRateLimit !== null) await this.#exec(tx, RECORD, { taskIds: grouped });
-      }
+      grouped = claimed.filter((row) => rotation.groupOf.has(row.id)).map((row) => row.id);
     }
-    for (const g of empty) await this.#exec(tx, DEACTIVATE, { name, group: g.group, touched: g.touched });
-    if (this.#limits.groupRateLimit !== null) await this.#exec(tx, PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs });
+    if (grouped.length > 0 || done.length > 0) writes.push(this.#query(SET_CLAIMED_AND_DONE, { claimedIds: grouped, taskIds: done }));
+    if (grouped.length > 0) {
+      const served = [...new Set(grouped.map((id) => rotation.groupOf.get(id) as string))];
+      writes.push(this.#query(SERVED, { name, groups: served, limit: this.#limits.groupConcurrency }));
+      if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
+    }
+    if (empty.length > 0) {
+      writes.push(this.#query(DEACTIVATE, { name, groups: empty.map((g) => g.group), guards: empty.map((g) => `${g.group}#${g.touched}`) }));
+    }
+    if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
+    if (writes.length > 0) await this.#ext.dialect.executor.batch(tx, writes);
     return claimed;
+  }
+
+  /** `template` compiled with `params` (a `now` it reads is bound here). */
+  #query(template: StatementTemplate, params: Params): CompiledQuery<Row> {
+    return this.#ext.statements.compiler.statement(template, params).query(params);
   }
 
   async #rows(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<Row[]> {
     return (await this.#ext.exec(tx, template, params)).rows;
-  }
-
-  async #exec(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<void> {
-    await this.#ext.exec(tx, template, params);
   }
 }

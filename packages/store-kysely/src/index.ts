@@ -19,7 +19,7 @@ export { BaseStoreDialect, TransactionViewDialect } from "./dialect.js";
 export type { StoreDialect } from "./dialect.js";
 export { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 export type { DialectCapabilities } from "./capabilities.js";
-export { BaseSqlSyntax, existsClaimProbe } from "./sql-syntax.js";
+export { BaseSqlSyntax, existsClaimProbe, inSubqueryJoin } from "./sql-syntax.js";
 export type { ClaimProbeParts, SqlSyntax } from "./sql-syntax.js";
 export { SqliteSyntax } from "./sqlite-syntax.js";
 export { PostgresSyntax } from "./postgres-syntax.js";

@@ -52,6 +52,11 @@ export class PostgresSyntax extends BaseSqlSyntax {
     return `${expr} = any(${listPlaceholder})`;
   }
 
+  /** `LEFT JOIN LATERAL` of the subquery, then `table` by its key: one run of the subquery per outer row. */
+  override topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
+    return `LEFT JOIN LATERAL (${subquery}) ${alias}_top ON TRUE LEFT JOIN ${table} ${alias} ON ${alias}.${key} = ${alias}_top.${key}`;
+  }
+
   /**
    * `unnest($1::text[], $2::bigint[], …) AS b("p_taskId", …)`: one typed array per parameter, so the
    * statement text is the same for every row count and prepares once. JSON travels as `text[]` and is

@@ -70,6 +70,22 @@ export interface SqlSyntax {
    * (SQLite's commit detector notices any commit).
    */
   queuedSignal?(queue: string): string | null;
+  /**
+   * A `LEFT JOIN` that gives each row of the query so far the rows of `table` (as `alias`) whose
+   * `key` a correlated `subquery` selects (the subquery may `ORDER BY … LIMIT`, one column: `key`);
+   * a row the subquery selects nothing for keeps one row of nulls. Optional (a syntax without it
+   * gets {@link inSubqueryJoin}); Postgres overrides it with `LATERAL`, which its planner runs
+   * once per outer row, where the `IN` form would be a filter over every row of `table`.
+   */
+  topRowsJoin?(table: string, alias: string, key: string, subquery: string): string;
+}
+
+/**
+ * The default {@link SqlSyntax.topRowsJoin}: `LEFT JOIN table alias ON alias.key IN (subquery)`,
+ * which SQLite runs as a lookup of `table`'s key per row the correlated subquery selects.
+ */
+export function inSubqueryJoin(table: string, alias: string, key: string, subquery: string): string {
+  return `LEFT JOIN ${table} ${alias} ON ${alias}.${key} IN (${subquery})`;
 }
 
 /** What {@link SqlSyntax.claimProbe} builds the probe from. */
@@ -134,6 +150,10 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
 
   claimProbe(parts: ClaimProbeParts): string {
     return existsClaimProbe(parts);
+  }
+
+  topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
+    return inSubqueryJoin(table, alias, key, subquery);
   }
 
   batchRef(param: ParamExpr): string {

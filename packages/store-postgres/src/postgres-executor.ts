@@ -113,6 +113,15 @@ export class PostgresExecutor extends KyselyExecutor {
    * its error); `fn` runs only after a head that was the whole transaction committed. `head` is
    * called once per attempt (a busy key lock reruns the transaction).
    */
+  /**
+   * With pipelines, `queries` in ONE round trip on the transaction's connection (the server skips
+   * the rest after a failing statement, and the call rejects with its error); without, one by one.
+   */
+  override async batch(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]> {
+    if (!this.pipelines || queries.length < 2) return super.batch(tx, queries);
+    return pipelineResults(await tx.executeQuery(pipeline(queries)));
+  }
+
   override async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
     if (!this.pipelines) return super.writeTransactionWith(db, head, fn);
     return this.#onConnection(db, async (conn) => {
