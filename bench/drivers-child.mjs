@@ -7,8 +7,7 @@
 //   node22 --disable-warning=ExperimentalWarning bench/drivers-child.mjs '{"calls":200,"warmup":20,"reps":1,"betterSqlite3":"/…/lib/index.js"}'
 import { createRequire } from "node:module";
 import { callLatency, finishOurs } from "./lib/ours.mjs";
-import { floorIds, PROTOCOL, PROTOCOL_GET, sqliteBackend } from "./lib/sqlite-backend.mjs";
-import { percentile } from "./lib/stats.mjs";
+import { callFloorOn, PROTOCOL, sqliteBackend } from "./lib/sqlite-backend.mjs";
 import { openStore } from "./lib/targets.mjs";
 
 const config = JSON.parse(process.argv[2]);
@@ -39,23 +38,7 @@ async function callFloor(driver, { calls, warmup }) {
   const db = driver.open(target.path);
   try {
     for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON"]) db.exec(`PRAGMA ${pragma}`);
-    const insert = db.prepare(PROTOCOL.insert);
-    const claim = db.prepare(PROTOCOL.claim);
-    const complete = db.prepare(PROTOCOL.complete);
-    const get = db.prepare(PROTOCOL_GET);
-    const ids = floorIds(warmup + calls);
-    const workerId = "worker_floor";
-    const samples = [];
-    for (let i = 0; i < ids.length; i += 1) {
-      const started = performance.now();
-      insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
-      const [row] = claim.all({ workerId, now: Date.now(), limit: 1 });
-      if (row?.id !== ids[i]) throw new Error(`the ${driver.name} call floor claimed ${row?.id} instead of ${ids[i]}`);
-      complete.run({ result: null, now: Date.now(), id: ids[i], workerId });
-      if (get.get(ids[i])?.status !== "succeeded") throw new Error(`the ${driver.name} call floor's task did not succeed`);
-      if (i >= warmup) samples.push(performance.now() - started);
-    }
-    return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+    return callFloorOn(db, PROTOCOL, { calls, warmup, result: null, label: `the ${driver.name} call floor` });
   } finally {
     db.close();
     await cleanup();

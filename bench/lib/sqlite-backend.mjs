@@ -125,6 +125,31 @@ export function floorIds(n) {
   return Array.from({ length: n }, () => newTaskId()).sort();
 }
 
+/**
+ * The call() floor's loop on an open connection (`db`: better-sqlite3 or node:sqlite, both take named
+ * parameters and answer run/all/get): per call INSERT, claim, complete (each its own commit) and a SELECT of
+ * the row, `warmup` untimed first. Returns `{ p50, p99 }` in ms.
+ */
+export function callFloorOn(db, sql, { calls, warmup, result, label = "the call floor" }) {
+  const insert = db.prepare(sql.insert);
+  const claim = db.prepare(sql.claim);
+  const complete = db.prepare(sql.complete);
+  const get = db.prepare(PROTOCOL_GET);
+  const ids = floorIds(warmup + calls);
+  const workerId = "worker_floor";
+  const samples = [];
+  for (let i = 0; i < ids.length; i += 1) {
+    const started = performance.now();
+    insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+    const [row] = claim.all({ workerId, now: Date.now(), limit: 1 });
+    if (row?.id !== ids[i]) throw new Error(`${label} claimed ${row?.id} instead of ${ids[i]}`);
+    complete.run({ result, now: Date.now(), id: ids[i], workerId });
+    if (get.get(ids[i])?.status !== "succeeded") throw new Error(`${label}'s task did not succeed`);
+    if (i >= warmup) samples.push(performance.now() - started);
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
 export const sqliteBackend = {
   name: "sqlite",
 
@@ -296,23 +321,7 @@ export const sqliteBackend = {
   async callFloor({ calls, warmup }) {
     const { db, sql, result, cleanup } = await floorDatabase("floor-call", "protocol");
     try {
-      const insert = db.prepare(sql.insert);
-      const claim = db.prepare(sql.claim);
-      const complete = db.prepare(sql.complete);
-      const get = db.prepare(PROTOCOL_GET);
-      const ids = floorIds(warmup + calls);
-      const workerId = "worker_floor";
-      const samples = [];
-      for (let i = 0; i < ids.length; i += 1) {
-        const started = performance.now();
-        insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
-        const [row] = claim.all({ workerId, now: Date.now(), limit: 1 });
-        if (row?.id !== ids[i]) throw new Error(`the call floor claimed ${row?.id} instead of ${ids[i]}`);
-        complete.run({ result, now: Date.now(), id: ids[i], workerId });
-        if (get.get(ids[i])?.status !== "succeeded") throw new Error("the call floor's task did not succeed");
-        if (i >= warmup) samples.push(performance.now() - started);
-      }
-      return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+      return callFloorOn(db, sql, { calls, warmup, result });
     } finally {
       db.close();
       await cleanup();
