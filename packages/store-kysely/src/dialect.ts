@@ -1,6 +1,7 @@
 import type { DialectCapabilities } from "./capabilities.js";
 import type { ExtensionTable } from "./extension-tables.js";
 import { EXTENSION_DDL } from "./extension-tables.js";
+import { missingTable } from "./missing-table.js";
 import { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 import type { StoreClock } from "./clock.js";
 import { ProcessClock } from "./clock.js";
@@ -60,6 +61,12 @@ export interface StoreDialect {
    * needs a length) supplies its own types here.
    */
   extensionDdl?(table: ExtensionTable): readonly string[];
+  /**
+   * Whether `err` says a table does not exist: reads of an extension table that was never created
+   * answer "nothing" (`cairnq get` reads every task's step journal). Optional so dialects written
+   * before it keep compiling; absent, SQLite's "no such table" and Postgres's SQLSTATE 42P01.
+   */
+  missingTable?(err: unknown): boolean;
 }
 
 /**
@@ -95,6 +102,11 @@ export abstract class BaseStoreDialect implements StoreDialect {
 
   /** @default does nothing */
   statementCompiled(_sql: string): void {}
+
+  /** @default SQLite's "no such table" message or Postgres's SQLSTATE 42P01 */
+  missingTable(err: unknown): boolean {
+    return missingTable(err);
+  }
 
   /** @default EXTENSION_DDL[table] */
   extensionDdl(table: ExtensionTable): readonly string[] {
@@ -137,6 +149,11 @@ export abstract class TransactionViewDialect extends BaseStoreDialect {
     this.clock = parent.clock;
     // A view has no completeIn: it already runs inside the caller's transaction.
     this.capabilities = Object.freeze({ ...parent.capabilities, transactionalComplete: false });
+  }
+
+  /** The parent dialect's answer. */
+  override missingTable(err: unknown): boolean {
+    return this.#parent.missingTable?.(err) ?? missingTable(err);
   }
 
   /** The parent dialect's extension DDL. */
