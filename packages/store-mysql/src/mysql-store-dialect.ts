@@ -58,6 +58,11 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
   }
 
+  /** MySQL's ER_NO_SUCH_TABLE (errno 1146, SQLSTATE 42S02). */
+  override missingTable(err: unknown): boolean {
+    return typeof err === "object" && err !== null && (err as { errno?: unknown }).errno === 1146;
+  }
+
   /** MySQL's types: keys need a length, so the extension tables use `VARBINARY`. */
   override extensionDdl(table: ExtensionTable): readonly string[] {
     return MYSQL_EXTENSION_DDL[table];

@@ -1,3 +1,9 @@
+/**
+ * The MySQL side of the tests: the test database from `CAIRNQ_TEST_MYSQL_DSN`
+ * (the root `pnpm test` provides a private one, see scripts/mysql-env.mjs),
+ * and an admin connection that makes and drops databases beside it. Never
+ * skips: without a DSN it fails saying what to do.
+ */
 import { createConnection } from "mysql2/promise";
 import type { Connection } from "mysql2/promise";
 

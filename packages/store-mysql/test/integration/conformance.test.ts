@@ -1,7 +1,7 @@
 import { runConformance } from "@cairnq/conformance/vitest";
 import { MySQLStore } from "@cairnq/store-mysql";
+import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 import { afterAll, beforeAll } from "vitest";
-import { MySQLAdmin, mysqlDsn } from "../helpers.ts";
 
 // The whole behavioral suite, through the kit's public entry, exactly as a
 // third-party store would run it. One database for the file, migrated by the
