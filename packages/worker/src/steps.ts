@@ -13,6 +13,8 @@
  *   `canceled`), the context is settled, the call's slot and heartbeat are
  *   let go of, and the handler's promise is left pending for ever — the
  *   handler runs again from the top when the task is claimed next.
+ * - A sleep already due when reached (`sleep(name, 0)`, `sleepUntil` a past
+ *   instant) does not park: it is recorded `done` and the call goes on.
  * - A sleep or a wait that timed out is known to be over when the claimed
  *   row's `run_at_ms` has reached the recorded wake time: a parked row only
  *   becomes due at that time, and every later write of `run_at_ms` (a
@@ -128,10 +130,18 @@ export class CallSteps {
   }
 
   async #sleepFrom(key: string, entry: StepRecord | undefined, delayMs: number): Promise<void> {
+    if (entry?.status === "done") return;
+    if (entry === undefined && delayMs === 0) {
+      // Already due: parking would give the slot back only to claim the task again at once (two commits
+      // and a replay of the handler; a sleep-0 round trip 5 commits → 4). Recorded done, fenced like a
+      // step, so the journal shows it and a replay passes it without a write.
+      await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "sleep", status: "done", seq: this.#nextSeq(), result: null }));
+      return;
+    }
     if (entry !== undefined && entry.wakeAtMs !== null) {
       // Over once the store's clock passed the wake time (the journal then reads `done`) or the task was
       // claimed at or after it: no write either way, so a resumed sleep costs nothing on the latency path.
-      if (entry.status === "done" || this.#host.runAtMs >= entry.wakeAtMs) return;
+      if (this.#host.runAtMs >= entry.wakeAtMs) return;
       await this.#park({ name: key, kind: "sleep", seq: entry.seq, untilMs: entry.wakeAtMs });
       return;
     }
