@@ -47,7 +47,7 @@ export interface WaitForOptions {
   timeoutMs?: number;
 }
 
-/** A join re-checks its children at least this often, for children ended without a worker (a cancel of a queued child, a lease expiry that failed it). */
+/** A join re-checks its children at least this often, for children ended without a worker settling them or a cancel waking it (a lease expiry that failed a child). */
 export const JOIN_RECHECK_MS = 30_000;
 
 /** What the steps of one call need of their context. @internal */
