@@ -21,10 +21,11 @@
  *   message, a retry, lease recovery) is at a later instant — so no clock of
  *   this process is compared with the database's.
  */
-import type { StepRecord, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
 import { encodeJson, requireInt, requireStepName } from "@cairnq/protocol/adapter";
 import { childLineage, envelopeFromThrown, submitInputOf } from "@cairnq/protocol/sdk";
+import type { StepSpans } from "./step-spans.js";
 import type { ChildSubmitOptions } from "./task-context.js";
 
 /** What a step's function receives. */
@@ -54,6 +55,8 @@ export const JOIN_RECHECK_MS = 30_000;
 export interface StepHost {
   readonly store: TaskStore;
   readonly taskId: string;
+  /** The task's name (for step spans). */
+  readonly taskName: string;
   readonly workerId: string;
   readonly attempt: number;
   readonly rootId: string | null;
@@ -62,6 +65,8 @@ export interface StepHost {
   readonly runAtMs: number;
   /** The call handles several tasks (a batch handler): steps are refused. */
   readonly inBatch: boolean;
+  /** Step spans and spawned children's trace context, with `tracing` on; else `null`. */
+  readonly spans: StepSpans | null;
   /** The worker's clock, for `sleepUntil`'s delay. */
   now(): number;
   /** Throws `LostLease` when the context is lost or settled. */
@@ -89,24 +94,31 @@ export class CallSteps {
 
   async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
     if (typeof fn !== "function") throw new InvalidArgument("fn", `ctx.step('${String(name)}', fn) needs a function to run`);
-    const { key, entry } = await this.#begin("step", name);
+    const { key, occurrence, entry } = await this.#begin("step", name);
     try {
       if (entry?.status === "done") return entry.result as T;
-      let value: T;
-      try {
-        value = await fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
-      } catch (err) {
-        await this.#recordFailure(key, entry, err);
-        throw err;
-      }
-      // Through the JSON boundary, as a task result: a replay returns exactly what the first run returned.
-      const encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
-      const result: unknown = JSON.parse(encoded);
-      await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
-      return result as T;
+      const host = this.#host;
+      const run = (): Promise<T> => this.#runStep(key, entry, fn);
+      return await (host.spans === null ? run() : host.spans.run({ name, occurrence, taskId: host.taskId, taskName: host.taskName, attempt: host.attempt }, run));
     } finally {
       this.#inFlight.delete(name);
     }
+  }
+
+  /** Runs a step's function and records its outcome. */
+  async #runStep<T>(key: string, entry: StepRecord | undefined, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+    let value: T;
+    try {
+      value = await fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
+    } catch (err) {
+      await this.#recordFailure(key, entry, err);
+      throw err;
+    }
+    // Through the JSON boundary, as a task result: a replay returns exactly what the first run returned.
+    const encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
+    const result: unknown = JSON.parse(encoded);
+    await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
+    return result as T;
   }
 
   async sleep(name: string, ms: number): Promise<void> {
@@ -181,7 +193,10 @@ export class CallSteps {
     const { key, entry } = await this.#begin("spawn", name);
     try {
       if (entry?.status === "done") return entry.result as string;
-      return await this.#write(() => this.#store().spawnStep({ ...this.#owned(), name: key, seq: entry?.seq ?? this.#nextSeq(), child }));
+      const seq = entry?.seq ?? this.#nextSeq();
+      const write = (input: SubmitInput): Promise<string> => this.#write(() => this.#store().spawnStep({ ...this.#owned(), name: key, seq, child: input }));
+      const spans = this.#host.spans;
+      return await (spans === null ? write(child) : spans.spawn(child, write));
     } finally {
       this.#inFlight.delete(name);
     }
@@ -199,7 +214,7 @@ export class CallSteps {
   }
 
   /** Checks the call and the name, takes the next occurrence and reads its journal entry. */
-  async #begin(method: string, name: string): Promise<{ key: string; entry: StepRecord | undefined }> {
+  async #begin(method: string, name: string): Promise<{ key: string; occurrence: number; entry: StepRecord | undefined }> {
     const host = this.#host;
     const what = method === "step" ? "ctx.step" : method === "wait" ? "ctx.waitFor" : `ctx.${method}`;
     if (host.inBatch) {
@@ -220,7 +235,7 @@ export class CallSteps {
     const key = stepKey(name, occurrence);
     try {
       const journal = await this.#load();
-      return { key, entry: journal.get(key) };
+      return { key, occurrence, entry: journal.get(key) };
     } catch (err) {
       this.#inFlight.delete(name);
       throw err;
