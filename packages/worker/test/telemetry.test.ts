@@ -299,6 +299,40 @@ describe("metrics", () => {
   });
 });
 
+describe("metrics after a late provider, through a handler's ctx.submit", () => {
+  it("the worker's instruments follow a provider registered while a handler submits (its sent counter and the worker's own share one meter)", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: true });
+    let childId = "";
+    let registered = (): void => {};
+    const gate = new Promise<void>((resolve) => {
+      registered = resolve;
+    });
+    worker.task("parent", async (ctx) => {
+      await gate;
+      // The first use of the new meter is this submit's counter: the worker's instruments must still move to it.
+      childId = (await ctx.submit("child", {})).id;
+      return null;
+    });
+    worker.task("child", () => null);
+    const parent = await store.submit({ name: "parent" });
+    void worker.run();
+    await waitForStatus(store, parent.id, ["running"]);
+    otel.registerGlobal();
+    registered();
+    await waitForStatus(store, parent.id, ["succeeded"]);
+    const later = await store.submit({ name: "child" });
+    await waitForStatus(store, later.id, ["succeeded"]);
+    await waitForStatus(store, childId, ["succeeded"]);
+    await delay(20);
+    const metrics = await otel.collect();
+    expect(counterTotal(metrics.get("messaging.client.sent.messages"), { "cairnq.task.name": "child" })).toBe(1);
+    // Both children were claimed after the provider changed (parent's was claimed before).
+    expect(counterTotal(metrics.get("messaging.client.consumed.messages"), { "cairnq.task.name": "child" })).toBe(2);
+    expect(counterTotal(metrics.get("cairnq.task.outcomes"), { "cairnq.task.outcome": "succeeded" })).toBe(3);
+  });
+});
+
 describe("options", () => {
   it("rejects bad tracing and metrics options, naming what to write", () => {
     const store = new MemoryStore();
