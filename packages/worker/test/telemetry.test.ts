@@ -6,7 +6,8 @@ import { TRACE_CONTEXT_METADATA_KEY } from "@cairnq/protocol/sdk";
 import type { OtelHarness } from "@cairnq/test-support/otel";
 import { counterTotal, histogramCount, otelHarness } from "@cairnq/test-support/otel";
 import { Worker } from "../src/index.js";
-import { delay, MemoryStore, waitFor, waitForStatus } from "./support/helpers.js";
+import type { WorkerErrorInfo } from "../src/index.js";
+import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
 
 let otel: OtelHarness;
@@ -230,6 +231,62 @@ describe("logs inside a traced handler", () => {
       const record = records.find((r) => r.msg === msg && r.fields["taskId"] === id);
       expect(record?.fields).toMatchObject({ trace_id: span?.spanContext().traceId, span_id: span?.spanContext().spanId });
     }
+  });
+});
+
+describe("errors and lost leases of a traced task", () => {
+  it("a heartbeat failure reaches onError with traceId/spanId and the logger with trace_id/span_id; a lease lost is logged with them", async () => {
+    const spy = spyStore();
+    const records: { msg: string; fields: Record<string, unknown> }[] = [];
+    const log = (msg: string, fields: Record<string, unknown>): void => void records.push({ msg, fields });
+    const errors: WorkerErrorInfo[] = [];
+    let failures = 1;
+    spy.hooks.heartbeatBatch = (_args, next) => (failures-- > 0 ? Promise.reject(new Error("beat failed")) : next());
+    const worker = makeWorker(spy.store, {
+      tracing: { tracerProvider: otel.tracerProvider },
+      heartbeatIntervalMs: 10,
+      logger: { debug: log, info: log, warn: log, error: log },
+      onError: (_err, info) => errors.push(info),
+    });
+    let beatFailed = (): void => {};
+    const reported = new Promise<void>((resolve) => {
+      beatFailed = resolve;
+    });
+    worker.task("stolen", async (ctx) => {
+      await reported;
+      // Another worker takes the task over: this worker's next heartbeat finds the lease gone.
+      await spy.inner.fail({ taskId: ctx.taskId, workerId: ctx.workerId, attempt: ctx.attempt, error: {}, retryable: false, delayMs: 0 });
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+      return null;
+    });
+    const task = await spy.store.submit({ name: "stolen" });
+    void worker.run();
+    await waitFor(() => errors.length > 0);
+    beatFailed();
+    await waitFor(() => records.some((r) => r.msg.startsWith("lease lost")));
+    await waitFor(() => processSpans().length === 1);
+    const ids = { traceId: processSpans()[0]?.spanContext().traceId, spanId: processSpans()[0]?.spanContext().spanId };
+    expect(ids.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(errors[0]).toEqual({ phase: "execute", taskId: task.id, ...ids });
+    const fields = { trace_id: ids.traceId, span_id: ids.spanId };
+    expect(records.find((r) => r.msg === "beat failed")?.fields).toMatchObject({ taskId: task.id, ...fields });
+    expect(records.find((r) => r.msg.startsWith("lease lost"))?.fields).toMatchObject({ taskId: task.id, ...fields });
+  });
+
+  it("without tracing, onError's info has no trace ids", async () => {
+    const spy = spyStore();
+    const errors: WorkerErrorInfo[] = [];
+    let failures = 1;
+    spy.hooks.heartbeatBatch = (_args, next) => (failures-- > 0 ? Promise.reject(new Error("beat failed")) : next());
+    const worker = makeWorker(spy.store, { metrics: { meterProvider: otel.meterProvider }, heartbeatIntervalMs: 10, onError: (_err, info) => errors.push(info) });
+    worker.task("x", async () => {
+      await delay(60);
+      return null;
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitForStatus(spy.store, task.id, ["succeeded"]);
+    expect(errors[0]).toEqual({ phase: "execute", taskId: task.id });
   });
 });
 
