@@ -99,8 +99,6 @@ const OUTCOME_OF_STATUS: Partial<Record<TaskStatus, string>> = { succeeded: "suc
 export class WorkerTelemetry {
   readonly #telemetry: Telemetry;
   readonly #host: WorkerTelemetryHost;
-  /** The open (or last) call span of each context, for `ctx.fail` statuses and log fields. */
-  readonly #calls = new WeakMap<Context, CallSpan>();
   #instruments: WorkerInstruments | null = null;
   /** The {@link Telemetry.meterVersion} `#instruments` were made on. */
   #instrumentsVersion = 0;
@@ -173,7 +171,9 @@ export class WorkerTelemetry {
       context = opened.context;
     }
     const call: CallSpan = { span, context, startedAt: performance.now(), attributes, failedType: null, ended: false, logFields: null };
-    for (const ctx of contexts) this.#calls.set(ctx, call);
+    // Kept on the context (for `ctx.fail` statuses and log fields) rather than in a WeakMap: an entry per task
+    // there cost a hash and an ephemeron for the collector, where a field costs a store.
+    for (const ctx of contexts) ctx.callSpan = call;
     return call;
   }
 
@@ -265,8 +265,8 @@ export class WorkerTelemetry {
 
   /** A settlement was written: its outcome is counted, and a failure the handler settled itself marks its open span. */
   settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown } | null): void {
-    const call = this.#calls.get(ctx);
-    if (failure !== null && call !== undefined && !call.ended) {
+    const call = ctx.callSpan;
+    if (failure !== null && call !== null && !call.ended) {
       const type = envelopeType(failure.envelope);
       call.failedType = type;
       if (call.span !== null) markError(this.#telemetry.api, call.span, failure.envelope, type);
@@ -274,7 +274,7 @@ export class WorkerTelemetry {
     const instruments = this.#metrics();
     const outcome = OUTCOME_OF_STATUS[status];
     if (instruments === null || outcome === undefined) return;
-    const attributes = call === undefined ? this.#attributesOf(ctx.queue, ctx.name) : call.attributes;
+    const attributes = call === null ? this.#attributesOf(ctx.queue, ctx.name) : call.attributes;
     increment(instruments.outcomes, attributes.outcome(outcome), 1);
   }
 
@@ -288,8 +288,8 @@ export class WorkerTelemetry {
 
   /** `trace_id` and `span_id` of the call span that ran `ctx`, for the worker's log records about it (made once per call). */
   logFields(ctx: Context): { trace_id: string; span_id: string } | undefined {
-    const call = this.#calls.get(ctx);
-    if (call === undefined || call.span === null) return undefined;
+    const call = ctx.callSpan;
+    if (call === null || call.span === null) return undefined;
     if (call.logFields === null) {
       const { traceId, spanId } = call.span.spanContext();
       call.logFields = { trace_id: traceId, span_id: spanId };
