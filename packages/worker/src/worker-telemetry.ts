@@ -182,15 +182,9 @@ export class WorkerTelemetry {
     const telemetry = this.#telemetry;
     const api = telemetry.api;
     const remote = ctx.traceCarrier === null ? null : telemetry.remoteContextOf(ctx.traceCarrier);
-    const spanAttributes: OtelAttributes = {
-      [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
-      [TELEMETRY_ATTRIBUTES.operationType]: "process",
-      [TELEMETRY_ATTRIBUTES.operationName]: "process",
-      [TELEMETRY_ATTRIBUTES.destination]: ctx.queue,
-      [TELEMETRY_ATTRIBUTES.taskName]: ctx.name,
-      [TELEMETRY_ATTRIBUTES.messageId]: ctx.taskId,
-      [TELEMETRY_ATTRIBUTES.attempt]: ctx.attempt,
-    };
+    const spanAttributes = processSpanAttributes(ctx.queue, ctx.name);
+    spanAttributes[TELEMETRY_ATTRIBUTES.messageId] = ctx.taskId;
+    spanAttributes[TELEMETRY_ATTRIBUTES.attempt] = ctx.attempt;
     const kind = api.SpanKind.CONSUMER;
     if (remote !== null && telemetry.tracing?.relation === "child") {
       const parent = api.trace.setSpan(api.ROOT_CONTEXT, api.trace.wrapSpanContext(remote));
@@ -212,14 +206,8 @@ export class WorkerTelemetry {
       const remote = telemetry.remoteContextOf(ctx.traceCarrier);
       if (remote !== null) links.push({ context: remote });
     }
-    const spanAttributes: OtelAttributes = {
-      [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
-      [TELEMETRY_ATTRIBUTES.operationType]: "process",
-      [TELEMETRY_ATTRIBUTES.operationName]: "process",
-      [TELEMETRY_ATTRIBUTES.destination]: first.queue,
-      [TELEMETRY_ATTRIBUTES.taskName]: first.name,
-      [TELEMETRY_ATTRIBUTES.batchCount]: contexts.length,
-    };
+    const spanAttributes = processSpanAttributes(first.queue, first.name);
+    spanAttributes[TELEMETRY_ATTRIBUTES.batchCount] = contexts.length;
     const kind = api.SpanKind.CONSUMER;
     const span = tracer.startSpan(attributes.spanName, links.length === 0 ? { kind, attributes: spanAttributes } : { kind, attributes: spanAttributes, links }, api.ROOT_CONTEXT);
     return { span, context: api.trace.setSpan(api.ROOT_CONTEXT, span) };
@@ -337,6 +325,17 @@ export class WorkerTelemetry {
     };
     return this.#instruments;
   }
+}
+
+/** A consumer span's attributes before the per-call ones (a new object: the caller adds to it). */
+function processSpanAttributes(queue: string, name: string): OtelAttributes {
+  return {
+    [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
+    [TELEMETRY_ATTRIBUTES.operationType]: "process",
+    [TELEMETRY_ATTRIBUTES.operationName]: "process",
+    [TELEMETRY_ATTRIBUTES.destination]: queue,
+    [TELEMETRY_ATTRIBUTES.taskName]: name,
+  };
 }
 
 /** Adds `by` to the count of `attributes` (one of the shared, frozen attribute objects, so the map stays small). */
