@@ -17,6 +17,7 @@ import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, t
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
+import type { CallSpan } from "./worker-telemetry.js";
 
 /**
  * Options of `ctx.submit` (a child task): the protocol's `SubmitOptions`.
@@ -238,6 +239,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   #onParked: (() => void) | null = null;
   /** The context is one of a batch call's: steps are refused. */
   inBatch = false;
+  /** With `tracing` or `metrics` on, the telemetry of the call that runs this task (set when it starts). */
+  callSpan: CallSpan | null = null;
 
   constructor(host: ContextHost, row: Task, startedAtMs: number) {
     this.#host = host;

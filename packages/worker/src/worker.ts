@@ -117,19 +117,19 @@ export class Worker {
         if (policy.compute !== null && ctx.attempt >= ctx.maxAttempts) return 0;
         const worker = { baseMs: opts.retryBackoffMs, capMs: opts.retryBackoffMaxMs };
         const { delayMs, problem } = policyRetryDelayMs(policy, worker, ctx.attempt, error, opts.random);
-        if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId });
+        if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId }, ctx);
         return delayMs;
       },
       settled:
         telemetry === null
           ? (ctx, status, failure) => {
               reporter.settled(ctx, status, failure);
-              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
+              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             }
           : (ctx, status, failure) => {
               telemetry.settled(ctx, status, failure);
               reporter.settled(ctx, status, failure);
-              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
+              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             },
       lost:
         telemetry === null
