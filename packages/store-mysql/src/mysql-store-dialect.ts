@@ -30,8 +30,8 @@ export interface MySQLStoreDialectOptions {
  * The MySQL/MariaDB dialect of the shared core: {@link MySQLSyntax}, the
  * database clock, the planning executor, row key locks, `SKIP LOCKED`, and no
  * push channel — workers poll (see `docs/protocol.md`, "MySQL/MariaDB
- * mapping": a worker claims again at once while claims come back full and
- * sleeps its poll interval when one comes back short).
+ * mapping": a worker claims again at once while claims return tasks and
+ * idles its poll interval when one returns none).
  *
  * @example
  * const dialect = new MySQLStoreDialect("mysql://root@127.0.0.1:3306/app");
