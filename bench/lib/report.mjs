@@ -343,15 +343,17 @@ export function buildRows(results, settings) {
       const samples = result.ours[figure.id];
       if (samples === undefined || samples.length === 0) continue;
       const ours = summarize(samples);
-      const floorId = figure.floor?.[backend] ?? null;
+      // MySQL's floors are named as Postgres's, and its targets are Postgres's ratios (issue 24).
+      const as = backend === "mysql" ? "postgres" : backend;
+      const floorId = figure.floor?.[as] ?? null;
       const floor = floorSummary(result, floorId);
       const ratio = floor === null ? null : ours.median / floor.median;
-      const minimalId = figure.minimal?.[backend] ?? null;
+      const minimalId = backend === "mysql" ? null : (figure.minimal?.[backend] ?? null);
       const minimal = floorSummary(result, minimalId);
       const minimalRatio = minimal === null ? null : ours.median / minimal.median;
-      const { text, met } = judge(figure.target[backend], ours.median, ratio);
+      const { text, met } = judge(figure.target[as], ours.median, ratio);
       const label = typeof figure.label === "function" ? figure.label(settings) : figure.label;
-      const targetKind = figure.target[backend]?.kind ?? null;
+      const targetKind = figure.target[as]?.kind ?? null;
       rows.push({ backend, id: figure.id, label, unit: figure.unit, ours, floorId, floor, ratio, minimalId, minimal, minimalRatio, target: text, targetKind, met });
     }
   }
@@ -394,7 +396,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push(
     `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}; Node ${machine.node}; ` +
-      `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; commit ${machine.commit}; ` +
+      `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; MySQL ${machine.mysql ?? "not measured"}; commit ${machine.commit}; ` +
       `load average ${machine.loadAverageAtStart.join(" / ")} at start, ${machine.loadAverageAtEnd?.join(" / ") ?? "?"} at end.`,
   );
   lines.push(
