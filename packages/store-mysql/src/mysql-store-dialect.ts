@@ -47,7 +47,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     databaseClock: true,
     transactionalComplete: true,
   });
-  override readonly executor = new MySQLExecutor();
+  override readonly executor: MySQLExecutor;
   override readonly keyLock = MYSQL_KEY_LOCK;
   readonly schema: MySQLSchemaManager;
   readonly connection: MySQLConnection;
@@ -55,6 +55,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
   constructor(target: MySQLTarget, options: MySQLStoreDialectOptions = {}) {
     super();
     this.connection = new MySQLConnection(target, options.max);
+    this.executor = new MySQLExecutor(this.connection.multipleStatements);
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
   }
 
