@@ -29,24 +29,24 @@ export const FIGURES = [
     id: "submit.c1",
     label: "submit c1",
     unit: "rate",
-    floor: { sqlite: "proto.insert.tx1", postgres: "proto.insert.stmt1.c1", mysql: "proto.insert.stmt1.c1" },
-    minimal: { sqlite: "insert.tx1", postgres: "insert.stmt1.c1", mysql: "insert.stmt1.c1" },
-    target: { sqlite: { kind: "ratio≥", value: 0.7 }, postgres: { kind: "ratio≥", value: 0.8 }, mysql: { kind: "ratio≥", value: 0.8 } },
+    floor: { sqlite: "proto.insert.tx1", postgres: "proto.insert.stmt1.c1" },
+    minimal: { sqlite: "insert.tx1", postgres: "insert.stmt1.c1" },
+    target: { sqlite: { kind: "ratio≥", value: 0.7 }, postgres: { kind: "ratio≥", value: 0.8 } },
   },
   {
     id: "submit.c64",
     label: "submit c64",
     unit: "rate",
-    floor: { sqlite: "proto.insert.tx64", postgres: "proto.insert.stmt64", mysql: "proto.insert.stmt64" },
-    minimal: { sqlite: "insert.tx64", postgres: "insert.stmt64", mysql: "insert.stmt64" },
-    target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.3 }, mysql: { kind: "ratio≥", value: 0.3 } },
+    floor: { sqlite: "proto.insert.tx64", postgres: "proto.insert.stmt64" },
+    minimal: { sqlite: "insert.tx64", postgres: "insert.stmt64" },
+    target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.3 } },
   },
   {
     id: "drain.c1",
     label: "drain c1",
     unit: "rate",
-    floor: { sqlite: "proto.drain.tx1", postgres: "proto.drain.stmt1.c1", mysql: "proto.drain.stmt1.c1" },
-    minimal: { sqlite: "drain.tx1", postgres: "drain.stmt1.c1", mysql: "drain.stmt1.c1" },
+    floor: { sqlite: "proto.drain.tx1", postgres: "proto.drain.stmt1.c1" },
+    minimal: { sqlite: "drain.tx1", postgres: "drain.stmt1.c1" },
     // Postgres's drain-c1 target is judged on the prefetch row below; this row (default options) is shown beside it.
     target: { sqlite: { kind: "ratio≥", value: 0.6 } },
   },
@@ -54,25 +54,25 @@ export const FIGURES = [
     id: "drainPrefetch.c1",
     label: `drain c1, prefetch ${DRAIN_PREFETCH}`,
     unit: "rate",
-    floor: { sqlite: "proto.drain.tx1", postgres: "proto.drain.stmt1.c1", mysql: "proto.drain.stmt1.c1" },
-    minimal: { sqlite: "drain.tx1", postgres: "drain.stmt1.c1", mysql: "drain.stmt1.c1" },
+    floor: { sqlite: "proto.drain.tx1", postgres: "proto.drain.stmt1.c1" },
+    minimal: { sqlite: "drain.tx1", postgres: "drain.stmt1.c1" },
     // Postgres's drain-c1 target is judged on this row (the target table says so); SQLite's on the default row above.
-    target: { postgres: { kind: "ratio≥", value: 3 }, mysql: { kind: "ratio≥", value: 3 } },
+    target: { postgres: { kind: "ratio≥", value: 3 } },
   },
   {
     id: "drainPrefetch1.c1",
     label: "drain c1, prefetch 1 (a local queue of one task beside the one running)",
     unit: "rate",
-    floor: { sqlite: "proto.drain.tx1", postgres: "proto.drain.stmt1.c1", mysql: "proto.drain.stmt1.c1" },
-    minimal: { sqlite: "drain.tx1", postgres: "drain.stmt1.c1", mysql: "drain.stmt1.c1" },
-    target: { postgres: { kind: "ratio≥", value: 2 }, mysql: { kind: "ratio≥", value: 2 } },
+    floor: { sqlite: "proto.drain.tx1", postgres: "proto.drain.stmt1.c1" },
+    minimal: { sqlite: "drain.tx1", postgres: "drain.stmt1.c1" },
+    target: { postgres: { kind: "ratio≥", value: 2 } },
   },
   {
     id: "drain.c64",
     label: "drain c64",
     unit: "rate",
-    floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64", mysql: "proto.drain.stmt64" },
-    minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64", mysql: "drain.stmt64" },
+    floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64" },
+    minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64" },
     // The drain-c64 targets are judged on the prefetch row below; this row (no prefetch) is shown beside it.
     target: {},
   },
@@ -80,9 +80,9 @@ export const FIGURES = [
     id: "drainPrefetch.c64",
     label: `drain c64, prefetch ${DRAIN_PREFETCH_C64}`,
     unit: "rate",
-    floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64", mysql: "proto.drain.stmt64" },
-    minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64", mysql: "drain.stmt64" },
-    target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.8 }, mysql: { kind: "ratio≥", value: 0.8 } },
+    floor: { sqlite: "proto.drain.tx64", postgres: "proto.drain.stmt64" },
+    minimal: { sqlite: "drain.tx64", postgres: "drain.stmt64" },
+    target: { sqlite: { kind: "ratio≥", value: 0.5 }, postgres: { kind: "ratio≥", value: 0.8 } },
   },
   {
     id: "telemetryOn.c64",
@@ -97,7 +97,7 @@ export const FIGURES = [
     label: "call() latency p50, idle worker process",
     unit: "ms",
     floor: both("proto.call.p50"),
-    target: { sqlite: { kind: "≤", value: 1.5, unit: "ms" }, postgres: { kind: "ratio≤", value: 2 }, mysql: { kind: "ratio≤", value: 2 } },
+    target: { sqlite: { kind: "≤", value: 1.5, unit: "ms" }, postgres: { kind: "ratio≤", value: 2 } },
   },
   { id: "latency.p95", label: "call() latency p95", unit: "ms", target: {} },
   {
@@ -105,7 +105,7 @@ export const FIGURES = [
     label: "call() latency p99",
     unit: "ms",
     floor: both("proto.call.p99"),
-    target: { sqlite: { kind: "≤", value: 5, unit: "ms" }, postgres: { kind: "ratio≤", value: 2.5 }, mysql: { kind: "ratio≤", value: 2.5 } },
+    target: { sqlite: { kind: "≤", value: 5, unit: "ms" }, postgres: { kind: "ratio≤", value: 2.5 } },
   },
   {
     id: "latency.clientBusy",
@@ -120,28 +120,28 @@ export const FIGURES = [
     id: "steps.c1",
     label: (settings) => `durable steps c1: 1 task × ${count(settings?.steps?.perTask)} no-op ctx.step (steps/s; floor: single-row commits)`,
     unit: "rate",
-    floor: { sqlite: "proto.insert.tx1", postgres: "proto.insert.stmt1.c1", mysql: "proto.insert.stmt1.c1" },
+    floor: { sqlite: "proto.insert.tx1", postgres: "proto.insert.stmt1.c1" },
     target: both({ kind: "ratio≥", value: 0.5 }),
   },
   {
     id: "steps.c64",
     label: (settings) => `durable steps c64: 64 tasks × ${count(settings?.steps?.perTask)} no-op ctx.step at once (floor: 64-row statements)`,
     unit: "rate",
-    floor: { sqlite: "proto.insert.tx64", postgres: "proto.insert.stmt64", mysql: "proto.insert.stmt64" },
+    floor: { sqlite: "proto.insert.tx64", postgres: "proto.insert.stmt64" },
     target: both({ kind: "ratio≥", value: 0.3 }),
   },
   {
     id: "parkWake.p50",
     label: "park/wake p50: call() of a handler that sleeps 0 ms (floor column: call() p50 of a no-op, same worker)",
     unit: "ms",
-    floor: { sqlite: "@parkWakeCall.p50", postgres: "@parkWakeCall.p50", mysql: "@parkWakeCall.p50" },
+    floor: { sqlite: "@parkWakeCall.p50", postgres: "@parkWakeCall.p50" },
     target: both({ kind: "ratio≤", value: 2 }),
   },
   {
     id: "claim.100k",
     label: "claim, 100k queued (floor column: 1k queued)",
     unit: "ms",
-    floor: { sqlite: "@claim.1k", postgres: "@claim.1k", mysql: "@claim.1k" },
+    floor: { sqlite: "@claim.1k", postgres: "@claim.1k" },
     target: {},
   },
   {
@@ -149,21 +149,21 @@ export const FIGURES = [
     label: (settings) =>
       `claim, ${count(settings?.growth?.terminal)} terminal + ${count(settings?.growth?.queued)} queued (floor column: 1k queued)`,
     unit: "ms",
-    floor: { sqlite: "@claim.1k", postgres: "@claim.1k", mysql: "@claim.1k" },
+    floor: { sqlite: "@claim.1k", postgres: "@claim.1k" },
     target: both({ kind: "ratio≤", value: 1.5 }),
   },
   {
     id: "groups.drain.10",
     label: "drain c64, groupConcurrency 8 over 10 groups (floor column: the same drain without limits, this run)",
     unit: "rate",
-    floor: { sqlite: "@groups.drain.plain", postgres: "@groups.drain.plain", mysql: "@groups.drain.plain" },
+    floor: { sqlite: "@groups.drain.plain", postgres: "@groups.drain.plain" },
     target: both({ kind: "ratio≥", value: 0.9 }),
   },
   {
     id: "groups.drain.10k",
     label: "drain c64, groupConcurrency 2 over 10,000 groups (floor column: the same drain without limits, this run)",
     unit: "rate",
-    floor: { sqlite: "@groups.drain.plain", postgres: "@groups.drain.plain", mysql: "@groups.drain.plain" },
+    floor: { sqlite: "@groups.drain.plain", postgres: "@groups.drain.plain" },
     target: both({ kind: "ratio≥", value: 0.9 }),
   },
   { id: "groups.drain.plain", label: "↳ drain c64 of tasks in 10 groups, no limit", unit: "rate", target: {} },
@@ -172,7 +172,7 @@ export const FIGURES = [
     label: (settings) =>
       `claim with groupConcurrency, ${count(settings?.groupsClaim?.backlog)} queued over ${count(settings?.groupsClaim?.groups)} groups (floor column: the plain claim, same database)`,
     unit: "ms",
-    floor: { sqlite: "@groups.claimPlain", postgres: "@groups.claimPlain", mysql: "@groups.claimPlain" },
+    floor: { sqlite: "@groups.claimPlain", postgres: "@groups.claimPlain" },
     target: {},
   },
   { id: "groups.claimPlain", label: "↳ the plain claim (no limits) on that database", unit: "ms", target: {} },
@@ -181,7 +181,7 @@ export const FIGURES = [
     label: `drain c64 through PgBouncer (transaction mode, pool ${POOLER_POOL_SIZE}; preparedStatements: false, LISTEN direct; floor column: the same drain direct, this run)`,
     unit: "rate",
     floor: { postgres: "@pooler.direct.c64" },
-    target: { postgres: { kind: "ratio≥", value: 0.7 }, mysql: { kind: "ratio≥", value: 0.7 } },
+    target: { postgres: { kind: "ratio≥", value: 0.7 } },
   },
   { id: "pooler.direct.c64", label: "↳ drain c64 direct (a fresh database, the same settings)", unit: "rate", target: {} },
   { id: "pooler.pickupListen.p50", label: "idle worker pickup through PgBouncer p50, LISTEN direct", unit: "ms", target: {} },
@@ -219,9 +219,8 @@ function count(n) {
   return int.format(n);
 }
 
-/** The same target or floor on every backend. */
 function both(target) {
-  return { sqlite: target, postgres: target, mysql: target };
+  return { sqlite: target, postgres: target };
 }
 
 /**
@@ -251,25 +250,6 @@ export const TARGETS = [
     label: "Postgres call() p50 / p99, idle worker in another process",
     target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
     parts: [["postgres", "latency.p50", "p50"], ["postgres", "latency.p99", "p99"]],
-  },
-  // MySQL/MariaDB (issue 24): the same ratios to its raw mysql2 floors as Postgres's to its pg floors.
-  {
-    label: `MySQL drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
-    target: "≥ 0.8 × raw claim-64 + complete-64 floor",
-    parts: [["mysql", "drainPrefetch.c64"]],
-  },
-  { label: "MySQL submit c64", target: "≥ 0.3 × raw 64-row INSERT floor", parts: [["mysql", "submit.c64"]] },
-  {
-    label: `MySQL drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
-    target: "≥ 3 × raw claim-1 + complete-1 (1 connection) floor",
-    parts: [["mysql", "drainPrefetch.c1"]],
-  },
-  { label: "MySQL drain c1, prefetch 1", target: "≥ 2 × raw claim-1 + complete-1 (1 connection) floor", parts: [["mysql", "drainPrefetch1.c1"]] },
-  { label: "MySQL submit c1", target: "≥ 0.8 × raw one-INSERT-per-statement floor", parts: [["mysql", "submit.c1"]] },
-  {
-    label: "MySQL call() p50 / p99, idle worker in another process",
-    target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
-    parts: [["mysql", "latency.p50", "p50"], ["mysql", "latency.p99", "p99"]],
   },
   { label: "SQLite submit c1", target: "≥ 0.7 × raw INSERT, one per transaction", parts: [["sqlite", "submit.c1"]] },
   { label: "SQLite drain c1", target: "≥ 0.6 × raw claim + complete, one per transaction", parts: [["sqlite", "drain.c1"]] },
@@ -326,24 +306,6 @@ for (const [id, label] of Object.entries(FLOOR_LABELS)) FLOOR_LABELS[`proto.${id
 FLOOR_LABELS["proto.call.p50"] = "call() floor p50: INSERT, claim, complete (each its own commit), SELECT the row, 1 connection — protocol v1 schema";
 FLOOR_LABELS["proto.call.p99"] = "call() floor p99 — protocol v1 schema";
 
-/**
- * MySQL's floors share the Postgres ids (report rows match them by id) but claim differently: MySQL has
- * no UPDATE … RETURNING, so a raw claim is a transaction (SELECT … FOR UPDATE SKIP LOCKED, UPDATE by id,
- * COMMIT) and the complete an autocommit UPDATE (bench/lib/mysql-backend.mjs).
- */
-const MYSQL_FLOOR_LABELS = {
-  "drain.stmt1.c1": "claim 1 (SELECT … FOR UPDATE SKIP LOCKED + UPDATE, one transaction) + complete 1 (autocommit), 1 connection",
-  "drain.stmt1.c64": "claim 1 (SELECT … FOR UPDATE SKIP LOCKED + UPDATE, one transaction) + complete 1 (autocommit), 64 connections",
-  "drain.stmt64": "claim 64 (SELECT … FOR UPDATE SKIP LOCKED + UPDATE, one transaction) + complete 64 (one UPDATE)",
-};
-for (const [id, label] of Object.entries(MYSQL_FLOOR_LABELS)) MYSQL_FLOOR_LABELS[`proto.${id}`] = `${label} — protocol v1 schema`;
-MYSQL_FLOOR_LABELS["proto.call.p50"] = "call() floor p50: INSERT, claim transaction, complete (each its own commit), SELECT the row, 1 connection — protocol v1 schema";
-
-/** The label of `backend`'s floor `id`. */
-function floorLabel(backend, id) {
-  return (backend === "mysql" ? MYSQL_FLOOR_LABELS[id] : undefined) ?? FLOOR_LABELS[id] ?? id;
-}
-
 /** The unit of a floor that is not a rate (tasks/s). */
 const FLOOR_UNITS = { "proto.call.p50": "ms", "proto.call.p99": "ms" };
 
@@ -381,15 +343,17 @@ export function buildRows(results, settings) {
       const samples = result.ours[figure.id];
       if (samples === undefined || samples.length === 0) continue;
       const ours = summarize(samples);
-      const floorId = figure.floor?.[backend] ?? null;
+      // MySQL's floors are named as Postgres's, and its targets are Postgres's ratios (issue 24).
+      const as = backend === "mysql" ? "postgres" : backend;
+      const floorId = figure.floor?.[as] ?? null;
       const floor = floorSummary(result, floorId);
       const ratio = floor === null ? null : ours.median / floor.median;
-      const minimalId = figure.minimal?.[backend] ?? null;
+      const minimalId = backend === "mysql" ? null : (figure.minimal?.[backend] ?? null);
       const minimal = floorSummary(result, minimalId);
       const minimalRatio = minimal === null ? null : ours.median / minimal.median;
-      const { text, met } = judge(figure.target[backend], ours.median, ratio);
+      const { text, met } = judge(figure.target[as], ours.median, ratio);
       const label = typeof figure.label === "function" ? figure.label(settings) : figure.label;
-      const targetKind = figure.target[backend]?.kind ?? null;
+      const targetKind = figure.target[as]?.kind ?? null;
       rows.push({ backend, id: figure.id, label, unit: figure.unit, ours, floorId, floor, ratio, minimalId, minimal, minimalRatio, target: text, targetKind, met });
     }
   }
@@ -402,7 +366,6 @@ export function buildRows(results, settings) {
  */
 export function buildTargets(rows) {
   return TARGETS.map(({ label, target, parts }) => {
-    const backends = [...new Set(parts.map(([backend]) => backend))];
     const found = parts.map(([backend, id, name]) => ({ backend, name, row: rows.find((r) => r.backend === backend && r.id === id) }));
     const measured = found
       .map(({ backend, name, row }) => {
@@ -416,7 +379,7 @@ export function buildTargets(rows) {
       })
       .join(" / ");
     const met = found.some(({ row }) => row === undefined || row.met === null) ? null : found.every(({ row }) => row.met);
-    return { label, target, measured, met, backends };
+    return { label, target, measured, met };
   });
 }
 
@@ -433,7 +396,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push(
     `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}; Node ${machine.node}; ` +
-      `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; ${machine.mysql === undefined ? "" : `MySQL/MariaDB ${machine.mysql}; `}commit ${machine.commit}; ` +
+      `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; MySQL ${machine.mysql ?? "not measured"}; commit ${machine.commit}; ` +
       `load average ${machine.loadAverageAtStart.join(" / ")} at start, ${machine.loadAverageAtEnd?.join(" / ") ?? "?"} at end.`,
   );
   lines.push(
@@ -452,8 +415,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push("| figure | target | measured | met? |");
   lines.push("| --- | --- | --- | --- |");
-  // Only the target lines of the backends this run measured (MySQL runs only when asked for by name).
-  for (const t of buildTargets(rows).filter((line) => line.backends.some((backend) => backend in results))) {
+  for (const t of buildTargets(rows)) {
     const met = t.met === null ? "not measured" : t.met ? "yes" : "**no**";
     lines.push(`| ${t.label} | ${t.target} | ${t.measured} | ${met} |`);
   }
@@ -477,14 +439,14 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push(
     "Raw driver floors (the same work with only the minimal statements, on the minimal table and on the protocol v1 schema; " +
-      "better-sqlite3 in WAL with synchronous = NORMAL, pg with prepared statements, mysql2 with prepared statements (execute) in READ COMMITTED):",
+      "better-sqlite3 in WAL with synchronous = NORMAL, pg with prepared statements):",
   );
   lines.push("");
   lines.push("| backend | floor | tasks/s (call floor: ms) |");
   lines.push("| --- | --- | --- |");
   for (const [backend, result] of Object.entries(results)) {
     for (const [id, samples] of Object.entries(result.floors)) {
-      lines.push(`| ${backend} | ${floorLabel(backend, id)} | ${spread(summarize(samples), FLOOR_UNITS[id] ?? "rate")} |`);
+      lines.push(`| ${backend} | ${FLOOR_LABELS[id] ?? id} | ${spread(summarize(samples), FLOOR_UNITS[id] ?? "rate")} |`);
     }
   }
   return lines.join("\n");

@@ -8,7 +8,7 @@
 //   { backend: "postgres", dsn, options }  a database of its own (`schema` unset), with store options
 //                                          (the pooler figures: `preparedStatements`, `listen`)
 //   { backend: "mysql", dsn }              a MySQL/MariaDB database of its own
-// Every workload is written once over these openers; the backend is
+// Every workload is written once over these three openers; the backend is
 // only ever an argument.
 import { createRequire } from "node:module";
 import * as cairnq from "cairnq";
@@ -26,7 +26,7 @@ function sqliteOptions(target) {
 
 /**
  * The busy retries so far of the write queue under a SQLite client, worker or store (turns that hit
- * SQLITE_BUSY and slept the backoff); null on Postgres and MySQL. Read from the store's dialect: a bench counter,
+ * SQLITE_BUSY and slept the backoff); null on Postgres. Read from the store's dialect: a bench counter,
  * not an API.
  */
 export function busyRetriesOf(store) {
@@ -38,11 +38,6 @@ export function hasPostgres() {
   return typeof CairnQ.postgres === "function" && typeof Worker.postgres === "function" && typeof cairnq.PostgresStore === "function";
 }
 
-/** Whether the built umbrella has the MySQL factories yet (the store is written in parallel). */
-export function hasMySQL() {
-  return typeof CairnQ.mysql === "function" && typeof Worker.mysql === "function" && typeof cairnq.MySQLStore === "function";
-}
-
 /** A client (`CairnQ`) on the target; `close()` closes its store. */
 export function openClient(target, options = {}) {
   switch (target.backend) {
@@ -51,7 +46,7 @@ export function openClient(target, options = {}) {
     case "postgres":
       return CairnQ.postgres(target.dsn, { schema: target.schema, ...target.options, ...options });
     case "mysql":
-      return CairnQ.mysql(target.dsn, { ...target.options, ...options });
+      return CairnQ.mysql(target.dsn, options);
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }
@@ -65,7 +60,7 @@ export function openWorker(target, options = {}) {
     case "postgres":
       return Worker.postgres(target.dsn, { schema: target.schema, ...target.options, ...options });
     case "mysql":
-      return Worker.mysql(target.dsn, { ...target.options, ...options });
+      return Worker.mysql(target.dsn, options);
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }
@@ -79,7 +74,7 @@ export function openStore(target) {
     case "postgres":
       return new cairnq.PostgresStore(target.dsn, { schema: target.schema, ...target.options });
     case "mysql":
-      return new cairnq.MySQLStore(target.dsn, { ...target.options });
+      return new cairnq.MySQLStore(target.dsn);
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }

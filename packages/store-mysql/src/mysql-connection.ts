@@ -23,6 +23,8 @@ export const SESSION_SETUP: readonly string[] = Object.freeze(["SET SESSION time
 export class MySQLConnection {
   readonly db: AnyKysely;
   readonly owned: boolean;
+  /** The connections take several statements per query: the store built the pool. */
+  readonly multipleStatements: boolean;
 
   /**
    * @param target - See {@link MySQLTarget}.
@@ -36,14 +38,17 @@ export class MySQLConnection {
       const uri = target.replace(/^mariadb:/, "mysql:");
       this.db = new Kysely({ dialect: new MysqlDialect({ pool: () => Promise.resolve().then(() => buildPool(uri, max ?? 10)) }) });
       this.owned = true;
+      this.multipleStatements = true;
     } else if (isKysely(target)) {
       if (max !== undefined) throw new InvalidArgument("max", "max sizes a pool the store builds; size your Kysely instance's pool where you create it");
       this.db = target;
       this.owned = false;
+      this.multipleStatements = false;
     } else if (typeof target === "object" && target !== null && typeof target.getConnection === "function") {
       if (max !== undefined) throw new InvalidArgument("max", "max sizes a pool the store builds; size your pool where you create it");
       this.db = new Kysely({ dialect: new MysqlDialect({ pool: new BorrowedPool(target) as unknown as MysqlPool }) });
       this.owned = true;
+      this.multipleStatements = false;
     } else {
       throw new InvalidArgument("target", "new MySQLStore(target) takes a mysql:// connection string, a mysql2 pool (require('mysql2').createPool) or a Kysely instance");
     }
@@ -62,6 +67,9 @@ function buildPool(uri: string, max: number): MysqlPool {
     // SUM() and other DECIMAL results as numbers, as the other stores' drivers give them.
     decimalNumbers: true,
     supportBigNumbers: true,
+    // A plan of several statements (an UPDATE … RETURNING's update and read-back) goes in one round
+    // trip. Only on the store's own pool; the statements are the core's, with every value bound.
+    multipleStatements: true,
     charset: "UTF8MB4_BIN",
   });
   pool.on("connection", (connection: MySQLPoolConnection) => {

@@ -2,7 +2,7 @@ import type { AnyKysely, QueryRunner, QueryThunk, Row } from "@cairnq/store-kyse
 import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { QueryResult } from "kysely";
-import type { MySQLStatementPlan } from "./mysql-statement-plan.js";
+import type { MySQLStatementPlan, PlannedStatement } from "./mysql-statement-plan.js";
 import { planStatement, queriesOf } from "./mysql-statement-plan.js";
 
 /** The statement clock in epoch milliseconds (see `MYSQL_CLOCK`). */
@@ -53,6 +53,15 @@ const DEADLOCK_RETRIES = 5;
  * re-runnable (ids and encodings are computed before them).
  */
 export class MySQLExecutor extends BaseStoreExecutor {
+  /**
+   * @param multipleStatements - The pool's connections accept several statements in one query
+   *   (`multipleStatements`, set on a pool the store builds): a plan's statements, and a transaction's
+   *   clock reset with its first statement, then take one round trip instead of one each.
+   */
+  constructor(private readonly multipleStatements = false) {
+    super();
+  }
+
   read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     return this.#run(db, query());
   }
@@ -65,6 +74,7 @@ export class MySQLExecutor extends BaseStoreExecutor {
     for (let attempt = 0; ; attempt++) {
       try {
         return await db.transaction().execute(async (tx) => {
+          if (this.multipleStatements) return fn(new PlannedRunner(tx, true, true));
           await startClock(tx);
           return fn(new PlannedRunner(tx));
         });
@@ -77,25 +87,74 @@ export class MySQLExecutor extends BaseStoreExecutor {
   async #run(db: AnyKysely, query: CompiledQuery<Row>): Promise<QueryResult<Row>> {
     const planned = planStatement(outsideTransaction(query.sql));
     if (planned.steps.length === 1) return runPlanned(db, planned, query.parameters);
-    return this.writeTransaction(db, (tx) => tx.executeQuery(query));
+    if (!this.multipleStatements) return this.writeTransaction(db, (tx) => tx.executeQuery(query));
+    // One round trip: the plan between START TRANSACTION and COMMIT; a failure rolls back on the same connection.
+    return db.connection().execute(async (conn) => {
+      const steps = [{ sql: "START TRANSACTION", params: [] }, ...planned.steps, { sql: "COMMIT", params: [] }];
+      try {
+        return finish(planned, pick(await conn.executeQuery<Row>(joined(steps, query.parameters)), planned.steps.length));
+      } catch (err) {
+        await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+        throw err;
+      }
+    });
   }
 }
 
 /** A transaction's runner that plans each statement (the core's and the caller's alike). */
 export class PlannedRunner implements QueryRunner {
-  constructor(private readonly tx: QueryRunner) {}
+  /**
+   * @param tx - The open transaction.
+   * @param multipleStatements - Send a plan's statements as one query.
+   * @param resetClock - The transaction clock still needs clearing: sent with the first statement.
+   */
+  constructor(
+    private readonly tx: QueryRunner,
+    private readonly multipleStatements = false,
+    private resetClock = false,
+  ) {}
 
   executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
-    return runPlanned(this.tx, planStatement(query.sql), query.parameters) as Promise<QueryResult<R>>;
+    const planned = planStatement(query.sql);
+    if (!this.multipleStatements) return runPlanned(this.tx, planned, query.parameters) as Promise<QueryResult<R>>;
+    const steps = this.resetClock ? [{ sql: START_CLOCK.sql, params: [] }, ...planned.steps] : planned.steps;
+    const index = steps.length - 1;
+    this.resetClock = false;
+    if (steps.length === 1) return runPlanned(this.tx, planned, query.parameters) as Promise<QueryResult<R>>;
+    return this.tx.executeQuery<Row>(joined(steps, query.parameters)).then((result) => finish(planned, pick(result, index))) as Promise<QueryResult<R>>;
   }
 }
 
 async function runPlanned(runner: QueryRunner, planned: MySQLStatementPlan, parameters: readonly unknown[]): Promise<QueryResult<Row>> {
   let result: QueryResult<Row> | undefined;
   for (const query of queriesOf(planned, parameters)) result = await runner.executeQuery<Row>(query);
-  const done = asText(result as QueryResult<Row>);
+  return finish(planned, result as QueryResult<Row>);
+}
+
+function finish(planned: MySQLStatementPlan, result: QueryResult<Row>): QueryResult<Row> {
+  const done = asText(result);
   if (!planned.dropNullRows) return done;
   return { ...done, rows: done.rows.filter((row) => Object.values(row)[0] !== null) };
+}
+
+/** `steps` as one multi-statement query, with the core statement's `parameters` in placeholder order. */
+function joined(steps: readonly PlannedStatement[], parameters: readonly unknown[]): CompiledQuery<Row> {
+  return CompiledQuery.raw(
+    steps.map((step) => step.sql).join(";\n"),
+    steps.flatMap((step) => step.params.map((i) => parameters[i])),
+  );
+}
+
+/**
+ * The result of statement `index` of a multi-statement query: the driver answers one result per
+ * statement (rows, or an OK packet with the affected-row count), which Kysely hands back as `rows`.
+ */
+function pick(result: QueryResult<Row>, index: number): QueryResult<Row> {
+  const each = result.rows as unknown[];
+  const one = each[index];
+  if (Array.isArray(one)) return { rows: one as Row[] };
+  const affected = (one as { affectedRows?: unknown } | undefined)?.affectedRows;
+  return { rows: [], ...(typeof affected === "number" ? { numAffectedRows: BigInt(affected) } : {}) };
 }
 
 /** The result with `Buffer` values (binary columns) as UTF-8 strings. */

@@ -30,8 +30,8 @@ export interface MySQLStoreDialectOptions {
  * The MySQL/MariaDB dialect of the shared core: {@link MySQLSyntax}, the
  * database clock, the planning executor, row key locks, `SKIP LOCKED`, and no
  * push channel — workers poll (see `docs/protocol.md`, "MySQL/MariaDB
- * mapping": a worker claims again at once while claims come back full and
- * sleeps its poll interval when one comes back short).
+ * mapping": a worker claims again at once while claims return tasks and
+ * idles its poll interval when one returns none).
  *
  * @example
  * const dialect = new MySQLStoreDialect("mysql://root@127.0.0.1:3306/app");
@@ -47,7 +47,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     databaseClock: true,
     transactionalComplete: true,
   });
-  override readonly executor = new MySQLExecutor();
+  override readonly executor: MySQLExecutor;
   override readonly keyLock = MYSQL_KEY_LOCK;
   readonly schema: MySQLSchemaManager;
   readonly connection: MySQLConnection;
@@ -55,6 +55,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
   constructor(target: MySQLTarget, options: MySQLStoreDialectOptions = {}) {
     super();
     this.connection = new MySQLConnection(target, options.max);
+    this.executor = new MySQLExecutor(this.connection.multipleStatements);
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
   }
 
