@@ -224,52 +224,40 @@ function both(target) {
 }
 
 /**
+ * The target lines of a server backend: Postgres's targets, and MySQL's, which are the same ratios
+ * to its own raw floors (issue 24).
+ */
+function serverTargets(name, backend) {
+  return [
+    {
+      label: `${name} drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
+      target: "≥ 0.8 × raw claim-64 + complete-64 floor",
+      parts: [[backend, "drainPrefetch.c64"]],
+    },
+    { label: `${name} submit c64`, target: "≥ 0.3 × raw 64-row INSERT floor", parts: [[backend, "submit.c64"]] },
+    {
+      label: `${name} drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
+      target: "≥ 3 × raw claim-1 + complete-1 (1 connection) floor",
+      parts: [[backend, "drainPrefetch.c1"]],
+    },
+    { label: `${name} drain c1, prefetch 1`, target: "≥ 2 × raw claim-1 + complete-1 (1 connection) floor", parts: [[backend, "drainPrefetch1.c1"]] },
+    { label: `${name} submit c1`, target: "≥ 0.8 × raw one-INSERT-per-statement floor", parts: [[backend, "submit.c1"]] },
+    {
+      label: `${name} call() p50 / p99, idle worker in another process`,
+      target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
+      parts: [[backend, "latency.p50", "p50"], [backend, "latency.p99", "p99"]],
+    },
+  ];
+}
+
+/**
  * The target table, Postgres first: each line names the figures
  * (backend, figure id, and a short name where one line has several figures
  * of one backend) it is judged on; a line is met when all of them are.
  */
 export const TARGETS = [
-  {
-    label: `Postgres drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
-    target: "≥ 0.8 × raw claim-64 + complete-64 floor",
-    parts: [["postgres", "drainPrefetch.c64"]],
-  },
-  { label: "Postgres submit c64", target: "≥ 0.3 × raw 64-row INSERT floor", parts: [["postgres", "submit.c64"]] },
-  {
-    label: `Postgres drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
-    target: "≥ 3 × raw claim-1 + complete-1 (1 connection) floor",
-    parts: [["postgres", "drainPrefetch.c1"]],
-  },
-  {
-    label: "Postgres drain c1, prefetch 1",
-    target: "≥ 2 × raw claim-1 + complete-1 (1 connection) floor",
-    parts: [["postgres", "drainPrefetch1.c1"]],
-  },
-  { label: "Postgres submit c1", target: "≥ 0.8 × raw one-INSERT-per-statement floor", parts: [["postgres", "submit.c1"]] },
-  {
-    label: "Postgres call() p50 / p99, idle worker in another process",
-    target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
-    parts: [["postgres", "latency.p50", "p50"], ["postgres", "latency.p99", "p99"]],
-  },
-  // MySQL/MariaDB (issue 24): the same ratios to its raw mysql2 floors as Postgres's to its pg floors.
-  {
-    label: `MySQL drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
-    target: "≥ 0.8 × raw claim-64 + complete-64 floor",
-    parts: [["mysql", "drainPrefetch.c64"]],
-  },
-  { label: "MySQL submit c64", target: "≥ 0.3 × raw 64-row INSERT floor", parts: [["mysql", "submit.c64"]] },
-  {
-    label: `MySQL drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
-    target: "≥ 3 × raw claim-1 + complete-1 (1 connection) floor",
-    parts: [["mysql", "drainPrefetch.c1"]],
-  },
-  { label: "MySQL drain c1, prefetch 1", target: "≥ 2 × raw claim-1 + complete-1 (1 connection) floor", parts: [["mysql", "drainPrefetch1.c1"]] },
-  { label: "MySQL submit c1", target: "≥ 0.8 × raw one-INSERT-per-statement floor", parts: [["mysql", "submit.c1"]] },
-  {
-    label: "MySQL call() p50 / p99, idle worker in another process",
-    target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
-    parts: [["mysql", "latency.p50", "p50"], ["mysql", "latency.p99", "p99"]],
-  },
+  ...serverTargets("Postgres", "postgres"),
+  ...serverTargets("MySQL", "mysql"),
   { label: "SQLite submit c1", target: "≥ 0.7 × raw INSERT, one per transaction", parts: [["sqlite", "submit.c1"]] },
   { label: "SQLite drain c1", target: "≥ 0.6 × raw claim + complete, one per transaction", parts: [["sqlite", "drain.c1"]] },
   {
