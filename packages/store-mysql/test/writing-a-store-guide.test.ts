@@ -4,12 +4,15 @@
  * between `// …` lines consecutive, indentation aside), and every name a
  * TypeScript block imports from a `@cairnq/*` package is exported by that
  * package's entry (values and types alike, read from the entry's source).
- * The guide's counts of kit cases are checked against `CONFORMANCE_CASES`.
+ * The guide's counts of kit cases are checked against `CONFORMANCE_CASES`,
+ * and its skeleton dialect (test/support/guide-skeleton.ts) builds a store.
  */
 import { readFileSync } from "node:fs";
 import { CONFORMANCE_CASES, DEFAULT_STORE_CAPABILITIES } from "@cairnq/conformance";
 import type { StoreCapabilities } from "@cairnq/protocol";
+import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
 import { describe, expect, it } from "vitest";
+import { MyStore } from "./support/guide-skeleton.js";
 
 const ROOT = new URL("../../../", import.meta.url);
 const GUIDE = readFileSync(new URL("docs/writing-a-store.md", ROOT), "utf8");
@@ -119,6 +122,22 @@ describe("docs/writing-a-store.md", () => {
       }
     }
     expect(unknown).toEqual([]);
+  });
+
+  it("builds a store from the skeleton dialect, with the defaults the guide names", () => {
+    const db = new Kysely<Record<string, never>>({
+      dialect: {
+        createAdapter: () => new SqliteAdapter(),
+        createDriver: () => new DummyDriver(),
+        createIntrospector: (k) => new SqliteIntrospector(k),
+        createQueryCompiler: () => new SqliteQueryCompiler(),
+      },
+    });
+    const store = new MyStore(db);
+    expect(store.dialect.name).toBe("mydb");
+    expect(store.dialect.syntax.placeholder(2, "text")).toBe("?2");
+    expect(store.dialect.capabilities).toEqual({ skipLocked: false, pushWakeups: false, transactionalComplete: false, databaseClock: false });
+    expect(store.capabilities).toMatchObject({ flowControl: true, schedules: true, durableSteps: true, groups: true, pushWakeups: false });
   });
 
   it("counts the kit's cases as the kit does", () => {
