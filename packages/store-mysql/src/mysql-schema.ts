@@ -185,9 +185,10 @@ export interface MySQLSchemaOptions {
 }
 
 /**
- * Connect-time work: under the named lock `cairnq_migrations` (on one
- * connection, released at the end), the ledger, the migrations (§3.7), the
- * key-lock table; then the protocol-version guard (§11).
+ * Connect-time work: unless the ledger already lists every migration, under
+ * the named lock `cairnq_migrations` (on one connection, released at the
+ * end), the ledger, the migrations (§3.7), the key-lock table; then the
+ * protocol-version guard (§11).
  */
 export class MySQLSchemaManager implements SchemaManager {
   /** Migrations the last `connect` applied. */
@@ -196,6 +197,28 @@ export class MySQLSchemaManager implements SchemaManager {
   constructor(private readonly options: MySQLSchemaOptions) {}
 
   async connect(db: AnyKysely, executor: StoreExecutor): Promise<void> {
+    if (!(await this.#current(db))) await this.#migrate(db, executor);
+    await checkProtocolVersion(db, executor, this.options.syntax);
+  }
+
+  /**
+   * Whether the ledger already holds every migration: one read instead of the named lock, a
+   * transaction per migration and the DDL checks, for the common connect (a CLI command, a worker
+   * restart) of an installed database. A missing ledger or any missing name takes the locked path.
+   */
+  async #current(db: AnyKysely): Promise<boolean> {
+    try {
+      const { rows } = await db.executeQuery(CompiledQuery.raw("SELECT name FROM cairnq_migrations"));
+      const names = new Set(rows.map((row) => String((row as { name: unknown }).name)));
+      if (!MYSQL_MIGRATIONS.every((m) => names.has(m.name))) return false;
+      this.applied = [];
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async #migrate(db: AnyKysely, executor: StoreExecutor): Promise<void> {
     await db.connection().execute(async (conn) => {
       const locked = await conn.executeQuery(CompiledQuery.raw("SELECT GET_LOCK('cairnq_migrations', 60) AS locked"));
       if (Number((locked.rows[0] as Record<string, unknown> | undefined)?.locked) !== 1) {
@@ -215,7 +238,6 @@ export class MySQLSchemaManager implements SchemaManager {
         await conn.executeQuery(CompiledQuery.raw("SELECT RELEASE_LOCK('cairnq_migrations')"));
       }
     });
-    await checkProtocolVersion(db, executor, this.options.syntax);
   }
 
   async close(_db: AnyKysely): Promise<void> {}

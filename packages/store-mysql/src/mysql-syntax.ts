@@ -1,41 +1,28 @@
-import type { ParamType } from "@cairnq/protocol/adapter";
-import { BaseSqlSyntax } from "@cairnq/store-kysely";
+import type { ParamExpr } from "@cairnq/protocol/adapter";
+import type { Bind } from "@cairnq/store-kysely";
+import { SqliteSyntax } from "@cairnq/store-kysely";
 
 /**
- * MySQL/MariaDB's side of §2.3, the compile-time half of the dialect:
- * numbered placeholders `?1 … ?n` written as the core numbers them (the
- * executor's {@link MySQLStatementPlan} turns them into the driver's
- * positional `?` and repeats a value read twice), booleans as `1`/`0`, string
- * lists as JSON array text expanded with `JSON_TABLE`, JSON as text,
+ * MySQL/MariaDB's side of §2.3, the compile-time half of the dialect. It
+ * shares SQLite's placeholders and binding: numbered `?1 … ?n` (the
+ * executor's statement plan turns them into the driver's positional `?` and
+ * repeats a value read twice), booleans as `1`/`0`, string lists as JSON
+ * array text — expanded here with `JSON_TABLE`; JSON as text,
  * back-quoted identifiers, `ON DUPLICATE KEY UPDATE` for the key upsert and
  * `FOR UPDATE SKIP LOCKED` row picking (MariaDB 10.6+, MySQL 8).
  *
  * @example
  * new MySQLSyntax().inList("queue", "?1"); // "queue IN (SELECT v FROM JSON_TABLE(?1, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l)"
  */
-export class MySQLSyntax extends BaseSqlSyntax {
+export class MySQLSyntax extends SqliteSyntax {
   override readonly skipLockedClause: string = " FOR UPDATE SKIP LOCKED";
 
-  placeholder(index: number, _type: ParamType): string {
-    return `?${index}`;
-  }
-
-  bindValue(value: unknown, type: ParamType): unknown {
-    switch (type) {
-      case "bool":
-        return value === true ? 1 : 0;
-      case "textList":
-        return JSON.stringify(value);
-      case "text":
-      case "int":
-      case "float":
-      case "json":
-        return value;
-    }
+  /** No multi-row statements (the dialect writes each on its own); SQLite's `json_each` form does not apply. */
+  override batchSource(_params: readonly ParamExpr[], _slot: (key: string, bind: Bind) => number): string {
+    throw new Error("MySQLSyntax has no multi-row statements; leave the dialect's writes as SingleWrites");
   }
 
   override literal(value: string | number | boolean | null): string {
-    if (typeof value === "boolean") return value ? "1" : "0";
     // Backslash is an escape character in MySQL string literals unless NO_BACKSLASH_ESCAPES is set.
     if (typeof value === "string") return `'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
     return super.literal(value);
@@ -45,7 +32,7 @@ export class MySQLSyntax extends BaseSqlSyntax {
     return `\`${name.replaceAll("`", "``")}\``;
   }
 
-  inList(expr: string, listPlaceholder: string): string {
+  override inList(expr: string, listPlaceholder: string): string {
     return `${expr} IN (SELECT v FROM JSON_TABLE(${listPlaceholder}, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l)`;
   }
 
