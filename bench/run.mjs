@@ -186,6 +186,8 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "latency.p50", r.p50);
       push("ours", "latency.p95", r.p95);
       push("ours", "latency.p99", r.p99);
+      // The same samples against the cross-process call floor (SQLite's floors: `proto.callx`).
+      if (backend.name === "sqlite") push("ours", "latencyX.p50", r.p50);
       if (r.clientBusyRetries !== null) push("ours", "latency.clientBusy", r.clientBusyRetries);
       if (r.workerBusyRetries !== null) push("ours", "latency.workerBusy", r.workerBusyRetries);
     });
