@@ -1,21 +1,15 @@
 // The worker side of the raw cross-process call floor (`crossProcessCallFloor` in lib/sqlite-backend.mjs):
-// better-sqlite3 alone, on the protocol v1 schema, with the store's writer settings. After each commit by
+// the raw driver alone, on the protocol v1 schema, with the store's writer settings. After each commit by
 // another process it claims (the drain floor's one-statement claim) and completes (each its own commit)
 // until nothing is left.
 //
-//   argv[2] = the database file
+//   argv[2] = the database file; argv[3] = the driver (JSON, see `openRawOn`), default better-sqlite3
 //   child → parent: "ready" once watching; parent → child: "stop"
-import { createRequire } from "node:module";
 import { watchCommits } from "./lib/commit-watch.mjs";
-import { PROTOCOL } from "./lib/sqlite-backend.mjs";
+import { openRawOn, PROTOCOL } from "./lib/sqlite-backend.mjs";
 
-const Database = createRequire(import.meta.url)("better-sqlite3");
 const file = process.argv[2];
-const db = new Database(file);
-db.pragma("journal_mode = WAL");
-db.pragma("synchronous = NORMAL");
-db.pragma("temp_store = MEMORY");
-db.pragma("foreign_keys = ON");
+const db = openRawOn(JSON.parse(process.argv[3] ?? "null"), file);
 const claim = db.prepare(PROTOCOL.claim);
 const complete = db.prepare(PROTOCOL.complete);
 const workerId = "worker_floor";

@@ -32,6 +32,21 @@ function openRaw(path) {
 }
 
 /**
+ * A raw connection on `driver` — null for the bench's better-sqlite3, `{ betterSqlite3: modulePath }`
+ * for another copy, "node:sqlite" — with the store's writer settings (WAL, synchronous = NORMAL,
+ * temp_store = MEMORY, foreign_keys = ON). Each binding's `prepare(sql).run/all/get` takes the named
+ * parameters the floors use.
+ */
+export function openRawOn(driver, path) {
+  const db =
+    driver === "node:sqlite"
+      ? new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path)
+      : new (driver === null ? Database : require(driver.betterSqlite3))(path);
+  for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON"]) db.exec(`PRAGMA ${pragma}`);
+  return db;
+}
+
+/**
  * The raw driver on a database file holding the protocol v1 schema, created
  * the way the store creates it (a `SQLiteStore` connects once — all
  * migrations, every §3.5 index, every CHECK — and closes), with the
@@ -165,13 +180,14 @@ const CALL_FLOOR_STUCK_MS = 10_000;
  * connection (a reader, as the store has). The same statements and commits as the one-connection call
  * floor, plus what two processes cost on this host: two waits on the other's commit, each connection's
  * page cache emptied by the other's commits, the wake-ups every WAL write sends the other side.
- * Returns `{ p50, p99 }` in ms.
+ * `driver`: see {@link openRawOn}; `path` holds the protocol v1 schema. Returns `{ p50, p99 }` in ms.
  */
-async function crossProcessCallFloor(db, sql, path, { calls, warmup }) {
-  const reader = new Database(path, { readonly: true });
-  const insert = db.prepare(sql.insert);
+export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
+  const db = openRawOn(driver, path);
+  const reader = openRawOn(driver, path);
+  const insert = db.prepare(PROTOCOL.insert);
   const get = reader.prepare(PROTOCOL_GET);
-  const child = fork(CALL_FLOOR_CHILD, [path], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(CALL_FLOOR_CHILD, [path, JSON.stringify(driver)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   let waiting = null;
   const stop = watchCommits(path, reader, () => {
@@ -208,6 +224,7 @@ async function crossProcessCallFloor(db, sql, path, { calls, warmup }) {
     if (child.connected) child.send("stop");
     await exited;
     reader.close();
+    db.close();
   }
 }
 
@@ -391,11 +408,11 @@ export const sqliteBackend = {
 
   /** The call() floor across two processes (see `crossProcessCallFloor`); `{ p50, p99 }` in ms. */
   async crossProcessCallFloor({ calls, warmup }) {
-    const { db, sql, cleanup, path } = await floorDatabase("floor-call-x", "protocol");
+    const { db, cleanup, path } = await floorDatabase("floor-call-x", "protocol");
+    db.close();
     try {
-      return await crossProcessCallFloor(db, sql, path, { calls, warmup });
+      return await crossProcessCallFloor(null, path, { calls, warmup });
     } finally {
-      db.close();
       await cleanup();
     }
   },
