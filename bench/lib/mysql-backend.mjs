@@ -153,6 +153,44 @@ export const mysqlBackend = {
     }
   },
 
+  /** The `completed_at_ms` of every succeeded task, ascending (the churn figures' completion clock). */
+  async completionTimes(target) {
+    const conn = await connect(new URL(target.dsn).pathname.slice(1));
+    try {
+      const [rows] = await conn.query("SELECT completed_at_ms AS t FROM cairnq_tasks WHERE status = 'succeeded' ORDER BY completed_at_ms");
+      return rows.map((r) => Number(r.t));
+    } finally {
+      await conn.end();
+    }
+  },
+
+  /**
+   * SETUP ONLY (the growth figure): appends `count` terminal (`succeeded`) `noop` tasks, as COMPLETE
+   * leaves them, older than anything queued, in 5,000-row statements.
+   */
+  async fillTerminal(target, count) {
+    const conn = await connect(new URL(target.dsn).pathname.slice(1));
+    try {
+      const base = Date.now() - count - 60_000;
+      const row = "(?, 'noop', 'default', 'succeeded', ?, '{}', 1, 1, 3, 0, 'worker_bench', ?, ?, ?, ?, ?)";
+      for (let done = 0; done < count; done += 5_000) {
+        const size = Math.min(5_000, count - done);
+        const values = [];
+        for (let i = done; i < done + size; i += 1) {
+          const id = `task_${String(i).padStart(26, "0")}`;
+          values.push(id, JSON.stringify({ i }), base + i, id, base + i, base + i + 5, base + i + 5);
+        }
+        await conn.query(
+          `INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, progress, attempt, max_attempts, priority, worker_id,
+            run_at_ms, root_id, created_at_ms, updated_at_ms, completed_at_ms) VALUES ${Array.from({ length: size }, () => row).join(", ")}`,
+          values,
+        );
+      }
+    } finally {
+      await conn.end();
+    }
+  },
+
   floors: {
     /** INSERT: `perStatement` = 1 (single-row INSERTs) or 64 (one multi-row INSERT), over `conns` connections; tasks/s. */
     async insert({ n, perStatement, conns }) {
