@@ -9,6 +9,7 @@
  */
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import type { StepInfo, WaitForOptions } from "./steps.js";
+import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { TraceCarrier } from "@cairnq/protocol/sdk";
@@ -187,6 +188,8 @@ export interface ContextHost {
   lost(ctx: Context, reason: LostReason): void;
   /** Writes a child submit; with tracing on, inside a producer span whose context is stored with the task. */
   readonly send?: ((input: SubmitInput) => Promise<Task>) | undefined;
+  /** With tracing on: spans of durable steps, and the trace context of spawned children (`step-spans.ts`). */
+  readonly stepSpans?: StepSpans | undefined;
 }
 
 const LOST_MESSAGES: Record<LostReason, (id: string) => string> = {
@@ -282,12 +285,14 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#steps = new CallSteps({
       store: host.store,
       taskId: this.taskId,
+      taskName: this.name,
       workerId: this.workerId,
       attempt: this.attempt,
       rootId: this.rootId,
       correlationId: this.correlationId,
       runAtMs: this.#runAtMs,
       inBatch: this.inBatch,
+      spans: host.stepSpans ?? null,
       now: () => host.clock.now(),
       throwIfGone: (what) => this.#throwIfGone(what),
       markLost: () => this.markLost("write"),

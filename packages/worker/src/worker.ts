@@ -27,6 +27,7 @@ import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+import { StepSpans } from "./step-spans.js";
 import { wakeJoiningParent } from "./steps.js";
 import { WorkerTelemetry } from "./worker-telemetry.js";
 
@@ -138,6 +139,7 @@ export class Worker {
               reporter.lost(ctx, reason);
             },
       send: telemetry === null ? undefined : (input) => telemetry.send(input, (traced) => store.submit(traced)),
+      stepSpans: otel === null ? undefined : new StepSpans(otel),
     };
     const registry = new TaskRegistry({
       workerId,

@@ -10,7 +10,7 @@
  * - *carrier* — the submitter's trace context as stored in the task
  *   (`@cairnq/protocol`'s `trace-context.ts`).
  */
-import type { SubmitInput, Task } from "@cairnq/protocol";
+import type { SubmitInput } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TraceCarrier } from "@cairnq/protocol/sdk";
 import { formatTraceparent, parseTraceparent, TRACE_CONTEXT_METADATA_KEY, withTraceCarrier } from "@cairnq/protocol/sdk";
@@ -169,7 +169,7 @@ export class Telemetry {
    *
    * @throws InvalidArgument when the submit's own metadata uses the reserved key.
    */
-  async send<T>(input: SubmitInput, write: (input: SubmitInput) => Promise<T>, rowOf: (out: T) => Task): Promise<T> {
+  async send<T>(input: SubmitInput, write: (input: SubmitInput) => Promise<T>, rowOf: (out: T) => { readonly id: string }): Promise<T> {
     const tracer = this.tracer();
     const queue = input.queue ?? "default";
     if (tracer === null) {
