@@ -83,6 +83,7 @@ export type {
   RetryOptions,
   StoreCapabilities,
   StoreSignal,
+  StoreSignalReason,
   SubmitInput,
   SubmitOutcome,
   SucceedInput,

@@ -71,7 +71,7 @@ export async function backendsOf(pid: number): Promise<Backend[]> {
     "SELECT pid, state, query FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() ORDER BY pid",
     [fixtureApplicationName(pid)],
   );
-  return rows.map((row) => ({ pid: row.pid, state: row.state, query: row.query ?? "", listen: /^\s*LISTEN cairnq_queued/i.test(row.query ?? "") }));
+  return rows.map((row) => ({ pid: row.pid, state: row.state, query: row.query ?? "", listen: /^\s*LISTEN cairnq_/i.test(row.query ?? "") }));
 }
 
 /** `pg_terminate_backend` on each pid; returns the pids the server terminated (one that ended meanwhile is left out). */
