@@ -322,8 +322,10 @@ export class PostgresWakeups implements Wakeups {
         await this.#giveUpDeaf(current, check);
         return;
       }
-      // Channels wanted while the check ran.
-      await this.#listenWanted(current, []);
+      // Channels wanted while the check ran; and the check's own channel goes: Postgres interrupts every
+      // backend that LISTENs on anything at each commit that notifies, so a process that wants no signal
+      // (a client that only submits) keeps its LISTEN backend out of that until it does.
+      await this.#listenWanted(current, [], check === null ? [] : [`UNLISTEN ${this.#checkChannel}`]);
       if (generation !== this.#generation) {
         await endQuietly(current);
         return;
@@ -352,13 +354,16 @@ export class PostgresWakeups implements Wakeups {
     }
   }
 
-  /** LISTENs, in one query, on `extra` and on every wanted channel this connection has not LISTENed yet. */
-  async #listenWanted(client: ListenClient, extra: readonly string[]): Promise<void> {
+  /**
+   * Runs, in one query, `first`, then LISTEN on every wanted channel this connection has not
+   * LISTENed yet and on `extra`.
+   */
+  async #listenWanted(client: ListenClient, extra: readonly string[], first: readonly string[] = []): Promise<void> {
     // In a fixed order, so the statement reads the same whoever asked first.
     const channels = [QUEUED_CHANNEL, DONE_CHANNEL].filter((channel) => this.#wanted.has(channel) && !this.#listened.has(channel));
     for (const channel of channels) this.#listened.add(channel);
-    const all = [...channels, ...extra];
-    if (all.length > 0) await client.query(all.map((channel) => `LISTEN ${channel}`).join("; "));
+    const statements = [...first, ...[...channels, ...extra].map((channel) => `LISTEN ${channel}`)];
+    if (statements.length > 0) await client.query(statements.join("; "));
   }
 
   /**

@@ -240,6 +240,22 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     await wakeups.close();
   });
 
+  it("the check's channel is UNLISTENed once it heard: a process that wants no signal is no listener", async () => {
+    const client = new FakeClient();
+    const check = { notify: (channel: string, payload: string) => Promise.resolve(setImmediate(() => client.notify(channel, payload))).then(() => {}) };
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client), () => {}, 0, check);
+    wakeups.start();
+    await wakeups.whenSettled();
+    expect(wakeups.state).toBe("listening");
+    const [listen, unlisten] = client.queries;
+    expect(client.queries).toHaveLength(2);
+    expect(listen).toMatch(/^LISTEN cairnq_check_[0-9a-f]+$/);
+    expect(unlisten).toBe(`UN${listen as string}`);
+    await wakeups.taskDoneWake("t", 1);
+    expect(client.queries.slice(2)).toEqual(["LISTEN cairnq_done"]);
+    await wakeups.close();
+  });
+
   it("a channel wanted while connecting is LISTENed with the connection's first LISTEN", async () => {
     let connected!: (client: FakeClient) => void;
     const client = new FakeClient();
