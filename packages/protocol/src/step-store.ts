@@ -49,7 +49,10 @@ export interface TaskStepStore extends TaskStore {
   /**
    * Makes `parentId` due now when it is parked on a join (called after a
    * child became terminal); `true` when it woke it. The parent checks its
-   * children again when it resumes.
+   * children again when it resumes. A worker calls it after it settles a
+   * child; the store itself does the same after its `cancel`,
+   * `cancelByKey` and `cancelBatch` end a child (no worker settles those),
+   * with the same `queued` push signal.
    */
   wakeJoin(parentId: string): Promise<boolean>;
 }
