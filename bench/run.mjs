@@ -188,6 +188,14 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "latency.p99", r.p99);
       if (r.clientBusyRetries !== null) push("ours", "latency.clientBusy", r.clientBusyRetries);
       if (r.workerBusyRetries !== null) push("ours", "latency.workerBusy", r.workerBusyRetries);
+      // SQLite: the same samples against the call floor across two processes, measured right after them so both
+      // see the same minute of the shared machine (that floor swings with the load more than any other).
+      if (backend.crossProcessCallFloor !== undefined) {
+        push("ours", "latencyX.p50", r.p50);
+        const floor = await backend.crossProcessCallFloor({ calls: settings.latencyCalls, warmup: settings.latencyWarmup });
+        push("floors", "proto.callx.p50", floor.p50);
+        push("floors", "proto.callx.p99", floor.p99);
+      }
     });
     // Informational: the same round trip with polling turned far below its defaults, to separate what the
     // polling intervals cost from what the machinery costs. Not a recommended setting (it busy-polls).

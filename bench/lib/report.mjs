@@ -114,6 +114,13 @@ export const FIGURES = [
     target: {},
   },
   { id: "latency.workerBusy", label: "↳ the worker's writes that hit SQLITE_BUSY, over its run (warm-up included)", unit: "count", target: {} },
+  {
+    id: "latencyX.p50",
+    label: "↳ informational: p50 against the call floor across two processes (floor column; raw driver, each side waiting on the other's commits)",
+    unit: "ms",
+    floor: { sqlite: "proto.callx.p50" },
+    target: {},
+  },
   { id: "latencyTuned.p50", label: "↳ informational: p50 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   { id: "latencyTuned.p99", label: "↳ informational: p99 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   {
@@ -305,9 +312,13 @@ for (const [id, label] of Object.entries(FLOOR_LABELS)) FLOOR_LABELS[`proto.${id
 // The call() floor (protocol schema only): one connection, sequential INSERT → claim → complete → SELECT of the row.
 FLOOR_LABELS["proto.call.p50"] = "call() floor p50: INSERT, claim, complete (each its own commit), SELECT the row, 1 connection — protocol v1 schema";
 FLOOR_LABELS["proto.call.p99"] = "call() floor p99 — protocol v1 schema";
+// The same round trip split across two processes the way a call() is (SQLite: `crossProcessCallFloor`).
+FLOOR_LABELS["proto.callx.p50"] =
+  "call() floor across two processes p50: INSERT here; another process wakes on the commit (directory watch + data_version), claims, completes; SELECT here after waking on that commit — protocol v1 schema";
+FLOOR_LABELS["proto.callx.p99"] = "call() floor across two processes p99 — protocol v1 schema";
 
 /** The unit of a floor that is not a rate (tasks/s). */
-const FLOOR_UNITS = { "proto.call.p50": "ms", "proto.call.p99": "ms" };
+const FLOOR_UNITS = { "proto.call.p50": "ms", "proto.call.p99": "ms", "proto.callx.p50": "ms", "proto.callx.p99": "ms" };
 
 /** The floor's median for `floorId` of one backend's result (`@figure` = one of our own figures), or null. */
 function floorSummary(result, floorId) {
