@@ -25,6 +25,7 @@ import type {
   ScheduleTaskStore,
   StoreCapabilities,
   StoreSignal,
+  StoreSignalReason,
   SubmitInput,
   SubmitOutcome,
   SucceedInput,
@@ -279,8 +280,8 @@ export class CheckedStore implements TaskStore {
     return this.#inner.taskDoneWake(taskId, timeoutMs, signal);
   }
 
-  subscribe(listener: (signal: StoreSignal) => void): () => void {
-    return this.#inner.subscribe(listener);
+  subscribe(listener: (signal: StoreSignal) => void, reasons?: readonly StoreSignalReason[]): () => void {
+    return this.#inner.subscribe(listener, reasons);
   }
 
   /** `submitScheduleSlots` of a schedule store: every inserted row checked, queued, keyed by its slot. */

@@ -543,9 +543,12 @@ export class CairnQ {
     const push = store.capabilities.pushWakeups && typeof store.subscribe === "function";
     const heard = new Set<string>();
     const stopHearing = push
-      ? store.subscribe((signal) => {
-          if (signal.reason === "done") heard.add(signal.taskId);
-        })
+      ? store.subscribe(
+          (signal) => {
+            if (signal.reason === "done") heard.add(signal.taskId);
+          },
+          ["done"],
+        )
       : null;
     let submitted: Task;
     try {

@@ -80,6 +80,7 @@ export type {
   RetryOptions,
   StoreCapabilities,
   StoreSignal,
+  StoreSignalReason,
   SubmitInput,
   SubmitOutcome,
   SucceedInput,

@@ -284,12 +284,21 @@ export interface TaskStore {
    * Subscribes to the backend's push signals (§9): `queued` for a queue, `done`
    * for a task. Returns an unsubscribe function. Stores without push return a
    * no-op unsubscribe and never call `listener`.
+   *
+   * `reasons` names the signals the listener wants (default: both); the
+   * listener hears no other. A store may listen only for what someone asked
+   * for (Postgres LISTENs on a channel once a wait or a subscriber needs it),
+   * so a caller that wants one kind should say so: a worker hearing every
+   * settlement, or a client hearing its own submits, only costs CPU.
    */
-  subscribe(listener: (signal: StoreSignal) => void): () => void;
+  subscribe(listener: (signal: StoreSignal) => void, reasons?: readonly StoreSignalReason[]): () => void;
 }
 
 /** A push signal from the backend: "re-read". */
 export type StoreSignal = { readonly reason: "queued"; readonly queue: string } | { readonly reason: "done"; readonly taskId: string };
+
+/** The kinds of {@link StoreSignal}. */
+export type StoreSignalReason = StoreSignal["reason"];
 
 /**
  * Capability flags with documented defaults (not optional methods callers

@@ -190,9 +190,12 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
   const unsubscribe =
     byKey || typeof store.subscribe !== "function"
       ? () => {}
-      : store.subscribe((s) => {
-          if (s.reason === "done" && s.taskId === awaited) doneSignaled = true;
-        });
+      : store.subscribe(
+          (s) => {
+            if (s.reason === "done" && s.taskId === awaited) doneSignaled = true;
+          },
+          ["done"],
+        );
   try {
     for (;;) {
       let row: Task | null = null;

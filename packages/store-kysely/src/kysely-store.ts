@@ -31,6 +31,7 @@ import type {
   StepRecord,
   StoreCapabilities,
   StoreSignal,
+  StoreSignalReason,
   SubmitInput,
   SubmitOutcome,
   SucceedInput,
@@ -421,8 +422,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     return this.dialect.wakeups.taskDoneWake(taskId, timeoutMs, signal);
   }
 
-  /** Subscribes to the backend's push signals; a no-op unsubscribe where there are none. */
-  subscribe(listener: (signal: StoreSignal) => void): () => void {
-    return this.dialect.wakeups.subscribe(listener);
+  /** Subscribes to the backend's push signals (those of `reasons`, default both); a no-op unsubscribe where there are none. */
+  subscribe(listener: (signal: StoreSignal) => void, reasons?: readonly StoreSignalReason[]): () => void {
+    return this.dialect.wakeups.subscribe(listener, reasons);
   }
 }

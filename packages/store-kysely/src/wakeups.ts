@@ -1,4 +1,4 @@
-import type { StoreSignal } from "@cairnq/protocol";
+import type { StoreSignal, StoreSignalReason } from "@cairnq/protocol";
 import { sleep } from "@cairnq/runtime";
 
 /**
@@ -10,8 +10,8 @@ export interface Wakeups {
   claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /** Resolves after `timeoutMs`, or earlier on a `done` signal for `taskId`, or when `signal` aborts. */
   taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
-  /** Subscribes to push signals; returns the unsubscribe function. */
-  subscribe(listener: (signal: StoreSignal) => void): () => void;
+  /** Subscribes to push signals of `reasons` (default both); returns the unsubscribe function. */
+  subscribe(listener: (signal: StoreSignal) => void, reasons?: readonly StoreSignalReason[]): () => void;
 }
 
 /**

@@ -20,10 +20,19 @@
  *   LISTEN accepted but deaf (PgBouncer in transaction mode runs it on a
  *   server session that is handed to other clients; a LISTEN connection to
  *   another server than the pool's) fails the check;
- * - **deaf**: the check failed: the store polls for good, and says so once.
+ * - **deaf**: the check failed: the store polls for good, and says so once;
+ * - **wanted channel**: a channel someone asked for — `cairnq_queued` once a
+ *   claim wait registers a queue or a subscriber wants `queued` signals,
+ *   `cairnq_done` once a task wait begins or a subscriber wants `done`
+ *   signals. Only wanted channels are LISTENed (at connect, or the moment
+ *   they become wanted): Postgres delivers a notification only to the
+ *   connections LISTENing on its channel, so a worker process no longer
+ *   wakes for every settlement nor a client for each of its own submits.
+ *   A channel LISTENed late missed what was sent before: its waiters are
+ *   released then (they re-read, as after a reconnect).
  */
 import { randomBytes } from "node:crypto";
-import type { StoreSignal } from "@cairnq/protocol";
+import type { StoreSignal, StoreSignalReason } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
 import type { TimerHandle } from "@cairnq/runtime";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
@@ -46,6 +55,13 @@ export const LISTEN_CHECK_TIMEOUT_MS = 5_000;
 
 /** The SQLSTATE a server (or pooler) answers LISTEN with when it cannot support it. */
 const FEATURE_NOT_SUPPORTED = "0A000";
+
+/** What {@link PostgresWakeups.subscribe} keeps per subscription: the listener and the signals it wants. */
+interface Subscriber {
+  readonly listener: (signal: StoreSignal) => void;
+  readonly queued: boolean;
+  readonly done: boolean;
+}
 
 /** A NOTIFY as `pg` delivers it. */
 export interface ListenNotification {
@@ -140,7 +156,11 @@ export class PostgresWakeups implements Wakeups {
   readonly #doneWaiters = new WaiterSet<string>({ keyOf: (taskId) => taskId });
   readonly #wakeable = new Set<string>();
   readonly #buffered = new Set<string>();
-  readonly #subscribers = new Set<(signal: StoreSignal) => void>();
+  readonly #subscribers = new Set<Subscriber>();
+  /** The channels someone asked for (see the module comment); never shrinks. */
+  readonly #wanted = new Set<string>();
+  /** The channels LISTENed (or being LISTENed) on the current connection. */
+  readonly #listened = new Set<string>();
 
   #pingTimer: NodeJS.Timeout | null = null;
   readonly #pingIntervalMs: number;
@@ -200,7 +220,11 @@ export class PostgresWakeups implements Wakeups {
 
   /** Registers queues as wakeable (§5.10 step 1): their signals are buffered while nobody waits. */
   register(queues: readonly unknown[]): void {
-    for (const queue of queues) if (typeof queue === "string") this.#wakeable.add(queue);
+    for (const queue of queues) {
+      if (typeof queue !== "string") continue;
+      this.#wakeable.add(queue);
+      this.#want(QUEUED_CHANNEL);
+    }
   }
 
   /**
@@ -220,6 +244,7 @@ export class PostgresWakeups implements Wakeups {
   /** Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_done` signal for `taskId`; a plain sleep while not listening. */
   taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (!this.#mayWake()) return sleep(timeoutMs, { signal, unref: true });
+    this.#want(DONE_CHANNEL);
     return this.#doneWaiters.wait(taskId, timeoutMs, signal);
   }
 
@@ -233,10 +258,15 @@ export class PostgresWakeups implements Wakeups {
     return this.#state === "listening" || this.#state === "connecting" || this.#state === "retrying" || this.#state === "idle";
   }
 
-  /** Calls `listener` with every signal heard (`queued` with the queue, `done` with the task id); returns the unsubscribe. */
-  subscribe(listener: (signal: StoreSignal) => void): () => void {
-    // A wrapper per subscription, so subscribing one function twice gives two independent subscriptions.
-    const entry = (signal: StoreSignal): void => listener(signal);
+  /**
+   * Calls `listener` with every signal heard of `reasons` (`queued` with the queue, `done` with the task
+   * id; default both), and LISTENs on their channels if nobody did yet; returns the unsubscribe.
+   */
+  subscribe(listener: (signal: StoreSignal) => void, reasons: readonly StoreSignalReason[] = ["queued", "done"]): () => void {
+    // An object per subscription, so subscribing one function twice gives two independent subscriptions.
+    const entry: Subscriber = { listener, queued: reasons.includes("queued"), done: reasons.includes("done") };
+    if (entry.queued) this.#want(QUEUED_CHANNEL);
+    if (entry.done) this.#want(DONE_CHANNEL);
     this.#subscribers.add(entry);
     return () => {
       this.#subscribers.delete(entry);
@@ -281,7 +311,8 @@ export class PostgresWakeups implements Wakeups {
         if (generation === this.#generation) this.#notified(message);
       });
       const check = this.#check;
-      await current.query(`LISTEN ${QUEUED_CHANNEL}; LISTEN ${DONE_CHANNEL}${check === null ? "" : `; LISTEN ${this.#checkChannel}`}`);
+      this.#listened.clear();
+      await this.#listenWanted(current, check === null ? [] : [this.#checkChannel]);
       if (generation !== this.#generation) {
         await endQuietly(current);
         return;
@@ -291,6 +322,10 @@ export class PostgresWakeups implements Wakeups {
         await this.#giveUpDeaf(current, check);
         return;
       }
+      // Channels wanted while the check ran; and the check's own channel goes: Postgres interrupts every
+      // backend that LISTENs on anything at each commit that notifies, so a process that wants no signal
+      // (a client that only submits) keeps its LISTEN backend out of that until it does.
+      await this.#listenWanted(current, [], check === null ? [] : [`UNLISTEN ${this.#checkChannel}`]);
       if (generation !== this.#generation) {
         await endQuietly(current);
         return;
@@ -311,14 +346,68 @@ export class PostgresWakeups implements Wakeups {
       if (client !== null) await endQuietly(client);
       if (generation !== this.#generation) return;
       this.#report(error);
-      if (error instanceof ListenUnavailable || sqlState(error) === FEATURE_NOT_SUPPORTED) {
-        this.#state = "unavailable";
-        // Nothing will ever wake them: let them re-read and fall back to plain sleeps.
-        this.#releaseAll();
+      if (refusesListen(error)) {
+        this.#giveUpUnavailable();
         return;
       }
       this.#scheduleRetry();
     }
+  }
+
+  /**
+   * Runs, in one query, `first`, then LISTEN on every wanted channel this connection has not
+   * LISTENed yet and on `extra`.
+   */
+  async #listenWanted(client: ListenClient, extra: readonly string[], first: readonly string[] = []): Promise<void> {
+    // In a fixed order, so the statement reads the same whoever asked first.
+    const channels = [QUEUED_CHANNEL, DONE_CHANNEL].filter((channel) => this.#wanted.has(channel) && !this.#listened.has(channel));
+    for (const channel of channels) this.#listened.add(channel);
+    const statements = [...first, ...[...channels, ...extra].map((channel) => `LISTEN ${channel}`)];
+    if (statements.length > 0) await client.query(statements.join("; "));
+  }
+
+  /**
+   * Marks `channel` wanted; while listening, LISTENs on it now, and once that took effect releases
+   * its waiters (what was sent before it was missed). While connecting, `#open` LISTENs on it.
+   */
+  #want(channel: string): void {
+    if (this.#wanted.has(channel)) return;
+    this.#wanted.add(channel);
+    const client = this.#client;
+    if (this.#state !== "listening" || client === null) return;
+    const generation = this.#generation;
+    this.#listenWanted(client, []).then(
+      () => {
+        if (generation !== this.#generation) return;
+        if (channel === QUEUED_CHANNEL) {
+          for (const queue of this.#wakeable) this.#buffered.add(queue);
+          this.#claimWaiters.wakeAll();
+        } else {
+          this.#doneWaiters.wakeAll();
+        }
+      },
+      (error: unknown) => {
+        if (generation !== this.#generation) return;
+        if (!refusesListen(error)) {
+          this.#dropped(generation, client, error);
+          return;
+        }
+        this.#report(error);
+        this.#stopPing();
+        this.#generation += 1;
+        this.#client = null;
+        this.#backendPid = null;
+        void endQuietly(client);
+        this.#giveUpUnavailable();
+      },
+    );
+  }
+
+  /** LISTEN is refused for good: poll forever; nothing will ever wake the waiters, so they re-read and sleep plainly. */
+  #giveUpUnavailable(): void {
+    this.#state = "unavailable";
+    this.#buffered.clear();
+    this.#releaseAll();
   }
 
   /**
@@ -459,9 +548,10 @@ export class PostgresWakeups implements Wakeups {
   }
 
   #emit(signal: StoreSignal): void {
-    for (const listener of [...this.#subscribers]) {
+    for (const subscriber of [...this.#subscribers]) {
+      if (!subscriber[signal.reason]) continue;
       try {
-        listener(signal);
+        subscriber.listener(signal);
       } catch (error) {
         this.#report(error);
       }
@@ -481,6 +571,11 @@ export class PostgresWakeups implements Wakeups {
       // A throwing hook must not turn a survived error into a crash.
     }
   }
+}
+
+/** Whether `error` says LISTEN can never work on this connection (see "unavailable" in the module comment). */
+function refusesListen(error: unknown): boolean {
+  return error instanceof ListenUnavailable || sqlState(error) === FEATURE_NOT_SUPPORTED;
 }
 
 function sqlState(error: unknown): unknown {

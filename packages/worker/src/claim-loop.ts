@@ -77,9 +77,12 @@ export class ClaimLoop {
     let unsubscribe: () => void = () => {};
     try {
       if (typeof store.subscribe === "function") {
-        unsubscribe = store.subscribe((s) => {
-          if (s.reason === "queued" && queues.has(s.queue)) this.#queuedSignals += 1;
-        });
+        unsubscribe = store.subscribe(
+          (s) => {
+            if (s.reason === "queued" && queues.has(s.queue)) this.#queuedSignals += 1;
+          },
+          ["queued"],
+        );
         this.#hearsSignals = store.capabilities.pushWakeups;
       }
     } catch (err) {

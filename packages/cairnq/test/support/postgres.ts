@@ -61,7 +61,7 @@ export interface Backend {
   pid: number;
   state: string | null;
   query: string;
-  /** True for the store's dedicated LISTEN connection (its last statement is the LISTEN). */
+  /** True for the store's dedicated LISTEN connection (its last statement is a LISTEN, or the UNLISTEN of its check channel). */
   listen: boolean;
 }
 
@@ -71,7 +71,7 @@ export async function backendsOf(pid: number): Promise<Backend[]> {
     "SELECT pid, state, query FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() ORDER BY pid",
     [fixtureApplicationName(pid)],
   );
-  return rows.map((row) => ({ pid: row.pid, state: row.state, query: row.query ?? "", listen: /^\s*LISTEN cairnq_queued/i.test(row.query ?? "") }));
+  return rows.map((row) => ({ pid: row.pid, state: row.state, query: row.query ?? "", listen: /^\s*(UN)?LISTEN cairnq_/i.test(row.query ?? "") }));
 }
 
 /** `pg_terminate_backend` on each pid; returns the pids the server terminated (one that ended meanwhile is left out). */

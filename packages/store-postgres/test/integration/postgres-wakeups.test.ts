@@ -45,6 +45,8 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     const client = new FakeClient();
     const errors: unknown[] = [];
     const wakeups = new PostgresWakeups(() => Promise.resolve(client), (err) => errors.push(err));
+    // Wants both channels before it connects, so both are LISTENed at once.
+    wakeups.subscribe(() => {});
     wakeups.start();
     await wakeups.whenSettled();
     expect(wakeups.state).toBe("listening");
@@ -127,6 +129,7 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     const clients = [first, second];
     const errors: unknown[] = [];
     const wakeups = new PostgresWakeups(() => Promise.resolve(clients.shift() as FakeClient), (err) => errors.push(err));
+    wakeups.subscribe(() => {});
     wakeups.start();
     await wakeups.whenSettled();
     let released = 0;
@@ -197,12 +200,89 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     }],
   ])("%s → polls for good: no retry, plain sleeps", async (_label, connector) => {
     const wakeups = new PostgresWakeups(connector);
+    wakeups.register(["q"]);
     wakeups.start();
     await wakeups.whenSettled();
     expect(wakeups.state).toBe("unavailable");
     const start = Date.now();
     await wakeups.claimWake(["q"], 60);
     expect(elapsed(start)).toBeGreaterThanOrEqual(50);
+    await wakeups.close();
+  });
+
+  it("LISTENs only on the channels asked for, when asked; a channel LISTENed late releases its waiters; subscribers hear only their reasons", async () => {
+    const client = new FakeClient();
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client));
+    wakeups.start();
+    await wakeups.whenSettled();
+    expect(wakeups.state).toBe("listening");
+    expect(client.queries).toEqual([]);
+    // A claim wait wants queued signals: LISTEN on that channel alone; the wait re-reads once it took effect.
+    let released = false;
+    const claimWait = wakeups.claimWake(["q"], 60_000).then(() => (released = true));
+    expect(client.queries).toEqual(["LISTEN cairnq_queued"]);
+    await claimWait;
+    expect(released).toBe(true);
+    // The queue was buffered too: the next wait ends at once, whatever it missed.
+    await wakeups.claimWake(["q"], 60_000);
+    // A subscriber of done signals: LISTEN cairnq_done; it hears no queued signal.
+    const heard: StoreSignal[] = [];
+    const unsubscribe = wakeups.subscribe((signal) => heard.push(signal), ["done"]);
+    expect(client.queries).toEqual(["LISTEN cairnq_queued", "LISTEN cairnq_done"]);
+    client.notify("cairnq_queued", "q");
+    client.notify("cairnq_done", "t1");
+    expect(heard).toEqual([{ reason: "done", taskId: "t1" }]);
+    unsubscribe();
+    // Asked again: nothing more to LISTEN.
+    await wakeups.taskDoneWake("t2", 1);
+    wakeups.subscribe(() => {});
+    expect(client.queries).toEqual(["LISTEN cairnq_queued", "LISTEN cairnq_done"]);
+    await wakeups.close();
+  });
+
+  it("the check's channel is UNLISTENed once it heard: a process that wants no signal is no listener", async () => {
+    const client = new FakeClient();
+    const check = { notify: (channel: string, payload: string) => Promise.resolve(setImmediate(() => client.notify(channel, payload))).then(() => {}) };
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client), () => {}, 0, check);
+    wakeups.start();
+    await wakeups.whenSettled();
+    expect(wakeups.state).toBe("listening");
+    const [listen, unlisten] = client.queries;
+    expect(client.queries).toHaveLength(2);
+    expect(listen).toMatch(/^LISTEN cairnq_check_[0-9a-f]+$/);
+    expect(unlisten).toBe(`UN${listen as string}`);
+    await wakeups.taskDoneWake("t", 1);
+    expect(client.queries.slice(2)).toEqual(["LISTEN cairnq_done"]);
+    await wakeups.close();
+  });
+
+  it("a channel wanted while connecting is LISTENed with the connection's first LISTEN", async () => {
+    let connected!: (client: FakeClient) => void;
+    const client = new FakeClient();
+    const wakeups = new PostgresWakeups(() => new Promise<FakeClient>((resolve) => (connected = resolve)));
+    wakeups.start();
+    expect(wakeups.state).toBe("connecting");
+    void wakeups.taskDoneWake("t", 10);
+    connected(client);
+    await wakeups.whenSettled();
+    expect(client.queries).toEqual(["LISTEN cairnq_done"]);
+    await wakeups.close();
+  });
+
+  it.each([
+    ["feature_not_supported", { code: "0A000" }, "unavailable"],
+    ["any other error", { code: "57P01" }, "retrying"],
+  ])("a LISTEN asked for later that fails with %s → %s", async (_label, fields, state) => {
+    const client = new FakeClient();
+    const errors: unknown[] = [];
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client), (err) => errors.push(err));
+    wakeups.start();
+    await wakeups.whenSettled();
+    const failure = Object.assign(new Error("LISTEN failed"), fields);
+    client.query = () => Promise.reject(failure);
+    await wakeups.claimWake(["q"], 60_000);
+    expect(wakeups.state).toBe(state);
+    expect(errors).toEqual([failure]);
     await wakeups.close();
   });
 
@@ -231,6 +311,8 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
 describe("push wakeups of a PostgresStore against a real server (§9)", () => {
   async function listeningStore(options: ConstructorParameters<typeof PostgresStore>[1] = {}): Promise<PostgresStore> {
     const store = openStore(pgDsn(), { schema: schemaName(), ...options });
+    // Wants both channels from the start, so "listening" means both are LISTENed (none is added later).
+    store.subscribe(() => {});
     await store.connect();
     expect(await until(() => store.listenState === "listening")).toBe(true);
     return store;
