@@ -239,8 +239,22 @@ export class GroupDraw {
     this.#limits = limits;
   }
 
-  /** Draws up to `params.limit` rows of the name (the draw's parameters: `queues`, `limit`, `workerId`, `leaseMs`). */
-  async draw(tx: QueryRunner, params: Params): Promise<Task[]> {
+  /**
+   * Steps 1 and 2's read (the sweep and the head of the plain order) for a claim of `queues`: it
+   * depends on nothing else, so the claim sends it with its head (after the locks) and hands the
+   * rows to {@link draw}.
+   */
+  firstRead(queues: readonly string[]): CompiledQuery<Row> {
+    const name = this.#name;
+    return this.#query(SWEEP_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS });
+  }
+
+  /**
+   * Draws up to `params.limit` rows of the name (the draw's parameters: `queues`, `limit`, `workerId`,
+   * `leaseMs`). `first`: the rows of {@link firstRead} for these queues, read in this transaction
+   * under the lock with nothing written since, or `null` to read them now.
+   */
+  async draw(tx: QueryRunner, params: Params, first: readonly Row[] | null = null): Promise<Task[]> {
     const cap = params.limit as number;
     const queues = params.queues as readonly string[];
     const name = this.#name;
@@ -252,7 +266,7 @@ export class GroupDraw {
     const wake = new Set<string>();
     const done: string[] = [];
     const ungrouped: string[] = [];
-    for (const row of await this.#rows(tx, SWEEP_AND_HEAD, { name, queues, names: [name], limit: Math.min(cap, GROUP_HEAD_ROWS) })) {
+    for (const row of first ?? (await tx.executeQuery(this.firstRead(queues))).rows) {
       const group = row.group_key;
       if (Number(row.kind) === 0) {
         const seen = sweepGroupTask(String(row.status));
