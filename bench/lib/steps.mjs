@@ -6,7 +6,7 @@
 //   is one fenced journal write (its record), so the figures are judged against the raw driver's
 //   single-row commits (c1) and 64-row statements (c64) of the same run.
 // - park/wake: sequential `call()`s of a handler that does `await ctx.sleep("z", 0)` and returns —
-//   claim, park (the task goes back to queued, due now), claim again, replay, complete — against
+//   claim, the due sleep recorded done in the journal (it does not park), complete — against
 //   sequential `call()`s of a no-op handler in the same process and database (the "call" column).
 import { percentile } from "./stats.mjs";
 import { openClient, openWorker } from "./targets.mjs";

@@ -43,7 +43,7 @@ import type {
 } from "@cairnq/protocol";
 import { MemorySteps } from "./memory-steps.js";
 import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import { AlreadyExists, InvalidArgument, isTerminalStatus, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
 import {
   applyBranches,
@@ -317,7 +317,14 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async cancel(id: string): Promise<Task | null> {
-    return this.#applyRow(CANCEL, requireName(id, "id"), { taskId: id }, this.#clock());
+    const row = this.#applyRow(CANCEL, requireName(id, "id"), { taskId: id }, this.#clock());
+    if (row !== null) this.#wakeJoinsOf([row]);
+    return row;
+  }
+
+  /** A child a cancel ended (no worker settles it) makes its parent due now when it is parked on a join, as a settlement's wake would. */
+  #wakeJoinsOf(rows: readonly Task[]): void {
+    for (const row of rows) if (row.parent_id !== null && isTerminalStatus(row.status)) this.#steps.wakeJoin(row.parent_id);
   }
 
   async cancelByKey(key: string): Promise<Task | null> {
@@ -335,7 +342,9 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
-    return this.#batch(CANCEL_BATCH, cancelBatchParams(input));
+    const ids = this.#batch(CANCEL_BATCH, cancelBatchParams(input));
+    this.#wakeJoinsOf(ids.map((id) => this.#tasks.get(id) as Task));
+    return ids;
   }
 
   async retryBatch(input?: RetryBatchInput): Promise<string[]> {

@@ -198,6 +198,35 @@ export const stepCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "steps-join-wake-on-cancel",
+    title: "a child a cancel ends (queued, so no worker settles it) makes its parent parked on a join due now, whether cancelled by id or in a cancel batch",
+    spec: SPEC + ", §5.7",
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const parent = await t.submitAndClaim(t.w1, "parent");
+      const owned = { taskId: parent.id, workerId: t.w1, attempt: parent.attempt };
+      const a = await s.spawnStep({ ...owned, name: "a", seq: 1, child: { name: "child", queue: "kids" } });
+      const b = await s.spawnStep({ ...owned, name: "b", seq: 2, child: { name: "child", queue: "kids" } });
+      // A re-check far away: only the cancel's wake can make the parent due within this case.
+      const join = { ...owned, name: "all", kind: "join" as const, seq: 3, childIds: [a, b], delayMs: 600_000 };
+      t.expect(await s.parkStep(join)).toEqual({ kind: "parked", status: "queued" });
+      t.expect(await t.claim(t.w1, { queues: [parent.queue] })).toEqual([]);
+      t.fields(await t.store.cancel(a), { status: "canceled" });
+      const resumed = await t.claimOne(t.w1, { queues: [parent.queue] });
+      t.expect(resumed.id).toBe(parent.id);
+      t.expect(await s.parkStep({ ...join, attempt: resumed.attempt })).toEqual({ kind: "parked", status: "queued" });
+      t.expect(await t.store.cancelBatch({ queue: "kids", limit: 10 })).toEqual([b]);
+      const last = await t.claimOne(t.w1, { queues: [parent.queue] });
+      const ready = await s.parkStep({ ...join, attempt: last.attempt });
+      t.expect(ready.kind).toBe("ready");
+      t.expect((ready as { result: { id: string; status: string }[] }).result.map((row) => [row.id, row.status])).toEqual([
+        [a, "canceled"],
+        [b, "canceled"],
+      ]);
+    },
+  },
+  {
     id: "steps-deleted-with-task",
     title: "purging a finished task deletes its journal and messages with it",
     spec: SPEC + ", §5.9",

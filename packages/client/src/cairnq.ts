@@ -3,247 +3,28 @@
  * wait for, cancel, retry and purge them. It talks to the database only
  * through the `TaskStore` contract, so the same code runs on any store.
  */
-import type {
-  ListInput,
-  Logger,
-  PayloadArgs,
-  PayloadFor,
-  ResultFor,
-  MaxQueueDepth,
-  PurgeInput,
-  QueueStats,
-  RetryOptions,
-  SubmitInput,
-  SubmitOptions,
-  SubmitOutcome,
-  Task,
-  TaskDef,
-  TaskFilter,
-  TaskRef,
-  TaskStore,
-  TransactionalTaskStore,
-  WaitOptions,
-} from "@cairnq/protocol";
-import { CairnQError, InvalidArgument, TaskCanceled, TaskFailed, UnsupportedBackend } from "@cairnq/protocol";
-import { requireInt } from "@cairnq/protocol/adapter";
-import {
-  DEFAULT_BULK_LIMIT,
-  logSafely,
-  nextBatchCursor,
-  resolveGateTiming,
-  resolveWaitOptions,
-  requireGroupSupport,
-  SUBMIT_OPTION_KEYS,
-  submitInputOf,
-} from "@cairnq/protocol/sdk";
+import type { PayloadArgs, PayloadFor, ResultFor, QueueStats, RetryOptions, SubmitInput, SubmitOptions, SubmitOutcome, Task, TaskDef, TaskRef, TaskStore, TransactionalTaskStore, Logger } from "@cairnq/protocol";
+import { CairnQError, TaskCanceled, TaskFailed, InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
+import { logSafely, resolveGateTiming, resolveWaitOptions, requireGroupSupport, submitInputOf } from "@cairnq/protocol/sdk";
 import type { SendOutcome, StepRecord } from "@cairnq/protocol";
-import type { RetentionSweeperOptions } from "@cairnq/retention";
-import { RetentionSweeper } from "@cairnq/retention";
-import type { MetricsOptions, RuntimeClock, TracingOptions } from "@cairnq/runtime";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, optionalClock, Telemetry } from "@cairnq/runtime";
 import { readSteps, sendMessage } from "./steps.js";
 import { BackpressureGate } from "./backpressure-gate.js";
+import { bulkOptions, runBatches } from "./bulk.js";
+import type { BulkOptions, CairnQOptions, CallOptions, PurgeOptions, RetryManyOptions, TaskFor, TaskListInput, TaskWaitOptions } from "./client-options.js";
+import { BULK_KEYS, CALL_KEYS, CLIENT_OPTION_KEYS, RETRY_MANY_KEYS, SUBMIT_KEYS, WAIT_KEYS } from "./client-options.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
 import { explain } from "./explain.js";
+import type { RetentionHook } from "./retention-hook.js";
+import { retentionHook } from "./retention-hook.js";
+import { submitOutcomeTraced, submitTraced } from "./submit-telemetry.js";
+import { resolveTask, typedRow } from "./typed-task.js";
 import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
 
-/**
- * Something that deletes old terminal tasks on a schedule — in practice a
- * `RetentionSweeper` from `@cairnq/retention` — whose life cycle the client
- * owns.
- *
- * The client calls `start()` once, at the end of its constructor, and awaits
- * `stop()` in `close()` *before* closing the store, so a sweep in flight never
- * runs against a closed store. Any object with these two methods fits.
- */
-export interface RetentionHook {
-  /** Starts the schedule; must not throw for an already-started hook. */
-  start(): void;
-  /** Stops the schedule and resolves once a sweep in flight has finished. */
-  stop(): Promise<void>;
-}
-
-/** Options of {@link CairnQ}. */
-export interface CairnQOptions {
-  /**
-   * Backpressure (§5.6): the most `queued` tasks a queue may hold before a
-   * submit waits for room — an integer ≥ 1 for every queue, or an object
-   * `{ [queue]: limit }` gating only the named queues. The gate is installed
-   * on `store.queueDepthGate`, so child submits from workers sharing this
-   * store object are gated too. A soft limit: N producers may overshoot it by
-   * (N − 1) × 64. @default undefined (no limit)
-   */
-  maxQueueDepth?: MaxQueueDepth | undefined;
-  /**
-   * How long a gated submit waits for room before it rejects with
-   * `QueueFull` (nothing enqueued). Integer ≥ 0. @default 600000
-   */
-  maxQueueWaitMs?: number | undefined;
-  /** First sleep between depth probes while a queue is full; doubles up to 5000 ms. Integer ≥ 1. @default 250 */
-  queuePollIntervalMs?: number | undefined;
-  /**
-   * Retention owned by this client: the options of a `RetentionSweeper`
-   * (`{ olderThanMs, intervalMs?, limit?, onError?, logger? }`, with
-   * `olderThanMs` a number, a per-status map or a rule list), from which the
-   * client builds the sweeper over its store — or a ready sweeper (any
-   * object with `start()` and `stop()`). Started in the constructor and
-   * stopped in `close()`, before the store closes.
-   * @default undefined (nothing is purged automatically)
-   * @example
-   * ```ts
-   * new CairnQ(store, { retention: { olderThanMs: 7 * 24 * 3600_000 } });
-   * ```
-   */
-  retention?: RetentionSweeperOptions | RetentionHook | null | undefined;
-  /** Structural logger (`console`, pino, …). @default undefined (silent) */
-  logger?: Logger | undefined;
-  /**
-   * The clock the client reads the time from and sleeps on: `wait`, `call`
-   * and `waitByKey` deadlines and poll sleeps, the `maxQueueDepth` gate's
-   * sleeps and deadline, `explain`'s "now". For tests: `@cairnq/testing`
-   * passes a virtual clock the test moves by hand, with a store on the same
-   * clock. Rows are stamped by the store's clock, never this one.
-   * @default the system clock (`Date.now()`, Node's timers)
-   */
-  clock?: RuntimeClock | undefined;
-  /**
-   * OpenTelemetry traces (needs `@opentelemetry/api`): each submit is a
-   * PRODUCER span `send <queue>`, a child of the active span, and its
-   * context is stored with the task (metadata key `cairnq.trace`, in the
-   * same write) so the worker's `process <queue>` span links to it. `true`
-   * uses the global tracer provider. See docs/telemetry.md.
-   * @default false
-   */
-  tracing?: boolean | TracingOptions | undefined;
-  /**
-   * OpenTelemetry metrics (needs `@opentelemetry/api`): the
-   * `messaging.client.sent.messages` counter. `true` uses the global meter
-   * provider, looked up until one is registered. See docs/telemetry.md.
-   * @default false
-   */
-  metrics?: boolean | MetricsOptions | undefined;
-}
-
-/** Options of {@link CairnQ.call}: submit options plus how to wait. */
-export interface CallOptions extends SubmitOptions {
-  /** Give up with `TaskTimeout` after this long (the task keeps running). Integer ≥ 0. @default 30000 */
-  waitTimeoutMs?: number | undefined;
-  /** First poll interval. @default 100 */
-  pollMs?: number | undefined;
-  /** Largest poll interval. @default 500 */
-  maxPollMs?: number | undefined;
-  /** Aborts the wait (not the task): rejects with `signal.reason`. @default undefined */
-  signal?: AbortSignal | undefined;
-}
-
-/**
- * Options of {@link CairnQ.purge}. Unlike the store's input, `olderThanMs` is
- * required: `0` deletes every terminal task, which should be said explicitly.
- */
-export interface PurgeOptions extends Omit<PurgeInput, "olderThanMs"> {
-  /** Delete only rows completed more than this long ago; `0` = every terminal row. */
-  olderThanMs: number;
-}
-
-/** Options of {@link CairnQ.cancelMany}: `list`'s filters and the batch size. */
-export interface BulkOptions extends TaskFilter {
-  /** Rows per statement (an integer ≥ 1). @default 1000 */
-  batchSize?: number | undefined;
-}
-
-/** Options of {@link CairnQ.retryMany}: {@link BulkOptions} plus retry's `resetAttempt`. */
-export interface RetryManyOptions extends BulkOptions, RetryOptions {}
-
-const BULK_KEYS = ["status", "queue", "name", "rootId", "correlationId", "batchSize"] as const satisfies readonly (keyof BulkOptions)[];
-const RETRY_MANY_KEYS = [...BULK_KEYS, "resetAttempt"] as const satisfies readonly (keyof RetryManyOptions)[];
-
-function bulkOptions<O extends BulkOptions>(options: O, what: string, keys: readonly string[]): { batchSize: number; filter: Omit<O, "batchSize"> } {
-  if (typeof options === "object" && options !== null && "limit" in options) {
-    throw new InvalidArgument(
-      "limit",
-      `${what} changes every matching task, so it takes no 'limit'; batchSize sets how many rows each statement changes (default ${DEFAULT_BULK_LIMIT})`,
-    );
-  }
-  const checked = checkOptions(options, what, keys) as O;
-  const { batchSize, ...filter } = checked;
-  return { batchSize: batchSize === undefined ? DEFAULT_BULK_LIMIT : requireInt(batchSize, "batchSize", 1), filter };
-}
-
-/** The row type of a task of `D`: `Task<P, R>` from a {@link TaskDef}, `Task` without one. */
-export type TaskFor<D> = Task<PayloadFor<D>, ResultFor<D>>;
-
-/** {@link WaitOptions} plus the {@link TaskDef} that types the row (and is checked against its name). */
-export interface TaskWaitOptions<D extends TaskDef = TaskDef> extends WaitOptions {
-  /** Types the returned row from this definition; a task of another name fails with `InvalidArgument`. @default undefined (an untyped row) */
-  task?: D | undefined;
-}
-
-/** {@link ListInput} plus a {@link TaskDef}: filters on its name and types the rows. */
-export interface TaskListInput<D extends TaskDef = TaskDef> extends ListInput {
-  /** Lists tasks of this definition (its `name`), typed; with `name` too, both must agree. @default undefined */
-  task?: D | undefined;
-}
-
-const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
-const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
-const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal", "task"] as const satisfies readonly (keyof TaskWaitOptions)[];
-/** Every key of {@link CairnQOptions}, for the unknown-key check (the umbrella's factories list them too). */
-export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger", "clock", "tracing", "metrics"] as const satisfies readonly (keyof CairnQOptions)[]);
 const STORE_METHODS = ["connect", "close", "submit", "get", "getByKey", "getStatus", "getStatusByKey", "taskDoneWake", "subscribe"] as const;
-
-/**
- * The client's retention: `null` when unset, the hook itself when it has
- * `start()` and `stop()`, else a `RetentionSweeper` built from the options
- * (which it validates, naming the bad field).
- */
-function retentionHook(store: TaskStore, retention: CairnQOptions["retention"]): RetentionHook | null {
-  if (retention === undefined || retention === null) return null;
-  if (typeof retention !== "object") {
-    throw new InvalidArgument(
-      "retention",
-      `retention must be sweeper options such as { olderThanMs: 7 * 24 * 3600_000 }, or a RetentionSweeper, got ${typeof retention}`,
-    );
-  }
-  const hook = retention as Partial<RetentionHook>;
-  if (typeof hook.start === "function" && typeof hook.stop === "function") return retention as RetentionHook;
-  return new RetentionSweeper(store, retention as RetentionSweeperOptions);
-}
-
-interface ResolvedTask {
-  readonly name: string;
-  readonly queue?: string | undefined;
-  readonly maxAttempts?: number | undefined;
-  readonly priority?: number | undefined;
-}
-
-function resolveTask(task: unknown): ResolvedTask {
-  if (typeof task === "string" && task !== "") return { name: task };
-  if (typeof task === "object" && task !== null && typeof (task as { name?: unknown }).name === "string" && (task as TaskDef).name !== "") {
-    return task as TaskDef;
-  }
-  throw new InvalidArgument(
-    "name",
-    "the first argument must be a task name (a non-empty string) or a TaskDef from defineTask(...): workers find handlers by that name",
-  );
-}
-
-/**
- * A row read for a typed call: with a {@link TaskDef}, the row must be a
- * task of that name, or the types the caller asked for would be a lie.
- */
-function typedRow<T extends Task | null>(row: T, task: TaskDef | undefined, what: string): T {
-  if (task === undefined || row === null) return row;
-  const { name } = resolveTask(task);
-  if (row.name !== name) {
-    throw new InvalidArgument(
-      "task",
-      `${what}: task ${row.id} is a '${row.name}' task, not a '${name}' one, so it cannot be typed by that TaskDef; pass the definition of '${row.name}', or none`,
-    );
-  }
-  return row;
-}
 
 /**
  * The CairnQ client: submits tasks into the store and reads, waits for,
@@ -451,9 +232,7 @@ export class CairnQ {
   submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, P>, ResultFor<D, R>>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS));
-    const telemetry = this.#telemetry;
-    if (telemetry === null) return this.store.submit(input);
-    return telemetry.send(input, (traced) => this.store.submit(traced), (row) => row);
+    return submitTraced(this.#telemetry, this.store, input);
   }
 
   /**
@@ -474,9 +253,7 @@ export class CairnQ {
   ): Promise<SubmitOutcome<PayloadFor<D, P>, ResultFor<D, R>>>;
   async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS));
-    const telemetry = this.#telemetry;
-    if (telemetry === null) return this.store.submitOutcome(input);
-    return telemetry.send(input, (traced) => this.store.submitOutcome(traced), (outcome) => outcome.task);
+    return submitOutcomeTraced(this.#telemetry, this.store, input);
   }
 
   #submitInput(task: unknown, payload: unknown, options: SubmitOptions): SubmitInput {
@@ -651,7 +428,7 @@ export class CairnQ {
    */
   async cancelMany(filter: BulkOptions = {}): Promise<number> {
     const { batchSize, filter: rest } = bulkOptions(filter, "cancelMany", BULK_KEYS);
-    return this.#bulk((afterId) => this.store.cancelBatch({ ...rest, limit: batchSize, afterId }), batchSize);
+    return runBatches((afterId) => this.store.cancelBatch({ ...rest, limit: batchSize, afterId }), batchSize);
   }
 
   /**
@@ -669,18 +446,7 @@ export class CairnQ {
    */
   async retryMany(filter: RetryManyOptions = {}): Promise<number> {
     const { batchSize, filter: rest } = bulkOptions(filter, "retryMany", RETRY_MANY_KEYS);
-    return this.#bulk((afterId) => this.store.retryBatch({ ...rest, limit: batchSize, afterId }), batchSize);
-  }
-
-  async #bulk(batch: (afterId: string | null) => Promise<string[]>, batchSize: number): Promise<number> {
-    let total = 0;
-    let afterId: string | null = null;
-    for (;;) {
-      const ids = await batch(afterId);
-      total += ids.length;
-      if (ids.length < batchSize) return total;
-      afterId = nextBatchCursor(ids);
-    }
+    return runBatches((afterId) => this.store.retryBatch({ ...rest, limit: batchSize, afterId }), batchSize);
   }
 
   /**
@@ -783,8 +549,7 @@ export class CairnQ {
       : null;
     let submitted: Task;
     try {
-      const telemetry = this.#telemetry;
-      submitted = await (telemetry === null ? store.submit(input) : telemetry.send(input, (traced) => store.submit(traced), (row) => row));
+      submitted = await submitTraced(this.#telemetry, store, input);
     } finally {
       stopHearing?.();
     }

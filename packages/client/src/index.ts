@@ -15,18 +15,10 @@
  *
  * @packageDocumentation
  */
-export { CairnQ, CLIENT_OPTION_KEYS } from "./cairnq.js";
-export type {
-  BulkOptions,
-  CairnQOptions,
-  CallOptions,
-  PurgeOptions,
-  RetentionHook,
-  RetryManyOptions,
-  TaskFor,
-  TaskListInput,
-  TaskWaitOptions,
-} from "./cairnq.js";
+export { CairnQ } from "./cairnq.js";
+export { CLIENT_OPTION_KEYS } from "./client-options.js";
+export type { BulkOptions, CairnQOptions, CallOptions, PurgeOptions, RetryManyOptions, TaskFor, TaskListInput, TaskWaitOptions } from "./client-options.js";
+export type { RetentionHook } from "./retention-hook.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export type { ExplainOptions, ExplainState, Explanation } from "./explain.js";
 export { describeStepWait } from "./explain-steps.js";

@@ -96,6 +96,13 @@ export function pageHtml(options: { readOnly: boolean }): string {
           <button type="button" id="bulk-no">Keep</button>
         </span>
       </div>
+      <div class="groups" id="groups" hidden>
+        <h3>Groups of <span id="groups-name"></span> <span class="legend" id="groups-legend"></span></h3>
+        <table class="group-counts">
+          <thead><tr><th>Group</th><th class="num">Queued</th><th class="num">Running</th></tr></thead>
+          <tbody id="group-rows"></tbody>
+        </table>
+      </div>
       <table class="tasks" id="task-table">
         <thead><tr><th>Status</th><th>Task</th><th>Name</th><th>Queue</th><th class="num">Attempt</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
         <tbody id="task-rows"></tbody>

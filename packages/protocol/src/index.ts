@@ -74,9 +74,6 @@ export type {
   ProgressInput,
   PurgeInput,
   QueueDepthGate,
-  QueueHealth,
-  QueueHealthGroup,
-  QueueHealthTaskStore,
   QueueStats,
   RefCompleteTaskStore,
   RetryBatchInput,
@@ -88,10 +85,10 @@ export type {
   SucceedInput,
   TaskFilter,
   ScheduleTaskStore,
-  TaskStepStore,
   TaskStore,
   TransactionalTaskStore,
 } from "./store.js";
+export type { QueueHealth, QueueHealthGroup, QueueHealthTaskStore } from "./queue-health.js";
 export { PROTOCOL_VERSION, SCHEMA_VERSION } from "./version.js";
 export type { SubmitOptions } from "./submit-options.js";
 export type { WaitOptions } from "./wait.js";
@@ -106,3 +103,4 @@ export { SCHEDULE_KEY_PREFIX, scheduleSlotKey } from "./schedule.js";
 export type { ScheduleSlotsInput, ScheduleSlotsResult, ScheduleTaskInput } from "./schedule.js";
 export { PARK_FOREVER_AT_MS, STEP_KINDS, stepKey } from "./steps.js";
 export type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepKind, StepRecord, StepStatus } from "./steps.js";
+export type { TaskStepStore } from "./step-store.js";

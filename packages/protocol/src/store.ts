@@ -2,7 +2,6 @@ import type { DebounceOptions } from "./debounce.js";
 import type { Conflict } from "./conflict.js";
 import type { FlowControl } from "./flow-control.js";
 import type { ScheduleSlotsInput, ScheduleSlotsResult } from "./schedule.js";
-import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord } from "./steps.js";
 import type { TaskStatus, TerminalStatus } from "./statuses.js";
 import type { Task, TaskRef } from "./task.js";
 
@@ -653,34 +652,6 @@ export interface RefCompleteTaskStore extends TaskStore {
   completeRef(input: CompleteInput): Promise<TaskRef>;
 }
 
-/** One `(queue, status)` group of {@link QueueHealthTaskStore.queueHealth}. */
-export interface QueueHealthGroup {
-  readonly queue: string;
-  readonly status: TaskStatus;
-  /** Rows in the group. */
-  readonly count: number;
-  /** For `queued`: the smallest `run_at_ms` of the group's due rows (`run_at_ms <= now`), `null` when none is due. */
-  readonly oldestDueAtMs: number | null;
-}
-
-/** What {@link QueueHealthTaskStore.queueHealth} read. */
-export interface QueueHealth {
-  /** The store's clock when it read (the database's on Postgres), so ages need no other clock. */
-  readonly nowMs: number;
-  readonly groups: readonly QueueHealthGroup[];
-}
-
-/**
- * A store that reads queue health in one aggregate statement
- * (`capabilities.queueHealth`): every `(queue, status)` group's count and,
- * for queued rows, the oldest due `run_at_ms`. Read-only; it scans the
- * table (an index-only scan of the claim index where the database offers
- * one), so callers cache it.
- */
-export interface QueueHealthTaskStore extends TaskStore {
-  queueHealth(): Promise<QueueHealth>;
-}
-
 /**
  * A store that can settle a task in the caller's own transaction (§5.15
  * `complete_in`; Postgres and SQLite). `fn` receives the store's transaction handle
@@ -695,52 +666,4 @@ export interface TransactionalTaskStore<Tx = unknown> extends TaskStore {
    * (client-level: `cairnq.withTransaction(trx)`). `close()` closes only the view.
    */
   withTransaction(trx: Tx): TaskStore;
-}
-
-/**
- * A store with durable steps (`capabilities.durableSteps`; see `steps.ts`).
- * The writes a worker makes for its own task (`recordStep`, `parkStep`,
- * `spawnStep`) are owned writes: they land only while the row is `running`,
- * owned by `workerId` on `attempt`, checked in the statement or transaction
- * that writes, and reject with `LostLease` otherwise, nothing written.
- * `parkStep` and `send` serialise per task, so a message is never missed by
- * a wait parking at the same moment.
- */
-export interface TaskStepStore extends TaskStore {
-  /** The task's journal, in the order entries were first recorded; `[]` for a task without steps or no task. Read-only. */
-  steps(taskId: string): Promise<StepRecord[]>;
-  /**
-   * Writes a step's outcome (`done` or `failed`) to the journal in one fenced
-   * statement; an entry already `done` is never overwritten. `LostLease` when
-   * the fence fails.
-   */
-  recordStep(input: RecordStepInput): Promise<void>;
-  /**
-   * Parks the task on a sleep, wait or join, in one transaction under the
-   * task's lock: a wait whose message is already there, or a join whose
-   * children are all terminal, is recorded `done` and answered `ready`
-   * without parking; otherwise the entry is recorded `waiting` and the task
-   * parked ({@link ParkOutcome}). `LostLease` when the fence fails.
-   */
-  parkStep(input: ParkStepInput): Promise<ParkOutcome>;
-  /**
-   * Submits the child and records its id as the step's result in one
-   * transaction, once per journal key: when the entry exists, its recorded
-   * child id is returned and nothing is submitted. The child's `parentId` is
-   * the task, its `rootId` the task's root. `LostLease` when the fence fails.
-   */
-  spawnStep(input: SpawnStepInput): Promise<string>;
-  /**
-   * Stores a message for the task (kept until a wait consumes it) and, when
-   * the task is parked waiting for that name, makes it due now with the
-   * usual `queued` push signal. Rejects with `InvalidArgument` when no task
-   * has this id. Works inside `withTransaction` like any write.
-   */
-  send(input: SendInput): Promise<SendOutcome>;
-  /**
-   * Makes `parentId` due now when it is parked on a join (called after a
-   * child became terminal); `true` when it woke it. The parent checks its
-   * children again when it resumes.
-   */
-  wakeJoin(parentId: string): Promise<boolean>;
 }

@@ -1,4 +1,5 @@
 import type { BulkBatchInput, PurgeInput, RetryBatchInput, RetryOptions, Task } from "@cairnq/protocol";
+import { isTerminalStatus } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
 import { CANCEL, CANCEL_BATCH, cancelBatchParams, PURGE, purgeParams, requireKey, requireName, RETRY, RETRY_BATCH, retryBatchParams, retryParams } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
@@ -20,14 +21,18 @@ const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
 export class ClientTransitions {
   readonly #statements: StoreStatements;
   readonly #lifecycle: StoreLifecycle;
+  readonly #wakeJoins: (parentIds: readonly string[]) => Promise<unknown>;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
+   * @param wakeJoins - Makes parents parked on a join due now (`StepJournal.wakeJoins`): called after a
+   *   cancel ended children, which no worker settles, so their joins wake as promptly as on a settlement.
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle) {
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, wakeJoins: (parentIds: readonly string[]) => Promise<unknown>) {
     this.#statements = statements;
     this.#lifecycle = lifecycle;
+    this.#wakeJoins = wakeJoins;
   }
 
   /** T3/T4 (§5.7): the post-update row, or `null` when terminal or missing. */
@@ -57,7 +62,12 @@ export class ClientTransitions {
    * guard as it writes it. Returns the ids it changed.
    */
   async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
-    return this.#ids(CANCEL_BATCH_TEMPLATE, cancelBatchParams(input));
+    const params = cancelBatchParams(input);
+    return this.#lifecycle.run(async () => {
+      const rows = (await this.#statements.write(CANCEL_BATCH_TEMPLATE, params)).rows;
+      await this.#wakeJoins(endedChildrenParents(rows));
+      return rows.map((row) => String(row.id));
+    });
   }
 
   /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link ClientTransitions.cancelBatch}. */
@@ -78,8 +88,14 @@ export class ClientTransitions {
   #transition(rule: RowTransition, params: Params): Promise<Task | null> {
     return this.#lifecycle.run(async () => {
       const row = (await this.#statements.write(rowTransitionTemplate(rule), params)).rows[0];
-      return row === undefined ? null : decodeTask(row);
+      return row === undefined ? null : this.#ended(decodeTask(row));
     });
+  }
+
+  /** After a cancel: a child it ended wakes its joining parent. */
+  async #ended(task: Task): Promise<Task> {
+    await this.#wakeJoins(endedChildrenParents([task]));
+    return task;
   }
 
   #byKey(key: string, extra: Params, rule: RowTransition): Promise<Task | null> {
@@ -91,7 +107,16 @@ export class ClientTransitions {
         if (found === undefined) return null;
         const row = (await this.#statements.exec(tx, rowTransitionTemplate(rule), { ...extra, taskId: String(found.task_id) })).rows[0];
         return row === undefined ? null : decodeTask(row);
-      }),
+      }).then((task) => (task === null ? null : this.#ended(task))),
     );
   }
+}
+
+/** The parents of the rows that are children and now terminal (a cancel of a running row only flags it: its worker settles it). */
+function endedChildrenParents(rows: readonly { readonly parent_id?: unknown; readonly status?: unknown }[]): string[] {
+  const parents: string[] = [];
+  for (const row of rows) {
+    if (typeof row.parent_id === "string" && isTerminalStatus(String(row.status))) parents.push(row.parent_id);
+  }
+  return parents;
 }

@@ -145,7 +145,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
     this.#owned = new OwnedWrites(statements, this.#lifecycle);
     this.#reads = new TaskReads(statements, this.#lifecycle);
-    this.#transitions = new ClientTransitions(statements, this.#lifecycle);
+    this.#transitions = new ClientTransitions(statements, this.#lifecycle, (parentIds) => this.#steps.wakeJoins(parentIds));
     this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions);
     this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle);
     this.#steps = new StepJournal(this.#extensions);

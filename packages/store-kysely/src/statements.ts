@@ -486,7 +486,7 @@ const batchTemplates = perRule((rule: SetTransition): StatementTemplate => {
       const set = setList(c, assignments);
       const guard = c.condition(selection.where);
       const recheck = guard === null ? "" : ` AND ${guard}`;
-      return `UPDATE ${TASKS_TABLE} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id`;
+      return `UPDATE ${TASKS_TABLE} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id, parent_id, status`;
     },
   };
 });
@@ -494,7 +494,8 @@ const batchTemplates = perRule((rule: SetTransition): StatementTemplate => {
 /**
  * One batch of a bulk cancel or retry (`CANCEL_BATCH`, `RETRY_BATCH`) as ONE
  * statement: `UPDATE … SET <the single rule's branches> WHERE id IN (SELECT
- * id … WHERE <where> ORDER BY id LIMIT ?) AND <where> RETURNING id`. The
+ * id … WHERE <where> ORDER BY id LIMIT ?) AND <where> RETURNING id, parent_id,
+ * status` (a child a cancel ended wakes its joining parent). The
  * selection's condition is repeated on the outer UPDATE so that it is
  * evaluated again on each row's current values as it is written: on Postgres
  * a row another transaction changed after the subquery's snapshot is

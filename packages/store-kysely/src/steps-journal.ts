@@ -321,10 +321,24 @@ export class StepJournal {
 
   /** Makes a parent parked on a join due now. */
   async wakeJoin(parentId: string): Promise<boolean> {
-    const taskId = requireName(parentId, "parentId");
+    return (await this.wakeJoins([requireName(parentId, "parentId")])) > 0;
+  }
+
+  /**
+   * Makes each of `parentIds` that is parked on a join due now, with the `queued` push signal, in one
+   * write transaction; how many it woke. Called by the store itself after a transition ended children
+   * without a worker settling them (a cancel of a queued child), so their joins are pushed as a
+   * settlement's are, not found by the re-check.
+   */
+  async wakeJoins(parentIds: readonly string[]): Promise<number> {
+    if (parentIds.length === 0) return 0;
     await this.#ready();
     const { dialect, db } = this.ext;
-    return dialect.executor.writeTransaction(db, (tx) => this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null }));
+    return dialect.executor.writeTransaction(db, async (tx) => {
+      let woke = 0;
+      for (const taskId of new Set(parentIds)) if (await this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null })) woke += 1;
+      return woke;
+    });
   }
 
   async #wake(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<boolean> {

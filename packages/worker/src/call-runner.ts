@@ -66,7 +66,7 @@ export class CallRunner {
       leaseMs: host.leaseMs,
       intervalMs: host.heartbeatIntervalMs,
       clock: host.clock,
-      report: (err, info) => reporter.report(err, info),
+      report: (err, info, ctx) => reporter.report(err, info, ctx),
       ...(onBeat === undefined ? {} : { onBeat }),
     });
   }
@@ -213,7 +213,7 @@ export class CallRunner {
   #completeFailed(ctx: Context, err: unknown): Promise<void> | undefined {
     if (err instanceof SerializationError) return this.#finalFail(ctx, unserializableResultEnvelope(err), false, 0);
     if (err instanceof LostLease) ctx.markLost("write");
-    else this.#host.reporter.report(err, { phase: "execute", taskId: ctx.taskId });
+    else this.#host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);
     return undefined;
   }
 
@@ -234,7 +234,7 @@ export class CallRunner {
       });
       host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs });
     } catch (err) {
-      if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId });
+      if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);
     }
   }
 }

@@ -154,7 +154,7 @@ export class Call {
   /** Ends a buffered call that will never start: its heartbeat stops, it holds no slot, and it ends once its early settlements do. */
   drop(): void {
     this.#phase = "settling";
-    this.#heartbeat?.release((this.contexts[0] as Context).taskId);
+    this.#heartbeat?.release(this.contexts[0] as Context);
     this.#host.settling(this);
     this.#started?.resolve(false);
   }
@@ -170,7 +170,7 @@ export class Call {
    * settlement's commit). An abandoned call stays `running` until admission releases it.
    */
   handlerEnded(abandoned: boolean): void {
-    this.#heartbeat?.release((this.contexts[0] as Context).taskId);
+    this.#heartbeat?.release(this.contexts[0] as Context);
     if (abandoned) return;
     this.#phase = "settling";
     this.#host.settling(this);

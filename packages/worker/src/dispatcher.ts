@@ -89,7 +89,7 @@ export class Dispatcher {
     const life = call.phase === "buffered" ? this.#follow(call) : this.#host.runner.execute(call);
     const release = (): void => admission.release(call);
     call.done = life.then(release, (err: unknown) => {
-      reporter.report(err, { phase: "execute", taskId: first.id });
+      reporter.report(err, { phase: "execute", taskId: first.id }, contexts[0]);
       release();
     });
     return call;

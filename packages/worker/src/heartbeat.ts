@@ -16,7 +16,8 @@ export interface HeartbeatOptions {
   readonly intervalMs: number;
   /** The worker's clock: the beats' timers and the blocked-loop measure. */
   readonly clock: RuntimeClock;
-  readonly report: (err: unknown, info: WorkerErrorInfo) => void;
+  /** Where errors go; `ctx` is the task `info.taskId` names. */
+  readonly report: (err: unknown, info: WorkerErrorInfo, ctx: Context) => void;
   /** Called after each beat's reply was recorded (cancel flags, lost leases). */
   readonly onBeat?: () => void;
 }
@@ -60,12 +61,12 @@ export class Heartbeat {
   }
 
   /**
-   * A call ended: runs the blocked check once more for it (`taskId` is its first task), so a
+   * A call ended: runs the blocked check once more for it (`ctx` is its first task), so a
    * handler that blocked the loop and then returned is still reported — unless the beat had already
    * stopped because nothing was live — and stops once no call holds the heartbeat.
    */
-  release(taskId: string): void {
-    if (this.#running) this.#checkBlocked(taskId, false);
+  release(ctx: Context): void {
+    if (this.#running) this.#checkBlocked(ctx, false);
     this.#holders -= 1;
     if (this.#holders <= 0) this.#halt();
   }
@@ -83,7 +84,7 @@ export class Heartbeat {
 
   #tick(): void {
     if (!this.#running) return;
-    this.#checkBlocked((this.#contexts[0] as Context).taskId, true);
+    this.#checkBlocked(this.#contexts[0] as Context, true);
     const live = this.#contexts.filter((ctx) => ctx.live);
     if (live.length === 0) {
       this.#halt();
@@ -102,12 +103,12 @@ export class Heartbeat {
    * always restarts the measure; a call's end only when it reported (so one blocked stretch is
    * reported once, not by every call of the claim that ends after it).
    */
-  #checkBlocked(taskId: string, beat: boolean): void {
+  #checkBlocked(ctx: Context, beat: boolean): void {
     const { intervalMs, leaseMs, clock } = this.#opts;
     const now = clock.now();
     const lateMs = now - this.#lastBeatAtMs - intervalMs;
     const blocked = lateMs > intervalMs;
-    if (blocked) this.#opts.report(new EventLoopBlocked(lateMs, intervalMs, leaseMs), { phase: "execute", taskId });
+    if (blocked) this.#opts.report(new EventLoopBlocked(lateMs, intervalMs, leaseMs), { phase: "execute", taskId: ctx.taskId }, ctx);
     if (blocked || beat) this.#lastBeatAtMs = now;
   }
 
@@ -117,7 +118,8 @@ export class Heartbeat {
     try {
       held = await store.heartbeatBatch({ taskIds: live.map((ctx) => ctx.taskId), workerId, leaseMs });
     } catch (err) {
-      this.#opts.report(err, { phase: "execute", taskId: (live[0] as Context).taskId });
+      const first = live[0] as Context;
+      this.#opts.report(err, { phase: "execute", taskId: first.taskId }, first);
       return;
     }
     for (const ctx of live) {

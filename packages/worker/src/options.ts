@@ -17,6 +17,10 @@ export interface WorkerErrorInfo {
   readonly taskId?: string;
   /** The schedule name, for `"schedule"`. */
   readonly schedule?: string;
+  /** With `tracing` on, the trace id of the span of the call that ran `taskId` (absent before its handler started). */
+  readonly traceId?: string;
+  /** With `tracing` on, the span id of that call's span. */
+  readonly spanId?: string;
 }
 
 /**

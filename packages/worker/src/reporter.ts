@@ -14,6 +14,12 @@ import { TypedEmitter } from "./events.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo } from "./options.js";
 import type { Context, LostReason } from "./task-context.js";
 
+/** The log fields that tie a record to the span of the call it is about. @internal */
+export interface TraceFields {
+  readonly trace_id: string;
+  readonly span_id: string;
+}
+
 /** The worker's events, settlement and lease-loss logging, and `onError` handling. @internal */
 export class Reporter {
   readonly #workerId: string;
@@ -22,8 +28,8 @@ export class Reporter {
   readonly #clock: RuntimeClock;
   readonly #events = new TypedEmitter<WorkerEvents>();
 
-  /** Extra log fields for a task's records (`trace_id`, `span_id` of its call's span), when telemetry is on. */
-  traceFields: ((ctx: Context) => Record<string, string> | undefined) | null = null;
+  /** Extra log fields for a task's records (`trace_id`, `span_id` of its call's span), when tracing is on. */
+  traceFields: ((ctx: Context) => TraceFields | undefined) | null = null;
 
   constructor(workerId: string, options: Pick<ResolvedWorkerOptions, "logger" | "onError" | "clock">) {
     this.#workerId = workerId;
@@ -92,19 +98,25 @@ export class Reporter {
     }
   }
 
-  /** Hands an error the worker survives to `onError` (whose own exceptions are swallowed) and the logger. */
-  report(err: unknown, info: WorkerErrorInfo): void {
+  /**
+   * Hands an error the worker survives to `onError` (whose own exceptions are swallowed) and the logger.
+   * `ctx`, the task concerned (`info.taskId`'s), adds its call span's `traceId`/`spanId` to `info` and
+   * `trace_id`/`span_id` to the log record when the task was traced.
+   */
+  report(err: unknown, info: WorkerErrorInfo, ctx?: Context): void {
     const level = err instanceof EventLoopBlocked ? "warn" : "error";
+    const trace = ctx === undefined ? undefined : this.traceFields?.(ctx);
     logSafely(this.#logger, level, err instanceof Error ? err.message : "worker error", {
       workerId: this.#workerId,
       phase: info.phase,
       taskId: info.taskId,
       error: err,
+      ...trace,
     });
     const onError = this.#onError;
     if (onError === null) return;
     try {
-      const returned = onError(err, info) as unknown;
+      const returned = onError(err, trace === undefined ? info : { ...info, traceId: trace.trace_id, spanId: trace.span_id }) as unknown;
       if (returned instanceof Promise) returned.catch(() => {});
     } catch {
       // onError's exceptions are swallowed (§8.1): reporting must not stop the worker.

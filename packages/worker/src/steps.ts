@@ -13,16 +13,19 @@
  *   `canceled`), the context is settled, the call's slot and heartbeat are
  *   let go of, and the handler's promise is left pending for ever — the
  *   handler runs again from the top when the task is claimed next.
+ * - A sleep already due when reached (`sleep(name, 0)`, `sleepUntil` a past
+ *   instant) does not park: it is recorded `done` and the call goes on.
  * - A sleep or a wait that timed out is known to be over when the claimed
  *   row's `run_at_ms` has reached the recorded wake time: a parked row only
  *   becomes due at that time, and every later write of `run_at_ms` (a
  *   message, a retry, lease recovery) is at a later instant — so no clock of
  *   this process is compared with the database's.
  */
-import type { StepRecord, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
 import { encodeJson, requireInt, requireStepName } from "@cairnq/protocol/adapter";
 import { childLineage, envelopeFromThrown, submitInputOf } from "@cairnq/protocol/sdk";
+import type { StepSpans } from "./step-spans.js";
 import type { ChildSubmitOptions } from "./task-context.js";
 
 /** What a step's function receives. */
@@ -45,13 +48,15 @@ export interface WaitForOptions {
   timeoutMs?: number;
 }
 
-/** A join re-checks its children at least this often, for children ended without a worker (a cancel of a queued child, a lease expiry that failed it). */
+/** A join re-checks its children at least this often, for children ended without a worker settling them or a cancel waking it (a lease expiry that failed a child). */
 export const JOIN_RECHECK_MS = 30_000;
 
 /** What the steps of one call need of their context. @internal */
 export interface StepHost {
   readonly store: TaskStore;
   readonly taskId: string;
+  /** The task's name (for step spans). */
+  readonly taskName: string;
   readonly workerId: string;
   readonly attempt: number;
   readonly rootId: string | null;
@@ -60,6 +65,8 @@ export interface StepHost {
   readonly runAtMs: number;
   /** The call handles several tasks (a batch handler): steps are refused. */
   readonly inBatch: boolean;
+  /** Step spans and spawned children's trace context, with `tracing` on; else `null`. */
+  readonly spans: StepSpans | null;
   /** The worker's clock, for `sleepUntil`'s delay. */
   now(): number;
   /** Throws `LostLease` when the context is lost or settled. */
@@ -87,24 +94,31 @@ export class CallSteps {
 
   async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
     if (typeof fn !== "function") throw new InvalidArgument("fn", `ctx.step('${String(name)}', fn) needs a function to run`);
-    const { key, entry } = await this.#begin("step", name);
+    const { key, occurrence, entry } = await this.#begin("step", name);
     try {
       if (entry?.status === "done") return entry.result as T;
-      let value: T;
-      try {
-        value = await fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
-      } catch (err) {
-        await this.#recordFailure(key, entry, err);
-        throw err;
-      }
-      // Through the JSON boundary, as a task result: a replay returns exactly what the first run returned.
-      const encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
-      const result: unknown = JSON.parse(encoded);
-      await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
-      return result as T;
+      const host = this.#host;
+      const run = (): Promise<T> => this.#runStep(key, entry, fn);
+      return await (host.spans === null ? run() : host.spans.run({ name, occurrence, taskId: host.taskId, taskName: host.taskName, attempt: host.attempt }, run));
     } finally {
       this.#inFlight.delete(name);
     }
+  }
+
+  /** Runs a step's function and records its outcome. */
+  async #runStep<T>(key: string, entry: StepRecord | undefined, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+    let value: T;
+    try {
+      value = await fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
+    } catch (err) {
+      await this.#recordFailure(key, entry, err);
+      throw err;
+    }
+    // Through the JSON boundary, as a task result: a replay returns exactly what the first run returned.
+    const encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
+    const result: unknown = JSON.parse(encoded);
+    await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
+    return result as T;
   }
 
   async sleep(name: string, ms: number): Promise<void> {
@@ -128,10 +142,18 @@ export class CallSteps {
   }
 
   async #sleepFrom(key: string, entry: StepRecord | undefined, delayMs: number): Promise<void> {
+    if (entry?.status === "done") return;
+    if (entry === undefined && delayMs === 0) {
+      // Already due: parking would give the slot back only to claim the task again at once (two commits
+      // and a replay of the handler; a sleep-0 round trip 5 commits → 4). Recorded done, fenced like a
+      // step, so the journal shows it and a replay passes it without a write.
+      await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "sleep", status: "done", seq: this.#nextSeq(), result: null }));
+      return;
+    }
     if (entry !== undefined && entry.wakeAtMs !== null) {
       // Over once the store's clock passed the wake time (the journal then reads `done`) or the task was
       // claimed at or after it: no write either way, so a resumed sleep costs nothing on the latency path.
-      if (entry.status === "done" || this.#host.runAtMs >= entry.wakeAtMs) return;
+      if (this.#host.runAtMs >= entry.wakeAtMs) return;
       await this.#park({ name: key, kind: "sleep", seq: entry.seq, untilMs: entry.wakeAtMs });
       return;
     }
@@ -171,7 +193,10 @@ export class CallSteps {
     const { key, entry } = await this.#begin("spawn", name);
     try {
       if (entry?.status === "done") return entry.result as string;
-      return await this.#write(() => this.#store().spawnStep({ ...this.#owned(), name: key, seq: entry?.seq ?? this.#nextSeq(), child }));
+      const seq = entry?.seq ?? this.#nextSeq();
+      const write = (input: SubmitInput): Promise<string> => this.#write(() => this.#store().spawnStep({ ...this.#owned(), name: key, seq, child: input }));
+      const spans = this.#host.spans;
+      return await (spans === null ? write(child) : spans.spawn(child, write));
     } finally {
       this.#inFlight.delete(name);
     }
@@ -189,7 +214,7 @@ export class CallSteps {
   }
 
   /** Checks the call and the name, takes the next occurrence and reads its journal entry. */
-  async #begin(method: string, name: string): Promise<{ key: string; entry: StepRecord | undefined }> {
+  async #begin(method: string, name: string): Promise<{ key: string; occurrence: number; entry: StepRecord | undefined }> {
     const host = this.#host;
     const what = method === "step" ? "ctx.step" : method === "wait" ? "ctx.waitFor" : `ctx.${method}`;
     if (host.inBatch) {
@@ -210,7 +235,7 @@ export class CallSteps {
     const key = stepKey(name, occurrence);
     try {
       const journal = await this.#load();
-      return { key, entry: journal.get(key) };
+      return { key, occurrence, entry: journal.get(key) };
     } catch (err) {
       this.#inFlight.delete(name);
       throw err;

@@ -9,6 +9,7 @@
  */
 import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Task, TaskDef, TaskStatus, TaskStore, TransactionalTaskStore, WaitOptions } from "@cairnq/protocol";
 import type { StepInfo, WaitForOptions } from "./steps.js";
+import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { TraceCarrier } from "@cairnq/protocol/sdk";
@@ -16,6 +17,7 @@ import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, t
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
+import type { CallSpan } from "./worker-telemetry.js";
 
 /**
  * Options of `ctx.submit` (a child task): the protocol's `SubmitOptions`.
@@ -186,6 +188,8 @@ export interface ContextHost {
   lost(ctx: Context, reason: LostReason): void;
   /** Writes a child submit; with tracing on, inside a producer span whose context is stored with the task. */
   readonly send?: ((input: SubmitInput) => Promise<Task>) | undefined;
+  /** With tracing on: spans of durable steps, and the trace context of spawned children (`step-spans.ts`). */
+  readonly stepSpans?: StepSpans | undefined;
 }
 
 const LOST_MESSAGES: Record<LostReason, (id: string) => string> = {
@@ -235,6 +239,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   #onParked: (() => void) | null = null;
   /** The context is one of a batch call's: steps are refused. */
   inBatch = false;
+  /** With `tracing` or `metrics` on, the telemetry of the call that runs this task (set when it starts). */
+  callSpan: CallSpan | null = null;
 
   constructor(host: ContextHost, row: Task, startedAtMs: number) {
     this.#host = host;
@@ -267,12 +273,14 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#steps = new CallSteps({
       store: host.store,
       taskId: this.taskId,
+      taskName: this.name,
       workerId: this.workerId,
       attempt: this.attempt,
       rootId: this.rootId,
       correlationId: this.correlationId,
       runAtMs: this.#runAtMs,
       inBatch: this.inBatch,
+      spans: host.stepSpans ?? null,
       now: () => host.clock.now(),
       throwIfGone: (what) => this.#throwIfGone(what),
       markLost: () => this.markLost("write"),

@@ -12,7 +12,7 @@
  */
 import type { SubmitInput, Task, TaskStatus } from "@cairnq/protocol";
 import { envelopeFromThrown } from "@cairnq/protocol/sdk";
-import type { OtelAttributes, OtelContext, OtelCounter, OtelHistogram, OtelSpan, OtelSpanContext, Telemetry } from "@cairnq/runtime";
+import type { OtelAttributes, OtelContext, OtelCounter, OtelHistogram, OtelSpan, OtelSpanContext, OtelSpanOptions, OtelTracer, Telemetry } from "@cairnq/runtime";
 import { DURATION_BUCKETS_SECONDS, markError, messagingAttributes, MESSAGING_SYSTEM, METRIC_NAMES, TELEMETRY_ATTRIBUTES } from "@cairnq/runtime";
 import type { Outcome } from "./call-runner.js";
 import type { Context, LostReason } from "./task-context.js";
@@ -23,11 +23,13 @@ export interface CallSpan {
   /** The context the handler runs in (the span's), or `null` without tracing. */
   readonly context: OtelContext | null;
   readonly startedAt: number;
-  readonly queue: string;
-  readonly name: string;
+  /** The metric attributes of the call's queue and task name. */
+  readonly attributes: TaskAttributes;
   /** The `error.type` of a failure the handler settled itself (`ctx.fail`), while the span is open. */
   failedType: string | null;
   ended: boolean;
+  /** `trace_id` and `span_id` for log records, made on the first record that asks. */
+  logFields: { trace_id: string; span_id: string } | null;
 }
 
 interface WorkerInstruments {
@@ -39,6 +41,50 @@ interface WorkerInstruments {
   readonly outcomes: Map<OtelAttributes, number>;
   readonly leaseLost: OtelCounter;
 }
+
+/**
+ * The metric attribute objects of one queue and task name, made once and shared (frozen: copy before
+ * adding to one): the SDK hashes a record's attributes on every call, and CairnQ adds no allocation to that.
+ */
+class TaskAttributes {
+  readonly queue: string;
+  readonly name: string;
+  /** queue, name, system, `messaging.operation.name` = process: what every worker instrument carries. */
+  readonly process: OtelAttributes;
+  /** The consumer span's name, `process <queue>`. */
+  readonly spanName: string;
+  readonly #outcomes = new Map<string, OtelAttributes>();
+  readonly #errors = new Map<string, OtelAttributes>();
+
+  constructor(queue: string, name: string) {
+    this.queue = queue;
+    this.name = name;
+    this.process = Object.freeze(messagingAttributes(queue, name, "process"));
+    this.spanName = `process ${queue}`;
+  }
+
+  /** With `cairnq.task.outcome`. */
+  outcome(outcome: string): OtelAttributes {
+    return this.#with(this.#outcomes, TELEMETRY_ATTRIBUTES.outcome, outcome);
+  }
+
+  /** With `error.type`. */
+  failed(errorType: string): OtelAttributes {
+    return this.#with(this.#errors, TELEMETRY_ATTRIBUTES.errorType, errorType);
+  }
+
+  #with(cache: Map<string, OtelAttributes>, key: string, value: string): OtelAttributes {
+    let attributes = cache.get(value);
+    if (attributes === undefined) {
+      attributes = Object.freeze({ ...this.process, [key]: value });
+      // Error types are names from code; the bound only keeps a stream of made-up ones from growing the cache.
+      if (cache.size < MAX_CACHED_VARIANTS) cache.set(value, attributes);
+    }
+    return attributes;
+  }
+}
+
+const MAX_CACHED_VARIANTS = 64;
 
 /** What the worker's telemetry reads from the worker. @internal */
 export interface WorkerTelemetryHost {
@@ -53,14 +99,12 @@ const OUTCOME_OF_STATUS: Partial<Record<TaskStatus, string>> = { succeeded: "suc
 export class WorkerTelemetry {
   readonly #telemetry: Telemetry;
   readonly #host: WorkerTelemetryHost;
-  /** The open (or last) call span of each context, for `ctx.fail` statuses and log fields. */
-  readonly #calls = new WeakMap<Context, CallSpan>();
   #instruments: WorkerInstruments | null = null;
-  /**
-   * The attributes of each `(queue, name)`, made once: a busy worker records four measurements per
-   * task, and building their attribute objects anew each time was a visible share of a c64 drain.
-   */
-  readonly #attributes = new Map<string, OtelAttributes>();
+  /** The {@link Telemetry.meterVersion} `#instruments` were made on. */
+  #instrumentsVersion = 0;
+  /** The attributes of each queue, then task name; with the last one used at hand (a drain is one name). */
+  readonly #attributes = new Map<string, Map<string, TaskAttributes>>();
+  #lastAttributes: TaskAttributes | null = null;
 
   constructor(telemetry: Telemetry, host: WorkerTelemetryHost) {
     this.#telemetry = telemetry;
@@ -78,11 +122,12 @@ export class WorkerTelemetry {
     const instruments = this.#metrics();
     if (instruments === null) return;
     const leaseMs = this.#host.leaseMs;
+    const waits = instruments.waitDuration;
     // Counted per run of rows of one queue and name (a claim is usually one), not per row.
     let run = 0;
     let runAttributes: OtelAttributes | null = null;
     for (const row of rows) {
-      const attributes = this.#attributesOf(row.queue, row.name);
+      const attributes = this.#attributesOf(row.queue, row.name).process;
       if (attributes !== runAttributes) {
         if (runAttributes !== null) increment(instruments.consumed, runAttributes, run);
         runAttributes = attributes;
@@ -90,59 +135,82 @@ export class WorkerTelemetry {
       }
       run += 1;
       // The claim's `now` is the lease's start (the store's clock, as run_at_ms is).
-      if (row.lease_until_ms !== null) instruments.waitDuration.record(Math.max(0, row.lease_until_ms - leaseMs - row.run_at_ms) / 1000, attributes);
+      if (row.lease_until_ms !== null) waits.record(Math.max(0, row.lease_until_ms - leaseMs - row.run_at_ms) / 1000, attributes);
     }
     if (runAttributes !== null) increment(instruments.consumed, runAttributes, run);
   }
 
-  /** The shared attributes of a queue and task name (not to be changed: copy before adding to them). */
-  #attributesOf(queue: string, name: string): OtelAttributes {
-    const key = `${queue}\u0000${name}`;
-    let attributes = this.#attributes.get(key);
-    if (attributes === undefined) {
-      attributes = Object.freeze(messagingAttributes(queue, name, "process"));
-      this.#attributes.set(key, attributes);
+  /** The shared attributes of a queue and task name: no string is built to find them. */
+  #attributesOf(queue: string, name: string): TaskAttributes {
+    const last = this.#lastAttributes;
+    if (last !== null && last.queue === queue && last.name === name) return last;
+    let names = this.#attributes.get(queue);
+    if (names === undefined) {
+      names = new Map();
+      this.#attributes.set(queue, names);
     }
+    let attributes = names.get(name);
+    if (attributes === undefined) {
+      attributes = new TaskAttributes(queue, name);
+      names.set(name, attributes);
+    }
+    this.#lastAttributes = attributes;
     return attributes;
   }
 
   /** Opens a call's consumer span (with tracing on) and notes its start. */
   startCall(contexts: readonly Context[]): CallSpan {
     const first = contexts[0] as Context;
+    const attributes = this.#attributesOf(first.queue, first.name);
     const tracer = this.#telemetry.tracer();
     let span: OtelSpan | null = null;
     let context: OtelContext | null = null;
     if (tracer !== null) {
-      const telemetry = this.#telemetry;
-      const api = telemetry.api;
-      const remotes = contexts.map((ctx) => telemetry.remoteContextOf(ctx.traceCarrier)).filter((remote): remote is OtelSpanContext => remote !== null);
-      const batch = contexts.length > 1;
-      const attributes: OtelAttributes = {
-        [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
-        [TELEMETRY_ATTRIBUTES.operationType]: "process",
-        [TELEMETRY_ATTRIBUTES.operationName]: "process",
-        [TELEMETRY_ATTRIBUTES.destination]: first.queue,
-        [TELEMETRY_ATTRIBUTES.taskName]: first.name,
-      };
-      if (batch) {
-        attributes[TELEMETRY_ATTRIBUTES.batchCount] = contexts.length;
-      } else {
-        attributes[TELEMETRY_ATTRIBUTES.messageId] = first.taskId;
-        attributes[TELEMETRY_ATTRIBUTES.attempt] = first.attempt;
-      }
-      // A single task's span is its submitter's child when asked; a batch has many submitters, so it links to each.
-      const child = telemetry.tracing?.relation === "child" && !batch && remotes.length === 1;
-      const parent = child ? api.trace.setSpan(api.ROOT_CONTEXT, api.trace.wrapSpanContext(remotes[0] as OtelSpanContext)) : api.ROOT_CONTEXT;
-      span = tracer.startSpan(
-        `process ${first.queue}`,
-        { kind: api.SpanKind.CONSUMER, attributes, ...(child || remotes.length === 0 ? {} : { links: remotes.map((remote) => ({ context: remote })) }) },
-        parent,
-      );
-      context = api.trace.setSpan(parent, span);
+      const opened = contexts.length === 1 ? this.#openSingle(tracer, first, attributes) : this.#openBatch(tracer, contexts, attributes);
+      span = opened.span;
+      context = opened.context;
     }
-    const call: CallSpan = { span, context, startedAt: performance.now(), queue: first.queue, name: first.name, failedType: null, ended: false };
-    for (const ctx of contexts) this.#calls.set(ctx, call);
+    const call: CallSpan = { span, context, startedAt: performance.now(), attributes, failedType: null, ended: false, logFields: null };
+    // Kept on the context (for `ctx.fail` statuses and log fields) rather than in a WeakMap: an entry per task
+    // there cost a hash and an ephemeron for the collector, where a field costs a store.
+    for (const ctx of contexts) ctx.callSpan = call;
     return call;
+  }
+
+  /** One task's span: linked to its submitter's span, or its child with `relation: "child"`. */
+  #openSingle(tracer: OtelTracer, ctx: Context, attributes: TaskAttributes): { span: OtelSpan; context: OtelContext } {
+    const telemetry = this.#telemetry;
+    const api = telemetry.api;
+    const remote = ctx.traceCarrier === null ? null : telemetry.remoteContextOf(ctx.traceCarrier);
+    const spanAttributes = processSpanAttributes(ctx.queue, ctx.name);
+    spanAttributes[TELEMETRY_ATTRIBUTES.messageId] = ctx.taskId;
+    spanAttributes[TELEMETRY_ATTRIBUTES.attempt] = ctx.attempt;
+    const kind = api.SpanKind.CONSUMER;
+    if (remote !== null && telemetry.tracing?.relation === "child") {
+      const parent = api.trace.setSpan(api.ROOT_CONTEXT, api.trace.wrapSpanContext(remote));
+      const span = tracer.startSpan(attributes.spanName, { kind, attributes: spanAttributes }, parent);
+      return { span, context: api.trace.setSpan(parent, span) };
+    }
+    const options: OtelSpanOptions = remote === null ? { kind, attributes: spanAttributes } : { kind, attributes: spanAttributes, links: [{ context: remote }] };
+    const span = tracer.startSpan(attributes.spanName, options, api.ROOT_CONTEXT);
+    return { span, context: api.trace.setSpan(api.ROOT_CONTEXT, span) };
+  }
+
+  /** A batch call's span: it has several submitters, so it links to each. */
+  #openBatch(tracer: OtelTracer, contexts: readonly Context[], attributes: TaskAttributes): { span: OtelSpan; context: OtelContext } {
+    const telemetry = this.#telemetry;
+    const api = telemetry.api;
+    const first = contexts[0] as Context;
+    const links: { context: OtelSpanContext }[] = [];
+    for (const ctx of contexts) {
+      const remote = telemetry.remoteContextOf(ctx.traceCarrier);
+      if (remote !== null) links.push({ context: remote });
+    }
+    const spanAttributes = processSpanAttributes(first.queue, first.name);
+    spanAttributes[TELEMETRY_ATTRIBUTES.batchCount] = contexts.length;
+    const kind = api.SpanKind.CONSUMER;
+    const span = tracer.startSpan(attributes.spanName, links.length === 0 ? { kind, attributes: spanAttributes } : { kind, attributes: spanAttributes, links }, api.ROOT_CONTEXT);
+    return { span, context: api.trace.setSpan(api.ROOT_CONTEXT, span) };
   }
 
   /** Runs the handler inside the call's span, so the user's spans and instrumented calls nest under it. */
@@ -179,15 +247,14 @@ export class WorkerTelemetry {
     call.span?.end();
     const instruments = this.#metrics();
     if (instruments === null) return;
-    const shared = this.#attributesOf(call.queue, call.name);
-    const attributes = errorType === null ? shared : { ...shared, [TELEMETRY_ATTRIBUTES.errorType]: errorType };
+    const attributes = errorType === null ? call.attributes.process : call.attributes.failed(errorType);
     instruments.processDuration.record((performance.now() - call.startedAt) / 1000, attributes);
   }
 
   /** A settlement was written: its outcome is counted, and a failure the handler settled itself marks its open span. */
   settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown } | null): void {
-    const call = this.#calls.get(ctx);
-    if (failure !== null && call !== undefined && !call.ended) {
+    const call = ctx.callSpan;
+    if (failure !== null && call !== null && !call.ended) {
       const type = envelopeType(failure.envelope);
       call.failedType = type;
       if (call.span !== null) markError(this.#telemetry.api, call.span, failure.envelope, type);
@@ -195,18 +262,8 @@ export class WorkerTelemetry {
     const instruments = this.#metrics();
     const outcome = OUTCOME_OF_STATUS[status];
     if (instruments === null || outcome === undefined) return;
-    increment(instruments.outcomes, this.#outcomeAttributes(ctx.queue, ctx.name, outcome), 1);
-  }
-
-  /** The outcome counter's attributes, made once per queue, name and outcome. */
-  #outcomeAttributes(queue: string, name: string, outcome: string): OtelAttributes {
-    const key = `${queue}\u0000${name}\u0000${outcome}`;
-    let attributes = this.#attributes.get(key);
-    if (attributes === undefined) {
-      attributes = Object.freeze({ ...this.#attributesOf(queue, name), [TELEMETRY_ATTRIBUTES.outcome]: outcome });
-      this.#attributes.set(key, attributes);
-    }
-    return attributes;
+    const attributes = call === null ? this.#attributesOf(ctx.queue, ctx.name) : call.attributes;
+    increment(instruments.outcomes, attributes.outcome(outcome), 1);
   }
 
   /** A context became lost: a real lease loss is counted (not the worker letting go at a timeout or stop). */
@@ -214,15 +271,18 @@ export class WorkerTelemetry {
     if (reason !== "heartbeat" && reason !== "write" && reason !== "reclaimed") return;
     const instruments = this.#metrics();
     if (instruments === null) return;
-    instruments.leaseLost.add(1, { ...messagingAttributes(ctx.queue, ctx.name, "process"), [TELEMETRY_ATTRIBUTES.lostReason]: reason });
+    instruments.leaseLost.add(1, { ...this.#attributesOf(ctx.queue, ctx.name).process, [TELEMETRY_ATTRIBUTES.lostReason]: reason });
   }
 
-  /** `trace_id` and `span_id` of the call span that ran `ctx`, for the worker's log records about it. */
+  /** `trace_id` and `span_id` of the call span that ran `ctx`, for the worker's log records about it (made once per call). */
   logFields(ctx: Context): { trace_id: string; span_id: string } | undefined {
-    const span = this.#calls.get(ctx)?.span;
-    if (span === undefined || span === null) return undefined;
-    const { traceId, spanId } = span.spanContext();
-    return { trace_id: traceId, span_id: spanId };
+    const call = ctx.callSpan;
+    if (call === null || call.span === null) return undefined;
+    if (call.logFields === null) {
+      const { traceId, spanId } = call.span.spanContext();
+      call.logFields = { trace_id: traceId, span_id: spanId };
+    }
+    return call.logFields;
   }
 
   /** A child submit from a handler: a producer span (a child of the call's span) and the trace context stored with the task. */
@@ -230,12 +290,13 @@ export class WorkerTelemetry {
     return this.#telemetry.send(input, write, (row) => row);
   }
 
-  /** The worker's instruments on the current meter, rebuilt when the global provider changed; `null` with metrics off. */
+  /** The worker's instruments on the current meter, made again when the global provider changed; `null` with metrics off. */
   #metrics(): WorkerInstruments | null {
-    const resolved = this.#telemetry.meter();
-    if (resolved === null) return null;
-    if (!resolved.fresh && this.#instruments !== null) return this.#instruments;
-    const meter = resolved.meter;
+    const telemetry = this.#telemetry;
+    const meter = telemetry.meter();
+    if (meter === null) return null;
+    if (this.#instruments !== null && this.#instrumentsVersion === telemetry.meterVersion) return this.#instruments;
+    this.#instrumentsVersion = telemetry.meterVersion;
     const buckets = { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] };
     const slots = meter.createObservableGauge(METRIC_NAMES.slotsUsed, { description: "Handler calls holding one of the worker's concurrency slots", unit: "{slot}" });
     slots.addCallback((result) => result.observe(this.#host.slotsUsed(), { [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM }));
@@ -264,6 +325,17 @@ export class WorkerTelemetry {
     };
     return this.#instruments;
   }
+}
+
+/** A consumer span's attributes before the per-call ones (a new object: the caller adds to it). */
+function processSpanAttributes(queue: string, name: string): OtelAttributes {
+  return {
+    [TELEMETRY_ATTRIBUTES.system]: MESSAGING_SYSTEM,
+    [TELEMETRY_ATTRIBUTES.operationType]: "process",
+    [TELEMETRY_ATTRIBUTES.operationName]: "process",
+    [TELEMETRY_ATTRIBUTES.destination]: queue,
+    [TELEMETRY_ATTRIBUTES.taskName]: name,
+  };
 }
 
 /** Adds `by` to the count of `attributes` (one of the shared, frozen attribute objects, so the map stays small). */

@@ -27,6 +27,7 @@ import { scheduleEntry, Scheduler } from "./scheduler.js";
 import type { ContextHost } from "./task-context.js";
 import type { AnyHandler, BatchHandlerFor, HandlerFor, TaskOptions } from "./task-registry.js";
 import { TaskRegistry } from "./task-registry.js";
+import { StepSpans } from "./step-spans.js";
 import { wakeJoiningParent } from "./steps.js";
 import { WorkerTelemetry } from "./worker-telemetry.js";
 
@@ -116,19 +117,19 @@ export class Worker {
         if (policy.compute !== null && ctx.attempt >= ctx.maxAttempts) return 0;
         const worker = { baseMs: opts.retryBackoffMs, capMs: opts.retryBackoffMaxMs };
         const { delayMs, problem } = policyRetryDelayMs(policy, worker, ctx.attempt, error, opts.random);
-        if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId });
+        if (problem !== null) reporter.report(problem, { phase: "execute", taskId: ctx.taskId }, ctx);
         return delayMs;
       },
       settled:
         telemetry === null
           ? (ctx, status, failure) => {
               reporter.settled(ctx, status, failure);
-              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
+              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             }
           : (ctx, status, failure) => {
               telemetry.settled(ctx, status, failure);
               reporter.settled(ctx, status, failure);
-              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }));
+              wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             },
       lost:
         telemetry === null
@@ -138,6 +139,7 @@ export class Worker {
               reporter.lost(ctx, reason);
             },
       send: telemetry === null ? undefined : (input) => telemetry.send(input, (traced) => store.submit(traced)),
+      stepSpans: otel === null ? undefined : new StepSpans(otel),
     };
     const registry = new TaskRegistry({
       workerId,

@@ -40,7 +40,7 @@ async function claimedCall(count: number, registered = true) {
     clock: systemClock,
   };
   const released: string[] = [];
-  const heartbeat = { add: () => {}, release: (taskId: string) => released.push(taskId) } as unknown as Heartbeat;
+  const heartbeat = { add: () => {}, release: (ctx: Context) => released.push(ctx.taskId) } as unknown as Heartbeat;
   const call = new Call(host, registration, contexts, 0);
   if (registration !== undefined) call.join(heartbeat);
   return { call, contexts, settling, canceled, released };

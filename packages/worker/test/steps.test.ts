@@ -83,3 +83,33 @@ it("refuses steps with UnsupportedBackend on a store without durableSteps, faili
   expect(error).toBeInstanceOf(UnsupportedBackend);
   expect((error as Error).message).toMatch(/durable steps/);
 });
+
+it("a sleep already due when reached (sleep 0, sleepUntil in the past) is recorded done and the call goes on: four writes a round trip, no park, one claim", async () => {
+  const spy = spyStore();
+  let claimed = 0;
+  spy.hooks.claim = async (_args, next) => {
+    const rows = (await next()) as unknown[];
+    claimed += rows.length;
+    return rows;
+  };
+  const worker = start(new Worker(spy.store, { concurrency: 1, pollIntervalMs: 10 }));
+  let runs = 0;
+  worker.task("nap0", async (ctx) => {
+    runs += 1;
+    await ctx.sleep("z", 0);
+    await ctx.sleepUntil("past", new Date(Date.now() - 1000));
+    return "woke";
+  });
+  const task = await spy.store.submit({ name: "nap0" });
+  expect((await waitForStatus(spy.store, task.id, ["succeeded"], 3000)).result).toBe("woke");
+  // The writes of the round trip (a claim that took a row commits; an empty one does not): before, a due
+  // sleep parked and was claimed again, 5 writes for one sleep (submit, claim, park, claim, complete).
+  const count = (method: string): number => spy.calls.filter((call) => (call.method as string) === method).length;
+  const settles = count("complete") + count("completeRef");
+  expect({ claimed, parks: count("parkStep"), records: count("recordStep"), settles, runs }).toEqual({ claimed: 1, parks: 0, records: 2, settles: 1, runs: 1 });
+  const journal = await spy.inner.steps(task.id);
+  expect(journal.map((s) => [s.name, s.kind, s.status])).toEqual([
+    ["z", "sleep", "done"],
+    ["past", "sleep", "done"],
+  ]);
+});

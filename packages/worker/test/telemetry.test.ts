@@ -6,7 +6,8 @@ import { TRACE_CONTEXT_METADATA_KEY } from "@cairnq/protocol/sdk";
 import type { OtelHarness } from "@cairnq/test-support/otel";
 import { counterTotal, histogramCount, otelHarness } from "@cairnq/test-support/otel";
 import { Worker } from "../src/index.js";
-import { delay, MemoryStore, waitFor, waitForStatus } from "./support/helpers.js";
+import type { WorkerErrorInfo } from "../src/index.js";
+import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
 
 let otel: OtelHarness;
@@ -233,6 +234,62 @@ describe("logs inside a traced handler", () => {
   });
 });
 
+describe("errors and lost leases of a traced task", () => {
+  it("a heartbeat failure reaches onError with traceId/spanId and the logger with trace_id/span_id; a lease lost is logged with them", async () => {
+    const spy = spyStore();
+    const records: { msg: string; fields: Record<string, unknown> }[] = [];
+    const log = (msg: string, fields: Record<string, unknown>): void => void records.push({ msg, fields });
+    const errors: WorkerErrorInfo[] = [];
+    let failures = 1;
+    spy.hooks.heartbeatBatch = (_args, next) => (failures-- > 0 ? Promise.reject(new Error("beat failed")) : next());
+    const worker = makeWorker(spy.store, {
+      tracing: { tracerProvider: otel.tracerProvider },
+      heartbeatIntervalMs: 10,
+      logger: { debug: log, info: log, warn: log, error: log },
+      onError: (_err, info) => errors.push(info),
+    });
+    let beatFailed = (): void => {};
+    const reported = new Promise<void>((resolve) => {
+      beatFailed = resolve;
+    });
+    worker.task("stolen", async (ctx) => {
+      await reported;
+      // Another worker takes the task over: this worker's next heartbeat finds the lease gone.
+      await spy.inner.fail({ taskId: ctx.taskId, workerId: ctx.workerId, attempt: ctx.attempt, error: {}, retryable: false, delayMs: 0 });
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+      return null;
+    });
+    const task = await spy.store.submit({ name: "stolen" });
+    void worker.run();
+    await waitFor(() => errors.length > 0);
+    beatFailed();
+    await waitFor(() => records.some((r) => r.msg.startsWith("lease lost")));
+    await waitFor(() => processSpans().length === 1);
+    const ids = { traceId: processSpans()[0]?.spanContext().traceId, spanId: processSpans()[0]?.spanContext().spanId };
+    expect(ids.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(errors[0]).toEqual({ phase: "execute", taskId: task.id, ...ids });
+    const fields = { trace_id: ids.traceId, span_id: ids.spanId };
+    expect(records.find((r) => r.msg === "beat failed")?.fields).toMatchObject({ taskId: task.id, ...fields });
+    expect(records.find((r) => r.msg.startsWith("lease lost"))?.fields).toMatchObject({ taskId: task.id, ...fields });
+  });
+
+  it("without tracing, onError's info has no trace ids", async () => {
+    const spy = spyStore();
+    const errors: WorkerErrorInfo[] = [];
+    let failures = 1;
+    spy.hooks.heartbeatBatch = (_args, next) => (failures-- > 0 ? Promise.reject(new Error("beat failed")) : next());
+    const worker = makeWorker(spy.store, { metrics: { meterProvider: otel.meterProvider }, heartbeatIntervalMs: 10, onError: (_err, info) => errors.push(info) });
+    worker.task("x", async () => {
+      await delay(60);
+      return null;
+    });
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitForStatus(spy.store, task.id, ["succeeded"]);
+    expect(errors[0]).toEqual({ phase: "execute", taskId: task.id });
+  });
+});
+
 describe("metrics", () => {
   it("counts consumed tasks, outcomes and records process and wait durations with the task's queue and name", async () => {
     const store = new MemoryStore();
@@ -296,6 +353,40 @@ describe("metrics", () => {
     const metrics = await otel.collect();
     expect(counterTotal(metrics.get("messaging.client.consumed.messages"))).toBe(2);
     expect(counterTotal(metrics.get("cairnq.task.outcomes"), { "cairnq.task.outcome": "succeeded" })).toBe(2);
+  });
+});
+
+describe("metrics after a late provider, through a handler's ctx.submit", () => {
+  it("the worker's instruments follow a provider registered while a handler submits (its sent counter and the worker's own share one meter)", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: true });
+    let childId = "";
+    let registered = (): void => {};
+    const gate = new Promise<void>((resolve) => {
+      registered = resolve;
+    });
+    worker.task("parent", async (ctx) => {
+      await gate;
+      // The first use of the new meter is this submit's counter: the worker's instruments must still move to it.
+      childId = (await ctx.submit("child", {})).id;
+      return null;
+    });
+    worker.task("child", () => null);
+    const parent = await store.submit({ name: "parent" });
+    void worker.run();
+    await waitForStatus(store, parent.id, ["running"]);
+    otel.registerGlobal();
+    registered();
+    await waitForStatus(store, parent.id, ["succeeded"]);
+    const later = await store.submit({ name: "child" });
+    await waitForStatus(store, later.id, ["succeeded"]);
+    await waitForStatus(store, childId, ["succeeded"]);
+    await delay(20);
+    const metrics = await otel.collect();
+    expect(counterTotal(metrics.get("messaging.client.sent.messages"), { "cairnq.task.name": "child" })).toBe(1);
+    // Both children were claimed after the provider changed (parent's was claimed before).
+    expect(counterTotal(metrics.get("messaging.client.consumed.messages"), { "cairnq.task.name": "child" })).toBe(2);
+    expect(counterTotal(metrics.get("cairnq.task.outcomes"), { "cairnq.task.outcome": "succeeded" })).toBe(3);
   });
 });
 

@@ -272,6 +272,39 @@ export function describeStepsSuite(backend: StepsBackend): void {
       );
       for (const child of second) await children.stop(child);
     });
+
+    it("children a cancel ends while queued (no worker ever settles them) wake their joining parent: pushed, not found by the join's 30 s re-check", async () => {
+      const { client } = database();
+      const worker = await startWorker("worker", { concurrency: 2, leaseMs: 2000, heartbeatIntervalMs: 500, pollIntervalMs: 2_000 });
+      const parent = await client.submit("orphan-fan", {});
+      const kids = await until(
+        "the parent parked on its join",
+        async () => {
+          const journal = await client.steps(parent.id);
+          return journal.find((e) => e.kind === "join")?.status === "waiting" ? journal.filter((e) => e.kind === "spawn").map((e) => e.result as string) : undefined;
+        },
+        30_000,
+      );
+      expect(kids).toHaveLength(2);
+      const firstPark = await client.get(parent.id);
+      expect(firstPark?.status).toBe("queued");
+      // One by id, one in a cancelMany batch: each wakes the parent, which joins again (a later run_at_ms: parked anew), then finishes.
+      expect((await client.cancel(kids[0] as string))?.status).toBe("canceled");
+      await until(
+        "the parent woke and parked again",
+        async () => {
+          const row = await client.get(parent.id);
+          return row?.status === "queued" && row.run_at_ms > (firstPark?.run_at_ms ?? 0) ? true : undefined;
+        },
+        15_000,
+      );
+      expect(await client.cancelMany({ queue: "unserved" })).toBe(1);
+      // Well inside JOIN_RECHECK_MS (30 s): before the cancel woke the join, the parent only looked again then and this wait timed out.
+      const done = await client.wait(parent.id, { timeoutMs: 15_000 });
+      expect(done.status).toBe("succeeded");
+      expect(done.result).toEqual(["canceled", "canceled"]);
+      await children.stop(worker);
+    });
   });
 }
 

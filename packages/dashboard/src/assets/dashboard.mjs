@@ -61,7 +61,7 @@ async function api(path, body) {
   } catch {
     data = {};
   }
-  if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
+  if (!res.ok) throw Object.assign(new Error(data.error || `HTTP ${res.status}`), { status: res.status });
   return data;
 }
 
@@ -428,6 +428,45 @@ async function refreshTasks() {
   renderTasks();
 }
 
+// ---- groups ---------------------------------------------------------------
+
+/** How many groups the panel lists (most queued first). */
+const GROUPS_SHOWN = 10;
+/** False once the store answered that it does not record groups (501): the panel stays hidden. */
+let groupsRecorded = true;
+
+/**
+ * With a task name in the filter, the counts by group of that name (queued,
+ * running), most queued first; hidden when no name is set, when the name has
+ * no grouped tasks, or when the store does not record groups.
+ */
+async function refreshGroups() {
+  const name = state.filter.name;
+  if (name === undefined || !groupsRecorded) {
+    $("groups").hidden = true;
+    return;
+  }
+  let answer;
+  try {
+    answer = await api("api/groups", { name, limit: GROUPS_SHOWN + 1 });
+  } catch (err) {
+    if (err.status === 501) {
+      groupsRecorded = false;
+      $("groups").hidden = true;
+      return;
+    }
+    throw err;
+  }
+  if (state.filter.name !== name) return;
+  const shown = answer.groups.slice(0, GROUPS_SHOWN);
+  $("groups-name").textContent = name;
+  $("groups-legend").textContent = answer.groups.length > GROUPS_SHOWN ? `the ${GROUPS_SHOWN} with most queued` : `${shown.length} ${shown.length === 1 ? "group" : "groups"}`;
+  $("group-rows").replaceChildren(
+    ...shown.map((g) => el("tr", { "data-group": g.group }, el("td", {}, g.group), el("td", { class: "num", "data-testid": "group-queued" }, g.queued), el("td", { class: "num", "data-testid": "group-running" }, g.running))),
+  );
+  $("groups").hidden = shown.length === 0;
+}
+
 async function loadMore() {
   if (state.nextBeforeId === null) return;
   const beforeId = state.nextBeforeId;
@@ -462,6 +501,7 @@ function applyFilter(filter) {
   $("task-table").dataset.loading = "true";
   renderTasks();
   $("no-tasks").hidden = true;
+  refreshGroups().catch((err) => toast(err.message, true));
   refreshTasks()
     .catch((err) => toast(err.message, true))
     .finally(() => {
@@ -688,7 +728,7 @@ async function act(action, id) {
 // ---- live updates ---------------------------------------------------------
 
 async function refreshAll() {
-  const jobs = [refreshOverview(), refreshTasks(), refreshDetail()];
+  const jobs = [refreshOverview(), refreshTasks(), refreshDetail(), refreshGroups()];
   const results = await Promise.allSettled(jobs);
   const failed = results.find((r) => r.status === "rejected");
   if (failed) setLive("down", failed.reason.message);

@@ -9,7 +9,7 @@
  *
  * Screenshots land in test/artifacts/ (gitignored): <backend>-overview.png,
  * <backend>-failed-filter.png, <backend>-running-detail.png,
- * <backend>-xss-detail.png, <backend>-child-detail.png, and readme-dashboard.png (copied by hand to
+ * <backend>-xss-detail.png, <backend>-child-detail.png, <backend>-groups.png, and readme-dashboard.png (copied by hand to
  * docs/dashboard.png for the README).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -348,6 +348,38 @@ for (const make of [sqlite, postgres]) {
       await detail.getByRole("button", { name: parent.id }).first().click();
       await detail.getByTestId("detail-id").filter({ hasText: parent.id }).waitFor();
       expect(page.url()).toBe(`${url}#${parent.id}`);
+    });
+
+    it("shows counts by group for the task name in the filter, and hides them for a name without groups", async () => {
+      for (const group of ["acme", "acme", "acme", "globex", "initech", "initech"]) await store.submit({ name: "export", queue: "tenants", group });
+      await store.submit({ name: "report", queue: "tenants" });
+      const claimed = await store.claim({
+        queues: ["tenants"],
+        names: ["export"],
+        workerId: "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XR",
+        limit: 6,
+        leaseMs: 60_000,
+        flowControl: { export: { groupConcurrency: 1 } },
+      });
+      expect(claimed).toHaveLength(3); // one per group: the limit holds the rest back
+
+      await filter(page, { name: "export" });
+      const groups = page.locator("#groups");
+      await groups.locator('tr[data-group="acme"]').waitFor();
+      await expect(page.locator("#groups-name").textContent()).resolves.toBe("export");
+      const rows = await groups.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+      expect(rows).toEqual([
+        ["acme", "2", "1"],
+        ["initech", "1", "1"],
+        ["globex", "0", "1"],
+      ]);
+      await page.evaluate("window.scrollTo(0, 0)");
+      await page.screenshot({ path: join(artifacts, `${backend.name}-groups.png`), fullPage: true });
+
+      await filter(page, { name: "report" });
+      await expect(groups.isHidden()).resolves.toBe(true);
+      await filter(page, {});
+      await expect(groups.isHidden()).resolves.toBe(true);
     });
 
     it("cancels every queued task of a queue in bulk after a confirmation, and no other", async () => {

@@ -9,6 +9,7 @@ export type {
   OtelMeter,
   OtelSpan,
   OtelSpanContext,
+  OtelSpanOptions,
   OtelTracer,
   OtelSpec,
   TracerProviderLike,

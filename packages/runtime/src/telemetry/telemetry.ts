@@ -10,7 +10,7 @@
  * - *carrier* — the submitter's trace context as stored in the task
  *   (`@cairnq/protocol`'s `trace-context.ts`).
  */
-import type { SubmitInput, Task } from "@cairnq/protocol";
+import type { SubmitInput } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TraceCarrier } from "@cairnq/protocol/sdk";
 import { formatTraceparent, parseTraceparent, TRACE_CONTEXT_METADATA_KEY, withTraceCarrier } from "@cairnq/protocol/sdk";
@@ -83,7 +83,10 @@ export class Telemetry {
   #tracer: OtelTracer | null = null;
   #meterProvider: unknown = undefined;
   #meter: OtelMeter | null = null;
+  #meterVersion = 0;
   #sent: OtelCounter | null = null;
+  /** The {@link Telemetry.meterVersion} `#sent` was made on. */
+  #sentVersion = 0;
 
   private constructor(api: OtelApi, tracing: ResolvedTracing | null, metrics: ResolvedMetrics | null) {
     this.api = api;
@@ -123,20 +126,26 @@ export class Telemetry {
 
   /**
    * The meter, or `null` with metrics off. With no provider given, the
-   * global provider is looked up on every call (a property read) and the
-   * meter rebuilt when it changed: the API has no proxy meter, so a meter
-   * taken before the SDK registered would drop everything for good.
-   * `fresh` says the caller must build its instruments again.
+   * global provider is looked up on every call (a property read, no
+   * allocation) and the meter rebuilt when it changed: the API has no proxy
+   * meter, so a meter taken before the SDK registered would drop everything
+   * for good. {@link Telemetry.meterVersion} then moves: a caller that built
+   * instruments on an older version builds them again.
    */
-  meter(): { meter: OtelMeter; fresh: boolean } | null {
+  meter(): OtelMeter | null {
     const metrics = this.metrics;
     if (metrics === null) return null;
     const provider = metrics.meterProvider ?? this.api.metrics.getMeterProvider();
-    if (provider === this.#meterProvider && this.#meter !== null) return { meter: this.#meter, fresh: false };
+    if (provider === this.#meterProvider && this.#meter !== null) return this.#meter;
     this.#meterProvider = provider;
     this.#meter = (provider as { getMeter(name: string): OtelMeter }).getMeter(INSTRUMENTATION_SCOPE);
-    this.#sent = null;
-    return { meter: this.#meter, fresh: true };
+    this.#meterVersion += 1;
+    return this.#meter;
+  }
+
+  /** Moves each time {@link Telemetry.meter} changes meter (0 before the first). */
+  get meterVersion(): number {
+    return this.#meterVersion;
   }
 
   /** The span context stored with a task, as a remote span context; `null` when the task carries none. */
@@ -160,7 +169,7 @@ export class Telemetry {
    *
    * @throws InvalidArgument when the submit's own metadata uses the reserved key.
    */
-  async send<T>(input: SubmitInput, write: (input: SubmitInput) => Promise<T>, rowOf: (out: T) => Task): Promise<T> {
+  async send<T>(input: SubmitInput, write: (input: SubmitInput) => Promise<T>, rowOf: (out: T) => { readonly id: string }): Promise<T> {
     const tracer = this.tracer();
     const queue = input.queue ?? "default";
     if (tracer === null) {
@@ -208,10 +217,11 @@ export class Telemetry {
   }
 
   #countSent(queue: string, name: string): void {
-    const resolved = this.meter();
-    if (resolved === null) return;
-    if (resolved.fresh || this.#sent === null) {
-      this.#sent = resolved.meter.createCounter(METRIC_NAMES.sent, { description: "Tasks submitted", unit: "{message}" });
+    const meter = this.meter();
+    if (meter === null) return;
+    if (this.#sent === null || this.#sentVersion !== this.#meterVersion) {
+      this.#sent = meter.createCounter(METRIC_NAMES.sent, { description: "Tasks submitted", unit: "{message}" });
+      this.#sentVersion = this.#meterVersion;
     }
     this.#sent.add(1, messagingAttributes(queue, name, "send"));
   }
