@@ -11,6 +11,9 @@
  *    transaction already serialises every claim; on Postgres the lock is a
  *    transaction-scoped advisory lock, so claims of one limited name queue
  *    behind each other while claims that carry no limit for it never wait.
+ *    Where the key lock has a statement form, the locks (and each grouped
+ *    name's first read) are sent with the transaction's head
+ *    (`headStatements`) and `begin` checks their results.
  * 2. the draws: a draw of one grouped name (`groupConcurrency`,
  *    `groupRateLimit`) is picked by that name's {@link GroupDraw} instead of
  *    the plain draw (fair rotation across groups, per-group limits).

@@ -25,15 +25,22 @@
  *    what the claim still needs per group; with `groupRateLimit`, the page's
  *    rate windows are one more read. Until enough work or a few pages were
  *    seen.
- * 4. `rotateGroups` picks; `GROUP_DRAW` takes the picked ids (guarded again
- *    by the draw's predicate); then one batch of writes (one round trip on
- *    Postgres, `StoreExecutor.batch`): their group rows become `claimed` and
- *    the sweep's finished ones `done`, the served groups move to the back of
- *    the served order (`served_seq` = the highest + 1, and the
- *    `groupConcurrency` enforced is noted for `explain`), their claims are
- *    recorded for `groupRateLimit`, and groups found without any queued task
- *    go inactive (guarded by `touched`, which every submit to the group
- *    bumps, so a concurrent submit is never lost).
+ * 4. `rotateGroups` picks; then ONE batch (one round trip on Postgres,
+ *    `StoreExecutor.batch`): `GROUP_DRAW` takes the picked ids (guarded again
+ *    by the draw's predicate), and the writes after it, each guarded by what
+ *    the draw took rather than waiting for its result: the group rows of the
+ *    taken tasks become `claimed` and the sweep's finished ones `done`, the
+ *    served groups move to the back of the served order (`served_seq` = the
+ *    highest + 1, and the `groupConcurrency` enforced is noted for
+ *    `explain`), their claims are recorded for `groupRateLimit`, and groups
+ *    found without any queued task — or whose due work the draw took to the
+ *    last task — go inactive (guarded by `touched`, which every submit to the
+ *    group bumps, so a concurrent submit is never lost).
+ *
+ * The read of steps 1 and 2 depends only on the claim's queues: the claim
+ * sends it with `BEGIN`, lease recovery and the flow lock
+ * (`FlowControlStep.headStatements`), so on Postgres a group claim is three
+ * round trips and `COMMIT` (the head, a page, the draw's batch).
  */
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery } from "kysely";
