@@ -2,7 +2,7 @@
 // The CairnQ benchmark suite (bench/README.md). Runs the BUILT packages: build first
 // (`pnpm bench` does: `turbo run build --filter=cairnq...`).
 //
-//   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres]
+//   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres|mysql]
 //                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups,steps] [--drain-warmup 2000]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
@@ -89,7 +89,7 @@ const traceSql = args["trace-sql"];
 const log = (message) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
 async function loadBackends() {
-  const wanted = args.backend === "all" ? ["sqlite", "postgres"] : args.backend.split(",");
+  const wanted = args.backend === "all" ? ["sqlite", "postgres", "mysql"] : args.backend.split(",");
   const backends = [];
   const skipped = {};
   for (const name of wanted) {
@@ -102,7 +102,15 @@ async function loadBackends() {
         skipped.postgres = status.reason;
         if (args.backend !== "all") throw new Error(`postgres requested but unavailable: ${status.reason}`);
       }
-    } else throw new Error(`unknown backend '${name}' (sqlite, postgres, all)`);
+    } else if (name === "mysql") {
+      const { mysqlBackend } = await import("./lib/mysql-backend.mjs");
+      const status = await mysqlBackend.available();
+      if (status.ok) backends.push(mysqlBackend);
+      else {
+        skipped.mysql = status.reason;
+        if (args.backend !== "all") throw new Error(`mysql requested but unavailable: ${status.reason}`);
+      }
+    } else throw new Error(`unknown backend '${name}' (sqlite, postgres, mysql, all)`);
   }
   return { backends, skipped };
 }
@@ -188,6 +196,14 @@ async function repetition(backend, result, rep, errors) {
       push("ours", "latency.p99", r.p99);
       if (r.clientBusyRetries !== null) push("ours", "latency.clientBusy", r.clientBusyRetries);
       if (r.workerBusyRetries !== null) push("ours", "latency.workerBusy", r.workerBusyRetries);
+      // SQLite: the same samples against the call floor across two processes, measured right after them so both
+      // see the same minute of the shared machine (that floor swings with the load more than any other).
+      if (backend.crossProcessCallFloor !== undefined) {
+        push("ours", "latencyX.p50", r.p50);
+        const floor = await backend.crossProcessCallFloor({ calls: settings.latencyCalls, warmup: settings.latencyWarmup });
+        push("floors", "proto.callx.p50", floor.p50);
+        push("floors", "proto.callx.p99", floor.p99);
+      }
     });
     // Informational: the same round trip with polling turned far below its defaults, to separate what the
     // polling intervals cost from what the machinery costs. Not a recommended setting (it busy-polls).
@@ -267,6 +283,7 @@ const startedAt = new Date();
 const machine = machineInfo();
 const { backends, skipped } = await loadBackends();
 for (const backend of backends) if (backend.name === "postgres") machine.postgres = await backend.version();
+for (const backend of backends) if (backend.name === "mysql") machine.mysql = await backend.version();
 log(`n=${settings.n} reps=${settings.reps} backends=${backends.map((b) => b.name).join(",")}${Object.keys(skipped).length ? ` (skipped: ${Object.keys(skipped).join(",")})` : ""}`);
 
 const results = {};

@@ -21,7 +21,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const REPO = "https://github.com/cairnq/cairnq";
-const DRIVERS = ["better-sqlite3", "pg"];
+const DRIVERS = ["better-sqlite3", "pg", "mysql2"];
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Every problem with the package in `dir`, as sentences; `packed` is the packed file list (relative paths). */

@@ -24,7 +24,7 @@ import { pathToFileURL, fileURLToPath } from "node:url";
 import ts from "typescript";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const PACKAGES = ["cairnq", "client", "worker", "dashboard", "protocol", "store-kysely", "store-sqlite", "store-postgres", "retention", "runtime", "testing"]
+const PACKAGES = ["cairnq", "client", "worker", "dashboard", "protocol", "store-kysely", "store-sqlite", "store-postgres", "store-mysql", "retention", "runtime", "testing"]
   .map((dir) => path.join(ROOT, "packages", dir))
   .concat(path.join(ROOT, "conformance"));
 /** Deliberate re-declarations: the umbrella's subclasses that add factories to the same class. */

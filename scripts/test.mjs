@@ -4,7 +4,8 @@
 //   1. check that every test file is in a tier that runs (tiers.mjs)
 //   2. the fast tier: the protocol's tests with coverage, then every other
 //      package's fast tests in one vitest run (the root vitest.config.ts)
-//   3. ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, and
+//   3. ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, a
+//      MariaDB (scripts/mysql-env.mjs), export CAIRNQ_TEST_MYSQL_DSN, and
 //      turbo run build typecheck lint check-package, with the consumer test
 //      (npm installs, in tests/consumer) in the same run: turbo starts it as
 //      soon as the packages it packs are built
@@ -31,6 +32,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensurePostgres } from "./pg-env.mjs";
 import { ensurePgBouncer } from "./pgbouncer-env.mjs";
+import { ensureMySQL } from "./mysql-env.mjs";
 import { untieredTests } from "./tiers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -65,6 +67,7 @@ const PNPM = (() => {
 
 const running = new Set(); // the children running now, for signal forwarding
 let pgStop = null;
+let mysqlStop = null;
 let exiting = false;
 
 async function finish(code) {
@@ -75,6 +78,13 @@ async function finish(code) {
       await pgStop();
     } catch (err) {
       console.error(`test: stopping the throwaway Postgres failed: ${err.message}`);
+    }
+  }
+  if (mysqlStop) {
+    try {
+      await mysqlStop();
+    } catch (err) {
+      console.error(`test: dropping the run's MySQL databases failed: ${err.message}`);
     }
   }
   process.exit(code);
@@ -326,6 +336,22 @@ async function checks() {
     }
   });
   if (bouncerCode !== 0) return bouncerCode;
+
+  // The MySQL store's tests (MariaDB) never skip either: a server that is down is started, and one
+  // that cannot be had fails here. The run gets a database of its own, dropped at the end.
+  const mysqlCode = await phase("mysql", async (row) => {
+    try {
+      const mysql = await ensureMySQL();
+      mysqlStop = mysql.stop;
+      process.env.CAIRNQ_TEST_MYSQL_DSN = mysql.dsn;
+      row.note = mysql.source;
+      return 0;
+    } catch (err) {
+      console.error(`\ntest: no MySQL/MariaDB for the test suite.\n${err.message}`);
+      return 1;
+    }
+  });
+  if (mysqlCode !== 0) return mysqlCode;
 
   const tasks = ["build", "typecheck", "lint", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
   const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";

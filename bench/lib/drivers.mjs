@@ -31,16 +31,17 @@ export function renderDrivers(comparison, calls) {
   const fmt = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
   const lines = [
     "",
-    `SQLite drivers under Node ${comparison.node}, same run (${calls} sequential call()s, idle worker in another process on the same driver; floor = that driver's raw call() floor):`,
+    `SQLite drivers under Node ${comparison.node}, same run (${calls} sequential call()s, idle worker in another process on the same driver; floor = that driver's raw call() floor; across processes = the same raw round trip split over two processes, as a call() is):`,
     "",
-    "| driver | call() p50 | floor p50 | ratio | call() p99 | floor p99 | client busy retries | worker busy retries |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| driver | call() p50 | floor p50 | ratio | floor p50 across processes | ratio | call() p99 | floor p99 | client busy retries | worker busy retries |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const [driver, r] of Object.entries(comparison.results)) {
     const p50 = median(r.p50);
     const floor = median(r.floorP50);
+    const cross = median(r.crossP50);
     lines.push(
-      `| ${driver} | ${fmt(p50)} ms | ${fmt(floor)} ms | ${(p50 / floor).toFixed(2)}× | ${fmt(median(r.p99))} ms | ${fmt(median(r.floorP99))} ms | ${r.clientBusy.join(", ")} | ${r.workerBusy.join(", ")} |`,
+      `| ${driver} | ${fmt(p50)} ms | ${fmt(floor)} ms | ${(p50 / floor).toFixed(2)}× | ${fmt(cross)} ms | ${(p50 / cross).toFixed(2)}× | ${fmt(median(r.p99))} ms | ${fmt(median(r.floorP99))} ms | ${r.clientBusy.join(", ")} | ${r.workerBusy.join(", ")} |`,
     );
   }
   return lines.join("\n");

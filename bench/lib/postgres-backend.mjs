@@ -5,7 +5,7 @@
 // The database: CAIRNQ_BENCH_PG_DSN, default postgres://postgres@127.0.0.1:5432/test.
 import { createRequire } from "node:module";
 import { floorIds } from "./sqlite-backend.mjs";
-import { percentile } from "./stats.mjs";
+import { percentile, timedDrain } from "./stats.mjs";
 import { hasPostgres, openStore } from "./targets.mjs";
 
 const require = createRequire(import.meta.url);
@@ -315,30 +315,17 @@ export const postgresBackend = {
       const s = await floorSchema(`drain_${perStatement}_c${conns}`, conns, schema);
       try {
         await prefill(s, warmup + n);
-        let done = 0;
-        // Set when `warmup` rows are done (at once when there is no warm-up); the drain always gets there.
-        let timedFrom = warmup === 0 ? performance.now() : null;
-        let doneBefore = 0;
-        await timed(s.conns, async (client, index) => {
+        return await timedDrain(s.conns, { total: warmup + n, warmup, what: "the Postgres drain floor" }, async (client, index) => {
           const workerId = `worker_floor_${index}`;
-          for (;;) {
-            const { rows } = await client.query(s.sql.claim, [workerId, Date.now(), perStatement]);
-            if (rows.length === 0) return;
-            if (perStatement === 1) {
-              await client.query(s.sql.completeOne, [Date.now(), rows[0].id, workerId]);
-            } else {
-              await client.query(s.sql.completeMany, [Date.now(), rows.map((row) => row.id), workerId]);
-            }
-            done += rows.length;
-            if (timedFrom === null && done >= warmup) {
-              timedFrom = performance.now();
-              doneBefore = done;
-            }
+          const { rows } = await client.query(s.sql.claim, [workerId, Date.now(), perStatement]);
+          if (rows.length === 0) return 0;
+          if (perStatement === 1) {
+            await client.query(s.sql.completeOne, [Date.now(), rows[0].id, workerId]);
+          } else {
+            await client.query(s.sql.completeMany, [Date.now(), rows.map((row) => row.id), workerId]);
           }
+          return rows.length;
         });
-        const ended = performance.now();
-        if (done !== warmup + n) throw new Error(`the Postgres drain floor drained ${done} of ${warmup + n} rows`);
-        return (done - doneBefore) / ((ended - timedFrom) / 1000);
       } finally {
         await s.done();
       }

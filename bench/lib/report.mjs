@@ -114,6 +114,13 @@ export const FIGURES = [
     target: {},
   },
   { id: "latency.workerBusy", label: "↳ the worker's writes that hit SQLITE_BUSY, over its run (warm-up included)", unit: "count", target: {} },
+  {
+    id: "latencyX.p50",
+    label: "↳ informational: p50 against the call floor across two processes (floor column; raw driver, each side waiting on the other's commits)",
+    unit: "ms",
+    floor: { sqlite: "proto.callx.p50" },
+    target: {},
+  },
   { id: "latencyTuned.p50", label: "↳ informational: p50 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   { id: "latencyTuned.p99", label: "↳ informational: p99 with pollIntervalMs 5 / pollMs 1", unit: "ms", target: {} },
   {
@@ -224,33 +231,40 @@ function both(target) {
 }
 
 /**
+ * The target lines of a server backend: Postgres's targets, and MySQL's, which are the same ratios
+ * to its own raw floors (issue 24).
+ */
+function serverTargets(name, backend) {
+  return [
+    {
+      label: `${name} drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
+      target: "≥ 0.8 × raw claim-64 + complete-64 floor",
+      parts: [[backend, "drainPrefetch.c64"]],
+    },
+    { label: `${name} submit c64`, target: "≥ 0.3 × raw 64-row INSERT floor", parts: [[backend, "submit.c64"]] },
+    {
+      label: `${name} drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
+      target: "≥ 3 × raw claim-1 + complete-1 (1 connection) floor",
+      parts: [[backend, "drainPrefetch.c1"]],
+    },
+    { label: `${name} drain c1, prefetch 1`, target: "≥ 2 × raw claim-1 + complete-1 (1 connection) floor", parts: [[backend, "drainPrefetch1.c1"]] },
+    { label: `${name} submit c1`, target: "≥ 0.8 × raw one-INSERT-per-statement floor", parts: [[backend, "submit.c1"]] },
+    {
+      label: `${name} call() p50 / p99, idle worker in another process`,
+      target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
+      parts: [[backend, "latency.p50", "p50"], [backend, "latency.p99", "p99"]],
+    },
+  ];
+}
+
+/**
  * The target table, Postgres first: each line names the figures
  * (backend, figure id, and a short name where one line has several figures
  * of one backend) it is judged on; a line is met when all of them are.
  */
 export const TARGETS = [
-  {
-    label: `Postgres drain c64 (the "drain c64, prefetch ${DRAIN_PREFETCH_C64}" row)`,
-    target: "≥ 0.8 × raw claim-64 + complete-64 floor",
-    parts: [["postgres", "drainPrefetch.c64"]],
-  },
-  { label: "Postgres submit c64", target: "≥ 0.3 × raw 64-row INSERT floor", parts: [["postgres", "submit.c64"]] },
-  {
-    label: `Postgres drain c1 (the "drain c1, prefetch ${DRAIN_PREFETCH}" row)`,
-    target: "≥ 3 × raw claim-1 + complete-1 (1 connection) floor",
-    parts: [["postgres", "drainPrefetch.c1"]],
-  },
-  {
-    label: "Postgres drain c1, prefetch 1",
-    target: "≥ 2 × raw claim-1 + complete-1 (1 connection) floor",
-    parts: [["postgres", "drainPrefetch1.c1"]],
-  },
-  { label: "Postgres submit c1", target: "≥ 0.8 × raw one-INSERT-per-statement floor", parts: [["postgres", "submit.c1"]] },
-  {
-    label: "Postgres call() p50 / p99, idle worker in another process",
-    target: "≤ 2× / ≤ 2.5× the raw call floor (p50 / p99)",
-    parts: [["postgres", "latency.p50", "p50"], ["postgres", "latency.p99", "p99"]],
-  },
+  ...serverTargets("Postgres", "postgres"),
+  ...serverTargets("MySQL", "mysql"),
   { label: "SQLite submit c1", target: "≥ 0.7 × raw INSERT, one per transaction", parts: [["sqlite", "submit.c1"]] },
   { label: "SQLite drain c1", target: "≥ 0.6 × raw claim + complete, one per transaction", parts: [["sqlite", "drain.c1"]] },
   {
@@ -305,9 +319,29 @@ for (const [id, label] of Object.entries(FLOOR_LABELS)) FLOOR_LABELS[`proto.${id
 // The call() floor (protocol schema only): one connection, sequential INSERT → claim → complete → SELECT of the row.
 FLOOR_LABELS["proto.call.p50"] = "call() floor p50: INSERT, claim, complete (each its own commit), SELECT the row, 1 connection — protocol v1 schema";
 FLOOR_LABELS["proto.call.p99"] = "call() floor p99 — protocol v1 schema";
+// The same round trip split across two processes the way a call() is (SQLite: `crossProcessCallFloor`).
+FLOOR_LABELS["proto.callx.p50"] =
+  "call() floor across two processes p50: INSERT here; another process wakes on the commit (directory watch + data_version), claims, completes; SELECT here after waking on that commit — protocol v1 schema";
+FLOOR_LABELS["proto.callx.p99"] = "call() floor across two processes p99 — protocol v1 schema";
+
+/**
+ * MySQL's floors share the Postgres ids (report rows match them by id) but claim differently: MariaDB has
+ * no UPDATE … RETURNING, so a raw claim is a transaction (SELECT … FOR UPDATE SKIP LOCKED, UPDATE of the
+ * picked ids, COMMIT) and the complete one autocommit UPDATE (lib/mysql-backend.mjs).
+ */
+const MYSQL_FLOOR_LABELS = {
+  "proto.drain.stmt1.c1": "claim 1 (SELECT … FOR UPDATE SKIP LOCKED + UPDATE, one transaction) + complete 1 (autocommit), 1 connection — protocol v1 schema",
+  "proto.drain.stmt64": "claim 64 (SELECT … FOR UPDATE SKIP LOCKED + UPDATE, one transaction) + complete 64 (one UPDATE), 8 connections — protocol v1 schema",
+  "proto.call.p50": "call() floor p50: INSERT, the claim transaction, complete (each its own commit), SELECT the row, 1 connection — protocol v1 schema",
+};
+
+/** The label of `backend`'s floor `id`. */
+function floorLabel(backend, id) {
+  return (backend === "mysql" ? MYSQL_FLOOR_LABELS[id] : undefined) ?? FLOOR_LABELS[id] ?? id;
+}
 
 /** The unit of a floor that is not a rate (tasks/s). */
-const FLOOR_UNITS = { "proto.call.p50": "ms", "proto.call.p99": "ms" };
+const FLOOR_UNITS = { "proto.call.p50": "ms", "proto.call.p99": "ms", "proto.callx.p50": "ms", "proto.callx.p99": "ms" };
 
 /** The floor's median for `floorId` of one backend's result (`@figure` = one of our own figures), or null. */
 function floorSummary(result, floorId) {
@@ -343,15 +377,17 @@ export function buildRows(results, settings) {
       const samples = result.ours[figure.id];
       if (samples === undefined || samples.length === 0) continue;
       const ours = summarize(samples);
-      const floorId = figure.floor?.[backend] ?? null;
+      // MySQL's floors are named as Postgres's, and its targets are Postgres's ratios (issue 24).
+      const as = backend === "mysql" ? "postgres" : backend;
+      const floorId = figure.floor?.[as] ?? null;
       const floor = floorSummary(result, floorId);
       const ratio = floor === null ? null : ours.median / floor.median;
-      const minimalId = figure.minimal?.[backend] ?? null;
+      const minimalId = backend === "mysql" ? null : (figure.minimal?.[backend] ?? null);
       const minimal = floorSummary(result, minimalId);
       const minimalRatio = minimal === null ? null : ours.median / minimal.median;
-      const { text, met } = judge(figure.target[backend], ours.median, ratio);
+      const { text, met } = judge(figure.target[as], ours.median, ratio);
       const label = typeof figure.label === "function" ? figure.label(settings) : figure.label;
-      const targetKind = figure.target[backend]?.kind ?? null;
+      const targetKind = figure.target[as]?.kind ?? null;
       rows.push({ backend, id: figure.id, label, unit: figure.unit, ours, floorId, floor, ratio, minimalId, minimal, minimalRatio, target: text, targetKind, met });
     }
   }
@@ -364,6 +400,7 @@ export function buildRows(results, settings) {
  */
 export function buildTargets(rows) {
   return TARGETS.map(({ label, target, parts }) => {
+    const backends = [...new Set(parts.map(([backend]) => backend))];
     const found = parts.map(([backend, id, name]) => ({ backend, name, row: rows.find((r) => r.backend === backend && r.id === id) }));
     const measured = found
       .map(({ backend, name, row }) => {
@@ -377,7 +414,7 @@ export function buildTargets(rows) {
       })
       .join(" / ");
     const met = found.some(({ row }) => row === undefined || row.met === null) ? null : found.every(({ row }) => row.met);
-    return { label, target, measured, met };
+    return { label, target, measured, met, backends };
   });
 }
 
@@ -394,7 +431,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push(
     `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}; Node ${machine.node}; ` +
-      `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; commit ${machine.commit}; ` +
+      `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; MySQL ${machine.mysql ?? "not measured"}; commit ${machine.commit}; ` +
       `load average ${machine.loadAverageAtStart.join(" / ")} at start, ${machine.loadAverageAtEnd?.join(" / ") ?? "?"} at end.`,
   );
   lines.push(
@@ -413,7 +450,8 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push("| figure | target | measured | met? |");
   lines.push("| --- | --- | --- | --- |");
-  for (const t of buildTargets(rows)) {
+  // Only the target lines of the backends this run measured.
+  for (const t of buildTargets(rows).filter((line) => line.backends.some((backend) => backend in results))) {
     const met = t.met === null ? "not measured" : t.met ? "yes" : "**no**";
     lines.push(`| ${t.label} | ${t.target} | ${t.measured} | ${met} |`);
   }
@@ -437,14 +475,14 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push("");
   lines.push(
     "Raw driver floors (the same work with only the minimal statements, on the minimal table and on the protocol v1 schema; " +
-      "better-sqlite3 in WAL with synchronous = NORMAL, pg with prepared statements):",
+      "better-sqlite3 in WAL with synchronous = NORMAL, pg with prepared statements, mysql2 (text protocol) at READ COMMITTED):",
   );
   lines.push("");
   lines.push("| backend | floor | tasks/s (call floor: ms) |");
   lines.push("| --- | --- | --- |");
   for (const [backend, result] of Object.entries(results)) {
     for (const [id, samples] of Object.entries(result.floors)) {
-      lines.push(`| ${backend} | ${FLOOR_LABELS[id] ?? id} | ${spread(summarize(samples), FLOOR_UNITS[id] ?? "rate")} |`);
+      lines.push(`| ${backend} | ${floorLabel(backend, id)} | ${spread(summarize(samples), FLOOR_UNITS[id] ?? "rate")} |`);
     }
   }
   return lines.join("\n");

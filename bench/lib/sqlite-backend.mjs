@@ -1,10 +1,13 @@
 // The SQLite backend of the bench: a fresh database file per measurement, the
 // backlog fill used only to set up the claim measurement, and the raw
 // better-sqlite3 floors.
+import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { watchCommits } from "./commit-watch.mjs";
 import { newTaskId, openStore } from "./targets.mjs";
 import { sqliteVersion } from "./machine.mjs";
 import { percentile } from "./stats.mjs";
@@ -25,6 +28,21 @@ function openRaw(path) {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
+  return db;
+}
+
+/**
+ * A raw connection on `driver` — null for the bench's better-sqlite3, `{ betterSqlite3: modulePath }`
+ * for another copy, "node:sqlite" — with the store's writer settings (WAL, synchronous = NORMAL,
+ * temp_store = MEMORY, foreign_keys = ON). Each binding's `prepare(sql).run/all/get` takes the named
+ * parameters the floors use.
+ */
+export function openRawOn(driver, path) {
+  const db =
+    driver === "node:sqlite"
+      ? new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path)
+      : new (driver === null ? Database : require(driver.betterSqlite3))(path);
+  for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON"]) db.exec(`PRAGMA ${pragma}`);
   return db;
 }
 
@@ -105,7 +123,7 @@ async function floorDatabase(label, schema) {
   const { target, cleanup } = await sqliteBackend.fresh(`${label}-${schema}`);
   if (schema === "protocol") {
     const db = await openRawProtocol(target.path);
-    return { db, sql: PROTOCOL, result: null, cleanup };
+    return { db, sql: PROTOCOL, result: null, cleanup, path: target.path };
   }
   const db = openRaw(target.path);
   for (const ddl of FLOOR_DDL) db.exec(ddl);
@@ -148,6 +166,66 @@ export function callFloorOn(db, sql, { calls, warmup, result, label = "the call 
     if (i >= warmup) samples.push(performance.now() - started);
   }
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+const CALL_FLOOR_CHILD = fileURLToPath(new URL("../call-floor-child.mjs", import.meta.url));
+/** A floor call that takes this long has lost a wake-up: fail rather than hang. */
+const CALL_FLOOR_STUCK_MS = 10_000;
+
+/**
+ * The call() floor across two processes, as a call() runs: this process INSERTs the task (its own
+ * commit) and waits; a raw better-sqlite3 process (`call-floor-child.mjs`) notices the commit through
+ * `watchCommits` (a directory watch and `PRAGMA data_version`), claims the task and completes it (a
+ * commit each); this process notices that commit the same way and SELECTs the row on a second
+ * connection (a reader, as the store has). The same statements and commits as the one-connection call
+ * floor, plus what two processes cost on this host: two waits on the other's commit, each connection's
+ * page cache emptied by the other's commits, the wake-ups every WAL write sends the other side.
+ * `driver`: see {@link openRawOn}; `path` holds the protocol v1 schema. Returns `{ p50, p99 }` in ms.
+ */
+export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
+  const db = openRawOn(driver, path);
+  const reader = openRawOn(driver, path);
+  const insert = db.prepare(PROTOCOL.insert);
+  const get = reader.prepare(PROTOCOL_GET);
+  const child = fork(CALL_FLOOR_CHILD, [path, JSON.stringify(driver)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  let waiting = null;
+  const stop = watchCommits(path, reader, () => {
+    if (waiting === null || get.get(waiting.id)?.status !== "succeeded") return;
+    const done = waiting;
+    waiting = null;
+    done.resolve();
+  });
+  try {
+    await new Promise((resolve, reject) => {
+      child.once("message", resolve);
+      void exited.then((code) => reject(new Error(`the cross-process call floor's worker exited (code ${code}) before it was ready`)));
+    });
+    const ids = floorIds(warmup + calls);
+    const samples = [];
+    for (let i = 0; i < ids.length; i += 1) {
+      const started = performance.now();
+      let stuck;
+      const done = new Promise((resolve, reject) => {
+        waiting = { id: ids[i], resolve };
+        stuck = setTimeout(() => reject(new Error(`the cross-process call floor's task ${ids[i]} did not succeed within ${CALL_FLOOR_STUCK_MS} ms`)), CALL_FLOOR_STUCK_MS);
+      });
+      insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+      try {
+        await done;
+      } finally {
+        clearTimeout(stuck);
+      }
+      if (i >= warmup) samples.push(performance.now() - started);
+    }
+    return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  } finally {
+    stop();
+    if (child.connected) child.send("stop");
+    await exited;
+    reader.close();
+    db.close();
+  }
 }
 
 export const sqliteBackend = {
@@ -324,6 +402,20 @@ export const sqliteBackend = {
       return callFloorOn(db, sql, { calls, warmup, result });
     } finally {
       db.close();
+      await cleanup();
+    }
+  },
+
+  /**
+   * The call() floor across two processes (see `crossProcessCallFloor`); `{ p50, p99 }` in ms. Not in
+   * `floorPlan`: run.mjs measures it with the call() latency, right after it.
+   */
+  async crossProcessCallFloor({ calls, warmup }) {
+    const { db, cleanup, path } = await floorDatabase("floor-call-x", "protocol");
+    db.close();
+    try {
+      return await crossProcessCallFloor(null, path, { calls, warmup });
+    } finally {
       await cleanup();
     }
   },

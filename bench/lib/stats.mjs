@@ -26,3 +26,30 @@ export function summarize(samples) {
     samples,
   };
 }
+
+/**
+ * A raw drain floor's clock: runs `step(conn, index)` on every connection at once, each in a loop
+ * until it returns 0 (rows it finished per call), and answers rows per second counted from the
+ * moment `warmup` rows were done (from the start when it is 0). Throws unless `total` rows were done.
+ */
+export async function timedDrain(conns, { total, warmup, what }, step) {
+  let done = 0;
+  let timedFrom = warmup === 0 ? performance.now() : null;
+  let doneBefore = 0;
+  await Promise.all(
+    conns.map(async (conn, index) => {
+      for (;;) {
+        const rows = await step(conn, index);
+        if (rows === 0) return;
+        done += rows;
+        if (timedFrom === null && done >= warmup) {
+          timedFrom = performance.now();
+          doneBefore = done;
+        }
+      }
+    }),
+  );
+  const ended = performance.now();
+  if (done !== total) throw new Error(`${what} drained ${done} of ${total} rows`);
+  return (done - doneBefore) / ((ended - timedFrom) / 1000);
+}

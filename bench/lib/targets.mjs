@@ -7,6 +7,7 @@
 //   { backend: "postgres", dsn, schema }   a schema of its own in a Postgres database
 //   { backend: "postgres", dsn, options }  a database of its own (`schema` unset), with store options
 //                                          (the pooler figures: `preparedStatements`, `listen`)
+//   { backend: "mysql", dsn }              a MySQL/MariaDB database of its own
 // Every workload is written once over these three openers; the backend is
 // only ever an argument.
 import { createRequire } from "node:module";
@@ -44,6 +45,8 @@ export function openClient(target, options = {}) {
       return CairnQ.sqlite(target.path, { ...sqliteOptions(target), ...options });
     case "postgres":
       return CairnQ.postgres(target.dsn, { schema: target.schema, ...target.options, ...options });
+    case "mysql":
+      return CairnQ.mysql(target.dsn, options);
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }
@@ -56,6 +59,8 @@ export function openWorker(target, options = {}) {
       return Worker.sqlite(target.path, { ...sqliteOptions(target), ...options });
     case "postgres":
       return Worker.postgres(target.dsn, { schema: target.schema, ...target.options, ...options });
+    case "mysql":
+      return Worker.mysql(target.dsn, options);
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }
@@ -68,6 +73,8 @@ export function openStore(target) {
       return new SQLiteStore(target.path, sqliteOptions(target));
     case "postgres":
       return new cairnq.PostgresStore(target.dsn, { schema: target.schema, ...target.options });
+    case "mysql":
+      return new cairnq.MySQLStore(target.dsn);
     default:
       throw new Error(`unknown backend ${target.backend}`);
   }

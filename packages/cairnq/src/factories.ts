@@ -3,6 +3,8 @@ import { CairnQ as ClientCairnQ, CLIENT_OPTION_KEYS } from "@cairnq/client";
 import type { TaskStore } from "@cairnq/protocol";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
+import type { MySQLStoreOptions, MySQLTarget } from "@cairnq/store-mysql";
+import { MYSQL_STORE_OPTION_KEYS, MySQLStore } from "@cairnq/store-mysql";
 import type { PostgresStoreOptions, PostgresTarget } from "@cairnq/store-postgres";
 import { POSTGRES_STORE_OPTION_KEYS, PostgresStore } from "@cairnq/store-postgres";
 import type { SQLiteStoreOptions } from "@cairnq/store-sqlite";
@@ -44,7 +46,14 @@ export type PostgresCairnQOptions = CairnQOptions & PostgresFactoryStoreOptions;
 /** Options of {@link Worker.postgres}: the store's and the worker's, in one bag. */
 export type PostgresWorkerOptions = Omit<WorkerOptions, "closeStore"> & PostgresFactoryStoreOptions;
 
+/** Options of {@link CairnQ.mysql}: the store's and the client's, in one bag. */
+export type MySQLCairnQOptions = CairnQOptions & MySQLStoreOptions;
+
+/** Options of {@link Worker.mysql}: the store's and the worker's, in one bag. */
+export type MySQLWorkerOptions = Omit<WorkerOptions, "closeStore"> & MySQLStoreOptions;
+
 const SQLITE_STORE_KEYS: readonly string[] = SQLITE_STORE_OPTION_KEYS;
+const MYSQL_STORE_KEYS: readonly string[] = MYSQL_STORE_OPTION_KEYS;
 /**
  * The store's keys as the factories spell them: `onError` is `storeOnError` there, and `logger` is the
  * role's (the client's or worker's), which the factory hands to the store as well.
@@ -63,6 +72,8 @@ const FACTORY_KEYS = {
   "CairnQ.postgres(target, options)": union(POSTGRES_STORE_KEYS, CLIENT_OPTION_KEYS),
   "Worker.sqlite(path, options)": union(SQLITE_STORE_KEYS, FACTORY_WORKER_KEYS),
   "Worker.postgres(target, options)": union(POSTGRES_STORE_KEYS, FACTORY_WORKER_KEYS),
+  "CairnQ.mysql(target, options)": union(MYSQL_STORE_KEYS, CLIENT_OPTION_KEYS),
+  "Worker.mysql(target, options)": union(MYSQL_STORE_KEYS, FACTORY_WORKER_KEYS),
 } as const satisfies Record<string, readonly string[]>;
 
 /** Both lists, each key once (`clock` is the store's and the role's), in order. */
@@ -159,6 +170,22 @@ export class CairnQ extends ClientCairnQ {
     const { store, rest } = factoryOptions<PostgresFactoryStoreOptions, CairnQOptions>(options, "CairnQ.postgres(target, options)", POSTGRES_STORE_KEYS);
     return new CairnQ(postgresStore(target, store, rest.logger), rest);
   }
+
+  /**
+   * A client on MySQL/MariaDB: a `mysql://` connection string (cairnq builds and owns the pool), your
+   * `mysql2` pool, or your Kysely instance (never closed by cairnq). `mysql2` is loaded when the
+   * store is built from a connection string; a missing one fails with `npm install mysql2`.
+   * `close()` closes the store, and with it only what the store built.
+   *
+   * @example
+   * ```ts
+   * const cairnq = CairnQ.mysql("mysql://app@localhost:3306/app");
+   * ```
+   */
+  static mysql(target: MySQLTarget, options: MySQLCairnQOptions = {}): CairnQ {
+    const { store, rest } = factoryOptions<MySQLStoreOptions, CairnQOptions>(options, "CairnQ.mysql(target, options)", MYSQL_STORE_KEYS);
+    return new CairnQ(new MySQLStore(target, store), rest);
+  }
 }
 
 /**
@@ -189,6 +216,22 @@ export class Worker extends BaseWorker {
     const { store, rest } = factoryOptions<PostgresFactoryStoreOptions, WorkerOptions>(options, "Worker.postgres(target, options)", POSTGRES_STORE_KEYS);
     const sized = typeof target === "string" && store.max === undefined ? { ...store, max: workerPoolSize(rest.concurrency) } : store;
     return new Worker(postgresStore(target, sized, rest.logger), { ...rest, closeStore: true });
+  }
+
+  /**
+   * A worker on MySQL/MariaDB (connection string, `mysql2` pool or Kysely); `close()` closes the store
+   * it built. With a connection string and no `max`, the pool is sized for the worker's `concurrency`
+   * ({@link workerPoolSize}), as on Postgres. MySQL has no push channel: an idle worker polls.
+   *
+   * @example
+   * ```ts
+   * const worker = Worker.mysql("mysql://app@localhost:3306/app", { concurrency: 8 });
+   * ```
+   */
+  static mysql(target: MySQLTarget, options: MySQLWorkerOptions = {}): Worker {
+    const { store, rest } = factoryOptions<MySQLStoreOptions, WorkerOptions>(options, "Worker.mysql(target, options)", MYSQL_STORE_KEYS);
+    const sized = typeof target === "string" && store.max === undefined ? { ...store, max: workerPoolSize(rest.concurrency) } : store;
+    return new Worker(new MySQLStore(target, sized), { ...rest, closeStore: true });
   }
 
   /** A worker over any store; it does not close a store it did not build. */

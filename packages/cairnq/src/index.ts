@@ -31,6 +31,8 @@
 // Factories: the client and worker classes with their store-building statics.
 export { CairnQ, Worker } from "./factories.js";
 export type {
+  MySQLCairnQOptions,
+  MySQLWorkerOptions,
   PostgresCairnQOptions,
   PostgresFactoryStoreOptions,
   PostgresWorkerOptions,
@@ -173,6 +175,8 @@ export type { RetentionErrorInfo, RetentionOptions, RetentionPolicy, RetentionRu
 // The stores (each loads its driver only when it opens).
 export { DatabaseBusy, GroupRolledBack, SQLiteStore } from "@cairnq/store-sqlite";
 export type { SQLiteDriverName, SQLiteStoreOptions, SQLiteTransactionStore } from "@cairnq/store-sqlite";
+export { MySQLStore } from "@cairnq/store-mysql";
+export type { AnyMySQLTransaction, MySQLPool, MySQLStoreOptions, MySQLTarget } from "@cairnq/store-mysql";
 export { PostgresStore } from "@cairnq/store-postgres";
 export type {
   PostgresErrorHook,

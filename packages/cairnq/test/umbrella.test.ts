@@ -15,6 +15,7 @@ import * as cairnq from "cairnq";
 import * as client from "@cairnq/client";
 import * as protocol from "@cairnq/protocol";
 import * as retention from "@cairnq/retention";
+import * as storeMysql from "@cairnq/store-mysql";
 import * as storePostgres from "@cairnq/store-postgres";
 import * as storeSqlite from "@cairnq/store-sqlite";
 import * as worker from "@cairnq/worker";
@@ -58,6 +59,7 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
   "@cairnq/retention": { from: retention, names: ["RetentionSweeper"] },
   "@cairnq/store-sqlite": { from: storeSqlite, names: ["SQLiteStore"] },
   "@cairnq/store-postgres": { from: storePostgres, names: ["PostgresStore"] },
+  "@cairnq/store-mysql": { from: storeMysql, names: ["MySQLStore"] },
 };
 
 const CLIENT_METHODS = [
@@ -221,6 +223,24 @@ describe("cairnq re-exports the public floor", () => {
       await runner.close();
       await api.close();
     }
+  });
+
+  it("CairnQ.mysql and Worker.mysql build a client and worker on a MySQLStore (no connection, no driver loaded until used)", async () => {
+    const dsn = "mysql://root@127.0.0.1:1/never_connected";
+    const api = cairnq.CairnQ.mysql(dsn, { max: 2 });
+    const runner = cairnq.Worker.mysql(dsn, { concurrency: 2 });
+    try {
+      expect(api.store).toBeInstanceOf(cairnq.MySQLStore);
+      expect(runner.store).toBeInstanceOf(cairnq.MySQLStore);
+      expect(missingMethods(api, CLIENT_METHODS)).toEqual([]);
+      expect(missingMethods(runner, WORKER_METHODS)).toEqual([]);
+      expectTypeOf(cairnq.CairnQ.mysql).returns.toEqualTypeOf<cairnq.CairnQ>();
+      expectTypeOf(cairnq.Worker.mysql).returns.toEqualTypeOf<cairnq.Worker>();
+    } finally {
+      await runner.close();
+      await api.close();
+    }
+    expect(() => cairnq.CairnQ.mysql(dsn, { maks: 2 } as never)).toThrow(expect.objectContaining({ name: "InvalidArgument" }));
   });
 
   // The bag's `onError` is the worker's (`{ phase, taskId }`); the store's hook is `storeOnError`.

@@ -1,4 +1,7 @@
 import type { DialectCapabilities } from "./capabilities.js";
+import type { ExtensionTable } from "./extension-tables.js";
+import { EXTENSION_DDL } from "./extension-tables.js";
+import { missingTable } from "./missing-table.js";
 import { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 import type { StoreClock } from "./clock.js";
 import { ProcessClock } from "./clock.js";
@@ -29,7 +32,8 @@ import { SingleWrites } from "./write-batching.js";
  * - **keyLock**: the lock keyed transactions take first (§5.0);
  * - **schema**: connect-time setup, migrations and guards (§3.7, §3.9, §11);
  * - **wakeups**: push signals, or plain sleeps (§9);
- * - **capabilities**: flags with documented defaults.
+ * - **capabilities**: flags with documented defaults;
+ * - **extensionDdl**: the DDL of the extension tables, where `text` keys do not fit.
  *
  * Extend {@link BaseStoreDialect} rather than implementing this directly, so
  * a dialect keeps working when a collaborator or flag is added.
@@ -50,6 +54,19 @@ export interface StoreDialect {
    * shapes), e.g. to run them as named prepared statements.
    */
   statementCompiled(sql: string): void;
+  /**
+   * The DDL that creates extension table `table` on first use (re-runnable, `IF NOT EXISTS`).
+   * Optional so dialects written before it keep compiling; absent, {@link EXTENSION_DDL} (one text
+   * for SQLite and Postgres). A backend whose text columns cannot be keys as `text` (MySQL: a key
+   * needs a length) supplies its own types here.
+   */
+  extensionDdl?(table: ExtensionTable): readonly string[];
+  /**
+   * Whether `err` says a table does not exist: reads of an extension table that was never created
+   * answer "nothing" (`cairnq get` reads every task's step journal). Optional so dialects written
+   * before it keep compiling; absent, SQLite's "no such table" and Postgres's SQLSTATE 42P01.
+   */
+  missingTable?(err: unknown): boolean;
 }
 
 /**
@@ -85,6 +102,16 @@ export abstract class BaseStoreDialect implements StoreDialect {
 
   /** @default does nothing */
   statementCompiled(_sql: string): void {}
+
+  /** @default SQLite's "no such table" message or Postgres's SQLSTATE 42P01 */
+  missingTable(err: unknown): boolean {
+    return missingTable(err);
+  }
+
+  /** @default EXTENSION_DDL[table] */
+  extensionDdl(table: ExtensionTable): readonly string[] {
+    return EXTENSION_DDL[table];
+  }
 }
 
 /**
@@ -111,14 +138,26 @@ export abstract class TransactionViewDialect extends BaseStoreDialect {
   readonly syntax: SqlSyntax;
   override readonly clock: StoreClock;
   override readonly capabilities: DialectCapabilities;
+  readonly #parent: StoreDialect;
 
   /** @param parent - The dialect of the store the view belongs to. */
   constructor(parent: StoreDialect) {
     super();
+    this.#parent = parent;
     this.name = parent.name;
     this.syntax = parent.syntax;
     this.clock = parent.clock;
     // A view has no completeIn: it already runs inside the caller's transaction.
     this.capabilities = Object.freeze({ ...parent.capabilities, transactionalComplete: false });
+  }
+
+  /** The parent dialect's answer. */
+  override missingTable(err: unknown): boolean {
+    return this.#parent.missingTable?.(err) ?? missingTable(err);
+  }
+
+  /** The parent dialect's extension DDL. */
+  override extensionDdl(table: ExtensionTable): readonly string[] {
+    return this.#parent.extensionDdl?.(table) ?? EXTENSION_DDL[table];
   }
 }

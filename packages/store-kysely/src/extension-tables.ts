@@ -115,7 +115,7 @@ export class StoreExtensions {
     if (ready === undefined) {
       ready = this.dialect.executor.writeTransaction(this.db, async (tx) => {
         await this.dialect.keyLock.acquire(tx, `cairnq:extension:${table}`);
-        for (const ddl of EXTENSION_DDL[table]) await tx.executeQuery(CompiledQuery.raw(ddl));
+        for (const ddl of this.dialect.extensionDdl?.(table) ?? EXTENSION_DDL[table]) await tx.executeQuery(CompiledQuery.raw(ddl));
       });
       this.#ready.set(table, ready);
       ready.catch(() => this.#ready.delete(table));

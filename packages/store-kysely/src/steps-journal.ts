@@ -20,6 +20,7 @@
  */
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, Task } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
+import { missingTable } from "./missing-table.js";
 import type { Params } from "@cairnq/protocol/adapter";
 import { decodeStepRow, encodeJson, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
@@ -183,13 +184,6 @@ const WAKE_JOIN_TEMPLATE = wakeTemplate("join");
 const PARK_TEMPLATE = rowTransitionTemplate(PARK);
 const CHILD_INSERT_TEMPLATE = insertTemplate(SUBMIT);
 
-/** The journal table does not exist yet (SQLite's message, Postgres's SQLSTATE 42P01 undefined_table). */
-function missingTable(err: unknown): boolean {
-  if (typeof err !== "object" || err === null) return false;
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  return code === "42P01" || (typeof message === "string" && message.includes(`no such table: ${STEPS_TABLE}`));
-}
-
 /** The step lock of a task: taken first by every transaction that parks, sends to or spawns from it. */
 function stepLockKey(taskId: string): string {
   return `cairnq:steps:${taskId}`;
@@ -217,7 +211,7 @@ export class StepJournal {
       return (await this.ext.statements.read(JOURNAL_TEMPLATE, { taskId: id })).rows.map(decodeStepRow);
     } catch (err) {
       // A read creates nothing (`cairnq get`, `explain` and the dashboard read every task): no table, no journal.
-      if (missingTable(err)) return [];
+      if (this.ext.dialect.missingTable?.(err) ?? missingTable(err)) return [];
       throw err;
     }
   }

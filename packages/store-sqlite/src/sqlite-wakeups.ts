@@ -117,6 +117,10 @@ const WORKING_GAP_MS = 50;
  *   since that probe) reads once for the same reason. So a worker may wait
  *   here right after a claim whose reprobe found nothing left
  *   (`capabilities.claimWakeOnQueued`, true while the file can be watched).
+ *   A `taskDoneWake` likewise reads its task at once when commits went
+ *   unchecked since the last done wait, or when it starts the watch, and
+ *   returns at once for a task already terminal: a task that finished just
+ *   before the wait began is not waited for until the timeout.
  * - `subscribe` never calls its listener: the channel knows "something
  *   committed", and the contract's signals name a queue or a task.
  *   `capabilities.pushWakeups` stays false for the same reason; `watch()`
@@ -208,12 +212,21 @@ export class SQLiteWakeups implements Wakeups {
   /** Resolves after `timeoutMs`, or about a millisecond after a commit that left `taskId` terminal, or when `signal` aborts. */
   taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted === true || !(timeoutMs > 0)) return Promise.resolve();
+    // A fresh start has seen no commit yet, so it cannot tell whether the task finished before it: one read does.
+    const fresh = this.#detector.mode === "off";
     if (!this.#start()) return sleep(timeoutMs, { signal, unref: true });
+    const seq = this.#detector.seq;
+    // Commits seen while no done waiter listened may have finished this task: one read tells, now rather than on the
+    // next turn of the loop, and a task already terminal ends the wait without waiting at all.
+    if ((fresh || this.#doneSeq !== seq) && settledNow(this.#source, taskId)) return Promise.resolve();
     const waiting = this.#dones.wait(taskId, timeoutMs, signal);
     this.#detector.busy();
     this.#detector.urge();
-    // Commits seen while no done waiter listened: this task may be among them, one read tells.
-    if (this.#doneSeq !== this.#detector.seq) this.#detector.checkNow();
+    if (this.#doneSeq !== seq) {
+      // Alone, this waiter is checked up to `seq` by the read above; others still need those commits checked.
+      if (this.#dones.size === 1) this.#doneSeq = seq;
+      else this.#detector.checkNow();
+    }
     return waiting;
   }
 
@@ -319,6 +332,15 @@ function writesOf(source: WakeupSource): number {
     return source.writes();
   } catch {
     return Number.NaN;
+  }
+}
+
+/** Whether `taskId` is terminal; true when it cannot tell (the caller re-reads). */
+function settledNow(source: WakeupSource, taskId: string): boolean {
+  try {
+    return source.settledAmong([taskId]).length > 0;
+  } catch {
+    return true;
   }
 }
 

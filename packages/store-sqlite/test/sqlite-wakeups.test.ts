@@ -59,6 +59,36 @@ describe("SQLiteWakeups on a database file", () => {
     expect(await timed(waiting.claimWake(["jobs"], 100)).done).toBeGreaterThanOrEqual(90);
   });
 
+  it("taskDoneWake that starts the watch returns at once for a task that finished before it", async () => {
+    const file = tempFile();
+    const waiting = openStore(file);
+    const worker = openStore(file);
+    const task = await waiting.submit({ name: "job" });
+    await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 1 });
+    await worker.complete({ taskId: task.id, workerId: "w1", result: null });
+    expect(wakeupsOf(waiting).mode).toBe("off");
+    expect(await timed(waiting.taskDoneWake(task.id, LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+  });
+
+  it("taskDoneWake reads at once after commits no done waiter saw, and waits for a task not yet terminal", async () => {
+    const file = tempFile();
+    const waiting = openStore(file);
+    const worker = openStore(file);
+    const task = await waiting.submit({ name: "job" });
+    const other = await waiting.submit({ name: "job" });
+    // Start the watch and let it see the claims and the completion with no done waiter listening.
+    await waiting.taskDoneWake("task_none", 1);
+    await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 2 });
+    await worker.complete({ taskId: task.id, workerId: "w1", result: null });
+    await pause(20);
+    expect(await timed(waiting.taskDoneWake(task.id, LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    const pending = timed(waiting.taskDoneWake(other.id, LONG_MS));
+    await pause(50);
+    expect(pending.settled()).toBe(false);
+    await worker.complete({ taskId: other.id, workerId: "w1", result: null });
+    expect(await pending.done).toBeLessThan(LONG_MS / 2);
+  });
+
   it("timeouts bound every wait while nothing commits", async () => {
     const store = openStore();
     const task = await store.submit({ name: "job" });

@@ -1,10 +1,11 @@
 /**
- * `--db`: a SQLite file or a `postgres://` URL, opened as a CairnQ client.
+ * `--db`: a SQLite file, a `postgres://` URL or a `mysql://` URL, opened as a CairnQ client.
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { CairnQ } from "@cairnq/client";
+import { MySQLStore } from "@cairnq/store-mysql";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import type pg from "pg";
@@ -12,8 +13,8 @@ import { UsageError } from "./usage-error.js";
 
 /** What `--db`, `--schema` and `CAIRNQ_DB` say, resolved. */
 export interface DatabaseTarget {
-  readonly kind: "sqlite" | "postgres";
-  /** The file path (SQLite) or the connection string (Postgres). */
+  readonly kind: "sqlite" | "postgres" | "mysql";
+  /** The file path (SQLite) or the connection string (Postgres, MySQL). */
   readonly target: string;
   /** The Postgres schema, if given. */
   readonly schema: string | null;
@@ -22,13 +23,14 @@ export interface DatabaseTarget {
 }
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+const MYSQL_URL = /^(mysql|mariadb):\/\//i;
 
 /** Resolves `--db` (or `CAIRNQ_DB`) and `--schema`; a usage error says what to type when they are missing or do not fit. */
 export function resolveDatabase(db: string | undefined, schema: string | undefined, env: Readonly<Record<string, string | undefined>>): DatabaseTarget {
   const given = db ?? env.CAIRNQ_DB;
   if (given === undefined || given.trim() === "") {
     throw new UsageError(
-      "no database given: pass --db <file.db | postgres://user@host/db> (for example --db ./cairnq.db), or set CAIRNQ_DB",
+      "no database given: pass --db <file.db | postgres://user@host/db | mysql://user@host/db> (for example --db ./cairnq.db), or set CAIRNQ_DB",
     );
   }
   if (POSTGRES_URL.test(given)) {
@@ -40,6 +42,18 @@ export function resolveDatabase(db: string | undefined, schema: string | undefin
     }
     const where = `${url.host}${url.pathname}`;
     return { kind: "postgres", target: given, schema: schema ?? null, description: `Postgres ${where}${schema ? ` (schema ${schema})` : ""}` };
+  }
+  if (MYSQL_URL.test(given)) {
+    let url: URL;
+    try {
+      url = new URL(given);
+    } catch {
+      throw new UsageError(`--db ${JSON.stringify(given)} is not a valid URL; write it as mysql://user:password@host:3306/database`);
+    }
+    if (schema !== undefined) {
+      throw new UsageError(`--schema applies to Postgres only; on MySQL the database in the URL is the schema (mysql://user@host:3306/<database>)`);
+    }
+    return { kind: "mysql", target: given, schema: null, description: `MySQL ${url.host}${url.pathname}` };
   }
   if (schema !== undefined) {
     throw new UsageError(`--schema applies to Postgres only, and --db ${JSON.stringify(given)} is a SQLite file; drop --schema, or pass a postgres:// URL`);
@@ -62,6 +76,7 @@ export function openClient(target: DatabaseTarget, options: { create: boolean; l
     }
     return new CairnQ(new SQLiteStore(target.target));
   }
+  if (target.kind === "mysql") return new CairnQ(new MySQLStore(target.target, { max: 4 }));
   return new CairnQ(
     new PostgresStore(target.target, {
       ...(target.schema === null ? {} : { schema: target.schema }),
@@ -79,6 +94,7 @@ export function openClient(target: DatabaseTarget, options: { create: boolean; l
  * does not answer is left to the store, whose message says why.
  */
 export async function requireInstalled(target: DatabaseTarget): Promise<void> {
+  if (target.kind === "mysql") return requireInstalledMySQL(target);
   if (target.kind !== "postgres") return;
   const Client = (createRequire(import.meta.url)("pg") as typeof pg).Client;
   const client = new Client({ connectionString: target.target, connectionTimeoutMillis: 10_000 });
@@ -102,5 +118,37 @@ export async function requireInstalled(target: DatabaseTarget): Promise<void> {
     }
   } finally {
     await client.end().catch(() => {});
+  }
+}
+
+/** The minimum of `mysql2/promise` the check below uses. */
+interface MySQLPromiseDriver {
+  createConnection(options: { uri: string; connectTimeout: number }): Promise<{
+    query(sql: string): Promise<[unknown, unknown]>;
+    end(): Promise<void>;
+  }>;
+}
+
+/** {@link requireInstalled} on MySQL: the URL's database must hold `cairnq_tasks`. */
+async function requireInstalledMySQL(target: DatabaseTarget): Promise<void> {
+  let driver: MySQLPromiseDriver;
+  try {
+    driver = createRequire(import.meta.url)("mysql2/promise") as MySQLPromiseDriver;
+  } catch {
+    return; // the store says how to install the driver
+  }
+  let conn: Awaited<ReturnType<MySQLPromiseDriver["createConnection"]>>;
+  try {
+    conn = await driver.createConnection({ uri: target.target.replace(/^mariadb:/i, "mysql:"), connectTimeout: 10_000 });
+  } catch {
+    return;
+  }
+  try {
+    const [rows] = await conn.query("SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'cairnq_tasks'");
+    if (Number((rows as { n: unknown }[])[0]?.n) !== 1) {
+      throw new UsageError(`no CairnQ tables in ${target.description}; check --db, or create them with: cairnq migrate --db <url>`);
+    }
+  } finally {
+    await conn.end().catch(() => {});
   }
 }

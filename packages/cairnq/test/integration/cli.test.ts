@@ -1,7 +1,7 @@
 /**
  * The `cairnq` bin, run as a real child process (the built
- * `dist/cli/main.js`, as npm links it) against a real SQLite file and a real
- * Postgres schema holding tasks in every status. Asserts on `--json`
+ * `dist/cli/main.js`, as npm links it) against a real SQLite file, a real
+ * Postgres schema and a real MariaDB database holding tasks in every status. Asserts on `--json`
  * documents and exit codes (0 ok, 1 failed, 2 usage).
  */
 import type { ChildProcess } from "node:child_process";
@@ -13,8 +13,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Task, TaskStore } from "@cairnq/protocol";
 import { newTaskId } from "@cairnq/protocol/adapter";
+import { MySQLStore } from "@cairnq/store-mysql";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "../support/postgres.js";
 import type { Seeded } from "../support/seed.js";
@@ -86,7 +88,26 @@ function postgresBackend(): Backend {
   return backend;
 }
 
-for (const backend of [sqliteBackend(), postgresBackend()]) {
+function mysqlBackend(): Backend {
+  const admin = new MySQLAdmin(mysqlDsn());
+  let dsn = "";
+  const backend: Backend = {
+    name: "MySQL",
+    db: [],
+    open: () => new MySQLStore(dsn, { max: 2 }),
+    async setUp() {
+      dsn = await admin.createDatabase("cli");
+      backend.db = ["--db", dsn];
+    },
+    async tearDown() {
+      await admin.dropDatabase("cli");
+      await admin.close();
+    },
+  };
+  return backend;
+}
+
+for (const backend of [sqliteBackend(), postgresBackend(), mysqlBackend()]) {
   describe(`cairnq CLI on ${backend.name}`, () => {
     let store: TaskStore;
     let t: Seeded;

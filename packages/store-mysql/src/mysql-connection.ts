@@ -1,0 +1,92 @@
+import { InvalidArgument } from "@cairnq/protocol";
+import type { AnyKysely } from "@cairnq/store-kysely";
+import { Kysely, MysqlDialect } from "kysely";
+import type { MysqlPool } from "kysely";
+import type { MySQLPool, MySQLPoolConnection } from "./mysql-driver.js";
+import { loadMySQLDriver } from "./mysql-driver.js";
+
+/** What a MySQL store runs on: a connection string, a `mysql2` pool (callback API) you own, or a Kysely instance you own. */
+export type MySQLTarget = string | MySQLPool | AnyKysely;
+
+/**
+ * The session settings of every connection of a pool the store builds:
+ * times in UTC (nothing the store writes depends on it, the clock is
+ * `UTC_TIMESTAMP`, but an operator reading `NOW()` beside the rows should not
+ * be misled), and `READ COMMITTED`, the isolation the core's transactions
+ * assume of a server (Postgres' default; MySQL's is `REPEATABLE READ`, whose
+ * gap locks turn concurrent claims into deadlocks). A pool or Kysely instance
+ * you pass keeps its own settings.
+ */
+export const SESSION_SETUP: readonly string[] = Object.freeze(["SET SESSION time_zone = '+00:00'", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"]);
+
+/** The store's Kysely instance and whether the store owns it (built it from a connection string). */
+export class MySQLConnection {
+  readonly db: AnyKysely;
+  readonly owned: boolean;
+  /** The connections take several statements per query: the store built the pool. */
+  readonly multipleStatements: boolean;
+
+  /**
+   * @param target - See {@link MySQLTarget}.
+   * @param max - Pool size when the store builds the pool.
+   */
+  constructor(target: MySQLTarget, max: number | undefined) {
+    if (typeof target === "string") {
+      if (!/^(mysql|mariadb):\/\//.test(target)) {
+        throw new InvalidArgument("target", `a MySQL connection string starts with mysql:// (got ${JSON.stringify(target.slice(0, 12))}…)`);
+      }
+      const uri = target.replace(/^mariadb:/, "mysql:");
+      this.db = new Kysely({ dialect: new MysqlDialect({ pool: () => Promise.resolve().then(() => buildPool(uri, max ?? 10)) }) });
+      this.owned = true;
+      this.multipleStatements = true;
+    } else if (isKysely(target)) {
+      if (max !== undefined) throw new InvalidArgument("max", "max sizes a pool the store builds; size your Kysely instance's pool where you create it");
+      this.db = target;
+      this.owned = false;
+      this.multipleStatements = false;
+    } else if (typeof target === "object" && target !== null && typeof target.getConnection === "function") {
+      if (max !== undefined) throw new InvalidArgument("max", "max sizes a pool the store builds; size your pool where you create it");
+      this.db = new Kysely({ dialect: new MysqlDialect({ pool: new BorrowedPool(target) as unknown as MysqlPool }) });
+      this.owned = true;
+      this.multipleStatements = false;
+    } else {
+      throw new InvalidArgument("target", "new MySQLStore(target) takes a mysql:// connection string, a mysql2 pool (require('mysql2').createPool) or a Kysely instance");
+    }
+  }
+}
+
+function isKysely(value: unknown): value is AnyKysely {
+  return value instanceof Kysely || (typeof value === "object" && value !== null && typeof (value as { executeQuery?: unknown }).executeQuery === "function" && typeof (value as { transaction?: unknown }).transaction === "function");
+}
+
+function buildPool(uri: string, max: number): MysqlPool {
+  if (!Number.isInteger(max) || max < 1) throw new InvalidArgument("max", `max must be an integer ≥ 1, got ${String(max)}`);
+  const pool = loadMySQLDriver().createPool({
+    uri,
+    connectionLimit: max,
+    // SUM() and other DECIMAL results as numbers, as the other stores' drivers give them.
+    decimalNumbers: true,
+    supportBigNumbers: true,
+    // A plan of several statements (an UPDATE … RETURNING's update and read-back) goes in one round
+    // trip. Only on the store's own pool; the statements are the core's, with every value bound.
+    multipleStatements: true,
+    charset: "UTF8MB4_BIN",
+  });
+  pool.on("connection", (connection: MySQLPoolConnection) => {
+    for (const sql of SESSION_SETUP) connection.query(sql);
+  });
+  return pool as unknown as MysqlPool;
+}
+
+/** A pool the caller owns: Kysely's `destroy()` ends it, so ending is left to its owner. */
+class BorrowedPool {
+  constructor(private readonly pool: MySQLPool) {}
+
+  getConnection(callback: (error: unknown, connection: MySQLPoolConnection) => void): void {
+    this.pool.getConnection(callback);
+  }
+
+  end(callback: (error: unknown) => void): void {
+    callback(null);
+  }
+}

@@ -1,0 +1,235 @@
+import type { AnyKysely, QueryRunner, QueryThunk, Row, TransactionHead } from "@cairnq/store-kysely";
+import { BaseStoreExecutor } from "@cairnq/store-kysely";
+import { CompiledQuery } from "kysely";
+import type { QueryResult } from "kysely";
+import type { MySQLStatementPlan, PlannedStatement } from "./mysql-statement-plan.js";
+import { planStatement, queriesOf } from "./mysql-statement-plan.js";
+
+/** The statement clock in epoch milliseconds (see `MYSQL_CLOCK`). */
+export const STATEMENT_NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
+/**
+ * The transaction clock: the statement clock of the first statement of the transaction that reads it,
+ * kept in `@cq_tx_now`, which {@link startClock} clears as the transaction's first statement. Read
+ * lazily, not at `BEGIN`: a keyed transaction waits for its key lock first, and a time read before
+ * that wait would be older than the rows the lock's previous holder wrote.
+ */
+export const TRANSACTION_NOW = `COALESCE(@cq_tx_now, @cq_tx_now := ${STATEMENT_NOW})`;
+
+/** Clears the transaction clock, the transaction's first statement. */
+const START_CLOCK = CompiledQuery.raw("SET @cq_tx_now = NULL");
+
+/** Clears the transaction clock on the open transaction `tx` (see {@link TRANSACTION_NOW}). */
+export async function startClock(tx: QueryRunner): Promise<void> {
+  await tx.executeQuery(START_CLOCK);
+}
+
+/** `sql` to run outside a transaction: the transaction clock reads the statement's. */
+export function outsideTransaction(sql: string): string {
+  return sql.includes(TRANSACTION_NOW) ? sql.replaceAll(TRANSACTION_NOW, STATEMENT_NOW) : sql;
+}
+
+/** MySQL's deadlock error: InnoDB rolled the whole transaction back, which may run again. */
+const ER_LOCK_DEADLOCK = 1213;
+/** How often a transaction the server chose as a deadlock victim runs again before its error surfaces. */
+const DEADLOCK_RETRIES = 5;
+
+/**
+ * How the core's statements reach MySQL/MariaDB: each text through its
+ * {@link MySQLStatementPlan} (positional placeholders, `UPDATE … RETURNING`
+ * as an update and a read-back, picked ids as a derived table, upserts as
+ * `ON DUPLICATE KEY UPDATE`), on the pool for reads and autocommit writes, in
+ * a Kysely transaction for write transactions. A plan of several statements
+ * outside a transaction gets one of its own.
+ *
+ * Values of `VARBINARY` columns come back as strings (the driver hands out
+ * `Buffer`s for binary columns), whatever pool or Kysely instance ran them.
+ *
+ * Every write transaction starts by clearing the transaction clock (`@cq_tx_now`, see `MYSQL_CLOCK`);
+ * a statement outside one reads the statement clock in its place.
+ *
+ * A write transaction or autocommit statement the server aborts as a
+ * deadlock victim (error 1213) runs again, up to {@link DEADLOCK_RETRIES}
+ * times: Postgres would have made one of the two wait instead, and the
+ * core's transaction bodies are re-runnable (ids and encodings are computed
+ * before them). Seen in the real-process drain (3 workers × 8 slots, 3,000
+ * tasks): about one settlement in 3,000 was a victim, and without the retry
+ * its task waited for its lease to expire and ran again.
+ */
+export class MySQLExecutor extends BaseStoreExecutor {
+  /**
+   * @param multipleStatements - The pool's connections accept several statements in one query
+   *   (`multipleStatements`, set on a pool the store builds): a plan's statements, and a transaction's
+   *   clock reset with its first statement, then take one round trip instead of one each.
+   */
+  constructor(private readonly multipleStatements = false) {
+    super();
+  }
+
+  read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return this.#run(db, query());
+  }
+
+  write(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return this.#run(db, query());
+  }
+
+  async writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await db.transaction().execute(async (tx) => {
+          if (this.multipleStatements) return fn(new PlannedRunner(tx, true, true));
+          await startClock(tx);
+          return fn(new PlannedRunner(tx));
+        });
+      } catch (err) {
+        if (attempt >= DEADLOCK_RETRIES || !isDeadlock(err)) throw err;
+      }
+    }
+  }
+
+  /**
+   * The claim cycle's transaction: with multiple statements, `START TRANSACTION`, the clock reset, the
+   * head's statements (each its plan) and, when the head is the whole transaction, `COMMIT` — one
+   * round trip where the default sends each on its own; then `fn` on the same connection.
+   */
+  override async writeTransactionWith<T>(
+    db: AnyKysely,
+    head: () => TransactionHead,
+    fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>,
+  ): Promise<T> {
+    if (!this.multipleStatements) return super.writeTransactionWith(db, head, fn);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await db.connection().execute((conn) => this.#headed(conn, head(), fn));
+      } catch (err) {
+        if (attempt >= DEADLOCK_RETRIES || !isDeadlock(err)) throw err;
+      }
+    }
+  }
+
+  async #headed<T>(conn: AnyKysely, current: TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+    const queries = [current.first, ...current.statements];
+    const steps: PlannedStatement[] = [{ sql: "START TRANSACTION", params: [] }, { sql: START_CLOCK.sql, params: [] }];
+    const parameters: unknown[] = [];
+    const ends: { planned: MySQLStatementPlan; index: number }[] = [];
+    for (const query of queries) {
+      const planned = planStatement(query.sql);
+      for (const step of planned.steps) {
+        steps.push({ sql: step.sql, params: step.params.map((i) => parameters.length + i) });
+      }
+      parameters.push(...query.parameters);
+      ends.push({ planned, index: steps.length - 1 });
+    }
+    if (current.last) steps.push({ sql: "COMMIT", params: [] });
+    let results: QueryResult<Row>[];
+    try {
+      const all = await conn.executeQuery<Row>(joined(steps, parameters));
+      results = ends.slice(1).map(({ planned, index }) => finish(planned, pick(all, index)));
+      if (current.last) return await fn(null, results);
+      const value = await fn(new PlannedRunner(conn), results);
+      await conn.executeQuery(CompiledQuery.raw("COMMIT"));
+      return value;
+    } catch (err) {
+      await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** One statement outside a transaction; a deadlock victim (rolled back, so without effect) runs again. */
+  async #run(db: AnyKysely, query: CompiledQuery<Row>): Promise<QueryResult<Row>> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#runOnce(db, query);
+      } catch (err) {
+        if (attempt >= DEADLOCK_RETRIES || !isDeadlock(err)) throw err;
+      }
+    }
+  }
+
+  async #runOnce(db: AnyKysely, query: CompiledQuery<Row>): Promise<QueryResult<Row>> {
+    const planned = planStatement(outsideTransaction(query.sql));
+    if (planned.steps.length === 1) return runPlanned(db, planned, query.parameters);
+    if (!this.multipleStatements) return this.writeTransaction(db, (tx) => tx.executeQuery(query));
+    // One round trip: the plan between START TRANSACTION and COMMIT; a failure rolls back on the same connection.
+    return db.connection().execute(async (conn) => {
+      const steps = [{ sql: "START TRANSACTION", params: [] }, ...planned.steps, { sql: "COMMIT", params: [] }];
+      try {
+        return finish(planned, pick(await conn.executeQuery<Row>(joined(steps, query.parameters)), planned.steps.length));
+      } catch (err) {
+        await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+        throw err;
+      }
+    });
+  }
+}
+
+/** A transaction's runner that plans each statement (the core's and the caller's alike). */
+export class PlannedRunner implements QueryRunner {
+  /**
+   * @param tx - The open transaction.
+   * @param multipleStatements - Send a plan's statements as one query.
+   * @param resetClock - The transaction clock still needs clearing: sent with the first statement.
+   */
+  constructor(
+    private readonly tx: QueryRunner,
+    private readonly multipleStatements = false,
+    private resetClock = false,
+  ) {}
+
+  executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
+    const planned = planStatement(query.sql);
+    if (!this.multipleStatements) return runPlanned(this.tx, planned, query.parameters) as Promise<QueryResult<R>>;
+    const steps = this.resetClock ? [{ sql: START_CLOCK.sql, params: [] }, ...planned.steps] : planned.steps;
+    const index = steps.length - 1;
+    this.resetClock = false;
+    if (steps.length === 1) return runPlanned(this.tx, planned, query.parameters) as Promise<QueryResult<R>>;
+    return this.tx.executeQuery<Row>(joined(steps, query.parameters)).then((result) => finish(planned, pick(result, index))) as Promise<QueryResult<R>>;
+  }
+}
+
+async function runPlanned(runner: QueryRunner, planned: MySQLStatementPlan, parameters: readonly unknown[]): Promise<QueryResult<Row>> {
+  let result: QueryResult<Row> | undefined;
+  for (const query of queriesOf(planned, parameters)) result = await runner.executeQuery<Row>(query);
+  return finish(planned, result as QueryResult<Row>);
+}
+
+function finish(planned: MySQLStatementPlan, result: QueryResult<Row>): QueryResult<Row> {
+  const done = asText(result);
+  if (!planned.dropNullRows) return done;
+  return { ...done, rows: done.rows.filter((row) => Object.values(row)[0] !== null) };
+}
+
+/** `steps` as one multi-statement query, with the core statement's `parameters` in placeholder order. */
+function joined(steps: readonly PlannedStatement[], parameters: readonly unknown[]): CompiledQuery<Row> {
+  return CompiledQuery.raw(
+    steps.map((step) => step.sql).join(";\n"),
+    steps.flatMap((step) => step.params.map((i) => parameters[i])),
+  );
+}
+
+/**
+ * The result of statement `index` of a multi-statement query: the driver answers one result per
+ * statement (rows, or an OK packet with the affected-row count), which Kysely hands back as `rows`.
+ */
+function pick(result: QueryResult<Row>, index: number): QueryResult<Row> {
+  const each = result.rows as unknown[];
+  const one = each[index];
+  if (Array.isArray(one)) return { rows: one as Row[] };
+  const affected = (one as { affectedRows?: unknown } | undefined)?.affectedRows;
+  return { rows: [], ...(typeof affected === "number" ? { numAffectedRows: BigInt(affected) } : {}) };
+}
+
+/** The result with `Buffer` values (binary columns) as UTF-8 strings. */
+function asText(result: QueryResult<Row>): QueryResult<Row> {
+  for (const row of result.rows) {
+    for (const key in row) {
+      const value = row[key];
+      if (value instanceof Uint8Array) row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("utf8");
+    }
+  }
+  return result;
+}
+
+function isDeadlock(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { errno?: unknown }).errno === ER_LOCK_DEADLOCK;
+}

@@ -1,0 +1,378 @@
+/**
+ * How one statement of the shared core runs on MySQL/MariaDB: the store
+ * core compiles every statement once per shape (a bounded set), and this
+ * file turns each text, once, into what the server accepts.
+ *
+ * Terminology:
+ * - **numbered placeholder**: `?n`, as {@link MySQLSyntax} writes the core's
+ *   n-th distinct parameter; the driver only knows positional `?`, so the
+ *   plan lists, per `?` in text order, which parameter fills it;
+ * - **returning update**: `UPDATE cairnq_tasks … RETURNING <columns>`, which
+ *   MariaDB 10.11 and MySQL 8 lack. The plan records each updated row's id in
+ *   the session variable `@cq_ids` from an added last assignment of the `SET`
+ *   list (assignments run only for rows the update changes, after the server
+ *   re-read a row it waited for), then selects the columns of those ids in
+ *   update order. Both statements run in one transaction, so the rows read
+ *   back are the rows written;
+ * - **picked ids**: `id IN (SELECT id FROM cairnq_tasks … LIMIT n FOR UPDATE
+ *   SKIP LOCKED)`, where the server refuses both a `LIMIT` inside `IN` and a
+ *   subquery on the table being changed: the plan wraps the subquery in a
+ *   derived table, which the server materializes first;
+ * - **concatenation**: `(a || b)` becomes `CONCAT(a, b)`;
+ * - **upsert**: `ON CONFLICT (…) DO UPDATE SET c = excluded.c` becomes
+ *   `ON DUPLICATE KEY UPDATE c = VALUES(c)`; a conditional upsert
+ *   (`DO UPDATE … WHERE`) has no MySQL form and is refused.
+ */
+import { CompiledQuery } from "kysely";
+
+/** One statement the server runs, with the parameter index (0-based) filling each `?` in order. */
+export interface PlannedStatement {
+  readonly sql: string;
+  readonly params: readonly number[];
+}
+
+/** How one core statement runs: its statements in order; the result is the last one's rows. */
+export interface MySQLStatementPlan {
+  readonly steps: readonly PlannedStatement[];
+  /** The steps must run in one transaction (a returning update outside one gets its own). */
+  readonly transactional: boolean;
+  /** Rows whose first column is null are not the statement's (a conditional upsert that changed nothing). */
+  readonly dropNullRows: boolean;
+}
+
+/** The session variable collecting a returning update's ids. */
+const IDS = "@cq_ids";
+/** The session variable holding whether a conditional upsert's condition held on the existing row. */
+const COND = "@cq_cond";
+
+/**
+ * Plans `sql` (the core's text with numbered placeholders). Pure and cached
+ * by text in {@link planStatement}.
+ */
+export function plan(sql: string): MySQLStatementPlan {
+  const upsert = rewriteUpsert(concatenations(sql));
+  let text = wrapPickedIds(upsert.sql);
+  text = oldValuesInSet(text);
+  if (upsert.conditional) {
+    return { steps: [{ sql: `SET ${COND} = 1`, params: [] }, positional(text)], transactional: true, dropNullRows: true };
+  }
+  const returning = splitReturningUpdate(text);
+  if (returning === null) return { steps: [positional(text)], transactional: false, dropNullRows: false };
+  return {
+    steps: [{ sql: `SET ${IDS} = '[]'`, params: [] }, positional(returning.update), positional(returning.select)],
+    transactional: true,
+    dropNullRows: false,
+  };
+}
+
+const cache = new Map<string, MySQLStatementPlan>();
+
+/** {@link plan}, once per statement text (the core's texts are a bounded set; other texts are planned each time). */
+export function planStatement(sql: string): MySQLStatementPlan {
+  let planned = cache.get(sql);
+  if (planned === undefined) {
+    planned = plan(sql);
+    if (cache.size < 10_000) cache.set(sql, planned);
+  }
+  return planned;
+}
+
+/** The driver queries of `planned` for the core statement's parameters. */
+export function queriesOf(planned: MySQLStatementPlan, parameters: readonly unknown[]): CompiledQuery<Record<string, unknown>>[] {
+  return planned.steps.map((step) => CompiledQuery.raw(step.sql, step.params.map((i) => parameters[i])) as CompiledQuery<Record<string, unknown>>);
+}
+
+/** Each `?n` outside string literals → `?`, recording n − 1; a bare `?` keeps its position. */
+function positional(sql: string): PlannedStatement {
+  const params: number[] = [];
+  let out = "";
+  let bare = 0;
+  for (let i = 0; i < sql.length; i++) {
+    const ch = sql[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') {
+      const end = quotedEnd(sql, i);
+      out += sql.slice(i, end);
+      i = end - 1;
+      continue;
+    }
+    if (ch !== "?") {
+      out += ch;
+      continue;
+    }
+    let j = i + 1;
+    while (j < sql.length && isDigit(sql.charCodeAt(j))) j++;
+    params.push(j > i + 1 ? Number(sql.slice(i + 1, j)) - 1 : bare++);
+    out += "?";
+    i = j - 1;
+  }
+  return { sql: out, params };
+}
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
+/** The index just past the quoted run starting at `start` (doubled quotes and backslash escapes stay inside). */
+function quotedEnd(sql: string, start: number): number {
+  const quote = sql[start];
+  for (let i = start + 1; i < sql.length; i++) {
+    const ch = sql[i];
+    if (ch === "\\" && quote !== "`") i++;
+    else if (ch === quote) {
+      if (sql[i + 1] === quote) i++;
+      else return i + 1;
+    }
+  }
+  return sql.length;
+}
+
+/** Top-level (outside parentheses and quotes) occurrences of `word` (case-sensitive, whole word). */
+function topLevel(sql: string, word: string, from = 0): number[] {
+  const found: number[] = [];
+  let depth = 0;
+  for (let i = from; i < sql.length; i++) {
+    const ch = sql[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') {
+      i = quotedEnd(sql, i) - 1;
+    } else if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+    else if (depth === 0 && sql.startsWith(word, i) && !/\w/.test(sql[i - 1] ?? " ") && !/\w/.test(sql[i + word.length] ?? " ")) {
+      found.push(i);
+    }
+  }
+  return found;
+}
+
+/** The index of the parenthesis closing the one opened at `open`. */
+function closing(sql: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < sql.length; i++) {
+    const ch = sql[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') i = quotedEnd(sql, i) - 1;
+    else if (ch === "(") depth++;
+    else if (ch === ")" && --depth === 0) return i;
+  }
+  throw new Error(`unbalanced parentheses in: ${sql}`);
+}
+
+const TASKS = "cairnq_tasks";
+
+/**
+ * The task column no transition assigns, which the plan's own assignments (the id capture, the old-value
+ * stash) write back unchanged. Not the first assigned column: MariaDB runs an `UPDATE` whose `WHERE`
+ * reads its own table with the standard semantics (every assignment sees the old row, the last of two
+ * to one column wins), a plain one left to right; writing back a column nothing else assigns is
+ * right under both.
+ */
+const UNTOUCHED = "created_at_ms";
+
+/**
+ * `(a || b || c)` → `CONCAT(a, b, c)`: `||` is `OR` in MySQL unless the session's `sql_mode` has
+ * `PIPES_AS_CONCAT`, which a pool or transaction the application passes may not. Parenthesized runs
+ * without nested parentheses, the only form the core writes.
+ */
+function concatenations(sql: string): string {
+  if (!sql.includes("||")) return sql;
+  return sql.replace(/\(([^()']*(?:'[^']*'[^()']*)*\|\|[^()]*)\)/g, (_match, inner: string) => `CONCAT(${inner.split("||").map((p) => p.trim()).join(", ")})`);
+}
+
+/** In an UPDATE or DELETE of cairnq_tasks: every `IN (SELECT … FROM cairnq_tasks …)` as a derived table. */
+function wrapPickedIds(sql: string): string {
+  if (!/^(UPDATE|DELETE FROM) cairnq_tasks\b/.test(sql)) return sql;
+  let out = sql;
+  let from = 0;
+  for (;;) {
+    const at = out.indexOf("IN (SELECT ", from);
+    if (at === -1) return out;
+    const open = at + 3;
+    const close = closing(out, open);
+    const inner = out.slice(open + 1, close);
+    if (new RegExp(`\\bFROM ${TASKS}\\b`).test(inner)) {
+      const wrapped = `(SELECT * FROM (${inner}) cq_pick)`;
+      out = out.slice(0, open) + wrapped + out.slice(close + 1);
+      from = open + wrapped.length;
+    } else {
+      from = close;
+    }
+  }
+}
+
+/**
+ * `ON CONFLICT (cols) DO UPDATE SET … excluded.c …` → `ON DUPLICATE KEY UPDATE … VALUES(c) …`. A
+ * conditional one (`… WHERE cond [RETURNING cols]`) evaluates `cond` on the existing row once into
+ * `@cq_cond`, makes every assignment keep the old value when it is false, and returns nulls for a
+ * row it left alone (the plan drops them): what Postgres' `RETURNING` gives.
+ */
+function rewriteUpsert(sql: string): { sql: string; conditional: boolean } {
+  const at = topLevel(sql, "ON CONFLICT")[0];
+  if (at === undefined) return { sql, conditional: false };
+  const open = sql.indexOf("(", at);
+  const close = closing(sql, open);
+  const rest = sql.slice(close + 1).trimStart();
+  if (rest.startsWith("DO NOTHING")) {
+    return { sql: sql.slice(0, at).replace(/^INSERT INTO/, "INSERT IGNORE INTO").trimEnd() + rest.slice("DO NOTHING".length), conditional: false };
+  }
+  if (!rest.startsWith("DO UPDATE SET ")) throw new Error(`no MySQL form for this upsert: ${sql}`);
+  // In `INSERT … SELECT … ON DUPLICATE KEY UPDATE` a bare column may name the SELECT's too: qualify.
+  const table = /^INSERT INTO (\w+)/.exec(sql)?.[1];
+  if (table === undefined) throw new Error(`no MySQL form for this upsert: ${sql}`);
+  const body = rest.slice("DO UPDATE SET ".length).replace(/\bexcluded\.(\w+)/g, "VALUES($1)");
+  const head = `${sql.slice(0, at)}ON DUPLICATE KEY UPDATE `;
+  const where = topLevel(body, "WHERE")[0];
+  const returningAt = topLevel(body, "RETURNING")[0];
+  const end = where ?? returningAt ?? body.length;
+  const assignments = splitTopLevel(body.slice(0, end), ",").map(parseAssignment);
+  const own = (column: string): string => (column.includes(".") ? column : `${table}.${column}`);
+  if (where === undefined) {
+    return { sql: `${head}${assignments.map((a) => `${own(a.column)} = ${a.value}`).join(", ")}${body.slice(end)}`, conditional: false };
+  }
+  const cond = body.slice(where + "WHERE".length, returningAt).trim();
+  const returning = returningAt === undefined ? null : body.slice(returningAt + "RETURNING".length).trim();
+  const first = own((assignments[0] as Assignment).column);
+  const guarded = [
+    `${first} = IF((${COND} := COALESCE(${cond}, 0)) IS NULL, ${first}, ${first})`,
+    ...assignments.map((a) => `${own(a.column)} = IF(${COND}, ${a.value}, ${own(a.column)})`),
+  ];
+  const back = returning === null ? "" : ` RETURNING ${splitTopLevel(returning, ",").map((c) => `IF(${COND}, ${c.trim()}, NULL) AS ${c.trim()}`).join(", ")}`;
+  return { sql: `${head}${guarded.join(", ")}${back}`, conditional: true };
+}
+
+interface Assignment {
+  readonly column: string;
+  readonly value: string;
+}
+
+function parseAssignment(text: string): Assignment {
+  const eq = text.indexOf("=");
+  if (eq === -1) throw new Error(`not an assignment: ${text}`);
+  return { column: text.slice(0, eq).trim(), value: text.slice(eq + 1).trim() };
+}
+
+/** `text` split at top-level `separator`s. */
+function splitTopLevel(text: string, separator: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') i = quotedEnd(text, i) - 1;
+    else if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+    else if (depth === 0 && ch === separator) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
+/**
+ * Postgres evaluates every assignment of an `UPDATE` on the row as it was; MySQL evaluates a
+ * single-table `UPDATE`'s (and `ON DUPLICATE KEY UPDATE`'s) assignments left to right, each seeing
+ * the columns assigned before it. Where an assignment reads a column assigned before it, the plan
+ * stashes that column's old value in `@cq_o_<column>` in a first assignment (which writes the first
+ * column's own value back) and reads the stash instead.
+ */
+function oldValuesInSet(sql: string): string {
+  let head: string;
+  let listStart: number;
+  let listEnd: number;
+  const update = /^UPDATE (\w+) SET /.exec(sql);
+  if (update !== null) {
+    listStart = update[0].length;
+    listEnd = topLevel(sql, "WHERE", listStart)[0] ?? topLevel(sql, "RETURNING", listStart)[0] ?? sql.length;
+    head = sql.slice(0, listStart);
+  } else {
+    const odku = sql.indexOf("ON DUPLICATE KEY UPDATE ");
+    if (odku === -1) return sql;
+    listStart = odku + "ON DUPLICATE KEY UPDATE ".length;
+    listEnd = topLevel(sql, "RETURNING", listStart)[0] ?? sql.length;
+    head = sql.slice(0, listStart);
+  }
+  const assignments = splitTopLevel(sql.slice(listStart, listEnd), ",").map(parseAssignment);
+  const assigned = new Set<string>();
+  const stashed = new Set<string>();
+  const rewritten = assignments.map((a) => {
+    const value = replaceColumns(a.value, assigned, stashed);
+    assigned.add(a.column);
+    return `${a.column} = ${value}`;
+  });
+  if (stashed.size === 0) return sql;
+  const first = update?.[1] === TASKS ? UNTOUCHED : (assignments[0] as Assignment).column;
+  const stash = `${first} = IF(CONCAT_WS(',', ${[...stashed].map((c) => `(@cq_o_${c} := ${c})`).join(", ")}) IS NULL, ${first}, ${first})`;
+  const tail = sql.slice(listEnd);
+  return `${head}${[stash, ...rewritten].join(", ")}${tail.startsWith(" ") || tail === "" ? "" : " "}${tail}`;
+}
+
+/** Bare references to `columns` in `expr` (outside quotes, subqueries and qualified names) → their stash. */
+function replaceColumns(expr: string, columns: ReadonlySet<string>, stashed: Set<string>): string {
+  if (columns.size === 0) return expr;
+  let out = "";
+  for (let i = 0; i < expr.length; i++) {
+    const ch = expr[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') {
+      const end = quotedEnd(expr, i);
+      out += expr.slice(i, end);
+      i = end - 1;
+      continue;
+    }
+    if (ch === "(" && expr.startsWith("(SELECT ", i)) {
+      const end = closing(expr, i);
+      out += expr.slice(i, end + 1);
+      i = end;
+      continue;
+    }
+    if (/[A-Za-z_]/.test(ch) && !/[\w.@]/.test(expr[i - 1] ?? " ")) {
+      let j = i;
+      while (j < expr.length && /\w/.test(expr[j] as string)) j++;
+      const word = expr.slice(i, j);
+      if (word === "VALUES" && expr[j] === "(") {
+        const end = closing(expr, j);
+        out += expr.slice(i, end + 1);
+        i = end;
+        continue;
+      }
+      if (columns.has(word) && expr[j] !== "(" && expr[j] !== ".") {
+        stashed.add(word);
+        out += `@cq_o_${word}`;
+      } else {
+        out += word;
+      }
+      i = j - 1;
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+/**
+ * `UPDATE cairnq_tasks SET … [WHERE …] RETURNING cols` → the update with the id capture as its last
+ * assignment, and the select of `cols` by the captured ids in update order. `null` for any other text.
+ */
+function splitReturningUpdate(sql: string): { update: string; select: string } | null {
+  if (!sql.startsWith(`UPDATE ${TASKS} SET `)) return null;
+  const returning = topLevel(sql, "RETURNING").at(-1);
+  if (returning === undefined) return null;
+  const columns = sql.slice(returning + "RETURNING".length).trim();
+  const body = sql.slice(0, returning).trimEnd();
+  const where = topLevel(body, "WHERE")[0] ?? body.length;
+  const target = UNTOUCHED;
+  const capture = `, ${target} = IF((${IDS} := JSON_ARRAY_APPEND(${IDS}, '$', id)) IS NULL, ${target}, ${target})`;
+  const update = `${body.slice(0, where).trimEnd()}${capture}${where < body.length ? ` ${body.slice(where)}` : ""}`;
+  const select =
+    `SELECT STRAIGHT_JOIN ${qualify(columns)} FROM JSON_TABLE(${IDS}, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j ` +
+    `JOIN ${TASKS} ON ${TASKS}.id = cq_j.cq_id ORDER BY cq_j.cq_ord`;
+  return { update, select };
+}
+
+/** `*` → `cairnq_tasks.*`; bare column names qualified by the table. */
+function qualify(columns: string): string {
+  if (columns === "*") return `${TASKS}.*`;
+  return columns
+    .split(",")
+    .map((c) => c.trim())
+    .map((c) => (/^[a-z_]+$/.test(c) ? `${TASKS}.${c}` : c))
+    .join(", ");
+}

@@ -1,0 +1,71 @@
+import type { DialectCapabilities, ExtensionTable } from "@cairnq/store-kysely";
+import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, SqlClock } from "@cairnq/store-kysely";
+import type { MySQLTarget } from "./mysql-connection.js";
+import { MySQLConnection } from "./mysql-connection.js";
+import { MySQLExecutor, STATEMENT_NOW, TRANSACTION_NOW } from "./mysql-executor.js";
+import { MYSQL_KEY_LOCK } from "./mysql-key-lock.js";
+import { MYSQL_EXTENSION_DDL, MySQLSchemaManager } from "./mysql-schema.js";
+import { MySQLSyntax } from "./mysql-syntax.js";
+
+/**
+ * The database clock of §2.1 on MySQL/MariaDB: epoch milliseconds of
+ * `UTC_TIMESTAMP(6)` (the statement's start, the same for every read in one
+ * statement), independent of the session's time zone (a
+ * `UNIX_TIMESTAMP(NOW())` would read an hour wrong around a DST change in a
+ * zone that has one). MySQL has no transaction-start clock, so the
+ * transaction clock is the statement clock of the transaction's first
+ * statement that reads it, kept in the session variable `@cq_tx_now` (which
+ * the executor clears when a transaction begins); outside a transaction it
+ * is the statement clock (see `TRANSACTION_NOW`).
+ */
+export const MYSQL_CLOCK: SqlClock = new SqlClock({ statement: STATEMENT_NOW, transaction: TRANSACTION_NOW });
+
+/** Options of {@link MySQLStoreDialect}. */
+export interface MySQLStoreDialectOptions {
+  /** Pool size when the store builds the pool. @default 10 */
+  readonly max?: number;
+}
+
+/**
+ * The MySQL/MariaDB dialect of the shared core: {@link MySQLSyntax}, the
+ * database clock, the planning executor, row key locks, `SKIP LOCKED`, and no
+ * push channel — workers poll (see `docs/protocol.md`, "MySQL/MariaDB
+ * mapping": a worker claims again at once while claims return tasks and
+ * idles its poll interval when one returns none).
+ *
+ * @example
+ * const dialect = new MySQLStoreDialect("mysql://root@127.0.0.1:3306/app");
+ * const store = new KyselyStore(dialect.connection.db, dialect);
+ */
+export class MySQLStoreDialect extends BaseStoreDialect {
+  readonly name = "mysql";
+  readonly syntax = new MySQLSyntax();
+  override readonly clock = MYSQL_CLOCK;
+  override readonly capabilities: DialectCapabilities = Object.freeze({
+    ...DEFAULT_DIALECT_CAPABILITIES,
+    skipLocked: true,
+    databaseClock: true,
+    transactionalComplete: true,
+  });
+  override readonly executor: MySQLExecutor;
+  override readonly keyLock = MYSQL_KEY_LOCK;
+  readonly schema: MySQLSchemaManager;
+  readonly connection: MySQLConnection;
+
+  constructor(target: MySQLTarget, options: MySQLStoreDialectOptions = {}) {
+    super();
+    this.connection = new MySQLConnection(target, options.max);
+    this.executor = new MySQLExecutor(this.connection.multipleStatements);
+    this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
+  }
+
+  /** MySQL's ER_NO_SUCH_TABLE (errno 1146, SQLSTATE 42S02). */
+  override missingTable(err: unknown): boolean {
+    return typeof err === "object" && err !== null && (err as { errno?: unknown }).errno === 1146;
+  }
+
+  /** MySQL's types: keys need a length, so the extension tables use `VARBINARY`. */
+  override extensionDdl(table: ExtensionTable): readonly string[] {
+    return MYSQL_EXTENSION_DDL[table];
+  }
+}

@@ -1,0 +1,66 @@
+import type { ParamExpr } from "@cairnq/protocol/adapter";
+import type { Bind } from "@cairnq/store-kysely";
+import { SqliteSyntax } from "@cairnq/store-kysely";
+
+/**
+ * MySQL/MariaDB's side of §2.3, the compile-time half of the dialect. It
+ * shares SQLite's placeholders and binding: numbered `?1 … ?n` (the
+ * executor's statement plan turns them into the driver's positional `?` and
+ * repeats a value read twice), booleans as `1`/`0`, string lists as JSON
+ * array text — expanded here with `JSON_TABLE`; JSON as text,
+ * back-quoted identifiers, `ON DUPLICATE KEY UPDATE` for the key upsert and
+ * `FOR UPDATE SKIP LOCKED` row picking (MariaDB 10.6+, MySQL 8).
+ *
+ * @example
+ * new MySQLSyntax().inList("queue", "?1"); // "queue IN (SELECT v FROM JSON_TABLE(?1, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l)"
+ */
+export class MySQLSyntax extends SqliteSyntax {
+  override readonly skipLockedClause: string = " FOR UPDATE SKIP LOCKED";
+
+  /** No multi-row statements (the dialect writes each on its own); SQLite's `json_each` form does not apply. */
+  override batchSource(_params: readonly ParamExpr[], _slot: (key: string, bind: Bind) => number): string {
+    throw new Error("MySQLSyntax has no multi-row statements; leave the dialect's writes as SingleWrites");
+  }
+
+  override literal(value: string | number | boolean | null): string {
+    // Backslash is an escape character in MySQL string literals unless NO_BACKSLASH_ESCAPES is set.
+    if (typeof value === "string") return `'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
+    return super.literal(value);
+  }
+
+  override quoteId(name: string): string {
+    return `\`${name.replaceAll("`", "``")}\``;
+  }
+
+  override inList(expr: string, listPlaceholder: string): string {
+    return `${expr} IN (SELECT v FROM JSON_TABLE(${listPlaceholder}, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l)`;
+  }
+
+  /**
+   * Each outer row's top rows of `table` without `LATERAL` (MariaDB 10.11 has none) and without a
+   * `LIMIT` inside `IN` (which it refuses): the correlated subquery's keys, in its order and up to
+   * its limit, aggregated into one JSON array (`JSON_ARRAYAGG(… ORDER BY … LIMIT n)`), expanded with
+   * `JSON_TABLE` and matched by key.
+   */
+  override topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
+    const from = subquery.indexOf(" FROM ");
+    const order = subquery.lastIndexOf(" ORDER BY ");
+    const limit = subquery.lastIndexOf(" LIMIT ");
+    if (!subquery.startsWith("SELECT ") || from === -1 || order === -1 || limit < order) {
+      throw new Error(`MySQLSyntax.topRowsJoin expects SELECT <key> FROM … ORDER BY … LIMIT n, got: ${subquery}`);
+    }
+    const selected = subquery.slice("SELECT ".length, from).replace(/ AS \w+$/, "");
+    const keys =
+      `SELECT JSON_ARRAYAGG(CAST(${selected} AS CHAR CHARACTER SET utf8mb4) ORDER BY ${subquery.slice(order + " ORDER BY ".length, limit)} ` +
+      `LIMIT ${subquery.slice(limit + " LIMIT ".length)})${subquery.slice(from, order)}`;
+    return `LEFT JOIN ${table} ${alias} ON ${alias}.${key} IN (SELECT cq_k.v FROM JSON_TABLE((${keys}), '$[*]' COLUMNS (v VARCHAR(1024) PATH '$')) cq_k)`;
+  }
+
+  override upsertKey(key: string, taskId: string, now: string): string {
+    const k = this.quoteId("key");
+    return (
+      `INSERT INTO cairnq_task_keys (${k}, task_id, created_at_ms, updated_at_ms) VALUES (${key}, ${taskId}, ${now}, ${now}) ` +
+      `ON DUPLICATE KEY UPDATE task_id = VALUES(task_id), updated_at_ms = VALUES(updated_at_ms)`
+    );
+  }
+}

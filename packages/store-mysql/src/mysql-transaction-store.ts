@@ -1,0 +1,73 @@
+import { InvalidArgument } from "@cairnq/protocol";
+import type { TaskStore } from "@cairnq/protocol";
+import type { QueryRunner, QueryThunk, Row, SchemaManager } from "@cairnq/store-kysely";
+import { BaseStoreExecutor, KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
+import type { AnyKysely } from "@cairnq/store-kysely";
+import { CompiledQuery } from "kysely";
+import type { QueryResult, Transaction } from "kysely";
+import { outsideTransaction, PlannedRunner, startClock } from "./mysql-executor.js";
+import { MYSQL_KEY_LOCK } from "./mysql-key-lock.js";
+import type { MySQLStoreDialect } from "./mysql-store-dialect.js";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's table types are its own.
+type AnyTransaction = Transaction<any>;
+
+/** Every statement on the caller's open transaction, planned as on the store's own connections. */
+class MySQLTransactionExecutor extends BaseStoreExecutor {
+  readonly #runner: PlannedRunner;
+
+  constructor(trx: AnyTransaction) {
+    super();
+    this.#runner = new PlannedRunner(trx);
+  }
+
+  read(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return this.#alone(query());
+  }
+
+  write(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    return this.#alone(query());
+  }
+
+  /** One operation's statements: the transaction clock starts when the operation does. */
+  async writeTransaction<T>(_db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
+    await startClock(this.#runner);
+    return fn(this.#runner);
+  }
+
+  #alone(query: CompiledQuery<Row>): Promise<QueryResult<Row>> {
+    return this.#runner.executeQuery(CompiledQuery.raw(outsideTransaction(query.sql), [...query.parameters]));
+  }
+}
+
+/** The dialect of a transaction view: the store's syntax, clock and key lock; statements on the caller's transaction. */
+class MySQLTransactionDialect extends TransactionViewDialect {
+  override readonly keyLock = MYSQL_KEY_LOCK;
+  override readonly executor: MySQLTransactionExecutor;
+  readonly schema: SchemaManager;
+
+  constructor(parent: MySQLStoreDialect, store: TaskStore, trx: AnyTransaction) {
+    super(parent);
+    this.executor = new MySQLTransactionExecutor(trx);
+    this.schema = { connect: () => store.connect(), close: () => Promise.resolve() };
+  }
+}
+
+/**
+ * A `TaskStore` whose every statement runs on the caller's open Kysely
+ * transaction: what `MySQLStore.withTransaction` returns. `close()` closes
+ * only the view.
+ */
+export class MySQLTransactionStore extends KyselyStore {
+  constructor(store: TaskStore, dialect: MySQLStoreDialect, trx: AnyTransaction) {
+    if (typeof trx !== "object" || trx === null || (trx as { isTransaction?: unknown }).isTransaction !== true) {
+      throw new InvalidArgument(
+        "trx",
+        "withTransaction needs an open Kysely transaction (the `trx` of db.transaction().execute(async (trx) => …)); " +
+          "statements on a plain Kysely instance would each run on their own connection, outside your transaction",
+      );
+    }
+    super(trx, new MySQLTransactionDialect(dialect, store, trx));
+    this.queueDepthGate = store.queueDepthGate;
+  }
+}

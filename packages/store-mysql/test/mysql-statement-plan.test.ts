@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { plan } from "../src/mysql-statement-plan.ts";
+
+const sqlOf = (text: string): string[] => plan(text).steps.map((s) => s.sql);
+
+describe("plan", () => {
+  it("turns numbered placeholders into positional ones, repeating a parameter read twice", () => {
+    const planned = plan("SELECT * FROM cairnq_tasks WHERE id = ?2 OR parent_id = ?2 OR name = ?1 OR message = '?3'");
+    expect(planned.steps).toEqual([{ sql: "SELECT * FROM cairnq_tasks WHERE id = ? OR parent_id = ? OR name = ? OR message = '?3'", params: [1, 1, 0] }]);
+  });
+
+  it("runs UPDATE … RETURNING as an update that records ids and a read-back in update order, in one transaction", () => {
+    const planned = plan("UPDATE cairnq_tasks SET status = 'canceled' WHERE id = ?1 RETURNING *");
+    expect(planned.transactional).toBe(true);
+    expect(sqlOf("UPDATE cairnq_tasks SET status = 'canceled' WHERE id = ?1 RETURNING *")).toEqual([
+      "SET @cq_ids = '[]'",
+      "UPDATE cairnq_tasks SET status = 'canceled', created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms) WHERE id = ?",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.* FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+    ]);
+  });
+
+  it("reads the old value of a column an earlier assignment changed, as Postgres does", () => {
+    const [update] = sqlOf("UPDATE cairnq_tasks SET status = 'canceled', completed_at_ms = CASE WHEN status = 'queued' THEN 1 ELSE NULL END WHERE id = ?1");
+    expect(update).toBe(
+      "UPDATE cairnq_tasks SET created_at_ms = IF(CONCAT_WS(',', (@cq_o_status := status)) IS NULL, created_at_ms, created_at_ms), status = 'canceled', " +
+        "completed_at_ms = CASE WHEN @cq_o_status = 'queued' THEN 1 ELSE NULL END WHERE id = ?",
+    );
+  });
+
+  it("wraps a picked-ids subquery of the changed table in a derived table", () => {
+    const [del] = sqlOf("DELETE FROM cairnq_tasks WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ?1 FOR UPDATE SKIP LOCKED) RETURNING id");
+    expect(del).toBe("DELETE FROM cairnq_tasks WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick) RETURNING id");
+  });
+
+  it("writes upserts as ON DUPLICATE KEY UPDATE and INSERT IGNORE", () => {
+    expect(sqlOf("INSERT INTO t (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")).toEqual([
+      "INSERT INTO t (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE t.v = VALUES(v)",
+    ]);
+    expect(sqlOf("INSERT INTO t (k) VALUES (?1) ON CONFLICT (k) DO NOTHING")).toEqual(["INSERT IGNORE INTO t (k) VALUES (?)"]);
+  });
+
+  it("guards every assignment of a conditional upsert by its condition on the old row, returning nulls it drops", () => {
+    const planned = plan("INSERT INTO s (k, v) SELECT id, ?1 FROM cairnq_tasks WHERE id = ?2 ON CONFLICT (k) DO UPDATE SET v = excluded.v WHERE s.v <> 'done' RETURNING k");
+    expect(planned.dropNullRows).toBe(true);
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_cond = 1",
+      "INSERT INTO s (k, v) SELECT id, ? FROM cairnq_tasks WHERE id = ? ON DUPLICATE KEY UPDATE s.v = IF((@cq_cond := COALESCE(s.v <> 'done', 0)) IS NULL, s.v, s.v), " +
+        "s.v = IF(@cq_cond, VALUES(v), s.v) RETURNING IF(@cq_cond, k, NULL) AS k",
+    ]);
+  });
+
+  it("concatenates with CONCAT, not ||", () => {
+    expect(sqlOf("SELECT 1 FROM g WHERE (group_key || '#' || touched) = ?1")).toEqual(["SELECT 1 FROM g WHERE CONCAT(group_key, '#', touched) = ?"]);
+  });
+
+  it("refuses an upsert it has no form for", () => {
+    expect(() => plan("INSERT INTO t (k) VALUES (1) ON CONFLICT (k) DO SOMETHING")).toThrow(/no MySQL form/);
+  });
+});
