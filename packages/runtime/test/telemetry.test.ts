@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
-import { resolveMetrics, resolveTracing } from "@cairnq/runtime";
+import { ByTask, resolveMetrics, resolveTracing } from "@cairnq/runtime";
 
 describe("the tracing and metrics options", () => {
   it("resolve true and objects, and reject anything else with InvalidArgument", () => {
@@ -12,5 +12,23 @@ describe("the tracing and metrics options", () => {
     expect(() => resolveTracing(1, "x")).toThrow(InvalidArgument);
     expect(() => resolveTracing([], "x")).toThrow(/got an array/);
     expect(() => resolveMetrics("yes", "x")).toThrow(/got "yes"/);
+  });
+});
+
+describe("ByTask", () => {
+  it("makes one value per queue and task name, and hands the same one back (last pair or not)", () => {
+    const made: string[] = [];
+    const byTask = new ByTask((queue, name) => {
+      made.push(`${queue}/${name}`);
+      return { queue, name };
+    });
+    const a = byTask.get("q", "a");
+    expect(byTask.get("q", "a")).toBe(a);
+    const b = byTask.get("q", "b");
+    const c = byTask.get("r", "a");
+    expect(byTask.get("q", "a")).toBe(a);
+    expect(byTask.get("q", "b")).toBe(b);
+    expect(byTask.get("r", "a")).toBe(c);
+    expect(made).toEqual(["q/a", "q/b", "r/a"]);
   });
 });

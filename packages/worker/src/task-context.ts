@@ -239,8 +239,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   #onParked: (() => void) | null = null;
   /** The context is one of a batch call's: steps are refused. */
   inBatch = false;
-  /** With `tracing` or `metrics` on, the telemetry of the call that runs this task (set when it starts). */
-  callSpan: CallSpan | null = null;
+  /** See {@link Context.callSpan}. */
+  #callSpan: CallSpan | null = null;
 
   constructor(host: ContextHost, row: Task, startedAtMs: number) {
     this.#host = host;
@@ -260,6 +260,18 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.startedAtMs = startedAtMs;
     if (row.cancel_requested_at_ms !== null) this.#cancelSeen = true;
     this.#runAtMs = row.run_at_ms;
+  }
+
+  /**
+   * With `tracing` or `metrics` on, the telemetry of the call that runs this task (set when it starts).
+   * An accessor over a private field, so a handler that logs or serializes its context does not print the span.
+   */
+  get callSpan(): CallSpan | null {
+    return this.#callSpan;
+  }
+
+  set callSpan(call: CallSpan | null) {
+    this.#callSpan = call;
   }
 
   /** Called by the call runner: how the call ends when the task parks. */

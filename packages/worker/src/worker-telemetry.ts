@@ -13,7 +13,7 @@
 import type { SubmitInput, Task, TaskStatus } from "@cairnq/protocol";
 import { envelopeFromThrown } from "@cairnq/protocol/sdk";
 import type { OtelAttributes, OtelContext, OtelCounter, OtelHistogram, OtelSpan, OtelSpanContext, OtelSpanOptions, OtelTracer, Telemetry } from "@cairnq/runtime";
-import { DURATION_BUCKETS_SECONDS, markError, messagingAttributes, MESSAGING_SYSTEM, METRIC_NAMES, TELEMETRY_ATTRIBUTES } from "@cairnq/runtime";
+import { ByTask, DURATION_BUCKETS_SECONDS, markError, messagingAttributes, MESSAGING_SYSTEM, METRIC_NAMES, TELEMETRY_ATTRIBUTES } from "@cairnq/runtime";
 import type { Outcome } from "./call-runner.js";
 import type { Context, LostReason } from "./task-context.js";
 
@@ -47,8 +47,6 @@ interface WorkerInstruments {
  * adding to one): the SDK hashes a record's attributes on every call, and CairnQ adds no allocation to that.
  */
 class TaskAttributes {
-  readonly queue: string;
-  readonly name: string;
   /** queue, name, system, `messaging.operation.name` = process: what every worker instrument carries. */
   readonly process: OtelAttributes;
   /** The consumer span's name, `process <queue>`. */
@@ -57,8 +55,6 @@ class TaskAttributes {
   readonly #errors = new Map<string, OtelAttributes>();
 
   constructor(queue: string, name: string) {
-    this.queue = queue;
-    this.name = name;
     this.process = Object.freeze(messagingAttributes(queue, name, "process"));
     this.spanName = `process ${queue}`;
   }
@@ -102,9 +98,8 @@ export class WorkerTelemetry {
   #instruments: WorkerInstruments | null = null;
   /** The {@link Telemetry.meterVersion} `#instruments` were made on. */
   #instrumentsVersion = 0;
-  /** The attributes of each queue, then task name; with the last one used at hand (a drain is one name). */
-  readonly #attributes = new Map<string, Map<string, TaskAttributes>>();
-  #lastAttributes: TaskAttributes | null = null;
+  /** The attributes of each queue and task name. */
+  readonly #attributes = new ByTask((queue, name) => new TaskAttributes(queue, name));
 
   constructor(telemetry: Telemetry, host: WorkerTelemetryHost) {
     this.#telemetry = telemetry;
@@ -140,22 +135,9 @@ export class WorkerTelemetry {
     if (runAttributes !== null) increment(instruments.consumed, runAttributes, run);
   }
 
-  /** The shared attributes of a queue and task name: no string is built to find them. */
+  /** The shared attributes of a queue and task name. */
   #attributesOf(queue: string, name: string): TaskAttributes {
-    const last = this.#lastAttributes;
-    if (last !== null && last.queue === queue && last.name === name) return last;
-    let names = this.#attributes.get(queue);
-    if (names === undefined) {
-      names = new Map();
-      this.#attributes.set(queue, names);
-    }
-    let attributes = names.get(name);
-    if (attributes === undefined) {
-      attributes = new TaskAttributes(queue, name);
-      names.set(name, attributes);
-    }
-    this.#lastAttributes = attributes;
-    return attributes;
+    return this.#attributes.get(queue, name);
   }
 
   /** Opens a call's consumer span (with tracing on) and notes its start. */

@@ -356,6 +356,34 @@ describe("metrics", () => {
   });
 });
 
+describe("what telemetry does per task", () => {
+  it("per task: one span, one record on each histogram with a shared attribute object, no synchronous counter add", async () => {
+    const records = new Map<string, object[]>();
+    const adds: string[] = [];
+    const instrument = (name: string) => ({
+      record: (_value: number, attributes: object) => void (records.get(name) ?? records.set(name, []).get(name))?.push(attributes),
+      add: () => void adds.push(name),
+      addCallback: () => {},
+    });
+    const meter = { createCounter: instrument, createHistogram: instrument, createObservableGauge: instrument, createObservableCounter: instrument };
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider }, metrics: { meterProvider: { getMeter: () => meter } }, claimBatch: 8, concurrency: 8 });
+    worker.task("x", () => null);
+    const tasks = await Promise.all(Array.from({ length: 20 }, () => store.submit({ name: "x" })));
+    void worker.run();
+    for (const task of tasks) await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 20);
+    for (const name of ["messaging.process.duration", "cairnq.task.wait.duration"]) {
+      const seen = records.get(name) ?? [];
+      expect(seen).toHaveLength(20);
+      // The same frozen object every time: nothing is built per record.
+      expect(new Set(seen).size).toBe(1);
+      expect(Object.isFrozen(seen[0])).toBe(true);
+    }
+    expect(adds).toEqual([]);
+  });
+});
+
 describe("metrics after a late provider, through a handler's ctx.submit", () => {
   it("the worker's instruments follow a provider registered while a handler submits (its sent counter and the worker's own share one meter)", async () => {
     const store = new MemoryStore();

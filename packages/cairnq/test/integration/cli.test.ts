@@ -89,19 +89,20 @@ function postgresBackend(): Backend {
 }
 
 function mysqlBackend(): Backend {
-  const admin = new MySQLAdmin(mysqlDsn());
+  let admin: MySQLAdmin | null = null;
   let dsn = "";
   const backend: Backend = {
     name: "MySQL",
     db: [],
     open: () => new MySQLStore(dsn, { max: 2 }),
     async setUp() {
+      admin = new MySQLAdmin(mysqlDsn());
       dsn = await admin.createDatabase("cli");
       backend.db = ["--db", dsn];
     },
     async tearDown() {
-      await admin.dropDatabase("cli");
-      await admin.close();
+      await admin?.dropDatabase("cli");
+      await admin?.close();
     },
   };
   return backend;

@@ -17,6 +17,7 @@ export type {
 export { resolveMetrics, resolveTracing } from "./telemetry-options.js";
 export type { MetricsOptions, ResolvedMetrics, ResolvedTracing, TraceRelation, TracingOptions } from "./telemetry-options.js";
 export {
+  ByTask,
   carrierOf,
   DURATION_BUCKETS_SECONDS,
   INSTRUMENTATION_SCOPE,

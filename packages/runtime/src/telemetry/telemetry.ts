@@ -85,6 +85,8 @@ export class Telemetry {
   #meter: OtelMeter | null = null;
   #meterVersion = 0;
   #sent: OtelCounter | null = null;
+  /** The sent counter's attributes and the producer span's name, per queue and task name. */
+  readonly #sendNames = new ByTask((queue, name) => ({ attributes: Object.freeze(messagingAttributes(queue, name, "send")), spanName: `send ${queue}` }));
   /** The {@link Telemetry.meterVersion} `#sent` was made on. */
   #sentVersion = 0;
 
@@ -187,7 +189,7 @@ export class Telemetry {
     const api = this.api;
     const parent = api.context.active();
     const span = tracer.startSpan(
-      `send ${queue}`,
+      this.#sendNames.get(queue, input.name).spanName,
       {
         kind: api.SpanKind.PRODUCER,
         attributes: {
@@ -223,7 +225,43 @@ export class Telemetry {
       this.#sent = meter.createCounter(METRIC_NAMES.sent, { description: "Tasks submitted", unit: "{message}" });
       this.#sentVersion = this.#meterVersion;
     }
-    this.#sent.add(1, messagingAttributes(queue, name, "send"));
+    this.#sent.add(1, this.#sendNames.get(queue, name).attributes);
+  }
+}
+
+/**
+ * Values made once per queue and task name (attribute sets, span names), found without building a
+ * key string; the last pair asked for is kept at hand, since a busy worker or submitter mostly asks
+ * for the same one again.
+ */
+export class ByTask<T> {
+  readonly #make: (queue: string, name: string) => T;
+  readonly #byQueue = new Map<string, Map<string, T>>();
+  #lastQueue: string | null = null;
+  #lastName: string | null = null;
+  #last: T | undefined = undefined;
+
+  constructor(make: (queue: string, name: string) => T) {
+    this.#make = make;
+  }
+
+  /** The value of `queue` and `name`, made on first use. */
+  get(queue: string, name: string): T {
+    if (queue === this.#lastQueue && name === this.#lastName) return this.#last as T;
+    let names = this.#byQueue.get(queue);
+    if (names === undefined) {
+      names = new Map();
+      this.#byQueue.set(queue, names);
+    }
+    let value = names.get(name);
+    if (value === undefined) {
+      value = this.#make(queue, name);
+      names.set(name, value);
+    }
+    this.#lastQueue = queue;
+    this.#lastName = name;
+    this.#last = value;
+    return value;
   }
 }
 
