@@ -98,14 +98,15 @@ class ClaimTransaction {
   /**
    * The head, built once per attempt (from draw 0, as a planner expects of a replayed transaction).
    * Lease recovery is always first, before any draw. With flow control the draws depend on what the
-   * transaction reads (locks, counts), so the head is recovery alone. Without, the first draw depends
+   * transaction reads (locks, counts), so the head is recovery, then the flow-control statements that
+   * depend on nothing read (the key locks and the group draws' first reads: `FlowControlStep.headStatements`). Without, the first draw depends
    * on nothing the transaction reads, so it is planned here and goes with BEGIN and recovery (one
    * round trip on Postgres); when the planner says no draw follows it (`last`), the head is the whole
    * transaction, the probe again (if asked for) its last statement, and COMMIT goes with it too.
    */
   readonly head = (): TransactionHead => {
     const first = this.#recover.query({});
-    if (this.#flow !== null) return { first, statements: [], last: false };
+    if (this.#flow !== null) return { first, statements: this.#flow.headStatements(this.#claim), last: false };
     const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
     this.#next = found === null ? null : found.index + 1;
     const tail = this.#again === null ? [] : [this.#probeAgain()];
@@ -118,7 +119,7 @@ class ClaimTransaction {
   readonly body = async (tx: QueryRunner | null, results: readonly QueryResult<Row>[]): Promise<Task[]> => {
     if (this.#flow !== null) {
       if (tx === null) throw new Error("the executor committed a claim transaction whose head was not its last part");
-      const draws = await this.#flow.begin(tx, this.#claim.draws);
+      const draws = await this.#flow.begin(tx, this.#claim.draws, results);
       const claimed = await this.#drawFrom(tx, draws, [], 0);
       await this.#flow.end(tx, claimed);
       return claimed;

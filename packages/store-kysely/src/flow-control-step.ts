@@ -11,6 +11,9 @@
  *    transaction already serialises every claim; on Postgres the lock is a
  *    transaction-scoped advisory lock, so claims of one limited name queue
  *    behind each other while claims that carry no limit for it never wait.
+ *    Where the key lock has a statement form, the locks (and each grouped
+ *    name's first read) are sent with the transaction's head
+ *    (`headStatements`) and `begin` checks their results.
  * 2. the draws: a draw of one grouped name (`groupConcurrency`,
  *    `groupRateLimit`) is picked by that name's {@link GroupDraw} instead of
  *    the plain draw (fair rotation across groups, per-group limits).
@@ -19,15 +22,17 @@
  *    name's records outside the window.
  */
 import type { ClaimInput, Task } from "@cairnq/protocol";
-import type { DrawPlanner, NormalizedFlowControl } from "@cairnq/protocol/adapter";
+import type { DrawPlanner, NormalizedClaim, NormalizedFlowControl } from "@cairnq/protocol/adapter";
 import { claimFlowControl, FLOW_NAME, flowAllowance, flowLimitedDraws, flowLockKey, hasGroupLimits, RUNNING_OF_NAME, x } from "@cairnq/protocol/adapter";
 import type { Params } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
-import type { QueryRunner } from "./executor.js";
+import type { CompiledQuery, QueryResult } from "kysely";
+import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
 import { GroupDraw } from "./group-draw.js";
+import type { KeyLockStatement } from "./key-lock.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -70,6 +75,12 @@ export class FlowControlStep {
   readonly #ext: StoreExtensions;
   /** The group draw of each grouped name (one with `groupConcurrency` or `groupRateLimit`). */
   readonly #groups = new Map<string, GroupDraw>();
+  /** The key locks sent with the head ({@link headStatements}), in sorted name order; `null`: taken in {@link begin}. */
+  #headLocks: KeyLockStatement[] | null = null;
+  /** The grouped names whose first read was sent with the head, in order after the locks. */
+  #heads: string[] = [];
+  /** The first reads the head brought, by grouped name, until that name's first draw uses its own. */
+  readonly #firstReads = new Map<string, Row[]>();
 
   private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions) {
     this.#limits = limits;
@@ -85,8 +96,48 @@ export class FlowControlStep {
    */
   drawGroups(tx: QueryRunner, params: Params): Promise<Task[]> | null {
     const names = params.names as readonly string[] | null;
-    if (names === null || names.length !== 1) return null;
-    return this.#groups.get(names[0] as string)?.draw(tx, params) ?? null;
+    const group = names?.length === 1 ? this.#groups.get(names[0] as string) : undefined;
+    if (group === undefined) {
+      // A plain draw may take tasks the head's first reads saw: the group draws after it read afresh.
+      this.#firstReads.clear();
+      return null;
+    }
+    const name = names?.[0] as string;
+    // The first read of the name's first draw came with the head; a later draw of the name reads afresh.
+    const read = this.#firstReads.get(name) ?? null;
+    this.#firstReads.delete(name);
+    return group.draw(tx, params, read);
+  }
+
+  /**
+   * The statements the claim transaction sends with its head, right after lease recovery, built per
+   * attempt: the key locks of every limited name in sorted order, when the dialect's key lock has a
+   * statement form (`KeyLock.statement`), then each grouped name's first read (sweep and head,
+   * `GroupDraw.firstRead`), which only depends on the claim's queues. So on Postgres the locks and
+   * those reads share the round trip of `BEGIN` and recovery. {@link begin} gets their results.
+   */
+  headStatements(claim: NormalizedClaim): CompiledQuery<Row>[] {
+    this.#heads = [];
+    this.#headLocks = [];
+    const keyLock = this.#ext.dialect.keyLock;
+    for (const name of [...this.#limits.keys()].sort()) {
+      const lock = keyLock.statement?.(flowLockKey(name)) ?? null;
+      if (lock === null) {
+        // Nothing to send for this lock: `begin` takes them all the usual way.
+        this.#headLocks = null;
+        break;
+      }
+      this.#headLocks.push(lock);
+    }
+    const queries: CompiledQuery<Row>[] = (this.#headLocks ?? []).map((lock) => lock.query);
+    if (claim.queues.length > 0) {
+      for (const [name, group] of this.#groups) {
+        if (claim.names !== null && !claim.names.includes(name)) continue;
+        this.#heads.push(name);
+        queries.push(group.firstRead(claim.queues));
+      }
+    }
+    return queries;
   }
 
   /** The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs). */
@@ -104,10 +155,15 @@ export class FlowControlStep {
   }
 
   /** Locks, counts and wraps `draws`; call after lease recovery, before the first draw. */
-  async begin(tx: QueryRunner, draws: DrawPlanner): Promise<DrawPlanner> {
+  async begin(tx: QueryRunner, draws: DrawPlanner, headResults: readonly QueryResult<Row>[] = []): Promise<DrawPlanner> {
     const allowance = new Map<string, number>();
     const names = [...this.#limits.keys()].sort();
-    for (const name of names) await this.#ext.dialect.keyLock.acquire(tx, flowLockKey(name));
+    // The locks sent with the head: a lock taken elsewhere throws here, before any result read after it is used.
+    const locks = this.#headLocks;
+    if (locks === null) for (const name of names) await this.#ext.dialect.keyLock.acquire(tx, flowLockKey(name));
+    else locks.forEach((lock, i) => lock.check(headResults[i]));
+    this.#firstReads.clear();
+    this.#heads.forEach((name, i) => this.#firstReads.set(name, headResults[(locks?.length ?? 0) + i]?.rows ?? []));
     for (const name of names) {
       const limits = this.#limits.get(name) as NormalizedFlowControl;
       let running = 0;

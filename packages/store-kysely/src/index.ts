@@ -33,7 +33,7 @@ export type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, WriteB
 export { CombiningWrites } from "./combining-writes.js";
 export type { CombiningWritesOptions } from "./combining-writes.js";
 export { NO_KEY_LOCK, StatementKeyLock } from "./key-lock.js";
-export type { KeyLock } from "./key-lock.js";
+export type { KeyLock, KeyLockStatement } from "./key-lock.js";
 export { MigratingSchemaManager } from "./schema-manager.js";
 export type { MigratingSchemaManagerOptions, SchemaManager } from "./schema-manager.js";
 export {

@@ -1,6 +1,6 @@
 import { CompiledQuery } from "kysely";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
-import type { KeyLock, QueryRunner } from "@cairnq/store-kysely";
+import type { KeyLock, KeyLockStatement, QueryRunner } from "@cairnq/store-kysely";
 import { StatementKeyLock } from "@cairnq/store-kysely";
 
 /** The key's advisory lock id, exactly as peers compute it (§5.0). */
@@ -45,8 +45,19 @@ export class KeyLockBusy extends Error {
  */
 export class PostgresKeyLock implements KeyLock {
   async acquire(tx: QueryRunner, key: string): Promise<void> {
-    const row = (await tx.executeQuery(CompiledQuery.raw(TRY_KEY_LOCK_SQL, [key]))).rows[0] as { locked?: unknown } | undefined;
-    if (row?.locked !== true) throw new KeyLockBusy(key);
+    const lock = this.statement(key);
+    lock.check(await tx.executeQuery(lock.query));
+  }
+
+  /** The try-lock as a statement to pipeline; its check throws {@link KeyLockBusy} when the lock was taken elsewhere. */
+  statement(key: string): KeyLockStatement {
+    return {
+      query: CompiledQuery.raw(TRY_KEY_LOCK_SQL, [key]),
+      check: (result) => {
+        const row = result?.rows[0] as { locked?: unknown } | undefined;
+        if (row?.locked !== true) throw new KeyLockBusy(key);
+      },
+    };
   }
 }
 

@@ -247,8 +247,9 @@ export class ClaimLoop {
 
   /**
    * §8.3 steps 2–3: one claim cycle with a draw per source. When every draw came back full there is
-   * probably more to take, so the next cycle skips the probe and goes straight to its transaction
-   * (recovery first, as always; an empty draw then costs one short transaction).
+   * probably more to take — and when a claim took rows and its reprobe found more left — so the next
+   * cycle skips the probe and goes straight to its transaction (recovery first, as always; an empty
+   * draw then costs one short transaction, and the worker idles after it).
    */
   async #claim(): Promise<{ rows: Task[]; release: () => void }> {
     const { options, admission } = this.#host;
@@ -310,6 +311,7 @@ export class ClaimLoop {
     const sinceMs = options.clock.now();
     const signals = this.#queuedSignals;
     let leftNothing = false;
+    let leftSome = false;
     // Only where a wake-up would announce new work — a push signal, or a claim wait that ends on a commit queueing a task
     // (SQLite's `claimWakeOnQueued`, whose wait after this claim also sees what was queued meanwhile): with plain sleeps an
     // empty probe says nothing about the next second. And not while draws keep coming back full: a backlog is being drained, the answer would be "more" (and
@@ -323,6 +325,7 @@ export class ClaimLoop {
             if (begun < this.#reprobeTaken) return;
             this.#reprobeTaken = begun;
             leftNothing = !claimable;
+            leftSome = claimable;
             this.#drained = claimable ? null : { sinceMs, signals };
           }
         : null;
@@ -337,7 +340,9 @@ export class ClaimLoop {
       ...(reprobe === null ? {} : { reprobe }),
     });
     this.#lastFull = !leftNothing && rows.length > 0 && rows.length >= requested();
-    this.#skipProbe = this.#lastFull;
+    // The probe would only repeat what this claim's reprobe just answered: something is left (a claim
+    // cut short by a limit — a group's, a name's — rather than by an empty queue). An empty claim still idles.
+    this.#skipProbe = this.#lastFull || (leftSome && rows.length > 0);
     return rows;
   }
 }
