@@ -29,7 +29,9 @@ beforeAll(async () => {
   for (let i = 0; i < 3; i++) await store.submit({ name: "export", group: "acme" });
   await store.submit({ name: "export", group: "globex" });
   await store.submit({ name: "export" });
-  await store.claim({ queues: ["default"], workerId: "worker_cli", names: ["export"], limit: 2, flowControl: { export: { groupConcurrency: 1 } } });
+  // Room for three: the task without a group (taken first when it is in the head of the plain order, as here),
+  // then one task per group (groupConcurrency 1).
+  await store.claim({ queues: ["default"], workerId: "worker_cli", names: ["export"], limit: 3, flowControl: { export: { groupConcurrency: 1 } } });
   await store.close();
 });
 
