@@ -43,9 +43,10 @@ import type {
 } from "@cairnq/protocol";
 import { MemorySteps } from "./memory-steps.js";
 import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, InvalidArgument, isTerminalStatus, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import { AlreadyExists, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
 import {
+  answerReprobe,
   applyBranches,
   buildInsert,
   CANCEL,
@@ -54,6 +55,7 @@ import {
   claimFlowControl,
   COMPLETE,
   completeParams,
+  debounceUpdate,
   decideRow,
   DRAW,
   drawParams,
@@ -71,15 +73,13 @@ import {
   heartbeatBatchResult,
   heartbeatParams,
   holds,
-  LIST_ROWS,
-  QUEUE_DEPTH_ROWS,
-  STATS_ROWS,
   inRateWindow,
-  answerReprobe,
+  joinParentsToWake,
+  LIST_ROWS,
   newTaskId,
   normalizeClaim,
-  normalizeScheduleSlots,
   normalizeList,
+  normalizeScheduleSlots,
   normalizeSubmit,
   PROBE,
   probeParams,
@@ -87,24 +87,25 @@ import {
   progressParams,
   PURGE,
   purgeParams,
+  QUEUE_DEPTH_ROWS,
   queueDepthArgs,
   RECOVER,
   requireKey,
   requireLimitedText,
   requireName,
-  resolveKeyConflict,
-  debounceUpdate,
   resolveDebounce,
-  rotateGroups,
-  sortGroupCounts,
+  resolveKeyConflict,
   RETRY,
   RETRY_BATCH,
   retryBatchParams,
   retryParams,
+  rotateGroups,
   RUNNING_OF_NAME,
   SCHEDULED_SUBMIT,
   selectRows,
   slotsToSubmit,
+  sortGroupCounts,
+  STATS_ROWS,
   SUBMIT,
   SUCCEED,
   succeedParams,
@@ -324,7 +325,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
 
   /** A child a cancel ended (no worker settles it) makes its parent due now when it is parked on a join, as a settlement's wake would. */
   #wakeJoinsOf(rows: readonly Task[]): void {
-    for (const row of rows) if (row.parent_id !== null && isTerminalStatus(row.status)) this.#steps.wakeJoin(row.parent_id);
+    for (const parentId of joinParentsToWake(rows)) this.#steps.wakeJoin(parentId);
   }
 
   async cancelByKey(key: string): Promise<Task | null> {

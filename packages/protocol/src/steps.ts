@@ -30,6 +30,7 @@ import type { RowTransition } from "./rules.js";
 import { FLAG, OWNER, PARAMS } from "./rules.js";
 import { x } from "./expr.js";
 import { requireInt, requireName } from "./inputs.js";
+import { isTerminalStatus } from "./statuses.js";
 import type { OwnedInput, SubmitInput } from "./store.js";
 
 /** What a journal entry records: a `ctx.step`, a sleep, a wait for a message, a child submitted, or a join on children. */
@@ -245,4 +246,17 @@ export function decodeStepRow(row: Readonly<Record<string, unknown>>): StepRecor
     waitingFor: json(row.waiting_for) as StepRecord["waitingFor"],
     seq: Number(row.seq),
   };
+}
+
+/**
+ * The parents whose join a client transition may have completed (a cancel
+ * that ended children no worker will settle): the `parent_id` of every row
+ * the transition left terminal. A store makes each of them due now with the
+ * `queued` push signal, as a settlement's wake does, so a joining parent is
+ * not left to its re-check.
+ */
+export function joinParentsToWake(rows: readonly { readonly parent_id?: unknown; readonly status?: unknown }[]): string[] {
+  const parents: string[] = [];
+  for (const row of rows) if (typeof row.parent_id === "string" && isTerminalStatus(String(row.status))) parents.push(row.parent_id);
+  return parents;
 }

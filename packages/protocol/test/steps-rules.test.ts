@@ -3,6 +3,7 @@ import { decideRow } from "../src/decide.js";
 import { InvalidArgument } from "../src/errors.js";
 import {
   decodeStepRow,
+  joinParentsToWake,
   MAX_STEP_NAME_LENGTH,
   PARK,
   parkStepParams,
@@ -146,5 +147,19 @@ describe("decodeStepRow", () => {
     expect(fromText).toEqual({ name: "j", kind: "join", status: "waiting", result: null, error: null, attempt: 2, atMs: NOW, wakeAtMs: NOW + 1_000, waitingFor: ["task_a"], seq: 3 });
     const decoded = decodeStepRow({ name: "s", kind: "step", status: "done", result: { ok: true }, error: null, attempt: 1, at_ms: NOW, wake_at_ms: null, waiting_for: null, seq: 1 });
     expect(decoded).toMatchObject({ result: { ok: true }, wakeAtMs: null, waitingFor: null });
+  });
+});
+
+describe("joinParentsToWake", () => {
+  it("names the parent of every row a transition left terminal, and no other", () => {
+    expect(
+      joinParentsToWake([
+        { parent_id: "task_parent_a", status: "canceled" },
+        { parent_id: "task_parent_b", status: "running" },
+        { parent_id: null, status: "canceled" },
+        { status: "failed" },
+        { parent_id: "task_parent_c", status: "succeeded" },
+      ]),
+    ).toEqual(["task_parent_a", "task_parent_c"]);
   });
 });

@@ -1,7 +1,6 @@
 import type { BulkBatchInput, PurgeInput, RetryBatchInput, RetryOptions, Task } from "@cairnq/protocol";
-import { isTerminalStatus } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
-import { CANCEL, CANCEL_BATCH, cancelBatchParams, PURGE, purgeParams, requireKey, requireName, RETRY, RETRY_BATCH, retryBatchParams, retryParams } from "@cairnq/protocol/adapter";
+import { CANCEL, CANCEL_BATCH, cancelBatchParams, joinParentsToWake, PURGE, purgeParams, requireKey, requireName, RETRY, RETRY_BATCH, retryBatchParams, retryParams } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
 import { decodeTask } from "./rows.js";
 import { batchTransitionTemplate, deleteTemplate, KEY_TASK_ID_TEMPLATE, rowTransitionTemplate } from "./statements.js";
@@ -65,7 +64,7 @@ export class ClientTransitions {
     const params = cancelBatchParams(input);
     return this.#lifecycle.run(async () => {
       const rows = (await this.#statements.write(CANCEL_BATCH_TEMPLATE, params)).rows;
-      await this.#wakeJoins(endedChildrenParents(rows));
+      await this.#wakeJoins(joinParentsToWake(rows));
       return rows.map((row) => String(row.id));
     });
   }
@@ -94,7 +93,7 @@ export class ClientTransitions {
 
   /** After a cancel: a child it ended wakes its joining parent. */
   async #ended(task: Task): Promise<Task> {
-    await this.#wakeJoins(endedChildrenParents([task]));
+    await this.#wakeJoins(joinParentsToWake([task]));
     return task;
   }
 
@@ -110,13 +109,4 @@ export class ClientTransitions {
       }).then((task) => (task === null ? null : this.#ended(task))),
     );
   }
-}
-
-/** The parents of the rows that are children and now terminal (a cancel of a running row only flags it: its worker settles it). */
-function endedChildrenParents(rows: readonly { readonly parent_id?: unknown; readonly status?: unknown }[]): string[] {
-  const parents: string[] = [];
-  for (const row of rows) {
-    if (typeof row.parent_id === "string" && isTerminalStatus(String(row.status))) parents.push(row.parent_id);
-  }
-  return parents;
 }
