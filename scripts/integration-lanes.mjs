@@ -16,7 +16,6 @@
 export const WAIT_BOUND_FILES = [
   "test/integration/postgres-half-open.test.ts",
   "test/integration/postgres-restart.test.ts",
-  "test/integration/telemetry-processes.test.ts",
 ];
 
 /** The environment variable that tells cairnq's vitest config which lane it runs. */
