@@ -68,6 +68,7 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
     try {
       await super.close();
     } finally {
+      this.dialect.wakeups.close();
       hold.release();
     }
   }
