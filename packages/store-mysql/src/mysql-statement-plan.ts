@@ -17,7 +17,13 @@
  * - **picked ids**: `id IN (SELECT id FROM cairnq_tasks … LIMIT n FOR UPDATE
  *   SKIP LOCKED)`, where the server refuses both a `LIMIT` inside `IN` and a
  *   subquery on the table being changed: the plan wraps the subquery in a
- *   derived table, which the server materializes first;
+ *   derived table, which the server materializes first. In an `UPDATE`
+ *   whose whole `WHERE` is that `IN`, the derived table is joined instead
+ *   (`UPDATE (<picks>) cq_pick STRAIGHT_JOIN cairnq_tasks ON …`): MariaDB
+ *   before 11.1 has no semi-join for a single-table `UPDATE`, so the `IN`
+ *   form walks the whole primary key and probes the picks per row (EXPLAIN:
+ *   `index` on PRIMARY, 99,079 rows with 100k queued), where the join reads
+ *   the picked rows by primary key;
  * - **concatenation**: `(a || b)` becomes `CONCAT(a, b)`;
  * - **upsert**: `ON CONFLICT (…) DO UPDATE SET c = excluded.c` becomes
  *   `ON DUPLICATE KEY UPDATE c = VALUES(c)`; a conditional upsert
@@ -57,9 +63,9 @@ export function plan(sql: string): MySQLStatementPlan {
     return { steps: [{ sql: `SET ${COND} = 1`, params: [] }, positional(text)], transactional: true, dropNullRows: true };
   }
   const returning = splitReturningUpdate(text);
-  if (returning === null) return { steps: [positional(text)], transactional: false, dropNullRows: false };
+  if (returning === null) return { steps: [positional(joinPickedIds(text))], transactional: false, dropNullRows: false };
   return {
-    steps: [{ sql: `SET ${IDS} = '[]'`, params: [] }, positional(returning.update), positional(returning.select)],
+    steps: [{ sql: `SET ${IDS} = '[]'`, params: [] }, positional(joinPickedIds(returning.update)), positional(returning.select)],
     transactional: true,
     dropNullRows: false,
   };
@@ -195,6 +201,36 @@ function wrapPickedIds(sql: string): string {
       from = close;
     }
   }
+}
+
+/**
+ * `UPDATE cairnq_tasks SET … WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks …) cq_pick)` →
+ * `UPDATE (SELECT id AS cq_id FROM cairnq_tasks …) cq_pick STRAIGHT_JOIN cairnq_tasks ON
+ * cairnq_tasks.id = cq_pick.cq_id SET …`: the picks first, then each picked row by primary key (see
+ * the file's notes). Only where the `IN` is the whole `WHERE` and no assignment reads the stash of
+ * {@link oldValuesInSet}: a multi-table `UPDATE` does not promise to run its assignments left to
+ * right. Any other text is returned as it is.
+ */
+function joinPickedIds(sql: string): string {
+  const head = `UPDATE ${TASKS} SET `;
+  if (!sql.startsWith(head) || sql.includes("@cq_o_")) return sql;
+  const where = topLevel(sql, "WHERE");
+  if (where.length !== 1) return sql;
+  const at = where[0] as number;
+  const condition = at + "WHERE ".length;
+  const wrapped = "id IN (SELECT * FROM (";
+  if (!sql.startsWith(wrapped, condition)) return sql;
+  const open = condition + "id IN ".length;
+  const close = closing(sql, open);
+  if (close !== sql.length - 1) return sql;
+  const innerOpen = condition + wrapped.length - 1;
+  const innerClose = closing(sql, innerOpen);
+  if (sql.slice(innerClose + 1, close) !== " cq_pick") return sql;
+  const picks = sql.slice(innerOpen + 1, innerClose);
+  const select = `SELECT id FROM ${TASKS} `;
+  if (!picks.startsWith(select)) return sql;
+  const aliased = `SELECT id AS cq_id FROM ${TASKS} ${picks.slice(select.length)}`;
+  return `UPDATE (${aliased}) cq_pick STRAIGHT_JOIN ${TASKS} ON ${TASKS}.id = cq_pick.cq_id SET ${sql.slice(head.length, at).trimEnd()}`;
 }
 
 /**

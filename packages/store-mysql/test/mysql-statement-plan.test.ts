@@ -32,6 +32,31 @@ describe("plan", () => {
     expect(del).toBe("DELETE FROM cairnq_tasks WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick) RETURNING id");
   });
 
+  it("joins the picked ids of an UPDATE whose whole WHERE picks them, so the picked rows are read by primary key, not the table walked", () => {
+    const draw =
+      "UPDATE cairnq_tasks SET status = 'running', attempt = attempt + 1 WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued' AND queue = ?1 " +
+      "ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?2 FOR UPDATE SKIP LOCKED) RETURNING *";
+    const planned = plan(draw);
+    expect(planned.steps[1]).toEqual({
+      sql:
+        "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'queued' AND queue = ? ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick " +
+        "STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'running', attempt = attempt + 1, " +
+        "created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms)",
+      params: [0, 1],
+    });
+    // Without RETURNING too.
+    expect(sqlOf("UPDATE cairnq_tasks SET worker_id = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5 FOR UPDATE SKIP LOCKED)")).toEqual([
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' LIMIT 5 FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET worker_id = NULL",
+    ]);
+  });
+
+  it("keeps the IN form where the picks are not the whole WHERE, or an assignment reads an earlier one's old value", () => {
+    const [more] = sqlOf("UPDATE cairnq_tasks SET status = 'queued' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5) AND attempt < 3");
+    expect(more).toBe("UPDATE cairnq_tasks SET status = 'queued' WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5) cq_pick) AND attempt < 3");
+    const [stash] = sqlOf("UPDATE cairnq_tasks SET status = 'canceled', message = status WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5)");
+    expect(stash).toMatch(/^UPDATE cairnq_tasks SET .*@cq_o_status.* WHERE id IN \(SELECT \* FROM/);
+  });
+
   it("writes upserts as ON DUPLICATE KEY UPDATE and INSERT IGNORE", () => {
     expect(sqlOf("INSERT INTO t (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")).toEqual([
       "INSERT INTO t (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE t.v = VALUES(v)",
