@@ -1,6 +1,6 @@
 import { TERMINAL_STATUSES } from "@cairnq/protocol";
-import type { DialectCapabilities, ExtensionTable } from "@cairnq/store-kysely";
-import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, PROBE_TEMPLATE, SqlClock, StatementCompiler, TASKS_TABLE } from "@cairnq/store-kysely";
+import type { DialectCapabilities, ExtensionTable, WriteBatching, WriteCombinerOptions } from "@cairnq/store-kysely";
+import { BaseStoreDialect, CombiningWrites, DEFAULT_DIALECT_CAPABILITIES, PROBE_TEMPLATE, SingleWrites, SqlClock, StatementCompiler, TASKS_TABLE } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
 import { MySQLConnection } from "./mysql-connection.js";
@@ -30,6 +30,26 @@ export interface MySQLStoreDialectOptions {
   readonly max?: number;
   /** How waits check for their change (see {@link MySQLWakeups}). @default the defaults of `MySQLWakeupsOptions` */
   readonly wakeups?: MySQLWakeupsOptions;
+  /**
+   * Write combining: concurrent submits, completes and other owned writes of one kind go to the
+   * server as ONE multi-row statement (`CombiningWrites`, over `JSON_TABLE`), with these bounds;
+   * `false` sends every write on its own.
+   * @default {} (the combiner's defaults: 128 rows, 1 MiB per statement)
+   */
+  readonly combine?: false | WriteCombinerOptions;
+}
+
+/**
+ * Whether a multi-row statement's error means the server applied none of it, so its rows may be
+ * re-sent in halves (`CombiningWritesOptions.splittable`): an error the server answered with (an
+ * `errno`: a data error in one row, a constraint, a lock wait timeout; InnoDB rolls the statement
+ * back, and the executor the transaction a plan opened) on a connection that is still good. A lost
+ * connection (mysql2 marks it `fatal`) leaves the outcome unknown: never re-sent.
+ */
+export function rejectedWhole(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { errno, fatal } = error as { errno?: unknown; fatal?: unknown };
+  return typeof errno === "number" && fatal !== true;
 }
 
 /**
@@ -60,6 +80,8 @@ export class MySQLStoreDialect extends BaseStoreDialect {
   readonly schema: MySQLSchemaManager;
   readonly connection: MySQLConnection;
   override readonly wakeups: MySQLWakeups;
+  /** Write combining ({@link CombiningWrites}), or every write its own statement with `combine: false`. */
+  override readonly writes: WriteBatching;
 
   constructor(target: MySQLTarget, options: MySQLStoreDialectOptions = {}) {
     super();
@@ -67,6 +89,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     this.executor = new MySQLExecutor(this.connection.multipleStatements);
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
     this.wakeups = new MySQLWakeups(this.#wakeupChecks(), options.wakeups);
+    this.writes = options.combine === false ? new SingleWrites() : new CombiningWrites({ ...options.combine, splittable: rejectedWhole });
   }
 
   /**
