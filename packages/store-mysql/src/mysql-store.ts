@@ -34,8 +34,10 @@ export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max"] as const satisfies 
  * Opens lazily: the first call (or `connect()`) loads `mysql2`, applies the
  * protocol's migrations under a named lock and checks the protocol version.
  *
- * MySQL has no push channel: a waiting worker polls (see `docs/protocol.md`,
- * "MySQL/MariaDB mapping"), `capabilities.pushWakeups` is false.
+ * MySQL has no push channel (`capabilities.pushWakeups` is false): a waiting
+ * worker or `call()` checks for its change with one cheap read at intervals
+ * growing with its wait (`MySQLWakeups`; see `docs/protocol.md`,
+ * "MySQL/MariaDB mapping").
  *
  * @example
  * ```ts
