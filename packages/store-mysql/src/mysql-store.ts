@@ -1,6 +1,6 @@
 import type { OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { checkOptions, keepAlive } from "@cairnq/runtime";
-import type { QueryRunner } from "@cairnq/store-kysely";
+import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import type { Transaction } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
@@ -19,10 +19,20 @@ export interface MySQLStoreOptions {
    * @default 10
    */
   max?: number;
+  /**
+   * Write combining: concurrent submits, completes and other writes of one kind go to the server as
+   * ONE multi-row statement, within these bounds; `false` sends every write on its own. Client
+   * transitions and `withTransaction` views never combine.
+   * @default {} (128 rows, 1 MiB per statement)
+   */
+  combine?: false | WriteCombinerOptions;
 }
 
 /** Every key of {@link MySQLStoreOptions}, for the unknown-key check. */
-export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max"] as const satisfies readonly (keyof MySQLStoreOptions)[]);
+export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max", "combine"] as const satisfies readonly (keyof MySQLStoreOptions)[]);
+
+/** Every key of `WriteCombinerOptions` (the `combine` option's bounds). */
+const COMBINE_KEYS = ["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[];
 
 /**
  * The CairnQ `TaskStore` on MySQL 8 / MariaDB 10.6+ (tested on MariaDB
@@ -59,7 +69,11 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
    */
   constructor(target: MySQLTarget, input: MySQLStoreOptions = {}) {
     const options = checkOptions(input, "new MySQLStore(target, options)", MYSQL_STORE_OPTION_KEYS) as MySQLStoreOptions;
-    const dialect = new MySQLStoreDialect(target, options.max === undefined ? {} : { max: options.max });
+    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", COMBINE_KEYS);
+    const dialect = new MySQLStoreDialect(target, {
+      ...(options.max === undefined ? {} : { max: options.max }),
+      ...(options.combine === undefined ? {} : { combine: options.combine }),
+    });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
     (this as { capabilities: StoreCapabilities }).capabilities = Object.freeze({ ...this.capabilities });
   }
