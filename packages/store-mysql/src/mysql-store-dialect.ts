@@ -74,6 +74,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     databaseClock: true,
     transactionalComplete: true,
     claimWakeOnQueued: true,
+    taskDoneWakeReads: true,
   });
   override readonly executor: MySQLExecutor;
   override readonly keyLock = MYSQL_KEY_LOCK;
