@@ -216,8 +216,10 @@ export class MySQLWakeups implements Wakeups {
       }
       // A failed check wakes nobody (an accelerator only: the waits end at their timeouts) and is retried at the next interval.
       await Promise.allSettled(reads);
+      // The next check of each is due an interval after this one began, not after it answered: a round trip
+      // longer than the interval (the first milliseconds of a wait) is then the interval, rather than adding to it.
       const after = this.#now();
-      for (const watch of due) if (watch.waiters > 0) watch.nextAt = after + this.#interval(watch, after);
+      for (const watch of due) if (watch.waiters > 0) watch.nextAt = Math.max(after, now + this.#interval(watch, now));
     } finally {
       this.#checking = false;
       this.#schedule();
