@@ -1,4 +1,4 @@
-import type { OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import type { ClaimInput, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { checkOptions, keepAlive } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
@@ -76,6 +76,13 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
     });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
     (this as { capabilities: StoreCapabilities }).capabilities = Object.freeze({ ...this.capabilities });
+  }
+
+  /** `claim` (§5.10), telling the wake-ups whether it took tasks (a claim wait's checks back off while claims take none). */
+  override async claim(input: ClaimInput): Promise<Task[]> {
+    const rows = await super.claim(input);
+    this.dialect.wakeups.claimed(input.queues, rows.length > 0);
+    return rows;
   }
 
   /** Waits for in-flight calls and ends the pool if the store built it. Idempotent. */

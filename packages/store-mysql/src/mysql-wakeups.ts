@@ -20,8 +20,12 @@
  * reads over a stretch of `T` ms: ~25 in the first half second, then no more
  * than the waiter's own timeout allows (an idle worker's stretch spans its
  * poll intervals, so past a few seconds it is checked once per
- * `pollIntervalMs` by the worker's own probe and not at all here). A wait
- * that found its change ends the stretch; the next begins afresh at 1 ms.
+ * `pollIntervalMs` by the worker's own probe and not at all here). A done
+ * wait that found its task ends it. A claim watch's stretch ends only when a
+ * claim on its queues then took a task ({@link MySQLWakeups.claimed}, which
+ * the store calls after each claim): a queue holding only tasks no claim
+ * here takes (another worker's names) keeps being found by the probe, and
+ * its waiter's wake-ups must back off like any other check.
  *
  * What a check finds also reaches `subscribe`'s listeners as the signal
  * Postgres would have pushed (`done` for a task found terminal, `queued` for
@@ -123,6 +127,21 @@ export class MySQLWakeups implements Wakeups {
     return this.#wait("done", [taskId], `d:${taskId}`, timeoutMs, signal);
   }
 
+  /**
+   * A claim on `queues` took tasks (`took`) or none: a claim watch whose check found work keeps its
+   * stretch (and its growing interval) until a claim takes something (see the file's notes).
+   */
+  claimed(queues: readonly string[], took: boolean): void {
+    if (!took) return;
+    const watch = this.#watches.get(`c:${queues.join("\u0000")}`);
+    if (watch === undefined) return;
+    const now = this.#now();
+    watch.since = now;
+    if (watch.waiters === 0) return;
+    watch.nextAt = now + this.#minCheckMs;
+    this.#schedule();
+  }
+
   /** Hears the signals checks find (see the file's notes); returns the unsubscribe function. */
   subscribe(listener: (signal: StoreSignal) => void, reasons: readonly StoreSignalReason[] = ["queued", "done"]): () => void {
     const entry = { listener, reasons: new Set(reasons) };
@@ -203,14 +222,14 @@ export class MySQLWakeups implements Wakeups {
       const dones = due.filter((w) => w.kind === "done");
       const reads: Promise<void>[] = claims.map(async (watch) => {
         this.checks += 1;
-        if (await this.#checks.claimable(watch.keys)) this.#found(watch, now);
+        if (await this.#checks.claimable(watch.keys)) this.#found(watch);
       });
       if (dones.length > 0) {
         this.checks += 1;
         reads.push(
           this.#checks.settled(dones.map((w) => w.keys[0] as string)).then((ids) => {
             const settled = new Set(ids);
-            for (const watch of dones) if (settled.has(watch.keys[0] as string)) this.#found(watch, now);
+            for (const watch of dones) if (settled.has(watch.keys[0] as string)) this.#found(watch);
           }),
         );
       }
@@ -226,13 +245,12 @@ export class MySQLWakeups implements Wakeups {
     }
   }
 
-  /** A check found what `watch` waits for: signal, wake its waiters, end its stretch. */
-  #found(watch: Watch, now: number): void {
+  /** A check found what `watch` waits for: signal, wake its waiters; a done watch's stretch ends (a claim watch's: see `claimed`). */
+  #found(watch: Watch): void {
     if (watch.kind === "done") this.#emit({ reason: "done", taskId: watch.keys[0] as string });
     else for (const queue of watch.keys) this.#emit({ reason: "queued", queue });
     this.#waiters.wakeKey(watch.id);
-    watch.since = now;
-    watch.leftAt = Number.NEGATIVE_INFINITY;
+    if (watch.kind === "done") watch.leftAt = Number.NEGATIVE_INFINITY;
   }
 
   #emit(signal: StoreSignal): void {

@@ -78,13 +78,32 @@ describe("MySQLWakeups", () => {
     wakeups.close();
   });
 
-  it("a wait that found work ends the stretch: the next one checks after 1 ms again", async () => {
+  it("a claim that took a task after a wake ends the stretch: the next wait checks after 1 ms again", async () => {
     const { state, checks } = fakeChecks();
     const wakeups = new MySQLWakeups(checks, { now: () => Date.now() });
     await elapsed(wakeups.claimWake(["default"], 5_000), 5_100);
     state.claimable = true;
     expect(await elapsed(wakeups.claimWake(["default"], 5_000), 5_100)).toBeGreaterThan(100);
+    wakeups.claimed(["default"], true);
     expect(await elapsed(wakeups.claimWake(["default"], 5_000), 5_100)).toBeLessThanOrEqual(2);
+    wakeups.close();
+  });
+
+  it("work the probe finds but no claim here takes (another worker's names) does not reset the stretch: the wake-ups back off", async () => {
+    const { state, checks } = fakeChecks();
+    state.claimable = true;
+    const wakeups = new MySQLWakeups(checks, { now: () => Date.now() });
+    // A worker woken, claiming nothing, waiting again at once: for 5 s of fake time.
+    const start = Date.now();
+    let wakes = 0;
+    while (Date.now() - start < 5_000) {
+      await elapsed(wakeups.claimWake(["default"], 500), 600);
+      wakeups.claimed(["default"], false);
+      wakes += 1;
+    }
+    // With the stretch reset on every wake it would be ~5,000 (one per millisecond).
+    expect(wakes).toBeLessThanOrEqual(60);
+    expect(state.claimReads).toBeLessThanOrEqual(60);
     wakeups.close();
   });
 
