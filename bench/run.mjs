@@ -207,6 +207,8 @@ async function repetition(backend, result, rep, errors) {
         push("ours", "telemetryCpuOff.c64", off.cpuUsPerTask);
         push("ours", "telemetryCpuOn.c64", on.cpuUsPerTask);
         push("ours", "telemetryCpuRatio.c64", on.cpuUsPerTask / off.cpuUsPerTask);
+        // Kept in the JSON with the samples: the machine's 1-minute load average as each pair ended.
+        push("ours", "telemetryLoad.c64", os.loadavg()[0]);
         log(
           `${backend.name} telemetry pair: off ${Math.round(off.tasksPerSec)}/s ${off.cpuUsPerTask.toFixed(1)} µs/task, ` +
             `on ${Math.round(on.tasksPerSec)}/s ${on.cpuUsPerTask.toFixed(1)} µs/task, ratio ${(on.tasksPerSec / off.tasksPerSec).toFixed(3)}, ` +

@@ -80,7 +80,7 @@ async function parent() {
 }
 
 function fmt(r) {
-  return `${r.promises > 0 ? `${r.promises.toFixed(1)} promises, ` : ""}${r.cpuUs.toFixed(1)} µs CPU, ${r.gcUs.toFixed(1)} µs GC, ${Math.round(r.allocBytes)} B allocated per task, ${Math.round(r.tasksPerSec)}/s`;
+  return `${r.promises > 0 ? `${r.promises.toFixed(1)} promises, ` : ""}${r.cpuUs.toFixed(1)} µs CPU, ${r.gcUs.toFixed(1)} µs GC, ${Math.round(r.allocBytes)} B allocated per task, ${Math.round(r.tasksPerSec)}/s; collections ${JSON.stringify(r.gcs)}`;
 }
 
 function runChild(config, execArgv) {
@@ -121,13 +121,15 @@ async function child({ path, mode, n }) {
         let allocated = 0;
         let last = from.used;
         let gcUs = 0;
+        const byType = {};
         for (const gc of statistics) {
+          byType[gc.gcType] = (byType[gc.gcType] ?? 0) + 1;
           allocated += gc.beforeGC.heapStatistics.usedHeapSize - last;
           last = gc.afterGC.heapStatistics.usedHeapSize;
           gcUs += gc.cost;
         }
         allocated += used - last;
-        resolve({ cpuUs: (cpu.user + cpu.system) / n, gcUs: gcUs / n, allocBytes: allocated / n, tasksPerSec: n / (ms / 1000), promises: promises / n });
+        resolve({ cpuUs: (cpu.user + cpu.system) / n, gcUs: gcUs / n, allocBytes: allocated / n, tasksPerSec: n / (ms / 1000), promises: promises / n, gcs: byType });
       }
     });
   });
