@@ -14,7 +14,9 @@
 //   tracing   the SDK, tracing: true
 //   both      the SDK, tracing: true, metrics: true (the bench row's "on")
 //
-//   node bench/telemetry-cost.mjs [--n 30000] [--rounds 3] [--modes off,sdk,als,metrics,tracing,both] [--cpu-prof]
+//   node bench/telemetry-cost.mjs [--backend sqlite|postgres] [--n 30000] [--rounds 3] [--modes off,sdk,als,metrics,tracing,both] [--cpu-prof]
+//
+// On Postgres (CAIRNQ_BENCH_PG_DSN) every drain fills a fresh schema first, through the client.
 //
 // --cpu-prof writes a V8 CPU profile of each worker process to bench/results/profiles/ (summarize with
 // bench/profile-summary.mjs). COUNT_PROMISES=1 in the environment also counts the promises made per task
@@ -38,7 +40,7 @@ if (process.argv[2] === "--child") await child(JSON.parse(process.argv[3]));
 else await parent();
 
 async function parent() {
-  const { values } = parseArgs({ options: { n: { type: "string", default: "30000" }, rounds: { type: "string", default: "3" }, modes: { type: "string", default: MODES.join(",") }, "cpu-prof": { type: "boolean", default: false } } });
+  const { values } = parseArgs({ options: { backend: { type: "string", default: "sqlite" }, n: { type: "string", default: "30000" }, rounds: { type: "string", default: "3" }, modes: { type: "string", default: MODES.join(",") }, "cpu-prof": { type: "boolean", default: false } } });
   const execArgv = values["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${fileURLToPath(new URL("./results/profiles/", import.meta.url))}`] : [];
   const n = Number(values.n);
   const rounds = Number(values.rounds);
@@ -46,28 +48,49 @@ async function parent() {
   for (const mode of modes) if (!MODES.includes(mode)) throw new Error(`unknown mode '${mode}' (${MODES.join(", ")})`);
   const { openClient } = await import("./lib/targets.mjs");
   const { fill } = await import("./lib/ours.mjs");
+  const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
+  const record = (round, mode, r) => {
+    samples[mode].push(r);
+    process.stderr.write(`round ${round} ${mode}: ${fmt(r)}\n`);
+  };
   const dir = mkdtempSync(join(tmpdir(), "cairnq-telemetry-cost-"));
   try {
-    // One filled database, copied for every drain (the fill takes longer than the drain).
-    const template = join(dir, "template.db");
-    await fill({ backend: "sqlite", path: template }, WARMUP + n);
-    const closer = openClient({ backend: "sqlite", path: template });
-    await closer.connect();
-    await closer.close();
-    const samples = Object.fromEntries(modes.map((mode) => [mode, []]));
-    for (let round = 1; round <= rounds; round += 1) {
-      for (const mode of modes) {
-        const path = join(dir, `${mode}-${round}.db`);
-        copyFileSync(template, path);
-        const r = await runChild({ path, mode, n }, execArgv);
-        samples[mode].push(r);
-        process.stderr.write(`round ${round} ${mode}: ${fmt(r)}\n`);
-        rmSync(path, { force: true });
-        rmSync(`${path}-wal`, { force: true });
-        rmSync(`${path}-shm`, { force: true });
+    if (values.backend === "postgres") {
+      const { postgresBackend } = await import("./lib/postgres-backend.mjs");
+      try {
+        for (let round = 1; round <= rounds; round += 1) {
+          for (const mode of modes) {
+            const { target, cleanup } = await postgresBackend.fresh(`telemetry-cost-${mode}`);
+            try {
+              await fill(target, WARMUP + n);
+              record(round, mode, await runChild({ target, mode, n }, execArgv));
+            } finally {
+              await cleanup();
+            }
+          }
+        }
+      } finally {
+        await postgresBackend.finish();
+      }
+    } else {
+      // One filled database, copied for every drain (the fill takes longer than the drain).
+      const template = join(dir, "template.db");
+      await fill({ backend: "sqlite", path: template }, WARMUP + n);
+      const closer = openClient({ backend: "sqlite", path: template });
+      await closer.connect();
+      await closer.close();
+      for (let round = 1; round <= rounds; round += 1) {
+        for (const mode of modes) {
+          const path = join(dir, `${mode}-${round}.db`);
+          copyFileSync(template, path);
+          record(round, mode, await runChild({ target: { backend: "sqlite", path }, mode, n }, execArgv));
+          rmSync(path, { force: true });
+          rmSync(`${path}-wal`, { force: true });
+          rmSync(`${path}-shm`, { force: true });
+        }
       }
     }
-    console.log(`c64 drain of ${n} tasks after ${WARMUP} untimed, SQLite, medians of ${rounds} round(s); per task:`);
+    console.log(`c64 drain of ${n} tasks after ${WARMUP} untimed, ${values.backend}, medians of ${rounds} round(s); per task:`);
     console.log("| configuration | CPU µs | GC µs | allocated bytes | tasks/s |");
     console.log("| --- | --- | --- | --- | --- |");
     for (const mode of modes) {
@@ -94,11 +117,11 @@ function runChild(config, execArgv) {
   });
 }
 
-async function child({ path, mode, n }) {
+async function child({ target, mode, n }) {
   if (mode !== "off") await import("./lib/otel-noop.mjs");
   const { openWorker } = await import("./lib/targets.mjs");
   const options = { concurrency: 64, claimBatch: 64, tracing: mode === "tracing" || mode === "both", metrics: mode === "metrics" || mode === "both" };
-  const worker = openWorker({ backend: "sqlite", path }, { ...options, onError: (err) => console.error(err) });
+  const worker = openWorker(target, { ...options, onError: (err) => console.error(err) });
   worker.task("noop", () => null);
   await worker.store.connect();
   const profiler = new v8.GCProfiler();
