@@ -1,6 +1,16 @@
-import type { ParamExpr } from "@cairnq/protocol/adapter";
+import type { ParamExpr, ParamType } from "@cairnq/protocol/adapter";
 import type { Bind } from "@cairnq/store-kysely";
 import { SqliteSyntax } from "@cairnq/store-kysely";
+
+/** `JSON_TABLE` column types of a multi-row statement's parameters (text compared as bytes, like the tables' `VARBINARY`). */
+const BATCH_COLUMN_TYPES: Readonly<Record<ParamType, string>> = {
+  text: "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+  json: "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+  textList: "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+  int: "BIGINT",
+  float: "DOUBLE",
+  bool: "INT",
+};
 
 /**
  * MySQL/MariaDB's side of §2.3, the compile-time half of the dialect. It
@@ -17,9 +27,17 @@ import { SqliteSyntax } from "@cairnq/store-kysely";
 export class MySQLSyntax extends SqliteSyntax {
   override readonly skipLockedClause: string = " FOR UPDATE SKIP LOCKED";
 
-  /** No multi-row statements (the dialect writes each on its own); SQLite's `json_each` form does not apply. */
-  override batchSource(_params: readonly ParamExpr[], _slot: (key: string, bind: Bind) => number): string {
-    throw new Error("MySQLSyntax has no multi-row statements; leave the dialect's writes as SingleWrites");
+  /**
+   * The bound rows of a multi-row statement (the write combiner's): one JSON array of rows, each an
+   * array of the row's values in `params` order, expanded with `JSON_TABLE` into typed columns
+   * `p_<name>` — `JSON_TABLE(?n, '$[*]' COLUMNS (p_taskId LONGTEXT … PATH '$[0]', …)) AS b`. A JSON
+   * `null` reads as SQL `NULL`; JSON documents travel as their text, booleans as 0/1 (the rows are
+   * SQLite's `batchRows`, JSON text).
+   */
+  override batchSource(params: readonly ParamExpr[], slot: (key: string, bind: Bind) => number): string {
+    const index = slot("#rows", { kind: "rows", params });
+    const columns = params.map((p, i) => `${this.quoteId(`p_${p.name}`)} ${BATCH_COLUMN_TYPES[p.type]} PATH '$[${i}]'`);
+    return `JSON_TABLE(?${index}, '$[*]' COLUMNS (${columns.join(", ")})) AS b`;
   }
 
   override literal(value: string | number | boolean | null): string {
