@@ -18,7 +18,7 @@
  *    without group limits took and gave back) is put back in its group.
  *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
- *    their concurrency limit, each page read with each group's best due
+ *    their concurrency limit (after the first page), each page read with each group's best due
  *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
  *    group over the walk index — `LATERAL` on Postgres — so a group's
  *    backlog is never scanned), at most the smaller of the group limits and
@@ -37,10 +37,16 @@
  *    last task — go inactive (guarded by `touched`, which every submit to the
  *    group bumps, so a concurrent submit is never lost).
  *
- * The read of steps 1 and 2 depends only on the claim's queues: the claim
- * sends it with `BEGIN`, lease recovery and the flow lock
- * (`FlowControlStep.headStatements`), so on Postgres a group claim is three
- * round trips and `COMMIT` (the head, a page, the draw's batch).
+ * The read of steps 1 and 2 depends only on the claim's queues, and the first
+ * page of step 3 only on them and the size of the claim's first draw (a group
+ * at its concurrency limit is then skipped by its allowance, not by the read):
+ * the claim sends both with `BEGIN`, lease recovery and the flow lock
+ * (`FlowControlStep.headStatements`, {@link GroupDraw.firstPage}). When the
+ * draw planner marks the draw last and nothing else follows it, step 4's batch
+ * also carries the probe again and `COMMIT` (`StoreExecutor.batchLast`,
+ * {@link ClaimEnd}). So on Postgres a group claim is two round trips (the
+ * head, the draw's batch) unless the sweep woke a group (its writes go with a
+ * page read afresh) or the first page did not hold enough work.
  */
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery, QueryResult } from "kysely";

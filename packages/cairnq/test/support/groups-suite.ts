@@ -99,9 +99,12 @@ export function describeGroupsSuite(backend: ProcessBackend): void {
       const groupOf = new Map<string, string>();
       for (const group of groups) for (const id of await submitMany(db.client, "export", group, 4)) groupOf.set(id, group);
       const killed = spawn("groups-killed", { ...config, hold: "forever" });
-      const workers = [spawn("groups-a", config), spawn("groups-b", config)];
-      for (const w of [killed, ...workers]) await w.next("ready");
+      await killed.next("ready");
+      // The others start once the doomed worker holds its 4 tasks: started together on a loaded machine, they
+      // could drain all 80 before its first claim (seen on MariaDB at load average 38).
       await killed.waitUntil("the doomed worker to hold 4 tasks", (m) => (m.filter((x) => x.type === "start").length >= 4 ? true : undefined));
+      const workers = [spawn("groups-a", config), spawn("groups-b", config)];
+      for (const w of workers) await w.next("ready");
       await sleep(150);
       const killedAt = Date.now();
       killed.proc.kill("SIGKILL");
