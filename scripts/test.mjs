@@ -13,7 +13,9 @@
 //      SQLiteStore under Node 22 and 24 (node:sqlite) and Bun (bun:sqlite),
 //      each runtime fetched from the npm registry once and then cached
 //   5. turbo run test:integration --concurrency=1: the rest of the integration
-//      tier alone, one package at a time (real processes, Postgres, Chromium)
+//      tier, one package at a time (real processes, Postgres, Chromium), and
+//      beside it the wait-bound lane: the few cairnq suites that mostly wait
+//      (scripts/integration-lanes.mjs), which the turbo run leaves out
 //   6. stop a throwaway Postgres, print how long each phase took and
 //      "N passed, N failed"
 //
@@ -33,6 +35,7 @@ import { fileURLToPath } from "node:url";
 import { ensurePostgres } from "./pg-env.mjs";
 import { ensurePgBouncer } from "./pgbouncer-env.mjs";
 import { ensureMySQL } from "./mysql-env.mjs";
+import { LANE_ENV, WAIT_BOUND_FILES } from "./integration-lanes.mjs";
 import { untieredTests } from "./tiers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -122,12 +125,12 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 }
 
 /** Runs a command, copying its output line by line and handing each line to `onLine`. */
-function run([cmd, ...pre], args, { onLine = () => {} } = {}) {
+function run([cmd, ...pre], args, { onLine = () => {}, env = process.env } = {}) {
   if (interrupted) return Promise.resolve(interrupted);
   console.log(`\n> ${cmd === process.execPath ? "node" : "pnpm"} ${args.join(" ")}\n`);
   return new Promise((resolve) => {
     // Own process group, so a signal to this script reaches every task under the command.
-    const child = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"], env: process.env, detached: true });
+    const child = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"], env, detached: true });
     running.add(child);
     for (const [stream, out] of [
       [child.stdout, process.stdout],
@@ -196,8 +199,8 @@ const STARTED = Date.now();
 const phases = [];
 
 /** Times `work` (which resolves to an exit code) as one phase. */
-async function phase(name, work) {
-  const row = { name, start: Date.now(), end: 0, code: null, depth: 0 };
+async function phase(name, work, depth = 0) {
+  const row = { name, start: Date.now(), end: 0, code: null, depth };
   phases.push(row);
   row.code = await work(row);
   row.end = Date.now();
@@ -405,11 +408,21 @@ async function main() {
   }
 
   // Real processes, Postgres and Chromium, with leases, heartbeats and timeouts
-  // measured against the clock: alone on the machine, one package at a time.
-  const integration = await phase("integration tier, one package at a time", (row) =>
-    turbo(row, ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs], (task) => task.package),
-  );
-  if (integration !== 0 && !interrupted) console.error(`test: turbo run test:integration failed (exit ${integration}).`);
+  // measured against the clock: one package at a time; beside them, in a lane of
+  // their own, only cairnq's suites that mostly wait (scripts/integration-lanes.mjs).
+  const integration = await phase("integration tier: one package at a time, beside the wait-bound lane", async (row) => {
+    const rest = turbo(row, ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs], (task) => task.package, {
+      env: { ...process.env, [LANE_ENV]: "rest" },
+    });
+    const waits = phase(`wait-bound lane: cairnq ${WAIT_BOUND_FILES.map((f) => path.basename(f, ".test.ts")).join(", ")}`, () =>
+      run(PNPM, ["--filter", "cairnq", "exec", "vitest", "run", ...WAIT_BOUND_FILES], { onLine: countTests }),
+      1,
+    );
+    const [restCode, waitsCode] = await Promise.all([rest, waits]);
+    if (restCode !== 0 && !interrupted) console.error(`test: turbo run test:integration failed (exit ${restCode}).`);
+    if (waitsCode !== 0 && !interrupted) console.error(`test: the wait-bound lane failed (exit ${waitsCode}).`);
+    return restCode || waitsCode;
+  });
   return summary(integration);
 }
 

@@ -5,7 +5,7 @@
 // The server: CAIRNQ_BENCH_MYSQL_DSN, default mysql://root@127.0.0.1:3306/test.
 import { createRequire } from "node:module";
 import { floorIds } from "./sqlite-backend.mjs";
-import { percentile, timedDrain } from "./stats.mjs";
+import { asyncCallFloor, timedDrain } from "./stats.mjs";
 import { openStore } from "./targets.mjs";
 
 const require = createRequire(import.meta.url);
@@ -236,20 +236,15 @@ export const mysqlBackend = {
     const s = await floorDatabase("call", 1);
     try {
       const conn = s.conns[0];
-      const ids = floorIds(warmup + calls);
-      const samples = [];
-      for (let i = 0; i < ids.length; i += 1) {
-        const started = performance.now();
-        await conn.query(SQL.insertOne, insertValues([ids[i]], i, Date.now()));
-        const rows = await claim(conn, "worker_floor", 1);
-        if (String(rows[0]?.id) !== ids[i]) throw new Error(`the call floor claimed ${String(rows[0]?.id)} instead of ${ids[i]}`);
-        const now = Date.now();
-        await conn.query(SQL.complete(1), [now, now, ids[i], "worker_floor"]);
-        const [done] = await conn.query(SQL.getOne, [ids[i]]);
-        if (String(done[0]?.status) !== "succeeded") throw new Error(`the call floor read ${done[0]?.status} instead of succeeded`);
-        if (i >= warmup) samples.push(performance.now() - started);
-      }
-      return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+      return await asyncCallFloor(floorIds(warmup + calls), warmup, {
+        insert: (id, i) => conn.query(SQL.insertOne, insertValues([id], i, Date.now())),
+        claim: async () => String((await claim(conn, "worker_floor", 1))[0]?.id),
+        complete: (id) => {
+          const now = Date.now();
+          return conn.query(SQL.complete(1), [now, now, id, "worker_floor"]);
+        },
+        status: async (id) => String((await conn.query(SQL.getOne, [id]))[0][0]?.status),
+      });
     } finally {
       await s.done();
     }

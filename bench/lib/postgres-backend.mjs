@@ -5,7 +5,7 @@
 // The database: CAIRNQ_BENCH_PG_DSN, default postgres://postgres@127.0.0.1:5432/test.
 import { createRequire } from "node:module";
 import { floorIds } from "./sqlite-backend.mjs";
-import { percentile, timedDrain } from "./stats.mjs";
+import { asyncCallFloor, timedDrain } from "./stats.mjs";
 import { hasPostgres, openStore } from "./targets.mjs";
 
 const require = createRequire(import.meta.url);
@@ -342,20 +342,13 @@ export const postgresBackend = {
     const s = await floorSchema("call", 1, "protocol");
     try {
       const client = s.conns[0];
-      const ids = floorIds(warmup + calls);
       const workerId = "worker_floor";
-      const samples = [];
-      for (let i = 0; i < ids.length; i += 1) {
-        const started = performance.now();
-        await client.query(s.sql.insertOne, [ids[i], JSON.stringify({ i }), Date.now()]);
-        const { rows } = await client.query(s.sql.claim, [workerId, Date.now(), 1]);
-        if (rows[0]?.id !== ids[i]) throw new Error(`the call floor claimed ${rows[0]?.id} instead of ${ids[i]}`);
-        await client.query(s.sql.completeOne, [Date.now(), ids[i], workerId]);
-        const done = await client.query(s.sql.getOne, [ids[i]]);
-        if (done.rows[0]?.status !== "succeeded") throw new Error(`the call floor read ${done.rows[0]?.status} instead of succeeded`);
-        if (i >= warmup) samples.push(performance.now() - started);
-      }
-      return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+      return await asyncCallFloor(floorIds(warmup + calls), warmup, {
+        insert: (id, i) => client.query(s.sql.insertOne, [id, JSON.stringify({ i }), Date.now()]),
+        claim: async () => (await client.query(s.sql.claim, [workerId, Date.now(), 1])).rows[0]?.id,
+        complete: (id) => client.query(s.sql.completeOne, [Date.now(), id, workerId]),
+        status: async (id) => (await client.query(s.sql.getOne, [id])).rows[0]?.status,
+      });
     } finally {
       await s.done();
     }

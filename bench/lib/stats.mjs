@@ -53,3 +53,24 @@ export async function timedDrain(conns, { total, warmup, what }, step) {
   if (done !== total) throw new Error(`${what} drained ${done} of ${total} rows`);
   return (done - doneBefore) / ((ended - timedFrom) / 1000);
 }
+
+/**
+ * The call() floor's loop for an asynchronous driver: per call, `driver.insert(id, i)`, `driver.claim()`
+ * (answers the claimed id), `driver.complete(id)` and `driver.status(id)` (answers the row's status), in
+ * sequence, `warmup` untimed calls first. Checks that each call claimed its own task and saw it succeed.
+ * Returns `{ p50, p99 }` in ms. (SQLite's synchronous drivers have their own loop, `callFloorOn`.)
+ */
+export async function asyncCallFloor(ids, warmup, driver) {
+  const samples = [];
+  for (let i = 0; i < ids.length; i += 1) {
+    const started = performance.now();
+    await driver.insert(ids[i], i);
+    const claimed = await driver.claim();
+    if (claimed !== ids[i]) throw new Error(`the call floor claimed ${claimed} instead of ${ids[i]}`);
+    await driver.complete(ids[i]);
+    const status = await driver.status(ids[i]);
+    if (status !== "succeeded") throw new Error(`the call floor read ${status} instead of succeeded`);
+    if (i >= warmup) samples.push(performance.now() - started);
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}

@@ -138,6 +138,26 @@ function makeApp(name: string): string {
   return dir;
 }
 
+/**
+ * A directory of local prebuilds for better-sqlite3's install script, holding the binary the
+ * workspace already built for this Node (`version`: the workspace's copy, which the install pins).
+ * The script (`prebuild-install || node-gyp rebuild`) downloads a prebuilt binary from the
+ * project's releases; with no network here it would compile SQLite from source instead, a minute
+ * of CPU in the busiest phase of `pnpm test`. prebuild-install's documented
+ * `npm_config_better_sqlite3_local_prebuilds` directory stands in for that download, file name and
+ * archive layout as published.
+ */
+async function betterSqlitePrebuilds(version: string): Promise<string> {
+  const pkgDir = path.dirname(createRequire(path.join(ROOT, "packages/store-sqlite/package.json")).resolve("better-sqlite3/package.json"));
+  const installed = (JSON.parse(fs.readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { version: string }).version;
+  if (installed !== version) throw new Error(`the workspace's better-sqlite3 is ${installed}, but cairnq's devDependencies pin ${version}: run pnpm install`);
+  const dir = path.join(work, "prebuilds");
+  fs.mkdirSync(dir, { recursive: true });
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  await run("tar", ["-czf", path.join(dir, name), "-C", pkgDir, "build/Release/better_sqlite3.node"], { cwd: work, timeoutMs: 60_000 });
+  return dir;
+}
+
 let work = "";
 let tarballs: string[] = [];
 let peers: Record<string, string> = {};
@@ -171,12 +191,17 @@ describe("a SQLite app: npm install cairnq better-sqlite3", () => {
   it("runs the README's example verbatim, type-checked against the installed packages, and the cairnq bin reads its database", async () => {
     const app = makeApp("sqlite-app");
     // The tarballs stand in for the registry's copies of cairnq and its @cairnq/* dependencies.
-    await run("npm", [...NPM_INSTALL, ...tarballs, `better-sqlite3@${peers["better-sqlite3"]}`, "@types/node@^20"], {
+    // The version the workspace tests with (cairnq's devDependency), which npm checks against cairnq's peer range.
+    const betterSqlite = (JSON.parse(fs.readFileSync(path.join(ROOT, "packages/cairnq/package.json"), "utf8")) as { devDependencies: Record<string, string> })
+      .devDependencies["better-sqlite3"]!;
+    const prebuilds = await betterSqlitePrebuilds(betterSqlite);
+    await run("npm", [...NPM_INSTALL, ...tarballs, `better-sqlite3@${betterSqlite}`, "@types/node@^20"], {
       cwd: app,
-      env: appEnv(),
+      env: appEnv({ npm_config_better_sqlite3_local_prebuilds: prebuilds }),
       timeoutMs: 540_000,
     });
     expect(fs.existsSync(path.join(app, "node_modules/better-sqlite3/package.json"))).toBe(true);
+    expect(fs.existsSync(path.join(app, "node_modules/better-sqlite3/build/Release/obj.target")), "better-sqlite3 was compiled instead of taking the local prebuild").toBe(false);
     expect(fs.existsSync(path.join(app, "node_modules/pg")), "pg installed in a SQLite-only app").toBe(false);
 
     const code = readmeExample();

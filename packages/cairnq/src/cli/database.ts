@@ -25,6 +25,15 @@ export interface DatabaseTarget {
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 const MYSQL_URL = /^(mysql|mariadb):\/\//i;
 
+/** `given` as a URL; a usage error that shows `example` when it is not one. */
+function parseDbUrl(given: string, example: string): URL {
+  try {
+    return new URL(given);
+  } catch {
+    throw new UsageError(`--db ${JSON.stringify(given)} is not a valid URL; write it as ${example}`);
+  }
+}
+
 /** Resolves `--db` (or `CAIRNQ_DB`) and `--schema`; a usage error says what to type when they are missing or do not fit. */
 export function resolveDatabase(db: string | undefined, schema: string | undefined, env: Readonly<Record<string, string | undefined>>): DatabaseTarget {
   const given = db ?? env.CAIRNQ_DB;
@@ -34,22 +43,12 @@ export function resolveDatabase(db: string | undefined, schema: string | undefin
     );
   }
   if (POSTGRES_URL.test(given)) {
-    let url: URL;
-    try {
-      url = new URL(given);
-    } catch {
-      throw new UsageError(`--db ${JSON.stringify(given)} is not a valid URL; write it as postgres://user:password@host:5432/database`);
-    }
+    const url = parseDbUrl(given, "postgres://user:password@host:5432/database");
     const where = `${url.host}${url.pathname}`;
     return { kind: "postgres", target: given, schema: schema ?? null, description: `Postgres ${where}${schema ? ` (schema ${schema})` : ""}` };
   }
   if (MYSQL_URL.test(given)) {
-    let url: URL;
-    try {
-      url = new URL(given);
-    } catch {
-      throw new UsageError(`--db ${JSON.stringify(given)} is not a valid URL; write it as mysql://user:password@host:3306/database`);
-    }
+    const url = parseDbUrl(given, "mysql://user:password@host:3306/database");
     if (schema !== undefined) {
       throw new UsageError(`--schema applies to Postgres only; on MySQL the database in the URL is the schema (mysql://user@host:3306/<database>)`);
     }

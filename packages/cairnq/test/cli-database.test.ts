@@ -1,0 +1,45 @@
+import { resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { resolveDatabase } from "../src/cli/database.js";
+import { UsageError } from "../src/cli/usage-error.js";
+
+function usageErrorOf(run: () => unknown): UsageError {
+  try {
+    run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return err as UsageError;
+  }
+  throw new Error("expected a UsageError");
+}
+
+describe("cairnq CLI --db", () => {
+  it("takes a postgres:// URL with its schema, and describes it without credentials", () => {
+    const target = resolveDatabase("postgres://u:secret@db.example:5432/app", "jobs", {});
+    expect(target).toEqual({ kind: "postgres", target: "postgres://u:secret@db.example:5432/app", schema: "jobs", description: "Postgres db.example:5432/app (schema jobs)" });
+  });
+
+  it("takes a mysql:// URL and CAIRNQ_DB when --db is absent", () => {
+    const target = resolveDatabase(undefined, undefined, { CAIRNQ_DB: "mysql://root@127.0.0.1:3306/test" });
+    expect(target).toEqual({ kind: "mysql", target: "mysql://root@127.0.0.1:3306/test", schema: null, description: "MySQL 127.0.0.1:3306/test" });
+  });
+
+  it("resolves anything else as a SQLite file", () => {
+    expect(resolveDatabase("./q.db", undefined, {})).toMatchObject({ kind: "sqlite", target: resolve("./q.db"), schema: null });
+  });
+
+  it("says how to write a URL that does not parse, per backend", () => {
+    expect(usageErrorOf(() => resolveDatabase("postgres://u@[bad", undefined, {})).message).toBe(
+      '--db "postgres://u@[bad" is not a valid URL; write it as postgres://user:password@host:5432/database',
+    );
+    expect(usageErrorOf(() => resolveDatabase("mysql://u@[bad", undefined, {})).message).toBe(
+      '--db "mysql://u@[bad" is not a valid URL; write it as mysql://user:password@host:3306/database',
+    );
+  });
+
+  it("refuses --schema where it does not apply, and a missing database", () => {
+    expect(usageErrorOf(() => resolveDatabase("mysql://root@h/test", "jobs", {})).message).toMatch(/--schema applies to Postgres only; on MySQL/);
+    expect(usageErrorOf(() => resolveDatabase("./q.db", "jobs", {})).message).toMatch(/--schema applies to Postgres only, and --db "\.\/q\.db" is a SQLite file/);
+    expect(usageErrorOf(() => resolveDatabase(" ", undefined, {})).message).toMatch(/^no database given/);
+  });
+});
