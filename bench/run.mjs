@@ -4,6 +4,7 @@
 //
 //   node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres|mysql]
 //                      [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups,steps] [--drain-warmup 2000]
+//                      [--telemetry-n 30000] [--telemetry-pairs 2]
 //                      [--cpu-prof] [--trace-sql]   diagnostics of the worker processes (slower; not for the table)
 //
 // Prints a markdown table on stdout (progress goes to stderr) and writes
@@ -32,6 +33,8 @@ const { values: args } = parseArgs({
     "claim-samples": { type: "string" },
     "pickup-samples": { type: "string" },
     "drain-warmup": { type: "string" },
+    "telemetry-n": { type: "string" },
+    "telemetry-pairs": { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
     "trace-sql": { type: "boolean", default: false },
   },
@@ -66,12 +69,18 @@ const settings = {
   groupsClaim: args.quick ? { backlog: 10_000, groups: 1_000 } : { backlog: 100_000, groups: 10_000 },
   // Durable steps: no-op steps per task (the issue's figure is 1,000; --quick runs 200), and park/wake round trips.
   steps: args.quick ? { perTask: 200, latencyCalls: 30 } : { perTask: 1_000, latencyCalls: 200 },
+  // The telemetry row: tasks per drain (3 × n unless given: a drain of n = 10,000 lasted half a second on SQLite,
+  // so one noisy second of the shared machine decided a whole pair), and off/on pairs per repetition.
+  telemetryN: null,
+  telemetryPairs: args.quick ? 1 : 2,
 };
 if (args.n !== undefined) settings.n = positiveInt(args.n, "n");
 if (args.reps !== undefined) settings.reps = positiveInt(args.reps, "reps");
 if (args["latency-calls"] !== undefined) settings.latencyCalls = positiveInt(args["latency-calls"], "latency-calls");
 if (args["claim-samples"] !== undefined) settings.claimSamples = positiveInt(args["claim-samples"], "claim-samples");
 if (args["pickup-samples"] !== undefined) settings.pickupSamples = positiveInt(args["pickup-samples"], "pickup-samples");
+settings.telemetryN = args["telemetry-n"] === undefined ? settings.n * 3 : positiveInt(args["telemetry-n"], "telemetry-n");
+if (args["telemetry-pairs"] !== undefined) settings.telemetryPairs = positiveInt(args["telemetry-pairs"], "telemetry-pairs");
 if (args["drain-warmup"] !== undefined) {
   const warmup = Number(args["drain-warmup"]);
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`--drain-warmup must be an integer ≥ 0, got ${args["drain-warmup"]}`);
@@ -175,17 +184,38 @@ async function repetition(backend, result, rep, errors) {
     });
   }
   if (wants("telemetry")) {
-    // Off and on alternate within each repetition, so both see the same minute of the shared machine.
-    await step("drain c64, telemetry off", async () => {
-      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, cpuProfDir });
-      if (r.otelLoaded) throw new Error("a worker without tracing or metrics loaded an @opentelemetry module");
-      push("ours", "telemetryOff.c64", r.tasksPerSec);
-    });
-    await step("drain c64, tracing + metrics on (SDK, no-op exporters)", async () => {
-      const r = await drainThroughput(backend, { n, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, telemetry: true, cpuProfDir });
-      if (!r.otelLoaded) throw new Error("the traced worker loaded no @opentelemetry module: telemetry was not on");
-      push("ours", "telemetryOn.c64", r.tasksPerSec);
-    });
+    // Pairs of drains, telemetry off and on back to back on fresh databases, so both halves of a pair see the same
+    // minute of the shared machine; the order alternates from pair to pair (off-on, on-off, …), so a machine
+    // getting busier or quieter through a repetition favours neither side. The row's ratio is the median of the
+    // pairs' own ratios (on ÷ off), not a ratio of medians taken over different minutes.
+    const pairs = settings.telemetryPairs;
+    for (let pair = 0; pair < pairs; pair += 1) {
+      const onFirst = ((rep - 1) * pairs + pair) % 2 === 1;
+      await step(`drain c64, telemetry ${onFirst ? "on, then off" : "off, then on"} (pair ${pair + 1} of ${pairs}, n = ${settings.telemetryN})`, async () => {
+        const drain = async (telemetry) => {
+          const r = await drainThroughput(backend, { n: settings.telemetryN, warmup: settings.drainWarmup, concurrency: 64, claimBatch: 64, telemetry, cpuProfDir });
+          if (!telemetry && r.otelLoaded) throw new Error("a worker without tracing or metrics loaded an @opentelemetry module");
+          if (telemetry && !r.otelLoaded) throw new Error("the traced worker loaded no @opentelemetry module: telemetry was not on");
+          return r;
+        };
+        const first = await drain(onFirst);
+        const second = await drain(!onFirst);
+        const [on, off] = onFirst ? [first, second] : [second, first];
+        push("ours", "telemetryOff.c64", off.tasksPerSec);
+        push("ours", "telemetryOn.c64", on.tasksPerSec);
+        push("ours", "telemetryRatio.c64", on.tasksPerSec / off.tasksPerSec);
+        push("ours", "telemetryCpuOff.c64", off.cpuUsPerTask);
+        push("ours", "telemetryCpuOn.c64", on.cpuUsPerTask);
+        push("ours", "telemetryCpuRatio.c64", on.cpuUsPerTask / off.cpuUsPerTask);
+        // Kept in the JSON with the samples: the machine's 1-minute load average as each pair ended.
+        push("ours", "telemetryLoad.c64", os.loadavg()[0]);
+        log(
+          `${backend.name} telemetry pair: off ${Math.round(off.tasksPerSec)}/s ${off.cpuUsPerTask.toFixed(1)} µs/task, ` +
+            `on ${Math.round(on.tasksPerSec)}/s ${on.cpuUsPerTask.toFixed(1)} µs/task, ratio ${(on.tasksPerSec / off.tasksPerSec).toFixed(3)}, ` +
+            `load ${os.loadavg()[0].toFixed(2)}`,
+        );
+      });
+    }
   }
   if (wants("latency")) {
     const base = { calls: settings.latencyCalls, warmup: settings.latencyWarmup, traceSql };

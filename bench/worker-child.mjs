@@ -5,9 +5,10 @@
 //   parent → child: { type: "start" }   start the worker (the drain clock starts here)
 //                   { type: "stop" }    close the worker and exit
 //   child → parent: { type: "ready" }   store connected (migrations done), handler registered
-//                   { type: "done", ms, peakRssBytes, startRssBytes, peakHeapUsedBytes }
+//                   { type: "done", ms, cpuUs, peakRssBytes, startRssBytes, peakHeapUsedBytes }
 //                                       after `expect` tasks succeeded: ms since the `warmup`-th
-//                                       success (since "start" when `warmup` is 0), the
+//                                       success (since "start" when `warmup` is 0), the process's
+//                                       CPU time (user + system, µs) over the same window, the
 //                                       highest RSS (and V8 heap used) sampled every 50 ms meanwhile,
 //                                       and the RSS at "start" (connected, idle)
 //                   { type: "stats", busyRetries }  on "stop", before closing: the worker's SQLite busy
@@ -58,19 +59,26 @@ function sampleRss() {
 
 const warmup = config.warmup ?? 0;
 let timedFrom = 0;
+let cpuFrom = null;
 
 worker.on("task:succeeded", () => {
   succeeded += 1;
   // The clock of a warmed drain starts at the warm-up's last success: the tasks after it are the timed ones.
-  if (warmup > 0 && succeeded === warmup) timedFrom = performance.now();
+  if (warmup > 0 && succeeded === warmup) {
+    timedFrom = performance.now();
+    cpuFrom = process.cpuUsage();
+  }
   if (!reported && config.expect > 0 && succeeded >= config.expect) {
     reported = true;
     const ms = performance.now() - (warmup > 0 ? timedFrom : startedAt);
+    // CPU time of this process over the timed window: what the worker itself spent, which the machine's other
+    // processes disturb far less than the wall clock (they slow it through caches, not by taking its turn).
+    const cpu = process.cpuUsage(cpuFrom ?? undefined);
     sampleRss();
     clearInterval(sampler);
     // Whether any OpenTelemetry module was loaded (CairnQ requires the API through Node's CommonJS loader).
     const otelLoaded = Object.keys(createRequire(import.meta.url).cache ?? {}).some((path) => path.includes("@opentelemetry"));
-    send({ type: "done", ms, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed, otelLoaded });
+    send({ type: "done", ms, cpuUs: cpu.user + cpu.system, peakRssBytes: peakRss, startRssBytes: startRss, peakHeapUsedBytes: peakHeapUsed, otelLoaded });
   }
 });
 worker.on("task:failed", (e) => send({ type: "error", message: `task ${e.taskId} failed: ${JSON.stringify(e.error)}` }));
@@ -83,6 +91,7 @@ process.on("message", (message) => {
     sampleRss();
     startRss = peakRss;
     startedAt = performance.now();
+    cpuFrom = warmup > 0 ? null : process.cpuUsage();
     sampler = setInterval(sampleRss, RSS_SAMPLE_MS);
     running = worker.run();
   } else if (message?.type === "stop") {

@@ -89,9 +89,10 @@ export const DRAIN_PREFETCH_C64 = 64;
  * meanwhile), then the clock runs from the `warmup`-th successful complete()
  * until the (`warmup + n`)-th (committed; checked with stats() after), or
  * from the start message when `warmup` is 0.
- * Returns `{ tasksPerSec, peakRssMB, startRssMB, peakHeapUsedMB }` — the
- * worker process's peak RSS (and V8 heap used) sampled every 50 ms during the
- * drain, and its RSS when connected and idle, just before it.
+ * Returns `{ tasksPerSec, cpuUsPerTask, peakRssMB, startRssMB, peakHeapUsedMB }` —
+ * the worker process's CPU time (user + system) per timed task, its peak RSS
+ * (and V8 heap used) sampled every 50 ms during the drain, and its RSS when
+ * connected and idle, just before it.
  */
 export async function drainThroughput(backend, { n, warmup = 0, concurrency, claimBatch, prefetch, groups = 0, taskOptions, cpuProfDir = null, traceSql = false, telemetry = false }) {
   const { target, cleanup } = await backend.fresh(`drain-c${concurrency}${prefetch === undefined ? "" : `-p${prefetch}`}${telemetry ? "-otel" : ""}${groups > 0 ? `-g${groups}` : ""}`);
@@ -112,6 +113,7 @@ export async function drainThroughput(backend, { n, warmup = 0, concurrency, cla
     const mb = (bytes) => bytes / 2 ** 20;
     return {
       tasksPerSec: n / (report.ms / 1000),
+      cpuUsPerTask: report.cpuUs / n,
       peakRssMB: mb(report.peakRssBytes),
       startRssMB: mb(report.startRssBytes),
       peakHeapUsedMB: mb(report.peakHeapUsedBytes),

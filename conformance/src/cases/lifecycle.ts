@@ -42,7 +42,7 @@ export const lifecycleCases: readonly ConformanceCase[] = [
     spec: "store.ts StoreCapabilities",
     run(t) {
       const actual = t.store.capabilities;
-      // flowControl, schedules, completeRef, claimReprobe, claimWakeOnQueued and groups are optional in the type (stores written before them compile); absent = false.
+      // flowControl, schedules, completeRef, claimReprobe, claimWakeOnQueued, taskDoneWakeReads and groups are optional in the type (stores written before them compile); absent = false.
       const shape = {
         pushWakeups: actual.pushWakeups,
         transactionalComplete: actual.transactionalComplete,
@@ -52,12 +52,13 @@ export const lifecycleCases: readonly ConformanceCase[] = [
         completeRef: actual.completeRef ?? false,
         claimReprobe: actual.claimReprobe ?? false,
         claimWakeOnQueued: actual.claimWakeOnQueued ?? false,
+        taskDoneWakeReads: actual.taskDoneWakeReads ?? false,
         durableSteps: actual.durableSteps ?? false,
         queueHealth: actual.queueHealth ?? false,
         groups: actual.groups ?? false,
       };
       for (const value of Object.values(shape)) t.expect(typeof value).toBe("boolean");
-      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, claimReprobe: false, claimWakeOnQueued: false, durableSteps: false, queueHealth: false, groups: false, ...t.capabilities });
+      t.expect(shape).toEqual({ flowControl: false, schedules: false, completeRef: false, claimReprobe: false, claimWakeOnQueued: false, taskDoneWakeReads: false, durableSteps: false, queueHealth: false, groups: false, ...t.capabilities });
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).completeIn === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<TransactionalTaskStore>).withTransaction === "function").toBe(shape.transactionalComplete);
       t.expect(typeof (t.store.inner as Partial<ScheduleTaskStore>).submitScheduleSlots === "function").toBe(shape.schedules);

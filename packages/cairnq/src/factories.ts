@@ -221,7 +221,7 @@ export class Worker extends BaseWorker {
   /**
    * A worker on MySQL/MariaDB (connection string, `mysql2` pool or Kysely); `close()` closes the store
    * it built. With a connection string and no `max`, the pool is sized for the worker's `concurrency`
-   * ({@link workerPoolSize}), as on Postgres. MySQL has no push channel: an idle worker polls.
+   * ({@link workerPoolSize}), as on Postgres. MySQL has no push channel: an idle worker checks for new work at intervals growing with its idle time (`MySQLWakeups`).
    *
    * @example
    * ```ts

@@ -541,6 +541,9 @@ export class CairnQ {
     // starts, so the ones heard while the submit was in flight are kept (nothing runs between this
     // subscription's end and the wait's own): a task done that quickly gets the probe, as before.
     const push = store.capabilities.pushWakeups && typeof store.subscribe === "function";
+    // A store whose done waits read the task themselves (MySQL's checks) loses nothing either: the wait's first
+    // sleep looks at the task within about a millisecond, so the status read right after the submit is skipped too.
+    const reads = !push && store.capabilities.taskDoneWakeReads === true;
     const heard = new Set<string>();
     const stopHearing = push
       ? store.subscribe(
@@ -556,7 +559,8 @@ export class CairnQ {
     } finally {
       stopHearing?.();
     }
-    const target = push && !heard.has(submitted.id) ? { id: submitted.id, known: { id: submitted.id, status: submitted.status } } : { id: submitted.id };
+    const target =
+      (push && !heard.has(submitted.id)) || reads ? { id: submitted.id, known: { id: submitted.id, status: submitted.status } } : { id: submitted.id };
     const done = await waitForTask(store, target, wait, this.#clock);
     switch (done.status) {
       case "succeeded":

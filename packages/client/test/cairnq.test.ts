@@ -264,6 +264,21 @@ describe("call", () => {
     expect(store.listeners.size).toBe(0);
   });
 
+  it("without push signals but with done waits that read the task (taskDoneWakeReads) sleeps right after its submit, no probe", async () => {
+    class ReadingStore extends RecordingStore {
+      override readonly capabilities = { ...new RecordingStore().capabilities, taskDoneWakeReads: true };
+    }
+    const store = new ReadingStore();
+    const client = new CairnQ(store);
+    store.onWake = async (taskId) => {
+      const task = await claimWhenQueued(store);
+      await store.complete({ taskId, workerId: task.workerId, result: { read: true } });
+    };
+    expect(await client.call("job", {}, { pollMs: 5 })).toEqual({ read: true });
+    const order = store.calls.map((c) => c.method).filter((m) => m === "getStatus" || m === "taskDoneWake");
+    expect(order[0]).toBe("taskDoneWake");
+  });
+
   it("without push signals probes the status before its first sleep (§7 step 1)", async () => {
     const store = new RecordingStore();
     const client = new CairnQ(store);

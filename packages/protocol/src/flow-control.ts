@@ -194,7 +194,8 @@ export type DrawPlanner = (claimedSoFar: readonly Task[], index: number) => Clai
  * unlimited names, then one draw per limited name capped by what is left of
  * both `limit` and that name's allowance (a cap of 0 draws nothing, so the
  * store runs no statement). Rows of limited names consume the allowance as
- * they are drawn. A draw with `names: null` (any name) cannot be capped per
+ * they are drawn. A draw the inner planner marks `last` passes the mark to
+ * the last of its parts (nothing follows that one either). A draw with `names: null` (any name) cannot be capped per
  * name, so it is rejected while limits are in force.
  *
  * @param allowance - Name → allowance at the start of the cycle ({@link flowAllowance}); decremented in place.
@@ -203,7 +204,7 @@ export function flowLimitedDraws(draws: DrawPlanner, allowance: Map<string, numb
   const pending: { names: string[]; cap: string | null }[] = [];
   let seen = 0;
   let index = 0;
-  let current: { limit: number; start: number } | null = null;
+  let current: { limit: number; start: number; last: boolean } | null = null;
   return (claimedSoFar) => {
     for (; seen < claimedSoFar.length; seen++) {
       const name = (claimedSoFar[seen] as Task).name;
@@ -215,14 +216,15 @@ export function flowLimitedDraws(draws: DrawPlanner, allowance: Map<string, numb
       if (next !== undefined && current !== null) {
         const remaining = current.limit - (claimedSoFar.length - current.start);
         const cap = next.cap === null ? remaining : Math.min(remaining, Math.max(0, allowance.get(next.cap) as number));
-        return { names: next.names, limit: Math.max(0, cap) };
+        // The inner draw's promise carries over to the last of its parts.
+        return current.last && pending.length === 0 ? { names: next.names, limit: Math.max(0, cap), last: true } : { names: next.names, limit: Math.max(0, cap) };
       }
       const draw = draws(claimedSoFar, index++);
       if (draw === null) return null;
       if (draw.names === null) {
         fail("draws", "a claim with flowControl must name the task names of every draw (names: null would take limited names unchecked)");
       }
-      current = { limit: draw.limit, start: claimedSoFar.length };
+      current = { limit: draw.limit, start: claimedSoFar.length, last: draw.last === true };
       const free = draw.names.filter((name) => !allowance.has(name));
       if (free.length > 0) pending.push({ names: free, cap: null });
       for (const name of draw.names) if (allowance.has(name)) pending.push({ names: [name], cap: name });

@@ -379,6 +379,18 @@ export interface StoreCapabilities {
    */
   readonly claimWakeOnQueued?: boolean;
   /**
+   * Without push signals, {@link TaskStore.taskDoneWake} still ends early —
+   * soon after its task is terminal, including when it already was as the
+   * wait began: the store looks at the task itself within about a
+   * millisecond (MySQL checks the row). A wait may then take a status the
+   * caller has just read as its first poll (`call()` takes its submit's row
+   * and sleeps at once, without a status read right after the submit), as it
+   * does with push signals. A store must say true only while its done waits
+   * really read the task (never for plain sleeps). Optional so stores written
+   * before the flag keep compiling. @default false
+   */
+  readonly taskDoneWakeReads?: boolean;
+  /**
    * The store records `SubmitInput.group`, applies `SubmitInput.debounce`
    * (see `debounce.ts`), and `claim` enforces the group
    * limits of `ClaimInput.flowControl` (`groupConcurrency`,

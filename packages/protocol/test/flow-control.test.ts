@@ -144,6 +144,22 @@ describe("flowLimitedDraws", () => {
     expect(() => flowLimitedDraws(any, new Map([["a", 1]]))([], 0)).toThrow("must name the task names");
   });
 
+  it("passes an inner draw's `last` to the last of its parts only", () => {
+    const inner: DrawPlanner = (_rows, index) => (index === 0 ? { names: ["a", "free", "b"], limit: 5, last: true } : null);
+    const allowance = new Map([
+      ["a", 1],
+      ["b", 10],
+    ]);
+    const { draws } = drive(flowLimitedDraws(inner, allowance), { a: 5, free: 2, b: 5 });
+    expect(draws).toEqual([
+      { names: ["free"], limit: 5 },
+      { names: ["a"], limit: 1 },
+      { names: ["b"], limit: 2, last: true },
+    ]);
+    const single: DrawPlanner = (_rows, index) => (index === 0 ? { names: ["a"], limit: 2, last: true } : null);
+    expect(drive(flowLimitedDraws(single, new Map([["a", 1]])), { a: 5 }).draws).toEqual([{ names: ["a"], limit: 1, last: true }]);
+  });
+
   it("never caps below 0 when a negative allowance shows up", () => {
     const inner: DrawPlanner = (_rows, index) => (index === 0 ? { names: ["a"], limit: 2 } : null);
     expect(drive(flowLimitedDraws(inner, new Map([["a", -3]])), { a: 3 }).draws).toEqual([{ names: ["a"], limit: 0 }]);

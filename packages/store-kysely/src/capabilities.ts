@@ -25,6 +25,12 @@ export interface DialectCapabilities {
    * watching its file). Optional so dialects written before the flag keep compiling. @default false
    */
   readonly claimWakeOnQueued?: boolean;
+  /**
+   * Without push signals, a task-done wait still ends soon after its task is terminal, including
+   * when it already was as the wait began (`StoreCapabilities.taskDoneWakeReads`; MySQL's checks).
+   * Optional so dialects written before the flag keep compiling. @default false
+   */
+  readonly taskDoneWakeReads?: boolean;
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */

@@ -6,6 +6,7 @@ import type { CompiledStatement } from "./compiler.js";
 import type { QueryRunner, Row, TransactionHead } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { FlowControlStep } from "./flow-control-step.js";
+import type { ClaimEnd } from "./group-draw.js";
 import { decodeTask } from "./rows.js";
 import { PROBE_TEMPLATE, setTransitionTemplate } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
@@ -106,7 +107,11 @@ class ClaimTransaction {
    */
   readonly head = (): TransactionHead => {
     const first = this.#recover.query({});
-    if (this.#flow !== null) return { first, statements: this.#flow.headStatements(this.#claim), last: false };
+    if (this.#flow !== null) {
+      // The first draw as planned now (the body plans it again): what the head's group reads are sized for.
+      const planned = nextDraw(this.#claim, this.#claim.draws, [], 0);
+      return { first, statements: this.#flow.headStatements(this.#claim, planned?.params ?? null), last: false };
+    }
     const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
     this.#next = found === null ? null : found.index + 1;
     const tail = this.#again === null ? [] : [this.#probeAgain()];
@@ -135,9 +140,16 @@ class ClaimTransaction {
   /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`; then the probe again, if asked for. */
   async #drawFrom(tx: QueryRunner, draws: DrawPlanner, claimed: Task[], start: number): Promise<Task[]> {
     for (let found = nextDraw(this.#claim, draws, claimed, start); found !== null; found = nextDraw(this.#claim, draws, claimed, found.index + 1)) {
-      const grouped = this.#flow?.drawGroups(tx, found.params) ?? null;
+      // The last draw may end the transaction when nothing else follows it (the flow step's end writes nothing).
+      const end: ClaimEnd | null = found.last && this.#flow?.endsEmpty === true ? { tail: this.#again === null ? [] : [this.#probeAgain()], results: null } : null;
+      const grouped = this.#flow?.drawGroups(tx, found.params, end) ?? null;
       if (grouped !== null) claimed.push(...(await grouped));
       else for (const row of (await this.#statements.exec(tx, DRAW_TEMPLATE, found.params)).rows) claimed.push(decodeTask(row));
+      if (end !== null && end.results !== null) {
+        // The draw's batch ran the tail and ended the transaction: nothing more runs on it.
+        if (this.#again !== null) this.claimable = truthy(end.results[0]?.rows[0]?.found);
+        return claimed;
+      }
     }
     if (this.#again !== null) this.claimable = truthy((await tx.executeQuery(this.#probeAgain())).rows[0]?.found);
     return claimed;

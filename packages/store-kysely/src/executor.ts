@@ -94,6 +94,13 @@ export interface StoreExecutor {
    * bookkeeping writes after its draw are one batch.
    */
   batch(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]>;
+  /**
+   * {@link StoreExecutor.batch} as the last statements of a {@link StoreExecutor.writeTransactionWith}
+   * body: the body runs nothing on `tx` after them (it may still return, or throw, which rolls back
+   * only what is not committed yet). An executor may send `COMMIT` with them (Postgres pipelines it)
+   * and then sends none after the body: the group draw's last batch carries the commit.
+   */
+  batchLast(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]>;
 }
 
 /** What {@link BaseStoreExecutor.writeTransactionWith}'s transaction gives back: `fn`'s value, or the head's results to hand `fn` after the commit. */
@@ -130,6 +137,11 @@ export abstract class BaseStoreExecutor implements StoreExecutor {
     const results: QueryResult<Row>[] = [];
     for (const query of queries) results.push(await tx.executeQuery(query));
     return results;
+  }
+
+  /** Default: {@link BaseStoreExecutor.batch}; the transaction commits after the body, as always. */
+  batchLast(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]> {
+    return this.batch(tx, queries);
   }
 
   /**

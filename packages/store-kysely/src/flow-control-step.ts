@@ -31,6 +31,7 @@ import type { CompiledQuery, QueryResult } from "kysely";
 import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
+import type { ClaimEnd, GroupFirstPage, GroupFirstReads } from "./group-draw.js";
 import { GroupDraw } from "./group-draw.js";
 import type { KeyLockStatement } from "./key-lock.js";
 import { TASKS_TABLE } from "./statements.js";
@@ -77,10 +78,10 @@ export class FlowControlStep {
   readonly #groups = new Map<string, GroupDraw>();
   /** The key locks sent with the head ({@link headStatements}), in sorted name order; `null`: taken in {@link begin}. */
   #headLocks: KeyLockStatement[] | null = null;
-  /** The grouped names whose first read was sent with the head, in order after the locks. */
-  #heads: string[] = [];
+  /** The grouped names whose first read was sent with the head, in order after the locks, each with its first page when that was sent too. */
+  #heads: { readonly name: string; readonly page: GroupFirstPage | null }[] = [];
   /** The first reads the head brought, by grouped name, until that name's first draw uses its own. */
-  readonly #firstReads = new Map<string, Row[]>();
+  readonly #firstReads = new Map<string, GroupFirstReads>();
 
   private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions) {
     this.#limits = limits;
@@ -90,11 +91,18 @@ export class FlowControlStep {
     }
   }
 
+  /** Whether {@link end} writes nothing (no name has `rateLimit`): a claim's last draw may then end the transaction ({@link ClaimEnd}). */
+  get endsEmpty(): boolean {
+    for (const limits of this.#limits.values()) if (limits.rateLimit !== null) return false;
+    return true;
+  }
+
   /**
    * The rows of a draw of one grouped name, picked by its group draw (`group-draw.ts`); `null` for any
    * other draw, which the claim runs as the plain draw. Call inside the transaction, after {@link begin}.
+   * `end`: the transaction's end, offered when this draw is its last part (see {@link ClaimEnd}).
    */
-  drawGroups(tx: QueryRunner, params: Params): Promise<Task[]> | null {
+  drawGroups(tx: QueryRunner, params: Params, end: ClaimEnd | null = null): Promise<Task[]> | null {
     const names = params.names as readonly string[] | null;
     const group = names?.length === 1 ? this.#groups.get(names[0] as string) : undefined;
     if (group === undefined) {
@@ -106,17 +114,19 @@ export class FlowControlStep {
     // The first read of the name's first draw came with the head; a later draw of the name reads afresh.
     const read = this.#firstReads.get(name) ?? null;
     this.#firstReads.delete(name);
-    return group.draw(tx, params, read);
+    return group.draw(tx, params, read, end);
   }
 
   /**
    * The statements the claim transaction sends with its head, right after lease recovery, built per
    * attempt: the key locks of every limited name in sorted order, when the dialect's key lock has a
    * statement form (`KeyLock.statement`), then each grouped name's first read (sweep and head,
-   * `GroupDraw.firstRead`), which only depends on the claim's queues. So on Postgres the locks and
-   * those reads share the round trip of `BEGIN` and recovery. {@link begin} gets their results.
+   * `GroupDraw.firstRead`), which only depends on the claim's queues, and — for the grouped name the
+   * claim's first draw (`firstDraw`, as the planner gave it before the transaction: its `names` and
+   * `limit`) begins with — the first page of its groups (`GroupDraw.firstPage`). So on Postgres the
+   * locks and those reads share the round trip of `BEGIN` and recovery. {@link begin} gets their results.
    */
-  headStatements(claim: NormalizedClaim): CompiledQuery<Row>[] {
+  headStatements(claim: NormalizedClaim, firstDraw: Params | null = null): CompiledQuery<Row>[] {
     this.#heads = [];
     this.#headLocks = [];
     const keyLock = this.#ext.dialect.keyLock;
@@ -130,11 +140,16 @@ export class FlowControlStep {
       this.#headLocks.push(lock);
     }
     const queries: CompiledQuery<Row>[] = (this.#headLocks ?? []).map((lock) => lock.query);
+    // The first draw's first part is its first name's when every one of its names is limited (flowLimitedDraws).
+    const drawNames = (firstDraw?.names ?? null) as readonly string[] | null;
+    const leading = drawNames !== null && drawNames.every((name) => this.#limits.has(name)) ? drawNames[0] : undefined;
     if (claim.queues.length > 0) {
       for (const [name, group] of this.#groups) {
         if (claim.names !== null && !claim.names.includes(name)) continue;
-        this.#heads.push(name);
+        const page = name === leading ? group.firstPage(claim.queues, firstDraw?.limit as number) : null;
+        this.#heads.push({ name, page });
         queries.push(group.firstRead(claim.queues));
+        if (page !== null) queries.push(page.query);
       }
     }
     return queries;
@@ -163,7 +178,12 @@ export class FlowControlStep {
     if (locks === null) for (const name of names) await this.#ext.dialect.keyLock.acquire(tx, flowLockKey(name));
     else locks.forEach((lock, i) => lock.check(headResults[i]));
     this.#firstReads.clear();
-    this.#heads.forEach((name, i) => this.#firstReads.set(name, headResults[(locks?.length ?? 0) + i]?.rows ?? []));
+    let at = locks?.length ?? 0;
+    for (const { name, page } of this.#heads) {
+      const head = headResults[at++]?.rows ?? [];
+      const pageRows = page === null ? null : (headResults[at++]?.rows ?? []);
+      this.#firstReads.set(name, { head, page: page === null || pageRows === null ? null : { rows: pageRows, pageSize: page.pageSize, perGroup: page.perGroup } });
+    }
     for (const name of names) {
       const limits = this.#limits.get(name) as NormalizedFlowControl;
       let running = 0;

@@ -18,7 +18,7 @@
  *    without group limits took and gave back) is put back in its group.
  *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
- *    their concurrency limit, each page read with each group's best due
+ *    their concurrency limit (after the first page), each page read with each group's best due
  *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
  *    group over the walk index — `LATERAL` on Postgres — so a group's
  *    backlog is never scanned), at most the smaller of the group limits and
@@ -37,13 +37,19 @@
  *    last task — go inactive (guarded by `touched`, which every submit to the
  *    group bumps, so a concurrent submit is never lost).
  *
- * The read of steps 1 and 2 depends only on the claim's queues: the claim
- * sends it with `BEGIN`, lease recovery and the flow lock
- * (`FlowControlStep.headStatements`), so on Postgres a group claim is three
- * round trips and `COMMIT` (the head, a page, the draw's batch).
+ * The read of steps 1 and 2 depends only on the claim's queues, and the first
+ * page of step 3 only on them and the size of the claim's first draw (a group
+ * at its concurrency limit is then skipped by its allowance, not by the read):
+ * the claim sends both with `BEGIN`, lease recovery and the flow lock
+ * (`FlowControlStep.headStatements`, {@link GroupDraw.firstPage}). When the
+ * draw planner marks the draw last and nothing else follows it, step 4's batch
+ * also carries the probe again and `COMMIT` (`StoreExecutor.batchLast`,
+ * {@link ClaimEnd}). So on Postgres a group claim is two round trips (the
+ * head, the draw's batch) unless the sweep woke a group (its writes go with a
+ * page read afresh) or the first page did not hold enough work.
  */
 import type { Task } from "@cairnq/protocol";
-import type { CompiledQuery } from "kysely";
+import type { CompiledQuery, QueryResult } from "kysely";
 import type { GroupCandidates, GroupLimits, Params } from "@cairnq/protocol/adapter";
 import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_IDS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
@@ -234,6 +240,30 @@ interface PagedGroup {
   allowance: number;
 }
 
+/** A first page of active groups read before the draw ({@link GroupDraw.firstPage}): the statement, then its rows, and the sizes it was read with. */
+export interface GroupFirstPage {
+  readonly query: CompiledQuery<Row>;
+  readonly pageSize: number;
+  readonly perGroup: number;
+}
+
+/** What the claim transaction read for a group draw before it ran (with its head): steps 1 and 2's rows, and the first page's if it was read. */
+export interface GroupFirstReads {
+  readonly head: readonly Row[];
+  readonly page: { readonly rows: readonly Row[]; readonly pageSize: number; readonly perGroup: number } | null;
+}
+
+/**
+ * The end of the claim transaction, offered to the draw the planner marks last when nothing else
+ * runs after it: `tail` (the probe again, if any) goes after the draw's batch and the transaction
+ * commits with it (`StoreExecutor.batchLast`); `results` is then set to `tail`'s results. Left
+ * `null` when the draw ran no batch: the claim then runs `tail` and commits as usual.
+ */
+export interface ClaimEnd {
+  readonly tail: readonly CompiledQuery<Row>[];
+  results: readonly QueryResult<Row>[] | null;
+}
+
 /** The group draws of one grouped name in one claim cycle; see the module comment. */
 export class GroupDraw {
   readonly #ext: StoreExtensions;
@@ -257,11 +287,31 @@ export class GroupDraw {
   }
 
   /**
-   * Draws up to `params.limit` rows of the name (the draw's parameters: `queues`, `limit`, `workerId`,
-   * `leaseMs`). `first`: the rows of {@link firstRead} for these queues, read in this transaction
-   * under the lock with nothing written since, or `null` to read them now.
+   * Step 3's first page for a claim of `queues` expected to draw up to `cap` rows of the name: read
+   * with the head too (it depends on nothing the sweep finds: a group at its concurrency limit is
+   * skipped when the page is used rather than by the read), sized for `cap`, and used by
+   * {@link draw} when the draw's own first page would ask for no more.
    */
-  async draw(tx: QueryRunner, params: Params, first: readonly Row[] | null = null): Promise<Task[]> {
+  firstPage(queues: readonly string[], cap: number): GroupFirstPage {
+    const name = this.#name;
+    const perGroup = Math.max(1, Math.min(this.#mostPerGroup(), cap));
+    const pageSize = Math.max(cap, GROUP_PAGE_MIN);
+    const query = this.#query(PAGE_WITH_BEST, { name, queues, groups: [], afterSeq: -1, afterGroup: "", limit: pageSize, perGroup });
+    return { query, pageSize, perGroup };
+  }
+
+  /** No group may give more than the smaller of its limits. */
+  #mostPerGroup(): number {
+    return Math.min(this.#limits.groupConcurrency ?? Number.POSITIVE_INFINITY, this.#limits.groupRateLimit?.max ?? Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Draws up to `params.limit` rows of the name (the draw's parameters: `queues`, `limit`, `workerId`,
+   * `leaseMs`). `first`: what {@link firstRead} (and {@link firstPage}) read for these queues in this
+   * transaction under the lock with nothing written since, or `null` to read them now. `end`: the
+   * end of the transaction when nothing runs after this draw (see {@link ClaimEnd}).
+   */
+  async draw(tx: QueryRunner, params: Params, first: GroupFirstReads | null = null, end: ClaimEnd | null = null): Promise<Task[]> {
     const cap = params.limit as number;
     const queues = params.queues as readonly string[];
     const name = this.#name;
@@ -273,7 +323,7 @@ export class GroupDraw {
     const wake = new Set<string>();
     const done: string[] = [];
     const ungrouped: string[] = [];
-    for (const row of first ?? (await tx.executeQuery(this.firstRead(queues))).rows) {
+    for (const row of first?.head ?? (await tx.executeQuery(this.firstRead(queues))).rows) {
       const group = row.group_key;
       if (Number(row.kind) === 0) {
         const seen = sweepGroupTask(String(row.status));
@@ -292,7 +342,6 @@ export class GroupDraw {
     const woken: CompiledQuery<Row>[] = [];
     if (requeued.length > 0) woken.push(this.#query(SET_STATE, { state: QUEUED, taskIds: requeued }));
     if (wake.size > 0) woken.push(this.#query(ACTIVATE, { name, groups: [...wake] }));
-    if (woken.length > 0) await this.#ext.dialect.executor.batch(tx, woken);
 
     // 3. Pages of eligible groups with their best due tasks.
     const full: string[] = [];
@@ -300,16 +349,28 @@ export class GroupDraw {
     const rate = this.#limits.groupRateLimit;
     if (concurrency !== null) for (const [group, n] of running) if (n >= concurrency) full.push(group);
     // No group may give more than the smaller of its limits, nor more than the claim still needs.
-    const mostPerGroup = Math.min(concurrency ?? Number.POSITIVE_INFINITY, rate?.max ?? Number.POSITIVE_INFINITY);
+    const mostPerGroup = this.#mostPerGroup();
     const eligible: GroupCandidates[] = [];
     const empty: PagedGroup[] = [];
     const whole = new Map<string, PagedGroup>();
     let available = ungrouped.length;
     let after: { seq: number; group: string } = { seq: -1, group: "" };
-    const pageSize = Math.max(cap, GROUP_PAGE_MIN);
+    // The first page read with the head stands for this draw's own first page when nothing was woken since
+    // (a woken group or task would be missing from it) and it asked for at least as much; it skips no full group,
+    // which the allowance below skips instead.
+    let early = woken.length === 0 ? (first?.page ?? null) : null;
+    if (early !== null && (early.pageSize < Math.max(cap, GROUP_PAGE_MIN) || early.perGroup < Math.max(1, Math.min(mostPerGroup, cap - available)))) early = null;
     for (let page = 0; page < GROUP_PAGES && available < cap; page++) {
-      const perGroup = Math.max(1, Math.min(mostPerGroup, cap - available));
-      const rows = await this.#rows(tx, PAGE_WITH_BEST, { name, queues, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize, perGroup });
+      const pageSize = early?.pageSize ?? Math.max(cap, GROUP_PAGE_MIN);
+      const perGroup = early?.perGroup ?? Math.max(1, Math.min(mostPerGroup, cap - available));
+      let rows: readonly Row[];
+      if (early !== null) rows = early.rows;
+      else {
+        const read = this.#query(PAGE_WITH_BEST, { name, queues, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize, perGroup });
+        // The wake-up writes go with the first page read after them (one round trip where the executor pipelines).
+        rows = woken.length > 0 ? ((await this.#ext.dialect.executor.batch(tx, woken.splice(0, woken.length).concat([read]))).at(-1)?.rows ?? []) : (await tx.executeQuery(read)).rows;
+      }
+      early = null;
       if (rows.length === 0) break;
       const last = rows[rows.length - 1] as Row;
       after = { seq: Number(last.served_seq), group: String(last.group_key) };
@@ -352,7 +413,9 @@ export class GroupDraw {
     // Groups whose due work the draw takes to the last task go inactive with the empty ones (unless a queued task is left).
     for (const g of eligible) if (whole.has(g.group) && g.taskIds.every((id) => picked.has(id))) empty.push(whole.get(g.group) as PagedGroup);
     const grouped = rotation.taskIds.filter((id) => rotation.groupOf.has(id));
-    const writes: CompiledQuery<Row>[] = [];
+    // Wake-up writes no page read took along (the head's tasks without a group filled the claim) lead the batch.
+    const writes: CompiledQuery<Row>[] = woken;
+    const drawAt = writes.length;
     if (rotation.taskIds.length > 0) writes.push(this.#query(GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
     if (grouped.length > 0 || done.length > 0) writes.push(this.#query(SET_CLAIMED_AND_DONE, { claimedIds: grouped, taskIds: done }));
     if (grouped.length > 0) {
@@ -364,9 +427,15 @@ export class GroupDraw {
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     if (writes.length === 0) return [];
-    const results = await this.#ext.dialect.executor.batch(tx, writes);
+    let results: QueryResult<Row>[];
+    if (end === null) results = await this.#ext.dialect.executor.batch(tx, writes);
+    else {
+      // Nothing runs after this batch: the claim's tail goes with it, and the commit too where the executor can.
+      results = await this.#ext.dialect.executor.batchLast(tx, [...writes, ...end.tail]);
+      end.results = results.slice(writes.length);
+    }
     if (rotation.taskIds.length === 0) return [];
-    const byId = new Map((results[0]?.rows ?? []).map((row) => [String(row.id), decodeTask(row)]));
+    const byId = new Map((results[drawAt]?.rows ?? []).map((row) => [String(row.id), decodeTask(row)]));
     return rotation.taskIds.flatMap((id) => byId.get(id) ?? []);
   }
 

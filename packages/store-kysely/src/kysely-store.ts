@@ -134,6 +134,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
       get claimWakeOnQueued(): boolean {
         return caps.claimWakeOnQueued ?? false;
       },
+      // Only where a dialect says so, so the other stores' capabilities read as before (absent = false).
+      ...(caps.taskDoneWakeReads === true ? { taskDoneWakeReads: true } : {}),
       queueHealth: true,
       durableSteps: true,
       groups: true,

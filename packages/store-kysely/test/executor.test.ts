@@ -113,6 +113,17 @@ describe("BaseStoreExecutor defaults", () => {
     expect(executor.log).toEqual(["BEGIN", "recover 1", "draw 1", "ROLLBACK (busy)", "BEGIN", "recover 2", "draw 2", "COMMIT"]);
   });
 
+  it("batchLast: the statements one by one on the transaction, like batch; the transaction commits after the body, as always", async () => {
+    const executor = new LoggingExecutor();
+    const value = await executor.writeTransactionWith(
+      db,
+      () => ({ first: q("recover"), statements: [q("head")], last: false }),
+      async (tx) => (await executor.batchLast(tx as QueryRunner, [q("draw"), q("probe again")])).map((r) => (r.rows[0] as { sql: string }).sql),
+    );
+    expect(value).toEqual(["draw", "probe again"]);
+    expect(executor.log).toEqual(["BEGIN", "recover", "head", "draw", "probe again", "COMMIT"]);
+  });
+
   it("writeTransactionWith rolls back when fn throws inside the transaction", async () => {
     const executor = new LoggingExecutor();
     await expect(

@@ -13,3 +13,5 @@ export { MySQLSyntax } from "./mysql-syntax.js";
 export type { MySQLTarget } from "./mysql-connection.js";
 export type { MySQLPool, MySQLPoolConnection } from "./mysql-driver.js";
 export { MYSQL_MIGRATIONS, MYSQL_EXTENSION_DDL, MYSQL_TYPES } from "./mysql-schema.js";
+export { MySQLWakeups } from "./mysql-wakeups.js";
+export type { MySQLWakeupsOptions, WakeupChecks } from "./mysql-wakeups.js";

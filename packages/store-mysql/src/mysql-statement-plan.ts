@@ -17,7 +17,13 @@
  * - **picked ids**: `id IN (SELECT id FROM cairnq_tasks … LIMIT n FOR UPDATE
  *   SKIP LOCKED)`, where the server refuses both a `LIMIT` inside `IN` and a
  *   subquery on the table being changed: the plan wraps the subquery in a
- *   derived table, which the server materializes first;
+ *   derived table, which the server materializes first. In an `UPDATE`
+ *   whose whole `WHERE` is that `IN`, the derived table is joined instead
+ *   (`UPDATE (<picks>) cq_pick STRAIGHT_JOIN cairnq_tasks ON …`): MariaDB
+ *   before 11.1 has no semi-join for a single-table `UPDATE`, so the `IN`
+ *   form walks the whole primary key and probes the picks per row (EXPLAIN:
+ *   `index` on PRIMARY, 99,079 rows with 100k queued), where the join reads
+ *   the picked rows by primary key;
  * - **concatenation**: `(a || b)` becomes `CONCAT(a, b)`;
  * - **upsert**: `ON CONFLICT (…) DO UPDATE SET c = excluded.c` becomes
  *   `ON DUPLICATE KEY UPDATE c = VALUES(c)`; a conditional upsert
@@ -57,9 +63,9 @@ export function plan(sql: string): MySQLStatementPlan {
     return { steps: [{ sql: `SET ${COND} = 1`, params: [] }, positional(text)], transactional: true, dropNullRows: true };
   }
   const returning = splitReturningUpdate(text);
-  if (returning === null) return { steps: [positional(text)], transactional: false, dropNullRows: false };
+  if (returning === null) return { steps: [positional(joinUpdateSource(joinPickedIds(text)))], transactional: false, dropNullRows: false };
   return {
-    steps: [{ sql: `SET ${IDS} = '[]'`, params: [] }, positional(returning.update), positional(returning.select)],
+    steps: [{ sql: `SET ${IDS} = '[]'`, params: [] }, positional(joinUpdateSource(joinPickedIds(returning.update))), positional(returning.select)],
     transactional: true,
     dropNullRows: false,
   };
@@ -198,6 +204,39 @@ function wrapPickedIds(sql: string): string {
 }
 
 /**
+ * `UPDATE cairnq_tasks SET … WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks …) cq_pick)` →
+ * `UPDATE (SELECT id AS cq_id FROM cairnq_tasks …) cq_pick STRAIGHT_JOIN cairnq_tasks ON
+ * cairnq_tasks.id = cq_pick.cq_id SET … [WHERE <the conditions after the IN>]`: the picks first,
+ * then each picked row by primary key (see the file's notes). Only where the `IN` opens the `WHERE`
+ * (alone or followed by `AND …`) and no assignment reads the stash of {@link oldValuesInSet}, whose
+ * left-to-right reading a multi-table `UPDATE` does not promise. Any other text is returned as it is.
+ */
+function joinPickedIds(sql: string): string {
+  const head = `UPDATE ${TASKS} SET `;
+  if (!sql.startsWith(head) || sql.includes("@cq_o_")) return sql;
+  const where = topLevel(sql, "WHERE");
+  if (where.length !== 1) return sql;
+  const at = where[0] as number;
+  const condition = at + "WHERE ".length;
+  const wrapped = "id IN (SELECT * FROM (";
+  if (!sql.startsWith(wrapped, condition)) return sql;
+  const open = condition + "id IN ".length;
+  const close = closing(sql, open);
+  // The picks, then possibly more conditions on the picked rows (a bulk cancel re-checks its filter).
+  const rest = sql.slice(close + 1);
+  if (rest !== "" && !rest.startsWith(" AND ")) return sql;
+  const innerOpen = condition + wrapped.length - 1;
+  const innerClose = closing(sql, innerOpen);
+  if (sql.slice(innerClose + 1, close) !== " cq_pick") return sql;
+  const picks = sql.slice(innerOpen + 1, innerClose);
+  const select = `SELECT id FROM ${TASKS} `;
+  if (!picks.startsWith(select)) return sql;
+  const aliased = `SELECT id AS cq_id FROM ${TASKS} ${picks.slice(select.length)}`;
+  const more = rest === "" ? "" : ` WHERE ${rest.slice(" AND ".length)}`;
+  return `UPDATE (${aliased}) cq_pick STRAIGHT_JOIN ${TASKS} ON ${TASKS}.id = cq_pick.cq_id SET ${sql.slice(head.length, at).trimEnd()}${more}`;
+}
+
+/**
  * `ON CONFLICT (cols) DO UPDATE SET … excluded.c …` → `ON DUPLICATE KEY UPDATE … VALUES(c) …`. A
  * conditional one (`… WHERE cond [RETURNING cols]`) evaluates `cond` on the existing row once into
  * `@cq_cond`, makes every assignment keep the old value when it is false, and returns nulls for a
@@ -281,7 +320,7 @@ function oldValuesInSet(sql: string): string {
   const update = /^UPDATE (\w+) SET /.exec(sql);
   if (update !== null) {
     listStart = update[0].length;
-    listEnd = topLevel(sql, "WHERE", listStart)[0] ?? topLevel(sql, "RETURNING", listStart)[0] ?? sql.length;
+    listEnd = setListEnd(sql, listStart);
     head = sql.slice(0, listStart);
   } else {
     const odku = sql.indexOf("ON DUPLICATE KEY UPDATE ");
@@ -357,7 +396,7 @@ function splitReturningUpdate(sql: string): { update: string; select: string } |
   if (returning === undefined) return null;
   const columns = sql.slice(returning + "RETURNING".length).trim();
   const body = sql.slice(0, returning).trimEnd();
-  const where = topLevel(body, "WHERE")[0] ?? body.length;
+  const where = setListEnd(body, `UPDATE ${TASKS} SET `.length);
   const target = UNTOUCHED;
   const capture = `, ${target} = IF((${IDS} := JSON_ARRAY_APPEND(${IDS}, '$', id)) IS NULL, ${target}, ${target})`;
   const update = `${body.slice(0, where).trimEnd()}${capture}${where < body.length ? ` ${body.slice(where)}` : ""}`;
@@ -365,6 +404,30 @@ function splitReturningUpdate(sql: string): { update: string; select: string } |
     `SELECT STRAIGHT_JOIN ${qualify(columns)} FROM JSON_TABLE(${IDS}, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j ` +
     `JOIN ${TASKS} ON ${TASKS}.id = cq_j.cq_id ORDER BY cq_j.cq_ord`;
   return { update, select };
+}
+
+/** Where the `SET` list starting at `from` of an `UPDATE` ends: its top-level `FROM`, `WHERE` or `RETURNING`, or the end. */
+function setListEnd(sql: string, from: number): number {
+  const ends = ["FROM", "WHERE", "RETURNING"].map((word) => topLevel(sql, word, from)[0] ?? sql.length);
+  return Math.min(...ends);
+}
+
+/**
+ * `UPDATE cairnq_tasks SET … FROM <rows> AS b WHERE …` (the write combiner's multi-row transition,
+ * with Postgres' `UPDATE … FROM`) → `UPDATE <rows> AS b STRAIGHT_JOIN cairnq_tasks SET … WHERE …`:
+ * the bound rows first, each task row then read by the primary key the guard compares with
+ * `b.p_taskId`. A multi-table `UPDATE` evaluates every assignment on the row as it was (the
+ * standard's semantics, as Postgres), which the plan's own assignments are written for (see
+ * {@link UNTOUCHED}). Any other text is returned as it is.
+ */
+function joinUpdateSource(sql: string): string {
+  const head = `UPDATE ${TASKS} SET `;
+  if (!sql.startsWith(head)) return sql;
+  const from = topLevel(sql, "FROM", head.length)[0];
+  if (from === undefined) return sql;
+  const where = topLevel(sql, "WHERE", from)[0] ?? sql.length;
+  const source = sql.slice(from + "FROM ".length, where).trim();
+  return `UPDATE ${source} STRAIGHT_JOIN ${TASKS} SET ${sql.slice(head.length, from).trim()}${where < sql.length ? ` ${sql.slice(where)}` : ""}`;
 }
 
 /** `*` → `cairnq_tasks.*`; bare column names qualified by the table. */

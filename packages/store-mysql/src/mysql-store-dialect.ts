@@ -1,11 +1,15 @@
-import type { DialectCapabilities, ExtensionTable } from "@cairnq/store-kysely";
-import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, SqlClock } from "@cairnq/store-kysely";
+import { TERMINAL_STATUSES } from "@cairnq/protocol";
+import type { DialectCapabilities, ExtensionTable, WriteBatching, WriteCombinerOptions } from "@cairnq/store-kysely";
+import { BaseStoreDialect, CombiningWrites, DEFAULT_DIALECT_CAPABILITIES, PROBE_TEMPLATE, SingleWrites, SqlClock, StatementCompiler, TASKS_TABLE } from "@cairnq/store-kysely";
+import { CompiledQuery } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
 import { MySQLConnection } from "./mysql-connection.js";
 import { MySQLExecutor, STATEMENT_NOW, TRANSACTION_NOW } from "./mysql-executor.js";
 import { MYSQL_KEY_LOCK } from "./mysql-key-lock.js";
 import { MYSQL_EXTENSION_DDL, MySQLSchemaManager } from "./mysql-schema.js";
 import { MySQLSyntax } from "./mysql-syntax.js";
+import type { MySQLWakeupsOptions, WakeupChecks } from "./mysql-wakeups.js";
+import { MySQLWakeups } from "./mysql-wakeups.js";
 
 /**
  * The database clock of §2.1 on MySQL/MariaDB: epoch milliseconds of
@@ -24,14 +28,37 @@ export const MYSQL_CLOCK: SqlClock = new SqlClock({ statement: STATEMENT_NOW, tr
 export interface MySQLStoreDialectOptions {
   /** Pool size when the store builds the pool. @default 10 */
   readonly max?: number;
+  /** How waits check for their change (see {@link MySQLWakeups}). @default the defaults of `MySQLWakeupsOptions` */
+  readonly wakeups?: MySQLWakeupsOptions;
+  /**
+   * Write combining: concurrent submits, completes and other owned writes of one kind go to the
+   * server as ONE multi-row statement (`CombiningWrites`, over `JSON_TABLE`), with these bounds;
+   * `false` sends every write on its own.
+   * @default {} (the combiner's defaults: 128 rows, 1 MiB per statement)
+   */
+  readonly combine?: false | WriteCombinerOptions;
+}
+
+/**
+ * Whether a multi-row statement's error means the server applied none of it, so its rows may be
+ * re-sent in halves (`CombiningWritesOptions.splittable`): an error the server answered with (an
+ * `errno`: a data error in one row, a constraint, a lock wait timeout; InnoDB rolls the statement
+ * back, and the executor the transaction a plan opened) on a connection that is still good. A lost
+ * connection (mysql2 marks it `fatal`) leaves the outcome unknown: never re-sent.
+ */
+export function rejectedWhole(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { errno, fatal } = error as { errno?: unknown; fatal?: unknown };
+  return typeof errno === "number" && fatal !== true;
 }
 
 /**
  * The MySQL/MariaDB dialect of the shared core: {@link MySQLSyntax}, the
  * database clock, the planning executor, row key locks, `SKIP LOCKED`, and no
- * push channel — workers poll (see `docs/protocol.md`, "MySQL/MariaDB
- * mapping": a worker claims again at once while claims return tasks and
- * idles its poll interval when one returns none).
+ * push channel: waits check for their change at growing intervals
+ * ({@link MySQLWakeups}; see `docs/protocol.md`, "MySQL/MariaDB mapping"),
+ * so a claim wait ends soon after a commit queues a task
+ * (`claimWakeOnQueued`).
  *
  * @example
  * const dialect = new MySQLStoreDialect("mysql://root@127.0.0.1:3306/app");
@@ -46,17 +73,46 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     skipLocked: true,
     databaseClock: true,
     transactionalComplete: true,
+    claimWakeOnQueued: true,
+    taskDoneWakeReads: true,
   });
   override readonly executor: MySQLExecutor;
   override readonly keyLock = MYSQL_KEY_LOCK;
   readonly schema: MySQLSchemaManager;
   readonly connection: MySQLConnection;
+  override readonly wakeups: MySQLWakeups;
+  /** Write combining ({@link CombiningWrites}), or every write its own statement with `combine: false`. */
+  override readonly writes: WriteBatching;
 
   constructor(target: MySQLTarget, options: MySQLStoreDialectOptions = {}) {
     super();
     this.connection = new MySQLConnection(target, options.max);
     this.executor = new MySQLExecutor(this.connection.multipleStatements);
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
+    this.wakeups = new MySQLWakeups(this.#wakeupChecks(), options.wakeups);
+    this.writes = options.combine === false ? new SingleWrites() : new CombiningWrites({ ...options.combine, splittable: rejectedWhole });
+  }
+
+  /**
+   * The wake-ups' reads, on the store's pool: the protocol's claim probe (`PROBE_TEMPLATE`, any name)
+   * and the terminal ones among task ids (`TERMINAL_STATUSES`; a task that is gone never wakes its waiter early).
+   */
+  #wakeupChecks(): WakeupChecks {
+    const compiler = new StatementCompiler(this.syntax, this.clock, this.capabilities.skipLocked);
+    const terminal = TERMINAL_STATUSES.map((s) => this.syntax.literal(s)).join(", ");
+    return {
+      claimable: async (queues) => {
+        const params = { queues, names: null };
+        const { rows } = await this.executor.read(this.connection.db, () => compiler.statement(PROBE_TEMPLATE, params).query(params));
+        const found = rows[0]?.found;
+        return found === true || Number(found) === 1;
+      },
+      settled: async (taskIds) => {
+        const sql = `SELECT id FROM ${TASKS_TABLE} WHERE id IN (${taskIds.map(() => "?").join(", ")}) AND status IN (${terminal})`;
+        const { rows } = await this.executor.read(this.connection.db, () => CompiledQuery.raw(sql, [...taskIds]));
+        return rows.map((row) => String(row.id));
+      },
+    };
   }
 
   /** MySQL's ER_NO_SUCH_TABLE (errno 1146, SQLSTATE 42S02). */

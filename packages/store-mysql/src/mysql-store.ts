@@ -1,6 +1,6 @@
-import type { OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
+import type { ClaimInput, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { checkOptions, keepAlive } from "@cairnq/runtime";
-import type { QueryRunner } from "@cairnq/store-kysely";
+import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import type { Transaction } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
@@ -19,10 +19,20 @@ export interface MySQLStoreOptions {
    * @default 10
    */
   max?: number;
+  /**
+   * Write combining: concurrent submits, completes and other writes of one kind go to the server as
+   * ONE multi-row statement, within these bounds; `false` sends every write on its own. Client
+   * transitions and `withTransaction` views never combine.
+   * @default {} (128 rows, 1 MiB per statement)
+   */
+  combine?: false | WriteCombinerOptions;
 }
 
 /** Every key of {@link MySQLStoreOptions}, for the unknown-key check. */
-export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max"] as const satisfies readonly (keyof MySQLStoreOptions)[]);
+export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max", "combine"] as const satisfies readonly (keyof MySQLStoreOptions)[]);
+
+/** Every key of `WriteCombinerOptions` (the `combine` option's bounds). */
+const COMBINE_KEYS = ["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[];
 
 /**
  * The CairnQ `TaskStore` on MySQL 8 / MariaDB 10.6+ (tested on MariaDB
@@ -34,8 +44,10 @@ export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max"] as const satisfies 
  * Opens lazily: the first call (or `connect()`) loads `mysql2`, applies the
  * protocol's migrations under a named lock and checks the protocol version.
  *
- * MySQL has no push channel: a waiting worker polls (see `docs/protocol.md`,
- * "MySQL/MariaDB mapping"), `capabilities.pushWakeups` is false.
+ * MySQL has no push channel (`capabilities.pushWakeups` is false): a waiting
+ * worker or `call()` checks for its change with one cheap read at intervals
+ * growing with its wait (`MySQLWakeups`; see `docs/protocol.md`,
+ * "MySQL/MariaDB mapping").
  *
  * @example
  * ```ts
@@ -57,9 +69,20 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
    */
   constructor(target: MySQLTarget, input: MySQLStoreOptions = {}) {
     const options = checkOptions(input, "new MySQLStore(target, options)", MYSQL_STORE_OPTION_KEYS) as MySQLStoreOptions;
-    const dialect = new MySQLStoreDialect(target, options.max === undefined ? {} : { max: options.max });
+    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", COMBINE_KEYS);
+    const dialect = new MySQLStoreDialect(target, {
+      ...(options.max === undefined ? {} : { max: options.max }),
+      ...(options.combine === undefined ? {} : { combine: options.combine }),
+    });
     super(dialect.connection.db, dialect, { destroyOnClose: dialect.connection.owned });
     (this as { capabilities: StoreCapabilities }).capabilities = Object.freeze({ ...this.capabilities });
+  }
+
+  /** `claim` (§5.10), telling the wake-ups whether it took tasks (a claim wait's checks back off while claims take none). */
+  override async claim(input: ClaimInput): Promise<Task[]> {
+    const rows = await super.claim(input);
+    this.dialect.wakeups.claimed(input.queues, rows.length > 0);
+    return rows;
   }
 
   /** Waits for in-flight calls and ends the pool if the store built it. Idempotent. */
@@ -68,6 +91,7 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
     try {
       await super.close();
     } finally {
+      this.dialect.wakeups.close();
       hold.release();
     }
   }

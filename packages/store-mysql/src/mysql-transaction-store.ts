@@ -1,6 +1,6 @@
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
-import type { QueryRunner, QueryThunk, Row, SchemaManager } from "@cairnq/store-kysely";
+import type { QueryRunner, QueryThunk, Row, SchemaManager, Wakeups } from "@cairnq/store-kysely";
 import { BaseStoreExecutor, KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
@@ -40,14 +40,17 @@ class MySQLTransactionExecutor extends BaseStoreExecutor {
   }
 }
 
-/** The dialect of a transaction view: the store's syntax, clock and key lock; statements on the caller's transaction. */
+/** The dialect of a transaction view: the store's syntax, clock, key lock and wake-ups; statements on the caller's transaction, each on its own (no write combining). */
 class MySQLTransactionDialect extends TransactionViewDialect {
   override readonly keyLock = MYSQL_KEY_LOCK;
   override readonly executor: MySQLTransactionExecutor;
+  /** The store's: waits check committed rows on the store's pool, as the capabilities the view copies promise (`claimWakeOnQueued`). */
+  override readonly wakeups: Wakeups;
   readonly schema: SchemaManager;
 
   constructor(parent: MySQLStoreDialect, store: TaskStore, trx: AnyTransaction) {
     super(parent);
+    this.wakeups = parent.wakeups;
     this.executor = new MySQLTransactionExecutor(trx);
     this.schema = { connect: () => store.connect(), close: () => Promise.resolve() };
   }

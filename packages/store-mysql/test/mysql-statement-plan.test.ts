@@ -32,6 +32,49 @@ describe("plan", () => {
     expect(del).toBe("DELETE FROM cairnq_tasks WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick) RETURNING id");
   });
 
+  it("joins the picked ids of an UPDATE whose whole WHERE picks them, so the picked rows are read by primary key, not the table walked", () => {
+    const draw =
+      "UPDATE cairnq_tasks SET status = 'running', attempt = attempt + 1 WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued' AND queue = ?1 " +
+      "ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?2 FOR UPDATE SKIP LOCKED) RETURNING *";
+    const planned = plan(draw);
+    expect(planned.steps[1]).toEqual({
+      sql:
+        "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'queued' AND queue = ? ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick " +
+        "STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'running', attempt = attempt + 1, " +
+        "created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms)",
+      params: [0, 1],
+    });
+    // Without RETURNING too.
+    expect(sqlOf("UPDATE cairnq_tasks SET worker_id = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5 FOR UPDATE SKIP LOCKED)")).toEqual([
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' LIMIT 5 FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET worker_id = NULL",
+    ]);
+  });
+
+  it("re-checks the conditions after the picks on the joined rows (a bulk cancel's filter)", () => {
+    const [cancel] = sqlOf("UPDATE cairnq_tasks SET status = 'canceled' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = ?1 ORDER BY id LIMIT 5) AND status = ?1");
+    expect(cancel).toBe(
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ? ORDER BY id LIMIT 5) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'canceled' WHERE status = ?",
+    );
+  });
+
+  it("runs the write combiner's UPDATE … FROM <rows> AS b as a join from the bound rows, ids recorded for the read-back", () => {
+    const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = b.`p_result` FROM JSON_TABLE(?1, '$[*]' COLUMNS (`p_taskId` LONGTEXT PATH '$[0]')) AS b WHERE id = b.`p_taskId` AND worker_id = ?2 RETURNING id, status");
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_ids = '[]'",
+      "UPDATE JSON_TABLE(?, '$[*]' COLUMNS (`p_taskId` LONGTEXT PATH '$[0]')) AS b STRAIGHT_JOIN cairnq_tasks SET status = 'succeeded', result = b.`p_result`, " +
+        "created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms) WHERE id = b.`p_taskId` AND worker_id = ?",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+    ]);
+    expect(planned.steps[1]?.params).toEqual([0, 1]);
+  });
+
+  it("keeps the IN form where the picks are not the whole WHERE, or an assignment reads an earlier one's old value", () => {
+    const [more] = sqlOf("UPDATE cairnq_tasks SET status = 'queued' WHERE attempt < 3 AND id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5)");
+    expect(more).toBe("UPDATE cairnq_tasks SET status = 'queued' WHERE attempt < 3 AND id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5) cq_pick)");
+    const [stash] = sqlOf("UPDATE cairnq_tasks SET status = 'canceled', message = status WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 5)");
+    expect(stash).toMatch(/^UPDATE cairnq_tasks SET .*@cq_o_status.* WHERE id IN \(SELECT \* FROM/);
+  });
+
   it("writes upserts as ON DUPLICATE KEY UPDATE and INSERT IGNORE", () => {
     expect(sqlOf("INSERT INTO t (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")).toEqual([
       "INSERT INTO t (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE t.v = VALUES(v)",

@@ -41,6 +41,9 @@ export class PostgresExecutor extends KyselyExecutor {
    * @param pipelines - Whether the pooled clients run pipelines (`PostgresConnection.pipelines`);
    *   without, {@link PostgresExecutor.writeTransactionWith} sends the head's statements one by one.
    */
+  /** The transactions (by the connection their body runs on) whose last batch carried `COMMIT` ({@link PostgresExecutor.batchLast}). */
+  readonly #committed = new WeakSet<QueryRunner>();
+
   constructor(private readonly pipelines = false) {
     super();
   }
@@ -123,6 +126,18 @@ export class PostgresExecutor extends KyselyExecutor {
     return pipelineResults(await tx.executeQuery(pipeline(queries)));
   }
 
+  /**
+   * With pipelines, `queries` and `COMMIT` in ONE round trip, inside a {@link PostgresExecutor.writeTransactionWith}
+   * body, which then sends no `COMMIT` of its own; without, {@link PostgresExecutor.batch}.
+   */
+  override async batchLast(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]> {
+    if (!this.pipelines) return super.batchLast(tx, queries);
+    const results = pipelineResults(await tx.executeQuery(pipeline([...queries, COMMIT])));
+    requireCommitted(results[results.length - 1]);
+    this.#committed.add(tx);
+    return results.slice(0, -1);
+  }
+
   override async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
     if (!this.pipelines) return super.writeTransactionWith(db, head, fn);
     return this.#onConnection(db, async (conn) => {
@@ -132,9 +147,14 @@ export class PostgresExecutor extends KyselyExecutor {
         requireCommitted(results[results.length - 1]);
         return fn(null, results.slice(2, -1));
       }
-      const value = await fn(conn, results.slice(2));
-      requireCommitted(await conn.executeQuery(COMMIT));
-      return value;
+      try {
+        const value = await fn(conn, results.slice(2));
+        // The body's last batch committed already (batchLast): nothing is left to commit.
+        if (!this.#committed.has(conn)) requireCommitted(await conn.executeQuery(COMMIT));
+        return value;
+      } finally {
+        this.#committed.delete(conn);
+      }
     });
   }
 }

@@ -122,6 +122,25 @@ export class Admission {
     return Math.min(this.#slots() + this.#limits.prefetch, IN_FLIGHT_ROOMS * room - this.size - this.#reserved);
   }
 
+  /** Calls whose handler ended and whose settlement writes are in flight. */
+  get settlingCalls(): number {
+    return this.#settling.size;
+  }
+
+  /** Resolves once every call settling now has settled (or `signal` aborted). */
+  async waitForSettled(signal: AbortSignal): Promise<void> {
+    const pending = [...this.#settling];
+    const aborted = abortPromise(signal);
+    try {
+      while (!signal.aborted && pending.some((call) => this.#settling.has(call))) {
+        this.#callEnded ??= deferred();
+        await Promise.race([this.#callEnded.promise, aborted.promise]);
+      }
+    } finally {
+      aborted.dispose();
+    }
+  }
+
   /** Whether the byte budget is used up. */
   overBytes(): boolean {
     return this.#limits.maxInFlightBytes !== null && this.#bytesInFlight >= this.#limits.maxInFlightBytes;

@@ -31,7 +31,7 @@ export interface ClaimLoopHost {
   readonly store: TaskStore;
   readonly workerId: string;
   readonly options: Pick<ResolvedWorkerOptions, "queues" | "leaseMs" | "pollIntervalMs" | "prefetch" | "claimBatch" | "clock">;
-  readonly admission: Pick<Admission, "waitForRoom" | "free" | "reserve" | "unreserve" | "snapshot" | "worthOverlapping">;
+  readonly admission: Pick<Admission, "waitForRoom" | "free" | "reserve" | "unreserve" | "snapshot" | "worthOverlapping" | "settlingCalls" | "waitForSettled">;
   readonly registry: Pick<TaskRegistry, "size" | "registrations" | "flowControl">;
   readonly dispatcher: Pick<Dispatcher, "dispatch">;
   readonly reporter: Pick<Reporter, "report">;
@@ -49,6 +49,8 @@ export class ClaimLoop {
   #skipProbe = false;
   /** Whether the last claim that returned came back full (there is probably more to take: a second claim may overlap). */
   #lastFull = false;
+  /** Whether the last claim that returned took less than it asked for while its reprobe found work left: a limit cut it short. */
+  #cutShort = false;
   /** Push `queued` signals for our queues heard so far (§9): a count, so an idle sleep or a claim can tell whether any came after it began. */
   #queuedSignals = 0;
   /** Whether this run hears the store's push signals (its `subscribe` worked and it declares `pushWakeups`). */
@@ -166,7 +168,16 @@ export class ClaimLoop {
     } finally {
       release();
     }
-    if (rows.length === 0 && !overlapping) await this.#idle(signal);
+    if (rows.length === 0 && !overlapping) {
+      const { admission } = this.#host;
+      if (this.#cutShort && admission.settlingCalls > 0) {
+        // A limit left nothing to take while our settlements are in flight: their commits free what it counted (a task
+        // whose handler ended is `running` until its complete commits — a group's `groupConcurrency` slot, a name's).
+        // Claim again once they did, rather than idling a poll interval (the reprobe said work is left).
+        await admission.waitForSettled(signal);
+        this.#skipProbe = true;
+      } else await this.#idle(signal);
+    }
   }
 
   /**
@@ -340,6 +351,7 @@ export class ClaimLoop {
       ...(reprobe === null ? {} : { reprobe }),
     });
     this.#lastFull = !leftNothing && rows.length > 0 && rows.length >= requested();
+    this.#cutShort = leftSome && rows.length < requested();
     // The probe would only repeat what this claim's reprobe just answered: something is left (a claim
     // cut short by a limit — a group's, a name's — rather than by an empty queue). An empty claim still idles.
     this.#skipProbe = this.#lastFull || (leftSome && rows.length > 0);

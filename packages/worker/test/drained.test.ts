@@ -194,3 +194,55 @@ describe("a worker whose last claim left nothing", () => {
     await worker.stop();
   });
 });
+
+describe("a worker whose claim a limit left empty while its settlements are in flight", () => {
+  it("claims again once they commit (they free what the limit counted) instead of idling a poll interval", async () => {
+    const spy = pushStore();
+    const worker = makeWorker(spy.store, { concurrency: 2, pollIntervalMs: 60_000 });
+    worker.task("a", () => undefined);
+    const first = await spy.inner.submit({ name: "a" });
+    let second: Task | null = null;
+    // The first task's complete waits for the gate.
+    let completing = false;
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const settle = async (_args: unknown[], next: () => Promise<unknown>): Promise<unknown> => {
+      completing = true;
+      await gate;
+      return next();
+    };
+    spy.hooks.complete = settle;
+    let claims = 0;
+    spy.hooks.claim = async (args, next) => {
+      claims += 1;
+      const input = args[0] as ClaimInput;
+      if (claims === 1) {
+        // Takes the first task; a second is queued meanwhile, so the claim's reprobe finds work left.
+        const rows = await next();
+        second = await spy.inner.submit({ name: "a" });
+        input.reprobe?.(true);
+        return rows;
+      }
+      if (claims === 2) {
+        // Nothing it may take while the first task's settlement is in flight (as when that task holds its group's
+        // slot until its complete commits); the reprobe says work is left.
+        await waitFor(() => completing, 3000, "the first settlement");
+        // The store plans the draw (so the worker knows what it asked for), takes nothing, and reprobes.
+        expect(input.draws?.([], 0)?.limit).toBeGreaterThan(0);
+        input.reprobe?.(true);
+        return [];
+      }
+      return next();
+    };
+    void worker.run();
+    await waitFor(() => claims >= 2, 3000, "the limited claim");
+    await delay(50);
+    // Waiting for the settlement: neither claiming in a loop nor claiming again before it.
+    expect(claims).toBe(2);
+    expect((await spy.inner.get(first.id))?.status).toBe("running");
+    open();
+    await waitForStatus(spy.inner, (second as unknown as Task).id, ["succeeded"], 1000);
+    expect(claims).toBe(3);
+    await worker.stop();
+  });
+});

