@@ -108,7 +108,8 @@ export class PostgresExecutor extends KyselyExecutor {
 
   /**
    * With pipelines, `BEGIN`, the head's `first` and all its statements in ONE round trip — with
-   * `head().last`, `COMMIT` too, so the whole transaction is one round trip. Without (a Kysely
+   * `head().last`, `COMMIT` too, so the whole transaction is one round trip (which the pooled client
+   * writes as one implicit transaction, without `BEGIN` and `COMMIT`: `postgres-prepared.ts`). Without (a Kysely
    * instance), the base class's way: {@link PostgresExecutor.writeTransactionAfter}, then the
    * statements one by one. `fn` gets the transaction (`null` once committed with the head) and the
    * results of the head's statements; `COMMIT` follows it. Any failure rolls back (a statement of

@@ -7,10 +7,11 @@
  * Semantics are those of sending the statements one after another and
  * stopping at the first error: the server skips everything after a failing
  * statement up to the Sync. Outside a transaction block the statements
- * before one Sync form one implicit transaction (committed at the Sync);
- * the claim sends `BEGIN` first, so its transaction stays open for the
- * statements that follow in later round trips, and nothing commits before
- * its `COMMIT`.
+ * before one Sync form one implicit transaction (committed at the Sync):
+ * a claim that is one whole transaction (`BEGIN`, statements, `COMMIT`) goes
+ * as just its statements (`postgres-prepared.ts`); one whose transaction
+ * stays open for statements in later round trips keeps its `BEGIN`, and
+ * nothing commits before its `COMMIT`.
  *
  * Kysely only speaks `client.query(text, values)`, so a pipeline travels as
  * one sentinel statement ({@link PIPELINE_SQL}, the statements as its one

@@ -19,7 +19,7 @@
  */
 
 import { pipelinedStatements, runPipeline } from "./postgres-pipeline.js";
-import type { PipelineClient, PipelinedResult } from "./postgres-pipeline.js";
+import type { PipelineClient, PipelinedResult, PipelinedStatement } from "./postgres-pipeline.js";
 
 /** One registered text: its prepared statement name, and whether it may wait on another transaction's lock. */
 interface Registered {
@@ -98,6 +98,8 @@ export function prepareRegistered(client: unknown, behaviour: boolean | PooledCl
     if (args.length !== 2) return query.apply(this, args);
     const statements = pipelinedStatements(text, values);
     if (statements !== null) {
+      const inner = typeof (pipelined.connection as { parse?: unknown } | undefined)?.parse === "function" ? implicitTransaction(statements) : null;
+      if (inner !== null) return runPipeline(pipelined, query, inner, nameOf, storeTimeoutMs > 0 ? storeTimeoutMs : undefined).then(asWholeTransaction);
       const setup = transactionSetup === null ? { statements, inserted: [] } : withSetupAfterBegin(statements, transactionSetup);
       const run = runPipeline(pipelined, query, setup.statements, nameOf, storeTimeoutMs > 0 ? storeTimeoutMs : undefined);
       return setup.inserted.length === 0 ? run : run.then((result) => dropInserted(result, setup.inserted));
@@ -121,6 +123,35 @@ export function prepareRegistered(client: unknown, behaviour: boolean | PooledCl
     const timeout = timeoutOf(text);
     return timeout === undefined ? query.apply(this, args) : query.call(this, { text, query_timeout: timeout });
   };
+}
+
+/**
+ * The statements between a pipeline's `BEGIN` and `COMMIT`, when the pipeline is one whole transaction
+ * (`BEGIN`, statements, `COMMIT`, with no other transaction control), else `null`. On the wire they
+ * go without either: the extended protocol runs every statement before one Sync in ONE implicit
+ * transaction, committed at the Sync, and a failing statement makes the server skip the rest and
+ * roll it all back — `BEGIN … COMMIT` in one round trip, for two statements fewer for the server to
+ * run (three with the transaction setup, which a transaction that is never idle between round trips
+ * does not need). Only where the pipeline reaches the wire as one Sync (pg's JavaScript client):
+ * one statement at a time, each would commit on its own.
+ */
+function implicitTransaction(statements: readonly PipelinedStatement[]): PipelinedStatement[] | null {
+  const n = statements.length;
+  if (n < 3 || !isControl(statements[0], "begin") || !isControl(statements[n - 1], "commit")) return null;
+  const inner = statements.slice(1, -1);
+  return inner.some((statement) => statement.parameters.length === 0 && CONTROL.test(statement.sql)) ? null : inner;
+}
+
+const CONTROL = /^\s*(begin|start|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
+
+function isControl(statement: PipelinedStatement | undefined, word: "begin" | "commit"): boolean {
+  return statement !== undefined && statement.parameters.length === 0 && statement.sql.trim().toLowerCase() === word;
+}
+
+/** An implicit transaction's results as the explicit one would have answered: `BEGIN`'s first, `COMMIT`'s last. */
+function asWholeTransaction<R extends { rows: PipelinedResult[]; rowCount: number }>(result: R): R {
+  const rows: PipelinedResult[] = [{ command: "BEGIN", rowCount: null, rows: [] }, ...result.rows, { command: "COMMIT", rowCount: null, rows: [] }];
+  return { ...result, rows, rowCount: rows.length };
 }
 
 /** `BEGIN` → `BEGIN; <setup>`; `BEGIN; X` → `BEGIN; <setup>; X` (a BEGIN statement holds no `;` of its own). */

@@ -11,6 +11,15 @@ import { PostgresSchemaManager } from "./postgres-schema.js";
 import { PostgresStoreSyntax } from "./postgres-store-syntax.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
 
+/**
+ * Rows per combined statement on Postgres (the combiner's own default is 128). In a c64 drain with
+ * `prefetch: 64` the settlements that collect while one complete is in flight are more than 128:
+ * at 128, 93 of 95 complete statements were full and the rest waited behind them, holding the
+ * worker's in-flight room and so its next claims; at 512 none was (mean 135 rows, most 320) and
+ * the same drain ran 1.02–1.27× as fast in 5 of 5 alternating pairs (a loaded machine).
+ */
+const DEFAULT_MAX_ROWS = 512;
+
 /** The LISTEN check's NOTIFY (§9 check), sent through the work pool like any of the store's statements. */
 const CHECK_NOTIFY_SQL = "SELECT pg_notify($1, $2)";
 
@@ -87,7 +96,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     registerPrepared(KEY_LOCK_SQL, { waits: true });
     registerPrepared(TRY_KEY_LOCK_SQL);
     registerPrepared(CHECK_NOTIFY_SQL);
-    this.combining = options.combine === false ? null : Object.freeze({ ...options.combine, splittable: rejectedWhole });
+    this.combining = options.combine === false ? null : Object.freeze({ maxRows: DEFAULT_MAX_ROWS, ...options.combine, splittable: rejectedWhole });
     this.writes = this.combining === null ? new SingleWrites() : new CombiningWrites(this.combining);
   }
 

@@ -93,7 +93,7 @@ export interface PostgresStoreOptions {
    * bounds (`maxRows`, `maxBytes`, `maxPendingRows`, `maxPendingBytes`) or
    * `false` for one statement per write. Keyed submits, claims, client
    * transitions and `withTransaction` views never combine.
-   * @default { maxRows: 128, maxBytes: 1 MiB, maxPendingRows: 512, maxPendingBytes: 4 MiB }
+   * @default { maxRows: 512, maxBytes: 1 MiB, maxPendingRows: 4 × maxRows, maxPendingBytes: 4 MiB }
    */
   combine?: false | WriteCombinerOptions;
   /**

@@ -79,6 +79,49 @@ describe("the claim's first round trip is one pipeline", () => {
     expect(row).toEqual({ status: "running", worker_id: W });
   });
 
+  it("a whole transaction in one pipeline reaches the wire without BEGIN, the transaction setup or COMMIT: one implicit transaction", async () => {
+    const schema = await freshSchema();
+    const pool = poolFor(schema);
+    // The statements each pooled connection executes (one Bind each), by text: what the server runs.
+    const executed: string[] = [];
+    pool.on("connect", (c: pg.PoolClient) => {
+      const wire = (c as unknown as { connection: { parse: (m: { text: string; name?: string }) => void; bind: (m: { statement?: string }) => void } }).connection;
+      const texts = new Map<string, string>();
+      let unnamed = "";
+      const parse = wire.parse.bind(wire);
+      const bind = wire.bind.bind(wire);
+      wire.parse = (m) => {
+        if (m.name === undefined || m.name === "") unnamed = m.text;
+        else texts.set(m.name, m.text);
+        parse(m);
+      };
+      wire.bind = (m) => {
+        executed.push(m.statement === undefined || m.statement === "" ? unnamed : (texts.get(m.statement) ?? m.statement));
+        bind(m);
+      };
+    });
+    const store = openStore(pool, { schema });
+    await store.connect();
+    await store.dialect.wakeups.whenSettled();
+    const task = await store.submit({ name: "a", payload: {} });
+    executed.length = 0;
+    const claimed = await store.claim({ queues: ["default"], workerId: W, probe: false });
+    expect(claimed.map((t) => t.id)).toEqual([task.id]);
+    // Lease recovery and the draw, nothing else: no BEGIN, no SET LOCAL, no COMMIT.
+    expect(executed.map((text) => text.trim().split(/\s+/).slice(0, 3).join(" "))).toEqual(["UPDATE cairnq_tasks SET", "UPDATE cairnq_tasks SET"]);
+    expect(executed.some((text) => /^\s*(begin|commit|set)\b/i.test(text))).toBe(false);
+    // Committed at the Sync: another connection sees the claim, and the connection is outside any transaction.
+    const [row] = await q<{ status: string }>(`SELECT status FROM "${schema}".cairnq_tasks WHERE id = $1`, [task.id]);
+    expect(row?.status).toBe("running");
+    // A transaction that stays open across round trips (a planner that may draw again) still opens with BEGIN.
+    await store.submit({ name: "a", payload: {} });
+    executed.length = 0;
+    const draws = (_so: readonly unknown[], index: number): { names: null; limit: number } | null => (index === 0 ? { names: null, limit: 1 } : null);
+    expect(await store.claim({ queues: ["default"], workerId: W, probe: false, draws })).toHaveLength(1);
+    expect(executed[0]?.trim().toUpperCase()).toBe("BEGIN");
+    await store.close();
+  });
+
   it("a group claim whose draw the planner marks last: the head with the group reads, then the draw's batch with the probe again and COMMIT — two round trips", async () => {
     const schema = await freshSchema();
     const { pool, calls } = recordedPool(schema);

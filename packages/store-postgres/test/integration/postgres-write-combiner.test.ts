@@ -51,6 +51,24 @@ describe("write combiner (Postgres)", () => {
     for (const task of tasks) expect(await store.get(task.id)).toEqual(task);
   });
 
+  it("settlements past the combiner's general bound of 128 rows share one statement: Postgres combines up to 512", async () => {
+    const { store, sql } = await loggedStore();
+    expect(store.dialect.combining?.maxRows).toBe(512);
+    await Promise.all(Array.from({ length: 300 }, (_, i) => store.submit({ name: "n", payload: { i } })));
+    const claimed = await claimAll(store, 300);
+    sql.length = 0;
+    const settled = await Promise.all(claimed.map((t) => store.complete({ taskId: t.id, workerId: W, attempt: t.attempt, result: null })));
+    expect(settled.every((t) => t.status === "succeeded")).toBe(true);
+    expect(multiRow(sql, "UPDATE")).toHaveLength(1);
+    // A bound given in `combine` still wins.
+    const bounded = await loggedStore({ combine: { maxRows: 100 } });
+    await Promise.all(Array.from({ length: 300 }, (_, i) => bounded.store.submit({ name: "n", payload: { i } })));
+    const more = await claimAll(bounded.store, 300);
+    bounded.sql.length = 0;
+    await Promise.all(more.map((t) => bounded.store.complete({ taskId: t.id, workerId: W, attempt: t.attempt, result: null })));
+    expect(multiRow(bounded.sql, "UPDATE")).toHaveLength(3);
+  });
+
   it("one bad row among good ones: only its caller fails, with the error its own statement gives; the others are inserted", async () => {
     const { store, sql, schema } = await loggedStore();
     // A row the database refuses although it passes the SDK's validation (here a CHECK of this test's own).
