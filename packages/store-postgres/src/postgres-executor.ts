@@ -37,13 +37,13 @@ const ROLLBACK = CompiledQuery.raw("ROLLBACK");
  * are computed before the transaction, so a rerun inserts the same task.
  */
 export class PostgresExecutor extends KyselyExecutor {
+  /** The transactions (by the connection their body runs on) whose last batch carried `COMMIT` ({@link PostgresExecutor.batchLast}). */
+  readonly #committed = new WeakSet<QueryRunner>();
+
   /**
    * @param pipelines - Whether the pooled clients run pipelines (`PostgresConnection.pipelines`);
    *   without, {@link PostgresExecutor.writeTransactionWith} sends the head's statements one by one.
    */
-  /** The transactions (by the connection their body runs on) whose last batch carried `COMMIT` ({@link PostgresExecutor.batchLast}). */
-  readonly #committed = new WeakSet<QueryRunner>();
-
   constructor(private readonly pipelines = false) {
     super();
   }
