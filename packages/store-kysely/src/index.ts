@@ -72,6 +72,6 @@ export {
 export { EXTENSION_DDL, RATE_CLAIMS_TABLE, SCHEDULES_TABLE } from "./extension-tables.js";
 export type { ExtensionTable } from "./extension-tables.js";
 export { SleepWakeups } from "./wakeups.js";
-export { WriteCombiner } from "./write-combiner.js";
+export { WRITE_COMBINER_OPTION_KEYS, WriteCombiner } from "./write-combiner.js";
 export type { CombinedWrite, FlushAt, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";
 export type { Wakeups } from "./wakeups.js";

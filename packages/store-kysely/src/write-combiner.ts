@@ -61,6 +61,9 @@ export interface WriteCombinerOptions {
   readonly maxPendingBytes?: number;
 }
 
+/** Every key of {@link WriteCombinerOptions}: what a store's `combine` option may hold (its unknown-key check). */
+export const WRITE_COMBINER_OPTION_KEYS = Object.freeze(["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[]);
+
 /** One caller's write inside a flush; the runner settles it exactly once. */
 export interface CombinedWrite<I, O> {
   readonly item: I;

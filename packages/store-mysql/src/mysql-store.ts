@@ -1,7 +1,7 @@
 import type { ClaimInput, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { checkOptions, keepAlive } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
-import { KyselyStore } from "@cairnq/store-kysely";
+import { KyselyStore, WRITE_COMBINER_OPTION_KEYS } from "@cairnq/store-kysely";
 import type { Transaction } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
 import { MySQLStoreDialect } from "./mysql-store-dialect.js";
@@ -30,9 +30,6 @@ export interface MySQLStoreOptions {
 
 /** Every key of {@link MySQLStoreOptions}, for the unknown-key check. */
 export const MYSQL_STORE_OPTION_KEYS = Object.freeze(["max", "combine"] as const satisfies readonly (keyof MySQLStoreOptions)[]);
-
-/** Every key of `WriteCombinerOptions` (the `combine` option's bounds). */
-const COMBINE_KEYS = ["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[];
 
 /**
  * The CairnQ `TaskStore` on MySQL 8 / MariaDB 10.6+ (tested on MariaDB
@@ -69,7 +66,7 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
    */
   constructor(target: MySQLTarget, input: MySQLStoreOptions = {}) {
     const options = checkOptions(input, "new MySQLStore(target, options)", MYSQL_STORE_OPTION_KEYS) as MySQLStoreOptions;
-    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", COMBINE_KEYS);
+    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", WRITE_COMBINER_OPTION_KEYS);
     const dialect = new MySQLStoreDialect(target, {
       ...(options.max === undefined ? {} : { max: options.max }),
       ...(options.combine === undefined ? {} : { combine: options.combine }),

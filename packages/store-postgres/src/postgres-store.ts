@@ -2,7 +2,7 @@ import type { ClaimInput, Logger, OwnedInput, StoreCapabilities, Task, TaskStore
 import { InvalidArgument } from "@cairnq/protocol";
 import { checkOptions, fallbackLogger, keepAlive } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
-import { KyselyStore } from "@cairnq/store-kysely";
+import { KyselyStore, WRITE_COMBINER_OPTION_KEYS } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
 import type { AnyTransaction } from "./postgres-executor.js";
 import { PostgresStoreDialect } from "./postgres-store-dialect.js";
@@ -121,9 +121,6 @@ export const POSTGRES_STORE_OPTION_KEYS = Object.freeze([
   "logger",
 ] as const satisfies readonly (keyof PostgresStoreOptions)[]);
 
-/** Every key of `WriteCombinerOptions` (the `combine` option's bounds). */
-const COMBINE_KEYS = ["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[];
-
 /**
  * The CairnQ `TaskStore` on Postgres: API and worker processes on many
  * hosts share one database, and the database clock is the only clock.
@@ -161,7 +158,7 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
   constructor(target: PostgresTarget, input: PostgresStoreOptions = {}) {
     // `schmea: "jobs"` silently ignored would put the tables into whatever search_path says.
     const options = checkOptions(input, "new PostgresStore(target, options)", POSTGRES_STORE_OPTION_KEYS) as PostgresStoreOptions;
-    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", COMBINE_KEYS);
+    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", WRITE_COMBINER_OPTION_KEYS);
     if (options.preparedStatements !== undefined && typeof options.preparedStatements !== "boolean") {
       throw new InvalidArgument("preparedStatements", `preparedStatements must be true or false, got ${JSON.stringify(options.preparedStatements)}`);
     }
