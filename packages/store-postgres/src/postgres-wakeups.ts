@@ -168,7 +168,7 @@ export class PostgresWakeups implements Wakeups {
   /** This connection's private channel for the check: no other listener hears it. */
   readonly #checkChannel = `cairnq_check_${randomBytes(8).toString("hex")}`;
   /** The pending check's payload and its resolver. */
-  #checkWaiter: { readonly payload: string; readonly heard: () => void } | null = null;
+  #checkWaiter: { readonly payload: string; readonly heard: () => void; readonly abandon: () => void } | null = null;
 
   /**
    * @param connector - Opens the LISTEN connection, or `null` for none (every wake is a plain sleep).
@@ -283,6 +283,8 @@ export class PostgresWakeups implements Wakeups {
     this.#retryTimer = null;
     this.#releaseAll();
     this.#subscribers.clear();
+    // A check in flight hears nothing now (its notification is of an old generation): stop its wait.
+    this.#checkWaiter?.abandon();
     await this.#connecting?.catch(() => {});
     const client = this.#client;
     this.#client = null;
@@ -318,8 +320,17 @@ export class PostgresWakeups implements Wakeups {
         return;
       }
       if (check !== null && !(await this.#hears(check, generation))) {
-        if (generation !== this.#generation) return;
+        if (generation !== this.#generation) {
+          // Closed (or dropped) while the check waited: this connection was never handed on, so end it here, or
+          // its ref'd socket would keep the process alive after close().
+          await endQuietly(current);
+          return;
+        }
         await this.#giveUpDeaf(current, check);
+        return;
+      }
+      if (generation !== this.#generation) {
+        await endQuietly(current);
         return;
       }
       // Channels wanted while the check ran; and the check's own channel goes: Postgres interrupts every
@@ -418,10 +429,12 @@ export class PostgresWakeups implements Wakeups {
   async #hears(check: ListenCheck, generation: number): Promise<boolean> {
     const payload = randomBytes(8).toString("hex");
     let heard!: () => void;
-    const arrived = new Promise<true>((resolve) => {
+    let abandon!: () => void;
+    const arrived = new Promise<boolean>((resolve) => {
       heard = () => resolve(true);
+      abandon = () => resolve(false);
     });
-    this.#checkWaiter = { payload, heard };
+    this.#checkWaiter = { payload, heard, abandon };
     try {
       await check.notify(this.#checkChannel, payload);
       if (generation !== this.#generation) return true;

@@ -256,6 +256,24 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     await wakeups.close();
   });
 
+  it("close while the check waits for its NOTIFY ends the connection at once (a ref'd socket left open would keep the process alive)", async () => {
+    const client = new FakeClient();
+    let sent!: () => void;
+    const notified = new Promise<void>((resolve) => (sent = resolve));
+    // The check's NOTIFY commits but never comes back: the check would wait out its timeout.
+    const check = { timeoutMs: 3_000, notify: () => Promise.resolve().then(sent) };
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client), () => {}, 0, check);
+    wakeups.start();
+    await notified;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(wakeups.state).toBe("connecting");
+    const start = Date.now();
+    await wakeups.close();
+    expect(elapsed(start)).toBeLessThan(1_000);
+    expect(client.ended).toBe(true);
+    expect(wakeups.state).toBe("closed");
+  });
+
   it("a channel wanted while connecting is LISTENed with the connection's first LISTEN", async () => {
     let connected!: (client: FakeClient) => void;
     const client = new FakeClient();
