@@ -12,7 +12,9 @@
  *   order (§5.10) whatever groups its tasks have.
  * - **group running**: tasks of the name and group that a group-aware claim
  *   took and that are still `running` after the claim's own lease recovery;
- *   a settled task or a recovered lease frees the slot.
+ *   a settled task or a recovered lease frees the slot, and so does, for the
+ *   claims of the store that issued it, a settlement still in flight of the
+ *   attempt that holds the task (its handler ended: {@link sweepGroupTask}).
  * - **group rate window**: claims of the name and group recorded at
  *   `claimed_at_ms > now − perMs` (as the name-wide rate limit, per group).
  * - **served order**: per name, the groups ordered by when a claim last took
@@ -84,9 +86,14 @@ export type GroupTaskState = (typeof GROUP_TASK_STATES)[keyof typeof GROUP_TASK_
  * took, given the task's status now: a `running` task keeps its slot; a
  * `queued` one was requeued (retryable fail, lease recovery, a park) and
  * waits in its group again; anything else finished.
+ *
+ * `settling`: the task is `running` under the very attempt (task, attempt,
+ * worker) whose settlement the claiming store has issued and not yet seen
+ * answered. Its handler has ended, so it takes no slot; its row stays
+ * `claimed` until a sweep sees the settlement committed.
  */
-export function sweepGroupTask(status: string): { readonly state: GroupTaskState; readonly running: boolean } {
-  if (status === "running") return { state: "claimed", running: true };
+export function sweepGroupTask(status: string, settling = false): { readonly state: GroupTaskState; readonly running: boolean } {
+  if (status === "running") return { state: "claimed", running: !settling };
   if (status === "queued") return { state: "queued", running: false };
   return { state: "done", running: false };
 }

@@ -58,6 +58,9 @@ describe("group limits", () => {
 
   it("the sweep keeps running tasks claimed, requeued ones wait again, the rest are done", () => {
     expect(sweepGroupTask("running")).toEqual({ state: "claimed", running: true });
+    // Held by an attempt whose settlement is in flight: still claimed, but its slot is free.
+    expect(sweepGroupTask("running", true)).toEqual({ state: "claimed", running: false });
+    expect(sweepGroupTask("succeeded", true)).toEqual({ state: "done", running: false });
     expect(sweepGroupTask("queued")).toEqual({ state: "queued", running: false });
     expect(sweepGroupTask("succeeded")).toEqual({ state: "done", running: false });
   });

@@ -31,6 +31,16 @@ export interface DialectCapabilities {
    * Optional so dialects written before the flag keep compiling. @default false
    */
   readonly taskDoneWakeReads?: boolean;
+  /**
+   * A claim transaction sees every settlement the store issued before the claim began, because one
+   * write queue runs them in order (SQLite). Without it, a claim whose flow control counts running
+   * tasks (`globalConcurrency`, `groupConcurrency`) first waits for the store's settlements in flight,
+   * so a task whose handler already ended does not hold its slot against the claim: on Postgres the
+   * c64 drain with `groupConcurrency` otherwise took 33 tasks per claim instead of 62, a third of its
+   * claims empty (bench/README.md, the groups rows). Optional so dialects written before the flag keep
+   * compiling. @default false
+   */
+  readonly claimsSeeSettlements?: boolean;
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */

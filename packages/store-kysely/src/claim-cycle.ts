@@ -9,6 +9,7 @@ import { FlowControlStep } from "./flow-control-step.js";
 import type { ClaimEnd } from "./group-draw.js";
 import { decodeTask } from "./rows.js";
 import { PROBE_TEMPLATE, setTransitionTemplate } from "./statements.js";
+import type { SettlementsInFlight } from "./settlements-in-flight.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
 import type { StoreStatements } from "./store-statements.js";
 
@@ -31,22 +32,26 @@ export class ClaimCycle {
   readonly #statements: StoreStatements;
   readonly #lifecycle: StoreLifecycle;
   readonly #extensions: StoreExtensions;
+  readonly #inFlight: SettlementsInFlight | null;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
    * @param extensions - The extension tables flow control uses.
+   * @param inFlight - The store's settlements in flight, whose tasks a group draw does not count as running; `null` where claims see them anyway.
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, extensions: StoreExtensions) {
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, extensions: StoreExtensions, inFlight: SettlementsInFlight | null = null) {
     this.#statements = statements;
     this.#lifecycle = lifecycle;
     this.#extensions = extensions;
+    this.#inFlight = inFlight;
   }
 
   /** One claim cycle; see the class comment. `async`: an invalid input rejects before anything runs. */
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
-    const flow = FlowControlStep.of(input, this.#extensions);
+    // The settlements in flight as the claim begins: a group draw does not count their tasks as running.
+    const flow = FlowControlStep.of(input, this.#extensions, this.#inFlight?.fences() ?? []);
     const probed = probeParams(claim);
     return this.#lifecycle.run(async () => {
       if (claim.probe) {

@@ -83,11 +83,11 @@ export class FlowControlStep {
   /** The first reads the head brought, by grouped name, until that name's first draw uses its own. */
   readonly #firstReads = new Map<string, GroupFirstReads>();
 
-  private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions) {
+  private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions, settling: readonly string[]) {
     this.#limits = limits;
     this.#ext = ext;
     for (const [name, l] of limits) {
-      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, { groupConcurrency: l.groupConcurrency ?? null, groupRateLimit: l.groupRateLimit ?? null }));
+      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, { groupConcurrency: l.groupConcurrency ?? null, groupRateLimit: l.groupRateLimit ?? null }, settling));
     }
   }
 
@@ -155,10 +155,13 @@ export class FlowControlStep {
     return queries;
   }
 
-  /** The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs). */
-  static of(input: ClaimInput, ext: StoreExtensions): FlowControlStep | null {
+  /**
+   * The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs).
+   * `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the group draws do not count as running.
+   */
+  static of(input: ClaimInput, ext: StoreExtensions, settling: readonly string[] = []): FlowControlStep | null {
     const limits = claimFlowControl(input);
-    return limits === null ? null : new FlowControlStep(limits, ext);
+    return limits === null ? null : new FlowControlStep(limits, ext, settling);
   }
 
   /** Outside the transaction: creates the rate-claims table on first use. */

@@ -7,7 +7,9 @@
  * serialised step per name:
  *
  * 1. Sweep: the name's group rows a group-aware claim took (`claimed`),
- *    joined to their tasks — `running` ones are the group running counts;
+ *    joined to their tasks — `running` ones are the group running counts,
+ *    except those held by an attempt whose settlement this store has in
+ *    flight (`SettlementsInFlight`: their handlers ended);
  *    requeued ones wait in their group again (and wake the group); finished
  *    ones are marked `done` (with step 4's writes) and never visited again.
  *    Reads only rows taken since the last claim finished with them: bounded
@@ -74,6 +76,9 @@ const AFTER_SEQ = x.param("afterSeq", "int");
 const AFTER_GROUP = x.param("afterGroup", "text");
 const GUARDS = x.param("guards", "textList");
 const CLAIMED_IDS = x.param("claimedIds", "textList");
+const SETTLING = x.param("settling", "textList");
+/** The status the sweep reads for a task held by an attempt whose settlement the claiming store has in flight. */
+const SETTLING_STATUS = "settling";
 
 const QUEUED = GROUP_TASK_STATES.queued;
 const CLAIMED = GROUP_TASK_STATES.claimed;
@@ -120,11 +125,13 @@ const ACTIVATE: StatementTemplate = {
  * row's group row if any. One statement where there were two: nothing is written between them.
  */
 const SWEEP_AND_HEAD: StatementTemplate = {
-  params: paramsOfAll([CLAIMABLE], [NAME, LIMIT]),
+  params: paramsOfAll([CLAIMABLE], [NAME, LIMIT, SETTLING]),
   clock: "statement",
   build: (c, env) =>
     `SELECT 0 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
-    `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
+    // A running task held by an attempt whose settlement this store has in flight reads as `settling` (`:settling` holds their fences).
+    `(SELECT CASE WHEN t.status = ${env.syntax.literal("running")} AND ${env.syntax.inList(`(t.id || '#' || t.attempt || '#' || t.worker_id)`, c.slot(SETTLING))} ` +
+    `THEN ${env.syntax.literal(SETTLING_STATUS)} ELSE t.status END FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
     `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)} ` +
     `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
     `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
@@ -269,11 +276,14 @@ export class GroupDraw {
   readonly #ext: StoreExtensions;
   readonly #name: string;
   readonly #limits: GroupLimits;
+  readonly #settling: readonly string[];
 
-  constructor(ext: StoreExtensions, name: string, limits: GroupLimits) {
+  /** `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the sweep does not count as running. */
+  constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[] = []) {
     this.#ext = ext;
     this.#name = name;
     this.#limits = limits;
+    this.#settling = settling;
   }
 
   /**
@@ -283,7 +293,7 @@ export class GroupDraw {
    */
   firstRead(queues: readonly string[]): CompiledQuery<Row> {
     const name = this.#name;
-    return this.#query(SWEEP_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS });
+    return this.#query(SWEEP_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS, settling: this.#settling });
   }
 
   /**
@@ -326,7 +336,8 @@ export class GroupDraw {
     for (const row of first?.head ?? (await tx.executeQuery(this.firstRead(queues))).rows) {
       const group = row.group_key;
       if (Number(row.kind) === 0) {
-        const seen = sweepGroupTask(String(row.status));
+        const settling = row.status === SETTLING_STATUS;
+        const seen = sweepGroupTask(settling ? "running" : String(row.status), settling);
         if (seen.running) running.set(String(group), (running.get(String(group)) ?? 0) + 1);
         else if (seen.state === QUEUED) {
           requeued.push(String(row.id));

@@ -46,6 +46,7 @@ import type { StoreDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { OwnedWrites } from "./owned-writes.js";
+import { SettlementsInFlight } from "./settlements-in-flight.js";
 import { readQueueHealth } from "./queue-health.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
 import { StepJournal } from "./steps-journal.js";
@@ -146,10 +147,12 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
     this.#extensions = new StoreExtensions(statements);
     this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
-    this.#owned = new OwnedWrites(statements, this.#lifecycle);
+    // Claims that count running tasks wait for the settlements in flight where they would not see them otherwise.
+    const inFlight = dialect.capabilities.claimsSeeSettlements === true ? null : new SettlementsInFlight();
+    this.#owned = new OwnedWrites(statements, this.#lifecycle, inFlight);
     this.#reads = new TaskReads(statements, this.#lifecycle);
     this.#transitions = new ClientTransitions(statements, this.#lifecycle, (parentIds) => this.#steps.wakeJoins(parentIds));
-    this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions);
+    this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions, inFlight);
     this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle);
     this.#steps = new StepJournal(this.#extensions);
   }

@@ -21,6 +21,8 @@ import { BatchableOwnedWrite, ownedRow } from "./batchable-owned-write.js";
 import { decodeTask } from "./rows.js";
 import { rowTransitionTemplate, setTransitionTemplate } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
+import type { SettlementsInFlight } from "./settlements-in-flight.js";
+import { settlementFence } from "./settlements-in-flight.js";
 import type { StoreStatements } from "./store-statements.js";
 import type { BatchedWriter } from "./write-batching.js";
 
@@ -39,14 +41,17 @@ export class OwnedWrites {
   readonly #lifecycle: StoreLifecycle;
   readonly #writers = new Map<RowTransition, BatchedWriter<Params, Task>>();
   readonly #completeRef: BatchedWriter<Params, TaskRef>;
+  readonly #inFlight: SettlementsInFlight | null;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
+   * @param inFlight - Follows the settlements until they are answered, for claims that must not count them as running; `null`: not followed.
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle) {
+  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, inFlight: SettlementsInFlight | null = null) {
     this.#statements = statements;
     this.#lifecycle = lifecycle;
+    this.#inFlight = inFlight;
     const { db, dialect, compiler } = statements;
     for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
       // Settlements end an attempt, on the latency path of `call()`; heartbeats and progress nobody waits for.
@@ -90,7 +95,7 @@ export class OwnedWrites {
   async completeRef(input: CompleteInput): Promise<TaskRef> {
     const params = completeParams(input);
     const write = this.#completeRef;
-    return this.#lifecycle.run(() => write(params));
+    return this.#settling(params, this.#lifecycle.run(() => write(params)));
   }
 
   /** T8/T9/T10 (§5.16): cancel wins, then requeue while attempts remain, else failed. */
@@ -100,7 +105,16 @@ export class OwnedWrites {
 
   #owned(rule: RowTransition, params: Params): Promise<Task> {
     const write = this.#writers.get(rule) as BatchedWriter<Params, Task>;
-    return this.#lifecycle.run(() => write(params));
+    const written = this.#lifecycle.run(() => write(params));
+    // Heartbeats and progress leave the task running: only settlements free a slot a claim counts.
+    return rule === HEARTBEAT || rule === PROGRESS ? written : this.#settling(params, written);
+  }
+
+  /** `settlement`, followed until answered when the claims of this store must know it is in flight (`SettlementsInFlight`). */
+  #settling<T>(params: Params, settlement: Promise<T>): Promise<T> {
+    // Without an attempt the settlement names no attempt a claim could tell apart from a later one.
+    if (this.#inFlight === null || params.attempt === null) return settlement;
+    return this.#inFlight.track(settlement, settlementFence(params));
   }
 
   /**

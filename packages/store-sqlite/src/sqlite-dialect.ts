@@ -58,6 +58,8 @@ export class SQLiteDialect extends BaseStoreDialect {
     this.capabilities = Object.freeze({
       ...DEFAULT_DIALECT_CAPABILITIES,
       transactionalComplete: true,
+      // The write queue runs a claim's transaction after the settlements queued before it (the fused claim).
+      claimsSeeSettlements: true,
       get claimWakeOnQueued(): boolean {
         return wakeups.watchable;
       },
