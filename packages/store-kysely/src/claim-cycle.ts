@@ -52,6 +52,7 @@ export class ClaimCycle {
     const claim = normalizeClaim(input);
     // The settlements in flight as the claim begins: a group draw does not count their tasks as running.
     const flow = FlowControlStep.of(input, this.#extensions, this.#inFlight?.fences() ?? []);
+    if (flow?.drawsGroups === true) this.#inFlight?.follow();
     const probed = probeParams(claim);
     return this.#lifecycle.run(async () => {
       if (claim.probe) {

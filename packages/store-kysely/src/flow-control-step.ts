@@ -91,6 +91,11 @@ export class FlowControlStep {
     }
   }
 
+  /** Whether some name of the claim is drawn by a group draw (`groupConcurrency` or `groupRateLimit`). */
+  get drawsGroups(): boolean {
+    return this.#groups.size > 0;
+  }
+
   /** Whether {@link end} writes nothing (no name has `rateLimit`): a claim's last draw may then end the transaction ({@link ClaimEnd}). */
   get endsEmpty(): boolean {
     for (const limits of this.#limits.values()) if (limits.rateLimit !== null) return false;

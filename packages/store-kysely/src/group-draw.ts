@@ -123,21 +123,33 @@ const ACTIVATE: StatementTemplate = {
  * sweep), then the head of the plain claim order of the draw's name (`kind` 1: the draw's own
  * predicate, compiled as the draw compiles it, so it walks the claim index in order), with each
  * row's group row if any. One statement where there were two: nothing is written between them.
+ * With `settling`, a running task held by an attempt whose settlement this store has in flight
+ * reads as `settling` (`:settling` holds their fences); without (SQLite, or nothing in flight) the
+ * sweep reads the bare status.
  */
-const SWEEP_AND_HEAD: StatementTemplate = {
-  params: paramsOfAll([CLAIMABLE], [NAME, LIMIT, SETTLING]),
-  clock: "statement",
-  build: (c, env) =>
-    `SELECT 0 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
-    // A running task held by an attempt whose settlement this store has in flight reads as `settling` (`:settling` holds their fences).
-    `(SELECT CASE WHEN t.status = ${env.syntax.literal("running")} AND ${env.syntax.inList(`(t.id || '#' || t.attempt || '#' || t.worker_id)`, c.slot(SETTLING))} ` +
-    `THEN ${env.syntax.literal(SETTLING_STATUS)} ELSE t.status END FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
-    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)} ` +
-    `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
-    `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
-    `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
-    `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY kind ASC, priority DESC, run_at_ms ASC, id ASC`,
-};
+function sweepAndHead(settling: boolean): StatementTemplate {
+  return {
+    params: paramsOfAll([CLAIMABLE], settling ? [NAME, LIMIT, SETTLING] : [NAME, LIMIT]),
+    clock: "statement",
+    build: (c, env) => {
+      const status = settling
+        ? `CASE WHEN t.status = ${env.syntax.literal("running")} AND ${env.syntax.inList(`(t.id || '#' || t.attempt || '#' || t.worker_id)`, c.slot(SETTLING))} ` +
+          `THEN ${env.syntax.literal(SETTLING_STATUS)} ELSE t.status END`
+        : "t.status";
+      return (
+        `SELECT 0 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
+        `(SELECT ${status} FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
+        `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)} ` +
+        `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
+        `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
+        `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
+        `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY kind ASC, priority DESC, run_at_ms ASC, id ASC`
+      );
+    },
+  };
+}
+const SWEEP_AND_HEAD = sweepAndHead(false);
+const SWEEP_AND_HEAD_SETTLING = sweepAndHead(true);
 
 /**
  * Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`,
@@ -293,7 +305,9 @@ export class GroupDraw {
    */
   firstRead(queues: readonly string[]): CompiledQuery<Row> {
     const name = this.#name;
-    return this.#query(SWEEP_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS, settling: this.#settling });
+    const settling = this.#settling;
+    if (settling.length === 0) return this.#query(SWEEP_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS });
+    return this.#query(SWEEP_AND_HEAD_SETTLING, { name, queues, names: [name], limit: GROUP_HEAD_ROWS, settling });
   }
 
   /**

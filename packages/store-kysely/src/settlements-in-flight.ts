@@ -20,9 +20,17 @@
 export class SettlementsInFlight {
   /** Fence → settlements in flight with it (a retried settlement may overlap the first). */
   readonly #pending = new Map<string, number>();
+  /** Whether settlements are followed: from the store's first group claim on, so a store that never draws groups pays nothing. */
+  #following = false;
 
-  /** Follows `settlement` of the attempt `fence` until it is answered (either way); returns it unchanged. */
+  /** Starts following settlements (the store's first claim with group limits). */
+  follow(): void {
+    this.#following = true;
+  }
+
+  /** Follows `settlement` of the attempt `fence` until it is answered (either way), once {@link follow} was called; returns it unchanged. */
   track<T>(settlement: Promise<T>, fence: string): Promise<T> {
+    if (!this.#following) return settlement;
     const pending = this.#pending;
     pending.set(fence, (pending.get(fence) ?? 0) + 1);
     const forget = (): void => {
