@@ -42,7 +42,11 @@ export function openRawOn(driver, path) {
     driver === "node:sqlite"
       ? new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path)
       : new (driver === null ? Database : require(driver.betterSqlite3))(path);
-  for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON"]) db.exec(`PRAGMA ${pragma}`);
+  // busy_timeout: better-sqlite3 opens with 5 s, node:sqlite with 0, which made the raw cross-process floor's
+  // worker fail on its follow-up claim (SQLITE_BUSY against the next INSERT) instead of waiting as the other does.
+  for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON", "busy_timeout = 5000"]) {
+    db.exec(`PRAGMA ${pragma}`);
+  }
   return db;
 }
 
