@@ -37,6 +37,10 @@
  * - **maintenance job**: best-effort work (statistics) that is dropped, not
  *   retried, when the database is busy.
  *
+ * Wake signal: after every turn that committed, the queue calls the
+ * connection's `committed()` once (before its callers settle), which tells
+ * waiting processes on this host (`sqlite-wake-signal.ts`).
+ *
  * Busy handling: `busy_timeout` is 0 after open, so a lock held by another
  * process surfaces as `SQLITE_BUSY` at once. The job (a whole batch) goes
  * back to the head of the queue and the queue sleeps an awaited, jittered
@@ -134,6 +138,11 @@ export interface QueueConnection {
   readonly file: string;
   /** The busy budget of this connection's jobs. */
   readonly busyTimeoutMs: number;
+  /**
+   * Called once after each turn that committed (an autocommit statement, a group commit, a transaction,
+   * an exclusive job), before its callers settle: the store's cross-process wake signal. Must not throw.
+   */
+  committed?(): void;
 }
 
 interface JobBase {
@@ -404,6 +413,7 @@ export class WriteQueue {
         else job.reject(err);
         return;
       }
+      connection.committed?.();
       job.resolve(value);
       return;
     }
@@ -424,6 +434,7 @@ export class WriteQueue {
       this.#failTransaction(batch, thrown);
       return;
     }
+    connection.committed?.();
     settle(batch, outcomes, 0);
   }
 
@@ -562,6 +573,7 @@ export class WriteQueue {
         this.#failTransaction([...before, tx, ...after], thrown);
         return;
       }
+      connection.committed?.();
       const members = before.length + after.length;
       if (members > 0) {
         this.stats.fusedClaims += 1;
@@ -612,11 +624,16 @@ export class WriteQueue {
     this.stats.transactions += 1;
     const connection = job.connection;
     if (job.kind === "exclusive") {
+      let value: unknown;
       try {
-        job.resolve(await (job.body as unknown as () => Promise<unknown>)());
+        value = await (job.body as unknown as () => Promise<unknown>)();
       } catch (err) {
         job.reject(err);
+        return;
       }
+      // The caller's own transaction on a connection of theirs, committed by now.
+      connection.committed?.();
+      job.resolve(value);
       return;
     }
     // Holding Kysely's connection keeps Kysely users of the writer (an in-memory database's reads, a caller's
@@ -650,6 +667,7 @@ export class WriteQueue {
         else job.reject(err);
         return;
       }
+      connection.committed?.();
       job.resolve(value);
     });
   }
