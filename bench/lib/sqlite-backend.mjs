@@ -244,14 +244,14 @@ export const sqliteBackend = {
     return sqliteVersion();
   },
 
-  /** A fresh database file; `cleanup()` removes it with its WAL and shm files. */
+  /** A fresh database file; `cleanup()` removes it with its WAL, shm and wake files. */
   async fresh(label) {
     counter += 1;
     const path = join(runDir(), `${String(counter).padStart(3, "0")}-${label}.db`);
     return {
       target: { backend: "sqlite", path },
       cleanup: async () => {
-        for (const suffix of ["", "-wal", "-shm"]) rmSync(path + suffix, { force: true });
+        for (const suffix of ["", "-wal", "-shm", "-wake"]) rmSync(path + suffix, { force: true });
       },
     };
   },
