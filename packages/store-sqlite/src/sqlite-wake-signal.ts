@@ -19,6 +19,9 @@
  * with the raw cross-process call floor (`bench/`), directory watch against
  * wake file: the waiting side's CPU per call ~340–390 → ~250–300 µs.
  *
+ * Under Bun, whose `fs.watch` drops events, waiting processes keep watching
+ * the directory (`LOSSY_WATCH` in the detector); its stores still signal.
+ *
  * A writer that does not signal (another protocol-v1 implementation, the
  * `sqlite3` shell) is seen by the detector's backstop check instead
  * (the `backstopMs` option of `SQLiteWakeups`) or by the waits' own timeouts.
