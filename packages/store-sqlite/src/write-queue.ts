@@ -168,6 +168,8 @@ interface TransactionJob extends JobBase {
   readonly first: QueryThunk | null;
   /** Whether the body gets the direct runner instead of Kysely's connection (see {@link TransactionOptions}). */
   readonly direct: boolean;
+  /** See {@link TransactionOptions.quietUnlessFirstChanges}. */
+  readonly quiet: boolean;
   resolve(value: unknown): void;
 }
 
@@ -183,6 +185,15 @@ export interface TransactionOptions {
    * @default false
    */
   readonly direct?: boolean;
+  /**
+   * The transaction tells no waiter anything unless `first` changed rows: the claim cycle's, whose
+   * draws only move tasks from queued to running, which neither a claim wait (it waits for queued
+   * tasks) nor a task-done wait (terminal ones) is waiting for; its lease recovery (`first`) may
+   * requeue or end tasks, which they are. When it changed nothing and the transaction shared its
+   * commit with no statement job, the turn sends no wake signal (see {@link QueueConnection.committed}).
+   * @default false
+   */
+  readonly quietUnlessFirstChanges?: boolean;
 }
 
 type Job = StatementJob | TransactionJob;
@@ -267,6 +278,7 @@ export class WriteQueue {
         body: fn,
         first: options.first ?? null,
         direct: options.direct ?? false,
+        quiet: options.quietUnlessFirstChanges ?? false,
         resolve: resolve,
         reject,
         firstBusyAt: null,
@@ -286,7 +298,7 @@ export class WriteQueue {
    */
   exclusive<T>(connection: QueueConnection, fn: () => Promise<T>): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.#enqueue({ kind: "exclusive", connection, body: fn, first: null, direct: false, resolve, reject, firstBusyAt: null, attempts: 0 });
+      this.#enqueue({ kind: "exclusive", connection, body: fn, first: null, direct: false, quiet: false, resolve, reject, firstBusyAt: null, attempts: 0 });
     });
   }
 
@@ -299,6 +311,7 @@ export class WriteQueue {
         body: fn,
         first: null,
         direct: false,
+        quiet: false,
         resolve: () => resolve(),
         reject: () => resolve(),
         firstBusyAt: null,
@@ -542,13 +555,14 @@ export class WriteQueue {
       const outcomes: MergedOutcome<unknown>[] = [];
       let own: MergedOutcome<unknown>;
       let after: StatementJob[] = [];
+      let firstChanged = true;
       try {
         this.#runMembers(before, outcomes, 0);
         // Alone in the transaction, the claim needs no savepoint: its failure rolls back the whole of it.
         const shared = before.length > 0;
         if (shared) connection.execute(TX_SAVEPOINT);
         try {
-          if (tx.first !== null) connection.execute(tx.first());
+          if (tx.first !== null) firstChanged = changedRows(connection.execute(tx.first()));
           const value = await tx.body(directRunner(connection));
           if (shared) connection.execute(TX_RELEASE);
           own = { ok: true, value };
@@ -573,8 +587,8 @@ export class WriteQueue {
         this.#failTransaction([...before, tx, ...after], thrown);
         return;
       }
-      connection.committed?.();
       const members = before.length + after.length;
+      if (members > 0 || !tx.quiet || firstChanged) connection.committed?.();
       if (members > 0) {
         this.stats.fusedClaims += 1;
         this.stats.groupCommits += 1;
@@ -657,8 +671,9 @@ export class WriteQueue {
         return;
       }
       let value: unknown;
+      let firstChanged = true;
       try {
-        if (job.first !== null) connection.execute(job.first());
+        if (job.first !== null) firstChanged = changedRows(connection.execute(job.first()));
         value = await job.body(job.direct ? directRunner(connection) : conn);
         connection.execute(COMMIT);
       } catch (err) {
@@ -667,7 +682,7 @@ export class WriteQueue {
         else job.reject(err);
         return;
       }
-      connection.committed?.();
+      if (!job.quiet || firstChanged) connection.committed?.();
       job.resolve(value);
     });
   }
@@ -702,6 +717,11 @@ function settle(jobs: readonly StatementJob[], outcomes: readonly MergedOutcome<
     if (outcome.ok) job.resolve(outcome.value);
     else job.reject(outcome.error);
   });
+}
+
+/** Whether a statement changed (or returned) rows. */
+function changedRows(result: QueryResult<Row>): boolean {
+  return result.rows.length > 0 || (result.numAffectedRows ?? 0n) > 0n;
 }
 
 /** Rolls back the writer's open transaction, if SQLite has not already; a failing ROLLBACK is ignored (nothing is left to undo). */
