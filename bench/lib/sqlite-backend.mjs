@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { watchCommits } from "./commit-watch.mjs";
+import { wakeSignal, watchCommits } from "./commit-watch.mjs";
 import { newTaskId, openStore } from "./targets.mjs";
 import { sqliteVersion } from "./machine.mjs";
 import { percentile } from "./stats.mjs";
@@ -178,9 +178,9 @@ const CALL_FLOOR_STUCK_MS = 10_000;
 
 /**
  * The call() floor across two processes, as a call() runs: this process INSERTs the task (its own
- * commit) and waits; a raw better-sqlite3 process (`call-floor-child.mjs`) notices the commit through
- * `watchCommits` (a directory watch and `PRAGMA data_version`), claims the task and completes it (a
- * commit each); this process notices that commit the same way and SELECTs the row on a second
+ * commit) and signals the wake file; a raw better-sqlite3 process (`call-floor-child.mjs`) notices the
+ * commit through `watchCommits` (a watch on the wake file and `PRAGMA data_version`), claims the task
+ * and completes it (a commit each), signalling after the complete; this process notices that commit the same way and SELECTs the row on a second
  * connection (a reader, as the store has). The same statements and commits as the one-connection call
  * floor, plus what two processes cost on this host: two waits on the other's commit, each connection's
  * page cache emptied by the other's commits, the wake-ups every WAL write sends the other side.
@@ -191,6 +191,7 @@ export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
   const reader = openRawOn(driver, path);
   const insert = db.prepare(PROTOCOL.insert);
   const get = reader.prepare(PROTOCOL_GET);
+  const signal = wakeSignal(path);
   const child = fork(CALL_FLOOR_CHILD, [path, JSON.stringify(driver)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   let waiting = null;
@@ -215,6 +216,7 @@ export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
         stuck = setTimeout(() => reject(new Error(`the cross-process call floor's task ${ids[i]} did not succeed within ${CALL_FLOOR_STUCK_MS} ms`)), CALL_FLOOR_STUCK_MS);
       });
       insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+      signal();
       try {
         await done;
       } finally {
@@ -227,6 +229,7 @@ export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
     stop();
     if (child.connected) child.send("stop");
     await exited;
+    signal.close();
     reader.close();
     db.close();
   }
