@@ -13,7 +13,7 @@ import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { Call } from "./call.js";
 import { Heartbeat } from "./heartbeat.js";
 import type { Reporter } from "./reporter.js";
-import { storableEnvelope, unencodableResult } from "./storable-outcome.js";
+import { storableEnvelope } from "./storable-outcome.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
 import type { Registration } from "./task-registry.js";
@@ -196,9 +196,9 @@ export class CallRunner {
   #finalComplete(ctx: Context, result: unknown): Promise<void> {
     const host = this.#host;
     ctx.beginSettle();
-    // Encoded before the write: a write that throws would leave the task to lease expiry and run the handler again.
-    const unencodable = unencodableResult(result);
-    if (unencodable !== null) return this.#finalFail(ctx, unserializableResultEnvelope(unencodable), false, 0);
+    // The result is encoded once, by the store: a result it cannot encode rejects with SerializationError before
+    // anything is written (every store, conformance s38), and #completeFailed fails the task for good. Encoding it
+    // here first as well cost a second JSON.stringify of every result.
     const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
     // The whole row is not needed here, only how the task ended (succeeded, or canceled): a store that can say
     // just that spares the database and the driver most of the settlement's per-row work.
@@ -219,20 +219,13 @@ export class CallRunner {
   #completeAndEnd(call: Call, ctx: Context, result: unknown, ended: CallEnded): void {
     const host = this.#host;
     ctx.beginSettle();
-    const unencodable = unencodableResult(result);
-    let written: Promise<{ readonly status: TaskStatus }> | null = null;
-    if (unencodable === null) {
-      const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
-      const store = host.store;
-      try {
-        written = store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
-      } catch (err) {
-        this.#endAfter(call, this.#completeFailed(ctx, err), ended);
-        return;
-      }
-    }
-    if (written === null) {
-      this.#endAfter(call, this.#finalFail(ctx, unserializableResultEnvelope(unencodable), false, 0), ended);
+    const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
+    const store = host.store;
+    let written: Promise<{ readonly status: TaskStatus }>;
+    try {
+      written = store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
+    } catch (err) {
+      this.#endAfter(call, this.#completeFailed(ctx, err), ended);
       return;
     }
     written.then(
