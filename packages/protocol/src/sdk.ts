@@ -65,4 +65,4 @@ export {
   withoutTraceCarrier,
   withTraceCarrier,
 } from "./trace-context.js";
-export type { TraceCarrier, TraceParent } from "./trace-context.js";
+export type { ReadTraceCarrier, TraceCarrier, TraceParent } from "./trace-context.js";

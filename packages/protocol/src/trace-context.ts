@@ -66,14 +66,24 @@ export function parseTraceparent(text: unknown): TraceParent | null {
   return { traceId, spanId, traceFlags: Number.parseInt(flags, 16) };
 }
 
+/**
+ * A carrier read back from a task ({@link traceCarrierOf}), with the parts of its `traceparent`, which
+ * reading it already checked: whoever continues the trace takes them as they are, without parsing the
+ * header a second time.
+ */
+export interface ReadTraceCarrier extends TraceCarrier {
+  readonly parent: TraceParent;
+}
+
 /** The carrier stored in a task's metadata, or `null` when it has none (or a malformed one). */
-export function traceCarrierOf(metadata: unknown): TraceCarrier | null {
+export function traceCarrierOf(metadata: unknown): ReadTraceCarrier | null {
   if (typeof metadata !== "object" || metadata === null) return null;
   const carrier = (metadata as Record<string, unknown>)[TRACE_CONTEXT_METADATA_KEY];
   if (typeof carrier !== "object" || carrier === null) return null;
   const { traceparent, tracestate } = carrier as Record<string, unknown>;
-  if (parseTraceparent(traceparent) === null) return null;
-  return typeof tracestate === "string" && tracestate !== "" ? { traceparent: traceparent as string, tracestate } : { traceparent: traceparent as string };
+  const parent = parseTraceparent(traceparent);
+  if (parent === null) return null;
+  return typeof tracestate === "string" && tracestate !== "" ? { traceparent: traceparent as string, tracestate, parent } : { traceparent: traceparent as string, parent };
 }
 
 /** `metadata` with the carrier added under {@link TRACE_CONTEXT_METADATA_KEY}; the caller's object is not changed. */

@@ -37,7 +37,7 @@ describe("the carrier in metadata", () => {
     const stored = withTraceCarrier(mine, { traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1" });
     expect(mine).toEqual({ tenant: "acme" });
     expect(stored).toEqual({ tenant: "acme", [TRACE_CONTEXT_METADATA_KEY]: { traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1" } });
-    expect(traceCarrierOf(stored)).toEqual({ traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1" });
+    expect(traceCarrierOf(stored)).toEqual({ traceparent: `00-${TRACE}-${SPAN}-01`, tracestate: "v=1", parent: { traceId: TRACE, spanId: SPAN, traceFlags: 1 } });
     expect(withoutTraceCarrier(stored)).toEqual({ tenant: "acme" });
   });
 
@@ -61,9 +61,10 @@ describe("a submit without metadata", () => {
 
 describe("a stored carrier's tracestate", () => {
   it("is kept when it is a non-empty string and dropped otherwise", () => {
-    const traceparent = formatTraceparent({ traceId: TRACE, spanId: SPAN, traceFlags: 1 });
-    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: "k=v" } })).toEqual({ traceparent, tracestate: "k=v" });
-    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: "" } })).toEqual({ traceparent });
-    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: 5 } })).toEqual({ traceparent });
+    const parent = { traceId: TRACE, spanId: SPAN, traceFlags: 1 };
+    const traceparent = formatTraceparent(parent);
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: "k=v" } })).toEqual({ traceparent, tracestate: "k=v", parent });
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: "" } })).toEqual({ traceparent, parent });
+    expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: { traceparent, tracestate: 5 } })).toEqual({ traceparent, parent });
   });
 });

@@ -33,8 +33,8 @@ const HEARTBEAT_BATCH_TEMPLATE = setTransitionTemplate(HEARTBEAT_BATCH, ["id", "
  * progress, settlements. Each is ownership-checked by its rule's guard (the
  * worker id and the attempt fence) in the statement itself; `LostLease` when
  * the guard matches no row. The single-row ones go through the dialect's
- * write batching, one writer per rule. Every method is `async`: an invalid
- * input rejects, with nothing written, rather than throwing at the call.
+ * write batching, one writer per rule. Every method returns a promise: an
+ * invalid input rejects, with nothing written, rather than throwing at the call.
  */
 export class OwnedWrites {
   readonly #statements: StoreStatements;
@@ -62,8 +62,8 @@ export class OwnedWrites {
   }
 
   /** §5.11: extends the lease; the full row, or `LostLease`. */
-  async heartbeat(input: HeartbeatInput): Promise<Task> {
-    return this.#owned(HEARTBEAT, heartbeatParams(input));
+  heartbeat(input: HeartbeatInput): Promise<Task> {
+    return this.#owned(HEARTBEAT, heartbeatParams, input);
   }
 
   /**
@@ -77,35 +77,51 @@ export class OwnedWrites {
   }
 
   /** §5.13: `null` keeps the previous value; the row, or `LostLease`. */
-  async progress(input: ProgressInput): Promise<Task> {
-    return this.#owned(PROGRESS, progressParams(input));
+  progress(input: ProgressInput): Promise<Task> {
+    return this.#owned(PROGRESS, progressParams, input);
   }
 
   /** T5 (§5.14), the raw primitive: ignores the cancel flag. */
-  async succeed(input: SucceedInput): Promise<Task> {
-    return this.#owned(SUCCEED, succeedParams(input));
+  succeed(input: SucceedInput): Promise<Task> {
+    return this.#owned(SUCCEED, succeedParams, input);
   }
 
   /** T6/T7 (§5.15): succeeds, or ends canceled when a cancel was requested. */
-  async complete(input: CompleteInput): Promise<Task> {
-    return this.#owned(COMPLETE, completeParams(input));
+  complete(input: CompleteInput): Promise<Task> {
+    return this.#owned(COMPLETE, completeParams, input);
   }
 
-  /** §5.15 exactly as {@link OwnedWrites.complete}, answering only `{ id, status }`. */
-  async completeRef(input: CompleteInput): Promise<TaskRef> {
-    const params = completeParams(input);
-    const write = this.#completeRef;
-    return this.#settling(params, this.#lifecycle.run(() => write(params)));
+  /** §5.15 exactly as {@link OwnedWrites.complete}, answering only `{ id, status }` (not `async`: see `#owned`). */
+  completeRef(input: CompleteInput): Promise<TaskRef> {
+    let params: Params;
+    try {
+      params = completeParams(input);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller gets exactly what was thrown
+      return Promise.reject(error);
+    }
+    return this.#settling(params, this.#lifecycle.runWith(this.#completeRef, params));
   }
 
   /** T8/T9/T10 (§5.16): cancel wins, then requeue while attempts remain, else failed. */
-  async fail(input: FailInput): Promise<Task> {
-    return this.#owned(FAIL, failParams(input));
+  fail(input: FailInput): Promise<Task> {
+    return this.#owned(FAIL, failParams, input);
   }
 
-  #owned(rule: RowTransition, params: Params): Promise<Task> {
-    const write = this.#writers.get(rule) as BatchedWriter<Params, Task>;
-    const written = this.#lifecycle.run(() => write(params));
+  /**
+   * `rule`'s write of `paramsOf(input)`. Not `async` (nor are the methods above): an async function's
+   * own promise, adopting the write's, cost two more promises per settlement; an invalid input still
+   * rejects, with nothing written.
+   */
+  #owned<I>(rule: RowTransition, paramsOf: (input: I) => Params, input: I): Promise<Task> {
+    let params: Params;
+    try {
+      params = paramsOf(input);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller gets exactly what was thrown
+      return Promise.reject(error);
+    }
+    const written = this.#lifecycle.runWith(this.#writers.get(rule) as BatchedWriter<Params, Task>, params);
     // Heartbeats and progress leave the task running: only settlements free a slot a claim counts.
     return rule === HEARTBEAT || rule === PROGRESS ? written : this.#settling(params, written);
   }

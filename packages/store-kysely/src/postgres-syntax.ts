@@ -1,4 +1,4 @@
-import type { ParamExpr, ParamType } from "@cairnq/protocol/adapter";
+import type { ParamExpr, Params, ParamType } from "@cairnq/protocol/adapter";
 import type { Bind } from "./compiler.js";
 import type { ClaimProbeParts } from "./sql-syntax.js";
 import { BaseSqlSyntax } from "./sql-syntax.js";
@@ -21,6 +21,10 @@ const ARRAY_CASTS: Readonly<Record<ParamType, string>> = {
   textList: "text[]",
 };
 
+/** The characters an element of an array literal escapes with a backslash inside its quotes. */
+const ARRAY_ESCAPED = /[\\"]/;
+const ARRAY_ESCAPES = /[\\"]/g;
+
 /**
  * Postgres's side of §2.3: `$n` placeholders cast to their type (so a
  * parameter is typed even where only `IS NULL` reads it), native booleans,
@@ -42,6 +46,33 @@ export class PostgresSyntax extends BaseSqlSyntax {
 
   bindValue(value: unknown, _type: ParamType): unknown {
     return value;
+  }
+
+  /**
+   * A column of a multi-row statement (the settlements a combined write carries, a batch of submits)
+   * as the text of a Postgres array literal, which its placeholder's `::<type>[]` cast reads: what the
+   * driver would make of the JS array — every value quoted, `\` and `"` escaped, `NULL` for null —
+   * built in one join. The driver's own encoding grows the text by three concatenations per value:
+   * about 700 bytes for the collector per settled task of a c64 drain (a sampling heap profile of the
+   * worker). A column holding anything but strings, numbers, booleans and null is left to the driver.
+   */
+  override batchColumn(rows: readonly Params[], name: string, type: ParamType): unknown {
+    const parts: string[] = ["{"];
+    for (let i = 0; i < rows.length; i++) {
+      const value = (rows[i] as Params)[name];
+      if (i > 0) parts.push(",");
+      if (value === null || value === undefined) {
+        parts.push("NULL");
+        continue;
+      }
+      let text: string;
+      if (typeof value === "string") text = value;
+      else if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") text = String(value);
+      else return super.batchColumn(rows, name, type);
+      parts.push('"', ARRAY_ESCAPED.test(text) ? text.replace(ARRAY_ESCAPES, "\\$&") : text, '"');
+    }
+    parts.push("}");
+    return parts.join("");
   }
 
   override jsonLiteral(json: string): string {

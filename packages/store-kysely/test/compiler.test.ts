@@ -24,6 +24,19 @@ const DRAW_T = setTransitionTemplate(DRAW, "task");
 const draw = (queues: string[], names: string[] | null): Params => ({ queues, names, limit: 5, workerId: "w", leaseMs: 100 });
 const purge = (over: Params = {}): Params => ({ olderThanMs: 0, queue: null, status: null, name: null, limit: 10, ...over });
 
+describe("a multi-row statement's columns on Postgres", () => {
+  it("are array literals: every value quoted, backslash and quote escaped, NULL for null", () => {
+    const rows: Params[] = [{ v: 'a"b' }, { v: "c\\d" }, { v: null }, { v: 7 }, { v: true }, {}, { v: "{x,y}" }];
+    expect(new PostgresSyntax().batchColumn(rows, "v", "text")).toBe('{"a\\"b","c\\\\d",NULL,"7","true",NULL,"{x,y}"}');
+    expect(new PostgresSyntax().batchColumn([], "v", "text")).toBe("{}");
+  });
+
+  it("leave any other value to the driver, as a plain array", () => {
+    const when = new Date(0);
+    expect(new PostgresSyntax().batchColumn([{ v: "a" }, { v: when }], "v", "text")).toEqual(["a", when]);
+  });
+});
+
 describe("claim draws (§5.10: one queue / one name compile to equality)", () => {
   it("one queue, one name: plain equalities, no json_each", () => {
     const s = sqlite.statement(DRAW_T, draw(["q"], ["a"]));

@@ -13,7 +13,7 @@ import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { Call } from "./call.js";
 import { Heartbeat } from "./heartbeat.js";
 import type { Reporter } from "./reporter.js";
-import { storableEnvelope, unencodableResult } from "./storable-outcome.js";
+import { storableEnvelope } from "./storable-outcome.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
 import type { Registration } from "./task-registry.js";
@@ -80,81 +80,87 @@ export class CallRunner {
     return this.#finalComplete(ctx, null);
   }
 
-  /** Runs `call` to its end: handler, heartbeat, settlement. Never settles an abandoned call. */
-  execute(call: Call): Promise<void> {
+  /**
+   * Runs `call` to its end — handler, heartbeat, settlement — and then tells `ended` (exactly once). Never
+   * settles an abandoned call. A callback rather than a promise: the path of one task from its claim to its
+   * settlement made ten promises, each one more object for the collector (and, with an AsyncLocalStorage
+   * context manager in use, one more hook call), where the store's own write needs two.
+   */
+  execute(call: Call, ended: CallEnded): void {
     const registration = call.registration;
     if (registration === undefined) {
       // Handlers changed while the claim was in flight: fail for good, without a heartbeat.
-      return Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0))).then(() => undefined);
+      Promise.all(call.contexts.map((ctx) => this.#finalFail(ctx, noHandlerEnvelope(ctx.name), false, 0))).then(
+        () => ended.callEnded(call, undefined),
+        (err: unknown) => ended.callEnded(call, err),
+      );
+      return;
     }
     if (call.heartbeat === null) call.join(this.heartbeat());
     const telemetry = this.#host.telemetry;
     const span = telemetry === null || call.handed.length === 0 ? null : telemetry.startCall(call.handed);
-    // #invoke never rejects: how the handler ended is its outcome.
-    return this.#invoke(call, registration, span).then((outcome) => {
-      call.handlerEnded(outcome.kind === "abandoned");
-      if (span !== null) telemetry?.handlerEnded(span, outcome);
-      if (outcome.kind === "abandoned" || outcome.kind === "parked") return;
-      return this.#settle(call, outcome);
-    });
+    this.#invoke(new Invocation(call, registration, span, ended, this.#handlerEnded));
   }
 
+  /** The handler's wait ended (first of: its outcome, `maxRunMs`, abandonment, a park): settle what is left. */
+  readonly #handlerEnded = (invocation: Invocation, outcome: Outcome): void => {
+    const { call, span, ended } = invocation;
+    call.handlerEnded(outcome.kind === "abandoned");
+    if (span !== null) this.#host.telemetry?.handlerEnded(span, outcome);
+    if (outcome.kind === "abandoned" || outcome.kind === "parked") {
+      ended.callEnded(call, undefined);
+      return;
+    }
+    let settled: Promise<void> | undefined;
+    try {
+      settled = this.#settle(call, outcome, ended);
+    } catch (err) {
+      ended.callEnded(call, err);
+      return;
+    }
+    if (settled !== undefined) settled.then(() => ended.callEnded(call, undefined), (err: unknown) => ended.callEnded(call, err));
+  };
+
   /**
-   * Runs the handler, bounded by `maxRunMs` and by abandonment at the stop deadline: the first of
-   * the three to end decides the outcome. One promise per call, resolved straight from the handler's
-   * value (a synchronous return, or its promise's settlement) — no race of derived promises: at 64
-   * calls per claim those were a good part of a worker's allocations, and so of its garbage collection.
+   * Runs the handler, bounded by `maxRunMs` and by abandonment at the stop deadline: the first of the
+   * three to end decides the outcome ({@link Invocation.end}). No promise of its own: a synchronous
+   * return ends the call at once, a promise's settlement ends it from its reaction.
    */
-  #invoke(call: Call, registration: Registration, span: CallSpan | null): Promise<Outcome> {
-    return new Promise<Outcome>((resolve) => {
-      let timer: TimerHandle | undefined;
-      let ended = false;
-      const end = (outcome: Outcome): void => {
-        if (ended) return;
-        ended = true;
-        timer?.clear();
-        call.onAbandon(null);
-        resolve(outcome);
-      };
-      call.onAbandon(() => end(ABANDONED));
-      const batch = registration.batch !== null;
-      for (const ctx of call.handed) {
-        ctx.inBatch = batch;
-        if (!batch) ctx.onParked(() => end(PARKED));
-      }
-      const maxRunMs = this.#host.maxRunMs;
-      // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
-      if (maxRunMs !== null) timer = this.#host.clock.startTimer(() => end(TIMED_OUT), maxRunMs, { unref: true });
-      const contexts = call.handed;
-      let returned: unknown;
-      try {
-        const invoke = (): unknown => {
-          if (registration.batch !== null) {
-            // A copy: a handler that sorts or trims its list must not change which tasks the call settles.
-            return (registration.handler as (ctxs: TaskContext[]) => unknown)([...contexts]);
-          }
-          const ctx = contexts[0] as Context;
-          return (registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload);
-        };
-        returned = span === null ? invoke() : (this.#host.telemetry as Pick<WorkerTelemetry, "run">).run(span, invoke);
-      } catch (error) {
-        end({ kind: "threw", error });
-        return;
-      }
-      settleWith(returned, end);
-      // Abandoned before the handler was invoked (a buffered call the deadline let go of as it started).
-      if (call.abandoned) end(ABANDONED);
-    });
+  #invoke(invocation: Invocation): void {
+    const { call, registration, span } = invocation;
+    call.onAbandon(invocation);
+    const batch = registration.batch !== null;
+    const contexts = call.handed;
+    for (const ctx of contexts) {
+      ctx.inBatch = batch;
+      if (!batch) ctx.onParked(invocation);
+    }
+    const maxRunMs = this.#host.maxRunMs;
+    // Chained past 2^31 ms: a 30-day maxRunMs must not fire after 1 ms.
+    if (maxRunMs !== null) invocation.timer = this.#host.clock.startTimer(() => invocation.end(TIMED_OUT), maxRunMs, { unref: true });
+    let returned: unknown;
+    try {
+      returned = span === null ? callHandler(registration, contexts) : (this.#host.telemetry as Pick<WorkerTelemetry, "run">).run(span, () => callHandler(registration, contexts));
+    } catch (error) {
+      invocation.end({ kind: "threw", error });
+      return;
+    }
+    settleWith(returned, invocation);
+    // Abandoned before the handler was invoked (a buffered call the deadline let go of as it started).
+    if (call.abandoned) invocation.end(ABANDONED);
   }
 
   /** The settlement table (§8.4): tasks the handler did not settle are settled by how the call ended. */
-  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" | "parked" }>): Promise<void> | undefined {
+  #settle(call: Call, outcome: Exclude<Outcome, { kind: "abandoned" | "parked" }>, ended: CallEnded): Promise<void> | undefined {
     const handed = call.handed;
     const batch = call.registration !== undefined && call.registration.batch !== null;
     if (outcome.kind === "returned" && !batch && handed.length === 1) {
-      // The common call, one task that returned: no arrays of leftovers or settlements to build.
+      // The common call, one task that returned: no arrays of leftovers or settlements to build, and the
+      // write's own reaction ends the call.
       const ctx = handed[0] as Context;
-      return ctx.live ? this.#finalComplete(ctx, outcome.value) : undefined;
+      if (ctx.live) this.#completeAndEnd(call, ctx, outcome.value, ended);
+      else ended.callEnded(call, undefined);
+      return undefined;
     }
     return this.#settleAll(call, outcome, batch);
   }
@@ -190,9 +196,9 @@ export class CallRunner {
   #finalComplete(ctx: Context, result: unknown): Promise<void> {
     const host = this.#host;
     ctx.beginSettle();
-    // Encoded before the write: a write that throws would leave the task to lease expiry and run the handler again.
-    const unencodable = unencodableResult(result);
-    if (unencodable !== null) return this.#finalFail(ctx, unserializableResultEnvelope(unencodable), false, 0);
+    // The result is encoded once, by the store: a result it cannot encode rejects with SerializationError before
+    // anything is written (every store, conformance s38), and #completeFailed fails the task for good. Encoding it
+    // here first as well cost a second JSON.stringify of every result.
     const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
     // The whole row is not needed here, only how the task ended (succeeded, or canceled): a store that can say
     // just that spares the database and the driver most of the settlement's per-row work.
@@ -207,6 +213,39 @@ export class CallRunner {
       ({ status }) => host.contexts.settled(ctx, status, null),
       (err: unknown) => this.#completeFailed(ctx, err),
     );
+  }
+
+  /** {@link CallRunner.#finalComplete} of a call's only task, ending the call from the write's own reaction (no promise of its own). */
+  #completeAndEnd(call: Call, ctx: Context, result: unknown, ended: CallEnded): void {
+    const host = this.#host;
+    ctx.beginSettle();
+    const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
+    const store = host.store;
+    let written: Promise<{ readonly status: TaskStatus }>;
+    try {
+      written = store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
+    } catch (err) {
+      this.#endAfter(call, this.#completeFailed(ctx, err), ended);
+      return;
+    }
+    written.then(
+      ({ status }) => {
+        try {
+          host.contexts.settled(ctx, status, null);
+        } catch (err) {
+          ended.callEnded(call, err);
+          return;
+        }
+        ended.callEnded(call, undefined);
+      },
+      (err: unknown) => this.#endAfter(call, this.#completeFailed(ctx, err), ended),
+    );
+  }
+
+  /** Ends `call` once `settling` (a fallback write, or nothing) is over. */
+  #endAfter(call: Call, settling: Promise<void> | undefined, ended: CallEnded): void {
+    if (settling === undefined) ended.callEnded(call, undefined);
+    else settling.then(() => ended.callEnded(call, undefined), (err: unknown) => ended.callEnded(call, err));
   }
 
   /** What a failed `complete` of the worker's leads to: a permanent fail (unserializable result), a lost context, or a report. */
@@ -242,27 +281,101 @@ export class CallRunner {
 const ABANDONED: Outcome = Object.freeze({ kind: "abandoned" });
 const TIMED_OUT: Outcome = Object.freeze({ kind: "timeout" });
 const PARKED: Outcome = Object.freeze({ kind: "parked" });
+/** The outcomes of a handler that returned nothing: shared, not an object per call. */
+const RETURNED_NULL: Outcome = Object.freeze({ kind: "returned", value: null });
+const RETURNED_UNDEFINED: Outcome = Object.freeze({ kind: "returned", value: undefined });
+
+/** Told once when a call's life in the runner is over; `error` is an unexpected failure of its settlement path. @internal */
+export interface CallEnded {
+  callEnded(call: Call, error: unknown): void;
+}
+
+/**
+ * One handler call's wait, from its invocation to its outcome: what the call's abandonment, its task's
+ * park, its `maxRunMs` timer and the handler's own end all report to, so the first of them decides. One
+ * object per call in place of a promise, its resolving functions and a closure per way to end.
+ */
+class Invocation {
+  timer: TimerHandle | undefined = undefined;
+  #over = false;
+
+  constructor(
+    readonly call: Call,
+    readonly registration: Registration,
+    readonly span: CallSpan | null,
+    readonly ended: CallEnded,
+    private readonly onEnd: (invocation: Invocation, outcome: Outcome) => void,
+  ) {}
+
+  /** The outcome, unless another already ended the wait. */
+  end(outcome: Outcome): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.timer?.clear();
+    this.call.onAbandon(null);
+    this.onEnd(this, outcome);
+  }
+
+  returned(value: unknown): void {
+    this.end(value === null ? RETURNED_NULL : value === undefined ? RETURNED_UNDEFINED : { kind: "returned", value });
+  }
+
+  threw(error: unknown): void {
+    this.end({ kind: "threw", error });
+  }
+
+  /** The stop deadline let go of the call (see `Call.abandon`). */
+  abandoned(): void {
+    this.end(ABANDONED);
+  }
+
+  /** The task parked (`steps.ts`): its row is written already. */
+  parked(): void {
+    this.end(PARKED);
+  }
+}
+
+/** Invokes the registration's handler with the call's contexts (a batch handler gets a copy of the list). */
+function callHandler(registration: Registration, contexts: readonly Context[]): unknown {
+  if (registration.batch !== null) {
+    // A copy: a handler that sorts or trims its list must not change which tasks the call settles.
+    return (registration.handler as (ctxs: TaskContext[]) => unknown)([...contexts]);
+  }
+  const ctx = contexts[0] as Context;
+  return (registration.handler as (ctx: TaskContext, payload: unknown) => unknown)(ctx, ctx.payload);
+}
 
 /**
  * Ends a handler call with what it returned: a promise's settlement, any other thenable's (as `await`
  * would adopt it), or the value itself at once. A thenable whose `then` getter throws is a throw.
  */
-function settleWith(returned: unknown, end: (outcome: Outcome) => void): void {
-  const resolved = (value: unknown): void => end({ kind: "returned", value });
-  const rejected = (error: unknown): void => end({ kind: "threw", error });
+function settleWith(returned: unknown, invocation: Invocation): void {
   if (returned instanceof Promise) {
-    returned.then(resolved, rejected);
+    returned.then(
+      (value: unknown) => invocation.returned(value),
+      (error: unknown) => invocation.threw(error),
+    );
+    return;
+  }
+  if (returned === null || returned === undefined) {
+    invocation.returned(returned);
     return;
   }
   let then: unknown;
   try {
-    then = (typeof returned === "object" && returned !== null) || typeof returned === "function" ? (returned as { then?: unknown }).then : undefined;
+    then = typeof returned === "object" || typeof returned === "function" ? (returned as { then?: unknown }).then : undefined;
   } catch (error) {
-    rejected(error);
+    invocation.threw(error);
     return;
   }
-  if (typeof then === "function") Promise.resolve(returned).then(resolved, rejected);
-  else resolved(returned);
+  if (typeof then === "function") {
+    Promise.resolve(returned).then(
+      (value: unknown) => invocation.returned(value),
+      (error: unknown) => invocation.threw(error),
+    );
+  } else {
+    invocation.returned(returned);
+  }
 }
 
 /** A batch call's result for one task: read from an object or Map by id; anything else (or a missing id) is `null`. */

@@ -31,6 +31,11 @@ export interface CallHost {
   readonly clock: RuntimeClock;
 }
 
+/** What a call's abandonment tells while its handler runs (the call runner's wait for the handler). @internal */
+export interface AbandonHook {
+  abandoned(): void;
+}
+
 /** The contexts handed to a call's handler before it starts: shared, not an array per call. */
 const NO_CONTEXTS: readonly Context[] = Object.freeze([]);
 /** A call's `done` before its life begins: shared, not a promise per call. */
@@ -51,8 +56,6 @@ export class Call {
   readonly contexts: readonly Context[];
   /** The payload bytes the call holds against `maxInFlightBytes`. */
   readonly bytes: number;
-  /** Resolves when the call is over: settled, dropped or abandoned, and released by admission. */
-  done: Promise<void> = SETTLED;
 
   readonly #host: CallHost;
   #phase: CallPhase;
@@ -60,11 +63,14 @@ export class Call {
   #heartbeat: Heartbeat | null = null;
   #abandoned = false;
   /** Ends the handler's wait with `abandoned` while the handler runs; `null` otherwise. */
-  #onAbandon: (() => void) | null = null;
+  #onAbandon: AbandonHook | null = null;
   /** For a call buffered at its claim: resolves `true` when it starts, `false` when it is dropped unstarted. */
   #started: Deferred<boolean> | null = null;
   /** Settlements written before the call started (a cancel seen while it was buffered). */
   #early: Promise<void>[] | null = null;
+  /** See {@link Call.done}: made only when someone waits (a stopping worker), not one promise per call. */
+  #done: Deferred<void> | null = null;
+  #over = false;
 
   /**
    * @param contexts - The call's tasks, all of one name; at least one.
@@ -78,6 +84,21 @@ export class Call {
     this.contexts = contexts;
     this.bytes = bytes;
     this.#phase = registration === undefined ? "settling" : "buffered";
+  }
+
+  /** Admission's index of the call in the set of its state (running, settling); -1 in none. */
+  slot = -1;
+
+  /** Resolves when the call is over: settled, dropped or abandoned, and released by admission ({@link Call.over}). */
+  get done(): Promise<void> {
+    if (this.#over) return SETTLED;
+    return (this.#done ??= deferred()).promise;
+  }
+
+  /** The call is over and admission released it: {@link Call.done} resolves. */
+  over(): void {
+    this.#over = true;
+    this.#done?.resolve();
   }
 
   /** The call's phase; a settling call is never abandoned. */
@@ -160,7 +181,7 @@ export class Call {
   }
 
   /** While the handler runs, `onAbandon` ends its wait if the stop deadline lets go of the call; `null` once it ended. */
-  onAbandon(onAbandon: (() => void) | null): void {
+  onAbandon(onAbandon: AbandonHook | null): void {
     this.#onAbandon = onAbandon;
   }
 
@@ -189,7 +210,7 @@ export class Call {
       this.drop();
     } else {
       this.#abandoned = true;
-      this.#onAbandon?.();
+      this.#onAbandon?.abandoned();
     }
     return true;
   }

@@ -10,7 +10,7 @@ import type { RuntimeClock } from "@cairnq/runtime";
 import type { Admission } from "./admission.js";
 import type { CallHost } from "./call.js";
 import { Call } from "./call.js";
-import type { CallRunner } from "./call-runner.js";
+import type { CallEnded, CallRunner } from "./call-runner.js";
 import type { Heartbeat } from "./heartbeat.js";
 import { splitCalls } from "./planner.js";
 import type { Reporter } from "./reporter.js";
@@ -35,7 +35,7 @@ export interface DispatcherHost {
 }
 
 /** Starts the calls of each claim (§8.3 step 4). @internal */
-export class Dispatcher {
+export class Dispatcher implements CallEnded {
   readonly #host: DispatcherHost;
   /** What every call gets: one object for the worker, not one per call. */
   readonly #calls: CallHost;
@@ -71,33 +71,56 @@ export class Dispatcher {
     const heartbeat = runner.heartbeat(() => {
       for (const call of calls) call.review();
     });
-    for (const group of splitCalls(rows, (name) => registry.get(name)?.batch ?? 1)) calls.push(this.#admit(group, claimMs, heartbeat));
+    const claimedAtMs = this.#host.clock.now();
+    for (const group of splitCalls(rows, (name) => registry.get(name)?.batch ?? 1)) calls.push(this.#call(group, claimMs, claimedAtMs, heartbeat));
+    // Every call joined the heartbeat before any starts: a handler that returns at once ends its call (and
+    // lets go of the heartbeat) within this loop, which must not stop the beat the claim's other calls need.
+    for (const call of calls) this.#start(call);
   }
 
-  #admit(rows: readonly Task[], claimMs: number, heartbeat: Heartbeat): Call {
-    const { admission, reporter } = this.#host;
-    const first = rows[0] as Task;
-    const registration = this.#host.registry.get(first.name);
-    const claimedAtMs = this.#host.clock.now();
-    const contexts = rows.map((row) => new Context(this.#host.contexts, row, claimedAtMs));
-    const call = new Call(this.#calls, registration, contexts, admission.payloadBytes(rows));
-    reporter.claimed(contexts, claimMs);
+  /** A claimed call, joined to its claim's heartbeat, not started yet. */
+  #call(rows: readonly Task[], claimMs: number, claimedAtMs: number, heartbeat: Heartbeat): Call {
+    const registration = this.#host.registry.get((rows[0] as Task).name);
+    const contexts: Context[] = [];
+    for (const row of rows) contexts.push(new Context(this.#host.contexts, row, claimedAtMs));
+    const call = new Call(this.#calls, registration, contexts, this.#host.admission.payloadBytes(rows));
+    this.#host.reporter.claimed(contexts, claimMs);
     // The heartbeat runs from the claim, so a call waiting in the buffer keeps its leases like a running one.
     if (registration !== undefined) call.join(heartbeat);
-    admission.admit(call); // starts it at once when a slot is free (see Call.start)
-    // A call that started at once runs now; a buffered one waits for its start (or its drop) first.
-    const life = call.phase === "buffered" ? this.#follow(call) : this.#host.runner.execute(call);
-    const release = (): void => admission.release(call);
-    call.done = life.then(release, (err: unknown) => {
-      reporter.report(err, { phase: "execute", taskId: first.id }, contexts[0]);
-      release();
-    });
     return call;
+  }
+
+  /** Admits a call: it starts at once when a slot is free (see Call.start), else waits in the buffer. */
+  #start(call: Call): void {
+    this.#host.admission.admit(call);
+    if (call.phase === "buffered") {
+      void this.#follow(call).then(
+        () => this.callEnded(call, undefined),
+        (err: unknown) => this.callEnded(call, err),
+      );
+    } else {
+      this.#host.runner.execute(call, this);
+    }
+  }
+
+  /** A call's life is over (its settlement returned, or it was dropped or abandoned): admission releases it. */
+  callEnded(call: Call, error: unknown): void {
+    if (error !== undefined) {
+      const first = call.contexts[0] as Context;
+      this.#host.reporter.report(error, { phase: "execute", taskId: first.taskId }, first);
+    }
+    this.#host.admission.release(call);
+    call.over();
   }
 
   /** A buffered call's life: wait for a slot, run and settle, then any settlement written while it waited. */
   async #follow(call: Call): Promise<void> {
-    if (await call.whenStarted()) await this.#host.runner.execute(call);
+    if (await call.whenStarted()) {
+      await new Promise<void>((resolve, reject) => {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the error is reported as it was thrown
+        this.#host.runner.execute(call, { callEnded: (_call, error) => (error === undefined ? resolve() : reject(error)) });
+      });
+    }
     const early = call.early;
     if (early !== null) await Promise.all(early);
   }

@@ -1,34 +1,18 @@
 /**
- * What the worker checks before it writes an outcome (§8.4, §5.16): a
+ * What the worker checks before it writes a failure (§8.4, §5.16): a
  * settlement write that throws leaves the task `running` until its lease
- * expires, and then the handler runs again. So the outcome is encoded with
- * the protocol's JSON boundary first, and only a write that can succeed is
- * attempted:
+ * expires, and then the handler runs again. So an error envelope that cannot
+ * be encoded is stored sanitised — `type`, `code` and `message` kept as text
+ * every backend can hold, and of `details` the part JSON can represent.
  *
- * - a result that cannot be encoded fails the attempt for good with
- *   `unserializable_result` (one handler run, the reason kept);
- * - an error envelope that cannot be encoded is stored sanitised — `type`,
- *   `code` and `message` kept as text every backend can hold, and of
- *   `details` the part JSON can represent.
+ * A result is not checked here: the store encodes it, and one it cannot
+ * encode rejects the complete with `SerializationError` before anything is
+ * written (conformance s38); the call runner then fails the attempt for good
+ * with `unserializable_result` (one handler run, the reason kept).
  */
 import type { ErrorEnvelope } from "@cairnq/protocol";
-import { SerializationError } from "@cairnq/protocol";
 import { encodeJson, MAX_JSON_DEPTH, sanitizeText } from "@cairnq/protocol/adapter";
 import { fallbackEnvelope } from "@cairnq/protocol/sdk";
-
-/**
- * Encodes a handler's result as the store will; `null` when it can be
- * written, else the `SerializationError` saying why (the path included).
- */
-export function unencodableResult(result: unknown): SerializationError | null {
-  if (result === undefined || result === null) return null;
-  try {
-    encodeJson(result, "result");
-    return null;
-  } catch (err) {
-    return err instanceof SerializationError ? err : new SerializationError("result", String(err));
-  }
-}
 
 /**
  * The envelope to write for a failure: `envelope` itself when it encodes;

@@ -12,7 +12,7 @@ import type { StepInfo, WaitForOptions } from "./steps.js";
 import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
-import type { TraceCarrier } from "@cairnq/protocol/sdk";
+import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
 import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
@@ -170,6 +170,11 @@ export interface TaskContext<P = unknown, R = unknown> {
   join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]>;
 }
 
+/** What a context tells when its task parks (the call runner's wait for the handler). @internal */
+export interface ParkHook {
+  parked(): void;
+}
+
 /** Why a context is lost: a real lease loss, or the worker letting go of it. */
 export type LostReason = LeaseLostReason | "timeout" | "abandoned";
 
@@ -215,7 +220,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   readonly correlationId: string | null;
   readonly metadata: Record<string, unknown>;
   /** The submitter's trace context stored with the task (`cairnq.trace` in its metadata), or `null`. */
-  readonly traceCarrier: TraceCarrier | null;
+  readonly traceCarrier: ReadTraceCarrier | null;
   readonly workerId: string;
   readonly claimedAtMs: number;
   /** When the call running this task started (for event durations); set again when a buffered call starts. */
@@ -236,7 +241,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   /** This call's durable steps, made on the first step-family call. */
   #steps: CallSteps | null = null;
   /** Ends the call when the task parks; set by the call runner. */
-  #onParked: (() => void) | null = null;
+  #onParked: ParkHook | null = null;
   /** The context is one of a batch call's: steps are refused. */
   inBatch = false;
   /** See {@link Context.callSpan}. */
@@ -275,7 +280,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   }
 
   /** Called by the call runner: how the call ends when the task parks. */
-  onParked(end: (() => void) | null): void {
+  onParked(end: ParkHook | null): void {
     this.#onParked = end;
   }
 
@@ -299,7 +304,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
       parked: (status) => {
         this.#settled = true;
         host.settled(this, status, null);
-        this.#onParked?.();
+        this.#onParked?.parked();
       },
     });
     return this.#steps;

@@ -434,7 +434,10 @@ export class Worker {
       timer?.clear();
       if (!finished) {
         // A buffered call, claimed but never started, is let go of like a running one (its tasks are left to lease expiry).
-        for (const call of this.#admission.calls()) if (call.abandon()) abandoned += 1;
+        // Buffered ones first: a running call let go of ends (and frees its slot) at once, which would start one.
+        const calls = this.#admission.calls();
+        for (const call of calls) if (call.phase === "buffered" && call.abandon()) abandoned += 1;
+        for (const call of calls) if (call.abandon()) abandoned += 1;
         if (abandoned > 0) {
           logSafely(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
             workerId: this.workerId,

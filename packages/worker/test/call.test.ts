@@ -118,7 +118,7 @@ describe("Call: the phases of one handler call", () => {
     const running = await claimedCall(1);
     running.call.start();
     let hooked = 0;
-    running.call.onAbandon(() => (hooked += 1));
+    running.call.onAbandon({ abandoned: () => (hooked += 1) });
     expect(running.call.abandon()).toBe(true);
     expect(running.call.abandoned).toBe(true);
     expect(hooked).toBe(1);

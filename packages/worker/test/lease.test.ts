@@ -22,6 +22,34 @@ describe("heartbeat (§8.5)", () => {
     expect(beats[0]!.args[0]).toEqual({ taskIds: [task.id], workerId: worker.workerId, leaseMs: 60 });
   });
 
+  it("keeps beating for a claim's long call when another call of the claim returned at once (synchronously)", async () => {
+    const spy = spyStore();
+    // A lease and beats of hundreds of ms, so a loaded machine's stalls do not expire it: a stopped beat does.
+    const worker = makeWorker(spy.store, { leaseMs: 300, heartbeatIntervalMs: 50, claimBatch: 2, concurrency: 2 });
+    // The quick call comes first in the claim and ends within the dispatch, before the long call starts.
+    worker.task("quick", () => null);
+    worker.task("long", async () => {
+      await delay(700);
+      return "done";
+    });
+    const claimed: number[] = [];
+    spy.hooks.claim = async (_args, next) => {
+      const rows = (await next()) as unknown[];
+      claimed.push(rows.length);
+      return rows;
+    };
+    const quick = await spy.store.submit({ name: "quick" });
+    const long = await spy.store.submit({ name: "long" });
+    void worker.run();
+    expect((await waitForStatus(spy.store, quick.id, ["succeeded"])).attempt).toBe(1);
+    const row = await waitForStatus(spy.store, long.id, ["succeeded"]);
+    expect(row.result).toBe("done");
+    expect(row.attempt).toBe(1);
+    expect(claimed[0]).toBe(2);
+    const beats = spy.callsOf("heartbeatBatch").filter((beat) => (beat.args[0] as { taskIds: string[] }).taskIds.includes(long.id));
+    expect(beats.length).toBeGreaterThanOrEqual(5);
+  });
+
   it("the default interval is a third of the lease, at least 50 ms", () => {
     const store = new MemoryStore();
     expect(makeWorker(store, { leaseMs: 30_000, heartbeatIntervalMs: undefined }).options.heartbeatIntervalMs).toBe(10_000);

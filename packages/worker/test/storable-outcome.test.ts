@@ -1,17 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { storableEnvelope, unencodableResult } from "../src/storable-outcome.js";
+import { storableEnvelope } from "../src/storable-outcome.js";
 import { SQLITE } from "./support/stores.js";
 import { deep, describeUnstorableOutcomes } from "./support/unstorable-outcomes.js";
 
 describeUnstorableOutcomes(SQLITE);
 
-describe("storableEnvelope and unencodableResult", () => {
+describe("storableEnvelope", () => {
   it("pass storable values through untouched", () => {
     const envelope = { type: "TaskError", code: "c", message: "m", retryable: false, details: { a: [1, "x"] } };
     expect(storableEnvelope(envelope, false)).toBe(envelope);
-    expect(unencodableResult({ a: 1 })).toBeNull();
-    expect(unencodableResult(undefined)).toBeNull();
-    expect(unencodableResult(null)).toBeNull();
   });
 
   it("drop cycles, over-deep parts, throwing getters and keys, and sanitise keys", () => {

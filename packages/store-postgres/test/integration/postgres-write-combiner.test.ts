@@ -69,6 +69,26 @@ describe("write combiner (Postgres)", () => {
     expect(multiRow(bounded.sql, "UPDATE")).toHaveLength(3);
   });
 
+  it("values a multi-row statement sends as array literals come back exactly: quotes, backslashes, braces, commas, NULL-like text, unicode", async () => {
+    const { store, sql } = await loggedStore();
+    const tricky: unknown[] = ['say "hi"', "back\\slash \\\"", "{a,b}", "NULL", "", " spaced ", "ünïcödé ✓ 🎉", { nested: 'x"y\\z', list: [1, "}", null] }, 12.5, true, null];
+    const names = ['n"1', "n\\2", "n,{3}"];
+    const submitted = await Promise.all(tricky.map((payload, i) => store.submit({ name: names[i % names.length] as string, payload: { v: payload }, metadata: { note: `m"${i}\\` } })));
+    expect(multiRow(sql, "INSERT")).toHaveLength(1);
+    for (const [i, task] of submitted.entries()) {
+      expect(task.payload).toEqual({ v: tricky[i] });
+      expect(await store.get(task.id)).toEqual(task);
+      expect(task.metadata).toEqual({ note: `m"${i}\\` });
+    }
+    const claimed = await claimAll(store, tricky.length);
+    sql.length = 0;
+    const byId = new Map(submitted.map((task, i) => [task.id, tricky[i]]));
+    const settled = await Promise.all(claimed.map((t) => store.completeRef({ taskId: t.id, workerId: W, attempt: t.attempt, result: byId.get(t.id) })));
+    expect(multiRow(sql, "UPDATE")).toHaveLength(1);
+    expect(settled.every((ref) => ref.status === "succeeded")).toBe(true);
+    for (const [id, result] of byId) expect((await store.get(id))?.result).toEqual(result ?? null);
+  });
+
   it("one bad row among good ones: only its caller fails, with the error its own statement gives; the others are inserted", async () => {
     const { store, sql, schema } = await loggedStore();
     // A row the database refuses although it passes the SDK's validation (here a CHECK of this test's own).
