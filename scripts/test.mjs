@@ -6,7 +6,8 @@
 //      package's fast tests in one vitest run (the root vitest.config.ts)
 //   3. ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, a
 //      MariaDB (scripts/mysql-env.mjs), export CAIRNQ_TEST_MYSQL_DSN, and
-//      turbo run build typecheck lint check-package, with the consumer test
+//      turbo run build typecheck lint:repo check-package (lint:repo: one ESLint
+//      run over every package, scripts/lint.mjs), with the consumer test
 //      (npm installs, in tests/consumer) in the same run: turbo starts it as
 //      soon as the packages it packs are built
 //   4. the runtimes phase (scripts/test-runtimes.mjs): the conformance kit on
@@ -356,7 +357,9 @@ async function checks() {
   });
   if (mysqlCode !== 0) return mysqlCode;
 
-  const tasks = ["build", "typecheck", "lint", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
+  // Lint is one ESLint run over every package's lint paths (scripts/lint.mjs, the root task
+  // //#lint:repo): one process shares the parsed TypeScript between packages, where 17 did not.
+  const tasks = ["build", "typecheck", "lint:repo", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
   const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";
   const code = await phase(name, (row) =>
     turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task)),
