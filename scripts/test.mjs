@@ -40,6 +40,7 @@ import { createDatabaseBeside, ensurePostgres } from "./pg-env.mjs";
 import { ensurePgBouncer } from "./pgbouncer-env.mjs";
 import { ensureMySQL } from "./mysql-env.mjs";
 import { ALONE_FILES, FIRST_LANE, LANE_ENV, WAIT_BOUND_FILES } from "./integration-lanes.mjs";
+import { OWN_LINT } from "./lint.mjs";
 import { untieredTests } from "./tiers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -395,10 +396,13 @@ async function checks() {
 
   // Lint is one ESLint run over every package's lint paths (scripts/lint.mjs, the root task
   // //#lint:repo): one process shares the parsed TypeScript between packages, where 17 did not.
-  const tasks = ["build", "typecheck", "lint:repo", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
+  // The packages it leaves to their own lint task (OWN_LINT: the Next.js example, whose lint waits
+  // for `next build`) run theirs.
+  const ownLint = OWN_LINT.map((dir) => `${JSON.parse(fs.readFileSync(path.join(ROOT, dir, "package.json"), "utf8")).name}#lint`);
+  const tasks = ["build", "typecheck", "lint:repo", ...ownLint, "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
   const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";
   const code = await phase(name, (row) =>
-    turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task)),
+    turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task === "lint:repo" ? "lint" : task.task)),
   );
   if (code !== 0 && !interrupted) console.error(`\ntest: ${name} failed (exit ${code}); the integration tier was not run.`);
   return code;
