@@ -5,7 +5,7 @@
 //
 //   argv[2] = the database file; argv[3] = the driver (JSON, see `openRawOn`), default better-sqlite3
 //   child → parent: "ready" once watching; parent → child: "stop"
-import { watchCommits } from "./lib/commit-watch.mjs";
+import { wakeSignal, watchCommits } from "./lib/commit-watch.mjs";
 import { openRawOn, PROTOCOL } from "./lib/sqlite-backend.mjs";
 
 const file = process.argv[2];
@@ -13,16 +13,20 @@ const db = openRawOn(JSON.parse(process.argv[3] ?? "null"), file);
 const claim = db.prepare(PROTOCOL.claim);
 const complete = db.prepare(PROTOCOL.complete);
 const workerId = "worker_floor";
+const signal = wakeSignal(file);
 const stop = watchCommits(file, db, () => {
   for (;;) {
     const [row] = claim.all({ workerId, now: Date.now(), limit: 1 });
     if (row === undefined) return;
     complete.run({ result: null, now: Date.now(), id: row.id, workerId });
+    // The complete is what the other side waits for (the claim, as the store's, signals nothing).
+    signal();
   }
 });
 // The watch does not keep the process alive; the IPC channel does, until the parent says stop.
 process.on("message", () => {
   stop();
+  signal.close();
   db.close();
   process.disconnect();
 });

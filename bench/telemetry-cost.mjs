@@ -87,6 +87,7 @@ async function parent() {
           rmSync(path, { force: true });
           rmSync(`${path}-wal`, { force: true });
           rmSync(`${path}-shm`, { force: true });
+          rmSync(`${path}-wake`, { force: true });
         }
       }
     }

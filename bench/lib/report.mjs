@@ -340,7 +340,7 @@ FLOOR_LABELS["proto.call.p50"] = "call() floor p50: INSERT, claim, complete (eac
 FLOOR_LABELS["proto.call.p99"] = "call() floor p99 — protocol v1 schema";
 // The same round trip split across two processes the way a call() is (SQLite: `crossProcessCallFloor`).
 FLOOR_LABELS["proto.callx.p50"] =
-  "call() floor across two processes p50: INSERT here; another process wakes on the commit (directory watch + data_version), claims, completes; SELECT here after waking on that commit — protocol v1 schema";
+  "call() floor across two processes p50: INSERT here; another process wakes on the commit (the wake file + data_version), claims, completes; SELECT here after waking on that commit — protocol v1 schema";
 FLOOR_LABELS["proto.callx.p99"] = "call() floor across two processes p99 — protocol v1 schema";
 
 /**

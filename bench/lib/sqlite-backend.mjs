@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { watchCommits } from "./commit-watch.mjs";
+import { wakeSignal, watchCommits } from "./commit-watch.mjs";
 import { newTaskId, openStore } from "./targets.mjs";
 import { sqliteVersion } from "./machine.mjs";
 import { percentile } from "./stats.mjs";
@@ -42,7 +42,11 @@ export function openRawOn(driver, path) {
     driver === "node:sqlite"
       ? new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path)
       : new (driver === null ? Database : require(driver.betterSqlite3))(path);
-  for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON"]) db.exec(`PRAGMA ${pragma}`);
+  // busy_timeout: better-sqlite3 opens with 5 s, node:sqlite with 0, which made the raw cross-process floor's
+  // worker fail on its follow-up claim (SQLITE_BUSY against the next INSERT) instead of waiting as the other does.
+  for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON", "busy_timeout = 5000"]) {
+    db.exec(`PRAGMA ${pragma}`);
+  }
   return db;
 }
 
@@ -174,9 +178,9 @@ const CALL_FLOOR_STUCK_MS = 10_000;
 
 /**
  * The call() floor across two processes, as a call() runs: this process INSERTs the task (its own
- * commit) and waits; a raw better-sqlite3 process (`call-floor-child.mjs`) notices the commit through
- * `watchCommits` (a directory watch and `PRAGMA data_version`), claims the task and completes it (a
- * commit each); this process notices that commit the same way and SELECTs the row on a second
+ * commit) and signals the wake file; a raw better-sqlite3 process (`call-floor-child.mjs`) notices the
+ * commit through `watchCommits` (a watch on the wake file and `PRAGMA data_version`), claims the task
+ * and completes it (a commit each), signalling after the complete; this process notices that commit the same way and SELECTs the row on a second
  * connection (a reader, as the store has). The same statements and commits as the one-connection call
  * floor, plus what two processes cost on this host: two waits on the other's commit, each connection's
  * page cache emptied by the other's commits, the wake-ups every WAL write sends the other side.
@@ -187,6 +191,7 @@ export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
   const reader = openRawOn(driver, path);
   const insert = db.prepare(PROTOCOL.insert);
   const get = reader.prepare(PROTOCOL_GET);
+  const signal = wakeSignal(path);
   const child = fork(CALL_FLOOR_CHILD, [path, JSON.stringify(driver)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   let waiting = null;
@@ -211,6 +216,7 @@ export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
         stuck = setTimeout(() => reject(new Error(`the cross-process call floor's task ${ids[i]} did not succeed within ${CALL_FLOOR_STUCK_MS} ms`)), CALL_FLOOR_STUCK_MS);
       });
       insert.run({ id: ids[i], payload: JSON.stringify({ i }), now: Date.now() });
+      signal();
       try {
         await done;
       } finally {
@@ -223,6 +229,7 @@ export async function crossProcessCallFloor(driver, path, { calls, warmup }) {
     stop();
     if (child.connected) child.send("stop");
     await exited;
+    signal.close();
     reader.close();
     db.close();
   }
@@ -240,14 +247,14 @@ export const sqliteBackend = {
     return sqliteVersion();
   },
 
-  /** A fresh database file; `cleanup()` removes it with its WAL and shm files. */
+  /** A fresh database file; `cleanup()` removes it with its WAL, shm and wake files. */
   async fresh(label) {
     counter += 1;
     const path = join(runDir(), `${String(counter).padStart(3, "0")}-${label}.db`);
     return {
       target: { backend: "sqlite", path },
       cleanup: async () => {
-        for (const suffix of ["", "-wal", "-shm"]) rmSync(path + suffix, { force: true });
+        for (const suffix of ["", "-wal", "-shm", "-wake"]) rmSync(path + suffix, { force: true });
       },
     };
   },

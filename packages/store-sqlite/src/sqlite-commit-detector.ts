@@ -3,10 +3,18 @@
  * millisecond, that some connection on this host committed to the database.
  *
  * Terminology:
- * - **event**: the filesystem says the database file or its `-wal` changed
- *   (inotify on Linux, through `fs.watch` on the file's directory). An event
- *   is only a hint: a transaction writes its WAL frames before it commits,
- *   and a checkpoint writes the main file without committing anything.
+ * - **signal**: a CairnQ process wrote the database's wake file after a
+ *   commit (`sqlite-wake-signal.ts`); the detector watches that one file
+ *   (inotify on Linux, through `fs.watch`), so it hears one event per commit,
+ *   after the commit is visible.
+ * - **event**: without a wake file (it could not be created), the filesystem
+ *   says the database file or its `-wal` changed (`fs.watch` on the file's
+ *   directory). Such an event is only a hint: a transaction writes its WAL
+ *   frames before it commits (one event each), and a checkpoint writes the
+ *   main file without committing anything.
+ * - **backstop**: while watching the wake file, a check every
+ *   {@link SQLiteWakeupsOptions.backstopMs}, for commits of writers that do
+ *   not signal (another protocol-v1 implementation, the `sqlite3` shell).
  * - **check**: reading `PRAGMA data_version` on the store's reader (a
  *   connection that never writes), which changes exactly when some other
  *   connection — another process, or this process's writer — committed.
@@ -46,6 +54,25 @@ import type { SQLiteWakeupsMode, SQLiteWakeupsOptions, WakeupSource } from "./sq
  */
 const AFTER_EVENT_DELAYS_MS: readonly number[] = [1, 4, 16];
 const AFTER_COMMIT_DELAYS_MS: readonly number[] = [2];
+const NO_DELAYS: readonly number[] = [];
+
+/**
+ * Bun's `fs.watch` drops events: of 20 writes to one file by another process, in pairs 0.3 ms apart
+ * it reported 11 (Node 17, the kernel merging unread ones, which is harmless), 10 ms apart 19 (Node
+ * 20). A lost signal is a commit nobody hears until the backstop, so under Bun the detector watches
+ * the directory as before, where a commit makes about eleven events and follow-up checks cover the
+ * lost ones; the store still writes its signals, for the processes that watch the wake file.
+ */
+const LOSSY_WATCH = (process.versions as Record<string, string | undefined>).bun !== undefined;
+
+/**
+ * The backstop's interval: how late, at worst, a waiter hears a commit of a
+ * writer that does not signal (before its own timeout, which the worker's
+ * poll interval sets: 500 ms by default). Each check is a timer wake-up and
+ * one `PRAGMA data_version` (~60 µs of CPU on the 2-core dev machine), so a
+ * waiting process spends ~0.6 ms of CPU per second on it.
+ */
+const DEFAULT_BACKSTOP_MS = 100;
 
 /**
  * Mode switches, counted over windows of 50 ms. Watching costs ~6 µs per
@@ -110,6 +137,11 @@ export class SQLiteCommitDetector {
   #mode: SQLiteWakeupsMode = "off";
   #watcher: fs.FSWatcher | null = null;
   #directory = "";
+  /** What is watched: the wake file, or the directory when there is none. */
+  #watchPath = "";
+  /** Watching the wake file: every event follows a visible commit, and the backstop runs. */
+  #signalled = false;
+  readonly #backstopMs: number;
   /** The file and its WAL, as named in the directory's events. */
   #names: ReadonlySet<string> = new Set();
   #closed = false;
@@ -140,6 +172,7 @@ export class SQLiteCommitDetector {
     this.#minWakeGapMs = options.minWakeGapMs ?? 1;
     this.#idleStopMs = options.idleStopMs ?? 1000;
     this.#retryWatchMs = options.retryWatchMs ?? 5000;
+    this.#backstopMs = options.backstopMs ?? DEFAULT_BACKSTOP_MS;
     this.#watch = options.watch ?? ((directory, fn) => fs.watch(directory, { persistent: false }, fn));
   }
 
@@ -169,9 +202,11 @@ export class SQLiteCommitDetector {
     if (this.#closed || performance.now() < this.#retryWatchAt) return false;
     let file: string | null;
     let version: number | null;
+    let wake: string | null;
     try {
       file = this.#source.databaseFile();
       version = file === null ? null : this.#source.dataVersion();
+      wake = this.#source.wakeFile?.() ?? null;
     } catch {
       return false;
     }
@@ -179,7 +214,10 @@ export class SQLiteCommitDetector {
     if (file === null || version === null) return false;
     this.#directory = path.dirname(file);
     const base = path.basename(file);
-    this.#names = new Set([base, `${base}-wal`]);
+    this.#signalled = wake !== null && !LOSSY_WATCH;
+    this.#watchPath = this.#signalled ? (wake as string) : this.#directory;
+    // Watching the directory, a signal also counts: it comes after its commit, whose frames' events may all have been checked too early.
+    this.#names = new Set(this.#signalled ? [path.basename(wake as string)] : [base, `${base}-wal`, ...(wake === null ? [] : [path.basename(wake)])]);
     if (!this.#openWatcher()) return false;
     this.#version = version;
     return true;
@@ -236,7 +274,7 @@ export class SQLiteCommitDetector {
   /** Enters watch mode; on failure, stops and sleeps for `retryWatchMs`. */
   #openWatcher(): boolean {
     try {
-      const watcher = this.#watch(this.#directory, (_event, filename) => this.#onEvent(filename));
+      const watcher = this.#watch(this.#watchPath, (_event, filename) => this.#onEvent(filename));
       watcher.on("error", () => this.#fail());
       watcher.unref();
       this.#watcher = watcher;
@@ -248,6 +286,7 @@ export class SQLiteCommitDetector {
     this.#pending = false;
     this.#windowStart = performance.now();
     this.#windowCount = 0;
+    if (this.#signalled) this.#requestBackstop(this.#windowStart);
     return true;
   }
 
@@ -306,7 +345,8 @@ export class SQLiteCommitDetector {
     if (filename !== null && !this.#names.has(filename.toString())) return;
     this.#pending = true;
     this.#attempt = 0;
-    this.#tail = AFTER_EVENT_DELAYS_MS;
+    // A signal follows its commit, so the check right on it finds it: no follow-up checks.
+    this.#tail = this.#signalled ? NO_DELAYS : AFTER_EVENT_DELAYS_MS;
     this.#requestCheck(now);
   }
 
@@ -337,6 +377,11 @@ export class SQLiteCommitDetector {
       this.#cancelPendingCheck = () => clearImmediate(immediate);
     }
     this.#checkAt = atMs;
+  }
+
+  /** The next backstop check, `backstopMs` after `now`, unless a check is due earlier. */
+  #requestBackstop(now: number): void {
+    if (this.#backstopMs > 0 && Number.isFinite(this.#backstopMs)) this.#requestCheck(now + this.#backstopMs);
   }
 
   #cancelCheck(): void {
@@ -379,7 +424,12 @@ export class SQLiteCommitDetector {
       this.#requestCheck(now + this.#minWakeGapMs);
       return;
     }
+    if (this.#signalled) this.#requestBackstop(now);
     if (!this.#pending) return;
+    if (this.#signalled) {
+      this.#pending = false;
+      return;
+    }
     if (committed) {
       this.#attempt = 0;
       this.#tail = AFTER_COMMIT_DELAYS_MS;

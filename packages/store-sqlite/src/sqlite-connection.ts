@@ -22,6 +22,7 @@ import { loadSQLiteDriver } from "./drivers/load-driver.js";
 import type { SQLiteDriver, SQLiteDriverConnection, SQLiteDriverName, SQLiteDriverStatement } from "./drivers/sqlite-driver.js";
 import { pragmaValue } from "./drivers/sqlite-driver.js";
 import { CachingDatabase } from "./statement-cache.js";
+import { WakeSignal } from "./sqlite-wake-signal.js";
 import type { QueueConnection, WriteQueue } from "./write-queue.js";
 import { acquireWriteQueue, releaseWriteQueue } from "./write-queue.js";
 
@@ -81,6 +82,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   #driver: SQLiteDriver | null = null;
   #writes = 0;
   #checkpointer: SQLiteCheckpointer | null = null;
+  #wakeSignal: WakeSignal | null = null;
 
   /**
    * Prepares (does not open) the connections; {@link SQLiteConnection.open} opens them.
@@ -174,6 +176,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
         // SQLite's own resolution (URI filenames, symlinks): the WAL lives next to this name.
         const main = (writer.prepare("PRAGMA database_list").all([]) as { name: string; file: string }[]).find((db) => db.name === "main");
         this.#mainFile = main === undefined || main.file === "" ? null : main.file;
+        if (this.#mainFile !== null) this.#wakeSignal = WakeSignal.open(this.#mainFile);
         if (this.#mainFile !== null && driver.checkpointThread !== null) {
           this.#checkpointer = new SQLiteCheckpointer(this.#mainFile, driver.checkpointThread, {
             setAutocheckpoint: (frames) => {
@@ -267,6 +270,16 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     return this.#queuedIn.get([JSON.stringify(queues)]) !== undefined;
   }
 
+  /** The wake file this store signals after its commits; null for an in-memory database, while not open, or when it could not be opened (§9 wake-ups watch it). */
+  wakeFile(): string | null {
+    return this.#reader.isOpen ? (this.#wakeSignal?.path ?? null) : null;
+  }
+
+  /** The write queue committed a turn of this connection: signal the processes waiting on this file. */
+  committed(): void {
+    this.#wakeSignal?.signal();
+  }
+
   /** How many statements {@link SQLiteConnection.execute} has run on the writer (§9 wake-ups: did a woken claim write?). */
   writes(): number {
     return this.#writes;
@@ -283,6 +296,8 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     this.#checkpointer?.terminate();
     this.#checkpointer = null;
     this.#mainFile = null;
+    this.#wakeSignal?.close();
+    this.#wakeSignal = null;
     this.#dataVersion = null;
     this.#settledAmong = null;
     this.#queuedIn = null;

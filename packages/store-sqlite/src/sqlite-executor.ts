@@ -59,7 +59,8 @@ export class SQLiteExecutor extends BaseStoreExecutor {
    */
   override writeTransactionAfter<T>(_db: AnyKysely, first: QueryThunk, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
     const c = this.connection;
-    const result = c.queue.transaction(c, fn, { first, direct: true });
+    // Its draws only move tasks from queued to running, which no waiter waits for: a wake signal only when lease recovery changed rows.
+    const result = c.queue.transaction(c, fn, { first, direct: true, quietUnlessFirstChanges: true });
     c.maybeRefreshStatistics();
     return result;
   }

@@ -37,6 +37,10 @@
  * - **maintenance job**: best-effort work (statistics) that is dropped, not
  *   retried, when the database is busy.
  *
+ * Wake signal: after every turn that committed, the queue calls the
+ * connection's `committed()` once (before its callers settle), which tells
+ * waiting processes on this host (`sqlite-wake-signal.ts`).
+ *
  * Busy handling: `busy_timeout` is 0 after open, so a lock held by another
  * process surfaces as `SQLITE_BUSY` at once. The job (a whole batch) goes
  * back to the head of the queue and the queue sleeps an awaited, jittered
@@ -134,6 +138,11 @@ export interface QueueConnection {
   readonly file: string;
   /** The busy budget of this connection's jobs. */
   readonly busyTimeoutMs: number;
+  /**
+   * Called once after each turn that committed (an autocommit statement, a group commit, a transaction,
+   * an exclusive job), before its callers settle: the store's cross-process wake signal. Must not throw.
+   */
+  committed?(): void;
 }
 
 interface JobBase {
@@ -159,6 +168,8 @@ interface TransactionJob extends JobBase {
   readonly first: QueryThunk | null;
   /** Whether the body gets the direct runner instead of Kysely's connection (see {@link TransactionOptions}). */
   readonly direct: boolean;
+  /** See {@link TransactionOptions.quietUnlessFirstChanges}. */
+  readonly quiet: boolean;
   resolve(value: unknown): void;
 }
 
@@ -174,6 +185,15 @@ export interface TransactionOptions {
    * @default false
    */
   readonly direct?: boolean;
+  /**
+   * The transaction tells no waiter anything unless `first` changed rows: the claim cycle's, whose
+   * draws only move tasks from queued to running, which neither a claim wait (it waits for queued
+   * tasks) nor a task-done wait (terminal ones) is waiting for; its lease recovery (`first`) may
+   * requeue or end tasks, which they are. When it changed nothing and the transaction shared its
+   * commit with no statement job, the turn sends no wake signal (see {@link QueueConnection.committed}).
+   * @default false
+   */
+  readonly quietUnlessFirstChanges?: boolean;
 }
 
 type Job = StatementJob | TransactionJob;
@@ -258,6 +278,7 @@ export class WriteQueue {
         body: fn,
         first: options.first ?? null,
         direct: options.direct ?? false,
+        quiet: options.quietUnlessFirstChanges ?? false,
         resolve: resolve,
         reject,
         firstBusyAt: null,
@@ -277,7 +298,7 @@ export class WriteQueue {
    */
   exclusive<T>(connection: QueueConnection, fn: () => Promise<T>): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.#enqueue({ kind: "exclusive", connection, body: fn, first: null, direct: false, resolve, reject, firstBusyAt: null, attempts: 0 });
+      this.#enqueue({ kind: "exclusive", connection, body: fn, first: null, direct: false, quiet: false, resolve, reject, firstBusyAt: null, attempts: 0 });
     });
   }
 
@@ -290,6 +311,7 @@ export class WriteQueue {
         body: fn,
         first: null,
         direct: false,
+        quiet: false,
         resolve: () => resolve(),
         reject: () => resolve(),
         firstBusyAt: null,
@@ -404,6 +426,7 @@ export class WriteQueue {
         else job.reject(err);
         return;
       }
+      connection.committed?.();
       job.resolve(value);
       return;
     }
@@ -424,6 +447,7 @@ export class WriteQueue {
       this.#failTransaction(batch, thrown);
       return;
     }
+    connection.committed?.();
     settle(batch, outcomes, 0);
   }
 
@@ -531,13 +555,14 @@ export class WriteQueue {
       const outcomes: MergedOutcome<unknown>[] = [];
       let own: MergedOutcome<unknown>;
       let after: StatementJob[] = [];
+      let firstChanged = true;
       try {
         this.#runMembers(before, outcomes, 0);
         // Alone in the transaction, the claim needs no savepoint: its failure rolls back the whole of it.
         const shared = before.length > 0;
         if (shared) connection.execute(TX_SAVEPOINT);
         try {
-          if (tx.first !== null) connection.execute(tx.first());
+          if (tx.first !== null) firstChanged = changedRows(connection.execute(tx.first()));
           const value = await tx.body(directRunner(connection));
           if (shared) connection.execute(TX_RELEASE);
           own = { ok: true, value };
@@ -563,6 +588,7 @@ export class WriteQueue {
         return;
       }
       const members = before.length + after.length;
+      if (members > 0 || !tx.quiet || firstChanged) connection.committed?.();
       if (members > 0) {
         this.stats.fusedClaims += 1;
         this.stats.groupCommits += 1;
@@ -612,11 +638,16 @@ export class WriteQueue {
     this.stats.transactions += 1;
     const connection = job.connection;
     if (job.kind === "exclusive") {
+      let value: unknown;
       try {
-        job.resolve(await (job.body as unknown as () => Promise<unknown>)());
+        value = await (job.body as unknown as () => Promise<unknown>)();
       } catch (err) {
         job.reject(err);
+        return;
       }
+      // The caller's own transaction on a connection of theirs, committed by now.
+      connection.committed?.();
+      job.resolve(value);
       return;
     }
     // Holding Kysely's connection keeps Kysely users of the writer (an in-memory database's reads, a caller's
@@ -640,8 +671,9 @@ export class WriteQueue {
         return;
       }
       let value: unknown;
+      let firstChanged = true;
       try {
-        if (job.first !== null) connection.execute(job.first());
+        if (job.first !== null) firstChanged = changedRows(connection.execute(job.first()));
         value = await job.body(job.direct ? directRunner(connection) : conn);
         connection.execute(COMMIT);
       } catch (err) {
@@ -650,6 +682,7 @@ export class WriteQueue {
         else job.reject(err);
         return;
       }
+      if (!job.quiet || firstChanged) connection.committed?.();
       job.resolve(value);
     });
   }
@@ -684,6 +717,11 @@ function settle(jobs: readonly StatementJob[], outcomes: readonly MergedOutcome<
     if (outcome.ok) job.resolve(outcome.value);
     else job.reject(outcome.error);
   });
+}
+
+/** Whether a statement changed (or returned) rows. */
+function changedRows(result: QueryResult<Row>): boolean {
+  return result.rows.length > 0 || (result.numAffectedRows ?? 0n) > 0n;
 }
 
 /** Rolls back the writer's open transaction, if SQLite has not already; a failing ROLLBACK is ignored (nothing is left to undo). */

@@ -268,10 +268,11 @@ interface FakeWatcher extends EventEmitter {
   listener: (event: string, filename: string | null) => void;
 }
 
-function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
+function fakeWakeups(options: SQLiteWakeupsOptions = {}, wakeFile: string | null = null) {
   const db = { version: 1, queued: false, settled: new Set<string>(), reads: 0, writes: 0 };
   const source: WakeupSource = {
     databaseFile: () => "/data/cairnq.db",
+    ...(wakeFile === null ? {} : { wakeFile: () => wakeFile }),
     dataVersion: () => {
       db.reads++;
       return db.version;
@@ -283,8 +284,8 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}) {
   const watchers: FakeWatcher[] = [];
   const wakeups = new SQLiteWakeups(source, {
     ...options,
-    watch: (directory, listener) => {
-      expect(directory).toBe("/data");
+    watch: (watched, listener) => {
+      expect(watched).toBe(wakeFile ?? "/data");
       const watcher = Object.assign(new EventEmitter(), {
         closed: false,
         listener,
@@ -513,5 +514,56 @@ describe("SQLiteWakeups checks", () => {
     expect(next.settled()).toBe(false);
     wakeups.close();
     await next.done;
+  });
+});
+
+describe("SQLiteWakeups checks on a wake file", () => {
+  /** Another CairnQ process commits, then signals: the data version moves, then the wake file changes. */
+  const signalled = (wakeFile = "/data/cairnq.db-wake", options: SQLiteWakeupsOptions = { backstopMs: 0 }) => {
+    const fake = fakeWakeups(options, wakeFile);
+    const signal = (): void => {
+      fake.db.version++;
+      fake.watcher().listener("change", "cairnq.db-wake");
+    };
+    return { ...fake, signal };
+  };
+
+  it("watches the wake file, not the directory, and wakes on its signal with one check and no follow-ups", async () => {
+    const { db, wakeups, watcher, signal } = signalled();
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
+    const readsBefore = db.reads;
+    signal();
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    // The follow-up checks of the directory mode (1, 4, 16 ms after an event; 2 ms after a commit) are not run.
+    await pause(40);
+    expect(db.reads - readsBefore).toBe(1);
+    // WAL writes are not watched (the kernel would not report them to this watch; the name filter agrees).
+    const quiet = timed(wakeups.claimWake(["default"], 60));
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    expect(await quiet.done).toBeGreaterThanOrEqual(50);
+    wakeups.close();
+  });
+
+  it("a backstop check finds the commit of a writer that does not signal", async () => {
+    const { db, wakeups } = signalled(undefined, { backstopMs: 20 });
+    await wakeups.claimWake(["default"], 1);
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
+    db.version++;
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    wakeups.close();
+  });
+
+  it("without the backstop a waiter on a wake file is woken by signals only (backstopMs 0)", async () => {
+    const { db, wakeups } = signalled();
+    await wakeups.claimWake(["default"], 1);
+    const readsBefore = db.reads;
+    db.queued = true;
+    db.version++;
+    expect(await timed(wakeups.claimWake(["default"], 60)).done).toBeGreaterThanOrEqual(50);
+    expect(db.reads - readsBefore).toBe(0);
+    wakeups.close();
   });
 });

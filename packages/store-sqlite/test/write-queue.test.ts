@@ -20,6 +20,39 @@ function write(store: SQLiteStore, sql: string, parameters: unknown[] = []): Pro
 }
 
 describe("group commit (§13)", () => {
+  it("signals the wake file once per committed turn, before the callers settle, and not for a turn that failed", async () => {
+    const store = openStore();
+    await store.connect();
+    const connection = dialectOf(store).connection;
+    const signalled: number[] = [];
+    let settled = 0;
+    const committed = vi.spyOn(connection, "committed").mockImplementation(() => void signalled.push(settled));
+    // Issued in one tick: one group commit, one signal, before any of the three resolves.
+    await Promise.all([store.submit({ name: "n" }), store.submit({ name: "n" }), store.submit({ name: "n" })].map((p) => p.then(() => settled++)));
+    expect(signalled).toEqual([0]);
+    // A claim alone only moves tasks from queued to running, which nobody waits for: no signal.
+    const claimed = await store.claim({ queues: ["default"], workerId: "w", limit: 2, leaseMs: 1 });
+    expect(claimed).toHaveLength(2);
+    expect(committed).toHaveBeenCalledTimes(1);
+    // Once its lease recovery changes rows (the two leases ran out: requeued), the claim's commit signals.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await store.claim({ queues: ["default"], workerId: "w", limit: 3 })).toHaveLength(3);
+    expect(committed).toHaveBeenCalledTimes(2);
+    // A claim that shares its commit with a settlement signals for the settlement.
+    const [task] = await store.claim({ queues: ["default"], workerId: "w2", limit: 1 }).then(async (none) => {
+      expect(none).toHaveLength(0);
+      return store.list({ status: "running", limit: 1 });
+    });
+    await Promise.all([
+      store.complete({ taskId: task!.id, workerId: task!.worker_id!, result: null }),
+      store.claim({ queues: ["default"], workerId: "w", limit: 1, probe: false }),
+    ]);
+    expect(committed).toHaveBeenCalledTimes(3);
+    // A statement that fails alone commits nothing: no signal.
+    await expect(write(store, "UPDATE cairnq_tasks SET status = 'paused'")).rejects.toThrow();
+    expect(committed).toHaveBeenCalledTimes(3);
+  });
+
   it("GroupRolledBack passes instanceof across two copies of the package (a registry-symbol brand)", async () => {
     const specifier = "../src/write-queue.ts?second-copy";
     const copy = (await import(/* @vite-ignore */ specifier)) as typeof WriteQueueModule;

@@ -1,4 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import fs from "node:fs";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { LONG_MS, exited, nextLine, openStore, pause, spawnFixture, tempFile, timed, wakeupsOf } from "../helpers.js";
 
@@ -41,6 +43,40 @@ describe("SQLiteWakeups on a database file", () => {
     await send({ op: "complete", taskId: task.id, workerId: "child" });
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
     expect((await store.getStatus(task.id))?.status).toBe("succeeded");
+    await send({ op: "close" });
+  });
+
+  it("a store signals its commits through the wake file, and a waiter hears a raw writer's commit by the backstop", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await store.connect();
+    expect(fs.existsSync(`${file}-wake`)).toBe(true);
+    const send = await startChild(file);
+    // The child's store writes the wake file after its commit (a watcher of that file alone hears it).
+    const heard = new Promise<void>((resolve) => {
+      const watcher = fs.watch(`${file}-wake`, () => {
+        watcher.close();
+        resolve();
+      });
+    });
+    await send({ op: "submit", queue: "elsewhere" });
+    await heard;
+    // A writer that does not signal (the raw driver, as another protocol-v1 implementation would write).
+    const raw = new Database(file);
+    try {
+      const wait = timed(store.claimWake(["jobs"], LONG_MS));
+      await pause(20);
+      raw
+        .prepare(
+          "INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id, created_at_ms, updated_at_ms) " +
+            "VALUES ('task_raw', 'job', 'jobs', 'queued', 'null', '{}', 3, 0, 0, 'task_raw', 0, 0)",
+        )
+        .run();
+      // Within the backstop (100 ms) and its timer's slack, long before the wait's own timeout.
+      expect(await wait.done).toBeLessThan(1_000);
+    } finally {
+      raw.close();
+    }
     await send({ op: "close" });
   });
 

@@ -1,0 +1,131 @@
+// Where a cross-process call() on SQLite spends its time, and whether its writes collide: a client in
+// this process makes sequential call()s to an idle worker in a child process on the same runtime (Node or
+// Bun) and driver; both stamp their store calls on the shared clock (performance.timeOrigin + now), and the
+// medians of each hop are printed with the CPU time per call of each process and the SQLITE_BUSY retries of
+// each side's write queue (the turns that hit a lock held by the other process and slept the backoff).
+// Diagnostic only, not part of the bench table.
+//
+//   node bench/call-timeline.mjs [--calls 1000] [--driver better-sqlite3|node:sqlite|bun:sqlite]
+//   node_modules/.cache/cairnq-runtimes/@oven+bun-linux-x64@1.4.5/package/bin/bun bench/call-timeline.mjs --driver bun:sqlite
+import { fork } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { CairnQ, SQLiteStore, Worker } from "cairnq";
+
+const { values } = parseArgs({ options: { calls: { type: "string", default: "1000" }, driver: { type: "string" }, child: { type: "string" } } });
+const driver = values.driver;
+const now = () => performance.timeOrigin + performance.now();
+/** [store method, start, end, task id] of every wrapped call in this process. */
+const log = [];
+
+/** Wraps `names` on SQLiteStore's prototype chain so every call is stamped into `log`. */
+function stamp(names) {
+  for (const name of names) {
+    let proto = SQLiteStore.prototype;
+    let fn;
+    while (proto !== null && (fn = Object.getOwnPropertyDescriptor(proto, name)?.value) === undefined) proto = Object.getPrototypeOf(proto);
+    if (fn === undefined) throw new Error(`SQLiteStore has no ${name}`);
+    SQLiteStore.prototype[name] = async function stamped(...args) {
+      const started = now();
+      try {
+        return await fn.apply(this, args);
+      } finally {
+        log.push([name, started, now()]);
+      }
+    };
+  }
+}
+
+const busyOf = (store) => store?.dialect?.connection?.queue?.stats?.busyRetries ?? null;
+
+if (values.child !== undefined) {
+  stamp(["claim", "completeRef", "complete", "claimWake"]);
+  const worker = Worker.sqlite(values.child, { driver });
+  worker.task("noop", () => {
+    log.push(["handler", now(), now()]);
+    return null;
+  });
+  const running = worker.run();
+  let mark = null;
+  let busyAtMark = 0;
+  process.on("message", async (message) => {
+    if (message === "mark") {
+      mark = process.cpuUsage();
+      busyAtMark = busyOf(worker.store) ?? 0;
+      log.length = 0;
+      return;
+    }
+    const cpu = process.cpuUsage(mark ?? undefined);
+    const busy = (busyOf(worker.store) ?? 0) - busyAtMark;
+    await worker.stop();
+    await running;
+    await worker.close();
+    process.send({ log, cpuUs: cpu.user + cpu.system, busy });
+    process.disconnect();
+  });
+  process.send("ready");
+} else {
+  const calls = Number(values.calls);
+  const dir = mkdtempSync(join(tmpdir(), "cairnq-timeline-"));
+  const file = join(dir, "timeline.db");
+  const client = CairnQ.sqlite(file, { driver });
+  await client.connect();
+  stamp(["submit", "getStatus", "get", "taskDoneWake"]);
+  const args = ["--child", file, ...(driver === undefined ? [] : ["--driver", driver])];
+  const child = fork(fileURLToPath(import.meta.url), args, { execPath: process.execPath });
+  await new Promise((resolve) => child.once("message", resolve));
+  for (let i = 0; i < 50; i += 1) await client.call("noop", {});
+  child.send("mark");
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  log.length = 0;
+  const busyBefore = busyOf(client.store);
+  const cpuFrom = process.cpuUsage();
+  const spans = [];
+  for (let i = 0; i < calls; i += 1) {
+    const started = now();
+    await client.call("noop", {});
+    spans.push([started, now()]);
+  }
+  const cpu = process.cpuUsage(cpuFrom);
+  const clientBusy = busyOf(client.store) - busyBefore;
+  const exited = new Promise((resolve) => child.once("message", resolve));
+  child.send("stop");
+  const worker = await exited;
+  await client.close();
+  rmSync(dir, { recursive: true, force: true });
+
+  const all = [...log.map((e) => ["client", ...e]), ...worker.log.map((e) => ["worker", ...e])].sort((a, b) => a[2] - b[2]);
+  const hops = new Map();
+  const add = (hop, ms) => hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]);
+  for (const [started, ended] of spans) {
+    const inCall = all.filter((e) => e[2] >= started && e[2] <= ended);
+    const find = (side, name) => inCall.find((e) => e[0] === side && e[1] === name);
+    const submit = find("client", "submit");
+    const claim = inCall.find((e) => e[0] === "worker" && e[1] === "claim" && e[2] >= (submit?.[3] ?? Infinity));
+    const handler = find("worker", "handler");
+    const complete = find("worker", "completeRef") ?? find("worker", "complete");
+    if (submit === undefined || claim === undefined || handler === undefined || complete === undefined) continue;
+    const wake = all.filter((e) => e[0] === "worker" && e[1] === "claimWake" && e[3] <= claim[2]).pop();
+    const doneWake = inCall.filter((e) => e[0] === "client" && e[1] === "taskDoneWake").pop();
+    add("the whole call()", ended - started);
+    add("client: submit", submit[3] - submit[2]);
+    add("worker: submit's end → its claim wait ends", Math.max(0, (wake?.[3] ?? submit[3]) - submit[3]));
+    add("worker: → claim starts (probe included in claim)", claim[2] - (wake?.[3] ?? submit[3]));
+    add("worker: claim", claim[3] - claim[2]);
+    add("worker: claim's end → handler", handler[2] - claim[3]);
+    add("worker: handler → complete starts", complete[2] - handler[2]);
+    add("client: complete starts → its done wait ends", (doneWake?.[3] ?? complete[2]) - complete[2]);
+    add("client: done wait's end → call() returns", ended - (doneWake?.[3] ?? complete[2]));
+  }
+  const median = (samples) => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+  const runtime = process.versions.bun === undefined ? `Node ${process.version}` : `Bun ${process.versions.bun}`;
+  console.log(`${calls} sequential call()s, ${runtime}, driver ${client.store.driver ?? driver ?? "default"}; medians in µs:`);
+  for (const [hop, samples] of hops) console.log(`  ${hop.padEnd(52)} ${median(samples).toFixed(0).padStart(7)}`);
+  const reads = (name) => (log.filter((e) => e[0] === name).length / calls).toFixed(2);
+  console.log(`  client reads per call: getStatus ${reads("getStatus")}, get ${reads("get")}`);
+  console.log(`  CPU per call: client ${(cpu.user + cpu.system) / calls | 0} µs, worker ${worker.cpuUs / calls | 0} µs`);
+  console.log(`  SQLITE_BUSY retries: client ${clientBusy} (timed calls), worker ${worker.busy} (same calls)`);
+}
