@@ -18,7 +18,7 @@
 //      cairnq in one and every other package one at a time in the other (with
 //      databases of its own: NOTIFY is per database), and beside them the
 //      wait-bound lane: the few cairnq suites that mostly wait; then, alone,
-//      the cairnq suite that needs both cores (scripts/integration-lanes.mjs:
+//      the cairnq suites that need both cores or their whole timeout (scripts/integration-lanes.mjs:
 //      the turbo runs leave those files out)
 //   6. stop a throwaway Postgres, print how long each phase took and
 //      "N passed, N failed"
@@ -454,8 +454,8 @@ async function main() {
   // measured against the clock: one package at a time; beside them, in a lane of
   // their own, only cairnq's suites that mostly wait (scripts/integration-lanes.mjs).
   const title = secondLane
-    ? `integration tier: ${FIRST_LANE.join(", ")} | every other package | the wait-bound lane; then one suite alone`
-    : "integration tier: one package at a time | the wait-bound lane; then one suite alone";
+    ? `integration tier: ${FIRST_LANE.join(", ")} | every other package | the wait-bound lane; then the suites that run alone`
+    : "integration tier: one package at a time | the wait-bound lane; then the suites that run alone";
   const integration = await phase(title, async (row) => {
     const restEnv = { ...process.env, [LANE_ENV]: "rest" };
     const turboArgs = ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs];
@@ -477,9 +477,10 @@ async function main() {
     const [restCode, waitsCode] = await Promise.all([rest, waits]);
     if (restCode !== 0 && !interrupted) console.error(`test: turbo run test:integration failed (exit ${restCode}).`);
     if (waitsCode !== 0 && !interrupted) console.error(`test: the wait-bound lane failed (exit ${waitsCode}).`);
-    // Then, alone, the suites that keep both cores busy and bound a latency (integration-lanes.mjs).
+    // Then, alone, the suites that keep both cores busy or need their whole timeout (integration-lanes.mjs).
     const aloneCode = await phase(`alone: cairnq ${ALONE_FILES.map((f) => path.basename(f, ".test.ts")).join(", ")}`, () =>
-      run(PNPM, ["--filter", "cairnq", "exec", "vitest", "run", ...ALONE_FILES], { onLine: countTests }),
+      // One file after another (vitest would run them side by side).
+      run(PNPM, ["--filter", "cairnq", "exec", "vitest", "run", "--no-file-parallelism", ...ALONE_FILES], { onLine: countTests }),
       1,
     );
     if (aloneCode !== 0 && !interrupted) console.error(`test: the suites that run alone failed (exit ${aloneCode}).`);
