@@ -7,16 +7,35 @@
 // CPU over a minute: those run in a lane of their own beside the rest, where
 // their bounds (seconds to tens of seconds) leave room for a busy core.
 //
-// A file listed here runs in the `waits` lane only; every other file of
-// cairnq's test/integration/ runs in the `rest` lane (the package's vitest
+// The opposite kind runs alone, after the lanes: a suite that keeps both cores
+// busy for a minute and holds a bound on latency, which the other lanes would
+// break (the PgBouncer fleet: 25 processes; its idle pickup by polling must
+// stay within two poll intervals, and beside the other lanes its p99 reached
+// 1.8 s against 1 s), or that takes nearly its whole timeout even alone (the
+// durable-steps kill test on Postgres: ~20 s of its file's 20-22 s against a
+// 20 s test timeout; beside the other lanes it timed out once in four runs).
+//
+// A file listed here runs in the `waits` lane or alone only; every other file
+// of cairnq's test/integration/ runs in the `rest` lane (the package's vitest
 // config leaves these out when CAIRNQ_INTEGRATION_LANE=rest). A developer's
 // `pnpm --filter cairnq test:integration` runs them all.
+
+/**
+ * The packages of the first of the two lanes of one package at a time (`pnpm test` runs every other
+ * package's test:integration in the second, beside it, on databases of its own): cairnq, and enough
+ * small packages that the lanes take about as long as each other (in CI, cairnq's files without the
+ * fleet and the wait-bound ones about 3.5 minutes, every other package together about 5).
+ */
+export const FIRST_LANE = ["cairnq", "@cairnq/store-mysql", "@cairnq/example-express"];
 
 /** Files of packages/cairnq that run in the waits lane, relative to that package. */
 export const WAIT_BOUND_FILES = [
   "test/integration/postgres-half-open.test.ts",
   "test/integration/postgres-restart.test.ts",
 ];
+
+/** Files of packages/cairnq that run alone once the lanes are done, relative to that package. */
+export const ALONE_FILES = ["test/integration/pgbouncer-fleet.test.ts", "test/integration/steps-processes-postgres.test.ts"];
 
 /** The environment variable that tells cairnq's vitest config which lane it runs. */
 export const LANE_ENV = "CAIRNQ_INTEGRATION_LANE";

@@ -67,7 +67,7 @@ function tryStart(log) {
 /**
  * A MySQL/MariaDB database for this run; see the file's opening block for the order tried.
  * @param {{ log?: (line: string) => void }} [opts]
- * @returns {Promise<{ dsn: string, stop: () => Promise<void>, source: string }>}
+ * @returns {Promise<{ dsn: string, stop: () => Promise<void>, source: string, beside: (suffix: string) => Promise<string> }>}
  */
 export async function ensureMySQL(opts = {}) {
   const log = opts.log ?? (() => {});
@@ -106,5 +106,18 @@ export async function ensureMySQL(opts = {}) {
       const [rows] = await c.query("SELECT schema_name AS name FROM information_schema.schemata WHERE schema_name = ? OR schema_name LIKE ?", [name, `${name}\\_%`]);
       for (const row of rows) await c.query(`DROP DATABASE IF EXISTS \`${row.name}\``);
     });
-  return { dsn: url.toString(), stop, source };
+  // A database for a second lane of `pnpm test` (its tests make per-case databases beside it as the
+  // first lane's do, under a name of its own); stop() drops it with the rest (its name starts with `name_`).
+  const beside = async (suffix) => {
+    const other = `${name}_${suffix}`;
+    if (!/^[A-Za-z0-9_]+$/.test(other)) throw new Error(`cannot name a database "${other}"`);
+    await withServer(base, async (c) => {
+      await c.query(`DROP DATABASE IF EXISTS \`${other}\``);
+      await c.query(`CREATE DATABASE \`${other}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    });
+    const at = new URL(base);
+    at.pathname = `/${other}`;
+    return at.toString();
+  };
+  return { dsn: url.toString(), stop, source, beside };
 }

@@ -30,3 +30,6 @@ export function startThrowawayCluster(opts?: { log?: (line: string) => void; lib
 export function findPgBinDir(opts?: { libRoot?: string; usePath?: boolean }): string | null;
 
 export function redactDsn(dsn: string): string;
+
+/** A database beside `dsn`'s on its server, `<its database>_<suffix>`, for a second lane of `pnpm test`. */
+export function createDatabaseBeside(dsn: string, suffix: string): Promise<{ dsn: string; drop: () => Promise<void> }>;

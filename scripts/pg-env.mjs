@@ -458,6 +458,32 @@ export async function ensurePostgres(opts = {}) {
   return { dsn, stop, source: `${found.source}, database ${name}` };
 }
 
+/**
+ * A second database on the server of `dsn`, named after `dsn`'s database plus `_<suffix>` (a run
+ * killed with SIGKILL leaves it behind; the next one replaces it), for a lane of `pnpm test` that runs
+ * beside another: Postgres delivers NOTIFY per database, so two lanes in one database would wake
+ * each other's workers. Returns its DSN and drop(); throws when the database cannot be created.
+ * @param {string} dsn
+ * @param {string} suffix
+ * @returns {Promise<{ dsn: string, drop: () => Promise<void> }>}
+ */
+export async function createDatabaseBeside(dsn, suffix) {
+  const base = decodeURIComponent(new URL(dsn).pathname.slice(1)) || "postgres";
+  const name = `${base}_${suffix}`;
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || name.length > 63) throw new Error(`cannot name a database "${name}" beside ${redactDsn(dsn)}`);
+  const admin = dsn.replace(/\/[^/?]*(\?.*)?$/, "/postgres$1");
+  await runSql(admin, `drop database if exists "${name}" with (force)`);
+  const created = await runSql(admin, `create database "${name}"`);
+  if (!created.ok) throw new Error(`could not create the database ${name} on ${redactDsn(admin)}: ${created.message}`);
+  const url = new URL(dsn);
+  url.pathname = `/${name}`;
+  const drop = async () => {
+    const dropped = await runSql(admin, `drop database if exists "${name}" with (force)`);
+    if (!dropped.ok) throw new Error(`could not drop ${name}: ${dropped.message}`);
+  };
+  return { dsn: url.toString(), drop };
+}
+
 async function findPostgres(opts) {
   const log = opts.log ?? ((line) => console.log(line));
   if (opts.localDsn) LOCAL_DSN = opts.localDsn;

@@ -6,16 +6,20 @@
 //      package's fast tests in one vitest run (the root vitest.config.ts)
 //   3. ensure a Postgres (scripts/pg-env.mjs), export CAIRNQ_TEST_PG_DSN, a
 //      MariaDB (scripts/mysql-env.mjs), export CAIRNQ_TEST_MYSQL_DSN, and
-//      turbo run build typecheck lint check-package, with the consumer test
+//      turbo run build typecheck lint:repo check-package (lint:repo: one ESLint
+//      run over every package, scripts/lint.mjs), with the consumer test
 //      (npm installs, in tests/consumer) in the same run: turbo starts it as
 //      soon as the packages it packs are built
 //   4. the runtimes phase (scripts/test-runtimes.mjs): the conformance kit on
 //      SQLiteStore under Node 22 and 24 (node:sqlite) and Bun (bun:sqlite),
 //      each runtime fetched from the npm registry once and then cached
 //   5. turbo run test:integration --concurrency=1: the rest of the integration
-//      tier, one package at a time (real processes, Postgres, Chromium), and
-//      beside it the wait-bound lane: the few cairnq suites that mostly wait
-//      (scripts/integration-lanes.mjs), which the turbo run leaves out
+//      tier (real processes, Postgres, Chromium) in two lanes side by side,
+//      cairnq in one and every other package one at a time in the other (with
+//      databases of its own: NOTIFY is per database), and beside them the
+//      wait-bound lane: the few cairnq suites that mostly wait; then, alone,
+//      the cairnq suites that need both cores or their whole timeout (scripts/integration-lanes.mjs:
+//      the turbo runs leave those files out)
 //   6. stop a throwaway Postgres, print how long each phase took and
 //      "N passed, N failed"
 //
@@ -32,10 +36,11 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensurePostgres } from "./pg-env.mjs";
+import { createDatabaseBeside, ensurePostgres } from "./pg-env.mjs";
 import { ensurePgBouncer } from "./pgbouncer-env.mjs";
 import { ensureMySQL } from "./mysql-env.mjs";
-import { LANE_ENV, WAIT_BOUND_FILES } from "./integration-lanes.mjs";
+import { ALONE_FILES, FIRST_LANE, LANE_ENV, WAIT_BOUND_FILES } from "./integration-lanes.mjs";
+import { OWN_LINT } from "./lint.mjs";
 import { untieredTests } from "./tiers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -71,11 +76,24 @@ const PNPM = (() => {
 const running = new Set(); // the children running now, for signal forwarding
 let pgStop = null;
 let mysqlStop = null;
+/** Makes a MySQL database beside the run's (ensureMySQL's `beside`). */
+let mysqlBeside = async () => {
+  throw new Error("no MySQL");
+};
+/** The databases of the integration tier's second lane (`integrationLanes`), or null to run one lane. */
+let secondLane = null;
 let exiting = false;
 
 async function finish(code) {
   if (exiting) return;
   exiting = true;
+  if (secondLane) {
+    try {
+      await secondLane.drop();
+    } catch (err) {
+      console.error(`test: dropping the second lane's Postgres database failed: ${err.message}`);
+    }
+  }
   if (pgStop) {
     try {
       await pgStop();
@@ -346,6 +364,7 @@ async function checks() {
     try {
       const mysql = await ensureMySQL();
       mysqlStop = mysql.stop;
+      mysqlBeside = mysql.beside;
       process.env.CAIRNQ_TEST_MYSQL_DSN = mysql.dsn;
       row.note = mysql.source;
       return 0;
@@ -356,10 +375,34 @@ async function checks() {
   });
   if (mysqlCode !== 0) return mysqlCode;
 
-  const tasks = ["build", "typecheck", "lint", "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
+  // The integration tier's second lane (step 5) gets databases of its own beside the run's: NOTIFY is
+  // delivered per database. A server that will not make them leaves the tier in one lane.
+  if (!filtered) {
+    await phase("databases of the integration tier's second lane", async (row) => {
+      try {
+        const pgLane = await createDatabaseBeside(pg.dsn, "lane2");
+        secondLane = { pgDsn: pgLane.dsn, mysqlDsn: "", drop: pgLane.drop };
+        secondLane.mysqlDsn = await mysqlBeside("lane2");
+        row.note = `${new URL(pgLane.dsn).pathname.slice(1)} on both servers`;
+      } catch (err) {
+        row.note = `none (${err.message}): the integration tier runs in one lane`;
+        console.error(`test: no databases for a second integration lane, so one lane runs: ${err.message}`);
+        if (secondLane) await secondLane.drop().catch(() => {});
+        secondLane = null;
+      }
+      return 0;
+    });
+  }
+
+  // Lint is one ESLint run over every package's lint paths (scripts/lint.mjs, the root task
+  // //#lint:repo): one process shares the parsed TypeScript between packages, where 17 did not.
+  // The packages it leaves to their own lint task (OWN_LINT: the Next.js example, whose lint waits
+  // for `next build`) run theirs.
+  const ownLint = OWN_LINT.map((dir) => `${JSON.parse(fs.readFileSync(path.join(ROOT, dir, "package.json"), "utf8")).name}#lint`);
+  const tasks = ["build", "typecheck", "lint:repo", ...ownLint, "check-package", ...(filtered ? [] : [`${CONSUMER}#test:integration`])];
   const name = filtered ? "checks" : "checks, and the consumer test once its packages are built";
   const code = await phase(name, (row) =>
-    turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task)),
+    turbo(row, [...tasks, ...checkArgs], (task) => (task.task === "test:integration" ? `consumer test (npm installs)` : task.task === "lint:repo" ? "lint" : task.task)),
   );
   if (code !== 0 && !interrupted) console.error(`\ntest: ${name} failed (exit ${code}); the integration tier was not run.`);
   return code;
@@ -410,10 +453,23 @@ async function main() {
   // Real processes, Postgres and Chromium, with leases, heartbeats and timeouts
   // measured against the clock: one package at a time; beside them, in a lane of
   // their own, only cairnq's suites that mostly wait (scripts/integration-lanes.mjs).
-  const integration = await phase("integration tier: one package at a time, beside the wait-bound lane", async (row) => {
-    const rest = turbo(row, ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs], (task) => task.package, {
-      env: { ...process.env, [LANE_ENV]: "rest" },
-    });
+  const title = secondLane
+    ? `integration tier: ${FIRST_LANE.join(", ")} | every other package | the wait-bound lane; then the suites that run alone`
+    : "integration tier: one package at a time | the wait-bound lane; then the suites that run alone";
+  const integration = await phase(title, async (row) => {
+    const restEnv = { ...process.env, [LANE_ENV]: "rest" };
+    const turboArgs = ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs];
+    const rest = secondLane
+      ? Promise.all([
+          // cairnq's integration files (minus the wait-bound lane's and the alone ones) and a few
+          // small packages take about as long as every other package's together; both lanes spend
+          // much of it waiting on processes, leases and servers.
+          turbo(row, [...turboArgs, ...FIRST_LANE.map((p) => `--filter=${p}`)], (task) => task.package, { env: restEnv }),
+          turbo(row, [...turboArgs, ...FIRST_LANE.map((p) => `--filter=!${p}`)], (task) => task.package, {
+            env: { ...restEnv, CAIRNQ_TEST_PG_DSN: secondLane.pgDsn, CAIRNQ_TEST_MYSQL_DSN: secondLane.mysqlDsn },
+          }),
+        ]).then((codes) => codes.find((c) => c !== 0) ?? 0)
+      : turbo(row, turboArgs, (task) => task.package, { env: restEnv });
     const waits = phase(`wait-bound lane: cairnq ${WAIT_BOUND_FILES.map((f) => path.basename(f, ".test.ts")).join(", ")}`, () =>
       run(PNPM, ["--filter", "cairnq", "exec", "vitest", "run", ...WAIT_BOUND_FILES], { onLine: countTests }),
       1,
@@ -421,7 +477,14 @@ async function main() {
     const [restCode, waitsCode] = await Promise.all([rest, waits]);
     if (restCode !== 0 && !interrupted) console.error(`test: turbo run test:integration failed (exit ${restCode}).`);
     if (waitsCode !== 0 && !interrupted) console.error(`test: the wait-bound lane failed (exit ${waitsCode}).`);
-    return restCode || waitsCode;
+    // Then, alone, the suites that keep both cores busy or need their whole timeout (integration-lanes.mjs).
+    const aloneCode = await phase(`alone: cairnq ${ALONE_FILES.map((f) => path.basename(f, ".test.ts")).join(", ")}`, () =>
+      // One file after another (vitest would run them side by side).
+      run(PNPM, ["--filter", "cairnq", "exec", "vitest", "run", "--no-file-parallelism", ...ALONE_FILES], { onLine: countTests }),
+      1,
+    );
+    if (aloneCode !== 0 && !interrupted) console.error(`test: the suites that run alone failed (exit ${aloneCode}).`);
+    return restCode || waitsCode || aloneCode;
   });
   return summary(integration);
 }
