@@ -194,6 +194,21 @@ export class CallRunner {
 
   /** The worker's own `complete`, straight to the store (the store's ownership check decides). */
   #finalComplete(ctx: Context, result: unknown): Promise<void> {
+    let written: Promise<{ readonly status: TaskStatus }>;
+    try {
+      written = this.#sendComplete(ctx, result);
+    } catch (err) {
+      return this.#completeFailed(ctx, err) ?? Promise.resolve();
+    }
+    const host = this.#host;
+    return written.then(
+      ({ status }) => host.contexts.settled(ctx, status, null),
+      (err: unknown) => this.#completeFailed(ctx, err),
+    );
+  }
+
+  /** Marks `ctx` settling and sends the worker's `complete` of it (may throw synchronously: callers catch). */
+  #sendComplete(ctx: Context, result: unknown): Promise<{ readonly status: TaskStatus }> {
     const host = this.#host;
     ctx.beginSettle();
     // The result is encoded once, by the store: a result it cannot encode rejects with SerializationError before
@@ -203,31 +218,19 @@ export class CallRunner {
     // The whole row is not needed here, only how the task ended (succeeded, or canceled): a store that can say
     // just that spares the database and the driver most of the settlement's per-row work.
     const store = host.store;
-    let written: Promise<{ readonly status: TaskStatus }>;
-    try {
-      written = store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
-    } catch (err) {
-      return this.#completeFailed(ctx, err) ?? Promise.resolve();
-    }
-    return written.then(
-      ({ status }) => host.contexts.settled(ctx, status, null),
-      (err: unknown) => this.#completeFailed(ctx, err),
-    );
+    return store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
   }
 
   /** {@link CallRunner.#finalComplete} of a call's only task, ending the call from the write's own reaction (no promise of its own). */
   #completeAndEnd(call: Call, ctx: Context, result: unknown, ended: CallEnded): void {
-    const host = this.#host;
-    ctx.beginSettle();
-    const input = { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, result };
-    const store = host.store;
     let written: Promise<{ readonly status: TaskStatus }>;
     try {
-      written = store.capabilities.completeRef === true ? (store as RefCompleteTaskStore).completeRef(input) : store.complete(input);
+      written = this.#sendComplete(ctx, result);
     } catch (err) {
       this.#endAfter(call, this.#completeFailed(ctx, err), ended);
       return;
     }
+    const host = this.#host;
     written.then(
       ({ status }) => {
         try {
