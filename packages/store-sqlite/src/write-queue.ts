@@ -67,10 +67,13 @@
 import { setImmediate as nextImmediate } from "node:timers";
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
-import type { AnyKysely, MergedOutcome, QueryRunner, QueryThunk, Row, SyncRunner } from "@cairnq/store-kysely";
+import type { MergedOutcome, QueryRunner, QueryThunk, Row, SyncRunner } from "@cairnq/store-kysely";
 import { CairnQError } from "@cairnq/protocol";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
 import { busyDelayMs, DatabaseBusy, delay, isBusyError } from "./busy.js";
+import type { MergeableWrite, QueueConnection, TransactionOptions, WriteQueueStats } from "./write-queue-contract.js";
+
+export type { MergeableWrite, QueueConnection, TransactionOptions, WriteQueueStats } from "./write-queue-contract.js";
 
 /**
  * Statements per group-commit transaction at most. A batch holds the write
@@ -90,34 +93,6 @@ const TX_SAVEPOINT = CompiledQuery.raw("SAVEPOINT cairnq_claim");
 const TX_RELEASE = CompiledQuery.raw("RELEASE cairnq_claim");
 const TX_ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO cairnq_claim");
 
-/**
- * A kind of statement job whose adjacent jobs in one group commit the queue
- * may run together (a merged run; see the module comment).
- *
- * Both functions run synchronously on the writer. `one` runs exactly ONE
- * statement (alone as autocommit, or inside the group commit): SQLite undoes
- * a failed statement by itself, so a failure leaves nothing of it behind.
- * `many` runs inside the group commit's transaction and its own savepoint, so
- * it may run several statements: when it throws, all of them are undone.
- */
-export interface MergeableWrite<I, O> {
-  /** The write of one item (its single-row statement): the caller's value, or the caller's error thrown. */
-  one(run: SyncRunner, item: I): O;
-  /**
-   * Several items (at least two) together, e.g. as one multi-row statement: every item's
-   * outcome, in the order given, matched by id. Throws when it failed — the queue then undoes
-   * whatever it ran and runs every item on its own with {@link MergeableWrite.one}, so each caller
-   * gets exactly what its single-row statement gives. Absent: never merged.
-   */
-  many?(run: SyncRunner, items: readonly I[]): MergedOutcome<O>[];
-  /** Most items in one {@link MergeableWrite.many}. */
-  readonly maxRows: number;
-  /** Most bytes (the sum of {@link MergeableWrite.bytes}) in one {@link MergeableWrite.many}; a larger item runs alone. */
-  readonly maxBytes: number;
-  /** An item's size for {@link MergeableWrite.maxBytes}. */
-  bytes(item: I): number;
-}
-
 /** A plain statement job: its thunk's statement, resolved with the driver's result; never merged. */
 const PLAIN: MergeableWrite<QueryThunk, QueryResult<Row>> = Object.freeze({
   one: (run: SyncRunner, query: QueryThunk) => run(query()),
@@ -125,25 +100,6 @@ const PLAIN: MergeableWrite<QueryThunk, QueryResult<Row>> = Object.freeze({
   maxBytes: 0,
   bytes: () => 0,
 });
-
-/** A connection that writes through a queue: what the queue needs to know about it. */
-export interface QueueConnection {
-  /** The Kysely instance of the connection's single better-sqlite3 handle. */
-  readonly db: AnyKysely;
-  /** Whether the connection is inside a transaction (better-sqlite3 `inTransaction`): false after SQLite rolled one back. */
-  inTransaction(): boolean;
-  /** Runs one statement on the writer now, synchronously; only the job holding the turn calls it. Throws SQLite's error. */
-  execute(query: CompiledQuery<unknown>): QueryResult<Row>;
-  /** The database file, for messages. */
-  readonly file: string;
-  /** The busy budget of this connection's jobs. */
-  readonly busyTimeoutMs: number;
-  /**
-   * Called once after each turn that committed (an autocommit statement, a group commit, a transaction,
-   * an exclusive job), before its callers settle: the store's cross-process wake signal. Must not throw.
-   */
-  committed?(): void;
-}
 
 interface JobBase {
   readonly connection: QueueConnection;
@@ -173,54 +129,7 @@ interface TransactionJob extends JobBase {
   resolve(value: unknown): void;
 }
 
-/** Options of {@link WriteQueue.transaction}. */
-export interface TransactionOptions {
-  /** A statement to run first, right after BEGIN (the claim cycle's lease recovery). @default none */
-  readonly first?: QueryThunk;
-  /**
-   * Give the body a runner that executes straight on the writer (a
-   * `QueryRunner` with `executeQuery` only) instead of the Kysely connection
-   * — for store-internal bodies that only run compiled statements. Bodies
-   * that hand the connection to user code (`completeIn`) need Kysely's.
-   * @default false
-   */
-  readonly direct?: boolean;
-  /**
-   * The transaction tells no waiter anything unless `first` changed rows: the claim cycle's, whose
-   * draws only move tasks from queued to running, which neither a claim wait (it waits for queued
-   * tasks) nor a task-done wait (terminal ones) is waiting for; its lease recovery (`first`) may
-   * requeue or end tasks, which they are. When it changed nothing and the transaction shared its
-   * commit with no statement job, the turn sends no wake signal (see {@link QueueConnection.committed}).
-   * @default false
-   */
-  readonly quietUnlessFirstChanges?: boolean;
-}
-
 type Job = StatementJob | TransactionJob;
-
-/** Counters for tests and tuning. */
-export interface WriteQueueStats {
-  /** Statement batches run (each one autocommit statement or one group-commit transaction). */
-  batches: number;
-  /** Batches of two or more statements. */
-  groupCommits: number;
-  /** Statement jobs (callers' writes) run in batches. */
-  statements: number;
-  /** Statement jobs that ran inside a multi-row statement with others. */
-  merged: number;
-  /** Multi-row statements run (each carrying two or more jobs). */
-  mergedStatements: number;
-  /** Multi-row statements that failed, after which their jobs ran one by one. */
-  mergeFallbacks: number;
-  /** Claim transactions that shared their commit with statement jobs. */
-  fusedClaims: number;
-  /** The largest batch so far. */
-  largestBatch: number;
-  /** Transaction and maintenance jobs run. */
-  transactions: number;
-  /** Turns that ended in a busy error and were retried. */
-  busyRetries: number;
-}
 
 /** The write queue of one database file; get it with {@link acquireWriteQueue}. */
 export class WriteQueue {
