@@ -3,7 +3,7 @@ import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { QueryResult } from "kysely";
 import type { MySQLStatementPlan, PlannedStatement } from "./mysql-statement-plan.js";
-import { planStatement, queriesOf } from "./mysql-statement-plan.js";
+import { bindStep, planStatement, queriesOf } from "./mysql-statement-plan.js";
 
 /** The statement clock in epoch milliseconds (see `MYSQL_CLOCK`). */
 export const STATEMENT_NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
@@ -115,7 +115,7 @@ export class MySQLExecutor extends BaseStoreExecutor {
     for (const query of queries) {
       const planned = planStatement(query.sql);
       for (const step of planned.steps) {
-        steps.push({ sql: step.sql, params: step.params.map((i) => parameters.length + i) });
+        steps.push({ ...step, params: step.params.map((i) => parameters.length + i) });
       }
       parameters.push(...query.parameters);
       ends.push({ planned, index: steps.length - 1 });
@@ -201,9 +201,10 @@ function finish(planned: MySQLStatementPlan, result: QueryResult<Row>): QueryRes
 
 /** `steps` as one multi-statement query, with the core statement's `parameters` in placeholder order. */
 function joined(steps: readonly PlannedStatement[], parameters: readonly unknown[]): CompiledQuery<Row> {
+  const bound = steps.map((step) => bindStep(step, parameters));
   return CompiledQuery.raw(
-    steps.map((step) => step.sql).join(";\n"),
-    steps.flatMap((step) => step.params.map((i) => parameters[i])),
+    bound.map((step) => step.sql).join(";\n"),
+    bound.flatMap((step) => step.values),
   );
 }
 

@@ -24,6 +24,15 @@
  *   form walks the whole primary key and probes the picks per row (EXPLAIN:
  *   `index` on PRIMARY, 99,079 rows with 100k queued), where the join reads
  *   the picked rows by primary key;
+ * - **bound list**: `expr IN (SELECT v FROM JSON_TABLE(?n, …) cq_l)`, as
+ *   {@link MySQLSyntax.inList} writes a list parameter (JSON array text),
+ *   becomes `expr IN (?, ?, …)` with one value per element, expanded when the
+ *   statement is bound ({@link bindStep}; an empty list reads an empty
+ *   subquery): the server reads the list's keys by index. MariaDB before 11.1
+ *   has no semi-join for a single-table `UPDATE` or `DELETE`, so the
+ *   `JSON_TABLE` form walked the whole table and read the list per row (a
+ *   group draw's `UPDATE cairnq_tasks … WHERE id IN (<64 ids>)` over 2,000
+ *   tasks: 129,921 `Handler_read_rnd_next`, where the values take 64 key reads);
  * - **concatenation**: `(a || b)` becomes `CONCAT(a, b)`;
  * - **upsert**: `ON CONFLICT (…) DO UPDATE SET c = excluded.c` becomes
  *   `ON DUPLICATE KEY UPDATE c = VALUES(c)`; a conditional upsert
@@ -35,6 +44,11 @@ import { CompiledQuery } from "kysely";
 export interface PlannedStatement {
   readonly sql: string;
   readonly params: readonly number[];
+  /**
+   * The positions (in `params`) of bound lists: their `?` stands inside `IN (…)` for the list's
+   * elements, one `?` each (see {@link bindStep}). Absent when the statement has none.
+   */
+  readonly lists?: readonly number[];
 }
 
 /** How one core statement runs: its statements in order; the result is the last one's rows. */
@@ -56,7 +70,7 @@ const COND = "@cq_cond";
  * by text in {@link planStatement}.
  */
 export function plan(sql: string): MySQLStatementPlan {
-  const upsert = rewriteUpsert(concatenations(sql));
+  const upsert = rewriteUpsert(concatenations(boundLists(sql)));
   let text = wrapPickedIds(upsert.sql);
   text = oldValuesInSet(text);
   if (upsert.conditional) {
@@ -85,12 +99,88 @@ export function planStatement(sql: string): MySQLStatementPlan {
 
 /** The driver queries of `planned` for the core statement's parameters. */
 export function queriesOf(planned: MySQLStatementPlan, parameters: readonly unknown[]): CompiledQuery<Record<string, unknown>>[] {
-  return planned.steps.map((step) => CompiledQuery.raw(step.sql, step.params.map((i) => parameters[i])) as CompiledQuery<Record<string, unknown>>);
+  return planned.steps.map((step) => {
+    const bound = bindStep(step, parameters);
+    return CompiledQuery.raw(bound.sql, bound.values);
+  });
 }
 
-/** Each `?n` outside string literals → `?`, recording n − 1; a bare `?` keeps its position. */
+/** A list parameter as `MySQLSyntax.inList` reads it. */
+const LIST_SUBQUERY = /IN \(SELECT v FROM JSON_TABLE\(\?(\d+), '\$\[\*\]' COLUMNS \(v VARCHAR\(255\) PATH '\$'\)\) cq_l\)/g;
+/** What an empty list reads: no row, so `x IN (…)` is false (not null, as `IN (NULL)` would be). */
+const EMPTY_LIST = "SELECT NULL FROM DUAL WHERE FALSE";
+
+/** Every list parameter read through `JSON_TABLE` → `IN (?Ln)`, a list {@link positional} marks. */
+function boundLists(sql: string): string {
+  return sql.includes(" cq_l)") ? sql.replace(LIST_SUBQUERY, "IN (?L$1)") : sql;
+}
+
+/**
+ * `step`'s text and values for the core statement's `parameters`: each bound list's `?` becomes one
+ * `?` per element (strings and numbers; the JSON array text parsed), or {@link EMPTY_LIST} for an
+ * empty one; a value that is no such array is read through `JSON_TABLE` as the syntax wrote it.
+ */
+export function bindStep(step: PlannedStatement, parameters: readonly unknown[]): { sql: string; values: unknown[] } {
+  const lists = step.lists;
+  if (lists === undefined) return { sql: step.sql, values: step.params.map((i) => parameters[i]) };
+  const values: unknown[] = [];
+  const pieces = placeholderPieces(step.sql);
+  let sql = pieces[0] as string;
+  step.params.forEach((index, k) => {
+    const value = parameters[index];
+    const elements = lists.includes(k) ? listElements(value) : null;
+    if (elements === null) {
+      sql += lists.includes(k) ? "SELECT v FROM JSON_TABLE(?, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l" : "?";
+      values.push(value);
+    } else if (elements.length === 0) sql += EMPTY_LIST;
+    else {
+      sql += elements.length === 1 ? "?" : `?${", ?".repeat(elements.length - 1)}`;
+      values.push(...elements);
+    }
+    sql += pieces[k + 1] as string;
+  });
+  return { sql, values };
+}
+
+const pieceCache = new Map<string, readonly string[]>();
+
+/** `sql` split at its placeholders (outside quotes), once per text. */
+function placeholderPieces(sql: string): readonly string[] {
+  let pieces = pieceCache.get(sql);
+  if (pieces !== undefined) return pieces;
+  const found: string[] = [];
+  let start = 0;
+  for (let i = 0; i < sql.length; i++) {
+    const ch = sql[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') i = quotedEnd(sql, i) - 1;
+    else if (ch === "?") {
+      found.push(sql.slice(start, i));
+      start = i + 1;
+    }
+  }
+  found.push(sql.slice(start));
+  pieces = found;
+  if (pieceCache.size < 10_000) pieceCache.set(sql, pieces);
+  return pieces;
+}
+
+/** The elements of a bound list (JSON array text of strings or numbers), or `null` for any other value. */
+function listElements(value: unknown): unknown[] | null {
+  if (typeof value !== "string") return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((e) => typeof e === "string" || typeof e === "number")) return null;
+  return parsed;
+}
+
+/** Each `?n` outside string literals → `?`, recording n − 1; a bare `?` keeps its position; `?Ln` is a bound list. */
 function positional(sql: string): PlannedStatement {
   const params: number[] = [];
+  const lists: number[] = [];
   let out = "";
   let bare = 0;
   for (let i = 0; i < sql.length; i++) {
@@ -105,13 +195,16 @@ function positional(sql: string): PlannedStatement {
       out += ch;
       continue;
     }
-    let j = i + 1;
+    const list = sql[i + 1] === "L";
+    if (list) lists.push(params.length);
+    let j = list ? i + 2 : i + 1;
+    const digits = j;
     while (j < sql.length && isDigit(sql.charCodeAt(j))) j++;
-    params.push(j > i + 1 ? Number(sql.slice(i + 1, j)) - 1 : bare++);
+    params.push(j > digits ? Number(sql.slice(digits, j)) - 1 : bare++);
     out += "?";
     i = j - 1;
   }
-  return { sql: out, params };
+  return lists.length > 0 ? { sql: out, params, lists } : { sql: out, params };
 }
 
 function isDigit(code: number): boolean {

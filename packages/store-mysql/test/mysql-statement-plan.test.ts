@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { plan } from "../src/mysql-statement-plan.ts";
+import { bindStep, plan } from "../src/mysql-statement-plan.ts";
+import { MySQLSyntax } from "../src/mysql-syntax.ts";
 
 const sqlOf = (text: string): string[] => plan(text).steps.map((s) => s.sql);
 
@@ -94,6 +95,19 @@ describe("plan", () => {
 
   it("concatenates with CONCAT, not ||", () => {
     expect(sqlOf("SELECT 1 FROM g WHERE (group_key || '#' || touched) = ?1")).toEqual(["SELECT 1 FROM g WHERE CONCAT(group_key, '#', touched) = ?"]);
+  });
+
+  it("binds a list parameter as one value per element, an empty list as an empty subquery, anything else through JSON_TABLE", () => {
+    const list = new MySQLSyntax().inList("id", "?2");
+    const [step] = plan(`UPDATE cairnq_tasks SET worker_id = ?1 WHERE ${list} AND queue = ?1`).steps;
+    expect(step).toEqual({ sql: "UPDATE cairnq_tasks SET worker_id = ? WHERE id IN (?) AND queue = ?", params: [0, 1, 0], lists: [1] });
+    const bound = (value: unknown): { sql: string; values: unknown[] } => bindStep(step!, ["w", value]);
+    expect(bound(JSON.stringify(["a", "b?", "c"]))).toEqual({ sql: "UPDATE cairnq_tasks SET worker_id = ? WHERE id IN (?, ?, ?) AND queue = ?", values: ["w", "a", "b?", "c", "w"] });
+    expect(bound("[]")).toEqual({ sql: "UPDATE cairnq_tasks SET worker_id = ? WHERE id IN (SELECT NULL FROM DUAL WHERE FALSE) AND queue = ?", values: ["w", "w"] });
+    expect(bound("not json")).toEqual({
+      sql: "UPDATE cairnq_tasks SET worker_id = ? WHERE id IN (SELECT v FROM JSON_TABLE(?, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l) AND queue = ?",
+      values: ["w", "not json", "w"],
+    });
   });
 
   it("refuses an upsert it has no form for", () => {
