@@ -1,6 +1,7 @@
 import type { ParamExpr, ParamType } from "@cairnq/protocol/adapter";
 import type { Bind } from "@cairnq/store-kysely";
 import { SqliteSyntax } from "@cairnq/store-kysely";
+import { topRowsJoin } from "./mysql-top-rows.js";
 
 /** `JSON_TABLE` column types of a multi-row statement's parameters (text compared as bytes, like the tables' `VARBINARY`). */
 const BATCH_COLUMN_TYPES: Readonly<Record<ParamType, string>> = {
@@ -54,27 +55,9 @@ export class MySQLSyntax extends SqliteSyntax {
     return `${expr} IN (SELECT v FROM JSON_TABLE(${listPlaceholder}, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l)`;
   }
 
-  /**
-   * Each outer row's top rows of `table` without `LATERAL` (MariaDB 10.11 has none) and without a
-   * `LIMIT` inside `IN` (which it refuses): the correlated subquery's keys, in its order and up to
-   * its limit, aggregated into one JSON array (`JSON_ARRAYAGG(… ORDER BY … LIMIT n)`), expanded with
-   * `JSON_TABLE` (which may read the outer row, as a lateral table would) and each key looked up in
-   * `table` by equality. Not `alias.key IN (SELECT … FROM JSON_TABLE(…))`: MariaDB evaluated that
-   * subquery for every row of `table` and outer row — a group claim over one group of 1,000 queued
-   * tasks took 7–10 s, of 5,000 minutes (the groups real-process fairness test).
-   */
+  /** Each outer row's top rows without `LATERAL`, walked one row at a time: see {@link topRowsJoin}. */
   override topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
-    const from = subquery.indexOf(" FROM ");
-    const order = subquery.lastIndexOf(" ORDER BY ");
-    const limit = subquery.lastIndexOf(" LIMIT ");
-    if (!subquery.startsWith("SELECT ") || from === -1 || order === -1 || limit < order) {
-      throw new Error(`MySQLSyntax.topRowsJoin expects SELECT <key> FROM … ORDER BY … LIMIT n, got: ${subquery}`);
-    }
-    const selected = subquery.slice("SELECT ".length, from).replace(/ AS \w+$/, "");
-    const keys =
-      `SELECT JSON_ARRAYAGG(CAST(${selected} AS CHAR CHARACTER SET utf8mb4) ORDER BY ${subquery.slice(order + " ORDER BY ".length, limit)} ` +
-      `LIMIT ${subquery.slice(limit + " LIMIT ".length)})${subquery.slice(from, order)}`;
-    return `LEFT JOIN JSON_TABLE((${keys}), '$[*]' COLUMNS (v VARCHAR(1024) PATH '$')) cq_k ON TRUE LEFT JOIN ${table} ${alias} ON ${alias}.${key} = cq_k.v`;
+    return topRowsJoin(table, alias, key, subquery);
   }
 
   override upsertKey(key: string, taskId: string, now: string): string {
