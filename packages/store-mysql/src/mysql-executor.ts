@@ -126,13 +126,35 @@ export class MySQLExecutor extends BaseStoreExecutor {
       const all = await conn.executeQuery<Row>(joined(steps, parameters));
       results = ends.slice(1).map(({ planned, index }) => finish(planned, pick(all, index)));
       if (current.last) return await fn(null, results);
-      const value = await fn(new PlannedRunner(conn), results);
-      await conn.executeQuery(CompiledQuery.raw("COMMIT"));
+      const runner = new PlannedRunner(conn, true, false, true);
+      const value = await fn(runner, results);
+      // The body's last batch carried the commit already (batchLast).
+      if (!runner.committed) await conn.executeQuery(CompiledQuery.raw("COMMIT"));
       return value;
     } catch (err) {
       await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
       throw err;
     }
+  }
+
+  /**
+   * With multiple statements, `queries` (each its plan) in one round trip on the claim cycle's
+   * transaction: the server runs them in order and stops at the first error, whose error the query
+   * answers. The group draw's writes after its draw are one batch.
+   */
+  override batch(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]> {
+    if (!(tx instanceof PlannedRunner) || !tx.multipleStatements) return super.batch(tx, queries);
+    return tx.executeAll(queries, false);
+  }
+
+  /**
+   * {@link MySQLExecutor.batch} with `COMMIT` after the queries, on a transaction this executor
+   * commits itself ({@link MySQLExecutor.writeTransactionWith}'s): it then sends no `COMMIT` after
+   * the body. Elsewhere a plain batch.
+   */
+  override batchLast(tx: QueryRunner, queries: readonly CompiledQuery<Row>[]): Promise<QueryResult<Row>[]> {
+    if (!(tx instanceof PlannedRunner) || !tx.multipleStatements || !tx.commitsItself) return super.batchLast(tx, queries);
+    return tx.executeAll(queries, true);
   }
 
   /** One statement outside a transaction; a deadlock victim (rolled back, so without effect) runs again. */
@@ -170,11 +192,42 @@ export class PlannedRunner implements QueryRunner {
    * @param multipleStatements - Send a plan's statements as one query.
    * @param resetClock - The transaction clock still needs clearing: sent with the first statement.
    */
+  /** `COMMIT` went with a batch ({@link PlannedRunner.executeAll}): nothing is left to commit. */
+  committed = false;
+
+  /**
+   * @param commitsItself - The executor commits this transaction with its own `COMMIT` (not Kysely's),
+   *   which a last batch may carry instead.
+   */
   constructor(
     private readonly tx: QueryRunner,
-    private readonly multipleStatements = false,
+    readonly multipleStatements = false,
     private resetClock = false,
+    readonly commitsItself = false,
   ) {}
+
+  /** `queries` (each its plan), then `COMMIT` when `commit`, as one multi-statement query; each query's result. */
+  async executeAll(queries: readonly CompiledQuery<Row>[], commit: boolean): Promise<QueryResult<Row>[]> {
+    const steps: PlannedStatement[] = this.resetClock ? [{ sql: START_CLOCK.sql, params: [] }] : [];
+    const parameters: unknown[] = [];
+    const ends: { planned: MySQLStatementPlan; index: number }[] = [];
+    for (const query of queries) {
+      const planned = planStatement(query.sql);
+      for (const step of planned.steps) steps.push({ ...step, params: step.params.map((i) => parameters.length + i) });
+      parameters.push(...query.parameters);
+      ends.push({ planned, index: steps.length - 1 });
+    }
+    if (commit) steps.push({ sql: "COMMIT", params: [] });
+    if (steps.length < 2) {
+      const results: QueryResult<Row>[] = [];
+      for (const query of queries) results.push(await this.executeQuery(query));
+      return results;
+    }
+    this.resetClock = false;
+    const all = await this.tx.executeQuery<Row>(joined(steps, parameters));
+    if (commit) this.committed = true;
+    return ends.map(({ planned, index }) => finish(planned, pick(all, index)));
+  }
 
   executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
     const planned = planStatement(query.sql);

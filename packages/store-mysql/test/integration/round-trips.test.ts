@@ -1,0 +1,61 @@
+/**
+ * Round trips of a group claim on MariaDB, counted at the driver (every
+ * `query` a connection of the store's own pool sends): with the pool's
+ * multiple statements, the claim cycle's head is one query and the group
+ * draw's writes after its draw, with the commit, one more
+ * (`MySQLExecutor.batchLast`), where each statement was a query of its own.
+ * Needs `CAIRNQ_TEST_MYSQL_DSN`; without it the tests fail.
+ */
+import { createRequire } from "node:module";
+import { MySQLStore } from "@cairnq/store-mysql";
+import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
+import { afterAll, beforeAll, expect, it } from "vitest";
+
+const require = createRequire(import.meta.url);
+const mysql2 = require("mysql2") as { Connection: { prototype: { query: (...args: unknown[]) => unknown } } };
+
+const admin = new MySQLAdmin(mysqlDsn());
+let dsn = "";
+beforeAll(async () => {
+  dsn = await admin.createDatabase("round_trips");
+});
+afterAll(async () => {
+  await admin.dropDatabase("round_trips");
+  await admin.close();
+});
+
+/** The texts of the queries the driver sends while `fn` runs. */
+async function queriesDuring(fn: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const proto = mysql2.Connection.prototype;
+  const original = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const sql = args[0];
+    sent.push(typeof sql === "string" ? sql : String((sql as { sql?: unknown }).sql));
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    proto.query = original;
+  }
+  return sent;
+}
+
+it("a group claim is the probe, the head, and the draw's writes with the commit: three queries", async () => {
+  const store = new MySQLStore(dsn);
+  try {
+    await store.connect();
+    for (let i = 0; i < 20; i++) await store.submit({ name: "job", payload: { i }, group: `g${i % 4}` });
+    const input = { queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["job"], limit: 8, flowControl: { job: { groupConcurrency: 2 } } };
+    let claimed = 0;
+    const sent = await queriesDuring(async () => {
+      claimed = (await store.claim(input)).length;
+    });
+    expect(claimed).toBe(8);
+    expect(sent).toHaveLength(3);
+    expect(sent[2]).toMatch(/^SET @cq_ids = '\[\]';\nUPDATE cairnq_tasks SET status = 'running'[\s\S]*;\nUPDATE cairnq_ext_task_groups [\s\S]*;\nCOMMIT$/);
+  } finally {
+    await store.close();
+  }
+});
