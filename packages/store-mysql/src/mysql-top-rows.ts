@@ -94,7 +94,11 @@ function level(q: TopRowsQuery, i: number, walked: number): string {
  * reading the first row after it in the subquery's order (the order's columns must be non-null, its
  * last one unique, and an index must hold the order after the subquery's equalities: the walk stops
  * at the row it wants, so level `i` reads `i + 1` index entries and the subquery's own condition for
- * one row). Each level runs only when the limit asks for it and the previous one found a row. Above
+ * one row). Each level runs only when the limit asks for it and the previous one found a row. The
+ * server cannot seek a correlated subquery to the previous row (no range access on outer values), so
+ * each level reads the index from the group's start again: entries its condition skips (a group's
+ * tasks that are not due) are read once per level, index-only, where the aggregate read them once
+ * and every entry after them too. Above
  * {@link TOP_ROWS_WALKED}, `JSON_ARRAYAGG(… ORDER BY … LIMIT n)`, which reads every row of the
  * subquery before its `LIMIT`. Not `alias.key IN (SELECT … FROM JSON_TABLE(…))`: MariaDB evaluated
  * that subquery for every row of `table` and outer row (a group claim over one group of 1,000 queued
