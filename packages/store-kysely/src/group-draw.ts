@@ -75,7 +75,6 @@ const PER_MS = x.param("perMs", "int");
 const AFTER_SEQ = x.param("afterSeq", "int");
 const AFTER_GROUP = x.param("afterGroup", "text");
 const GUARDS = x.param("guards", "textList");
-const EMPTY = x.param("empty", "textList");
 const CLAIMED_IDS = x.param("claimedIds", "textList");
 const SETTLING = x.param("settling", "textList");
 /** The status the sweep reads for a task held by an attempt whose settlement the claiming store has in flight. */
@@ -199,42 +198,41 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
 }
 
 /**
- * Step 4, one statement for the group rows the draw changes (one where there were two: over many
- * groups the groups served are mostly those the draw emptied, whose rows were written twice):
- * - the served groups go to the back of the served order: one past the name's highest `served_seq`
- *   among active groups (a served group is active; an inactive one keeps its lower number, so once it
- *   has work again it is among the least recently served, as it should be), noting the
- *   `groupConcurrency` enforced (`:limit`, for `explain`). Served: the groups of the `claimed` rows
- *   among `:claimedIds` (after `SET_CLAIMED_AND_DONE`), read once by primary key (`IN (SELECT group_key
- *   … WHERE task_id IN …)`), where a subquery per group walked the index for each group and SQLite
- *   scanned every group row of the name to apply it.
- * - the groups of `:empty` found without any queued task go inactive, each unless a submit touched it
- *   since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold `#`, the count
- *   never does, so the pair is read back unambiguously). "No queued task" is a scalar subquery per group
- *   (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner without statistics on a fresh group table
- *   (Postgres) ran `NOT EXISTS` as an anti-join that read every queued row of the name for each group —
- *   190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`). It is evaluated once per row, in
- *   `SET`: a group of `:empty` that keeps its queued work (delayed tasks) is rewritten unchanged.
+ * Step 4: the served groups go to the back of the served order: one past the name's highest
+ * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
+ * number, so once it has work again it is among the least recently served, as it should be).
+ * Only groups the draw took a task of: the groups of the `claimed` rows among `:claimedIds` (after
+ * `SET_CLAIMED_AND_DONE`), read once by primary key (`IN (SELECT group_key … WHERE task_id IN …)`),
+ * where a subquery per group walked the index for each group and SQLite scanned every group row of
+ * the table (10,000 over 10,000 groups) to apply it.
  */
-const SERVED_AND_EMPTIED: StatementTemplate = {
-  params: [NAME, LIMIT, CLAIMED_IDS, EMPTY, GUARDS],
+const SERVED: StatementTemplate = {
+  params: [NAME, GROUPS, LIMIT, CLAIMED_IDS],
   clock: null,
-  build: (c, env) => {
-    const served =
-      `group_key IN (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE ${env.syntax.inList("tg.task_id", c.slot(CLAIMED_IDS))} ` +
-      `AND tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)})`;
-    const emptied =
-      `${env.syntax.inList("group_key", c.slot(EMPTY))} AND ${env.syntax.inList(`(group_key || '#' || touched)`, c.slot(GUARDS))} ` +
-      `AND (SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
-      `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")} LIMIT 1) IS NULL`;
-    return (
-      `UPDATE ${GROUPS_TABLE} SET ` +
-      `served_seq = CASE WHEN ${served} THEN (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1 ELSE served_seq END, ` +
-      `concurrency_limit = CASE WHEN ${served} THEN ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"} ELSE concurrency_limit END, ` +
-      `active = CASE WHEN ${emptied} THEN 0 ELSE active END ` +
-      `WHERE name = ${c.slot(NAME)} AND (${served} OR ${env.syntax.inList("group_key", c.slot(EMPTY))})`
-    );
-  },
+  build: (c, env) =>
+    `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
+    `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"} ` +
+    `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
+    `AND group_key IN (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE ${env.syntax.inList("tg.task_id", c.slot(CLAIMED_IDS))} ` +
+    `AND tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)})`,
+};
+
+/**
+ * Step 4: the groups of `:groups` found without any queued task go inactive, each unless a submit
+ * touched it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold
+ * `#`, the count never does, so the pair is read back unambiguously). One statement for all of them.
+ * "No queued task" is a scalar subquery per group (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner
+ * without statistics on a fresh group table (Postgres) ran `NOT EXISTS` as an anti-join that read every
+ * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
+ */
+const DEACTIVATE: StatementTemplate = {
+  params: [NAME, GROUPS, GUARDS],
+  clock: null,
+  build: (c, env) =>
+    `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
+    `AND ${env.syntax.inList(`(group_key || '#' || touched)`, c.slot(GUARDS))} ` +
+    `AND (SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
+    `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")} LIMIT 1) IS NULL`,
 };
 
 /** Step 4: records the claims of `:taskIds` for `groupRateLimit` at `now` (read after the draw): those the draw took, whose rows are `claimed` by then. */
@@ -446,11 +444,13 @@ export class GroupDraw {
     const drawAt = writes.length;
     if (rotation.taskIds.length > 0) writes.push(this.#query(GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
     if (grouped.length > 0 || done.length > 0) writes.push(this.#query(SET_CLAIMED_AND_DONE, { claimedIds: grouped, taskIds: done }));
-    if (grouped.length > 0 || empty.length > 0) {
-      const emptied = { empty: empty.map((g) => g.group), guards: empty.map((g) => `${g.group}#${g.touched}`) };
-      writes.push(this.#query(SERVED_AND_EMPTIED, { name, limit: this.#limits.groupConcurrency, claimedIds: grouped, ...emptied }));
+    if (grouped.length > 0) {
+      writes.push(this.#query(SERVED, { name, groups: rotation.served, limit: this.#limits.groupConcurrency, claimedIds: grouped }));
+      if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
     }
-    if (grouped.length > 0 && this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
+    if (empty.length > 0) {
+      writes.push(this.#query(DEACTIVATE, { name, groups: empty.map((g) => g.group), guards: empty.map((g) => `${g.group}#${g.touched}`) }));
+    }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     if (writes.length === 0) return [];
     let results: QueryResult<Row>[];
