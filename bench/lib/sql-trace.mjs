@@ -55,12 +55,39 @@ pg.Client.prototype.query = function timedQuery(config, values, callback) {
   return result;
 };
 
+// Statements a Postgres pipeline writes to the wire itself (store-postgres's claim and batches), which the
+// wrapper above sees as one call: counted by text from pg's wire messages (a named statement's text from its
+// first parse), so a trace tells the statements per claim on Postgres too. Their time is their pipeline's.
+const Connection = require("pg/lib/connection");
+const wire = new Map();
+const namedText = new Map();
+const parse = Connection.prototype.parse;
+Connection.prototype.parse = function tracedParse(message) {
+  if (message.name) namedText.set(message.name, message.text);
+  this.cairnqTraceText = message.text;
+  return parse.call(this, message);
+};
+const bind = Connection.prototype.bind;
+Connection.prototype.bind = function tracedBind(message) {
+  const text = message.statement ? namedText.get(message.statement) : this.cairnqTraceText;
+  this.cairnqTraceText = undefined;
+  if (text !== undefined) {
+    const key = String(text).replace(/\s+/g, " ").slice(0, 140);
+    wire.set(key, (wire.get(key) ?? 0) + 1);
+  }
+  return bind.call(this, message);
+};
+
 process.on("exit", () => {
   const rows = [...stats].sort((a, b) => b[1].ns - a[1].ns).slice(0, 20);
   const total = rows.reduce((sum, [, e]) => sum + e.ns, 0);
   const lines = [`[sql-trace pid ${process.pid}] ${(total / 1e6).toFixed(0)} ms in the top statements:`];
   for (const [sql, e] of rows) {
     lines.push(`  ${(e.ns / 1e6).toFixed(1).padStart(8)} ms  ${String(e.count).padStart(7)}×  ${(e.ns / e.count / 1e3).toFixed(1).padStart(7)} µs  ${sql}`);
+  }
+  if (wire.size > 0) {
+    lines.push(`[sql-trace pid ${process.pid}] statements sent on pg's wire (pipelines included), by count:`);
+    for (const [sql, count] of [...wire].sort((a, b) => b[1] - a[1]).slice(0, 30)) lines.push(`  ${String(count).padStart(7)}×  ${sql}`);
   }
   process.stderr.write(`${lines.join("\n")}\n`);
 });
