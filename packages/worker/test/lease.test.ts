@@ -262,19 +262,34 @@ describe("one heartbeat per claim", () => {
   it("renews every live task of one claim's calls with one heartbeatBatch per beat, and stops when they have all ended", async () => {
     const spy = spyStore();
     const worker = makeWorker(spy.store, { concurrency: 3, leaseMs: 1000, heartbeatIntervalMs: 15 });
-    worker.task("x", async (_ctx, { ms }: { ms: number }) => {
-      await delay(ms);
+    // Each call ends when the test opens its gate (not after a delay): which tasks a beat covers is then
+    // decided by the test, not by how late a loaded machine runs the timers.
+    const gates = new Map<string, ReturnType<typeof gate>>();
+    worker.task("x", async (_ctx, { tag }: { tag: string }) => {
+      const g = gate();
+      gates.set(tag, g);
+      await g.promise;
     });
-    const short = await spy.store.submit({ name: "x", payload: { ms: 40 } });
-    const long = [await spy.store.submit({ name: "x", payload: { ms: 160 } }), await spy.store.submit({ name: "x", payload: { ms: 160 } })];
+    const short = await spy.store.submit({ name: "x", payload: { tag: "short" } });
+    const long = [await spy.store.submit({ name: "x", payload: { tag: "a" } }), await spy.store.submit({ name: "x", payload: { tag: "b" } })];
+    const beats = () => spy.callsOf("heartbeatBatch").map((call) => [...(call.args[0] as { taskIds: string[] }).taskIds].sort());
+    const all = [short.id, ...long.map((t) => t.id)].sort();
+    const longIds = long.map((t) => t.id).sort();
     void worker.run();
-    for (const task of [short, ...long]) await waitForStatus(spy.store, task.id, ["succeeded"]);
-    const beats = spy.callsOf("heartbeatBatch").map((call) => [...(call.args[0] as { taskIds: string[] }).taskIds].sort());
+    await waitFor(() => beats().length > 0 && gates.size === 3, 5000, "a first beat over the three running calls");
+    gates.get("short")!.open();
+    await waitForStatus(spy.store, short.id, ["succeeded"]);
+    const beatsBefore = beats().length;
+    await waitFor(() => beats().length > beatsBefore, 5000, "a beat after the short call ended");
+    gates.get("a")!.open();
+    gates.get("b")!.open();
+    for (const task of long) await waitForStatus(spy.store, task.id, ["succeeded"]);
+    const seen = beats();
     // The three calls came from one claim: every beat is one statement over the tasks still running.
-    expect(beats[0]).toEqual([short.id, ...long.map((t) => t.id)].sort());
-    expect(beats[beats.length - 1]).toEqual(long.map((t) => t.id).sort());
-    expect(beats.every((ids) => ids.length === 3 || ids.length === 2)).toBe(true);
-    const count = beats.length;
+    expect(seen[0]).toEqual(all);
+    expect(seen[seen.length - 1]).toEqual(longIds);
+    expect(seen.every((ids) => JSON.stringify(ids) === JSON.stringify(all) || JSON.stringify(ids) === JSON.stringify(longIds))).toBe(true);
+    const count = seen.length;
     await delay(60);
     expect(spy.callsOf("heartbeatBatch")).toHaveLength(count);
     await worker.stop();
