@@ -66,7 +66,12 @@ function isInteger(value: unknown): value is number {
  *   with it (`canceled`, or `succeeded` by raw `succeed`, which ignores it);
  * - `result` is non-NULL only on a succeeded row, and a succeeded row has
  *   `progress = 1.0`;
- * - `updated_at_ms` and `completed_at_ms` are not before `created_at_ms`.
+ * - `updated_at_ms` and `completed_at_ms` are not before `created_at_ms`,
+ *   except on a canceled row: cancel reads the transaction-start clock
+ *   (`now()` on Postgres, §2.1), and a keyed submit with `conflict:
+ *   'replace'` may begin its transaction, wait on the key lock while another
+ *   submit inserts the task it then cancels, and so stamp that task with a
+ *   time before its creation (by as long as it waited).
  *
  * @param where - Names the read in the message, e.g. `"complete() result"`.
  * @throws InvariantViolation naming the broken rule.
@@ -131,6 +136,8 @@ export function assertInvariants(task: unknown, where = "a task row"): asserts t
   if (row.result !== null && status !== "succeeded") fail("result-only-on-success", `result ${show(row.result)} is set on a '${String(status)}' row (§4: written only on the success branch)`);
   if (status === "succeeded" && row.progress !== 1) fail("success-progress-one", `a succeeded row has progress ${show(row.progress)} (§4: success sets progress = 1.0)`);
   const created = row.created_at_ms as number;
+  // A canceled row's times may precede its creation (§2.1: cancel reads the transaction start; see above).
+  if (status === "canceled") return;
   if ((row.updated_at_ms as number) < created - CLOCK_SLACK_MS) fail("updated-after-created", `updated_at_ms ${show(row.updated_at_ms)} is before created_at_ms ${created}`);
   if (row.completed_at_ms !== null && (row.completed_at_ms as number) < created - CLOCK_SLACK_MS) {
     fail("completed-after-created", `completed_at_ms ${show(row.completed_at_ms)} is before created_at_ms ${created}`);

@@ -202,6 +202,16 @@ export class PostgresConnection {
   get pipelines(): boolean {
     return this.kind !== "kysely";
   }
+  /**
+   * The pool {@link PostgresConnection.db} runs on, for the executor's direct path past Kysely's
+   * layers (`postgres-executor.ts`): the same clients, checked out and released the same way.
+   * `null` with a Kysely instance (its pool is out of reach), and — with a connection string —
+   * until Kysely has built the pool on its first statement (the store's connect), so that Kysely's
+   * `destroy` still ends every pool the store built.
+   */
+  get directPool(): KyselyPostgresPool | null {
+    return this.#kyselyPool;
+  }
   /** True when the store built the pool (a DSN): only then does `close()` end it. */
   readonly owned: boolean;
   /** The `schema` option, or `null`. */
@@ -216,6 +226,8 @@ export class PostgresConnection {
   readonly #logger: Logger | undefined;
   readonly #clientBehaviour: PooledClientBehaviour;
   #pool: PostgresPool | null;
+  /** The pool Kysely runs on (the caller's or ours, with unusable connections dropped), once built; `null` with a Kysely instance. */
+  #kyselyPool: KyselyPostgresPool | null = null;
   #poolGuarded = false;
   /** Each guarded client's own error listener (its errors are not reported once the store dropped it on purpose). */
   readonly #guardedClients = new Map<ClientEvents, (error: unknown) => void>();
@@ -264,7 +276,8 @@ export class PostgresConnection {
             const pool = new Driver.Pool(config) as unknown as PostgresPool;
             this.#pool = pool;
             this.#guardPool(pool);
-            return Promise.resolve(discardingPool(pool, { hold: true, onReadOnly: this.#onReadOnly }));
+            this.#kyselyPool = discardingPool(pool, { hold: true, onReadOnly: this.#onReadOnly });
+            return Promise.resolve(this.#kyselyPool);
           },
         }),
       });
@@ -290,7 +303,8 @@ export class PostgresConnection {
     this.kind = "pool";
     this.#pool = target;
     // Kysely over the caller's pool; never destroyed, because Kysely's destroy would end the pool.
-    this.db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: discardingPool(target, { hold: false, onReadOnly: this.#onReadOnly }) }) });
+    this.#kyselyPool = discardingPool(target, { hold: false, onReadOnly: this.#onReadOnly });
+    this.db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: this.#kyselyPool }) });
     this.listen = listenConnector(options.listen, () => target.options ?? {}, target.Client ?? null);
   }
 

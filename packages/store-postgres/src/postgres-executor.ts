@@ -1,7 +1,8 @@
-import type { QueryResult, Transaction } from "kysely";
+import type { PostgresPool, QueryResult, Transaction } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { AnyKysely, QueryRunner, QueryThunk, Row, TransactionHead } from "@cairnq/store-kysely";
 import { BaseStoreExecutor, KyselyExecutor } from "@cairnq/store-kysely";
+import { runDirect, withDirectConnection } from "./postgres-direct.js";
 import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
 import { pipeline, pipelineResults } from "./postgres-pipeline.js";
 
@@ -23,6 +24,12 @@ const BEGIN = CompiledQuery.raw("BEGIN");
 const COMMIT = CompiledQuery.raw("COMMIT");
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
 
+/** Where the direct path (`postgres-direct.ts`) may run: the store's Kysely instance and, once reachable, its pool. */
+export interface DirectTarget {
+  readonly db: AnyKysely;
+  readonly directPool: PostgresPool | null;
+}
+
 /**
  * How the Postgres store runs statements: each autocommit statement on a
  * pooled connection, each write transaction as `BEGIN … COMMIT` on one
@@ -43,9 +50,31 @@ export class PostgresExecutor extends KyselyExecutor {
   /**
    * @param pipelines - Whether the pooled clients run pipelines (`PostgresConnection.pipelines`);
    *   without, {@link PostgresExecutor.writeTransactionWith} sends the head's statements one by one.
+   * @param direct - The store's Kysely instance and pool: statements on that instance outside a
+   *   Kysely transaction take the direct path (`postgres-direct.ts`) once its pool is reachable;
+   *   `null`: everything through Kysely.
    */
-  constructor(private readonly pipelines = false) {
+  constructor(
+    private readonly pipelines = false,
+    private readonly direct: DirectTarget | null = null,
+  ) {
     super();
+  }
+
+  /** The pool of the direct path for statements on `db`, or `null` to go through Kysely. */
+  #directPool(db: AnyKysely): PostgresPool | null {
+    const direct = this.direct;
+    return direct !== null && db === direct.db ? direct.directPool : null;
+  }
+
+  override read(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    const pool = this.#directPool(db);
+    return pool === null ? super.read(db, query) : runDirect(pool, query());
+  }
+
+  override write(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
+    const pool = this.#directPool(db);
+    return pool === null ? super.write(db, query) : runDirect(pool, query());
   }
 
   override writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
@@ -70,16 +99,18 @@ export class PostgresExecutor extends KyselyExecutor {
    * and rethrows. Retried like {@link PostgresExecutor.writeTransaction} when a key lock was busy.
    */
   #onConnection<T>(db: AnyKysely, body: (conn: QueryRunner) => Promise<T>): Promise<T> {
-    return this.#retryingKeyLock(db, () =>
-      db.connection().execute(async (conn) => {
-        try {
-          return await body(conn);
-        } catch (error) {
-          await conn.executeQuery(ROLLBACK).catch(() => {});
-          throw error;
-        }
-      }),
-    );
+    const rollingBack = async (conn: QueryRunner): Promise<T> => {
+      try {
+        return await body(conn);
+      } catch (error) {
+        await conn.executeQuery(ROLLBACK).catch(() => {});
+        throw error;
+      }
+    };
+    return this.#retryingKeyLock(db, () => {
+      const pool = this.#directPool(db);
+      return pool === null ? db.connection().execute(rollingBack) : withDirectConnection(pool, rollingBack);
+    });
   }
 
   /**

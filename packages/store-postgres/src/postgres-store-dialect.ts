@@ -66,7 +66,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     super();
     this.connection = new PostgresConnection(target, options);
     const connection = this.connection;
-    this.executor = new PostgresExecutor(connection.pipelines);
+    this.executor = new PostgresExecutor(connection.pipelines, connection.pipelines ? connection : null);
     this.wakeups = new PostgresWakeups(
       connection.listen,
       (error) => connection.report(error, "listen"),
