@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
-import { ByTask, resolveMetrics, resolveTracing } from "@cairnq/runtime";
+import type { OtelApi, OtelContext, OtelSpan } from "@cairnq/runtime";
+import { ByTask, resolveMetrics, resolveTracing, Telemetry } from "@cairnq/runtime";
 
 describe("the tracing and metrics options", () => {
   it("resolve true and objects, and reject anything else with InvalidArgument", () => {
@@ -30,5 +31,66 @@ describe("ByTask", () => {
     expect(byTask.get("q", "b")).toBe(b);
     expect(byTask.get("r", "a")).toBe(c);
     expect(made).toEqual(["q/a", "q/b", "r/a"]);
+  });
+});
+
+/** A context as the API's own: a map of values, copied on every set (what `@opentelemetry/api`'s BaseContext does). */
+class MapContext implements OtelContext {
+  constructor(readonly values: ReadonlyMap<symbol, unknown> = new Map()) {}
+  getValue(key: symbol): unknown {
+    return this.values.get(key);
+  }
+  setValue(key: symbol, value: unknown): OtelContext {
+    return new MapContext(new Map(this.values).set(key, value));
+  }
+  deleteValue(key: symbol): OtelContext {
+    const values = new Map(this.values);
+    values.delete(key);
+    return new MapContext(values);
+  }
+}
+
+/** The parts of the API `contextWithSpan` uses, keeping the span under `spanKey`. */
+function fakeApi(spanKey: symbol): OtelApi {
+  const root = new MapContext();
+  const trace = {
+    getSpan: (context: OtelContext) => context.getValue(spanKey) as OtelSpan | undefined,
+    setSpan: (context: OtelContext, span: OtelSpan) => context.setValue(spanKey, span),
+    wrapSpanContext: (spanContext: unknown) => ({ spanContext: () => spanContext }) as unknown as OtelSpan,
+  };
+  return { trace, ROOT_CONTEXT: root } as unknown as OtelApi;
+}
+
+/** A Telemetry on `api` (its constructor is private: `Telemetry.load` requires the real package). */
+function telemetryOn(api: OtelApi): Telemetry {
+  return new (Telemetry as unknown as new (api: OtelApi, tracing: null, metrics: null) => Telemetry)(api, null, null);
+}
+
+describe("Telemetry.contextWithSpan", () => {
+  const span = { name: "the span" } as unknown as OtelSpan;
+  const other = Symbol("another value");
+
+  it("with the API's own span key: a small context that reads as trace.setSpan's, and becomes the API's context when a value is set or deleted", () => {
+    const api = fakeApi(Symbol.for("OpenTelemetry Context Key SPAN"));
+    const telemetry = telemetryOn(api);
+    const parent = api.ROOT_CONTEXT.setValue(other, "from the parent");
+    const context = telemetry.contextWithSpan(parent, span);
+    expect(context).not.toBeInstanceOf(MapContext);
+    expect(api.trace.getSpan(context)).toBe(span);
+    expect(context.getValue(other)).toBe("from the parent");
+    const set = context.setValue(other, "replaced");
+    expect(set).toBeInstanceOf(MapContext);
+    expect(api.trace.getSpan(set)).toBe(span);
+    expect(set.getValue(other)).toBe("replaced");
+    const deleted = context.deleteValue(other);
+    expect(api.trace.getSpan(deleted)).toBe(span);
+    expect(deleted.getValue(other)).toBeUndefined();
+  });
+
+  it("with an API that keeps the span under another key: the API's own context, as trace.setSpan makes it", () => {
+    const api = fakeApi(Symbol("a different span key"));
+    const context = telemetryOn(api).contextWithSpan(api.ROOT_CONTEXT, span);
+    expect(context).toBeInstanceOf(MapContext);
+    expect(api.trace.getSpan(context)).toBe(span);
   });
 });

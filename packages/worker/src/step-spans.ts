@@ -55,7 +55,7 @@ export class StepSpans {
     };
     const span = tracer.startSpan(`step ${step.name}`, { attributes }, parent);
     try {
-      return await api.context.with(api.trace.setSpan(parent, span), fn);
+      return await api.context.with(this.#telemetry.contextWithSpan(parent, span), fn);
     } catch (err) {
       markError(api, span, err);
       throw err;

@@ -140,6 +140,48 @@ describe("consumer spans", () => {
     expect(process?.spanContext().traceId).not.toBe(outer.spanContext().traceId);
   });
 
+  it("the handler's context is a full OpenTelemetry context: values set or deleted in it keep the call's span active", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
+    const key = Symbol.for("test: a value an instrumentation keeps in the context");
+    const seen: Record<string, unknown> = {};
+    worker.task("values", async () => {
+      const active = context.active();
+      const withValue = active.setValue(key, "kept");
+      seen.spanId = trace.getSpan(active)?.spanContext().spanId;
+      seen.withValueSpanId = trace.getSpan(withValue)?.spanContext().spanId;
+      seen.value = withValue.getValue(key);
+      seen.deleted = withValue.deleteValue(key).getValue(key);
+      seen.deletedSpanId = trace.getSpan(withValue.deleteValue(key))?.spanContext().spanId;
+      seen.noSpan = trace.getSpan(trace.deleteSpan(active));
+      seen.unknown = active.getValue(key);
+      // Entered again, as an instrumented callback would be, and across an await.
+      await context.with(withValue, async () => {
+        await delay(1);
+        seen.innerSpanId = trace.getActiveSpan()?.spanContext().spanId;
+        seen.innerValue = context.active().getValue(key);
+      });
+      return null;
+    });
+    const task = await store.submit({ name: "values" });
+    void worker.run();
+    await waitForStatus(store, task.id, ["succeeded"]);
+    await waitFor(() => processSpans().length === 1);
+    const spanId = processSpans()[0]?.spanContext().spanId;
+    expect(spanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(seen).toEqual({
+      spanId,
+      withValueSpanId: spanId,
+      value: "kept",
+      deleted: undefined,
+      deletedSpanId: spanId,
+      noSpan: undefined,
+      unknown: undefined,
+      innerSpanId: spanId,
+      innerValue: "kept",
+    });
+  });
+
   it("a failed handler's span has status ERROR and error.type (thrown, TaskError, ctx.fail)", async () => {
     const store = new MemoryStore();
     const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
@@ -402,6 +444,14 @@ describe("what telemetry does per task", () => {
       expect(new Set(seen).size).toBe(1);
       expect(Object.isFrozen(seen[0])).toBe(true);
     }
+    // The SDK hashes a record's attributes each time: the wait histogram carries the two that vary, not the constant ones.
+    expect(records.get("messaging.process.duration")?.[0]).toEqual({
+      "messaging.system": "cairnq",
+      "messaging.destination.name": "default",
+      "messaging.operation.name": "process",
+      "cairnq.task.name": "x",
+    });
+    expect(records.get("cairnq.task.wait.duration")?.[0]).toEqual({ "messaging.destination.name": "default", "cairnq.task.name": "x" });
     expect(adds).toEqual([]);
   });
 });

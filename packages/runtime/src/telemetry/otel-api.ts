@@ -26,6 +26,7 @@ export interface MeterProviderLike {
 export interface OtelContext {
   getValue(key: symbol): unknown;
   setValue(key: symbol, value: unknown): OtelContext;
+  deleteValue(key: symbol): OtelContext;
 }
 
 /** Attribute values CairnQ sets. @internal */

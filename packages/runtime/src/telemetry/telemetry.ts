@@ -14,7 +14,7 @@ import type { SubmitInput } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { ReadTraceCarrier, TraceCarrier } from "@cairnq/protocol/sdk";
 import { formatTraceparent, parseTraceparent, TRACE_CONTEXT_METADATA_KEY, withTraceCarrier } from "@cairnq/protocol/sdk";
-import type { OtelApi, OtelAttributes, OtelCounter, OtelMeter, OtelSpan, OtelSpanContext, OtelTracer } from "./otel-api.js";
+import type { OtelApi, OtelAttributes, OtelContext, OtelCounter, OtelMeter, OtelSpan, OtelSpanContext, OtelTracer } from "./otel-api.js";
 import { loadOpenTelemetry } from "./otel-api.js";
 import type { ResolvedMetrics, ResolvedTracing } from "./telemetry-options.js";
 import { resolveMetrics, resolveTracing } from "./telemetry-options.js";
@@ -90,10 +90,25 @@ export class Telemetry {
   /** The {@link Telemetry.meterVersion} `#sent` was made on. */
   #sentVersion = 0;
 
+  /** Whether {@link SpanContext} stands for `trace.setSpan` with this copy of the API (checked once, at load). */
+  readonly #lightContexts: boolean;
+
   private constructor(api: OtelApi, tracing: ResolvedTracing | null, metrics: ResolvedMetrics | null) {
     this.api = api;
     this.tracing = tracing;
     this.metrics = metrics;
+    const probe = api.trace.wrapSpanContext({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: 1 });
+    this.#lightContexts = api.trace.getSpan(new SpanContext(api, api.ROOT_CONTEXT, probe)) === probe;
+  }
+
+  /**
+   * `parent` with `span` active: what `trace.setSpan(parent, span)` returns, in one small object. The API's own
+   * context copies its parent's entries into a new Map and makes three closures, for every span the worker
+   * enters (one per handler call); this one holds the two references and makes the API's context only if
+   * something inside sets or deletes a value.
+   */
+  contextWithSpan(parent: OtelContext, span: OtelSpan): OtelContext {
+    return this.#lightContexts ? new SpanContext(this.api, parent, span) : this.api.trace.setSpan(parent, span);
   }
 
   /**
@@ -204,7 +219,7 @@ export class Telemetry {
     const traced = carrier === null ? input : { ...input, metadata: withTraceCarrier(metadata, carrier) };
     try {
       // The write runs in the producer span's context, so an instrumented driver's spans nest under it.
-      const out = await api.context.with(api.trace.setSpan(parent, span), () => write(traced));
+      const out = await api.context.with(this.contextWithSpan(parent, span), () => write(traced));
       span.setAttribute(TELEMETRY_ATTRIBUTES.messageId, rowOf(out).id);
       this.#countSent(queue, input.name);
       return out;
@@ -224,6 +239,43 @@ export class Telemetry {
       this.#sentVersion = this.#meterVersion;
     }
     this.#sent.add(1, this.#sendNames.get(queue, name).attributes);
+  }
+}
+
+/**
+ * The key under which the API keeps a context's active span. `@opentelemetry/api` makes its context keys with
+ * `Symbol.for`, so that every copy of the API in one process shares them; {@link Telemetry} checks at load that
+ * `trace.getSpan` finds a span under it before using {@link SpanContext}.
+ */
+const SPAN_KEY = Symbol.for("OpenTelemetry Context Key SPAN");
+
+/** A context: `parent` with `span` active (see {@link Telemetry.contextWithSpan}). */
+class SpanContext implements OtelContext {
+  readonly #api: OtelApi;
+  readonly #parent: OtelContext;
+  readonly #span: OtelSpan;
+
+  constructor(api: OtelApi, parent: OtelContext, span: OtelSpan) {
+    this.#api = api;
+    this.#parent = parent;
+    this.#span = span;
+  }
+
+  getValue(key: symbol): unknown {
+    return key === SPAN_KEY ? this.#span : this.#parent.getValue(key);
+  }
+
+  setValue(key: symbol, value: unknown): OtelContext {
+    return this.#full().setValue(key, value);
+  }
+
+  deleteValue(key: symbol): OtelContext {
+    return this.#full().deleteValue(key);
+  }
+
+  /** The API's own context with the same values. */
+  #full(): OtelContext {
+    return this.#api.trace.setSpan(this.#parent, this.#span);
   }
 }
 
