@@ -12,11 +12,12 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
+import { sharedNow, stampMethods } from "./lib/stamp-methods.mjs";
 import { CairnQ, PostgresStore, Worker } from "cairnq";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "1000" }, child: { type: "string" } } });
 const DSN = process.env.CAIRNQ_BENCH_PG_DSN ?? "postgres://postgres@127.0.0.1:5432/test";
-const now = () => performance.timeOrigin + performance.now();
+const now = sharedNow;
 /** [event, start, end] of every stamped call and notification in this process. */
 const log = [];
 const sent = { roundTrips: 0, statements: 0 };
@@ -31,22 +32,7 @@ const short = (sql) => {
 };
 
 /** Wraps `names` on PostgresStore's prototype chain so every call is stamped into `log`. */
-function stamp(names) {
-  for (const name of names) {
-    let proto = PostgresStore.prototype;
-    let fn;
-    while (proto !== null && (fn = Object.getOwnPropertyDescriptor(proto, name)?.value) === undefined) proto = Object.getPrototypeOf(proto);
-    if (fn === undefined) throw new Error(`PostgresStore has no ${name}`);
-    PostgresStore.prototype[name] = async function stamped(...args) {
-      const started = now();
-      try {
-        return await fn.apply(this, args);
-      } finally {
-        log.push([name, started, now()]);
-      }
-    };
-  }
-}
+const stamp = (names) => stampMethods(PostgresStore, names, log);
 
 /** Counts what pg writes and stamps the notifications it delivers (the pg the store loads: resolved from @cairnq/store-postgres). */
 function instrumentPg() {

@@ -13,31 +13,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { sharedNow, stampMethods } from "./lib/stamp-methods.mjs";
 import { CairnQ, SQLiteStore, Worker } from "cairnq";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "1000" }, driver: { type: "string" }, child: { type: "string" } } });
 const driver = values.driver;
-const now = () => performance.timeOrigin + performance.now();
+const now = sharedNow;
 /** [store method, start, end, task id] of every wrapped call in this process. */
 const log = [];
 
 /** Wraps `names` on SQLiteStore's prototype chain so every call is stamped into `log`. */
-function stamp(names) {
-  for (const name of names) {
-    let proto = SQLiteStore.prototype;
-    let fn;
-    while (proto !== null && (fn = Object.getOwnPropertyDescriptor(proto, name)?.value) === undefined) proto = Object.getPrototypeOf(proto);
-    if (fn === undefined) throw new Error(`SQLiteStore has no ${name}`);
-    SQLiteStore.prototype[name] = async function stamped(...args) {
-      const started = now();
-      try {
-        return await fn.apply(this, args);
-      } finally {
-        log.push([name, started, now()]);
-      }
-    };
-  }
-}
+const stamp = (names) => stampMethods(SQLiteStore, names, log);
 
 const busyOf = (store) => store?.dialect?.connection?.queue?.stats?.busyRetries ?? null;
 
