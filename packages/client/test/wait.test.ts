@@ -7,6 +7,15 @@ import { systemClock } from "@cairnq/runtime";
 import { CairnQ } from "../src/index.js";
 import { claimOne, claimWhenQueued, delay, MemoryStore, RecordingStore } from "./support.js";
 
+/** Polls `predicate` every 2 ms (a loaded machine runs the wait's timers late: wait for what it did, not for a time). */
+async function until(predicate: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await delay(2);
+  }
+}
+
 async function timeoutOf(promise: Promise<unknown>): Promise<TaskTimeout> {
   const error = await promise.then(
     () => null,
@@ -147,11 +156,13 @@ describe("waitByKey", () => {
     const client = new CairnQ(store);
     const first = await client.submit("job", { v: 1 }, { key: "k" });
     const waiting = client.waitByKey("k", { pollMs: 5, maxPollMs: 5 });
-    await delay(15);
+    // The wait has resolved the key to the first task once it sleeps on that task's wake.
+    await until(() => store.calls.some((c) => c.method === "taskDoneWake" && c.args[0] === first.id), "a sleep on the first task");
     const second = await client.submit("job", { v: 2 }, { key: "k", conflict: "replace" });
     expect(second.id).not.toBe(first.id);
     // The old task is now canceled (terminal), yet the wait keeps going: the key points at the new one.
-    await delay(15);
+    // The old task is canceled and the wait re-resolves the key every poll: it sleeps on the new task next.
+    await until(() => store.calls.some((c) => c.method === "taskDoneWake" && c.args[0] === second.id), "a sleep on the second task");
     const worker = await claimOne(store);
     expect(worker.id).toBe(second.id);
     await store.complete({ taskId: second.id, workerId: worker.workerId, result: 2 });
@@ -167,8 +178,7 @@ describe("waitByKey", () => {
     const store = new RecordingStore();
     const client = new CairnQ(store);
     const waiting = client.waitByKey("later", { pollMs: 5, maxPollMs: 5 });
-    await delay(20);
-    expect(store.count("getStatusByKey")).toBeGreaterThan(1);
+    await until(() => store.count("getStatusByKey") > 1, "a second poll of the key");
     // No task to wake on: plain sleeps only.
     expect(store.count("taskDoneWake")).toBe(0);
     const task = await client.submit("job", {}, { key: "later" });
