@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ClaimInput, TaskStore } from "@cairnq/protocol";
-import { delay, waitForStatus } from "../support/helpers.js";
+import { delay, waitFor, waitForStatus } from "../support/helpers.js";
 import { POSTGRES, SQLITE } from "../support/stores.js";
 import type { Backend, OpenStore } from "../support/stores.js";
 import { makeWorker } from "../support/worker.js";
@@ -38,7 +38,14 @@ describe.each([POSTGRES, SQLITE] as Backend[])("on $label", (backend) => {
     worker.task("a", () => "done");
     await store.connect();
     void worker.run();
-    await delay(100);
+    // Count from a quiet worker: on Postgres once its LISTEN has proved itself (the check's own NOTIFY and a
+    // slow check on a loaded machine bring claims of their own), then after 300 ms without a claim.
+    const listenState = () => (store as { listenState?: string }).listenState;
+    await waitFor(() => listenState() === undefined || listenState() === "listening", 15_000, "the LISTEN check");
+    for (let seen = -1; seen !== claims.length; ) {
+      seen = claims.length;
+      await delay(300);
+    }
     const before = claims.length;
     const first = await store.submit({ name: "a" });
     await waitForStatus(store, first.id, ["succeeded"], 5000);
