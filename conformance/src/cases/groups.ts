@@ -9,6 +9,7 @@ import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task }
 import { InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
+import { CLOCK_SLACK_MS } from "../invariants.js";
 
 const needsGroups = (c: { groups?: boolean; flowControl?: boolean }): string | null =>
   c.groups === true && c.flowControl === true ? null : "groups (per-group limits and rotation in claim)";
@@ -213,7 +214,9 @@ export const debounceCases: readonly ConformanceCase[] = [
       const debounce = { delayMs: 60_000, maxDelayMs: 90_000 };
       const first = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 1 }, debounce });
       t.expect(first.created).toBe(true);
-      t.expect(first.task.run_at_ms - first.task.created_at_ms).toBeGreaterThanOrEqual(60_000);
+      // created_at_ms and run_at_ms may come from separate clock reads (protocol §2.1: on Postgres each
+      // reads clock_timestamp(), rounded to the nearest millisecond), so they may differ by the slack.
+      t.expect(first.task.run_at_ms - first.task.created_at_ms).toBeGreaterThanOrEqual(60_000 - CLOCK_SLACK_MS);
       await t.sleep(20);
       const second = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 2 }, debounce });
       t.expect(second.created).toBe(false);
