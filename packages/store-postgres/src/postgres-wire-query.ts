@@ -1,0 +1,291 @@
+/**
+ * The pg `Query` the store sends its own statements as (a registered
+ * statement alone, or a pipeline of several: `postgres-pipeline.ts`), with
+ * each statement's row description read once per connection.
+ *
+ * pg's own `Query` asks the server to describe every execution (a Describe
+ * message, answered by a RowDescription) and rebuilds its row parser from
+ * that answer each time: it parses the description's fields, then builds a
+ * dictionary-mode template object of the column names, a copy of it, and an
+ * array of type parsers. The claim returns 23 columns, so that was ~15–20%
+ * of the bytes a worker and a client allocate per `call()`
+ * (`bench/call-timeline-pg.mjs`, `TIMELINE_HEAP`). A named prepared
+ * statement's row description cannot change while it exists (Postgres
+ * refuses to run a cached plan whose result type changed), so this `Query`
+ * describes a named statement only when the connection parses it, keeps
+ * its row shape (names, type parsers, a template row) on the connection
+ * and sends just Bind and Execute afterwards. Unnamed statements (prepared
+ * statements off, texts the store did not register) are described every
+ * time, as pg does.
+ *
+ * Rows are built as pg builds them (a copy of the template row, each value
+ * through pg's type parser for its column), and each statement answers
+ * `{ command, rowCount, rows }` as pg's `Result` does, which is all Kysely
+ * and the store read of it.
+ */
+import { loadPgDriver } from "./postgres-driver.js";
+import type { Row } from "@cairnq/store-kysely";
+
+/** One statement of a query: its text and its parameters, already encoded (pg's `prepareValue`). */
+export interface WireStatement {
+  readonly sql: string;
+  readonly parameters: readonly unknown[];
+}
+
+/** What one statement answers. */
+export interface WireResult {
+  readonly command: string | null;
+  readonly rowCount: number | null;
+  readonly rows: Row[];
+}
+
+/** A field of a RowDescription message, as pg-protocol parses it. */
+interface Field {
+  readonly name: string;
+  readonly dataTypeID: number;
+  readonly format?: string;
+}
+
+/** The parts of pg's wire connection the query writes to. */
+export interface WireConnection {
+  parse(message: { text: string; name?: string }): void;
+  bind(message: { statement?: string; values: readonly unknown[]; binary?: boolean; valueMapper: (value: unknown) => unknown }): void;
+  describe(message: { type: "P"; name: string }): void;
+  execute(message: { portal: string }): void;
+  sync(): void;
+  on(event: "parseComplete", listener: () => void): unknown;
+  removeListener(event: "parseComplete", listener: () => void): unknown;
+  readonly parsedStatements: Record<string, string | undefined>;
+  readonly submittedNamedStatements: Record<string, string | undefined>;
+}
+
+/** How a statement's rows are built: column names, their parsers, and the template each row copies. */
+interface RowShape {
+  readonly names: readonly string[];
+  readonly parsers: readonly ((value: string) => unknown)[];
+  readonly binary: readonly boolean[];
+  readonly template: Row;
+}
+
+/** A statement that answers no rows (its Describe answered NoData). */
+const NO_ROWS: RowShape = { names: [], parsers: [], binary: [], template: {} };
+
+/** Per wire connection: the row shape of each named statement it has described. */
+const SHAPES = new WeakMap<object, Map<string, RowShape>>();
+
+function shapesOf(connection: object): Map<string, RowShape> {
+  let shapes = SHAPES.get(connection);
+  if (shapes === undefined) {
+    shapes = new Map();
+    SHAPES.set(connection, shapes);
+  }
+  return shapes;
+}
+
+type TypeParser = (value: string) => unknown;
+
+/** Type parsers by type and format: the client's (its `types` option over pg's global ones), or pg's global ones. */
+interface TypeParsers {
+  getTypeParser(oid: number, format: string): TypeParser;
+}
+
+/** The row shape a RowDescription's fields give, with the type parsers pg's `Result` would look up. */
+function shapeOf(fields: readonly Field[], types: TypeParsers): RowShape {
+  const names: string[] = [];
+  const parsers: TypeParser[] = [];
+  const binary: boolean[] = [];
+  const template: Row = {};
+  for (const field of fields) {
+    const format = field.format ?? "text";
+    names.push(field.name);
+    parsers.push(types.getTypeParser(field.dataTypeID, format));
+    binary.push(format === "binary");
+    template[field.name] = null;
+  }
+  // A copy of the template is a fast-mode object (the template itself, built by keyed stores, is not).
+  return { names, parsers, binary, template: { ...template } };
+}
+
+const COMMAND = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
+
+type Callback = (error: Error | null, results?: unknown) => void;
+
+/** The store's pg `Query`: statements in order, one Sync; resolves with one {@link WireResult} per statement. */
+export interface WireQuery {
+  callback: Callback;
+  query_timeout?: number;
+}
+
+/** `text`: what the query shows as its text (to pg and to anyone watching `client.query`); never sent. */
+type WireQueryClass = new (text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined) => WireQuery;
+
+let queryClass: WireQueryClass | null = null;
+
+/** Parameters already encoded by the caller: bound as they are. */
+const asEncoded = (value: unknown): unknown => value;
+
+/** Built on first use, from the `pg` the store loads (its `Query`). */
+export function wireQueryClass(): WireQueryClass {
+  if (queryClass !== null) return queryClass;
+  const pg = loadPgDriver() as unknown as { Query: new (config: { text: string }) => object };
+  // pg's Query is plain JavaScript without types for these members; the subclass overrides what pg
+  // calls to send a prepared query (requiresPreparation, prepare), to hand it the answer's messages
+  // (handleRowDescription, handleDataRow, handleCommandComplete, handleEmptyQuery) and to finish it.
+  const Base = pg.Query as unknown as new (config: { text: string }) => {
+    handleError(error: unknown, connection: unknown): void;
+    handleReadyForQuery(connection: unknown): void;
+    /** Set by the client before it sends the query: its `binary` option. */
+    binary?: boolean;
+    /** pg's own result object, whose `_types` the client sets to its type parsers before sending the query. */
+    _result: { _types?: TypeParsers };
+  };
+  const pgTypes = (loadPgDriver() as unknown as { types: TypeParsers }).types;
+  class Wire extends Base {
+    readonly #statements: readonly WireStatement[];
+    readonly #nameOf: (sql: string) => string | undefined;
+    /** Statement names (`""` for unnamed) of the Parse messages whose ParseComplete has not arrived, in order. */
+    #parsing: string[] = [];
+    #connection: WireConnection | null = null;
+    /** Per statement: the name its shape is kept under once described (`null`: not kept), and its known shape. */
+    #keepAs: (string | null)[] = [];
+    #shapes: (RowShape | null)[] = [];
+    /** The statement whose answer is arriving, its rows so far, the answers of those before it. */
+    #index = 0;
+    #rows: Row[] = [];
+    #results: WireResult[] = [];
+    #failure: unknown = null;
+    declare callback: Callback;
+
+    constructor(text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined) {
+      super({ text });
+      this.#statements = statements;
+      this.#nameOf = nameOf;
+    }
+
+    requiresPreparation(): boolean {
+      return true;
+    }
+
+    readonly #parsed = (): void => {
+      const name = this.#parsing.shift();
+      const connection = this.#connection;
+      if (name === undefined || name === "" || connection === null) return;
+      connection.parsedStatements[name] = connection.submittedNamedStatements[name];
+      delete connection.submittedNamedStatements[name];
+    };
+
+    prepare(connection: WireConnection): void {
+      this.#connection = connection;
+      connection.on("parseComplete", this.#parsed);
+      const shapes = shapesOf(connection);
+      for (const statement of this.#statements) {
+        const name = this.#nameOf(statement.sql);
+        const known = name !== undefined && (connection.parsedStatements[name] === statement.sql || connection.submittedNamedStatements[name] === statement.sql);
+        if (!known) {
+          connection.parse({ text: statement.sql, ...(name === undefined ? {} : { name }) });
+          this.#parsing.push(name ?? "");
+          if (name !== undefined) {
+            connection.submittedNamedStatements[name] = statement.sql;
+            // A new parse of the name: its shape is described again.
+            shapes.delete(name);
+          }
+        }
+        connection.bind({ ...(name === undefined ? {} : { statement: name }), values: statement.parameters, binary: this.binary === true, valueMapper: asEncoded });
+        const shape = name === undefined ? undefined : shapes.get(name);
+        if (shape === undefined) connection.describe({ type: "P", name: "" });
+        this.#keepAs.push(shape === undefined && name !== undefined ? name : null);
+        this.#shapes.push(shape ?? null);
+        connection.execute({ portal: "" });
+      }
+      connection.sync();
+    }
+
+    handleRowDescription(message: { fields: readonly Field[] }): void {
+      const shape = message.fields.length === 0 ? NO_ROWS : shapeOf(message.fields, this._result._types ?? pgTypes);
+      this.#shapes[this.#index] = shape;
+      this.#keep(shape);
+    }
+
+    /** Keeps the current statement's shape for its name on the connection, once its description arrived. */
+    #keep(shape: RowShape): void {
+      const name = this.#keepAs[this.#index];
+      if (name === null || name === undefined || this.#connection === null) return;
+      shapesOf(this.#connection).set(name, shape);
+      this.#keepAs[this.#index] = null;
+    }
+
+    handleDataRow(message: { fields: readonly (string | null)[] }): void {
+      if (this.#failure !== null) return;
+      try {
+        const shape = this.#shapes[this.#index];
+        if (shape === null || shape === undefined) throw new Error("a data row arrived before its statement's row description");
+        const { names, parsers, binary } = shape;
+        const row: Row = { ...shape.template };
+        const values = message.fields;
+        for (let i = 0; i < values.length; i += 1) {
+          const raw = values[i];
+          const name = names[i] as string;
+          if (raw === null || raw === undefined) row[name] = null;
+          else row[name] = (parsers[i] as TypeParser)(binary[i] === true ? (Buffer.from(raw) as unknown as string) : raw);
+        }
+        this.#rows.push(row);
+      } catch (error) {
+        this.#failure = error;
+      }
+    }
+
+    /** The statement ended: its answer, and the next statement's answer begins. */
+    #end(text: string | null): void {
+      // Described and answered without a RowDescription: it returns no rows (NoData).
+      if (this.#shapes[this.#index] === null) this.#keep(NO_ROWS);
+      const match = text === null ? null : COMMAND.exec(text);
+      const count = match?.[3] ?? match?.[2];
+      this.#results.push({ command: match?.[1] ?? null, rowCount: count === undefined ? null : Number.parseInt(count, 10), rows: this.#rows });
+      this.#rows = [];
+      this.#index += 1;
+    }
+
+    handleCommandComplete(message: { text: string }): void {
+      this.#end(message.text);
+    }
+
+    handleEmptyQuery(): void {
+      this.#end(null);
+    }
+
+    /** Parses the server skipped after an error never happened: forget them, so the next use parses again. */
+    #finish(): void {
+      const connection = this.#connection;
+      if (connection === null) return;
+      connection.removeListener("parseComplete", this.#parsed);
+      for (const name of this.#parsing) if (name !== "") delete connection.submittedNamedStatements[name];
+      this.#parsing = [];
+      this.#connection = null;
+    }
+
+    override handleError(error: unknown, connection: unknown): void {
+      this.#finish();
+      super.handleError(error, connection);
+    }
+
+    override handleReadyForQuery(connection: unknown): void {
+      this.#finish();
+      if (this.#failure !== null) {
+        const failure = this.#failure;
+        this.#failure = null;
+        this.handleError(failure, connection);
+        return;
+      }
+      try {
+        this.callback(null, this.#results);
+      } catch (error) {
+        // As pg's Query: an exception of the callback is not the connection's.
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
+  }
+  queryClass = Wire;
+  return queryClass;
+}
