@@ -23,6 +23,7 @@
  * `{ command, rowCount, rows }` as pg's `Result` does, which is all Kysely
  * and the store read of it.
  */
+import { createRequire } from "node:module";
 import { loadPgDriver } from "./postgres-driver.js";
 import type { Row } from "@cairnq/store-kysely";
 
@@ -89,6 +90,34 @@ interface TypeParsers {
   getTypeParser(oid: number, format: string): TypeParser;
 }
 
+/**
+ * pg-types' own text parser of `bigint` (`parseBigInteger`), or `null` where it cannot be found. It
+ * answers the text it is given either way (the digits as they are, anything else unchanged), so a
+ * column it would parse is read as the text itself; every `*_ms` column of a claimed task is one, and
+ * its regular expression ran on each of them per row.
+ */
+function defaultBigintParser(): TypeParser | null {
+  if (bigintParser !== undefined) return bigintParser;
+  bigintParser = null;
+  try {
+    const fromPg = createRequire(createRequire(import.meta.url).resolve("pg"));
+    const textParsers = fromPg("pg-types/lib/textParsers") as { init?: (register: (oid: number, parser: TypeParser) => void) => void };
+    textParsers.init?.((oid, parser) => {
+      if (oid === BIGINT_OID) bigintParser = parser;
+    });
+  } catch {
+    // Another pg-types layout: pg's parser is used as it is.
+  }
+  return bigintParser;
+}
+
+let bigintParser: TypeParser | null | undefined;
+
+const BIGINT_OID = 20;
+
+/** A text value as it is: the `bigint` parser's answer, without its regular expression. */
+const asText = (value: string): unknown => value;
+
 /** The row shape a RowDescription's fields give, with the type parsers pg's `Result` would look up. */
 function shapeOf(fields: readonly Field[], types: TypeParsers): RowShape {
   const names: string[] = [];
@@ -98,7 +127,8 @@ function shapeOf(fields: readonly Field[], types: TypeParsers): RowShape {
   for (const field of fields) {
     const format = field.format ?? "text";
     names.push(field.name);
-    parsers.push(types.getTypeParser(field.dataTypeID, format));
+    const parser = types.getTypeParser(field.dataTypeID, format);
+    parsers.push(format === "text" && field.dataTypeID === BIGINT_OID && parser === defaultBigintParser() ? asText : parser);
     binary.push(format === "binary");
     template[field.name] = null;
   }

@@ -113,14 +113,25 @@ describe("the store's statements describe their rows once per connection", () =>
     await c.end();
   });
 
+  it("bigint columns read as pg's own parser reads them: their text", async () => {
+    const c = await client();
+    prepareRegistered(c);
+    const text = `SELECT $1::bigint AS big, -$1::bigint AS negative, NULL::bigint AS none /* bigint ${Date.now()} */`;
+    registerPrepared(text);
+    for (const value of ["9223372036854775807", "1764868000123"]) {
+      expect((await c.query(text, [value])).rows).toEqual([{ big: value, negative: `-${value}`, none: null }]);
+    }
+    await c.end();
+  });
+
   it("the client's own type parsers (its `types` option) apply, as they do to pg's own queries", async () => {
-    const types = { getTypeParser: (oid: number) => (oid === 23 ? (value: string) => `int:${value}` : (value: string) => value) };
+    const types = { getTypeParser: (oid: number) => (oid === 23 || oid === 20 ? (value: string) => `int${oid}:${value}` : (value: string) => value) };
     const c = await client({ types });
     prepareRegistered(c);
-    const text = `SELECT $1::int AS n /* types ${Date.now()} */`;
+    const text = `SELECT $1::int AS n, $1::bigint AS big /* types ${Date.now()} */`;
     registerPrepared(text);
-    expect((await c.query(text, [7])).rows).toEqual([{ n: "int:7" }]);
-    expect((await c.query(text, [8])).rows).toEqual([{ n: "int:8" }]);
+    expect((await c.query(text, [7])).rows).toEqual([{ n: "int23:7", big: "int20:7" }]);
+    expect((await c.query(text, [8])).rows).toEqual([{ n: "int23:8", big: "int20:8" }]);
     await c.end();
   });
 });
