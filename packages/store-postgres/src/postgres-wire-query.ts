@@ -157,11 +157,11 @@ const asEncoded = (value: unknown): unknown => value;
 /** Built on first use, from the `pg` the store loads (its `Query`). */
 export function wireQueryClass(): WireQueryClass {
   if (queryClass !== null) return queryClass;
-  const pg = loadPgDriver() as unknown as { Query: new (config: { text: string }) => object };
+  const pg = loadPgDriver() as unknown as { Query: new (text: string) => object };
   // pg's Query is plain JavaScript without types for these members; the subclass overrides what pg
   // calls to send a prepared query (requiresPreparation, prepare), to hand it the answer's messages
   // (handleRowDescription, handleDataRow, handleCommandComplete, handleEmptyQuery) and to finish it.
-  const Base = pg.Query as unknown as new (config: { text: string }) => {
+  const Base = pg.Query as unknown as new (text: string) => {
     handleError(error: unknown, connection: unknown): void;
     handleReadyForQuery(connection: unknown): void;
     /** Set by the client before it sends the query: its `binary` option. */
@@ -187,7 +187,8 @@ export function wireQueryClass(): WireQueryClass {
     declare callback: Callback;
 
     constructor(text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined) {
-      super({ text });
+      // The text alone: pg copies a config object property by property (descriptors and all), a string it does not.
+      super(text);
       this.#statements = statements;
       this.#nameOf = nameOf;
     }
