@@ -197,22 +197,28 @@ export function wireQueryClass(): WireQueryClass {
       return true;
     }
 
-    readonly #parsed = (): void => {
+    /** Listens for the connection's ParseComplete messages: only while the query has parses outstanding, and bound once then. */
+    #parsed: (() => void) | null = null;
+
+    #onParseComplete(): void {
       const name = this.#parsing.shift();
       const connection = this.#connection;
       if (name === undefined || name === "" || connection === null) return;
       connection.parsedStatements[name] = connection.submittedNamedStatements[name];
       delete connection.submittedNamedStatements[name];
-    };
+    }
 
     prepare(connection: WireConnection): void {
       this.#connection = connection;
-      connection.on("parseComplete", this.#parsed);
       const shapes = shapesOf(connection);
       for (const statement of this.#statements) {
         const name = this.#nameOf(statement.sql);
         const known = name !== undefined && (connection.parsedStatements[name] === statement.sql || connection.submittedNamedStatements[name] === statement.sql);
         if (!known) {
+          if (this.#parsed === null) {
+            this.#parsed = () => this.#onParseComplete();
+            connection.on("parseComplete", this.#parsed);
+          }
           connection.parse({ text: statement.sql, ...(name === undefined ? {} : { name }) });
           this.#parsing.push(name ?? "");
           if (name !== undefined) {
@@ -221,7 +227,8 @@ export function wireQueryClass(): WireQueryClass {
             shapes.delete(name);
           }
         }
-        connection.bind({ ...(name === undefined ? {} : { statement: name }), values: statement.parameters, binary: this.binary === true, valueMapper: asEncoded });
+        // pg's serializer binds the unnamed statement for an empty name.
+        connection.bind({ statement: name ?? "", values: statement.parameters, binary: this.binary === true, valueMapper: asEncoded });
         const shape = name === undefined ? undefined : shapes.get(name);
         if (shape === undefined) connection.describe({ type: "P", name: "" });
         this.#keepAs.push(shape === undefined && name !== undefined ? name : null);
@@ -288,7 +295,8 @@ export function wireQueryClass(): WireQueryClass {
     #finish(): void {
       const connection = this.#connection;
       if (connection === null) return;
-      connection.removeListener("parseComplete", this.#parsed);
+      if (this.#parsed !== null) connection.removeListener("parseComplete", this.#parsed);
+      this.#parsed = null;
       for (const name of this.#parsing) if (name !== "") delete connection.submittedNamedStatements[name];
       this.#parsing = [];
       this.#connection = null;
