@@ -112,7 +112,8 @@ export function runOnWire<T>(
   return new Promise((resolve, reject) => {
     const prepareValue = pgPrepareValue();
     const encoded = statements.map((statement) => ({ sql: statement.sql, parameters: statement.parameters.map((value) => prepareValue(value)) }));
-    const query = new Wire(text, encoded, nameOf);
+    // A lone statement's results follow the client's `binary` option, as pg's own Query's do; a pipeline's are text.
+    const query = new Wire(text, encoded, nameOf, text !== PIPELINE_SQL);
     // pg reads a per-query read timeout from the query object itself (then the client's `query_timeout`).
     if (timeoutMs !== undefined) query.query_timeout = timeoutMs;
     // Set before query(): pg wraps the callback with its read timeout.

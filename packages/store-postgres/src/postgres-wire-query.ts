@@ -146,8 +146,12 @@ export interface WireQuery {
   query_timeout?: number;
 }
 
-/** `text`: what the query shows as its text (to pg and to anyone watching `client.query`); never sent. */
-type WireQueryClass = new (text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined) => WireQuery;
+/**
+ * `text`: what the query shows as its text (to pg and to anyone watching `client.query`); never sent.
+ * `clientBinary`: results in binary when the client has pg's `binary` option, as pg's own Query does (a lone
+ * statement); `false`: always text (a pipeline, as it always was). Binary results are described every time.
+ */
+type WireQueryClass = new (text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined, clientBinary: boolean) => WireQuery;
 
 let queryClass: WireQueryClass | null = null;
 
@@ -186,11 +190,14 @@ export function wireQueryClass(): WireQueryClass {
     #failure: unknown = null;
     declare callback: Callback;
 
-    constructor(text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined) {
+    readonly #clientBinary: boolean;
+
+    constructor(text: string, statements: readonly WireStatement[], nameOf: (sql: string) => string | undefined, clientBinary: boolean) {
       // The text alone: pg copies a config object property by property (descriptors and all), a string it does not.
       super(text);
       this.#statements = statements;
       this.#nameOf = nameOf;
+      this.#clientBinary = clientBinary;
     }
 
     requiresPreparation(): boolean {
@@ -211,6 +218,8 @@ export function wireQueryClass(): WireQueryClass {
     prepare(connection: WireConnection): void {
       this.#connection = connection;
       const shapes = shapesOf(connection);
+      // Kept shapes are of text results: binary ones are described every time (and not kept).
+      const binary = this.#clientBinary && this.binary === true;
       for (const statement of this.#statements) {
         const name = this.#nameOf(statement.sql);
         const known = name !== undefined && (connection.parsedStatements[name] === statement.sql || connection.submittedNamedStatements[name] === statement.sql);
@@ -228,10 +237,10 @@ export function wireQueryClass(): WireQueryClass {
           }
         }
         // pg's serializer binds the unnamed statement for an empty name.
-        connection.bind({ statement: name ?? "", values: statement.parameters, binary: this.binary === true, valueMapper: asEncoded });
-        const shape = name === undefined ? undefined : shapes.get(name);
+        connection.bind({ statement: name ?? "", values: statement.parameters, binary, valueMapper: asEncoded });
+        const shape = name === undefined || binary ? undefined : shapes.get(name);
         if (shape === undefined) connection.describe({ type: "P", name: "" });
-        this.#keepAs.push(shape === undefined && name !== undefined ? name : null);
+        this.#keepAs.push(shape === undefined && name !== undefined && !binary ? name : null);
         this.#shapes.push(shape ?? null);
         connection.execute({ portal: "" });
       }

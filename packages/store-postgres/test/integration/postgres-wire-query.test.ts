@@ -124,6 +124,25 @@ describe("the store's statements describe their rows once per connection", () =>
     await c.end();
   });
 
+  it("a client with pg's `binary` option: a lone statement answers in binary as pg's own query would, described every time; a pipeline in text", async () => {
+    const c = await client({ binary: true });
+    prepareRegistered(c);
+    // numeric: pg-types parses its binary form to a number and leaves its text form a string.
+    const text = `SELECT $1::numeric AS n /* binary ${Date.now()} */`;
+    registerPrepared(text);
+    const describes = countDescribes(c);
+    expect((await c.query(text, ["1.5"])).rows).toEqual([{ n: 1.5 }]);
+    expect((await c.query(text, ["2.5"])).rows).toEqual([{ n: 2.5 }]);
+    expect(describes.count()).toBe(2);
+    const result = (await c.query(PIPELINE_SQL, [[{ sql: text, parameters: ["3.5"] }]])) as unknown as { rows: { rows: unknown[] }[] };
+    expect(result.rows.map((r) => r.rows)).toEqual([[{ n: "3.5" }]]);
+    expect(describes.count()).toBe(3);
+    // Text results of the name are kept from then on (the pipeline's): a lone binary statement still describes its own.
+    expect((await c.query(text, ["4.5"])).rows).toEqual([{ n: 4.5 }]);
+    expect(describes.count()).toBe(4);
+    await c.end();
+  });
+
   it("the client's own type parsers (its `types` option) apply, as they do to pg's own queries", async () => {
     const types = { getTypeParser: (oid: number) => (oid === 23 || oid === 20 ? (value: string) => `int${oid}:${value}` : (value: string) => value) };
     const c = await client({ types });
