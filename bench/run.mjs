@@ -37,8 +37,25 @@ const { values: args } = parseArgs({
     "telemetry-pairs": { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
     "trace-sql": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
+
+if (args.help) {
+  process.stdout.write(
+    [
+      "usage: node bench/run.mjs [--quick] [--n 10000] [--reps 3] [--backend all|sqlite|postgres|mysql]",
+      "                          [--only submit,drain,telemetry,latency,claim,floors,pooler,churn,drivers,groups,steps]",
+      "                          [--drain-warmup 2000] [--latency-calls 200] [--claim-samples 200] [--pickup-samples 60]",
+      "                          [--telemetry-n 30000] [--telemetry-pairs 2] [--cpu-prof] [--trace-sql]",
+      "",
+      "Runs the built packages (`pnpm bench` builds first); prints a markdown table on stdout and writes",
+      "bench/results/<date>.json and bench/results/latest.md. Every option and row: bench/README.md.",
+      "",
+    ].join("\n"),
+  );
+  process.exit(0);
+}
 
 const positiveInt = (value, name) => {
   const n = Number(value);
