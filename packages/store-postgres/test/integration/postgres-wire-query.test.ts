@@ -125,7 +125,8 @@ describe("the store's statements describe their rows once per connection", () =>
   });
 
   it("a client with pg's `binary` option: a lone statement answers in binary as pg's own query would, described every time; a pipeline in text", async () => {
-    const c = await client({ binary: true });
+    // pg reads `binary` from its client config (its types do not list it).
+    const c = await client({ binary: true } as unknown as pg.ClientConfig);
     prepareRegistered(c);
     // numeric: pg-types parses its binary form to a number and leaves its text form a string.
     const text = `SELECT $1::numeric AS n /* binary ${Date.now()} */`;
