@@ -136,7 +136,53 @@ function shapeOf(fields: readonly Field[], types: TypeParsers): RowShape {
   return { names, parsers, binary, template: { ...template } };
 }
 
-const COMMAND = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
+/** Command tags the store's statements answer, returned as these constants rather than cut from each message's text. */
+const TAGS = ["SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "ROLLBACK", "MERGE"] as const;
+
+/**
+ * What pg's `Result` reads from a CommandComplete text (`/^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/`: the
+ * leading word as the command, the last of up to two counts after it as the row count), without a
+ * regular expression's match, substrings and `parseInt` per statement.
+ */
+export function commandComplete(text: string | null): { command: string | null; rowCount: number | null } {
+  if (text === null) return { command: null, rowCount: null };
+  let end = 0;
+  while (end < text.length && isLetter(text.charCodeAt(end))) end += 1;
+  if (end === 0) return { command: null, rowCount: null };
+  let command: string | null = null;
+  for (const tag of TAGS) {
+    if (tag.length === end && text.startsWith(tag)) {
+      command = tag;
+      break;
+    }
+  }
+  command ??= text.slice(0, end);
+  let rowCount: number | null = null;
+  let at = end;
+  for (let group = 0; group < 2 && text.charCodeAt(at) === SPACE; group += 1) {
+    let next = at + 1;
+    let value = 0;
+    while (next < text.length && isDigit(text.charCodeAt(next))) {
+      value = value * 10 + (text.charCodeAt(next) - ZERO);
+      next += 1;
+    }
+    if (next === at + 1) break;
+    rowCount = value;
+    at = next;
+  }
+  return { command, rowCount };
+}
+
+const SPACE = 32;
+const ZERO = 48;
+
+function isDigit(code: number): boolean {
+  return code >= ZERO && code <= ZERO + 9;
+}
+
+function isLetter(code: number): boolean {
+  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
+}
 
 type Callback = (error: Error | null, results?: unknown) => void;
 
@@ -178,11 +224,11 @@ export function wireQueryClass(): WireQueryClass {
     readonly #statements: readonly WireStatement[];
     readonly #nameOf: (sql: string) => string | undefined;
     /** Statement names (`""` for unnamed) of the Parse messages whose ParseComplete has not arrived, in order. */
-    #parsing: string[] = [];
+    #parsing: string[] | null = null;
     #connection: WireConnection | null = null;
     /** Per statement: the name its shape is kept under once described (`null`: not kept), and its known shape. */
-    #keepAs: (string | null)[] = [];
-    #shapes: (RowShape | null)[] = [];
+    readonly #keepAs: (string | null)[];
+    readonly #shapes: (RowShape | null)[];
     /** The statement whose answer is arriving, its rows so far, the answers of those before it. */
     #index = 0;
     #rows: Row[] = [];
@@ -198,6 +244,9 @@ export function wireQueryClass(): WireQueryClass {
       this.#statements = statements;
       this.#nameOf = nameOf;
       this.#clientBinary = clientBinary;
+      // Sized once: filled by index as the statements are written.
+      this.#keepAs = new Array<string | null>(statements.length).fill(null);
+      this.#shapes = new Array<RowShape | null>(statements.length).fill(null);
     }
 
     requiresPreparation(): boolean {
@@ -208,7 +257,7 @@ export function wireQueryClass(): WireQueryClass {
     #parsed: (() => void) | null = null;
 
     #onParseComplete(): void {
-      const name = this.#parsing.shift();
+      const name = this.#parsing?.shift();
       const connection = this.#connection;
       if (name === undefined || name === "" || connection === null) return;
       connection.parsedStatements[name] = connection.submittedNamedStatements[name];
@@ -220,7 +269,8 @@ export function wireQueryClass(): WireQueryClass {
       const shapes = shapesOf(connection);
       // Kept shapes are of text results: binary ones are described every time (and not kept).
       const binary = this.#clientBinary && this.binary === true;
-      for (const statement of this.#statements) {
+      for (let i = 0; i < this.#statements.length; i += 1) {
+        const statement = this.#statements[i] as WireStatement;
         const name = this.#nameOf(statement.sql);
         const known = name !== undefined && (connection.parsedStatements[name] === statement.sql || connection.submittedNamedStatements[name] === statement.sql);
         if (!known) {
@@ -229,7 +279,7 @@ export function wireQueryClass(): WireQueryClass {
             connection.on("parseComplete", this.#parsed);
           }
           connection.parse({ text: statement.sql, ...(name === undefined ? {} : { name }) });
-          this.#parsing.push(name ?? "");
+          (this.#parsing ??= []).push(name ?? "");
           if (name !== undefined) {
             connection.submittedNamedStatements[name] = statement.sql;
             // A new parse of the name: its shape is described again.
@@ -240,8 +290,8 @@ export function wireQueryClass(): WireQueryClass {
         connection.bind({ statement: name ?? "", values: statement.parameters, binary, valueMapper: asEncoded });
         const shape = name === undefined || binary ? undefined : shapes.get(name);
         if (shape === undefined) connection.describe({ type: "P", name: "" });
-        this.#keepAs.push(shape === undefined && name !== undefined && !binary ? name : null);
-        this.#shapes.push(shape ?? null);
+        this.#keepAs[i] = shape === undefined && name !== undefined && !binary ? name : null;
+        this.#shapes[i] = shape ?? null;
         connection.execute({ portal: "" });
       }
       connection.sync();
@@ -285,9 +335,8 @@ export function wireQueryClass(): WireQueryClass {
     #end(text: string | null): void {
       // Described and answered without a RowDescription: it returns no rows (NoData).
       if (this.#shapes[this.#index] === null) this.#keep(NO_ROWS);
-      const match = text === null ? null : COMMAND.exec(text);
-      const count = match?.[3] ?? match?.[2];
-      this.#results.push({ command: match?.[1] ?? null, rowCount: count === undefined ? null : Number.parseInt(count, 10), rows: this.#rows });
+      const { command, rowCount } = commandComplete(text);
+      this.#results.push({ command, rowCount, rows: this.#rows });
       this.#rows = [];
       this.#index += 1;
     }
@@ -306,8 +355,8 @@ export function wireQueryClass(): WireQueryClass {
       if (connection === null) return;
       if (this.#parsed !== null) connection.removeListener("parseComplete", this.#parsed);
       this.#parsed = null;
-      for (const name of this.#parsing) if (name !== "") delete connection.submittedNamedStatements[name];
-      this.#parsing = [];
+      if (this.#parsing !== null) for (const name of this.#parsing) if (name !== "") delete connection.submittedNamedStatements[name];
+      this.#parsing = null;
       this.#connection = null;
     }
 

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PIPELINE_SQL } from "../../src/postgres-pipeline.js";
+import { commandComplete } from "../../src/postgres-wire-query.js";
 import { prepareRegistered, registerPrepared } from "../../src/postgres-prepared.js";
 import { client } from "../helpers.js";
 
@@ -153,5 +154,17 @@ describe("the store's statements describe their rows once per connection", () =>
     expect((await c.query(text, [7])).rows).toEqual([{ n: "int23:7", big: "int20:7" }]);
     expect((await c.query(text, [8])).rows).toEqual([{ n: "int23:8", big: "int20:8" }]);
     await c.end();
+  });
+
+  it("read a CommandComplete text as pg's Result reads it (its regular expression: the word, the last of up to two counts)", () => {
+    const pg = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
+    const asPg = (text: string): { command: string | null; rowCount: number | null } => {
+      const match = pg.exec(text);
+      const count = match?.[3] ?? match?.[2];
+      return { command: match?.[1] ?? null, rowCount: count === undefined ? null : Number.parseInt(count, 10) };
+    };
+    const tags = ["INSERT 0 64", "UPDATE 3", "SELECT 0", "DELETE 12", "MERGE 2", "BEGIN", "COMMIT", "ROLLBACK", "CREATE TABLE", "COPY 5", "FETCH 7", "SET", "12 rows", "", "SELECT x", "UPDATE 3 4 5", "INSERT 0"];
+    for (const tag of tags) expect(commandComplete(tag)).toEqual(asPg(tag));
+    expect(commandComplete(null)).toEqual({ command: null, rowCount: null });
   });
 });
