@@ -78,6 +78,47 @@ Connection.prototype.bind = function tracedBind(message) {
   return bind.call(this, message);
 };
 
+// mysql2 (the MySQL store's driver and the MySQL floors'): each query() is one round trip, timed until its
+// callback or promise; a multi-statement query (the store joins a plan's statements with ";\n") also counts
+// each of its statements by text, so a trace tells round trips and statements per task on MySQL.
+const mysqlTrips = { queries: 0, statements: 0 };
+/** The mysql2 round trips and statements this process sent so far (for a script that traces itself). */
+export function mysqlTripCounts() {
+  return { ...mysqlTrips };
+}
+const mysqlStatements = new Map();
+let mysqlConnection = null;
+try {
+  mysqlConnection = require("mysql2").Connection;
+} catch {
+  // mysql2 not installed where this runs: nothing to trace.
+}
+if (mysqlConnection !== null) {
+  const mysqlQuery = mysqlConnection.prototype.query;
+  mysqlConnection.prototype.query = function timedMysqlQuery(sql, values, callback) {
+    const text = typeof sql === "string" ? sql : sql?.sql;
+    mysqlTrips.queries += 1;
+    for (const one of String(text).split(";\n")) {
+      mysqlTrips.statements += 1;
+      const key = one.replace(/\s+/g, " ").trim().slice(0, 140);
+      mysqlStatements.set(key, (mysqlStatements.get(key) ?? 0) + 1);
+    }
+    const started = process.hrtime.bigint();
+    const done = () => record(text, Number(process.hrtime.bigint() - started));
+    const cb = [values, callback].find((arg) => typeof arg === "function");
+    if (cb === undefined) {
+      const result = mysqlQuery.call(this, sql, values, callback);
+      result?.once?.("end", done);
+      return result;
+    }
+    const wrapped = (...args) => {
+      done();
+      return cb(...args);
+    };
+    return typeof values === "function" ? mysqlQuery.call(this, sql, wrapped) : mysqlQuery.call(this, sql, values, wrapped);
+  };
+}
+
 process.on("exit", () => {
   const rows = [...stats].sort((a, b) => b[1].ns - a[1].ns).slice(0, 20);
   const total = rows.reduce((sum, [, e]) => sum + e.ns, 0);
@@ -88,6 +129,10 @@ process.on("exit", () => {
   if (wire.size > 0) {
     lines.push(`[sql-trace pid ${process.pid}] statements sent on pg's wire (pipelines included), by count:`);
     for (const [sql, count] of [...wire].sort((a, b) => b[1] - a[1]).slice(0, 30)) lines.push(`  ${String(count).padStart(7)}×  ${sql}`);
+  }
+  if (mysqlTrips.queries > 0) {
+    lines.push(`[sql-trace pid ${process.pid}] mysql2: ${mysqlTrips.queries} round trips, ${mysqlTrips.statements} statements; statements by count:`);
+    for (const [sql, count] of [...mysqlStatements].sort((a, b) => b[1] - a[1]).slice(0, 30)) lines.push(`  ${String(count).padStart(7)}×  ${sql}`);
   }
   process.stderr.write(`${lines.join("\n")}\n`);
 });

@@ -30,11 +30,12 @@ import type {
   SubmitOutcome,
   SucceedInput,
   Task,
+  TerminalStatus,
   TaskRef,
   TaskStore,
   TransactionalTaskStore,
 } from "@cairnq/protocol";
-import { STATUSES } from "@cairnq/protocol";
+import { STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
 import { TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
 import { assertInvariants, assertTaskRef, InvariantViolation } from "./invariants.js";
 
@@ -276,8 +277,15 @@ export class CheckedStore implements TaskStore {
     return this.#inner.claimWake(queues, timeoutMs, signal);
   }
 
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.#inner.taskDoneWake(taskId, timeoutMs, signal);
+  /** `taskDoneWake`; a row it resolves with (a wake that read the task) must be that task's, terminal, and a valid row. */
+  async taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void> {
+    const woke: unknown = await this.#inner.taskDoneWake(taskId, timeoutMs, signal);
+    if (woke === undefined) return undefined;
+    const row = this.#row(woke, "taskDoneWake()");
+    if (row.id !== taskId || !TERMINAL_STATUSES.includes(row.status as TerminalStatus)) {
+      throw new InvariantViolation("done-wake-row", `taskDoneWake(${taskId}) may resolve with that task's terminal row only; got ${row.id} (${row.status})`, row, "taskDoneWake()");
+    }
+    return row;
   }
 
   subscribe(listener: (signal: StoreSignal) => void, reasons?: readonly StoreSignalReason[]): () => void {

@@ -278,8 +278,13 @@ export interface TaskStore {
    * earlier when the backend signals that it reached a terminal status (§9),
    * or at once when `signal` aborts. A hint to read the task again, never
    * proof that it finished; a store without push signals simply sleeps.
+   *
+   * A store whose wake read the task itself (`taskDoneWakeReads`) may resolve
+   * with the terminal row that read returned, read during this wait: a wait
+   * by id returns it instead of reading the row again. Resolving with
+   * nothing (or a row that is not terminal) means "read again", as always.
    */
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void>;
   /**
    * Subscribes to the backend's push signals (§9): `queued` for a queue, `done`
    * for a task. Returns an unsubscribe function. Stores without push return a

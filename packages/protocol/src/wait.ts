@@ -153,7 +153,9 @@ export function resolveWaitOptions(
  *    message naming where the task was stuck ({@link describeTimeout});
  * 4. sleep `min(interval, remaining)` on `taskDoneWake` (the probed id, else
  *    the awaited id; a by-key wait that resolves to nothing sleeps on
- *    `deps.sleep`), then grow the interval ({@link nextPollInterval}).
+ *    `deps.sleep`), then grow the interval ({@link nextPollInterval}); a wait
+ *    by id whose wake resolved with the awaited task's terminal row (a store
+ *    whose wake read it, `TaskStore.taskDoneWake`) returns that row.
  *
  * The wait holds nothing that keeps a process alive: a caller that awaits it
  * at the top of a script, on a store whose sleeps are unref'd, holds its own
@@ -225,7 +227,12 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
       if (!doneSignaled) {
         const sleepMs = Math.ceil(Math.min(interval, remaining));
         const wakeId = ref?.id ?? (byKey ? null : awaited);
-        if (wakeId !== null) await store.taskDoneWake(wakeId, sleepMs, signal);
+        if (wakeId !== null) {
+          // A wake that read the task (see TaskStore.taskDoneWake) hands back the terminal row it read during this
+          // sleep: the read a probe and a full read would have made. A wait by key re-resolves its key instead.
+          const woke = await store.taskDoneWake(wakeId, sleepMs, signal);
+          if (!byKey && woke !== undefined && woke.id === awaited && isTerminal(woke)) return woke;
+        }
         // Only a by-key wait gets here, and it was checked to have a sleep.
         else await (sleep as (ms: number, signal?: AbortSignal) => Promise<void>)(sleepMs, signal);
       }

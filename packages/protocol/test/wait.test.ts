@@ -466,6 +466,55 @@ describe("waitForTask after a push done signal (§9)", () => {
   });
 });
 
+describe("waitForTask on a wake that read the task (TaskStore.taskDoneWake resolving with a row)", () => {
+  it("returns the terminal row the wake read: no probe and no full read after it", async () => {
+    const f = fakeStore([queuedRow()]);
+    const done = terminalRow("succeeded");
+    const store = Object.assign(f.store, {
+      async taskDoneWake(_id: string, ms: number) {
+        f.clock.ms += ms / 2;
+        return done;
+      },
+    });
+    const row = await waitForTask(store, { id: ID, known: { id: ID, status: "queued" } }, {}, f.deps);
+    expect(row).toBe(done);
+    expect([f.count("getStatus"), f.count("get")]).toEqual([0, 0]);
+  });
+
+  it("reads again when the wake's row is not terminal or not the awaited task's", async () => {
+    const f = fakeStore([queuedRow()]);
+    let wakes = 0;
+    const store = Object.assign(f.store, {
+      async taskDoneWake(_id: string, ms: number) {
+        f.clock.ms += ms;
+        wakes += 1;
+        if (wakes === 1) return runningRow();
+        if (wakes === 2) return { ...terminalRow("succeeded"), id: "task_other" };
+        f.table.set(ID, terminalRow("failed"));
+        return undefined;
+      },
+    });
+    const row = await waitForTask(store, { id: ID }, {}, f.deps);
+    expect(row.status).toBe("failed");
+    expect(wakes).toBe(3);
+    expect(f.count("get")).toBe(1);
+  });
+
+  it("a wait by key ignores the wake's row and re-resolves its key (a replace moves it)", async () => {
+    const f = fakeStore([queuedRow()], { k: ID });
+    const store = Object.assign(f.store, {
+      async taskDoneWake(_id: string, ms: number) {
+        f.clock.ms += ms;
+        f.table.set(ID, terminalRow("succeeded"));
+        return terminalRow("succeeded");
+      },
+    });
+    const row = await waitForTask(store, { key: "k" }, {}, f.deps);
+    expect(row.status).toBe("succeeded");
+    expect([f.count("getStatusByKey"), f.count("getByKey")]).toEqual([2, 1]);
+  });
+});
+
 describe("waitForTask with a known status (call's submitted row)", () => {
   it("takes a non-terminal known status as the first probe's answer: it sleeps first, then polls as usual", async () => {
     const f = fakeStore([queuedRow()]);

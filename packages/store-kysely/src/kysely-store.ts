@@ -423,7 +423,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
   }
 
   /** Sleeps up to `timeoutMs`, ending early when the backend signals `taskId` is done (§9). */
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void> {
     return this.dialect.wakeups.taskDoneWake(taskId, timeoutMs, signal);
   }
 

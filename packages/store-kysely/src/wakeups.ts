@@ -1,4 +1,4 @@
-import type { StoreSignal, StoreSignalReason } from "@cairnq/protocol";
+import type { StoreSignal, StoreSignalReason, Task } from "@cairnq/protocol";
 import { sleep } from "@cairnq/runtime";
 
 /**
@@ -8,8 +8,11 @@ import { sleep } from "@cairnq/runtime";
 export interface Wakeups {
   /** Resolves after `timeoutMs`, or earlier on a `queued` signal for one of `queues`, or when `signal` aborts. */
   claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void>;
-  /** Resolves after `timeoutMs`, or earlier on a `done` signal for `taskId`, or when `signal` aborts. */
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves after `timeoutMs`, or earlier on a `done` signal for `taskId`, or when `signal` aborts; a
+   * wake-up that read the task may resolve with the terminal row it read (see `TaskStore.taskDoneWake`).
+   */
+  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void>;
   /** Subscribes to push signals of `reasons` (default both); returns the unsubscribe function. */
   subscribe(listener: (signal: StoreSignal) => void, reasons?: readonly StoreSignalReason[]): () => void;
 }

@@ -1,6 +1,6 @@
 import { TERMINAL_STATUSES } from "@cairnq/protocol";
 import type { DialectCapabilities, ExtensionTable, WriteBatching, WriteCombinerOptions } from "@cairnq/store-kysely";
-import { BaseStoreDialect, CombiningWrites, DEFAULT_DIALECT_CAPABILITIES, PROBE_TEMPLATE, SingleWrites, SqlClock, StatementCompiler, TASKS_TABLE } from "@cairnq/store-kysely";
+import { BaseStoreDialect, CombiningWrites, decodeTask, DEFAULT_DIALECT_CAPABILITIES, PROBE_TEMPLATE, SingleWrites, SqlClock, StatementCompiler, TASKS_TABLE } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
 import { MySQLConnection } from "./mysql-connection.js";
@@ -95,7 +95,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
 
   /**
    * The wake-ups' reads, on the store's pool: the protocol's claim probe (`PROBE_TEMPLATE`, any name)
-   * and the terminal ones among task ids (`TERMINAL_STATUSES`; a task that is gone never wakes its waiter early).
+   * and the rows of the terminal ones among task ids (`TERMINAL_STATUSES`; a task that is gone never wakes its waiter early).
    */
   #wakeupChecks(): WakeupChecks {
     const compiler = new StatementCompiler(this.syntax, this.clock, this.capabilities.skipLocked);
@@ -108,9 +108,10 @@ export class MySQLStoreDialect extends BaseStoreDialect {
         return found === true || Number(found) === 1;
       },
       settled: async (taskIds) => {
-        const sql = `SELECT id FROM ${TASKS_TABLE} WHERE id IN (${taskIds.map(() => "?").join(", ")}) AND status IN (${terminal})`;
+        // The whole row: the waiter's wait loop returns it instead of reading it again (one round trip fewer per call()).
+        const sql = `SELECT * FROM ${TASKS_TABLE} WHERE id IN (${taskIds.map(() => "?").join(", ")}) AND status IN (${terminal})`;
         const { rows } = await this.executor.read(this.connection.db, () => CompiledQuery.raw(sql, [...taskIds]));
-        return rows.map((row) => String(row.id));
+        return rows.map(decodeTask);
       },
     };
   }

@@ -33,7 +33,7 @@
  * the row at once and a woken worker skips its probe. Only what a waiter
  * asked about is ever checked: `capabilities.pushWakeups` stays false.
  */
-import type { StoreSignal, StoreSignalReason } from "@cairnq/protocol";
+import type { StoreSignal, StoreSignalReason, Task } from "@cairnq/protocol";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
 
@@ -41,8 +41,11 @@ import type { Wakeups } from "@cairnq/store-kysely";
 export interface WakeupChecks {
   /** The claim probe on `queues`: a task claimable there, or an expired lease anywhere. */
   claimable(queues: readonly string[]): Promise<boolean>;
-  /** The ids among `taskIds` whose task is terminal (a task that is gone is not: its waiter waits out its timeout). */
-  settled(taskIds: readonly string[]): Promise<readonly string[]>;
+  /**
+   * The rows of the tasks among `taskIds` that are terminal (a task that is gone is not: its waiter
+   * waits out its timeout). The waiters of each are woken with its row.
+   */
+  settled(taskIds: readonly string[]): Promise<readonly Task[]>;
 }
 
 /** Options of {@link MySQLWakeups}; the defaults are what the store uses. */
@@ -76,6 +79,8 @@ interface Watch {
   nextAt: number;
   /** When its last waiter left without a find (-∞: never, or the stretch ended with a find). */
   leftAt: number;
+  /** A done watch's terminal row, as the check that found it read it (its waiters resolve with it); cleared when a new wait begins on it. */
+  found: Task | null;
 }
 
 /**
@@ -118,13 +123,21 @@ export class MySQLWakeups implements Wakeups {
   }
 
   /** Resolves after `timeoutMs`, or soon after a task is claimable on one of `queues` (or a lease expired), or when `signal` aborts. */
-  claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.#wait("claim", queues, `c:${queues.join("\u0000")}`, timeoutMs, signal);
+  async claimWake(queues: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    await this.#wait("claim", queues, `c:${queues.join("\u0000")}`, timeoutMs, signal);
   }
 
-  /** Resolves after `timeoutMs`, or soon after `taskId` is terminal, or when `signal` aborts. */
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.#wait("done", [taskId], `d:${taskId}`, timeoutMs, signal);
+  /**
+   * Resolves after `timeoutMs`, or soon after `taskId` is terminal — then with the terminal row the
+   * check read, so the waiter need not read it again — or when `signal` aborts.
+   */
+  async taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void> {
+    const watch = await this.#wait("done", [taskId], `d:${taskId}`, timeoutMs, signal);
+    if (watch === null || watch.found === null) return undefined;
+    // The first waiter to resume takes the row; any other (two waits on one task) reads its own copy.
+    const task = watch.found;
+    watch.found = null;
+    return task;
   }
 
   /**
@@ -160,22 +173,28 @@ export class MySQLWakeups implements Wakeups {
     this.#watches.clear();
   }
 
-  #wait(kind: Watch["kind"], keys: readonly string[], id: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
-    if (signal?.aborted === true || !(timeoutMs > 0)) return Promise.resolve();
-    if (this.#closed) return sleep(timeoutMs, { signal, unref: true });
+  /** Resolves with the watch waited on (null when there was none: aborted, no time, closed). */
+  async #wait(kind: Watch["kind"], keys: readonly string[], id: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<Watch | null> {
+    if (signal?.aborted === true || !(timeoutMs > 0)) return null;
+    if (this.#closed) {
+      await sleep(timeoutMs, { signal, unref: true });
+      return null;
+    }
     const now = this.#now();
     let watch = this.#watches.get(id);
     if (watch === undefined) {
-      watch = { id, kind, keys, waiters: 0, since: now, nextAt: now + this.#minCheckMs, leftAt: Number.NEGATIVE_INFINITY };
+      watch = { id, kind, keys, waiters: 0, since: now, nextAt: now + this.#minCheckMs, leftAt: Number.NEGATIVE_INFINITY, found: null };
       this.#watches.set(id, watch);
     } else if (watch.waiters === 0) {
+      watch.found = null;
       if (now - watch.leftAt > this.#continueMs) watch.since = now;
       watch.nextAt = now + this.#interval(watch, now);
     }
     watch.waiters += 1;
     const waiting = this.#waiters.wait(watch, timeoutMs, signal);
     this.#schedule();
-    return waiting;
+    await waiting;
+    return watch;
   }
 
   #interval(watch: Watch, now: number): number {
@@ -227,9 +246,14 @@ export class MySQLWakeups implements Wakeups {
       if (dones.length > 0) {
         this.checks += 1;
         reads.push(
-          this.#checks.settled(dones.map((w) => w.keys[0] as string)).then((ids) => {
-            const settled = new Set(ids);
-            for (const watch of dones) if (settled.has(watch.keys[0] as string)) this.#found(watch);
+          this.#checks.settled(dones.map((w) => w.keys[0] as string)).then((tasks) => {
+            const settled = new Map(tasks.map((task) => [task.id, task]));
+            for (const watch of dones) {
+              const task = settled.get(watch.keys[0] as string);
+              if (task === undefined) continue;
+              watch.found = task;
+              this.#found(watch);
+            }
           }),
         );
       }

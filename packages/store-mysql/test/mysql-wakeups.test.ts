@@ -3,7 +3,7 @@
  * (the idle cost the store's docs state), what subscribers hear, and that a
  * failing check wakes nobody.
  */
-import type { StoreSignal } from "@cairnq/protocol";
+import type { StoreSignal, Task } from "@cairnq/protocol";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { WakeupChecks } from "../src/mysql-wakeups.js";
 import { MySQLWakeups } from "../src/mysql-wakeups.js";
@@ -19,14 +19,19 @@ function fakeChecks() {
     settled: (ids) => {
       state.settledReads += 1;
       state.settledIds.push([...ids]);
-      return state.fail ? Promise.reject(new Error("connection lost")) : Promise.resolve(ids.filter((id) => state.settled.has(id)));
+      return state.fail ? Promise.reject(new Error("connection lost")) : Promise.resolve(ids.filter((id) => state.settled.has(id)).map(terminalRow));
     },
   };
   return { state, checks };
 }
 
+/** A terminal row as the store's check would read it (the fields the wake-ups look at). */
+function terminalRow(id: string): Task {
+  return { id, status: "succeeded" } as Task;
+}
+
 /** Resolves to how many ms (fake) `promise` took, advancing timers 1 ms at a time up to `limitMs`. */
-async function elapsed(promise: Promise<void>, limitMs: number): Promise<number> {
+async function elapsed(promise: Promise<unknown>, limitMs: number): Promise<number> {
   let done = false;
   void promise.then(() => (done = true));
   const start = Date.now();
@@ -53,6 +58,27 @@ describe("MySQLWakeups", () => {
 
     const never = wakeups.taskDoneWake("task_b", 500);
     expect(await elapsed(never, 600)).toBe(500);
+    wakeups.close();
+  });
+
+  it("a done wait that found its task resolves with the row the check read; a second waiter on it, a timeout, get none", async () => {
+    const { state, checks } = fakeChecks();
+    const wakeups = new MySQLWakeups(checks, { now: () => Date.now() });
+    const first = wakeups.taskDoneWake("task_a", 500);
+    const second = wakeups.taskDoneWake("task_a", 500);
+    setTimeout(() => state.settled.add("task_a"), 3);
+    await elapsed(Promise.all([first, second]), 20);
+    expect(await first).toEqual({ id: "task_a", status: "succeeded" });
+    expect(await second).toBeUndefined();
+    const never = wakeups.taskDoneWake("task_b", 50);
+    await elapsed(never, 100);
+    expect(await never).toBeUndefined();
+    // A new wait on the found task checks again (one read), and resolves with that read's row.
+    const reads = state.settledReads;
+    const again = wakeups.taskDoneWake("task_a", 500);
+    await elapsed(again, 20);
+    expect(await again).toEqual({ id: "task_a", status: "succeeded" });
+    expect(state.settledReads).toBe(reads + 1);
     wakeups.close();
   });
 

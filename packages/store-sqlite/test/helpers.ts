@@ -38,7 +38,7 @@ export function wakeupsOf(store: SQLiteStore): SQLiteWakeups {
 }
 
 /** Settles with the elapsed milliseconds; `settled()` tells whether it did yet. */
-export function timed(promise: Promise<void>): { done: Promise<number>; settled: () => boolean } {
+export function timed(promise: Promise<unknown>): { done: Promise<number>; settled: () => boolean } {
   const started = performance.now();
   let settled = false;
   const done = promise.then(() => {

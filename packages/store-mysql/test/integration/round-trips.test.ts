@@ -59,3 +59,26 @@ it("a group claim is the probe, the head, and the draw's writes with the commit:
     await store.close();
   }
 });
+
+it("a done wait on a finished task resolves with the row its one check read: the waiter reads nothing after it", async () => {
+  const caller = new MySQLStore(dsn);
+  const worker = new MySQLStore(dsn);
+  try {
+    const task = await caller.submit({ name: "done-wait", payload: { n: 1 } });
+    await worker.connect();
+    const [claimed] = await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["done-wait"], limit: 1 });
+    expect(claimed?.id).toBe(task.id);
+    await worker.complete({ taskId: task.id, workerId: "w1", attempt: 1, result: { ok: true } });
+    let woke: unknown;
+    const sent = await queriesDuring(async () => {
+      woke = await caller.taskDoneWake(task.id, 5_000);
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^SELECT \* FROM cairnq_tasks WHERE id IN \(\?\) AND status IN /);
+    expect(woke).toEqual(await caller.get(task.id));
+    expect(woke).toMatchObject({ id: task.id, status: "succeeded", result: { ok: true } });
+  } finally {
+    await caller.close();
+    await worker.close();
+  }
+});
