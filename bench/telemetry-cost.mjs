@@ -19,7 +19,8 @@
 // On Postgres (CAIRNQ_BENCH_PG_DSN) every drain fills a fresh schema first, through the client.
 //
 // --cpu-prof writes a V8 CPU profile of each worker process to bench/results/profiles/ (summarize with
-// bench/profile-summary.mjs). COUNT_PROMISES=1 in the environment also counts the promises made per task
+// bench/profile-summary.mjs). COST_HEAP=<file prefix> writes a sampling heap profile of each worker over the timed
+// tasks. On Postgres each row also gives the worker's round trips and socket writes per task. COUNT_PROMISES=1 in the environment also counts the promises made per task
 // (the counting hook costs time itself: not for the other columns).
 //
 // The rounds are the outer loop (every configuration once per round, in order), and each figure is the
@@ -104,7 +105,8 @@ async function parent() {
 }
 
 function fmt(r) {
-  return `${r.promises > 0 ? `${r.promises.toFixed(1)} promises, ` : ""}${r.cpuUs.toFixed(1)} µs CPU, ${r.gcUs.toFixed(1)} µs GC, ${Math.round(r.allocBytes)} B allocated per task, ${Math.round(r.tasksPerSec)}/s; collections ${JSON.stringify(r.gcs)}`;
+  const wire = r.roundTrips === undefined ? "" : `${r.roundTrips.toFixed(3)} round trips and ${r.writes.toFixed(3)} socket writes, `;
+  return `${r.promises > 0 ? `${r.promises.toFixed(1)} promises, ` : ""}${wire}${r.cpuUs.toFixed(1)} µs CPU, ${r.gcUs.toFixed(1)} µs GC, ${Math.round(r.allocBytes)} B allocated per task, ${Math.round(r.tasksPerSec)}/s; collections ${JSON.stringify(r.gcs)}`;
 }
 
 function runChild(config, execArgv) {
@@ -118,8 +120,68 @@ function runChild(config, execArgv) {
   });
 }
 
+/**
+ * On Postgres: counts what the worker's pg connections send — round trips (Syncs and simple queries) and
+ * socket writes (each a syscall: pg writes a round trip's messages corked, as one `writev`).
+ */
+async function countPgWrites() {
+  const { createRequire } = await import("node:module");
+  const require = createRequire(import.meta.url);
+  const Connection = require("pg/lib/connection.js");
+  const counts = { roundTrips: 0, writes: 0, on: false };
+  const { sync, query, connect } = Connection.prototype;
+  Connection.prototype.sync = function countedSync(...args) {
+    if (counts.on) counts.roundTrips += 1;
+    return sync.apply(this, args);
+  };
+  Connection.prototype.query = function countedQuery(...args) {
+    if (counts.on) counts.roundTrips += 1;
+    return query.apply(this, args);
+  };
+  Connection.prototype.connect = function countedConnect(...args) {
+    const result = connect.apply(this, args);
+    const stream = this.stream;
+    const { _writev: writev, _write: write } = stream;
+    if (typeof writev === "function") {
+      stream._writev = function countedWritev(...rest) {
+        if (counts.on) counts.writes += 1;
+        return writev.apply(this, rest);
+      };
+    }
+    stream._write = function countedWrite(...rest) {
+      if (counts.on) counts.writes += 1;
+      return write.apply(this, rest);
+    };
+    return result;
+  };
+  return counts;
+}
+
+/**
+ * With COST_HEAP=<file prefix>: V8's sampling heap profiler over the timed tasks, collected objects included,
+ * written as `<prefix>-<mode>-<pid>.heapprofile` (sum `selfSize` by function to see where a task's bytes go).
+ */
+async function heapSampler() {
+  const prefix = process.env.COST_HEAP;
+  if (prefix === undefined) return { start: () => {}, stop: () => {} };
+  const { Session } = await import("node:inspector");
+  const { writeFileSync } = await import("node:fs");
+  const session = new Session();
+  session.connect();
+  return {
+    start: () => session.post("HeapProfiler.startSampling", { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }),
+    stop: () =>
+      session.post("HeapProfiler.stopSampling", (error, result) => {
+        if (error === null) writeFileSync(`${prefix}-${process.pid}.heapprofile`, JSON.stringify(result.profile));
+        session.disconnect();
+      }),
+  };
+}
+
 async function child({ target, mode, n }) {
   if (mode !== "off") await import("./lib/otel-noop.mjs");
+  const wire = target.backend === "postgres" ? await countPgWrites() : null;
+  const heap = await heapSampler();
   const { openWorker } = await import("./lib/targets.mjs");
   const options = { concurrency: 64, claimBatch: 64, tracing: mode === "tracing" || mode === "both", metrics: mode === "metrics" || mode === "both" };
   const worker = openWorker(target, { ...options, onError: (err) => console.error(err) });
@@ -136,11 +198,14 @@ async function child({ target, mode, n }) {
         if (process.env.COUNT_PROMISES === "1") v8.promiseHooks.onInit(() => (promises += 1));
         from = { at: performance.now(), cpu: process.cpuUsage(), used: v8.getHeapStatistics().used_heap_size };
         profiler.start();
+        if (wire !== null) wire.on = true;
+        heap.start();
       } else if (succeeded === WARMUP + n) {
         const cpu = process.cpuUsage(from.cpu);
         const ms = performance.now() - from.at;
         const used = v8.getHeapStatistics().used_heap_size;
         const { statistics } = profiler.stop();
+        heap.stop();
         // Allocated = what each collection found in use beyond what the previous one left, plus the growth since the last.
         let allocated = 0;
         let last = from.used;
@@ -153,7 +218,15 @@ async function child({ target, mode, n }) {
           gcUs += gc.cost;
         }
         allocated += used - last;
-        resolve({ cpuUs: (cpu.user + cpu.system) / n, gcUs: gcUs / n, allocBytes: allocated / n, tasksPerSec: n / (ms / 1000), promises: promises / n, gcs: byType });
+        resolve({
+          cpuUs: (cpu.user + cpu.system) / n,
+          gcUs: gcUs / n,
+          allocBytes: allocated / n,
+          tasksPerSec: n / (ms / 1000),
+          promises: promises / n,
+          gcs: byType,
+          ...(wire === null ? {} : { roundTrips: wire.roundTrips / n, writes: wire.writes / n }),
+        });
       }
     });
   });

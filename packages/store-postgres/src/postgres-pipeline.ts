@@ -25,6 +25,8 @@ import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { Row } from "@cairnq/store-kysely";
 import { loadPgDriver } from "./postgres-driver.js";
+import { wireQueryClass } from "./postgres-wire-query.js";
+import type { WireResult } from "./postgres-wire-query.js";
 
 /** The text of a pipeline as Kysely sends it; the wrapped client never sends it to the server. */
 export const PIPELINE_SQL = "/* cairnq: pipelined statements */";
@@ -36,11 +38,7 @@ export interface PipelinedStatement {
 }
 
 /** What a pipeline answers for each of its statements, in order. */
-export interface PipelinedResult {
-  readonly command: string | null;
-  readonly rowCount: number | null;
-  readonly rows: Row[];
-}
+export type PipelinedResult = WireResult;
 
 /** The sentinel query carrying `queries`, to run on a connection whose client the store wrapped. */
 export function pipeline(queries: readonly CompiledQuery<Row>[]): CompiledQuery<Row> {
@@ -65,35 +63,11 @@ export function pipelinedStatements(text: unknown, values: unknown): readonly Pi
   return values[0] as PipelinedStatement[];
 }
 
-/** The parts of pg's wire connection a pipeline writes to. */
-interface WireConnection {
-  parse(message: { text: string; name?: string }): void;
-  bind(message: { statement?: string; values: readonly unknown[]; valueMapper: (value: unknown) => unknown }): void;
-  describe(message: { type: "P"; name: string }): void;
-  execute(message: { portal: string }): void;
-  sync(): void;
-  on(event: "parseComplete", listener: () => void): unknown;
-  removeListener(event: "parseComplete", listener: () => void): unknown;
-  readonly parsedStatements: Record<string, string | undefined>;
-  readonly submittedNamedStatements: Record<string, string | undefined>;
-}
-
 /** The `pg.Client` a pipeline runs on: its wire connection (absent on pg-native) and its (wrapped) `query`. */
 export interface PipelineClient {
   readonly connection?: unknown;
   query(text: string, values: unknown[]): unknown;
 }
-
-type Callback = (error: Error | null, results?: unknown) => void;
-
-/** A pg `Query` subclass: pg's own row parsing and multi-result handling, one Sync for all statements. */
-interface PipelinedQuery {
-  callback: Callback;
-}
-
-type PipelinedQueryClass = new (statements: readonly PipelinedStatement[], nameOf: (sql: string) => string | undefined) => PipelinedQuery;
-
-let queryClass: PipelinedQueryClass | null = null;
 
 /** pg's encoding of one parameter (`pg.utils.prepareValue`): strings, Buffers and nulls, which it leaves as they are. */
 function pgPrepareValue(): (value: unknown) => unknown {
@@ -103,88 +77,7 @@ function pgPrepareValue(): (value: unknown) => unknown {
 
 let prepareValueOfPg: ((value: unknown) => unknown) | null = null;
 
-/** Parameters already encoded by {@link runPipeline}: bound as they are. */
-const asEncoded = (value: unknown): unknown => value;
-
-/** Built on first use, from the `pg` the store loads (its `Query`). */
-function pipelinedQueryClass(): PipelinedQueryClass {
-  if (queryClass !== null) return queryClass;
-  const pg = loadPgDriver() as unknown as { Query: new (config: { text: string }) => object };
-  // pg's Query is plain JavaScript without types for these members; the subclass overrides exactly
-  // what pg calls to send a prepared query (requiresPreparation, prepare) and to finish it.
-  const Base = pg.Query as unknown as new (config: { text: string }) => {
-    handleError(error: unknown, connection: unknown): void;
-    handleReadyForQuery(connection: unknown): void;
-  };
-  class Pipelined extends Base {
-    readonly #statements: readonly PipelinedStatement[];
-    readonly #nameOf: (sql: string) => string | undefined;
-    /** Statement names (`""` for unnamed) of the Parse messages whose ParseComplete has not arrived, in order. */
-    #parsing: string[] = [];
-    #connection: WireConnection | null = null;
-    declare callback: Callback;
-
-    constructor(statements: readonly PipelinedStatement[], nameOf: (sql: string) => string | undefined) {
-      super({ text: PIPELINE_SQL });
-      this.#statements = statements;
-      this.#nameOf = nameOf;
-    }
-
-    requiresPreparation(): boolean {
-      return true;
-    }
-
-    readonly #parsed = (): void => {
-      const name = this.#parsing.shift();
-      const connection = this.#connection;
-      if (name === undefined || name === "" || connection === null) return;
-      connection.parsedStatements[name] = connection.submittedNamedStatements[name];
-      delete connection.submittedNamedStatements[name];
-    };
-
-    prepare(connection: WireConnection): void {
-      this.#connection = connection;
-      connection.on("parseComplete", this.#parsed);
-      for (const statement of this.#statements) {
-        const name = this.#nameOf(statement.sql);
-        const known = name !== undefined && (connection.parsedStatements[name] === statement.sql || connection.submittedNamedStatements[name] === statement.sql);
-        if (!known) {
-          connection.parse({ text: statement.sql, ...(name === undefined ? {} : { name }) });
-          this.#parsing.push(name ?? "");
-          if (name !== undefined) connection.submittedNamedStatements[name] = statement.sql;
-        }
-        connection.bind({ ...(name === undefined ? {} : { statement: name }), values: statement.parameters, valueMapper: asEncoded });
-        connection.describe({ type: "P", name: "" });
-        connection.execute({ portal: "" });
-      }
-      connection.sync();
-    }
-
-    /** Parses the server skipped after an error never happened: forget them, so the next use parses again. */
-    #finish(): void {
-      const connection = this.#connection;
-      if (connection === null) return;
-      connection.removeListener("parseComplete", this.#parsed);
-      for (const name of this.#parsing) if (name !== "") delete connection.submittedNamedStatements[name];
-      this.#parsing = [];
-      this.#connection = null;
-    }
-
-    override handleError(error: unknown, connection: unknown): void {
-      this.#finish();
-      super.handleError(error, connection);
-    }
-
-    override handleReadyForQuery(connection: unknown): void {
-      this.#finish();
-      super.handleReadyForQuery(connection);
-    }
-  }
-  queryClass = Pipelined;
-  return queryClass;
-}
-
-/** pg's answer for a statement (one `Result`), reduced to what Kysely reads. */
+/** pg's answer for a statement (one `Result`, on pg-native), reduced to what Kysely reads. */
 interface PgResult {
   readonly command?: string | null;
   readonly rowCount?: number | null;
@@ -193,6 +86,43 @@ interface PgResult {
 
 function reduce(result: PgResult): PipelinedResult {
   return { command: result.command ?? null, rowCount: result.rowCount ?? null, rows: result.rows ?? [] };
+}
+
+/** Whether `client` has pg's JavaScript wire connection, which {@link runPipeline} writes a pipeline to in one round trip. */
+export function hasWire(client: PipelineClient): boolean {
+  return typeof (client.connection as { parse?: unknown } | undefined)?.parse === "function";
+}
+
+/**
+ * Runs `statements` on `client`'s wire connection through `send` (the client's unwrapped `query`) as ONE
+ * round trip ({@link wireQueryClass}; `text` is the text it shows), resolving with `answer` of the results (one per statement). Every parameter is encoded
+ * before a message is written: an encoding that throws halfway through the messages (before their Sync)
+ * would leave the connection waiting for the rest, answering nothing ever again.
+ */
+export function runOnWire<T>(
+  client: PipelineClient,
+  send: (...args: unknown[]) => unknown,
+  text: string,
+  statements: readonly PipelinedStatement[],
+  nameOf: (sql: string) => string | undefined,
+  timeoutMs: number | undefined,
+  answer: (results: PipelinedResult[]) => T,
+): Promise<T> {
+  const Wire = wireQueryClass();
+  return new Promise((resolve, reject) => {
+    const prepareValue = pgPrepareValue();
+    const encoded = statements.map((statement) => ({ sql: statement.sql, parameters: statement.parameters.map((value) => prepareValue(value)) }));
+    // A lone statement's results follow the client's `binary` option, as pg's own Query's do; a pipeline's are text.
+    const query = new Wire(text, encoded, nameOf, text !== PIPELINE_SQL);
+    // pg reads a per-query read timeout from the query object itself (then the client's `query_timeout`).
+    if (timeoutMs !== undefined) query.query_timeout = timeoutMs;
+    // Set before query(): pg wraps the callback with its read timeout.
+    query.callback = (error, results) => {
+      if (error !== null && error !== undefined) reject(error);
+      else resolve(answer(results as PipelinedResult[]));
+    };
+    send.call(client, query);
+  });
 }
 
 /**
@@ -207,28 +137,12 @@ export function runPipeline(
   nameOf: (sql: string) => string | undefined,
   timeoutMs?: number,
 ): Promise<{ command: string; rowCount: number; rows: PipelinedResult[] }> {
-  const wire = client.connection as Partial<WireConnection> | undefined;
-  if (typeof wire?.parse !== "function" || statements.length === 0) return sequentially(client, statements);
-  const Pipelined = pipelinedQueryClass();
-  return new Promise((resolve, reject) => {
-    // Every parameter is encoded before a message is written: an encoding that throws halfway through the
-    // messages (before their Sync) would leave the connection waiting for the rest, answering nothing ever again.
-    const prepareValue = pgPrepareValue();
-    const encoded = statements.map((statement) => ({ sql: statement.sql, parameters: statement.parameters.map((value) => prepareValue(value)) }));
-    const query = new Pipelined(encoded, nameOf);
-    // pg reads a per-query read timeout from the query object itself (then the client's `query_timeout`).
-    if (timeoutMs !== undefined) (query as { query_timeout?: number }).query_timeout = timeoutMs;
-    // Set before query(): pg wraps the callback with its read timeout.
-    query.callback = (error, results) => {
-      if (error !== null && error !== undefined) {
-        reject(error);
-        return;
-      }
-      const list = (Array.isArray(results) ? results : [results]) as PgResult[];
-      resolve({ command: "PIPELINE", rowCount: list.length, rows: list.map(reduce) });
-    };
-    send.call(client, query);
-  });
+  if (!hasWire(client) || statements.length === 0) return sequentially(client, statements);
+  return runOnWire(client, send, PIPELINE_SQL, statements, nameOf, timeoutMs, asPipelineAnswer);
+}
+
+function asPipelineAnswer(rows: PipelinedResult[]): { command: string; rowCount: number; rows: PipelinedResult[] } {
+  return { command: "PIPELINE", rowCount: rows.length, rows };
 }
 
 /** The fallback: the client's own (wrapped, so still prepared by name) `query`, one statement at a time. */

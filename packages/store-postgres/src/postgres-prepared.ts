@@ -18,7 +18,7 @@
  * an application's own queries on a shared pool are sent exactly as before.
  */
 
-import { pipelinedStatements, runPipeline } from "./postgres-pipeline.js";
+import { hasWire, pipelinedStatements, runOnWire, runPipeline } from "./postgres-pipeline.js";
 import type { PipelineClient, PipelinedResult, PipelinedStatement } from "./postgres-pipeline.js";
 
 /** One registered text: its prepared statement name, and whether it may wait on another transaction's lock. */
@@ -98,7 +98,7 @@ export function prepareRegistered(client: unknown, behaviour: boolean | PooledCl
     if (args.length !== 2) return query.apply(this, args);
     const statements = pipelinedStatements(text, values);
     if (statements !== null) {
-      const inner = typeof (pipelined.connection as { parse?: unknown } | undefined)?.parse === "function" ? implicitTransaction(statements) : null;
+      const inner = hasWire(pipelined) ? implicitTransaction(statements) : null;
       if (inner !== null) return runPipeline(pipelined, query, inner, nameOf, storeTimeoutMs > 0 ? storeTimeoutMs : undefined).then(asWholeTransaction);
       const setup = transactionSetup === null ? { statements, inserted: [] } : withSetupAfterBegin(statements, transactionSetup);
       const run = runPipeline(pipelined, query, setup.statements, nameOf, storeTimeoutMs > 0 ? storeTimeoutMs : undefined);
@@ -109,6 +109,8 @@ export function prepareRegistered(client: unknown, behaviour: boolean | PooledCl
       const registered = REGISTRY.get(text);
       if (registered === undefined) return query.apply(this, args);
       const timeout = timeoutOf(text);
+      // pg's JavaScript client: the store's own Query (its row description read once per connection).
+      if (hasWire(pipelined)) return runOnWire(pipelined, query, text, [{ sql: text, parameters: values }], nameOf, timeout, firstResult);
       return query.call(this, { ...(named ? { name: registered.name } : {}), text, values, ...(timeout === undefined ? {} : { query_timeout: timeout }) });
     }
     if (BEGINS.test(text)) {
@@ -123,6 +125,11 @@ export function prepareRegistered(client: unknown, behaviour: boolean | PooledCl
     const timeout = timeoutOf(text);
     return timeout === undefined ? query.apply(this, args) : query.call(this, { text, query_timeout: timeout });
   };
+}
+
+/** A lone statement's answer, as pg answers `client.query`: its one result. */
+function firstResult(results: PipelinedResult[]): PipelinedResult | undefined {
+  return results[0];
 }
 
 /**
