@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { CairnQ, MySQLStore, Worker } from "cairnq";
 import { mysqlBackend } from "./lib/mysql-backend.mjs";
 import { sharedNow, stampMethods } from "./lib/stamp-methods.mjs";
+import { callEvents } from "./lib/call-events.mjs";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "300" }, child: { type: "string" } } });
 const log = [];
@@ -66,19 +67,9 @@ if (values.child !== undefined) {
   await client.close();
   await cleanup();
 
-  const all = [...log.map((e) => ["client", ...e]), ...worker.log.map((e) => ["worker", ...e])].sort((a, b) => a[2] - b[2]);
   const hops = new Map();
   const add = (hop, ms) => hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]);
-  for (const [started, ended] of spans) {
-    const inCall = all.filter((e) => e[2] >= started && e[2] <= ended);
-    const find = (side, name) => inCall.find((e) => e[0] === side && e[1] === name);
-    const submit = find("client", "submit");
-    const claim = inCall.find((e) => e[0] === "worker" && e[1] === "claim" && e[2] >= (submit?.[3] ?? Infinity));
-    const handler = find("worker", "handler");
-    const complete = find("worker", "completeRef") ?? find("worker", "complete");
-    if (submit === undefined || claim === undefined || handler === undefined || complete === undefined) continue;
-    const wake = all.filter((e) => e[0] === "worker" && e[1] === "claimWake" && e[3] <= claim[2]).pop();
-    const doneWake = inCall.filter((e) => e[0] === "client" && e[1] === "taskDoneWake").pop();
+  for (const { started, ended, submit, claim, handler, complete, wake, doneWake } of callEvents(log, worker.log, spans)) {
     add("the whole call()", ended - started);
     add("client: submit", submit[3] - submit[2]);
     add("worker: submit's end → its claim wait ends", Math.max(0, (wake?.[3] ?? submit[3]) - submit[3]));

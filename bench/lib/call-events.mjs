@@ -1,0 +1,25 @@
+// The events of each timed call() in a call timeline (call-timeline.mjs on SQLite, call-timeline-mysql.mjs):
+// both sides' stamped store calls merged on the shared clock, then, per call, the client's submit, the worker's
+// claim that followed it, the handler, the complete, the worker's last claim wait before that claim and the
+// client's last done wait. Calls missing any of the first four are left out.
+
+/**
+ * @param {Array<[string, number, number]>} clientLog - the client's stamps: [name, started, ended]
+ * @param {Array<[string, number, number]>} workerLog - the worker's stamps, on the same clock
+ * @param {Array<[number, number]>} spans - each timed call's [started, ended]
+ */
+export function* callEvents(clientLog, workerLog, spans) {
+  const all = [...clientLog.map((e) => ["client", ...e]), ...workerLog.map((e) => ["worker", ...e])].sort((a, b) => a[2] - b[2]);
+  for (const [started, ended] of spans) {
+    const inCall = all.filter((e) => e[2] >= started && e[2] <= ended);
+    const find = (side, name) => inCall.find((e) => e[0] === side && e[1] === name);
+    const submit = find("client", "submit");
+    const claim = inCall.find((e) => e[0] === "worker" && e[1] === "claim" && e[2] >= (submit?.[3] ?? Infinity));
+    const handler = find("worker", "handler");
+    const complete = find("worker", "completeRef") ?? find("worker", "complete");
+    if (submit === undefined || claim === undefined || handler === undefined || complete === undefined) continue;
+    const wake = all.filter((e) => e[0] === "worker" && e[1] === "claimWake" && e[3] <= claim[2]).pop();
+    const doneWake = inCall.filter((e) => e[0] === "client" && e[1] === "taskDoneWake").pop();
+    yield { started, ended, submit, claim, handler, complete, wake, doneWake };
+  }
+}
