@@ -7,9 +7,13 @@ import { makeWorker } from "./support/worker.js";
 describe("heartbeat (§8.5)", () => {
   it("keeps renewing the lease of a handler that outlives it", async () => {
     const spy = spyStore();
-    const worker = makeWorker(spy.store, { leaseMs: 60, heartbeatIntervalMs: 15 });
+    // A lease of 600 ms (not tens of ms): a loaded machine can hold a process off the CPU for longer than a short lease,
+    // and a lease that expires for that reason gives attempt 2 whatever the heartbeat does.
+    const worker = makeWorker(spy.store, { leaseMs: 600, heartbeatIntervalMs: 100 });
     worker.task("long", async () => {
-      await delay(200);
+      // Outlives its lease, and ends only after five beats renewed it (beats, not a time, so late timers do not matter).
+      await delay(700);
+      await waitFor(() => spy.callsOf("heartbeatBatch").length >= 5, 10_000, "five heartbeats");
       return "done";
     });
     const task = await spy.store.submit({ name: "long" });
@@ -19,7 +23,7 @@ describe("heartbeat (§8.5)", () => {
     expect(row.attempt).toBe(1);
     const beats = spy.callsOf("heartbeatBatch");
     expect(beats.length).toBeGreaterThanOrEqual(5);
-    expect(beats[0]!.args[0]).toEqual({ taskIds: [task.id], workerId: worker.workerId, leaseMs: 60 });
+    expect(beats[0]!.args[0]).toEqual({ taskIds: [task.id], workerId: worker.workerId, leaseMs: 600 });
   });
 
   it("keeps beating for a claim's long call when another call of the claim returned at once (synchronously)", async () => {
@@ -358,9 +362,11 @@ describe("EventLoopBlocked", () => {
   it("is not reported for a handler that only waits", async () => {
     const store = new MemoryStore();
     const reports: unknown[] = [];
-    const worker = makeWorker(store, { leaseMs: 2000, heartbeatIntervalMs: 20, onError: (e) => reports.push(e) });
+    // Beats 200 ms apart, so only a gap over 400 ms reads as blocked: a loaded machine's scheduling delays stay under
+    // that, where they did not under 40 ms. The wait (500 ms) still outlasts that threshold counted from the call's start.
+    const worker = makeWorker(store, { leaseMs: 2000, heartbeatIntervalMs: 200, onError: (e) => reports.push(e) });
     worker.task("io", async () => {
-      await delay(100);
+      await delay(500);
     });
     const task = await store.submit({ name: "io" });
     void worker.run();
