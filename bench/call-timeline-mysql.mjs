@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { CairnQ, MySQLStore, Worker } from "cairnq";
 import { mysqlBackend } from "./lib/mysql-backend.mjs";
 import { sharedNow, stampMethods } from "./lib/stamp-methods.mjs";
-import { callEvents } from "./lib/call-events.mjs";
+import { callEvents, hopMedians, timedCalls } from "./lib/call-events.mjs";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "300" }, child: { type: "string" } } });
 const log = [];
@@ -53,22 +53,14 @@ if (values.child !== undefined) {
   child.send("mark");
   await new Promise((resolve) => setTimeout(resolve, 20));
   log.length = 0;
-  const cpuFrom = process.cpuUsage();
-  const spans = [];
-  for (let i = 0; i < calls; i += 1) {
-    const started = sharedNow();
-    await client.call("noop", {});
-    spans.push([started, sharedNow()]);
-  }
-  const cpu = process.cpuUsage(cpuFrom);
+  const { spans, cpu } = await timedCalls(client, calls, sharedNow);
   const exited = new Promise((resolve) => child.once("message", resolve));
   child.send("stop");
   const worker = await exited;
   await client.close();
   await cleanup();
 
-  const hops = new Map();
-  const add = (hop, ms) => hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]);
+  const { add, print: printHops } = hopMedians();
   for (const { started, ended, submit, claim, handler, complete, wake, doneWake } of callEvents(log, worker.log, spans)) {
     add("the whole call()", ended - started);
     add("client: submit", submit[3] - submit[2]);
@@ -81,9 +73,8 @@ if (values.child !== undefined) {
     add("client: complete's end → its done wait ends", Math.max(0, (doneWake?.[3] ?? complete[3]) - complete[3]));
     add("client: done wait's end → call() returns", ended - (doneWake?.[3] ?? complete[3]));
   }
-  const median = (samples) => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)];
   console.log(`${calls} sequential call()s on MySQL, Node ${process.version}; medians in µs:`);
-  for (const [hop, samples] of hops) console.log(`  ${hop.padEnd(52)} ${median(samples).toFixed(0).padStart(7)}`);
+  printHops();
   const count = (side, name) => ((side === "client" ? log : worker.log).filter((e) => e[0] === name).length / calls).toFixed(2);
   console.log(`  per call: client get ${count("client", "get")}, getStatus ${count("client", "getStatus")}, taskDoneWake ${count("client", "taskDoneWake")}; worker claim ${count("worker", "claim")}, claimWake ${count("worker", "claimWake")}`);
   console.log(`  CPU per call: client ${((cpu.user + cpu.system) / calls) | 0} µs, worker ${(worker.cpuUs / calls) | 0} µs`);

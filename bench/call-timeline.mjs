@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { sharedNow, stampMethods } from "./lib/stamp-methods.mjs";
 import { CairnQ, SQLiteStore, Worker } from "cairnq";
-import { callEvents } from "./lib/call-events.mjs";
+import { callEvents, hopMedians, timedCalls } from "./lib/call-events.mjs";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "1000" }, driver: { type: "string" }, child: { type: "string" } } });
 const driver = values.driver;
@@ -69,14 +69,7 @@ if (values.child !== undefined) {
   await new Promise((resolve) => setTimeout(resolve, 20));
   log.length = 0;
   const busyBefore = busyOf(client.store);
-  const cpuFrom = process.cpuUsage();
-  const spans = [];
-  for (let i = 0; i < calls; i += 1) {
-    const started = now();
-    await client.call("noop", {});
-    spans.push([started, now()]);
-  }
-  const cpu = process.cpuUsage(cpuFrom);
+  const { spans, cpu } = await timedCalls(client, calls, now);
   const clientBusy = busyOf(client.store) - busyBefore;
   const exited = new Promise((resolve) => child.once("message", resolve));
   child.send("stop");
@@ -84,8 +77,7 @@ if (values.child !== undefined) {
   await client.close();
   rmSync(dir, { recursive: true, force: true });
 
-  const hops = new Map();
-  const add = (hop, ms) => hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]);
+  const { add, print: printHops } = hopMedians();
   for (const { started, ended, submit, claim, handler, complete, wake, doneWake } of callEvents(log, worker.log, spans)) {
     add("the whole call()", ended - started);
     add("client: submit", submit[3] - submit[2]);
@@ -97,10 +89,9 @@ if (values.child !== undefined) {
     add("client: complete starts → its done wait ends", (doneWake?.[3] ?? complete[2]) - complete[2]);
     add("client: done wait's end → call() returns", ended - (doneWake?.[3] ?? complete[2]));
   }
-  const median = (samples) => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)];
   const runtime = process.versions.bun === undefined ? `Node ${process.version}` : `Bun ${process.versions.bun}`;
   console.log(`${calls} sequential call()s, ${runtime}, driver ${client.store.driver ?? driver ?? "default"}; medians in µs:`);
-  for (const [hop, samples] of hops) console.log(`  ${hop.padEnd(52)} ${median(samples).toFixed(0).padStart(7)}`);
+  printHops();
   const reads = (name) => (log.filter((e) => e[0] === name).length / calls).toFixed(2);
   console.log(`  client reads per call: getStatus ${reads("getStatus")}, get ${reads("get")}`);
   console.log(`  CPU per call: client ${(cpu.user + cpu.system) / calls | 0} µs, worker ${worker.cpuUs / calls | 0} µs`);

@@ -1,4 +1,4 @@
-// The events of each timed call() in a call timeline (call-timeline.mjs on SQLite, call-timeline-mysql.mjs):
+// The timed calls of a call timeline and the events of each (call-timeline.mjs on SQLite, call-timeline-mysql.mjs):
 // both sides' stamped store calls merged on the shared clock, then, per call, the client's submit, the worker's
 // claim that followed it, the handler, the complete, the worker's last claim wait before that claim and the
 // client's last done wait. Calls missing any of the first four are left out.
@@ -22,4 +22,33 @@ export function* callEvents(clientLog, workerLog, spans) {
     const doneWake = inCall.filter((e) => e[0] === "client" && e[1] === "taskDoneWake").pop();
     yield { started, ended, submit, claim, handler, complete, wake, doneWake };
   }
+}
+
+/**
+ * `calls` sequential `client.call("noop", {})`s, each stamped on `now()`: resolves with each call's
+ * `[started, ended]` and this process's CPU time over them (`process.cpuUsage` difference).
+ */
+export async function timedCalls(client, calls, now) {
+  const cpuFrom = process.cpuUsage();
+  const spans = [];
+  for (let i = 0; i < calls; i += 1) {
+    const started = now();
+    await client.call("noop", {});
+    spans.push([started, now()]);
+  }
+  return { spans, cpu: process.cpuUsage(cpuFrom) };
+}
+
+/** Samples per hop (ms in, µs kept), printed as one median per hop in insertion order. */
+export function hopMedians() {
+  const hops = new Map();
+  return {
+    add: (hop, ms) => hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]),
+    print: () => {
+      for (const [hop, samples] of hops) {
+        const median = [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+        console.log(`  ${hop.padEnd(52)} ${median.toFixed(0).padStart(7)}`);
+      }
+    },
+  };
 }
