@@ -30,12 +30,11 @@ import type {
   SubmitOutcome,
   SucceedInput,
   Task,
-  TerminalStatus,
   TaskRef,
   TaskStore,
   TransactionalTaskStore,
 } from "@cairnq/protocol";
-import { STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
+import { isTerminal, STATUSES } from "@cairnq/protocol";
 import { TASK_ID_PATTERN } from "@cairnq/protocol/adapter";
 import { assertInvariants, assertTaskRef, InvariantViolation } from "./invariants.js";
 
@@ -282,7 +281,7 @@ export class CheckedStore implements TaskStore {
     const woke: unknown = await this.#inner.taskDoneWake(taskId, timeoutMs, signal);
     if (woke === undefined) return undefined;
     const row = this.#row(woke, "taskDoneWake()");
-    if (row.id !== taskId || !TERMINAL_STATUSES.includes(row.status as TerminalStatus)) {
+    if (row.id !== taskId || !isTerminal(row)) {
       throw new InvariantViolation("done-wake-row", `taskDoneWake(${taskId}) may resolve with that task's terminal row only; got ${row.id} (${row.status})`, row, "taskDoneWake()");
     }
     return row;
