@@ -12,6 +12,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
+import { timedCalls } from "./lib/call-events.mjs";
 import { sharedNow, stampMethods } from "./lib/stamp-methods.mjs";
 import { CairnQ, PostgresStore, Worker } from "cairnq";
 
@@ -154,14 +155,7 @@ if (values.child !== undefined) {
   const sentFrom = { ...sent };
   statementsSent.clear();
   const alloc = allocationMeter();
-  const cpuFrom = process.cpuUsage();
-  const spans = [];
-  for (let i = 0; i < calls; i += 1) {
-    const started = now();
-    await client.call("noop", {});
-    spans.push([started, now()]);
-  }
-  const cpu = process.cpuUsage(cpuFrom);
+  const { spans, cpu } = await timedCalls(client, calls, now);
   const allocated = alloc();
   await heap();
   const counts = { roundTrips: sent.roundTrips - sentFrom.roundTrips, statements: sent.statements - sentFrom.statements };

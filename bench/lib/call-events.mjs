@@ -1,4 +1,4 @@
-// The timed calls of a call timeline and the events of each (call-timeline.mjs on SQLite, call-timeline-mysql.mjs):
+// The timed calls of the call timelines (call-timeline.mjs on SQLite, -mysql, -pg) and the events of each (SQLite, MySQL):
 // both sides' stamped store calls merged on the shared clock, then, per call, the client's submit, the worker's
 // claim that followed it, the handler, the complete, the worker's last claim wait before that claim and the
 // client's last done wait. Calls missing any of the first four are left out.
