@@ -105,6 +105,53 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-running-whichever-claim",
+    title: "a grouped task a claim without group limits took counts against groupConcurrency while it runs",
+    spec: "store.ts ClaimInput.flowControl, groups.ts (group running)",
+    skipUnless: needsGroups,
+    async run(t) {
+      await submitTo(t, "a", 2);
+      const [plain] = await t.claim(t.w1, { names: ["g"], limit: 1 });
+      t.expect(plain?.status).toBe("running");
+      const limits = { groupConcurrency: 1 };
+      t.expect(await grouped(t, t.w2, limits)).toEqual([]);
+      await t.store.complete({ taskId: (plain as Task).id, workerId: t.w1, result: null });
+      t.expect(groupsOf(await grouped(t, t.w2, limits))).toEqual(["a"]);
+    },
+  },
+  {
+    id: "group-requeue-behind-backlog",
+    title: "a task a group claim took that goes back to queued (retryable fail, lease recovery, retry) waits in its group again: the next rotation takes it ahead of another group's backlog",
+    spec: "store.ts ClaimInput.flowControl, groups.ts GROUP_REQUEUE_PATHS, rotateGroups",
+    skipUnless: needsGroups,
+    async run(t) {
+      // a's backlog fills the head of the plain order many times over; b has one task, which keeps coming back.
+      await submitTo(t, "a", 30);
+      const [b] = await submitTo(t, "b", 1);
+      const limits = { groupConcurrency: 1 };
+      const both = async (workerId: string, extra: Partial<ClaimInput> = {}): Promise<Task[]> => {
+        const rows = await grouped(t, workerId, limits, { limit: 2, ...extra });
+        t.expect(countBy(groupsOf(rows))).toEqual({ a: 1, b: 1 });
+        t.expect(rows.find((row) => (row.payload as { group: string }).group === "b")?.id).toBe((b as Task).id);
+        return rows;
+      };
+      const aOf = (rows: readonly Task[]): Task => rows.find((row) => (row.payload as { group: string }).group === "a") as Task;
+      // A retryable fail.
+      let rows = await both(t.w1);
+      await t.store.complete({ taskId: aOf(rows).id, workerId: t.w1, result: null });
+      await t.store.fail({ taskId: (b as Task).id, workerId: t.w1, error: { code: "again" }, retryable: true, delayMs: 0 });
+      // Lease recovery inside the next claim: both leases run out, both tasks wait in their groups again.
+      await both(t.w2, { leaseMs: SHORT_LEASE_MS });
+      await t.sleep(EXPIRY_WAIT_MS);
+      rows = await both(t.w3);
+      // A retry (T14) of the failed task.
+      await t.store.complete({ taskId: aOf(rows).id, workerId: t.w3, result: null });
+      await t.store.fail({ taskId: (b as Task).id, workerId: t.w3, error: { code: "final" }, retryable: false });
+      t.expect((await t.store.retry((b as Task).id))?.status).toBe("queued");
+      await both(t.w1);
+    },
+  },
+  {
     id: "group-rate-limit",
     title: "groupRateLimit allows at most max claims per group in any window of perMs; groups have separate windows",
     spec: "store.ts ClaimInput.flowControl, groups.ts",

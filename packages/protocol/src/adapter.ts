@@ -135,7 +135,13 @@ export {
   groupClaimsInWindow,
   rotateGroups,
   sortGroupCounts,
-  sweepGroupTask,
+  countsAsGroupRunning,
+  GROUP_NAMES,
+  GROUP_REQUEUE_PATHS,
+  GROUP_RUNNING,
+  RECOVER_REQUEUES,
+  requeueCondition,
+  wakeGroupTask,
 } from "./groups.js";
 export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState } from "./groups.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";

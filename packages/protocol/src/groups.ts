@@ -10,11 +10,13 @@
  *   `groupRateLimit` for (`ClaimInput.flowControl`). Only grouped names are
  *   rotated: a claim of a name without group limits draws in plain claim
  *   order (§5.10) whatever groups its tasks have.
- * - **group running**: tasks of the name and group that a group-aware claim
- *   took and that are still `running` after the claim's own lease recovery;
- *   a settled task or a recovered lease frees the slot, and so does, for the
- *   claims of the store that issued it, a settlement still in flight of the
- *   attempt that holds the task (its handler ended: {@link sweepGroupTask}).
+ * - **group running**: tasks of the name and group that are `running` with a
+ *   lease after the claim's own lease recovery ({@link GROUP_RUNNING}),
+ *   whichever claim took them (a group-aware one, one without group limits,
+ *   a v1 peer's); a settled task or a recovered lease frees the slot, and so
+ *   does, for the claims of the store that issued it, a settlement still in
+ *   flight of the attempt that holds the task (its handler ended:
+ *   {@link countsAsGroupRunning}).
  * - **group rate window**: claims of the name and group recorded at
  *   `claimed_at_ms > now − perMs` (as the name-wide rate limit, per group).
  * - **served order**: per name, the groups ordered by when a claim last took
@@ -41,8 +43,10 @@ import { InvalidArgument } from "./errors.js";
 import type { RateLimit } from "./flow-control.js";
 import { inRateWindow } from "./flow-control.js";
 import { x } from "./expr.js";
+import type { Expr } from "./expr.js";
 import type { SetTransition } from "./rules.js";
-import { CLAIMABLE, DRAW } from "./rules.js";
+import { CLAIMABLE, DRAW, RECOVER } from "./rules.js";
+import { RUNNING_OF_NAME } from "./flow-control.js";
 
 /** The parameter naming the task ids a group draw takes. */
 export const GROUP_TASK_IDS = x.param("taskIds", "textList");
@@ -68,13 +72,23 @@ export const GROUP_DRAW: SetTransition = {
  */
 export const GROUP_HEAD_ROWS = 8;
 
-/** Where a task's group row stands, as the group-aware claim last saw it. */
+/**
+ * Where a task's group row stands. Only `queued` rows are in the group's walk (the claim's index of a
+ * group's waiting tasks); the group running count is read from the running task rows
+ * ({@link GROUP_RUNNING}), never from these states, so a task that ends needs no write here.
+ */
 export const GROUP_TASK_STATES = Object.freeze({
-  /** Waiting to be taken (or taken by a claim that ignores groups, which a sweep cannot tell apart). */
+  /** Waiting to be taken (or taken by a claim that ignores groups: its task row says so). */
   queued: "queued",
-  /** Taken by a group-aware claim: counts against `groupConcurrency` while the task is `running`. */
+  /** Taken by a group-aware claim; stays so after its task ends (nothing reads it again but by its task). */
   claimed: "claimed",
-  /** Seen finished; never visited again (a retry of it is found through the plain claim order). */
+  /**
+   * Its task went back to `queued` after a group-aware claim took it (a retryable fail, lease recovery, a
+   * park, a retry: {@link GROUP_REQUEUE_PATHS}); the next group claim of the name puts it back in its
+   * group's walk and wakes the group ({@link wakeGroupTask}).
+   */
+  requeued: "requeued",
+  /** Written by stores before the running count was read from the task rows: read as `claimed`. */
   done: "done",
 } as const);
 
@@ -82,20 +96,61 @@ export const GROUP_TASK_STATES = Object.freeze({
 export type GroupTaskState = (typeof GROUP_TASK_STATES)[keyof typeof GROUP_TASK_STATES];
 
 /**
- * What a claim's sweep does with the group row of a task a group-aware claim
- * took, given the task's status now: a `running` task keeps its slot; a
- * `queued` one was requeued (retryable fail, lease recovery, a park) and
- * waits in its group again; anything else finished.
- *
- * `settling`: the task is `running` under the very attempt (task, attempt,
- * worker) whose settlement the claiming store has issued and not yet seen
- * answered. Its handler has ended, so it takes no slot; its row stays
- * `claimed` until a sweep sees the settlement committed.
+ * The running tasks of a grouped name (`:name`) that count against `groupConcurrency` (each joined to
+ * its group row by the store): the name-wide running count's own condition (`RUNNING_OF_NAME`: running,
+ * with a lease), so the read walks the partial lease index and is bounded by what runs.
  */
-export function sweepGroupTask(status: string, settling = false): { readonly state: GroupTaskState; readonly running: boolean } {
-  if (status === "running") return { state: "claimed", running: !settling };
-  if (status === "queued") return { state: "queued", running: false };
-  return { state: "done", running: false };
+export const GROUP_RUNNING: Expr = RUNNING_OF_NAME;
+
+/**
+ * Whether a task read as running (by {@link GROUP_RUNNING}) takes a group slot. `settling`: it is running
+ * under the very attempt (task, attempt, worker) whose settlement the claiming store has issued and not
+ * yet seen answered; its handler has ended, so it takes no slot.
+ */
+export function countsAsGroupRunning(settling: boolean): boolean {
+  return !settling;
+}
+
+/**
+ * Where a group claim puts a `requeued` row given its task's status now: back in the walk (`queued`)
+ * when the task waits again, else `claimed` (it was taken again, or ended, since it was marked).
+ */
+export function wakeGroupTask(status: string): GroupTaskState {
+  return status === "queued" ? GROUP_TASK_STATES.queued : GROUP_TASK_STATES.claimed;
+}
+
+/**
+ * The operations that move a task back to `queued` after a claim took it: a store with groups marks
+ * the task's group row `requeued` with each (unless it is `queued` already), so the next group claim
+ * of the name finds it by its state. A v1 peer does not: its requeued task is put back when it reaches
+ * the head of the plain claim order ({@link GROUP_HEAD_ROWS}), as a task a claim without group limits
+ * took is.
+ */
+export const GROUP_REQUEUE_PATHS = Object.freeze(["fail", "recover", "park", "retry", "retryBatch"] as const);
+
+/** The grouped names of a claim, whose rows lease recovery is about to requeue ({@link RECOVER_REQUEUES}). */
+export const GROUP_NAMES = x.param("groupNames", "textList");
+
+/**
+ * The rows lease recovery (`RECOVER`) is about to requeue, of the names `:groupNames`: its selection
+ * and its `queued` branch's condition, no branch before it taken. A group claim marks their group rows
+ * `requeued` in the statement before its recovery (the tasks are still running then, found over the
+ * lease index).
+ */
+export const RECOVER_REQUEUES: Expr = x.and(requeueCondition(RECOVER), x.inList(x.col("name"), GROUP_NAMES));
+
+/** The condition under which set transition `rule` takes its branch into `queued`: its selection, no earlier branch, that branch's own condition. */
+export function requeueCondition(rule: SetTransition): Expr {
+  const parts: Expr[] = [rule.selection.where];
+  for (const branch of rule.branches) {
+    if (branch.to === "queued") {
+      if (branch.when !== null) parts.push(branch.when);
+      return x.and(...parts);
+    }
+    if (branch.when === null) break;
+    parts.push(x.not(branch.when));
+  }
+  throw new InvalidArgument("rule", `${rule.op} has no reachable branch into queued`);
 }
 
 /** The group limits of one name, validated (`null` = that limit is not set). */
@@ -175,7 +230,7 @@ export function rotateGroups(ungrouped: readonly string[], groups: readonly Grou
 export interface TaskGroupInfo {
   /** The task's group. */
   readonly group: string;
-  /** Tasks of the name and group running now, as group-aware claims took them. */
+  /** Tasks of the name and group running now (with a lease), whichever claim took them. */
   readonly running: number;
   /** Tasks of the name and group queued now. */
   readonly queued: number;

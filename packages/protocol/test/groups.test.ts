@@ -1,7 +1,21 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument, UnsupportedBackend } from "../src/errors.js";
 import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
-import { groupAllowance, groupClaimsInWindow, hasGroupReads, rotateGroups, sortGroupCounts, sweepGroupTask } from "../src/groups.js";
+import {
+  countsAsGroupRunning,
+  GROUP_TASK_STATES,
+  groupAllowance,
+  groupClaimsInWindow,
+  hasGroupReads,
+  RECOVER_REQUEUES,
+  requeueCondition,
+  rotateGroups,
+  sortGroupCounts,
+  wakeGroupTask,
+} from "../src/groups.js";
+import { holds } from "../src/expr.js";
+import type { SetTransition } from "../src/rules.js";
+import { RECOVER } from "../src/rules.js";
 import { requireGroupSupport } from "../src/submit-options.js";
 import { normalizeSubmit } from "../src/inputs.js";
 import { debounceUpdate, resolveDebounce } from "../src/debounce.js";
@@ -56,13 +70,35 @@ describe("group limits", () => {
     expect(groupClaimsInWindow([100, 150, 200], 200, 100)).toBe(2);
   });
 
-  it("the sweep keeps running tasks claimed, requeued ones wait again, the rest are done", () => {
-    expect(sweepGroupTask("running")).toEqual({ state: "claimed", running: true });
-    // Held by an attempt whose settlement is in flight: still claimed, but its slot is free.
-    expect(sweepGroupTask("running", true)).toEqual({ state: "claimed", running: false });
-    expect(sweepGroupTask("succeeded", true)).toEqual({ state: "done", running: false });
-    expect(sweepGroupTask("queued")).toEqual({ state: "queued", running: false });
-    expect(sweepGroupTask("succeeded")).toEqual({ state: "done", running: false });
+  it("a running task takes a group slot unless its settlement is in flight; a requeued row goes back to the walk only while its task waits", () => {
+    expect(countsAsGroupRunning(false)).toBe(true);
+    expect(countsAsGroupRunning(true)).toBe(false);
+    expect(wakeGroupTask("queued")).toBe(GROUP_TASK_STATES.queued);
+    expect(wakeGroupTask("running")).toBe(GROUP_TASK_STATES.claimed);
+    expect(wakeGroupTask("succeeded")).toBe(GROUP_TASK_STATES.claimed);
+  });
+
+  it("RECOVER_REQUEUES holds exactly for the expired rows of the grouped names that recovery requeues", () => {
+    const nowMs = 10_000;
+    const expired = queuedRow({ status: "running", lease_until_ms: 9_000, worker_id: "w", attempt: 1, max_attempts: 3 } as never);
+    const at = (row: object, groupNames = ["summarize"]) => holds(RECOVER_REQUEUES, { row: row as Record<string, unknown>, params: { groupNames }, nowMs });
+    expect(at(expired)).toBe(true);
+    expect(at(expired, ["other"])).toBe(false);
+    // The lease still holds, the cancel branch wins, or recovery fails it for good: not requeued.
+    expect(at({ ...expired, lease_until_ms: 11_000 })).toBe(false);
+    expect(at({ ...expired, cancel_requested_at_ms: 5_000 })).toBe(false);
+    expect(at({ ...expired, attempt: 3 })).toBe(false);
+  });
+
+  it("requeueCondition refuses a transition without a reachable branch into queued", () => {
+    const noQueued: SetTransition = { ...RECOVER, branches: RECOVER.branches.filter((b) => b.to !== "queued") };
+    expect(() => requeueCondition(noQueued)).toThrow(InvalidArgument);
+    const unconditional: SetTransition = { ...RECOVER, branches: RECOVER.branches.map((b) => ({ ...b, when: null })) };
+    // The first branch always wins: the queued one after it is never reached.
+    expect(() => requeueCondition(unconditional)).toThrow(/no reachable branch into queued/);
+    const first = RECOVER.branches.find((b) => b.to === "queued");
+    const only: SetTransition = { ...RECOVER, branches: [{ ...(first as (typeof RECOVER.branches)[number]), when: null }] };
+    expect(holds(requeueCondition(only), { row: { status: "running", lease_until_ms: 1 }, params: {}, nowMs: 5 })).toBe(true);
   });
 
   it("normalizeFlowControl validates the group limits like the name-wide ones", () => {

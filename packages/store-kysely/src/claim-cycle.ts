@@ -90,6 +90,8 @@ class ClaimTransaction {
   /** The probe run again as the last statement, when asked for: it sees the draws' rows as running, so it answers whether anything was left. */
   readonly #again: CompiledStatement | null;
   readonly #probed: Params;
+  /** How many of the head's results precede the flow-control statements' (lease recovery's, when a statement went before it). */
+  #skip = 0;
   /** The index the planner continues from after the head's draw; `null` when the head holds none. */
   #next: number | null = null;
 
@@ -104,7 +106,8 @@ class ClaimTransaction {
 
   /**
    * The head, built once per attempt (from draw 0, as a planner expects of a replayed transaction).
-   * Lease recovery is always first, before any draw. With flow control the draws depend on what the
+   * Lease recovery is always first, before any draw (a group claim's mark of the leases it requeues
+   * goes before it: `FlowControlStep.beforeRecovery`). With flow control the draws depend on what the
    * transaction reads (locks, counts), so the head is recovery, then the flow-control statements that
    * depend on nothing read (the key locks and the group draws' first reads: `FlowControlStep.headStatements`). Without, the first draw depends
    * on nothing the transaction reads, so it is planned here and goes with BEGIN and recovery (one
@@ -116,7 +119,11 @@ class ClaimTransaction {
     if (this.#flow !== null) {
       // The first draw as planned now (the body plans it again): what the head's group reads are sized for.
       const planned = nextDraw(this.#claim, this.#claim.draws, [], 0);
-      return { first, statements: this.#flow.headStatements(this.#claim, planned?.params ?? null), last: false };
+      const statements = this.#flow.headStatements(this.#claim, planned?.params ?? null);
+      // A group claim marks the group rows of the leases recovery is about to requeue first (the body skips recovery's result).
+      const before = this.#flow.beforeRecovery(this.#claim);
+      this.#skip = before === null ? 0 : 1;
+      return before === null ? { first, statements, last: false } : { first: before, statements: [first, ...statements], last: false };
     }
     const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
     this.#next = found === null ? null : found.index + 1;
@@ -130,7 +137,7 @@ class ClaimTransaction {
   readonly body = async (tx: QueryRunner | null, results: readonly QueryResult<Row>[]): Promise<Task[]> => {
     if (this.#flow !== null) {
       if (tx === null) throw new Error("the executor committed a claim transaction whose head was not its last part");
-      const draws = await this.#flow.begin(tx, this.#claim.draws, results);
+      const draws = await this.#flow.begin(tx, this.#claim.draws, this.#skip === 0 ? results : results.slice(this.#skip));
       const claimed = await this.#drawFrom(tx, draws, [], 0);
       await this.#flow.end(tx, claimed);
       return claimed;

@@ -21,17 +21,25 @@ export class ClientTransitions {
   readonly #statements: StoreStatements;
   readonly #lifecycle: StoreLifecycle;
   readonly #wakeJoins: (parentIds: readonly string[]) => Promise<unknown>;
+  readonly #requeued: (taskIds: readonly string[]) => Promise<void>;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
    * @param wakeJoins - Makes parents parked on a join due now (`StepJournal.wakeJoins`): called after a
    *   cancel ended children, which no worker settles, so their joins wake as promptly as on a settlement.
+   * @param requeued - Told the tasks a retry requeued (`GroupRequeue.after`: their group rows are marked).
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, wakeJoins: (parentIds: readonly string[]) => Promise<unknown>) {
+  constructor(
+    statements: StoreStatements,
+    lifecycle: StoreLifecycle,
+    wakeJoins: (parentIds: readonly string[]) => Promise<unknown>,
+    requeued: (taskIds: readonly string[]) => Promise<void> = async () => {},
+  ) {
     this.#statements = statements;
     this.#lifecycle = lifecycle;
     this.#wakeJoins = wakeJoins;
+    this.#requeued = requeued;
   }
 
   /** T3/T4 (§5.7): the post-update row, or `null` when terminal or missing. */
@@ -71,7 +79,9 @@ export class ClientTransitions {
 
   /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link ClientTransitions.cancelBatch}. */
   async retryBatch(input?: RetryBatchInput): Promise<string[]> {
-    return this.#ids(RETRY_BATCH_TEMPLATE, retryBatchParams(input));
+    const ids = await this.#ids(RETRY_BATCH_TEMPLATE, retryBatchParams(input));
+    await this.#lifecycle.run(() => this.#requeued(ids));
+    return ids;
   }
 
   /** T15 (§5.9): deletes up to `limit` terminal rows completed before the cutoff; returns their ids. */
@@ -91,9 +101,10 @@ export class ClientTransitions {
     });
   }
 
-  /** After a cancel: a child it ended wakes its joining parent. */
+  /** After a cancel: a child it ended wakes its joining parent. After a retry: the task waits in its group again. */
   async #ended(task: Task): Promise<Task> {
-    await this.#wakeJoins(joinParentsToWake([task]));
+    if (task.status === "queued") await this.#requeued([task.id]);
+    else await this.#wakeJoins(joinParentsToWake([task]));
     return task;
   }
 

@@ -95,6 +95,8 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
  */
 export class StoreExtensions {
   readonly #ready = new Map<ExtensionTable, Promise<void>>();
+  /** The tables this store created or found (their `ensure` resolved). */
+  readonly #present = new Set<ExtensionTable>();
 
   /** @param statements - The store's statements (its Kysely instance, dialect and compiler). */
   constructor(readonly statements: StoreStatements) {}
@@ -118,9 +120,17 @@ export class StoreExtensions {
         for (const ddl of this.dialect.extensionDdl?.(table) ?? EXTENSION_DDL[table]) await tx.executeQuery(CompiledQuery.raw(ddl));
       });
       this.#ready.set(table, ready);
-      ready.catch(() => this.#ready.delete(table));
+      ready.then(
+        () => this.#present.add(table),
+        () => this.#ready.delete(table),
+      );
     }
     return ready;
+  }
+
+  /** Whether this store created or found `table` (an {@link ensure} of it resolved): it exists. */
+  isReady(table: ExtensionTable): boolean {
+    return this.#present.has(table);
   }
 
   /** Runs `template` with `params` on the open transaction `tx`. */

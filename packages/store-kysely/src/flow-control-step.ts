@@ -33,6 +33,7 @@ import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
 import type { ClaimEnd, GroupFirstPage, GroupFirstReads } from "./group-draw.js";
 import { GroupDraw } from "./group-draw.js";
+import { recoverRequeuesQuery } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
 import { TASKS_TABLE } from "./statements.js";
 
@@ -158,6 +159,16 @@ export class FlowControlStep {
       }
     }
     return queries;
+  }
+
+  /**
+   * The statement the claim transaction runs right before its lease recovery: the group rows of the
+   * leases recovery is about to requeue, of the claim's grouped names, are marked `requeued`
+   * (`group-requeue.ts`); `null` when the claim draws no grouped name.
+   */
+  beforeRecovery(claim: NormalizedClaim): CompiledQuery<Row> | null {
+    const names = [...this.#groups.keys()].filter((name) => claim.names === null || claim.names.includes(name));
+    return names.length === 0 ? null : recoverRequeuesQuery(this.#ext, names);
   }
 
   /**

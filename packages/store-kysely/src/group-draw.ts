@@ -6,18 +6,21 @@
  * flow lock ({@link FlowControlStep}), so its reads and writes are one
  * serialised step per name:
  *
- * 1. Sweep: the name's group rows a group-aware claim took (`claimed`),
- *    joined to their tasks — `running` ones are the group running counts,
- *    except those held by an attempt whose settlement this store has in
- *    flight (`SettlementsInFlight`: their handlers ended);
- *    requeued ones wait in their group again (and wake the group); finished
- *    ones are marked `done` (with step 4's writes) and never visited again.
- *    Reads only rows taken since the last claim finished with them: bounded
- *    by what runs.
+ * 1. Running counts: the name's running tasks (`GROUP_RUNNING`: running,
+ *    with a lease, over the partial lease index), each with its group row by
+ *    key — the group running counts, except those held by an attempt whose
+ *    settlement this store has in flight (`SettlementsInFlight`: their
+ *    handlers ended). Bounded by what runs; whichever claim took a task, it
+ *    counts. With them, the name's `requeued` group rows (tasks a fail, a
+ *    retry, a park or lease recovery sent back: `group-requeue.ts`), which
+ *    go back to their group's walk (`queued`, and the group wakes), or to
+ *    `claimed` when their task is no longer queued. So a task that ends
+ *    needs no write here: the claim's one write per task is the one that
+ *    takes it out of its group's walk (`queued` → `claimed`).
  * 2. The head of the plain claim order (a few rows): tasks without a group
  *    are taken there (first in the rotation), and a grouped task found there
- *    whose group row says otherwise (a retried `done` task, a task a claim
- *    without group limits took and gave back) is put back in its group.
+ *    whose group row is not `queued` (a task a v1 peer requeued, or a store
+ *    that never used groups) is put back in its group.
  *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
  *    their concurrency limit (after the first page), each page read with each group's best due
@@ -31,7 +34,7 @@
  *    `StoreExecutor.batch`): `GROUP_DRAW` takes the picked ids (guarded again
  *    by the draw's predicate), and the writes after it, each guarded by what
  *    the draw took rather than waiting for its result: the group rows of the
- *    taken tasks become `claimed` and the sweep's finished ones `done`, the
+ *    taken tasks become `claimed` (out of the walk), the
  *    served groups move to the back of the served order (`served_seq` = the
  *    highest + 1, and the `groupConcurrency` enforced is noted for
  *    `explain`), their claims are recorded for `groupRateLimit`, and groups
@@ -48,13 +51,28 @@
  * draw planner marks the draw last and nothing else follows it, step 4's batch
  * also carries the probe again and `COMMIT` (`StoreExecutor.batchLast`,
  * {@link ClaimEnd}). So on Postgres a group claim is two round trips (the
- * head, the draw's batch) unless the sweep woke a group (its writes go with a
- * page read afresh) or the first page did not hold enough work.
+ * head, the draw's batch) unless step 1 or 2 woke a group (its writes go with a
+ * page read afresh) or the first page did not hold enough work. Before its
+ * lease recovery, a group claim marks the group rows of the leases that
+ * recovery is about to requeue (`group-requeue.ts`), in the statement it
+ * sends with `BEGIN`.
  */
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { GroupCandidates, GroupLimits, Params } from "@cairnq/protocol/adapter";
-import { CLAIMABLE, GROUP_DRAW, GROUP_HEAD_ROWS, GROUP_TASK_IDS, GROUP_TASK_STATES, groupAllowance, rotateGroups, sweepGroupTask, x } from "@cairnq/protocol/adapter";
+import {
+  CLAIMABLE,
+  countsAsGroupRunning,
+  GROUP_DRAW,
+  GROUP_HEAD_ROWS,
+  GROUP_RUNNING,
+  GROUP_TASK_IDS,
+  GROUP_TASK_STATES,
+  groupAllowance,
+  rotateGroups,
+  wakeGroupTask,
+  x,
+} from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner, Row } from "./executor.js";
@@ -79,11 +97,12 @@ const GUARDS = x.param("guards", "textList");
 const CLAIMED_IDS = x.param("claimedIds", "textList");
 const SETTLING = x.param("settling", "textList");
 const IDLE = x.param("idle", "textList");
-/** The status the sweep reads for a task held by an attempt whose settlement the claiming store has in flight. */
+/** The status the running read gives a task held by an attempt whose settlement the claiming store has in flight. */
 const SETTLING_STATUS = "settling";
 
 const QUEUED = GROUP_TASK_STATES.queued;
 const CLAIMED = GROUP_TASK_STATES.claimed;
+const REQUEUED = GROUP_TASK_STATES.requeued;
 
 /** How many pages of active groups one group draw visits at most (step 3). */
 export const GROUP_PAGES = 4;
@@ -99,17 +118,15 @@ const SET_STATE: StatementTemplate = {
 
 /**
  * Step 4: the group rows of `:claimedIds` whose task the draw took (it is `running` now: the statement
- * follows the draw in the same batch, so a picked task the draw skipped keeps its row) become `claimed`,
- * those of `:taskIds` (the sweep's finished ones) `done`, in one statement.
+ * follows the draw in the same batch, so a picked task the draw skipped keeps its row) become `claimed`:
+ * out of their group's walk. The claim's only write per grouped task.
  */
-const SET_CLAIMED_AND_DONE: StatementTemplate = {
-  params: [CLAIMED_IDS, TASK_IDS],
+const SET_CLAIMED: StatementTemplate = {
+  params: [CLAIMED_IDS],
   clock: null,
   build: (c, env) =>
-    `UPDATE ${TASK_GROUPS_TABLE} SET state = CASE WHEN ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} THEN ${env.syntax.literal(CLAIMED)} ` +
-    `ELSE ${env.syntax.literal(GROUP_TASK_STATES.done)} END WHERE (${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} ` +
-    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}) ` +
-    `OR ${env.syntax.inList("task_id", c.slot(TASK_IDS))}`,
+    `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} ` +
+    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}`,
 };
 
 /** Marks groups of `:name` as possibly having queued work. */
@@ -121,27 +138,30 @@ const ACTIVATE: StatementTemplate = {
 };
 
 /**
- * Steps 1 and 2 in one read: the name's claimed group rows and their tasks' status (`kind` 0, the
- * sweep), then the head of the plain claim order of the draw's name (`kind` 1: the draw's own
- * predicate, compiled as the draw compiles it, so it walks the claim index in order), with each
- * row's group row if any. One statement where there were two: nothing is written between them.
- * With `settling`, a running task held by an attempt whose settlement this store has in flight
- * reads as `settling` (`:settling` holds their fences); without (SQLite, or nothing in flight) the
- * sweep reads the bare status.
+ * Steps 1 and 2 in one read: the name's running tasks with their group (`kind` 0: from the task rows,
+ * over the partial lease index, each group row by key), the name's `requeued` group rows with their
+ * task's status (`kind` 2), then the head of the plain claim order of the draw's name (`kind` 1: the
+ * draw's own predicate, compiled as the draw compiles it, so it walks the claim index in order), with
+ * each row's group row if any. One statement: nothing is written between them. With `settling`, a
+ * running task held by an attempt whose settlement this store has in flight reads as `settling`
+ * (`:settling` holds their fences); without (SQLite, or nothing in flight) the bare status.
  */
-function sweepAndHead(settling: boolean): StatementTemplate {
+function runningAndHead(settling: boolean): StatementTemplate {
   return {
-    params: paramsOfAll([CLAIMABLE], settling ? [NAME, LIMIT, SETTLING] : [NAME, LIMIT]),
+    params: paramsOfAll([CLAIMABLE, GROUP_RUNNING], settling ? [NAME, LIMIT, SETTLING] : [NAME, LIMIT]),
     clock: "statement",
     build: (c, env) => {
       const status = settling
-        ? `CASE WHEN t.status = ${env.syntax.literal("running")} AND ${env.syntax.inList(`(t.id || '#' || t.attempt || '#' || t.worker_id)`, c.slot(SETTLING))} ` +
-          `THEN ${env.syntax.literal(SETTLING_STATUS)} ELSE t.status END`
-        : "t.status";
+        ? `CASE WHEN ${env.syntax.inList(`(r.id || '#' || r.attempt || '#' || r.worker_id)`, c.slot(SETTLING))} ` +
+          `THEN ${env.syntax.literal(SETTLING_STATUS)} ELSE r.status END`
+        : "r.status";
       return (
-        `SELECT 0 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
-        `(SELECT ${status} FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
-        `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)} ` +
+        `SELECT 0 AS kind, r.id AS id, (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE tg.task_id = r.id) AS group_key, NULL AS state, ` +
+        `${status} AS status, 0 AS priority, 0 AS run_at_ms FROM (SELECT id, attempt, worker_id, status FROM ${TASKS_TABLE} ` +
+        `WHERE ${c.condition(GROUP_RUNNING) ?? "TRUE"}) r ` +
+        `UNION ALL SELECT 2 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
+        `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
+        `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(REQUEUED)} ` +
         `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
         `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
         `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
@@ -150,8 +170,8 @@ function sweepAndHead(settling: boolean): StatementTemplate {
     },
   };
 }
-const SWEEP_AND_HEAD = sweepAndHead(false);
-const SWEEP_AND_HEAD_SETTLING = sweepAndHead(true);
+const RUNNING_AND_HEAD = runningAndHead(false);
+const RUNNING_AND_HEAD_SETTLING = runningAndHead(true);
 
 /**
  * Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`,
@@ -204,7 +224,7 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
  * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
  * number, so once it has work again it is among the least recently served, as it should be).
  * Only groups the draw took a task of: the groups of the `claimed` rows among `:claimedIds` (after
- * `SET_CLAIMED_AND_DONE`), read once by primary key (`IN (SELECT group_key … WHERE task_id IN …)`),
+ * `SET_CLAIMED`), read once by primary key (`IN (SELECT group_key … WHERE task_id IN …)`),
  * where a subquery per group walked the index for each group and SQLite scanned every group row of
  * the table (10,000 over 10,000 groups) to apply it.
  *
@@ -305,7 +325,7 @@ export class GroupDraw {
   readonly #limits: GroupLimits;
   readonly #settling: readonly string[];
 
-  /** `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the sweep does not count as running. */
+  /** `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the running counts leave out. */
   constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[] = []) {
     this.#ext = ext;
     this.#name = name;
@@ -314,20 +334,20 @@ export class GroupDraw {
   }
 
   /**
-   * Steps 1 and 2's read (the sweep and the head of the plain order) for a claim of `queues`: it
+   * Steps 1 and 2's read (the running counts, the requeued rows and the head of the plain order) for a claim of `queues`: it
    * depends on nothing else, so the claim sends it with its head (after the locks) and hands the
    * rows to {@link draw}.
    */
   firstRead(queues: readonly string[]): CompiledQuery<Row> {
     const name = this.#name;
     const settling = this.#settling;
-    if (settling.length === 0) return this.#query(SWEEP_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS });
-    return this.#query(SWEEP_AND_HEAD_SETTLING, { name, queues, names: [name], limit: GROUP_HEAD_ROWS, settling });
+    if (settling.length === 0) return this.#query(RUNNING_AND_HEAD, { name, queues, names: [name], limit: GROUP_HEAD_ROWS });
+    return this.#query(RUNNING_AND_HEAD_SETTLING, { name, queues, names: [name], limit: GROUP_HEAD_ROWS, settling });
   }
 
   /**
    * Step 3's first page for a claim of `queues` expected to draw up to `cap` rows of the name: read
-   * with the head too (it depends on nothing the sweep finds: a group at its concurrency limit is
+   * with the head too (it depends on nothing step 1 finds: a group at its concurrency limit is
    * skipped when the page is used rather than by the read), sized for `cap`, and used by
    * {@link draw} when the draw's own first page would ask for no more.
    */
@@ -356,31 +376,32 @@ export class GroupDraw {
     const name = this.#name;
     if (cap <= 0) return [];
 
-    // 1. Sweep and 2. the head of the plain order, in one read.
+    // 1. Running counts and requeued rows, and 2. the head of the plain order, in one read.
     const running = new Map<string, number>();
-    const requeued: string[] = [];
+    const requeued = new Set<string>();
+    const stale: string[] = [];
     const wake = new Set<string>();
-    const done: string[] = [];
     const ungrouped: string[] = [];
     for (const row of first?.head ?? (await tx.executeQuery(this.firstRead(queues))).rows) {
       const group = row.group_key;
-      if (Number(row.kind) === 0) {
-        const settling = row.status === SETTLING_STATUS;
-        const seen = sweepGroupTask(settling ? "running" : String(row.status), settling);
-        if (seen.running) running.set(String(group), (running.get(String(group)) ?? 0) + 1);
-        else if (seen.state === QUEUED) {
-          requeued.push(String(row.id));
+      const kind = Number(row.kind);
+      if (kind === 0) {
+        if (typeof group === "string" && countsAsGroupRunning(row.status === SETTLING_STATUS)) running.set(group, (running.get(group) ?? 0) + 1);
+      } else if (kind === 2) {
+        if (wakeGroupTask(String(row.status)) === QUEUED) {
+          requeued.add(String(row.id));
           wake.add(String(group));
-        } else done.push(String(row.id));
+        } else stale.push(String(row.id));
       } else if (typeof group !== "string") ungrouped.push(String(row.id));
-      else if (row.state !== QUEUED && row.state !== CLAIMED) {
-        requeued.push(String(row.id));
+      else if (row.state !== QUEUED) {
+        requeued.add(String(row.id));
         wake.add(group);
       }
     }
-    // The finished rows become `done` with the claimed ones, after the draw: until then nothing reads a `claimed` row again.
+    // Requeued rows go back to their group's walk (and their groups wake); stale marks go to `claimed`.
     const woken: CompiledQuery<Row>[] = [];
-    if (requeued.length > 0) woken.push(this.#query(SET_STATE, { state: QUEUED, taskIds: requeued }));
+    if (requeued.size > 0) woken.push(this.#query(SET_STATE, { state: QUEUED, taskIds: [...requeued] }));
+    if (stale.length > 0) woken.push(this.#query(SET_STATE, { state: CLAIMED, taskIds: stale }));
     if (wake.size > 0) woken.push(this.#query(ACTIVATE, { name, groups: [...wake] }));
 
     // 3. Pages of eligible groups with their best due tasks.
@@ -458,7 +479,7 @@ export class GroupDraw {
     const writes: CompiledQuery<Row>[] = woken;
     const drawAt = writes.length;
     if (rotation.taskIds.length > 0) writes.push(this.#query(GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
-    if (grouped.length > 0 || done.length > 0) writes.push(this.#query(SET_CLAIMED_AND_DONE, { claimedIds: grouped, taskIds: done }));
+    if (grouped.length > 0) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
       const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, claimedIds: grouped, idle: idle.map((g) => g.group), guards };

@@ -1,14 +1,17 @@
 /**
  * The group reads (`GroupReadStore` in `@cairnq/protocol` `groups.ts`): a
  * task's group with its counts, and counts per group of a name — what
- * `explain`, `cairnq stats --by-group` and the dashboard show. Each reads the
- * group tables and the tasks by primary key; the first call creates the group
+ * `explain`, `cairnq stats --by-group` and the dashboard show. Queued counts
+ * read the group rows that may hold a queued task and each task by primary
+ * key; running counts read the name's running tasks (over the partial lease
+ * index) and each one's group row by key, as the group claim does; the first call creates the group
  * tables if they are absent (empty), like a first submit with a group.
  */
 import type { GroupCounts, TaskGroupInfo } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { GROUP_TASK_STATES, requireLimitedText, requireName, sortGroupCounts, x } from "@cairnq/protocol/adapter";
-import type { StatementTemplate } from "./compiler.js";
+import { GROUP_RUNNING, GROUP_TASK_STATES, requireLimitedText, requireName, sortGroupCounts, x } from "@cairnq/protocol/adapter";
+import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
+import { paramsOfAll } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { TASKS_TABLE } from "./statements.js";
@@ -16,29 +19,46 @@ import type { StoreLifecycle } from "./store-lifecycle.js";
 
 const TASK_ID = x.param("taskId", "text");
 const NAME = x.param("name", "text");
+const GROUP = x.param("group", "text");
 
-/** Per group of `:name`: its rows not seen finished, by the task's status now. */
+/** The group rows that may hold a queued task: in the walk, or marked requeued and not yet put back. */
+function waiting(env: CompileEnv, alias: string): string {
+  return `${alias}.state IN (${env.syntax.literal(GROUP_TASK_STATES.queued)}, ${env.syntax.literal(GROUP_TASK_STATES.requeued)})`;
+}
+
+/** The running tasks of `:name` (`GROUP_RUNNING`, over the partial lease index) with their group, or a null group. */
+function runningWithGroup(c: ExprCompiler): string {
+  return `SELECT (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE tg.task_id = r.id) AS group_key FROM ${TASKS_TABLE} r WHERE ${c.condition(GROUP_RUNNING) ?? "TRUE"}`;
+}
+
+/** Per group of `:name`: its queued tasks (from the group rows that may hold one) and its running ones (from the running task rows). */
 const COUNTS: StatementTemplate = {
-  params: [NAME],
-  clock: null,
+  params: paramsOfAll([GROUP_RUNNING], [NAME]),
+  clock: "statement",
   build: (c, env) =>
-    `SELECT q.group_key AS group_key, q.status AS status, count(*) AS n FROM (SELECT tg.group_key AS group_key, ` +
-    `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status FROM ${TASK_GROUPS_TABLE} tg ` +
-    `WHERE tg.name = ${c.slot(NAME)} AND tg.state <> ${env.syntax.literal(GROUP_TASK_STATES.done)}) q ` +
-    `WHERE q.status IN (${env.syntax.literal("queued")}, ${env.syntax.literal("running")}) GROUP BY q.group_key, q.status`,
+    `SELECT q.group_key AS group_key, q.status AS status, count(*) AS n FROM (SELECT tg.group_key AS group_key, ${env.syntax.literal("queued")} AS status ` +
+    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND ${waiting(env, "tg")} ` +
+    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")} ` +
+    `UNION ALL SELECT w.group_key AS group_key, ${env.syntax.literal("running")} AS status FROM (${runningWithGroup(c)}) w) q ` +
+    `WHERE q.group_key IS NOT NULL GROUP BY q.group_key, q.status`,
 };
 
-/** The group of `:taskId`, its name's counts in that group, and the limit last enforced. */
+/** The group of `:taskId`, its name, the queued tasks of its name in that group, and the limit last enforced. */
 const TASK_GROUP: StatementTemplate = {
   params: [TASK_ID],
   clock: null,
   build: (c, env) =>
-    `SELECT tg.group_key AS group_key, g.concurrency_limit AS concurrency_limit, ` +
-    `(SELECT count(*) FROM ${TASK_GROUPS_TABLE} o WHERE o.name = tg.name AND o.group_key = tg.group_key AND o.state = ${env.syntax.literal(GROUP_TASK_STATES.claimed)} ` +
-    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = o.task_id) = ${env.syntax.literal("running")}) AS running, ` +
-    `(SELECT count(*) FROM ${TASK_GROUPS_TABLE} o WHERE o.name = tg.name AND o.group_key = tg.group_key AND o.state = ${env.syntax.literal(GROUP_TASK_STATES.queued)} ` +
+    `SELECT tg.name AS name, tg.group_key AS group_key, g.concurrency_limit AS concurrency_limit, ` +
+    `(SELECT count(*) FROM ${TASK_GROUPS_TABLE} o WHERE o.name = tg.name AND o.group_key = tg.group_key AND ${waiting(env, "o")} ` +
     `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = o.task_id) = ${env.syntax.literal("queued")}) AS queued ` +
     `FROM ${TASK_GROUPS_TABLE} tg LEFT JOIN ${GROUPS_TABLE} g ON g.name = tg.name AND g.group_key = tg.group_key WHERE tg.task_id = ${c.slot(TASK_ID)}`,
+};
+
+/** The running tasks of `:name` in `:group`. */
+const RUNNING_IN_GROUP: StatementTemplate = {
+  params: paramsOfAll([GROUP_RUNNING], [NAME, GROUP]),
+  clock: "statement",
+  build: (c) => `SELECT count(*) AS n FROM (${runningWithGroup(c)}) w WHERE w.group_key = ${c.slot(GROUP)}`,
 };
 
 /** The group reads of one store. */
@@ -59,9 +79,11 @@ export class GroupReads {
       const row = (await this.#ext.statements.read(TASK_GROUP, { taskId: id })).rows[0];
       if (row === undefined) return null;
       const limit = row.concurrency_limit;
+      const group = String(row.group_key);
+      const running = (await this.#ext.statements.read(RUNNING_IN_GROUP, { name: String(row.name), group })).rows[0]?.n;
       return {
-        group: String(row.group_key),
-        running: Number(row.running),
+        group,
+        running: Number(running ?? 0),
         queued: Number(row.queued),
         groupConcurrency: limit === null || limit === undefined ? null : Number(limit),
       };

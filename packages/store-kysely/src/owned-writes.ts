@@ -42,16 +42,24 @@ export class OwnedWrites {
   readonly #writers = new Map<RowTransition, BatchedWriter<Params, Task>>();
   readonly #completeRef: BatchedWriter<Params, TaskRef>;
   readonly #inFlight: SettlementsInFlight | null;
+  readonly #requeued: ((taskIds: readonly string[]) => Promise<void>) | null;
 
   /**
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
    * @param inFlight - Follows the settlements until they are answered, for claims that must not count them as running; `null`: not followed.
+   * @param requeued - Told the task a `fail` requeued, before the fail answers (`GroupRequeue.after`: its group row is marked); `null`: nobody.
    */
-  constructor(statements: StoreStatements, lifecycle: StoreLifecycle, inFlight: SettlementsInFlight | null = null) {
+  constructor(
+    statements: StoreStatements,
+    lifecycle: StoreLifecycle,
+    inFlight: SettlementsInFlight | null = null,
+    requeued: ((taskIds: readonly string[]) => Promise<void>) | null = null,
+  ) {
     this.#statements = statements;
     this.#lifecycle = lifecycle;
     this.#inFlight = inFlight;
+    this.#requeued = requeued;
     const { db, dialect, compiler } = statements;
     for (const rule of [HEARTBEAT, PROGRESS, SUCCEED, COMPLETE, FAIL]) {
       // Settlements end an attempt, on the latency path of `call()`; heartbeats and progress nobody waits for.
@@ -105,7 +113,14 @@ export class OwnedWrites {
 
   /** T8/T9/T10 (§5.16): cancel wins, then requeue while attempts remain, else failed. */
   fail(input: FailInput): Promise<Task> {
-    return this.#owned(FAIL, failParams, input);
+    const failed = this.#owned(FAIL, failParams, input);
+    const requeued = this.#requeued;
+    if (requeued === null) return failed;
+    // A requeued task waits in its group again (`group-requeue.ts`): marked before the fail answers.
+    return failed.then(async (task) => {
+      if (task.status === "queued") await this.#lifecycle.run(() => requeued([task.id]));
+      return task;
+    });
   }
 
   /**

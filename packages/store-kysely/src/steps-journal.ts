@@ -29,6 +29,7 @@ import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { MESSAGES_TABLE, STEPS_TABLE } from "./extension-tables.js";
 import { BatchableStepRecord } from "./batchable-step-record.js";
+import { markRequeued } from "./group-requeue.js";
 import { decodeTask } from "./rows.js";
 import type { BatchedWriter } from "./write-batching.js";
 import { GET_MANY_TEMPLATE, insertTemplate, rowTransitionTemplate, TASKS_TABLE } from "./statements.js";
@@ -268,7 +269,10 @@ export class StepJournal {
   async #parkRow(tx: QueryRunner, params: Params): Promise<ParkOutcome> {
     const row = (await this.ext.exec(tx, PARK_TEMPLATE, params)).rows[0];
     if (row === undefined) throw new LostLease(String(params.taskId));
-    return { kind: "parked", status: decodeTask(row).status === "canceled" ? "canceled" : "queued" };
+    const status = decodeTask(row).status === "canceled" ? "canceled" : "queued";
+    // A parked task waits in its group again (`group-requeue.ts`).
+    if (status === "queued") await markRequeued(this.ext, tx, [String(params.taskId)]);
+    return { kind: "parked", status };
   }
 
   /** Child insert and journal entry in one fenced transaction; a recorded entry returns its child. */
