@@ -24,7 +24,7 @@ export function groupDrain(backend, { n, warmup, groups, taskOptions, cpuProfDir
 
 /**
  * The median cost of one claim of one task with `backlog` queued tasks spread over `groups`
- * groups: `limited` with `groupConcurrency: 1` (the group draw: sweep, head, a page of groups,
+ * groups: `limited` with `groupConcurrency: 1` (the group draw: running counts, head, a page of groups,
  * their best tasks, the rotation), and `plain` the same claim without limits on the same
  * database (the §5.10 draw), measured after the limited claims. Each timed claim is followed
  * by an untimed complete (as in the plain claim figures).

@@ -5,7 +5,7 @@
  * group, concurrent claims included, and claims rotate across groups. Run
  * only for stores declaring `groups`.
  */
-import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task } from "@cairnq/protocol";
+import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task, TaskStepStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
@@ -121,7 +121,7 @@ export const groupCases: readonly ConformanceCase[] = [
   },
   {
     id: "group-requeue-behind-backlog",
-    title: "a task a group claim took that goes back to queued (retryable fail, lease recovery, retry) waits in its group again: the next rotation takes it ahead of another group's backlog",
+    title: "a task a group claim took that goes back to queued (retryable fail, lease recovery, retry, park) waits in its group again: the next rotation takes it ahead of another group's backlog",
     spec: "store.ts ClaimInput.flowControl, groups.ts GROUP_REQUEUE_PATHS, rotateGroups",
     skipUnless: needsGroups,
     async run(t) {
@@ -148,7 +148,15 @@ export const groupCases: readonly ConformanceCase[] = [
       await t.store.complete({ taskId: aOf(rows).id, workerId: t.w3, result: null });
       await t.store.fail({ taskId: (b as Task).id, workerId: t.w3, error: { code: "final" }, retryable: false });
       t.expect((await t.store.retry((b as Task).id))?.status).toBe("queued");
-      await both(t.w1);
+      rows = await both(t.w1);
+      // A park (a durable sleep that is due at once), where the store has durable steps.
+      const steps = t.store.inner as Partial<TaskStepStore>;
+      if (typeof steps.parkStep !== "function") return;
+      await t.store.complete({ taskId: aOf(rows).id, workerId: t.w1, result: null });
+      const parked = rows.find((row) => row.id === (b as Task).id) as Task;
+      const out = await steps.parkStep({ taskId: parked.id, workerId: t.w1, attempt: parked.attempt, name: "nap", kind: "sleep", seq: 1, untilMs: 1 });
+      t.expect(out).toEqual({ kind: "parked", status: "queued" });
+      await both(t.w2);
     },
   },
   {

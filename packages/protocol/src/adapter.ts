@@ -136,7 +136,6 @@ export {
   rotateGroups,
   sortGroupCounts,
   countsAsGroupRunning,
-  GROUP_NAMES,
   GROUP_REQUEUE_PATHS,
   GROUP_RUNNING,
   RECOVER_REQUEUES,

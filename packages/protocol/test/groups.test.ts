@@ -4,6 +4,7 @@ import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
 import {
   countsAsGroupRunning,
   GROUP_TASK_STATES,
+  GROUP_RUNNING,
   groupAllowance,
   groupClaimsInWindow,
   hasGroupReads,
@@ -78,12 +79,20 @@ describe("group limits", () => {
     expect(wakeGroupTask("succeeded")).toBe(GROUP_TASK_STATES.claimed);
   });
 
-  it("RECOVER_REQUEUES holds exactly for the expired rows of the grouped names that recovery requeues", () => {
+  it("GROUP_RUNNING holds for the running rows with a lease of the name", () => {
+    const running = queuedRow({ status: "running", lease_until_ms: 9_000, worker_id: "w", attempt: 1 } as never);
+    const at = (row: object, name = "summarize") => holds(GROUP_RUNNING, { row: row as Record<string, unknown>, params: { name }, nowMs: 0 });
+    expect(at(running)).toBe(true);
+    expect(at(running, "other")).toBe(false);
+    expect(at({ ...running, lease_until_ms: null })).toBe(false);
+    expect(at(queuedRow())).toBe(false);
+  });
+
+  it("RECOVER_REQUEUES holds exactly for the expired rows that recovery requeues", () => {
     const nowMs = 10_000;
     const expired = queuedRow({ status: "running", lease_until_ms: 9_000, worker_id: "w", attempt: 1, max_attempts: 3 } as never);
-    const at = (row: object, groupNames = ["summarize"]) => holds(RECOVER_REQUEUES, { row: row as Record<string, unknown>, params: { groupNames }, nowMs });
+    const at = (row: object) => holds(RECOVER_REQUEUES, { row: row as Record<string, unknown>, params: {}, nowMs });
     expect(at(expired)).toBe(true);
-    expect(at(expired, ["other"])).toBe(false);
     // The lease still holds, the cancel branch wins, or recovery fails it for good: not requeued.
     expect(at({ ...expired, lease_until_ms: 11_000 })).toBe(false);
     expect(at({ ...expired, cancel_requested_at_ms: 5_000 })).toBe(false);

@@ -223,10 +223,12 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
  * Step 4: the served groups go to the back of the served order: one past the name's highest
  * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
  * number, so once it has work again it is among the least recently served, as it should be).
- * Only groups the draw took a task of: the groups of the `claimed` rows among `:claimedIds` (after
- * `SET_CLAIMED`), read once by primary key (`IN (SELECT group_key … WHERE task_id IN …)`),
- * where a subquery per group walked the index for each group and SQLite scanned every group row of
- * the table (10,000 over 10,000 groups) to apply it.
+ * The groups the rotation served, by key: the statement does not check that the draw took their
+ * picks (under the flow lock only a claim without group limits, or a v1 peer, can take a picked task
+ * first, and then the group merely moves back one rotation early). Checking it cost a read of the
+ * picked rows in every claim — by state, a planner walked the name's `claimed` rows (every task a
+ * group claim ever took: 12 ms per claim on Postgres); by key, Postgres joined the subquery to each
+ * group and walked the walk index per group (7 ms).
  *
  * The served groups of `:idle` — those whose due work the draw takes to the last task — go inactive in
  * the same statement, on the same terms as {@link DEACTIVATE} (`:guards`, no queued task left): one
@@ -235,15 +237,13 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
  * first row it updates, which is a served one; Postgres reads the statement's snapshot).
  */
 const SERVED: StatementTemplate = {
-  params: [NAME, GROUPS, LIMIT, CLAIMED_IDS, IDLE, GUARDS],
+  params: [NAME, GROUPS, LIMIT, IDLE, GUARDS],
   clock: null,
   build: (c, env) =>
     `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
     `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"}, ` +
     `active = CASE WHEN ${idleCondition(c, env, IDLE)} THEN 0 ELSE active END ` +
-    `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
-    `AND group_key IN (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE ${env.syntax.inList("tg.task_id", c.slot(CLAIMED_IDS))} ` +
-    `AND tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(CLAIMED)})`,
+    `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
 };
 
 /**
@@ -269,13 +269,13 @@ function idleCondition(c: ExprCompiler, env: CompileEnv, groups: typeof GROUPS):
   );
 }
 
-/** Step 4: records the claims of `:taskIds` for `groupRateLimit` at `now` (read after the draw): those the draw took, whose rows are `claimed` by then. */
+/** Step 4: records the claims of `:taskIds` for `groupRateLimit` at `now` (read after the draw): those the draw took, `running` by then (found by key, as `SERVED`). */
 const RECORD: StatementTemplate = {
   params: [TASK_IDS],
   clock: "statement",
   build: (c, env) =>
     `INSERT INTO ${GROUP_RATE_CLAIMS_TABLE} (name, group_key, claimed_at_ms, task_id) SELECT name, group_key, ${c.now()}, task_id FROM ${TASK_GROUPS_TABLE} ` +
-    `WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))} AND state = ${env.syntax.literal(CLAIMED)}`,
+    `WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))} AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}`,
 };
 
 /** Step 4: deletes the name's group claims outside every window still to be checked. */
@@ -482,7 +482,7 @@ export class GroupDraw {
     if (grouped.length > 0) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
-      const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, claimedIds: grouped, idle: idle.map((g) => g.group), guards };
+      const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards };
       writes.push(this.#query(SERVED, served));
       if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
     }

@@ -21,18 +21,24 @@
  * order, as a task a claim without group limits took is.
  */
 import type { CompiledQuery } from "kysely";
-import { GROUP_NAMES, GROUP_TASK_STATES, RECOVER_REQUEUES, x } from "@cairnq/protocol/adapter";
+import { GROUP_TASK_STATES, RECOVER_REQUEUES, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, StatementTemplate } from "./compiler.js";
+import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const TASK_IDS = x.param("taskIds", "textList");
+const GROUP_NAMES = x.param("groupNames", "textList");
 
-/** The row states a requeue marks: taken by a group claim (`done`: by an earlier store). `queued` rows are in the walk already. */
+/**
+ * The row states a requeue marks: taken by a group claim (`done`: by an earlier store). `queued` rows are in the walk
+ * already. Wrapped so no index serves it: the rows are found by key, never by walking the `claimed` rows (every task
+ * a group claim ever took).
+ */
 function taken(env: CompileEnv): string {
-  return `state IN (${env.syntax.literal(GROUP_TASK_STATES.claimed)}, ${env.syntax.literal(GROUP_TASK_STATES.done)})`;
+  return `CASE WHEN state IN (${env.syntax.literal(GROUP_TASK_STATES.claimed)}, ${env.syntax.literal(GROUP_TASK_STATES.done)}) THEN 1 ELSE 0 END = 1`;
 }
 
 /** Marks the group rows of `:taskIds` whose task is `queued` now. */
@@ -45,15 +51,17 @@ const MARK_REQUEUED: StatementTemplate = {
 };
 
 /**
- * Marks the group rows of the tasks of `:groupNames` that lease recovery is about to requeue
+ * Marks the group rows of `:groupNames` whose tasks lease recovery is about to requeue
  * (`RECOVER_REQUEUES`): the expired leases, read over the partial lease index, each row by its key.
- * Rows already `requeued` are left alone: a claim holding the flow lock may be writing them.
+ * Rows already `requeued` are left alone: a claim holding the flow lock may be writing them. The
+ * name, like the state, is compared inside a `CASE`: an index on it would walk every row of the name.
  */
 const MARK_RECOVER_REQUEUES: StatementTemplate = {
-  params: [GROUP_NAMES],
+  params: paramsOfAll([RECOVER_REQUEUES], [GROUP_NAMES]),
   clock: "statement",
   build: (c, env) =>
     `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(GROUP_TASK_STATES.requeued)} WHERE ${taken(env)} ` +
+    `AND CASE WHEN ${env.syntax.inList("name", c.slot(GROUP_NAMES))} THEN 1 ELSE 0 END = 1 ` +
     `AND task_id IN (SELECT id FROM ${TASKS_TABLE} WHERE ${c.condition(RECOVER_REQUEUES) ?? "TRUE"})`,
 };
 
