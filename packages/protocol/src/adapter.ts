@@ -138,8 +138,6 @@ export {
   countsAsGroupRunning,
   GROUP_REQUEUE_PATHS,
   GROUP_RUNNING,
-  RECOVER_REQUEUES,
-  requeueCondition,
   wakeGroupTask,
 } from "./groups.js";
 export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState } from "./groups.js";

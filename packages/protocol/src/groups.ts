@@ -45,7 +45,7 @@ import { inRateWindow } from "./flow-control.js";
 import { x } from "./expr.js";
 import type { Expr } from "./expr.js";
 import type { SetTransition } from "./rules.js";
-import { CLAIMABLE, DRAW, RECOVER } from "./rules.js";
+import { CLAIMABLE, DRAW } from "./rules.js";
 import { FLOW_NAME } from "./flow-control.js";
 
 /** The parameter naming the task ids a group draw takes. */
@@ -128,34 +128,13 @@ export function wakeGroupTask(status: string): GroupTaskState {
 
 /**
  * The operations that move a task back to `queued` after a claim took it: a store with groups marks
- * the task's group row `requeued` with each (unless it is `queued` already), so the next group claim
- * of the name finds it by its state. A v1 peer does not: its requeued task is put back when it reaches
+ * the task's group row `requeued` with each (unless it is `queued` already) — lease recovery inside a
+ * group claim by the rows it returns with their new status — so the next group claim of the name
+ * finds it by its state. A v1 peer does not: its requeued task is put back when it reaches
  * the head of the plain claim order ({@link GROUP_HEAD_ROWS}), as a task a claim without group limits
  * took is.
  */
 export const GROUP_REQUEUE_PATHS = Object.freeze(["fail", "recover", "park", "retry", "retryBatch"] as const);
-
-/**
- * The rows lease recovery (`RECOVER`) is about to requeue: its selection and its `queued` branch's
- * condition, no branch before it taken. A group claim marks their group rows `requeued` (those of its
- * grouped names, by the group row's own `name`) in the statement before its recovery: the tasks are
- * still running then, found over the lease index.
- */
-export const RECOVER_REQUEUES: Expr = requeueCondition(RECOVER);
-
-/** The condition under which set transition `rule` takes its branch into `queued`: its selection, no earlier branch, that branch's own condition. */
-export function requeueCondition(rule: SetTransition): Expr {
-  const parts: Expr[] = [rule.selection.where];
-  for (const branch of rule.branches) {
-    if (branch.to === "queued") {
-      if (branch.when !== null) parts.push(branch.when);
-      return x.and(...parts);
-    }
-    if (branch.when === null) break;
-    parts.push(x.not(branch.when));
-  }
-  throw new InvalidArgument("rule", `${rule.op} has no reachable branch into queued`);
-}
 
 /** The group limits of one name, validated (`null` = that limit is not set). */
 export interface GroupLimits {

@@ -8,15 +8,11 @@ import {
   groupAllowance,
   groupClaimsInWindow,
   hasGroupReads,
-  RECOVER_REQUEUES,
-  requeueCondition,
   rotateGroups,
   sortGroupCounts,
   wakeGroupTask,
 } from "../src/groups.js";
 import { holds } from "../src/expr.js";
-import type { SetTransition } from "../src/rules.js";
-import { RECOVER } from "../src/rules.js";
 import { requireGroupSupport } from "../src/submit-options.js";
 import { normalizeSubmit } from "../src/inputs.js";
 import { debounceUpdate, resolveDebounce } from "../src/debounce.js";
@@ -86,28 +82,6 @@ describe("group limits", () => {
     expect(at(running, "other")).toBe(false);
     expect(at({ ...running, lease_until_ms: null })).toBe(false);
     expect(at(queuedRow())).toBe(false);
-  });
-
-  it("RECOVER_REQUEUES holds exactly for the expired rows that recovery requeues", () => {
-    const nowMs = 10_000;
-    const expired = queuedRow({ status: "running", lease_until_ms: 9_000, worker_id: "w", attempt: 1, max_attempts: 3 } as never);
-    const at = (row: object) => holds(RECOVER_REQUEUES, { row: row as Record<string, unknown>, params: {}, nowMs });
-    expect(at(expired)).toBe(true);
-    // The lease still holds, the cancel branch wins, or recovery fails it for good: not requeued.
-    expect(at({ ...expired, lease_until_ms: 11_000 })).toBe(false);
-    expect(at({ ...expired, cancel_requested_at_ms: 5_000 })).toBe(false);
-    expect(at({ ...expired, attempt: 3 })).toBe(false);
-  });
-
-  it("requeueCondition refuses a transition without a reachable branch into queued", () => {
-    const noQueued: SetTransition = { ...RECOVER, branches: RECOVER.branches.filter((b) => b.to !== "queued") };
-    expect(() => requeueCondition(noQueued)).toThrow(InvalidArgument);
-    const unconditional: SetTransition = { ...RECOVER, branches: RECOVER.branches.map((b) => ({ ...b, when: null })) };
-    // The first branch always wins: the queued one after it is never reached.
-    expect(() => requeueCondition(unconditional)).toThrow(/no reachable branch into queued/);
-    const first = RECOVER.branches.find((b) => b.to === "queued");
-    const only: SetTransition = { ...RECOVER, branches: [{ ...(first as (typeof RECOVER.branches)[number]), when: null }] };
-    expect(holds(requeueCondition(only), { row: { status: "running", lease_until_ms: 1 }, params: {}, nowMs: 5 })).toBe(true);
   });
 
   it("normalizeFlowControl validates the group limits like the name-wide ones", () => {

@@ -1,7 +1,8 @@
 import type { ClaimInput, Task } from "@cairnq/protocol";
 import type { DrawPlanner, NormalizedClaim, Params } from "@cairnq/protocol/adapter";
 import { answerReprobe, DRAW, drawParams, normalizeClaim, probeParams, RECOVER } from "@cairnq/protocol/adapter";
-import type { CompiledQuery, QueryResult } from "kysely";
+import type { QueryResult } from "kysely";
+import { CompiledQuery } from "kysely";
 import type { CompiledStatement } from "./compiler.js";
 import type { QueryRunner, Row, TransactionHead } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
@@ -14,6 +15,10 @@ import type { StoreLifecycle } from "./store-lifecycle.js";
 import type { StoreStatements } from "./store-statements.js";
 
 const RECOVER_TEMPLATE = setTransitionTemplate(RECOVER, ["id"]);
+/** Recovery in a claim that draws groups: the recovered rows' statuses say which went back to `queued` (their group rows are marked). */
+const RECOVER_STATUS_TEMPLATE = setTransitionTemplate(RECOVER, ["id", "status"]);
+/** The transaction's first statement when recovery's own result is needed (an executor may send the first with `BEGIN` and drop its result). */
+const NOTHING = CompiledQuery.raw("SELECT 1");
 const DRAW_TEMPLATE = setTransitionTemplate(DRAW, "task");
 
 /**
@@ -90,8 +95,6 @@ class ClaimTransaction {
   /** The probe run again as the last statement, when asked for: it sees the draws' rows as running, so it answers whether anything was left. */
   readonly #again: CompiledStatement | null;
   readonly #probed: Params;
-  /** How many of the head's results precede the flow-control statements' (lease recovery's, when a statement went before it). */
-  #skip = 0;
   /** The index the planner continues from after the head's draw; `null` when the head holds none. */
   #next: number | null = null;
 
@@ -106,8 +109,8 @@ class ClaimTransaction {
 
   /**
    * The head, built once per attempt (from draw 0, as a planner expects of a replayed transaction).
-   * Lease recovery is always first, before any draw (a group claim's mark of the leases it requeues
-   * goes before it: `FlowControlStep.beforeRecovery`). With flow control the draws depend on what the
+   * Lease recovery is always first, before any draw (in a claim that draws groups, after a `SELECT 1`
+   * that stands for the first statement: its result, the rows it requeued, is read). With flow control the draws depend on what the
    * transaction reads (locks, counts), so the head is recovery, then the flow-control statements that
    * depend on nothing read (the key locks and the group draws' first reads: `FlowControlStep.headStatements`). Without, the first draw depends
    * on nothing the transaction reads, so it is planned here and goes with BEGIN and recovery (one
@@ -120,10 +123,10 @@ class ClaimTransaction {
       // The first draw as planned now (the body plans it again): what the head's group reads are sized for.
       const planned = nextDraw(this.#claim, this.#claim.draws, [], 0);
       const statements = this.#flow.headStatements(this.#claim, planned?.params ?? null);
-      // A group claim marks the group rows of the leases recovery is about to requeue first (the body skips recovery's result).
-      const before = this.#flow.beforeRecovery(this.#claim);
-      this.#skip = before === null ? 0 : 1;
-      return before === null ? { first, statements, last: false } : { first: before, statements: [first, ...statements], last: false };
+      if (!this.#flow.drawsGroups) return { first, statements, last: false };
+      // A claim that draws groups reads what recovery requeued (their group rows are marked: `group-requeue.ts`), so recovery is not first.
+      const recover = this.#statements.compiler.statement(RECOVER_STATUS_TEMPLATE, {}).query({});
+      return { first: NOTHING, statements: [recover, ...statements], last: false };
     }
     const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
     this.#next = found === null ? null : found.index + 1;
@@ -137,7 +140,8 @@ class ClaimTransaction {
   readonly body = async (tx: QueryRunner | null, results: readonly QueryResult<Row>[]): Promise<Task[]> => {
     if (this.#flow !== null) {
       if (tx === null) throw new Error("the executor committed a claim transaction whose head was not its last part");
-      const draws = await this.#flow.begin(tx, this.#claim.draws, this.#skip === 0 ? results : results.slice(this.#skip));
+      const recovered = this.#flow.drawsGroups ? (results[0]?.rows ?? []) : null;
+      const draws = await this.#flow.begin(tx, this.#claim.draws, recovered === null ? results : results.slice(1), recovered);
       const claimed = await this.#drawFrom(tx, draws, [], 0);
       await this.#flow.end(tx, claimed);
       return claimed;

@@ -33,7 +33,7 @@ import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
 import type { ClaimEnd, GroupFirstPage, GroupFirstReads } from "./group-draw.js";
 import { GroupDraw } from "./group-draw.js";
-import { recoverRequeuesQuery } from "./group-requeue.js";
+import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
 import { TASKS_TABLE } from "./statements.js";
 
@@ -162,16 +162,6 @@ export class FlowControlStep {
   }
 
   /**
-   * The statement the claim transaction runs right before its lease recovery: the group rows of the
-   * leases recovery is about to requeue, of the claim's grouped names, are marked `requeued`
-   * (`group-requeue.ts`); `null` when the claim draws no grouped name.
-   */
-  beforeRecovery(claim: NormalizedClaim): CompiledQuery<Row> | null {
-    const names = [...this.#groups.keys()].filter((name) => claim.names === null || claim.names.includes(name));
-    return names.length === 0 ? null : recoverRequeuesQuery(this.#ext, names);
-  }
-
-  /**
    * The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs).
    * `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the group draws do not count as running.
    */
@@ -188,8 +178,12 @@ export class FlowControlStep {
     }
   }
 
-  /** Locks, counts and wraps `draws`; call after lease recovery, before the first draw. */
-  async begin(tx: QueryRunner, draws: DrawPlanner, headResults: readonly QueryResult<Row>[] = []): Promise<DrawPlanner> {
+  /**
+   * Locks, counts and wraps `draws`; call after lease recovery, before the first draw. `recovered`: the
+   * rows lease recovery changed (`id`, `status`) when the claim draws groups: the group rows of those it
+   * requeued are marked (`group-requeue.ts`), and the group draws then read afresh.
+   */
+  async begin(tx: QueryRunner, draws: DrawPlanner, headResults: readonly QueryResult<Row>[] = [], recovered: readonly Row[] | null = null): Promise<DrawPlanner> {
     const allowance = new Map<string, number>();
     const names = [...this.#limits.keys()].sort();
     // The locks sent with the head: a lock taken elsewhere throws here, before any result read after it is used.
@@ -202,6 +196,12 @@ export class FlowControlStep {
       const head = headResults[at++]?.rows ?? [];
       const pageRows = page === null ? null : (headResults[at++]?.rows ?? []);
       this.#firstReads.set(name, { head, page: page === null || pageRows === null ? null : { rows: pageRows, pageSize: page.pageSize, perGroup: page.perGroup } });
+    }
+    const requeued = (recovered ?? []).filter((row) => row.status === "queued").map((row) => String(row.id));
+    if (requeued.length > 0) {
+      // Rare (a lease ran out): the head's first reads do not show the marks, so the group draws read afresh.
+      await markRequeued(this.#ext, tx, requeued);
+      this.#firstReads.clear();
     }
     for (const name of names) {
       const limits = this.#limits.get(name) as NormalizedFlowControl;

@@ -52,10 +52,10 @@
  * also carries the probe again and `COMMIT` (`StoreExecutor.batchLast`,
  * {@link ClaimEnd}). So on Postgres a group claim is two round trips (the
  * head, the draw's batch) unless step 1 or 2 woke a group (its writes go with a
- * page read afresh) or the first page did not hold enough work. Before its
- * lease recovery, a group claim marks the group rows of the leases that
- * recovery is about to requeue (`group-requeue.ts`), in the statement it
- * sends with `BEGIN`.
+ * page read afresh) or the first page did not hold enough work. The group
+ * rows of tasks the claim's own lease recovery requeued are marked
+ * `requeued` right after the locks (`group-requeue.ts`, by the ids recovery
+ * returns), and the draw then reads afresh.
  */
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery, QueryResult } from "kysely";

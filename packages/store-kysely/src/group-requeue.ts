@@ -6,8 +6,8 @@
  * group's backlog. The group running count needs none of this: it is read
  * from the running task rows.
  *
- * - lease recovery inside a group claim: {@link recoverRequeuesQuery}, the
- *   statement right before the claim's recovery, over the lease index;
+ * - lease recovery inside a group claim: {@link markRequeued} after it, by
+ *   the ids recovery returned with their new status (`FlowControlStep.begin`);
  * - a retryable `fail`, a `retry` (by id, key or batch): {@link GroupRequeue.after},
  *   one statement after the settlement or transition committed;
  * - a park (`ctx.sleep`, `ctx.waitFor`, a join): {@link markRequeued} in the
@@ -20,17 +20,14 @@
  * its mark) is put back when its task reaches the head of the plain claim
  * order, as a task a claim without group limits took is.
  */
-import type { CompiledQuery } from "kysely";
-import { GROUP_TASK_STATES, RECOVER_REQUEUES, x } from "@cairnq/protocol/adapter";
+import { GROUP_TASK_STATES, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, StatementTemplate } from "./compiler.js";
-import { paramsOfAll } from "./compiler.js";
-import type { QueryRunner, Row } from "./executor.js";
+import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const TASK_IDS = x.param("taskIds", "textList");
-const GROUP_NAMES = x.param("groupNames", "textList");
 
 /**
  * The row states a requeue marks: taken by a group claim (`done`: by an earlier store). `queued` rows are in the walk
@@ -49,27 +46,6 @@ const MARK_REQUEUED: StatementTemplate = {
     `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(GROUP_TASK_STATES.requeued)} WHERE ${env.syntax.inList("task_id", c.slot(TASK_IDS))} ` +
     `AND ${taken(env)} AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("queued")}`,
 };
-
-/**
- * Marks the group rows of `:groupNames` whose tasks lease recovery is about to requeue
- * (`RECOVER_REQUEUES`): the expired leases, read over the partial lease index, each row by its key.
- * Rows already `requeued` are left alone: a claim holding the flow lock may be writing them. The
- * name, like the state, is compared inside a `CASE`: an index on it would walk every row of the name.
- */
-const MARK_RECOVER_REQUEUES: StatementTemplate = {
-  params: paramsOfAll([RECOVER_REQUEUES], [GROUP_NAMES]),
-  clock: "statement",
-  build: (c, env) =>
-    `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(GROUP_TASK_STATES.requeued)} WHERE ${taken(env)} ` +
-    `AND CASE WHEN ${env.syntax.inList("name", c.slot(GROUP_NAMES))} THEN 1 ELSE 0 END = 1 ` +
-    `AND task_id IN (SELECT id FROM ${TASKS_TABLE} WHERE ${c.condition(RECOVER_REQUEUES) ?? "TRUE"})`,
-};
-
-/** The statement a group claim of `groupNames` runs right before its lease recovery (see the module comment). */
-export function recoverRequeuesQuery(ext: StoreExtensions, groupNames: readonly string[]): CompiledQuery<Row> {
-  const params = { groupNames };
-  return ext.statements.compiler.statement(MARK_RECOVER_REQUEUES, params).query(params);
-}
 
 /** Marks the group rows of `taskIds` (their tasks went back to `queued`) in the open transaction `tx`, when this store knows the group tables exist. */
 export async function markRequeued(ext: StoreExtensions, tx: QueryRunner, taskIds: readonly string[]): Promise<void> {
