@@ -82,3 +82,23 @@ it("a done wait on a finished task resolves with the row its one check read: the
     await worker.close();
   }
 });
+
+it("a claim's lease recovery collects and reads back no ids (nobody reads them), and still recovers an expired lease", async () => {
+  const store = new MySQLStore(dsn);
+  try {
+    const task = await store.submit({ name: "recover-me", payload: {} });
+    const [first] = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 1, names: ["recover-me"], limit: 1 });
+    expect(first?.id).toBe(task.id);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the 1 ms lease expires
+    let again: { id: string; attempt: number }[] = [];
+    const sent = await queriesDuring(async () => {
+      again = await store.claim({ queues: ["default"], workerId: "w2", leaseMs: 30_000, names: ["recover-me"], limit: 1 });
+    });
+    expect(again.map((t) => [t.id, t.attempt])).toEqual([[task.id, 2]]);
+    const head = sent.find((sql) => sql.startsWith("START TRANSACTION")) ?? "";
+    expect(head).toMatch(/^START TRANSACTION;\nSET @cq_tx_now = NULL;\nUPDATE \(SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running'[^;]*;\nSET @cq_ids/);
+    expect(head.match(/SELECT STRAIGHT_JOIN/g)).toHaveLength(1); // the draw's rows only
+  } finally {
+    await store.close();
+  }
+});
