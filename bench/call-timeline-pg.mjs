@@ -182,11 +182,11 @@ if (values.child !== undefined) {
     const handler = find("worker", "handler");
     const complete = find("worker", "completeRef") ?? find("worker", "complete");
     if (claim === undefined || handler === undefined || complete === undefined) continue;
-    const done = find("client", "notify cairnq_done", complete[2]);
+    // The done-row notification (the terminal row; no read after it) comes just before the plain one when sent.
+    const done = find("client", "notify cairnq_ext_done_row", complete[2]) ?? find("client", "notify cairnq_done", complete[2]);
     const get = find("client", "get", complete[2]);
-    if (queued === undefined || done === undefined || get === undefined) continue;
+    if (queued === undefined || done === undefined) continue;
     totals.push(ended - started);
-    add("the whole call()", ended - started);
     add("client: submit (its round trip)", submit[3] - submit[2]);
     add("submit's commit → worker hears cairnq_queued (≤ 0: before the client hears its commit)", queued[2] - submit[3]);
     add("worker: heard queued → claim starts", claim[2] - queued[2]);
@@ -194,7 +194,11 @@ if (values.child !== undefined) {
     add("worker: claim's end → handler", handler[2] - claim[3]);
     add("worker: handler → complete starts", complete[2] - handler[2]);
     add("worker: complete (its round trips)", complete[3] - complete[2]);
-    add("complete's commit → client hears cairnq_done (≤ 0: before the worker hears its commit)", done[2] - complete[3]);
+    add(`complete's commit → client hears ${done[1].slice(7)} (≤ 0: before the worker hears its commit)`, done[2] - complete[3]);
+    if (get === undefined) {
+      add("client: heard the done row → call() returns (no read)", ended - done[2]);
+      continue;
+    }
     add("client: heard done → get starts", get[2] - done[2]);
     add("client: get (its round trip)", get[3] - get[2]);
     add("client: get's end → call() returns", ended - get[3]);
@@ -206,6 +210,8 @@ if (values.child !== undefined) {
   const quantile = (samples, q) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * q))];
   console.log(`${calls} sequential call()s on Postgres (${totals.length} fully traced), Node ${process.version}; µs:`);
   console.log(`  ${"hop".padEnd(90)} ${"p50".padStart(7)} ${"p99".padStart(7)}`);
+  const whole = spans.map(([started, ended]) => (ended - started) * 1000);
+  console.log(`  ${"the whole call() (every call)".padEnd(90)} ${quantile(whole, 0.5).toFixed(0).padStart(7)} ${quantile(whole, 0.99).toFixed(0).padStart(7)}`);
   for (const [hop, samples] of hops) console.log(`  ${hop.padEnd(90)} ${quantile(samples, 0.5).toFixed(0).padStart(7)} ${quantile(samples, 0.99).toFixed(0).padStart(7)}`);
   const reads = (name) => (log.filter((e) => e[0] === name).length / calls).toFixed(2);
   console.log(`  client reads per call: getStatus ${reads("getStatus")}, get ${reads("get")}`);

@@ -405,9 +405,9 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
     await store.taskDoneWake("warm-up", 1);
     const waits = [...tasks, queued].map((task) => store.taskDoneWake(task.id, 10_000));
     await Promise.all([
-      other.complete({ taskId: tasks[0]!.id, workerId: "w", result: { ok: 1 } }),
-      other.succeed({ taskId: tasks[1]!.id, workerId: "w", result: "fine" }),
-      other.fail({ taskId: tasks[2]!.id, workerId: "w", error: { message: "no" }, retryable: false }),
+      other.complete({ taskId: tasks[0].id, workerId: "w", result: { ok: 1 } }),
+      other.succeed({ taskId: tasks[1].id, workerId: "w", result: "fine" }),
+      other.fail({ taskId: tasks[2].id, workerId: "w", error: { message: "no" }, retryable: false }),
       other.cancel(queued.id),
     ]);
     const rows = await Promise.all(waits);
