@@ -135,8 +135,9 @@ if (values.child !== undefined) {
     await worker.stop();
     await running;
     await worker.close();
-    process.send({ log, cpuUs: cpu.user + cpu.system, systemUs: cpu.system, counts, allocated, statements: [...statementsSent] });
-    process.disconnect();
+    // Disconnect once the message is out: a large one (2,000 calls' events) still in the pipe is dropped by an
+    // immediate disconnect, and the parent then exits with its top-level await unsettled.
+    process.send({ log, cpuUs: cpu.user + cpu.system, systemUs: cpu.system, counts, allocated, statements: [...statementsSent] }, () => process.disconnect());
   });
   process.send("ready");
 } else {
