@@ -79,7 +79,7 @@ export interface SqlSyntax {
    */
   topRowsJoin?(table: string, alias: string, key: string, subquery: string): string;
   /**
-   * A transition that can end a task (succeed, complete, fail, cancel) as the statement to run:
+   * A single-row transition that can end a task (succeed, complete, fail, cancel) as the statement to run:
    * `update` is its `UPDATE … SET … WHERE …` without `RETURNING`; the statement must return, per
    * changed row, `returning` (every task column as {@link SqlSyntax.taskColumns} lists them, or
    * these columns) and may return more. Optional (a syntax without it appends `RETURNING`);

@@ -1,7 +1,9 @@
 /**
  * The done-row extension of the §9 push signals: a CairnQ store that ends a
- * task (a worker's succeed, complete or fail, a client's cancel) also
- * NOTIFYs, in the same statement, the task's terminal row on
+ * task in a statement of its own (a worker's succeed, complete or fail, a
+ * client's cancel; not settlements combined into one multi-row statement,
+ * where the rows' JSON would cost the settling backend ~20 µs a task for
+ * reads only waiters save) also NOTIFYs, in the same statement, the task's terminal row on
  * {@link DONE_ROW_CHANNEL}, so a client waiting for that task has the row
  * in hand when the signal arrives and skips the read that a plain
  * `cairnq_done` (payload: the id) costs — one round trip of every `call()`.
@@ -15,7 +17,7 @@
  *   statement), and a transaction's notifications arrive in the order they
  *   were sent: a waiter hears the row first, and the plain one after it
  *   finds nobody to wake;
- * - a task ended by a v1 peer, by lease recovery, or whose row JSON is over
+ * - a task ended by a v1 peer, by lease recovery, in a multi-row statement, or whose row JSON is over
  *   {@link DONE_ROW_MAX_BYTES} (Postgres rejects a payload of 8000 bytes or
  *   more) gets only the plain notification, and its waiter reads the row as
  *   before.

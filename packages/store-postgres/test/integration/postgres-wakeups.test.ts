@@ -398,7 +398,7 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
   it("a CairnQ store's complete, fail and cancel send the terminal row: each taskDoneWake resolves with the row a read returns", async () => {
     const store = await listeningStore();
     const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
-    // Three settled together (one combined statement) and a client's cancel of a queued task.
+    // A complete, a succeed and a fail, each alone in its statement (one per rule), and a client's cancel of a queued task.
     const tasks = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" }), other.submit({ name: "n" })]);
     const queued = await other.submit({ name: "n", queue: "elsewhere" });
     await other.claim({ queues: ["default"], workerId: "w", limit: 3 });
@@ -413,6 +413,20 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
     const rows = await Promise.all(waits);
     expect(rows.map((row) => (row as { status?: string } | undefined)?.status)).toEqual(["succeeded", "succeeded", "failed", "canceled"]);
     for (const [i, task] of [...tasks, queued].entries()) expect(rows[i]).toEqual(await store.get(task.id));
+    await other.close();
+  });
+
+  it("settlements combined into one multi-row statement send no rows: their waits wake early without one (the caller reads)", async () => {
+    const store = await listeningStore();
+    const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
+    const tasks = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" })]);
+    await other.claim({ queues: ["default"], workerId: "w", limit: 2 });
+    await store.taskDoneWake("warm-up", 1);
+    const start = Date.now();
+    const waits = tasks.map((task) => store.taskDoneWake(task.id, 10_000));
+    await Promise.all(tasks.map((task) => other.complete({ taskId: task.id, workerId: "w", result: null })));
+    expect(await Promise.all(waits)).toEqual([undefined, undefined]);
+    expect(elapsed(start)).toBeLessThan(5000);
     await other.close();
   });
 
