@@ -10,6 +10,7 @@ import { lifecycleCases } from "./lifecycle.js";
 import { ownedWriteCases } from "./owned-writes.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
+import { scenarioReadCases } from "./scenarios-reads.js";
 import { scheduleSlotCases } from "./schedule-slots.js";
 import { stepCases } from "./steps.js";
 import { submitCases } from "./submit.js";
@@ -20,6 +21,7 @@ import { submitCases } from "./submit.js";
  */
 export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...scenarioCases,
+  ...scenarioReadCases,
   ...submitCases,
   ...readCases,
   ...clientTransitionCases,

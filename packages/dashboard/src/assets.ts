@@ -17,6 +17,9 @@ function load(file: string, type: string): Asset {
 /** Dashboard-relative path → file. */
 export const ASSETS: ReadonlyMap<string, Asset> = new Map([
   ["/assets/dashboard.js", load("dashboard.mjs", "text/javascript; charset=utf-8")],
+  // The modules dashboard.js imports (relative specifiers, so they resolve under any mount path).
+  ["/assets/charts.js", load("charts.mjs", "text/javascript; charset=utf-8")],
+  ["/assets/dom.js", load("dom.mjs", "text/javascript; charset=utf-8")],
   ["/assets/dashboard.css", load("dashboard.css", "text/css; charset=utf-8")],
   ["/assets/favicon.svg", load("favicon.svg", "image/svg+xml")],
 ]);

@@ -71,13 +71,23 @@ describe("createDashboard over HTTP", () => {
     expect(page.headers["content-security-policy"]).toContain("frame-ancestors 'none'");
     const refs = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     expect(refs.sort()).toEqual(["./", "assets/dashboard.css", "assets/dashboard.js", "assets/favicon.svg", "assets/favicon.svg"]);
-    for (const path of ["/assets/dashboard.js", "/assets/dashboard.css", "/assets/favicon.svg"]) {
+    const scripts = ["/assets/dashboard.js", "/assets/charts.js", "/assets/dom.js"];
+    for (const path of [...scripts, "/assets/dashboard.css", "/assets/favicon.svg"]) {
       const asset = await call(`${base}${path}`);
       expect(asset.status, path).toBe(200);
       // No fetch, import or url() to another origin (the SVG namespace is an identifier, not a request).
       expect(asset.body.replaceAll("http://www.w3.org/2000/svg", ""), path).not.toMatch(/https?:\/\/|url\(\s*["']?\/\//);
     }
-    expect((await call(`${base}/assets/dashboard.js`)).body).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+    for (const path of scripts) {
+      const body = (await call(`${base}${path}`)).body;
+      expect(body, path).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+      // Every module a script imports is one the handler serves, by a relative path (so it resolves under any mount).
+      for (const [, specifier] of body.matchAll(/^import [^"]+ from "([^"]+)";$/gm)) {
+        expect(specifier, path).toMatch(/^\.\/[a-z-]+\.js$/);
+        expect(scripts, `${path} imports ${specifier}`).toContain(`/assets/${specifier.slice(2)}`);
+      }
+    }
+    expect((await call(`${base}/assets/dashboard.js`)).body).toContain('from "./charts.js"');
   });
 
   it("redirects a mount path without its trailing slash, so relative URLs resolve under it", async () => {

@@ -24,7 +24,7 @@ import { pragmaValue } from "./drivers/sqlite-driver.js";
 import { CachingDatabase } from "./statement-cache.js";
 import { WakeSignal } from "./sqlite-wake-signal.js";
 import type { QueueConnection, WriteQueue } from "./write-queue.js";
-import { acquireWriteQueue, releaseWriteQueue } from "./write-queue.js";
+import { acquireWriteQueue, releaseWriteQueue } from "./write-queue-registry.js";
 
 /** How long `journal_mode = WAL` is retried on a busy database, and how often (§3.9). */
 const WAL_TIMEOUT_MS = 5_000;
