@@ -8,6 +8,7 @@
 //
 //   CAIRNQ_BENCH_PG_DSN=postgres://postgres@127.0.0.1:5432/mydb node bench/call-timeline-pg.mjs [--calls 1000]
 import { fork } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -31,6 +32,25 @@ const short = (sql) => {
   if (cut === undefined) shortened.set(sql, (cut = String(sql).replace(/\s+/g, " ").slice(0, 60)));
   return cut;
 };
+
+/**
+ * Every backend of this database but `admin`'s own, with its voluntary context switches so far (each
+ * is one sleep it woke from: a statement to run, a notification to read) and its last statement; a
+ * backend that went since is left out.
+ */
+async function backendWakeups(admin) {
+  const { rows } = await admin.query("SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  const out = new Map();
+  for (const { pid, query } of rows) {
+    try {
+      const switches = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+      out.set(pid, { switches, query: String(query).replace(/\s+/g, " ").slice(0, 40) });
+    } catch {
+      // Not on this host (a remote server), or gone.
+    }
+  }
+  return out;
+}
 
 /** Wraps `names` on PostgresStore's prototype chain so every call is stamped into `log`. */
 const stamp = (names) => stampMethods(PostgresStore, names, log);
@@ -152,6 +172,9 @@ if (values.child !== undefined) {
   child.send("mark");
   await new Promise((resolve) => setTimeout(resolve, 20));
   log.length = 0;
+  const admin = new pgDriver.Client(DSN);
+  await admin.connect();
+  const wakeupsFrom = await backendWakeups(admin);
   const heap = await heapSampler();
   const sentFrom = { ...sent };
   statementsSent.clear();
@@ -160,12 +183,11 @@ if (values.child !== undefined) {
   const allocated = alloc();
   await heap();
   const counts = { roundTrips: sent.roundTrips - sentFrom.roundTrips, statements: sent.statements - sentFrom.statements };
+  const wakeupsTo = await backendWakeups(admin);
   const exited = new Promise((resolve) => child.once("message", resolve));
   child.send("stop");
   const worker = await exited;
   await client.close();
-  const admin = new pgDriver.Client(DSN);
-  await admin.connect();
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await admin.end();
 
@@ -222,6 +244,10 @@ if (values.child !== undefined) {
     for (const [sql, count] of list.sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${(count / calls).toFixed(2).padStart(6)}  ${sql}`);
   }
   const per = (n) => (n / calls).toFixed(2);
+  // Wake-ups per call of each backend of the database (other sessions on it count too: run it alone).
+  const woken = [...wakeupsTo].filter(([pid]) => wakeupsFrom.has(pid)).map(([pid, to]) => [to.query, (to.switches - wakeupsFrom.get(pid).switches) / calls]);
+  console.log(`  backend wake-ups per call (voluntary context switches; ${woken.length} backends, total ${woken.reduce((sum, [, n]) => sum + n, 0).toFixed(2)}):`);
+  for (const [query, n] of woken.sort((a, b) => b[1] - a[1])) console.log(`    ${n.toFixed(2).padStart(6)}  last: ${query}`);
   console.log(`  round trips / statements per call: client ${per(counts.roundTrips)} / ${per(counts.statements)}, worker ${per(worker.counts.roundTrips)} / ${per(worker.counts.statements)}`);
   console.log(
     `  CPU per call (of which system): client ${((cpu.user + cpu.system) / calls) | 0} µs (${(cpu.system / calls) | 0}), worker ${(worker.cpuUs / calls) | 0} µs (${(worker.systemUs / calls) | 0})`,
