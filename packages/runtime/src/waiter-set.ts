@@ -116,6 +116,16 @@ export class WaiterSet<T> {
   }
 
   /**
+   * Whether a waiter is indexed under `key` (see {@link WaiterSetOptions.keyOf}).
+   *
+   * @throws Error when the set was built without `keyOf`.
+   */
+  hasKey(key: string): boolean {
+    if (this.#byKey === null) throw new Error("WaiterSet.hasKey needs the keyOf option");
+    return this.#byKey.has(key);
+  }
+
+  /**
    * Wakes the waiters indexed under `key` (see {@link WaiterSetOptions.keyOf});
    * returns how many woke. `before` sees each one's data just before it wakes
    * (e.g. to hand it what woke it).

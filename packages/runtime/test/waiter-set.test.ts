@@ -64,8 +64,12 @@ describe("WaiterSet", () => {
     ).toBe(1);
     expect(await waitA).toBe("terminal");
     expect(b.row).toBeUndefined();
+    expect(set.hasKey("t1")).toBe(false);
+    expect(set.hasKey("t2")).toBe(true);
     set.wakeAll();
     await waitB;
+    expect(set.hasKey("t2")).toBe(false);
+    expect(() => new WaiterSet<string>().hasKey("x")).toThrow(/keyOf/);
   });
 
   it("an abort ends a wait and removes it; an aborted signal or a zero timeout never registers", async () => {

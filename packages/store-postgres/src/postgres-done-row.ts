@@ -54,6 +54,22 @@ export function terminalRowSignalSql(update: string, returning: "task" | readonl
   return `WITH ${SETTLED} AS (${update} RETURNING ${taskColumns}) SELECT ${columns}, ${notify} AS done_row FROM ${SETTLED}`;
 }
 
+/** `"id":"` opening a row payload: `row_to_json` writes the §3.1 columns in order, `id` first. */
+const ID_PREFIX = '{"id":"';
+
+/**
+ * The task id a {@link DONE_ROW_CHANNEL} payload opens with, read without parsing the row (every
+ * waiting process hears every task's row), or `null` when it does not open with a plain one (an id
+ * JSON escapes is then never matched, and its waiter wakes on the plain `cairnq_done`).
+ */
+export function doneRowId(payload: string): string | null {
+  if (!payload.startsWith(ID_PREFIX)) return null;
+  const end = payload.indexOf('"', ID_PREFIX.length);
+  if (end < 0) return null;
+  const id = payload.slice(ID_PREFIX.length, end);
+  return id.includes("\\") ? null : id;
+}
+
 /**
  * The terminal task a {@link DONE_ROW_CHANNEL} payload carries, or `null` for anything else (not
  * JSON, not a task row, not terminal): such a notification is ignored, and the plain `cairnq_done`

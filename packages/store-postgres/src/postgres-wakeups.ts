@@ -42,7 +42,7 @@ import { ListenUnavailable } from "@cairnq/protocol";
 import type { TimerHandle } from "@cairnq/runtime";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
-import { decodeDoneRow, DONE_ROW_CHANNEL } from "./postgres-done-row.js";
+import { decodeDoneRow, DONE_ROW_CHANNEL, doneRowId } from "./postgres-done-row.js";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -577,10 +577,13 @@ export class PostgresWakeups implements Wakeups {
       this.#doneWaiters.wakeKey(payload);
       this.#emit({ reason: "done", taskId: payload });
     } else if (message.channel === DONE_ROW_CHANNEL) {
-      // No signal of its own: the trigger's `cairnq_done` right behind it is the `done` signal.
+      // No signal of its own: the trigger's `cairnq_done` right behind it is the `done` signal. Every task's row
+      // reaches every waiting process: parsed only when this one waits for that task.
+      const id = doneRowId(payload);
+      if (id === null || !this.#doneWaiters.hasKey(id)) return;
       const row = decodeDoneRow(payload);
-      if (row === null) return;
-      this.#doneWaiters.wakeKey(row.id, (wait) => {
+      if (row?.id !== id) return;
+      this.#doneWaiters.wakeKey(id, (wait) => {
         wait.row = row;
       });
     }

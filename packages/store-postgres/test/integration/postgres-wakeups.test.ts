@@ -3,6 +3,7 @@ import type { StoreSignal } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresStore } from "../../src/index.js";
+import { doneRowId } from "../../src/postgres-done-row.js";
 import type { ListenClient } from "../../src/postgres-wakeups.js";
 import { LISTEN_BACKOFF_INITIAL_MS, LISTEN_BACKOFF_MAX_MS, PostgresWakeups } from "../../src/postgres-wakeups.js";
 import { openStore, pgDsn, q, schemaName, until } from "../helpers.js";
@@ -126,6 +127,11 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     client.notify("cairnq_ext_done_row", JSON.stringify({ ...row, status: "running" }));
     client.notify("cairnq_ext_done_row", JSON.stringify({ ...row, result: "{not json" }));
     client.notify("cairnq_ext_done_row", JSON.stringify({ ...row, id: "task_2" }));
+    // Not opening with its id (how row_to_json writes it): never parsed, so never used.
+    const { id: _id, ...rest } = row;
+    client.notify("cairnq_ext_done_row", JSON.stringify({ ...rest, id: "task_1" }));
+    // Opening with this id but carrying another (a duplicate key: JSON.parse keeps the last).
+    client.notify("cairnq_ext_done_row", `{"id":"task_1",${JSON.stringify({ ...row, id: "task_9" }).slice(1)}`);
     await flush();
     expect(woke).toBe("pending");
     client.notify("cairnq_ext_done_row", JSON.stringify(row));
@@ -138,6 +144,14 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     client.notify("cairnq_done", "task_3");
     expect(await plain).toBeUndefined();
     await wakeups.close();
+  });
+
+  it("doneRowId reads the id a row payload opens with, without parsing it; anything else is null", () => {
+    expect(doneRowId('{"id":"task_1","name":"n"}')).toBe("task_1");
+    expect(doneRowId('{"name":"n","id":"task_1"}')).toBeNull();
+    expect(doneRowId('{"id":"unterminated')).toBeNull();
+    expect(doneRowId('{"id":"a\\"b","name":"n"}')).toBeNull();
+    expect(doneRowId("")).toBeNull();
   });
 
   it("a throwing subscriber is reported, not thrown, and the others still hear the signal", async () => {
