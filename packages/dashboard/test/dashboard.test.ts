@@ -82,7 +82,7 @@ describe("createDashboard over HTTP", () => {
       const body = (await call(`${base}${path}`)).body;
       expect(body, path).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
       // Every module a script imports is one the handler serves, by a relative path (so it resolves under any mount).
-      for (const [, specifier] of body.matchAll(/^import [^"]+ from "([^"]+)";$/gm)) {
+      for (const [, specifier = ""] of body.matchAll(/^import [^"]+ from "([^"]+)";$/gm)) {
         expect(specifier, path).toMatch(/^\.\/[a-z-]+\.js$/);
         expect(scripts, `${path} imports ${specifier}`).toContain(`/assets/${specifier.slice(2)}`);
       }

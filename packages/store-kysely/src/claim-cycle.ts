@@ -4,6 +4,7 @@ import { answerReprobe, DRAW, drawParams, normalizeClaim, probeParams, RECOVER }
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { CompiledStatement } from "./compiler.js";
 import type { QueryRunner, Row, TransactionHead } from "./executor.js";
+import type { TakenWrites } from "./write-batching.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { FlowControlStep } from "./flow-control-step.js";
 import type { ClaimEnd } from "./group-draw.js";
@@ -65,10 +66,60 @@ export class ClaimCycle {
       await flow?.prepare();
       const transaction = new ClaimTransaction(this.#statements, claim, probed, flow);
       const { db, dialect } = this.#statements;
-      const claimed = await dialect.executor.writeTransactionWith(db, transaction.head, transaction.body);
-      answerReprobe(claim, transaction.claimable);
-      return claimed;
+      if (flow !== null || dialect.writes.takeSettlements === undefined) {
+        const claimed = await dialect.executor.writeTransactionWith(db, transaction.head, transaction.body);
+        answerReprobe(claim, transaction.claimable);
+        return claimed;
+      }
+      return this.#claimCarrying(claim, transaction);
     });
+  }
+
+  /**
+   * The claim's transaction carrying the settlements waiting in the dialect's write batching
+   * (`WriteBatching.takeSettlements`, taken when the transaction first runs): their statements
+   * after lease recovery, before the draws; their callers settled once it committed (or, when it
+   * failed, written again on their own or given its error). Not with flow control, whose draws
+   * read what the transaction's settlements would change under its plan.
+   */
+  async #claimCarrying(claim: NormalizedClaim, transaction: ClaimTransaction): Promise<Task[]> {
+    const { db, dialect } = this.#statements;
+    let taken: TakenWrites | null | undefined;
+    let carrying = 0;
+    let carried: readonly QueryResult<Row>[] | null = null;
+    const settle = (): void => {
+      if (taken === null || taken === undefined || carried === null) return;
+      const results = carried;
+      carried = null;
+      const settling = taken;
+      taken = null;
+      settling.settle(results);
+    };
+    const head = (): TransactionHead => {
+      const own = transaction.head();
+      if (taken === undefined) taken = dialect.writes.takeSettlements?.() ?? null;
+      if (taken === null) return own;
+      const settlements = taken.queries();
+      carrying = settlements.length;
+      return { first: own.first, statements: [...settlements, ...own.statements], last: own.last };
+    };
+    const body = (tx: QueryRunner | null, results: readonly QueryResult<Row>[]): Promise<Task[]> => {
+      carried = results.slice(0, carrying);
+      // Committed with the head (no transaction left open): the settlements are written; their callers hear it now.
+      if (tx === null) settle();
+      return transaction.body(tx, results.slice(carrying));
+    };
+    let claimed: Task[];
+    try {
+      claimed = await dialect.executor.writeTransactionWith(db, head, body);
+    } catch (error) {
+      // Not committed (a failure after the commit left `taken` null): nothing of the settlements was applied, or the outcome is unknown.
+      if (taken !== null && taken !== undefined) taken.fail(error);
+      throw error;
+    }
+    settle();
+    answerReprobe(claim, transaction.claimable);
+    return claimed;
   }
 }
 

@@ -1,6 +1,6 @@
-import type { QueryResult } from "kysely";
+import type { CompiledQuery, QueryResult } from "kysely";
 import type { AnyKysely, Row, StoreExecutor } from "./executor.js";
-import type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, WriteBatching } from "./write-batching.js";
+import type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, TakenWrites, WriteBatching } from "./write-batching.js";
 import { writeAlone } from "./write-batching.js";
 import type { CombinedWrite, WriteCombinerOptions } from "./write-combiner.js";
 import { WriteCombiner } from "./write-combiner.js";
@@ -17,6 +17,14 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
    * and nothing is re-sent.
    */
   splittable(error: unknown): boolean;
+  /**
+   * A claim cycle's transaction carries the settlements waiting in this batching
+   * ({@link CombiningWrites.takeSettlements}): their statements run in the claim's transaction,
+   * before its draws, and commit with it — one commit and one round trip where they would have
+   * cost their own. For a server where every commit waits for a flush to disk (MySQL/MariaDB).
+   * @default false
+   */
+  settleWithClaims?: boolean;
 }
 
 /**
@@ -45,17 +53,42 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
  * }
  */
 export class CombiningWrites implements WriteBatching {
-  /** @param options - The combiner's bounds and the split rule; see {@link CombiningWritesOptions}. */
-  constructor(readonly options: CombiningWritesOptions) {}
+  /** The combiners of the settlement kinds, for {@link CombiningWrites.takeSettlements}. */
+  readonly #settlements: SettlementCombiner[] = [];
+
+  /**
+   * With {@link CombiningWritesOptions.settleWithClaims} only (absent otherwise, so claims take the
+   * plain path): the settlements waiting to be flushed (each settlement kind's next batch, no task of
+   * a flush in flight), taken to run inside a claim's transaction; `null` when none waits.
+   */
+  readonly takeSettlements?: () => TakenWrites | null;
+
+  /** @param options - The combiner's bounds, the split rule, and whether claims carry settlements; see {@link CombiningWritesOptions}. */
+  constructor(readonly options: CombiningWritesOptions) {
+    if (options.settleWithClaims === true) this.takeSettlements = () => this.#takeSettlements();
+  }
 
   writer<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>): BatchedWriter<I, O> {
     const combiner = new WriteCombiner<I, O>((batch) => this.#flush(db, executor, kind, batch), this.options, kind.latency === "settlement" ? "tick" : "turn");
+    if (kind.latency === "settlement" && this.takeSettlements !== undefined) {
+      this.#settlements.push({ kind, combiner } as unknown as SettlementCombiner);
+    }
     if (kind.latency === "interactive") {
       // Alone (nothing of its kind pending or in flight) the write runs its own statement at once; writes
       // arriving meanwhile gather behind it and go as one multi-row statement when it returns.
       return (item) => combiner.runAlone(() => writeAlone(db, executor, kind, item)) ?? combiner.add(item, kind.key(item), kind.bytes(item));
     }
     return (item) => combiner.add(item, kind.key(item), kind.bytes(item));
+  }
+
+  /** See {@link CombiningWrites.takeSettlements}. */
+  #takeSettlements(): TakenWrites | null {
+    const groups: TakenGroup[] = [];
+    for (const { kind, combiner } of this.#settlements) {
+      const entries = combiner.takePending();
+      if (entries.length > 0) groups.push({ kind, combiner, entries: [...entries].sort(byKey) });
+    }
+    return groups.length === 0 ? null : new TakenSettlements(groups, (error) => this.options.splittable(error));
   }
 
   /** One flush (distinct keys): see the class comment. Settles every entry. */
@@ -101,6 +134,83 @@ export class CombiningWrites implements WriteBatching {
     const middle = Math.ceil(batch.length / 2);
     await flush(batch.slice(0, middle));
     await flush(batch.slice(middle));
+  }
+}
+
+/** A settlement kind and its combiner, for {@link CombiningWrites.takeSettlements}. */
+interface SettlementCombiner {
+  readonly kind: BatchableWrite<unknown, unknown>;
+  readonly combiner: WriteCombiner<unknown, unknown>;
+}
+
+/** One settlement kind's entries taken for a claim's transaction. */
+interface TakenGroup {
+  readonly kind: BatchableWrite<unknown, unknown>;
+  readonly combiner: WriteCombiner<unknown, unknown>;
+  readonly entries: readonly CombinedWrite<unknown, unknown>[];
+}
+
+/** {@link CombiningWrites.takeSettlements}' answer: one statement per kind (its own statement for one write, the multi-row one for more). */
+class TakenSettlements implements TakenWrites {
+  /** The plans of the last `queries()` (a transaction replayed after a deadlock builds them again). */
+  #plans: PlannedWrite<unknown>[] = [];
+
+  constructor(
+    readonly groups: readonly TakenGroup[],
+    readonly splittable: (error: unknown) => boolean,
+  ) {}
+
+  get count(): number {
+    return this.groups.reduce((n, group) => n + group.entries.length, 0);
+  }
+
+  queries(): CompiledQuery<Row>[] {
+    this.#plans = this.groups.map(({ kind, entries }) =>
+      entries.length === 1 ? kind.one((entries[0] as CombinedWrite<unknown, unknown>).item) : kind.many(entries.map((entry) => entry.item)),
+    );
+    return this.#plans.map((plan) => plan.query);
+  }
+
+  settle(results: readonly QueryResult<Row>[]): void {
+    this.groups.forEach(({ kind, entries }, i) => {
+      const plan = this.#plans[i];
+      const result = results[i];
+      if (plan === undefined || result === undefined) {
+        for (const entry of entries) entry.reject(new Error(`the claim carrying this ${kind.name} gave no result for it`));
+        return;
+      }
+      if (entries.length === 1) {
+        const entry = entries[0] as CombinedWrite<unknown, unknown>;
+        try {
+          entry.resolve(plan.answer(result));
+        } catch (error) {
+          entry.reject(error);
+        }
+        return;
+      }
+      let outcomes: MergedOutcome<unknown>[];
+      try {
+        outcomes = (plan as PlannedWrite<MergedOutcome<unknown>[]>).answer(result);
+      } catch (error) {
+        for (const entry of entries) entry.reject(error);
+        return;
+      }
+      entries.forEach((entry, j) => {
+        const outcome = outcomes[j];
+        if (outcome === undefined) entry.reject(new Error(`the multi-row ${kind.name} statement gave no outcome for this write`));
+        else if (outcome.ok) entry.resolve(outcome.value);
+        else entry.reject(outcome.error);
+      });
+    });
+  }
+
+  fail(error: unknown): void {
+    for (const { combiner, entries } of this.groups) {
+      // Rejected whole, nothing applied: the writes go again on their own, for their own outcome. Otherwise
+      // (the outcome unknown: a lost connection) each caller gets the error, as from its own statement.
+      if (this.splittable(error)) combiner.requeue(entries);
+      else for (const entry of entries) entry.reject(error);
+    }
   }
 }
 

@@ -29,7 +29,7 @@ export type { StoreClock } from "./clock.js";
 export { BaseStoreExecutor, KyselyExecutor } from "./executor.js";
 export type { AnyKysely, QueryRunner, QueryThunk, Row, StoreExecutor, SyncRunner, TransactionHead } from "./executor.js";
 export { SingleWrites, writeAlone } from "./write-batching.js";
-export type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, WriteBatching, WriteLatency } from "./write-batching.js";
+export type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, TakenWrites, WriteBatching, WriteLatency } from "./write-batching.js";
 export { CombiningWrites } from "./combining-writes.js";
 export type { CombiningWritesOptions } from "./combining-writes.js";
 export { NO_KEY_LOCK, StatementKeyLock } from "./key-lock.js";

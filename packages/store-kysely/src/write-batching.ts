@@ -114,6 +114,27 @@ export interface WriteBatching {
    * @param executor - The dialect's executor, to run statements through.
    */
   writer<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>): BatchedWriter<I, O>;
+  /**
+   * Optional: the settlements (writes of `"settlement"` kinds) waiting in this batching, taken for a
+   * claim cycle to run in its transaction and commit with it (one commit fewer); `null` when none
+   * waits. Without it, claims carry no settlements. `CombiningWrites` has it with `settleWithClaims`.
+   */
+  takeSettlements?(): TakenWrites | null;
+}
+
+/**
+ * Settlements taken from a {@link WriteBatching} to run inside another write transaction (a claim
+ * cycle's): their statements, then either their results after the transaction committed, or its error.
+ */
+export interface TakenWrites {
+  /** How many writes were taken. */
+  readonly count: number;
+  /** Their statements, built when the transaction runs (each reads a bound `now` then; again on a replay). */
+  queries(): CompiledQuery<Row>[];
+  /** The transaction committed: each caller gets its outcome from its statement's result (`results` in `queries()` order). */
+  settle(results: readonly QueryResult<Row>[]): void;
+  /** The transaction failed with `error`: each write goes again on its own when nothing was applied, else its caller gets `error`. */
+  fail(error: unknown): void;
 }
 
 /**

@@ -136,6 +136,8 @@ export class WriteCombiner<I, O> {
   #lastFlushRows = 1;
   readonly #flushAt: FlushAt;
   #spaceWaiters: (() => void)[] = [];
+  /** The keys of the flush in flight; `null` while none runs, or while a `runAlone` write (key unknown) does. */
+  #flightKeys: ReadonlySet<string> | null = null;
 
   /**
    * @param run - Runs one flush.
@@ -234,10 +236,40 @@ export class WriteCombiner<I, O> {
     else nextImmediate(flush);
   }
 
-  /** Takes the next batch: arrival order, at most one entry per key, within the row and byte bounds. */
-  #take(): Entry<I, O>[] {
+  /**
+   * Takes the next batch for a caller that runs it in a transaction of its own (a claim carrying the
+   * settlements waiting here, `CombiningWritesOptions.settleWithClaims`), as a flush would take it, and
+   * with no key of the flush in flight: the caller must settle every entry, or hand them back with
+   * {@link WriteCombiner.requeue}. Empty when nothing waits, or while a `runAlone` write (whose key it
+   * cannot tell) is in flight.
+   */
+  takePending(): CombinedWrite<I, O>[] {
+    if (this.#pending.length === 0 || (this.#flushing && this.#flightKeys === null)) return [];
+    const batch = this.#take(this.#flightKeys ?? undefined);
+    if (batch.length > 0) this.#wakeSpaceWaiters();
+    return batch;
+  }
+
+  /** Entries taken with {@link WriteCombiner.takePending} and not settled, back to the front of the queue: the next flush takes them. */
+  requeue(entries: readonly CombinedWrite<I, O>[]): void {
+    const back = entries.filter((entry): entry is Entry<I, O> => entry instanceof Entry && !entry.settled);
+    if (back.length === 0) return;
+    this.#pending = [...back, ...this.#pending];
+    for (const entry of back) this.#pendingBytes += entry.bytes;
+    if (this.#flushing) return;
+    this.#schedule();
+  }
+
+  #wakeSpaceWaiters(): void {
+    const waiters = this.#spaceWaiters;
+    this.#spaceWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Takes the next batch: arrival order, at most one entry per key and none of `exclude`, within the row and byte bounds. */
+  #take(exclude?: ReadonlySet<string>): Entry<I, O>[] {
     const batch: Entry<I, O>[] = [];
-    const keys = new Set<string>();
+    const keys = new Set<string>(exclude);
     const rest: Entry<I, O>[] = [];
     let bytes = 0;
     for (const entry of this.#pending) {
@@ -260,9 +292,8 @@ export class WriteCombiner<I, O> {
     this.#flushing = true;
     const batch = this.#take();
     this.#lastFlushRows = batch.length;
-    const waiters = this.#spaceWaiters;
-    this.#spaceWaiters = [];
-    for (const wake of waiters) wake();
+    this.#flightKeys = new Set(batch.flatMap((entry) => (entry.key === null ? [] : [entry.key])));
+    this.#wakeSpaceWaiters();
     try {
       await this.#run(batch);
       // Only for entries the runner left unsettled: an Error (and its stack) per row of every flush cost ~3 µs a
@@ -272,6 +303,7 @@ export class WriteCombiner<I, O> {
       for (const entry of batch) entry.reject(error);
     } finally {
       this.#flushing = false;
+      this.#flightKeys = null;
     }
     // What collected while this flush ran goes at once.
     if (this.#pending.length > 0) void this.#flush();

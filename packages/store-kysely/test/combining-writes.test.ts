@@ -48,4 +48,77 @@ describe("CombiningWrites", () => {
     await Promise.all(["a", "a", "b"].map((id) => write(id)));
     expect(server.statements).toEqual(["many a,b", "one a"]);
   });
+
+  describe("takeSettlements (settleWithClaims: a claim's transaction carries the settlements waiting)", () => {
+    it("takes the settlements queued behind the flush in flight, but no write of a task that flush holds; the flush does not send them again", async () => {
+      const server = new FakeServer();
+      const batching = new CombiningWrites({ splittable, settleWithClaims: true });
+      const write = batching.writer(db, server, idWrite("settlement"));
+      const first = write("a");
+      await new Promise((resolve) => process.nextTick(resolve)); // the tick's flush has begun: "a" is in flight
+      expect(server.statements).toEqual(["one a"]);
+      const again = write("a");
+      const rest = ["c", "b", "gone1"].map((id) => write(id));
+      const taken = batching.takeSettlements?.();
+      expect(taken?.count).toBe(3);
+      const queries = taken?.queries() ?? [];
+      expect(queries.map((q) => q.sql)).toEqual(["many b,c,gone1"]);
+      taken?.settle([await server.write(db, () => queries[0] as never)]);
+      const settled = await Promise.allSettled(rest);
+      expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual(["row:c", "row:b", "lost gone1"]);
+      expect(await first).toBe("row:a");
+      expect(await again).toBe("row:a");
+      // The flush after "a" sent only the second "a": b, c and gone1 went with the (here simulated) claim.
+      expect(server.statements).toEqual(["one a", "many b,c,gone1", "one a"]);
+    });
+
+    it("a lone settlement taken is its own single-row statement; nothing waiting, or a batching without the option, takes nothing", async () => {
+      const server = new FakeServer();
+      const batching = new CombiningWrites({ splittable, settleWithClaims: true });
+      const write = batching.writer(db, server, idWrite("settlement"));
+      expect(batching.takeSettlements?.()).toBeNull();
+      const lone = write("x");
+      const taken = batching.takeSettlements?.();
+      const queries = taken?.queries() ?? [];
+      expect(queries.map((q) => q.sql)).toEqual(["one x"]);
+      taken?.settle([{ rows: [{ id: "x" }] }]);
+      expect(await lone).toBe("row:x");
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(server.statements).toEqual([]); // its own flush found nothing left to send
+
+      const plain = new CombiningWrites({ splittable });
+      const plainWrite = plain.writer(db, new FakeServer(), idWrite("settlement"));
+      const pending = plainWrite("y");
+      expect(plain.takeSettlements).toBeUndefined(); // claims take the plain path
+      expect(await pending).toBe("row:y");
+    });
+
+    it("only settlements ride: interactive and background writes are never taken", async () => {
+      const batching = new CombiningWrites({ splittable, settleWithClaims: true });
+      const server = new FakeServer();
+      const background = batching.writer(db, server, idWrite("background"));
+      const interactive = batching.writer(db, server, idWrite("interactive"));
+      const writes = [background("h"), interactive("s1"), interactive("s2")];
+      expect(batching.takeSettlements?.()).toBeNull();
+      expect(await Promise.all(writes)).toEqual(["row:h", "row:s1", "row:s2"]);
+    });
+
+    it("a claim that failed with nothing applied hands its settlements back, written on their own; one whose outcome is unknown fails them with its error", async () => {
+      const server = new FakeServer();
+      const batching = new CombiningWrites({ splittable, settleWithClaims: true });
+      const write = batching.writer(db, server, idWrite("settlement"));
+      const [a, b] = ["a", "b"].map((id) => write(id));
+      const rejected = batching.takeSettlements?.();
+      rejected?.queries();
+      rejected?.fail(Object.assign(new Error("deadlock"), { code: "23514" }));
+      expect(await Promise.all([a, b])).toEqual(["row:a", "row:b"]);
+      expect(server.statements).toEqual(["many a,b"]);
+
+      const c = write("c");
+      const lost = batching.takeSettlements?.();
+      lost?.fail(new Error("connection lost"));
+      await expect(c).rejects.toThrow("connection lost");
+      expect(server.statements).toEqual(["many a,b"]);
+    });
+  });
 });

@@ -3,7 +3,7 @@ import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { QueryResult } from "kysely";
 import type { MySQLStatementPlan, PlannedStatement } from "./mysql-statement-plan.js";
-import { bindStep, planStatement, queriesOf } from "./mysql-statement-plan.js";
+import { bindStep, planStatement, planStatementWithoutRows, queriesOf } from "./mysql-statement-plan.js";
 
 /** The statement clock in epoch milliseconds (see `MYSQL_CLOCK`). */
 export const STATEMENT_NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
@@ -112,8 +112,9 @@ export class MySQLExecutor extends BaseStoreExecutor {
     const steps: PlannedStatement[] = [{ sql: "START TRANSACTION", params: [] }, { sql: START_CLOCK.sql, params: [] }];
     const parameters: unknown[] = [];
     const ends: { planned: MySQLStatementPlan; index: number }[] = [];
-    for (const query of queries) {
-      const planned = planStatement(query.sql);
+    for (const [at, query] of queries.entries()) {
+      // The head's first statement (lease recovery): nobody reads its rows, so none are collected or read back.
+      const planned = at === 0 ? planStatementWithoutRows(query.sql) : planStatement(query.sql);
       for (const step of planned.steps) {
         steps.push({ ...step, params: step.params.map((i) => parameters.length + i) });
       }

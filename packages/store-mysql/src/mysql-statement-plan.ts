@@ -97,6 +97,24 @@ export function planStatement(sql: string): MySQLStatementPlan {
   return planned;
 }
 
+const withoutRows = new Map<string, string>();
+
+/**
+ * {@link planStatement} for a statement whose rows nobody reads (a claim transaction's head `first`,
+ * the lease recovery, whose result the executor drops): a returning update without its `RETURNING`,
+ * so the plan neither collects the updated ids nor reads them back (two statements fewer, and about
+ * a quarter of a claim's server time with nothing to recover). Any other text plans as it is.
+ */
+export function planStatementWithoutRows(sql: string): MySQLStatementPlan {
+  let text = withoutRows.get(sql);
+  if (text === undefined) {
+    const returning = sql.startsWith(`UPDATE ${TASKS} SET `) ? topLevel(sql, "RETURNING").at(-1) : undefined;
+    text = returning === undefined ? sql : sql.slice(0, returning).trimEnd();
+    if (withoutRows.size < 10_000) withoutRows.set(sql, text);
+  }
+  return planStatement(text);
+}
+
 /** The driver queries of `planned` for the core statement's parameters. */
 export function queriesOf(planned: MySQLStatementPlan, parameters: readonly unknown[]): CompiledQuery<Record<string, unknown>>[] {
   return planned.steps.map((step) => {

@@ -90,7 +90,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     this.executor = new MySQLExecutor(this.connection.multipleStatements);
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
     this.wakeups = new MySQLWakeups(this.#wakeupChecks(), options.wakeups);
-    this.writes = options.combine === false ? new SingleWrites() : new CombiningWrites({ ...options.combine, splittable: rejectedWhole });
+    this.writes = options.combine === false ? new SingleWrites() : new CombiningWrites({ ...options.combine, splittable: rejectedWhole, settleWithClaims: true });
   }
 
   /**

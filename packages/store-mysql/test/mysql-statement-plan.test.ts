@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bindStep, plan } from "../src/mysql-statement-plan.ts";
+import { bindStep, plan, planStatement, planStatementWithoutRows } from "../src/mysql-statement-plan.ts";
 import { MySQLSyntax } from "../src/mysql-syntax.ts";
 
 const sqlOf = (text: string): string[] => plan(text).steps.map((s) => s.sql);
@@ -112,5 +112,24 @@ describe("plan", () => {
 
   it("refuses an upsert it has no form for", () => {
     expect(() => plan("INSERT INTO t (k) VALUES (1) ON CONFLICT (k) DO SOMETHING")).toThrow(/no MySQL form/);
+  });
+});
+
+describe("planStatementWithoutRows", () => {
+  it("plans a returning update whose rows nobody reads (a claim head's lease recovery) without collecting or reading back its ids", () => {
+    const recovery = "UPDATE cairnq_tasks SET status = 'queued', lease_until_ms = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id";
+    const planned = planStatementWithoutRows(recovery);
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'queued', lease_until_ms = NULL",
+    ]);
+    expect(planned.transactional).toBe(false);
+    expect(planStatement(recovery).steps).toHaveLength(3);
+  });
+
+  it("plans any other statement as planStatement does", () => {
+    const read = "SELECT * FROM cairnq_tasks WHERE id = ?1 AND message = 'RETURNING'";
+    expect(planStatementWithoutRows(read)).toEqual(planStatement(read));
+    const update = "UPDATE cairnq_tasks SET message = 'x' WHERE id = ?1";
+    expect(planStatementWithoutRows(update)).toEqual(planStatement(update));
   });
 });

@@ -82,3 +82,56 @@ it("a done wait on a finished task resolves with the row its one check read: the
     await worker.close();
   }
 });
+
+it("a settlement waiting behind the flush in flight rides with the next claim: its statement and the draw share one query and one COMMIT", async () => {
+  const store = new MySQLStore(dsn);
+  try {
+    await store.connect();
+    for (let i = 0; i < 3; i++) await store.submit({ name: "ride", payload: { i } });
+    const [a, b] = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["ride"], limit: 2 });
+    if (a === undefined || b === undefined) throw new Error("expected two claimed tasks");
+    // Warm connections for the flush and the claim, so the claim does not wait for a handshake.
+    await Promise.all([store.get(a.id), store.get(b.id)]);
+    let claimed: { id: string }[] = [];
+    let refs: unknown[] = [];
+    const sent = await queriesDuring(async () => {
+      const first = store.completeRef({ taskId: a.id, workerId: "w1", attempt: a.attempt, result: { n: 1 } });
+      await new Promise((resolve) => process.nextTick(resolve)); // its flush is in flight
+      const second = store.completeRef({ taskId: b.id, workerId: "w1", attempt: b.attempt, result: { n: 2 } });
+      const claim = store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["ride"], limit: 1, probe: false });
+      [refs, claimed] = await Promise.all([Promise.all([first, second]), claim]);
+    });
+    expect(refs).toEqual([
+      { id: a.id, status: "succeeded" },
+      { id: b.id, status: "succeeded" },
+    ]);
+    expect(claimed).toHaveLength(1);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^START TRANSACTION;\nSET @cq_ids = '\[\]';\nUPDATE cairnq_tasks SET status = CASE WHEN cancel_requested_at_ms/);
+    expect(sent[1]).toMatch(/^START TRANSACTION;[\s\S]*UPDATE cairnq_tasks SET status = CASE WHEN cancel_requested_at_ms[\s\S]*SET status = 'running'[\s\S]*;\nCOMMIT$/);
+    expect(sent[1]?.match(/COMMIT/g)).toHaveLength(1);
+    expect(await store.get(b.id)).toMatchObject({ status: "succeeded", result: { n: 2 } });
+  } finally {
+    await store.close();
+  }
+});
+
+it("a claim's lease recovery collects and reads back no ids (nobody reads them), and still recovers an expired lease", async () => {
+  const store = new MySQLStore(dsn);
+  try {
+    const task = await store.submit({ name: "recover-me", payload: {} });
+    const [first] = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 1, names: ["recover-me"], limit: 1 });
+    expect(first?.id).toBe(task.id);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the 1 ms lease expires
+    let again: { id: string; attempt: number }[] = [];
+    const sent = await queriesDuring(async () => {
+      again = await store.claim({ queues: ["default"], workerId: "w2", leaseMs: 30_000, names: ["recover-me"], limit: 1 });
+    });
+    expect(again.map((t) => [t.id, t.attempt])).toEqual([[task.id, 2]]);
+    const head = sent.find((sql) => sql.startsWith("START TRANSACTION")) ?? "";
+    expect(head).toMatch(/^START TRANSACTION;\nSET @cq_tx_now = NULL;\nUPDATE \(SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running'[^;]*;\nSET @cq_ids/);
+    expect(head.match(/SELECT STRAIGHT_JOIN/g)).toHaveLength(1); // the draw's rows only
+  } finally {
+    await store.close();
+  }
+});
