@@ -8,6 +8,7 @@
 //
 //   CAIRNQ_BENCH_PG_DSN=postgres://postgres@127.0.0.1:5432/mydb node bench/call-timeline-pg.mjs [--calls 1000]
 import { fork } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -31,6 +32,25 @@ const short = (sql) => {
   if (cut === undefined) shortened.set(sql, (cut = String(sql).replace(/\s+/g, " ").slice(0, 60)));
   return cut;
 };
+
+/**
+ * Every backend of this database but `admin`'s own, with its voluntary context switches so far (each
+ * is one sleep it woke from: a statement to run, a notification to read) and its last statement; a
+ * backend that went since is left out.
+ */
+async function backendWakeups(admin) {
+  const { rows } = await admin.query("SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  const out = new Map();
+  for (const { pid, query } of rows) {
+    try {
+      const switches = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+      out.set(pid, { switches, query: String(query).replace(/\s+/g, " ").slice(0, 40) });
+    } catch {
+      // Not on this host (a remote server), or gone.
+    }
+  }
+  return out;
+}
 
 /** Wraps `names` on PostgresStore's prototype chain so every call is stamped into `log`. */
 const stamp = (names) => stampMethods(PostgresStore, names, log);
@@ -135,8 +155,9 @@ if (values.child !== undefined) {
     await worker.stop();
     await running;
     await worker.close();
-    process.send({ log, cpuUs: cpu.user + cpu.system, systemUs: cpu.system, counts, allocated, statements: [...statementsSent] });
-    process.disconnect();
+    // Disconnect once the message is out: a large one (2,000 calls' events) still in the pipe is dropped by an
+    // immediate disconnect, and the parent then exits with its top-level await unsettled.
+    process.send({ log, cpuUs: cpu.user + cpu.system, systemUs: cpu.system, counts, allocated, statements: [...statementsSent] }, () => process.disconnect());
   });
   process.send("ready");
 } else {
@@ -151,6 +172,9 @@ if (values.child !== undefined) {
   child.send("mark");
   await new Promise((resolve) => setTimeout(resolve, 20));
   log.length = 0;
+  const admin = new pgDriver.Client(DSN);
+  await admin.connect();
+  const wakeupsFrom = await backendWakeups(admin);
   const heap = await heapSampler();
   const sentFrom = { ...sent };
   statementsSent.clear();
@@ -159,12 +183,11 @@ if (values.child !== undefined) {
   const allocated = alloc();
   await heap();
   const counts = { roundTrips: sent.roundTrips - sentFrom.roundTrips, statements: sent.statements - sentFrom.statements };
+  const wakeupsTo = await backendWakeups(admin);
   const exited = new Promise((resolve) => child.once("message", resolve));
   child.send("stop");
   const worker = await exited;
   await client.close();
-  const admin = new pgDriver.Client(DSN);
-  await admin.connect();
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await admin.end();
 
@@ -182,11 +205,11 @@ if (values.child !== undefined) {
     const handler = find("worker", "handler");
     const complete = find("worker", "completeRef") ?? find("worker", "complete");
     if (claim === undefined || handler === undefined || complete === undefined) continue;
-    const done = find("client", "notify cairnq_done", complete[2]);
+    // The done-row notification (the terminal row; no read after it) comes just before the plain one when sent.
+    const done = find("client", "notify cairnq_ext_done_row", complete[2]) ?? find("client", "notify cairnq_done", complete[2]);
     const get = find("client", "get", complete[2]);
-    if (queued === undefined || done === undefined || get === undefined) continue;
+    if (queued === undefined || done === undefined) continue;
     totals.push(ended - started);
-    add("the whole call()", ended - started);
     add("client: submit (its round trip)", submit[3] - submit[2]);
     add("submit's commit → worker hears cairnq_queued (≤ 0: before the client hears its commit)", queued[2] - submit[3]);
     add("worker: heard queued → claim starts", claim[2] - queued[2]);
@@ -194,7 +217,11 @@ if (values.child !== undefined) {
     add("worker: claim's end → handler", handler[2] - claim[3]);
     add("worker: handler → complete starts", complete[2] - handler[2]);
     add("worker: complete (its round trips)", complete[3] - complete[2]);
-    add("complete's commit → client hears cairnq_done (≤ 0: before the worker hears its commit)", done[2] - complete[3]);
+    add(`complete's commit → client hears ${done[1].slice(7)} (≤ 0: before the worker hears its commit)`, done[2] - complete[3]);
+    if (get === undefined) {
+      add("client: heard the done row → call() returns (no read)", ended - done[2]);
+      continue;
+    }
     add("client: heard done → get starts", get[2] - done[2]);
     add("client: get (its round trip)", get[3] - get[2]);
     add("client: get's end → call() returns", ended - get[3]);
@@ -206,6 +233,8 @@ if (values.child !== undefined) {
   const quantile = (samples, q) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * q))];
   console.log(`${calls} sequential call()s on Postgres (${totals.length} fully traced), Node ${process.version}; µs:`);
   console.log(`  ${"hop".padEnd(90)} ${"p50".padStart(7)} ${"p99".padStart(7)}`);
+  const whole = spans.map(([started, ended]) => (ended - started) * 1000);
+  console.log(`  ${"the whole call() (every call)".padEnd(90)} ${quantile(whole, 0.5).toFixed(0).padStart(7)} ${quantile(whole, 0.99).toFixed(0).padStart(7)}`);
   for (const [hop, samples] of hops) console.log(`  ${hop.padEnd(90)} ${quantile(samples, 0.5).toFixed(0).padStart(7)} ${quantile(samples, 0.99).toFixed(0).padStart(7)}`);
   const reads = (name) => (log.filter((e) => e[0] === name).length / calls).toFixed(2);
   console.log(`  client reads per call: getStatus ${reads("getStatus")}, get ${reads("get")}`);
@@ -215,6 +244,10 @@ if (values.child !== undefined) {
     for (const [sql, count] of list.sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${(count / calls).toFixed(2).padStart(6)}  ${sql}`);
   }
   const per = (n) => (n / calls).toFixed(2);
+  // Wake-ups per call of each backend of the database (other sessions on it count too: run it alone).
+  const woken = [...wakeupsTo].filter(([pid]) => wakeupsFrom.has(pid)).map(([pid, to]) => [to.query, (to.switches - wakeupsFrom.get(pid).switches) / calls]);
+  console.log(`  backend wake-ups per call (voluntary context switches; ${woken.length} backends, total ${woken.reduce((sum, [, n]) => sum + n, 0).toFixed(2)}):`);
+  for (const [query, n] of woken.sort((a, b) => b[1] - a[1])) console.log(`    ${n.toFixed(2).padStart(6)}  last: ${query}`);
   console.log(`  round trips / statements per call: client ${per(counts.roundTrips)} / ${per(counts.statements)}, worker ${per(worker.counts.roundTrips)} / ${per(worker.counts.statements)}`);
   console.log(
     `  CPU per call (of which system): client ${((cpu.user + cpu.system) / calls) | 0} µs (${(cpu.system / calls) | 0}), worker ${(worker.cpuUs / calls) | 0} µs (${(worker.systemUs / calls) | 0})`,

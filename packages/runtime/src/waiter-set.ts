@@ -116,17 +116,31 @@ export class WaiterSet<T> {
   }
 
   /**
-   * Wakes the waiters indexed under `key` (see {@link WaiterSetOptions.keyOf});
-   * returns how many woke.
+   * Whether a waiter is indexed under `key` (see {@link WaiterSetOptions.keyOf}).
    *
    * @throws Error when the set was built without `keyOf`.
    */
-  wakeKey(key: string): number {
+  hasKey(key: string): boolean {
+    if (this.#byKey === null) throw new Error("WaiterSet.hasKey needs the keyOf option");
+    return this.#byKey.has(key);
+  }
+
+  /**
+   * Wakes the waiters indexed under `key` (see {@link WaiterSetOptions.keyOf});
+   * returns how many woke. `before` sees each one's data just before it wakes
+   * (e.g. to hand it what woke it).
+   *
+   * @throws Error when the set was built without `keyOf`.
+   */
+  wakeKey(key: string, before?: (data: T) => void): number {
     if (this.#byKey === null) throw new Error("WaiterSet.wakeKey needs the keyOf option");
     const set = this.#byKey.get(key);
     if (set === undefined) return 0;
     const waiters = [...set];
-    for (const waiter of waiters) waiter.wake();
+    for (const waiter of waiters) {
+      before?.(waiter.data);
+      waiter.wake();
+    }
     return waiters.length;
   }
 

@@ -51,6 +51,27 @@ describe("WaiterSet", () => {
     expect(() => new WaiterSet<string>().wakeKey("x")).toThrow(/keyOf/);
   });
 
+  it("wakeKey's before sees each woken waiter's data before it wakes, and no other", async () => {
+    const set = new WaiterSet<{ id: string; row?: string }>({ keyOf: (d) => d.id });
+    const a = { id: "t1" } as { id: string; row?: string };
+    const b = { id: "t2" } as { id: string; row?: string };
+    const waitA = set.wait(a, 60_000).then(() => a.row);
+    const waitB = set.wait(b, 60_000);
+    expect(
+      set.wakeKey("t1", (d) => {
+        d.row = "terminal";
+      }),
+    ).toBe(1);
+    expect(await waitA).toBe("terminal");
+    expect(b.row).toBeUndefined();
+    expect(set.hasKey("t1")).toBe(false);
+    expect(set.hasKey("t2")).toBe(true);
+    set.wakeAll();
+    await waitB;
+    expect(set.hasKey("t2")).toBe(false);
+    expect(() => new WaiterSet<string>().hasKey("x")).toThrow(/keyOf/);
+  });
+
   it("an abort ends a wait and removes it; an aborted signal or a zero timeout never registers", async () => {
     const set = new WaiterSet<string>();
     const controller = new AbortController();

@@ -78,6 +78,15 @@ export interface SqlSyntax {
    * once per outer row, where the `IN` form would be a filter over every row of `table`.
    */
   topRowsJoin?(table: string, alias: string, key: string, subquery: string): string;
+  /**
+   * A single-row transition that can end a task (succeed, complete, fail, cancel) as the statement to run:
+   * `update` is its `UPDATE … SET … WHERE …` without `RETURNING`; the statement must return, per
+   * changed row, `returning` (every task column as {@link SqlSyntax.taskColumns} lists them, or
+   * these columns) and may return more. Optional (a syntax without it appends `RETURNING`);
+   * Postgres overrides it to send each row that ended terminal as a push signal in the same
+   * statement (`@cairnq/store-postgres`: the done-row extension), so a waiting client needs no read.
+   */
+  terminalRowSignal?(update: string, returning: "task" | readonly TaskColumn[]): string;
 }
 
 /**

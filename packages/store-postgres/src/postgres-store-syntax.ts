@@ -1,6 +1,7 @@
 import type { TaskColumn } from "@cairnq/protocol/adapter";
 import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol/adapter";
 import { PostgresSyntax } from "@cairnq/store-kysely";
+import { terminalRowSignalSql } from "./postgres-done-row.js";
 
 const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);
 
@@ -16,6 +17,9 @@ const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);
  * keeps one decoding path for every driver and every peer-written value, and
  * works for a caller's pool or Kysely instance whose type parsers we must
  * not change.
+ *
+ * A transition that can end a task also NOTIFYs each row it ended on the
+ * done-row channel (`postgres-done-row.ts`).
  *
  * @example
  * new PostgresStoreSyntax().taskColumns("t"); // "t.id, t.name, …, t.payload::text AS payload, …"
@@ -38,6 +42,11 @@ export class PostgresStoreSyntax extends PostgresSyntax {
       this.#byAlias.set(alias, list);
     }
     return list;
+  }
+
+  /** Sends each row that ended terminal on the done-row channel in the same statement (`postgres-done-row.ts`). */
+  terminalRowSignal(update: string, returning: "task" | readonly TaskColumn[]): string {
+    return terminalRowSignalSql(update, returning, this.#plain);
   }
 }
 

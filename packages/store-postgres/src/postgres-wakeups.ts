@@ -29,14 +29,20 @@
  *   connections LISTENing on its channel, so a worker process no longer
  *   wakes for every settlement nor a client for each of its own submits.
  *   A channel LISTENed late missed what was sent before: its waiters are
- *   released then (they re-read, as after a reconnect).
+ *   released then (they re-read, as after a reconnect);
+ * - **done row**: a task wait also LISTENs on the done-row channel
+ *   (`postgres-done-row.ts`), where a CairnQ store that ended a task sent its
+ *   terminal row just before the trigger's `cairnq_done`: the wait resolves
+ *   with that row, so its caller skips the read. A plain `cairnq_done` (a v1
+ *   peer, lease recovery, a row too large) wakes it without one, as always.
  */
 import { randomBytes } from "node:crypto";
-import type { StoreSignal, StoreSignalReason } from "@cairnq/protocol";
+import type { StoreSignal, StoreSignalReason, Task } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
 import type { TimerHandle } from "@cairnq/runtime";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
+import { decodeDoneRow, DONE_ROW_CHANNEL, doneRowId } from "./postgres-done-row.js";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -61,6 +67,12 @@ interface Subscriber {
   readonly listener: (signal: StoreSignal) => void;
   readonly queued: boolean;
   readonly done: boolean;
+}
+
+/** One pending `taskDoneWake`: its task, and the terminal row a done-row notification handed it. */
+interface DoneWait {
+  readonly taskId: string;
+  row: Task | undefined;
 }
 
 /** A NOTIFY as `pg` delivers it. */
@@ -153,7 +165,7 @@ export class PostgresWakeups implements Wakeups {
   /** Pending `claimWake`s, each with the queues it waits for. */
   readonly #claimWaiters = new WaiterSet<ReadonlySet<string>>();
   /** Pending `taskDoneWake`s by task id. */
-  readonly #doneWaiters = new WaiterSet<string>({ keyOf: (taskId) => taskId });
+  readonly #doneWaiters = new WaiterSet<DoneWait>({ keyOf: (wait) => wait.taskId });
   readonly #wakeable = new Set<string>();
   readonly #buffered = new Set<string>();
   readonly #subscribers = new Set<Subscriber>();
@@ -241,11 +253,17 @@ export class PostgresWakeups implements Wakeups {
     return this.#claimWaiters.wait(new Set(queues), timeoutMs, signal);
   }
 
-  /** Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_done` signal for `taskId`; a plain sleep while not listening. */
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves after `timeoutMs`, on abort, or earlier on a `cairnq_done` signal for `taskId` — with the
+   * task's terminal row when its done-row notification came first (see the module comment), else with
+   * nothing; a plain sleep while not listening.
+   */
+  async taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void> {
     if (!this.#mayWake()) return sleep(timeoutMs, { signal, unref: true });
-    this.#want(DONE_CHANNEL);
-    return this.#doneWaiters.wait(taskId, timeoutMs, signal);
+    this.#want(DONE_CHANNEL, DONE_ROW_CHANNEL);
+    const wait: DoneWait = { taskId, row: undefined };
+    await this.#doneWaiters.wait(wait, timeoutMs, signal);
+    return wait.row;
   }
 
   /**
@@ -371,31 +389,32 @@ export class PostgresWakeups implements Wakeups {
    */
   async #listenWanted(client: ListenClient, extra: readonly string[], first: readonly string[] = []): Promise<void> {
     // In a fixed order, so the statement reads the same whoever asked first.
-    const channels = [QUEUED_CHANNEL, DONE_CHANNEL].filter((channel) => this.#wanted.has(channel) && !this.#listened.has(channel));
+    const channels = [QUEUED_CHANNEL, DONE_CHANNEL, DONE_ROW_CHANNEL].filter((channel) => this.#wanted.has(channel) && !this.#listened.has(channel));
     for (const channel of channels) this.#listened.add(channel);
     const statements = [...first, ...[...channels, ...extra].map((channel) => `LISTEN ${channel}`)];
     if (statements.length > 0) await client.query(statements.join("; "));
   }
 
   /**
-   * Marks `channel` wanted; while listening, LISTENs on it now, and once that took effect releases
-   * its waiters (what was sent before it was missed). While connecting, `#open` LISTENs on it.
+   * Marks `channels` wanted; while listening, LISTENs on those new in one query now, and once that
+   * took effect releases their waiters (what was sent before it was missed; a done row missed is
+   * only a read more, so that channel releases nobody). While connecting, `#open` LISTENs on them.
    */
-  #want(channel: string): void {
-    if (this.#wanted.has(channel)) return;
-    this.#wanted.add(channel);
+  #want(...channels: string[]): void {
+    const fresh = channels.filter((channel) => !this.#wanted.has(channel));
+    if (fresh.length === 0) return;
+    for (const channel of fresh) this.#wanted.add(channel);
     const client = this.#client;
     if (this.#state !== "listening" || client === null) return;
     const generation = this.#generation;
     this.#listenWanted(client, []).then(
       () => {
         if (generation !== this.#generation) return;
-        if (channel === QUEUED_CHANNEL) {
+        if (fresh.includes(QUEUED_CHANNEL)) {
           for (const queue of this.#wakeable) this.#buffered.add(queue);
           this.#claimWaiters.wakeAll();
-        } else {
-          this.#doneWaiters.wakeAll();
         }
+        if (fresh.includes(DONE_CHANNEL)) this.#doneWaiters.wakeAll();
       },
       (error: unknown) => {
         if (generation !== this.#generation) return;
@@ -557,6 +576,16 @@ export class PostgresWakeups implements Wakeups {
     } else if (message.channel === DONE_CHANNEL) {
       this.#doneWaiters.wakeKey(payload);
       this.#emit({ reason: "done", taskId: payload });
+    } else if (message.channel === DONE_ROW_CHANNEL) {
+      // No signal of its own: the trigger's `cairnq_done` right behind it is the `done` signal. Every task's row
+      // reaches every waiting process: parsed only when this one waits for that task.
+      const id = doneRowId(payload);
+      if (id === null || !this.#doneWaiters.hasKey(id)) return;
+      const row = decodeDoneRow(payload);
+      if (row?.id !== id) return;
+      this.#doneWaiters.wakeKey(id, (wait) => {
+        wait.row = row;
+      });
     }
   }
 

@@ -17,6 +17,7 @@ import { closeAdmin, dropSchema, fixtureArg, freshSchemaName, pgDsn } from "../s
 describeProcessSuite({
   label: "postgres",
   measureCallLatency: true,
+  doneRows: true,
   async fresh() {
     const schema = await freshSchemaName("cq_processes");
     return {

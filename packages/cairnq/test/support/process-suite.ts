@@ -38,6 +38,13 @@ export interface ProcessBackend {
    * @default false
    */
   measureCallLatency?: boolean;
+  /**
+   * Adds a test that a `call()` to an idle worker process reads no row after
+   * its submit: the worker's settlement sends the terminal row with its done
+   * signal (Postgres's done-row extension) and the wait returns it.
+   * @default false
+   */
+  doneRows?: boolean;
 }
 
 /** Worker fixture options: the worker's own, plus `hold: "forever"` for the hanging handler. */
@@ -305,6 +312,32 @@ export function describeProcessSuite(backend: ProcessBackend): void {
       }
       await stopWorker(child);
     }, 120_000);
+
+    if (backend.doneRows === true) {
+      it("call() to an idle worker process reads no row after its submit: the settlement's done row is the answer", async () => {
+        const { client } = database();
+        const { child } = await startWorker("worker", { concurrency: 2 });
+        const add = defineTask<{ a: number; b: number }, { sum: number; pid: number }>("add");
+        await client.call(add, { a: 0, b: 0 }, { waitTimeoutMs: 30_000 });
+        // Counted on the client's own store, after the warm-up call LISTENed on the done channels.
+        const store = client.store as unknown as Record<"get" | "getStatus", (id: string) => Promise<unknown>>;
+        const reads: string[] = [];
+        for (const name of ["get", "getStatus"] as const) {
+          const read = store[name].bind(client.store);
+          store[name] = (id) => {
+            reads.push(name);
+            return read(id);
+          };
+        }
+        for (let i = 1; i <= 10; i += 1) {
+          await sleep(10);
+          // A wait that never wakes on its own timer (no poll beat before the task is done): only a done signal ends its sleep.
+          expect(await client.call(add, { a: i, b: 1 }, { waitTimeoutMs: 60_000, pollMs: 30_000 })).toEqual({ sum: i + 1, pid: child.pid });
+        }
+        expect(reads).toEqual([]);
+        await stopWorker(child);
+      }, 90_000);
+    }
 
     if (backend.measureCallLatency === true) {
       it(`call() latency over ${LATENCY_ROUND_TRIPS} round trips to an idle worker process (logged, not asserted)`, async () => {

@@ -3,6 +3,7 @@ import type { StoreSignal } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresStore } from "../../src/index.js";
+import { doneRowId } from "../../src/postgres-done-row.js";
 import type { ListenClient } from "../../src/postgres-wakeups.js";
 import { LISTEN_BACKOFF_INITIAL_MS, LISTEN_BACKOFF_MAX_MS, PostgresWakeups } from "../../src/postgres-wakeups.js";
 import { openStore, pgDsn, q, schemaName, until } from "../helpers.js";
@@ -108,6 +109,51 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     await wakeups.close();
   });
 
+  it("taskDoneWake resolves with the terminal row a done-row notification carries; the plain done after it is the one signal; a plain done alone resolves with nothing", async () => {
+    const { wakeups, client } = await listening();
+    await wakeups.taskDoneWake("warm-up", 1);
+    const signals: StoreSignal[] = [];
+    wakeups.subscribe((s) => signals.push(s));
+    const row = {
+      id: "task_1", name: "n", queue: "default", status: "succeeded", payload: "{}", result: '{"ok":true}', error: null, metadata: "{}",
+      progress: 1, message: null, attempt: 1, max_attempts: 3, priority: 0, worker_id: null, lease_until_ms: null, run_at_ms: 5,
+      cancel_requested_at_ms: null, parent_id: null, root_id: null, correlation_id: null, created_at_ms: 5, updated_at_ms: 9, completed_at_ms: 9,
+    };
+    let woke: unknown = "pending";
+    const wait = wakeups.taskDoneWake("task_1", 10_000).then((r) => (woke = r));
+    // Not a row for this wait: a malformed payload, a row that is not terminal, another task's row.
+    client.notify("cairnq_ext_done_row", "{");
+    client.notify("cairnq_ext_done_row", "[1]");
+    client.notify("cairnq_ext_done_row", JSON.stringify({ ...row, status: "running" }));
+    client.notify("cairnq_ext_done_row", JSON.stringify({ ...row, result: "{not json" }));
+    client.notify("cairnq_ext_done_row", JSON.stringify({ ...row, id: "task_2" }));
+    // Not opening with its id (how row_to_json writes it): never parsed, so never used.
+    const { id: _id, ...rest } = row;
+    client.notify("cairnq_ext_done_row", JSON.stringify({ ...rest, id: "task_1" }));
+    // Opening with this id but carrying another (a duplicate key: JSON.parse keeps the last).
+    client.notify("cairnq_ext_done_row", `{"id":"task_1",${JSON.stringify({ ...row, id: "task_9" }).slice(1)}`);
+    await flush();
+    expect(woke).toBe("pending");
+    client.notify("cairnq_ext_done_row", JSON.stringify(row));
+    client.notify("cairnq_done", "task_1");
+    await wait;
+    expect(woke).toMatchObject({ id: "task_1", status: "succeeded", result: { ok: true }, payload: {}, attempt: 1, completed_at_ms: 9 });
+    expect(signals).toEqual([{ reason: "done", taskId: "task_1" }]);
+    // A v1 peer's settlement: only the plain done, and the wait resolves with nothing (its caller reads).
+    const plain = wakeups.taskDoneWake("task_3", 10_000);
+    client.notify("cairnq_done", "task_3");
+    expect(await plain).toBeUndefined();
+    await wakeups.close();
+  });
+
+  it("doneRowId reads the id a row payload opens with, without parsing it; anything else is null", () => {
+    expect(doneRowId('{"id":"task_1","name":"n"}')).toBe("task_1");
+    expect(doneRowId('{"name":"n","id":"task_1"}')).toBeNull();
+    expect(doneRowId('{"id":"unterminated')).toBeNull();
+    expect(doneRowId('{"id":"a\\"b","name":"n"}')).toBeNull();
+    expect(doneRowId("")).toBeNull();
+  });
+
   it("a throwing subscriber is reported, not thrown, and the others still hear the signal", async () => {
     const { wakeups, client, errors } = await listening();
     const boom = new Error("subscriber bug");
@@ -153,7 +199,8 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     vi.advanceTimersByTime(1);
     await wakeups.whenSettled();
     expect(wakeups.state).toBe("listening");
-    expect(second.queries).toEqual(["LISTEN cairnq_queued; LISTEN cairnq_done"]);
+    // The task wait wanted the done-row channel too (it waits for rows): LISTENed again with the rest.
+    expect(second.queries).toEqual(["LISTEN cairnq_queued; LISTEN cairnq_done; LISTEN cairnq_ext_done_row"]);
     // Events of the old connection are ignored.
     first.emit("error", new Error("late"));
     expect(errors).toHaveLength(1);
@@ -233,10 +280,13 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     client.notify("cairnq_done", "t1");
     expect(heard).toEqual([{ reason: "done", taskId: "t1" }]);
     unsubscribe();
-    // Asked again: nothing more to LISTEN.
+    // A task wait wants the done-row channel as well (a subscriber never does: it hears no rows).
     await wakeups.taskDoneWake("t2", 1);
+    expect(client.queries).toEqual(["LISTEN cairnq_queued", "LISTEN cairnq_done", "LISTEN cairnq_ext_done_row"]);
+    // Asked again: nothing more to LISTEN.
+    await wakeups.taskDoneWake("t3", 1);
     wakeups.subscribe(() => {});
-    expect(client.queries).toEqual(["LISTEN cairnq_queued", "LISTEN cairnq_done"]);
+    expect(client.queries).toEqual(["LISTEN cairnq_queued", "LISTEN cairnq_done", "LISTEN cairnq_ext_done_row"]);
     await wakeups.close();
   });
 
@@ -252,7 +302,7 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     expect(listen).toMatch(/^LISTEN cairnq_check_[0-9a-f]+$/);
     expect(unlisten).toBe(`UN${listen as string}`);
     await wakeups.taskDoneWake("t", 1);
-    expect(client.queries.slice(2)).toEqual(["LISTEN cairnq_done"]);
+    expect(client.queries.slice(2)).toEqual(["LISTEN cairnq_done; LISTEN cairnq_ext_done_row"]);
     await wakeups.close();
   });
 
@@ -283,7 +333,7 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     void wakeups.taskDoneWake("t", 10);
     connected(client);
     await wakeups.whenSettled();
-    expect(client.queries).toEqual(["LISTEN cairnq_done"]);
+    expect(client.queries).toEqual(["LISTEN cairnq_done; LISTEN cairnq_ext_done_row"]);
     await wakeups.close();
   });
 
@@ -357,6 +407,60 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
     setTimeout(() => void other.complete({ taskId: task.id, workerId: "w", result: { ok: true } }), 50);
     await wait;
     expect(elapsed(start)).toBeLessThan(3000);
+  });
+
+  it("a CairnQ store's complete, fail and cancel send the terminal row: each taskDoneWake resolves with the row a read returns", async () => {
+    const store = await listeningStore();
+    const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
+    // A complete, a succeed and a fail, each alone in its statement (one per rule), and a client's cancel of a queued task.
+    const tasks = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" }), other.submit({ name: "n" })]);
+    const queued = await other.submit({ name: "n", queue: "elsewhere" });
+    await other.claim({ queues: ["default"], workerId: "w", limit: 3 });
+    await store.taskDoneWake("warm-up", 1);
+    const waits = [...tasks, queued].map((task) => store.taskDoneWake(task.id, 10_000));
+    await Promise.all([
+      other.complete({ taskId: tasks[0].id, workerId: "w", result: { ok: 1 } }),
+      other.succeed({ taskId: tasks[1].id, workerId: "w", result: "fine" }),
+      other.fail({ taskId: tasks[2].id, workerId: "w", error: { message: "no" }, retryable: false }),
+      other.cancel(queued.id),
+    ]);
+    const rows = await Promise.all(waits);
+    expect(rows.map((row) => (row as { status?: string } | undefined)?.status)).toEqual(["succeeded", "succeeded", "failed", "canceled"]);
+    for (const [i, task] of [...tasks, queued].entries()) expect(rows[i]).toEqual(await store.get(task.id));
+    await other.close();
+  });
+
+  it("settlements combined into one multi-row statement send no rows: their waits wake early without one (the caller reads)", async () => {
+    const store = await listeningStore();
+    const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
+    const tasks = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" })]);
+    await other.claim({ queues: ["default"], workerId: "w", limit: 2 });
+    await store.taskDoneWake("warm-up", 1);
+    const start = Date.now();
+    const waits = tasks.map((task) => store.taskDoneWake(task.id, 10_000));
+    await Promise.all(tasks.map((task) => other.complete({ taskId: task.id, workerId: "w", result: null })));
+    expect(await Promise.all(waits)).toEqual([undefined, undefined]);
+    expect(elapsed(start)).toBeLessThan(5000);
+    await other.close();
+  });
+
+  it("a v1 peer's settlement and a row too large for a NOTIFY: the settlement stands, the wait wakes early without a row", async () => {
+    const store = await listeningStore();
+    const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
+    const [peer, large] = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" })]);
+    await other.claim({ queues: ["default"], workerId: "w", limit: 2 });
+    await store.taskDoneWake("warm-up", 1);
+    const start = Date.now();
+    const peerWait = store.taskDoneWake(peer.id, 10_000);
+    // What a v1 peer runs: the trigger's plain cairnq_done only.
+    await q(`UPDATE "${store.schema as string}".cairnq_tasks SET status = 'succeeded', worker_id = NULL, lease_until_ms = NULL, completed_at_ms = 1 WHERE id = $1`, [peer.id]);
+    expect(await peerWait).toBeUndefined();
+    const largeWait = store.taskDoneWake(large.id, 10_000);
+    const result = "x".repeat(10_000);
+    expect(await other.complete({ taskId: large.id, workerId: "w", result })).toMatchObject({ status: "succeeded", result });
+    expect(await largeWait).toBeUndefined();
+    expect(elapsed(start)).toBeLessThan(5000);
+    await other.close();
   });
 
   it("the LISTEN connection killed with pg_terminate_backend: no crash, waiters released, reconnect, wakeups resume", async () => {
