@@ -28,7 +28,7 @@ export class ClientTransitions {
    * @param lifecycle - The store's gate for calls.
    * @param wakeJoins - Makes parents parked on a join due now (`StepJournal.wakeJoins`): called after a
    *   cancel ended children, which no worker settles, so their joins wake as promptly as on a settlement.
-   * @param requeued - Told the tasks a retry requeued (`GroupRequeue.after`: their group rows are marked).
+   * @param requeued - Told the tasks a retry requeued (`markRequeued`: their group rows are marked).
    */
   constructor(
     statements: StoreStatements,

@@ -200,7 +200,7 @@ export class FlowControlStep {
     const requeued = (recovered ?? []).filter((row) => row.status === "queued").map((row) => String(row.id));
     if (requeued.length > 0) {
       // Rare (a lease ran out): the head's first reads do not show the marks, so the group draws read afresh.
-      await markRequeued(this.#ext, tx, requeued);
+      await markRequeued(this.#ext, requeued, tx);
       this.#firstReads.clear();
     }
     for (const name of names) {

@@ -8,8 +8,8 @@
  *
  * - lease recovery inside a group claim: {@link markRequeued} after it, by
  *   the ids recovery returned with their new status (`FlowControlStep.begin`);
- * - a retryable `fail`, a `retry` (by id, key or batch): {@link GroupRequeue.after},
- *   one statement after the settlement or transition committed;
+ * - a retryable `fail`, a `retry` (by id, key or batch): {@link markRequeued}
+ *   without a transaction, one statement after the settlement or transition committed;
  * - a park (`ctx.sleep`, `ctx.waitFor`, a join): {@link markRequeued} in the
  *   park's own transaction.
  *
@@ -47,23 +47,13 @@ const MARK_REQUEUED: StatementTemplate = {
     `AND ${taken(env)} AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("queued")}`,
 };
 
-/** Marks the group rows of `taskIds` (their tasks went back to `queued`) in the open transaction `tx`, when this store knows the group tables exist. */
-export async function markRequeued(ext: StoreExtensions, tx: QueryRunner, taskIds: readonly string[]): Promise<void> {
+/**
+ * Marks the group rows of `taskIds` (their tasks went back to `queued`), when this store knows the group
+ * tables exist: in the open transaction `tx`, or without one in a write of its own (after a transition
+ * that committed on its own: a retryable fail, a retry).
+ */
+export async function markRequeued(ext: StoreExtensions, taskIds: readonly string[], tx: QueryRunner | null = null): Promise<void> {
   if (taskIds.length === 0 || !ext.isReady(GROUP_TABLES)) return;
-  await ext.exec(tx, MARK_REQUEUED, { taskIds });
-}
-
-/** The marks after the transitions that commit on their own (a retryable fail, a retry). */
-export class GroupRequeue {
-  readonly #ext: StoreExtensions;
-
-  constructor(ext: StoreExtensions) {
-    this.#ext = ext;
-  }
-
-  /** Marks the group rows of `taskIds`, whose tasks went back to `queued`, in one write of its own; nothing when this store never saw the group tables. */
-  async after(taskIds: readonly string[]): Promise<void> {
-    if (taskIds.length === 0 || !this.#ext.isReady(GROUP_TABLES)) return;
-    await this.#ext.statements.write(MARK_REQUEUED, { taskIds });
-  }
+  if (tx === null) await ext.statements.write(MARK_REQUEUED, { taskIds });
+  else await ext.exec(tx, MARK_REQUEUED, { taskIds });
 }

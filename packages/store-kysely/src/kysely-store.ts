@@ -46,7 +46,7 @@ import type { StoreDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { OwnedWrites } from "./owned-writes.js";
-import { GroupRequeue } from "./group-requeue.js";
+import { markRequeued } from "./group-requeue.js";
 import { SettlementsInFlight } from "./settlements-in-flight.js";
 import { readQueueHealth } from "./queue-health.js";
 import { submitScheduleSlots } from "./schedule-slots.js";
@@ -150,8 +150,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
     // Claims that count running tasks wait for the settlements in flight where they would not see them otherwise.
     const inFlight = dialect.capabilities.claimsSeeSettlements === true ? null : new SettlementsInFlight();
-    const requeue = new GroupRequeue(this.#extensions);
-    const requeued = (taskIds: readonly string[]): Promise<void> => requeue.after(taskIds);
+    const requeued = (taskIds: readonly string[]): Promise<void> => markRequeued(this.#extensions, taskIds);
     this.#owned = new OwnedWrites(statements, this.#lifecycle, inFlight, requeued);
     this.#reads = new TaskReads(statements, this.#lifecycle);
     this.#transitions = new ClientTransitions(statements, this.#lifecycle, (parentIds) => this.#steps.wakeJoins(parentIds), requeued);

@@ -48,7 +48,7 @@ export class OwnedWrites {
    * @param statements - The store's statements.
    * @param lifecycle - The store's gate for calls.
    * @param inFlight - Follows the settlements until they are answered, for claims that must not count them as running; `null`: not followed.
-   * @param requeued - Told the task a `fail` requeued, before the fail answers (`GroupRequeue.after`: its group row is marked); `null`: nobody.
+   * @param requeued - Told the task a `fail` requeued, before the fail answers (`markRequeued`: its group row is marked); `null`: nobody.
    */
   constructor(
     statements: StoreStatements,

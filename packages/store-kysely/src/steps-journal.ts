@@ -271,7 +271,7 @@ export class StepJournal {
     if (row === undefined) throw new LostLease(String(params.taskId));
     const status = decodeTask(row).status === "canceled" ? "canceled" : "queued";
     // A parked task waits in its group again (`group-requeue.ts`).
-    if (status === "queued") await markRequeued(this.ext, tx, [String(params.taskId)]);
+    if (status === "queued") await markRequeued(this.ext, [String(params.taskId)], tx);
     return { kind: "parked", status };
   }
 

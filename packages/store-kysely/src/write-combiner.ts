@@ -136,8 +136,11 @@ export class WriteCombiner<I, O> {
   #lastFlushRows = 1;
   readonly #flushAt: FlushAt;
   #spaceWaiters: (() => void)[] = [];
-  /** The keys of the flush in flight; `null` while none runs, or while a `runAlone` write (key unknown) does. */
-  #flightKeys: ReadonlySet<string> | null = null;
+  /**
+   * The batch of the flush in flight (its keys are what {@link WriteCombiner.takePending} must leave); `null` while
+   * none runs, or while a `runAlone` write (key unknown) does. Kept as the batch: the key set is built only by a take.
+   */
+  #flight: readonly Entry<I, O>[] | null = null;
 
   /**
    * @param run - Runs one flush.
@@ -244,8 +247,9 @@ export class WriteCombiner<I, O> {
    * cannot tell) is in flight.
    */
   takePending(): CombinedWrite<I, O>[] {
-    if (this.#pending.length === 0 || (this.#flushing && this.#flightKeys === null)) return [];
-    const batch = this.#take(this.#flightKeys ?? undefined);
+    const flight = this.#flight;
+    if (this.#pending.length === 0 || (this.#flushing && flight === null)) return [];
+    const batch = this.#take(flight === null ? undefined : new Set(flight.flatMap((entry) => (entry.key === null ? [] : [entry.key]))));
     if (batch.length > 0) this.#wakeSpaceWaiters();
     return batch;
   }
@@ -292,7 +296,7 @@ export class WriteCombiner<I, O> {
     this.#flushing = true;
     const batch = this.#take();
     this.#lastFlushRows = batch.length;
-    this.#flightKeys = new Set(batch.flatMap((entry) => (entry.key === null ? [] : [entry.key])));
+    this.#flight = batch;
     this.#wakeSpaceWaiters();
     try {
       await this.#run(batch);
@@ -303,7 +307,7 @@ export class WriteCombiner<I, O> {
       for (const entry of batch) entry.reject(error);
     } finally {
       this.#flushing = false;
-      this.#flightKeys = null;
+      this.#flight = null;
     }
     // What collected while this flush ran goes at once.
     if (this.#pending.length > 0) void this.#flush();
