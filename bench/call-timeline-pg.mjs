@@ -44,12 +44,24 @@ async function backendWakeups(admin) {
   for (const { pid, query } of rows) {
     try {
       const switches = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
-      out.set(pid, { switches, query: String(query).replace(/\s+/g, " ").slice(0, 40) });
+      out.set(pid, { switches, waitNs: runQueueWaitNs(pid), query: String(query).replace(/\s+/g, " ").slice(0, 40) });
     } catch {
       // Not on this host (a remote server), or gone.
     }
   }
   return out;
+}
+
+/**
+ * Nanoseconds the main thread of process `pid` has spent runnable but waiting for a CPU (the second
+ * field of /proc/<pid>/schedstat), or NaN where the kernel does not say.
+ */
+function runQueueWaitNs(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]);
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** Wraps `names` on PostgresStore's prototype chain so every call is stamped into `log`. */
@@ -82,6 +94,10 @@ function instrumentPg() {
     if (process.env.TIMELINE_QUERIES === "1") log.push([`query ${config?.constructor?.name === "Pipelined" ? "pipeline" : key.slice(0, 40)}`, now(), now()]);
     return clientQuery.call(this, config, ...rest);
   };
+  // Garbage collections on the shared clock, so the slowest calls can be matched to the pauses in either process.
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) log.push(["gc", performance.timeOrigin + entry.startTime, performance.timeOrigin + entry.startTime + entry.duration]);
+  }).observe({ entryTypes: ["gc"] });
   const emit = pg.Client.prototype.emit;
   pg.Client.prototype.emit = function stampedEmit(event, ...args) {
     if (event === "notification") log.push([`notify ${args[0]?.channel}`, now(), now()]);
@@ -136,12 +152,14 @@ if (values.child !== undefined) {
   const running = worker.run();
   let mark = null;
   let sentAtMark = null;
+  let waitAtMark = 0;
   let alloc = null;
   let heap = async () => {};
   process.on("message", async (message) => {
     if (message === "mark") {
       heap = await heapSampler();
       mark = process.cpuUsage();
+      waitAtMark = runQueueWaitNs(process.pid);
       sentAtMark = { ...sent };
       alloc = allocationMeter();
       log.length = 0;
@@ -149,6 +167,7 @@ if (values.child !== undefined) {
       return;
     }
     const cpu = process.cpuUsage(mark ?? undefined);
+    const waitNs = runQueueWaitNs(process.pid) - waitAtMark;
     const allocated = alloc();
     await heap();
     const counts = { roundTrips: sent.roundTrips - sentAtMark.roundTrips, statements: sent.statements - sentAtMark.statements };
@@ -157,7 +176,7 @@ if (values.child !== undefined) {
     await worker.close();
     // Disconnect once the message is out: a large one (2,000 calls' events) still in the pipe is dropped by an
     // immediate disconnect, and the parent then exits with its top-level await unsettled.
-    process.send({ log, cpuUs: cpu.user + cpu.system, systemUs: cpu.system, counts, allocated, statements: [...statementsSent] }, () => process.disconnect());
+    process.send({ log, waitNs, cpuUs: cpu.user + cpu.system, systemUs: cpu.system, counts, allocated, statements: [...statementsSent] }, () => process.disconnect());
   });
   process.send("ready");
 } else {
@@ -179,7 +198,9 @@ if (values.child !== undefined) {
   const sentFrom = { ...sent };
   statementsSent.clear();
   const alloc = allocationMeter();
+  const clientWaitFrom = runQueueWaitNs(process.pid);
   const { spans, cpu } = await timedCalls(client, calls, now);
+  const clientWaitNs = runQueueWaitNs(process.pid) - clientWaitFrom;
   const allocated = alloc();
   await heap();
   const counts = { roundTrips: sent.roundTrips - sentFrom.roundTrips, statements: sent.statements - sentFrom.statements };
@@ -193,7 +214,13 @@ if (values.child !== undefined) {
 
   const all = [...log.map((e) => ["client", ...e]), ...worker.log.map((e) => ["worker", ...e])].sort((a, b) => a[2] - b[2]);
   const hops = new Map();
-  const add = (hop, ms) => hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]);
+  /** Each traced call: its whole time and each hop's (µs), for the tail's breakdown. */
+  const traced = [];
+  let current = null;
+  const add = (hop, ms) => {
+    hops.set(hop, [...(hops.get(hop) ?? []), ms * 1000]);
+    current.hops.set(hop, ms * 1000);
+  };
   const totals = [];
   for (const [started, ended] of spans) {
     const inCall = all.filter((e) => e[2] >= started && e[2] <= ended);
@@ -210,6 +237,8 @@ if (values.child !== undefined) {
     const get = find("client", "get", complete[2]);
     if (queued === undefined || done === undefined) continue;
     totals.push(ended - started);
+    current = { started, ended, whole: (ended - started) * 1000, hops: new Map(), gc: all.some((e) => e[1] === "gc" && e[3] >= started && e[2] <= ended) };
+    traced.push(current);
     add("client: submit (its round trip)", submit[3] - submit[2]);
     add("submit's commit → worker hears cairnq_queued (≤ 0: before the client hears its commit)", queued[2] - submit[3]);
     add("worker: heard queued → claim starts", claim[2] - queued[2]);
@@ -236,6 +265,15 @@ if (values.child !== undefined) {
   const whole = spans.map(([started, ended]) => (ended - started) * 1000);
   console.log(`  ${"the whole call() (every call)".padEnd(90)} ${quantile(whole, 0.5).toFixed(0).padStart(7)} ${quantile(whole, 0.99).toFixed(0).padStart(7)}`);
   for (const [hop, samples] of hops) console.log(`  ${hop.padEnd(90)} ${quantile(samples, 0.5).toFixed(0).padStart(7)} ${quantile(samples, 0.99).toFixed(0).padStart(7)}`);
+  // The slowest 1% of the traced calls: where their time went beyond each hop's median, and how many overlapped a GC pause.
+  const tail = [...traced].sort((a, b) => b.whole - a.whole).slice(0, Math.max(1, Math.ceil(traced.length / 100)));
+  const medianOf = (samples) => quantile(samples, 0.5);
+  console.log(`  the slowest 1% (${tail.length} calls, from ${tail[tail.length - 1].whole.toFixed(0)} µs): mean µs beyond each hop's median; ${tail.filter((c) => c.gc).length} overlapped a GC (all calls: ${traced.filter((c) => c.gc).length})`);
+  for (const [hop, samples] of hops) {
+    const median = medianOf(samples);
+    const excess = tail.reduce((sum, c) => sum + Math.max(0, (c.hops.get(hop) ?? median) - median), 0) / tail.length;
+    if (excess >= 50) console.log(`    ${excess.toFixed(0).padStart(7)}  ${hop}`);
+  }
   const reads = (name) => (log.filter((e) => e[0] === name).length / calls).toFixed(2);
   console.log(`  client reads per call: getStatus ${reads("getStatus")}, get ${reads("get")}`);
   const clientStatements = [...statementsSent];
@@ -245,9 +283,16 @@ if (values.child !== undefined) {
   }
   const per = (n) => (n / calls).toFixed(2);
   // Wake-ups per call of each backend of the database (other sessions on it count too: run it alone).
-  const woken = [...wakeupsTo].filter(([pid]) => wakeupsFrom.has(pid)).map(([pid, to]) => [to.query, (to.switches - wakeupsFrom.get(pid).switches) / calls]);
+  const woken = [...wakeupsTo]
+    .filter(([pid]) => wakeupsFrom.has(pid))
+    .map(([pid, to]) => [to.query, (to.switches - wakeupsFrom.get(pid).switches) / calls, (to.waitNs - wakeupsFrom.get(pid).waitNs) / calls / 1000]);
   console.log(`  backend wake-ups per call (voluntary context switches; ${woken.length} backends, total ${woken.reduce((sum, [, n]) => sum + n, 0).toFixed(2)}):`);
-  for (const [query, n] of woken.sort((a, b) => b[1] - a[1])) console.log(`    ${n.toFixed(2).padStart(6)}  last: ${query}`);
+  for (const [query, n, waitUs] of woken.sort((a, b) => b[1] - a[1])) console.log(`    ${n.toFixed(2).padStart(6)}  (run-queue wait ${waitUs.toFixed(0)} µs/call)  last: ${query}`);
+  // Time runnable but without a CPU, per call: the machine's load as each process of the call felt it.
+  const backendWaitUs = woken.reduce((sum, [, , waitUs]) => sum + waitUs, 0);
+  console.log(
+    `  run-queue wait per call: backends ${backendWaitUs.toFixed(0)} µs, client ${(clientWaitNs / calls / 1000).toFixed(0)} µs, worker ${(worker.waitNs / calls / 1000).toFixed(0)} µs (main threads)`,
+  );
   console.log(`  round trips / statements per call: client ${per(counts.roundTrips)} / ${per(counts.statements)}, worker ${per(worker.counts.roundTrips)} / ${per(worker.counts.statements)}`);
   console.log(
     `  CPU per call (of which system): client ${((cpu.user + cpu.system) / calls) | 0} µs (${(cpu.system / calls) | 0}), worker ${(worker.cpuUs / calls) | 0} µs (${(worker.systemUs / calls) | 0})`,
