@@ -222,6 +222,11 @@ export class PostgresConnection {
   readonly managesSchema: boolean;
   /** How the LISTEN connection is opened, or `null` when there is none (push wakeups off). */
   readonly listen: ListenConnector | null;
+  /**
+   * Whether the LISTEN connection is opened exactly as the pool's connections are (a connection
+   * string, `listen` not given), so the store's writes may run on it (`postgres-listen-lane.ts`).
+   */
+  readonly listenRunsWrites: boolean;
   readonly #onError: PostgresErrorHook;
   readonly #logger: Logger | undefined;
   readonly #clientBehaviour: PooledClientBehaviour;
@@ -233,6 +238,12 @@ export class PostgresConnection {
   readonly #guardedClients = new Map<ClientEvents, (error: unknown) => void>();
   #warnedReadOnly = false;
   readonly #reported = new WeakSet<object>();
+  /**
+   * Called when the pool the store built found a connection dead or read-only and dropped the
+   * others opened the same way: the LISTEN connection, opened the same way, stops running writes
+   * (`postgres-listen-lane.ts`) until it is reopened.
+   */
+  onSuspects: (() => void) | null = null;
   /** The timeouts in force (defaults filled in). */
   readonly timeouts: PostgresTimeouts;
 
@@ -276,18 +287,29 @@ export class PostgresConnection {
             const pool = new Driver.Pool(config) as unknown as PostgresPool;
             this.#pool = pool;
             this.#guardPool(pool);
-            this.#kyselyPool = discardingPool(pool, { hold: true, onReadOnly: this.#onReadOnly });
+            this.#kyselyPool = discardingPool(pool, { hold: true, onReadOnly: this.#onReadOnly, onSuspects: () => this.onSuspects?.() });
             return Promise.resolve(this.#kyselyPool);
           },
         }),
       });
-      this.listen = listenConnector(options.listen, () => ({ ...config, max: undefined }), null);
+      this.listenRunsWrites = options.listen === undefined;
+      const connector = listenConnector(options.listen, () => ({ ...config, max: undefined }), null);
+      // The lane's statements go through the LISTEN client's query as through a pooled client's: prepared by name, bounded.
+      this.listen =
+        connector === null || !this.listenRunsWrites
+          ? connector
+          : async () => {
+              const client = await connector();
+              prepareRegistered(client, this.#clientBehaviour);
+              return client;
+            };
       return;
     }
     if (options.max !== undefined) {
       throw new InvalidArgument("max", "max sizes the pool the store builds from a connection string; size your own pg.Pool where you create it");
     }
     this.owned = false;
+    this.listenRunsWrites = false;
     this.managesSchema = false;
     this.max = null;
     if (isKysely(target)) {

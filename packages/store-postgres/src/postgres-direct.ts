@@ -25,6 +25,9 @@ import type { QueryRunner, Row } from "@cairnq/store-kysely";
 /** The client a {@link PostgresPool} lends (Kysely's own type of it). */
 type PooledClient = Awaited<ReturnType<PostgresPool["connect"]>>;
 
+/** A client a statement can run on: a pooled one, or the LISTEN connection (`postgres-listen-lane.ts`). */
+export type DirectClient = Pick<PooledClient, "query">;
+
 /** What `pg` answers for one statement, as far as Kysely reads it. */
 interface PgAnswer {
   readonly command?: string | null;
@@ -40,8 +43,8 @@ function kyselyResult(answer: PgAnswer): QueryResult<Row> {
   return { numAffectedRows: counted ? BigInt(rowCount ?? 0) : undefined, rows: rows ?? [] };
 }
 
-/** Runs `query` on `client` (its wrapped `query`: named prepared statements, pipelines). */
-async function runOn(client: PooledClient, query: CompiledQuery<unknown>): Promise<QueryResult<Row>> {
+/** Runs `query` on `client` (its wrapped `query`: named prepared statements, pipelines), answering as Kysely's driver does. */
+export async function runOnClient(client: DirectClient, query: CompiledQuery<unknown>): Promise<QueryResult<Row>> {
   return kyselyResult(await client.query<Row>(query.sql, [...query.parameters]));
 }
 
@@ -54,7 +57,7 @@ class DirectRunner implements QueryRunner {
   }
 
   executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
-    return runOn(this.#client, query) as Promise<QueryResult<R>>;
+    return runOnClient(this.#client, query) as Promise<QueryResult<R>>;
   }
 }
 
@@ -68,7 +71,7 @@ class DirectRunner implements QueryRunner {
 export async function runDirect(pool: PostgresPool, query: CompiledQuery<unknown>): Promise<QueryResult<Row>> {
   const client = await pool.connect();
   try {
-    return await runOn(client, query);
+    return await runOnClient(client, query);
   } finally {
     client.release();
   }

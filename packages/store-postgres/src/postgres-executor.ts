@@ -4,6 +4,7 @@ import type { AnyKysely, QueryRunner, QueryThunk, Row, TransactionHead } from "@
 import { BaseStoreExecutor, KyselyExecutor } from "@cairnq/store-kysely";
 import { runDirect, withDirectConnection } from "./postgres-direct.js";
 import { KEY_LOCK_SQL, KeyLockBusy } from "./postgres-key-lock.js";
+import type { ListenLane } from "./postgres-listen-lane.js";
 import { pipeline, pipelineResults } from "./postgres-pipeline.js";
 
 /**
@@ -53,10 +54,12 @@ export class PostgresExecutor extends KyselyExecutor {
    * @param direct - The store's Kysely instance and pool: statements on that instance outside a
    *   Kysely transaction take the direct path (`postgres-direct.ts`) once its pool is reachable;
    *   `null`: everything through Kysely.
+   * @param lane - Lends the LISTEN connection to autocommit writes on the direct path, or `null`.
    */
   constructor(
     private readonly pipelines = false,
     private readonly direct: DirectTarget | null = null,
+    private readonly lane: ListenLane | null = null,
   ) {
     super();
   }
@@ -72,9 +75,12 @@ export class PostgresExecutor extends KyselyExecutor {
     return pool === null ? super.read(db, query) : runDirect(pool, query());
   }
 
+  /** An autocommit write: on the LISTEN connection when the lane is free (`postgres-listen-lane.ts`), else on the pool. */
   override write(db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const pool = this.#directPool(db);
-    return pool === null ? super.write(db, query) : runDirect(pool, query());
+    if (pool === null) return super.write(db, query);
+    const compiled = query();
+    return this.lane?.tryWrite(compiled) ?? runDirect(pool, compiled);
   }
 
   override writeTransaction<T>(db: AnyKysely, fn: (tx: QueryRunner) => Promise<T>): Promise<T> {
@@ -99,6 +105,11 @@ export class PostgresExecutor extends KyselyExecutor {
    * and rethrows. Retried like {@link PostgresExecutor.writeTransaction} when a key lock was busy.
    */
   #onConnection<T>(db: AnyKysely, body: (conn: QueryRunner) => Promise<T>): Promise<T> {
+    return this.#retryingKeyLock(db, () => this.#onConnectionOnce(db, body));
+  }
+
+  /** One attempt of {@link PostgresExecutor.#onConnection}: `body` on one pooled connection, rolled back on failure. */
+  #onConnectionOnce<T>(db: AnyKysely, body: (conn: QueryRunner) => Promise<T>): Promise<T> {
     const rollingBack = async (conn: QueryRunner): Promise<T> => {
       try {
         return await body(conn);
@@ -107,10 +118,8 @@ export class PostgresExecutor extends KyselyExecutor {
         throw error;
       }
     };
-    return this.#retryingKeyLock(db, () => {
-      const pool = this.#directPool(db);
-      return pool === null ? db.connection().execute(rollingBack) : withDirectConnection(pool, rollingBack);
-    });
+    const pool = this.#directPool(db);
+    return pool === null ? db.connection().execute(rollingBack) : withDirectConnection(pool, rollingBack);
   }
 
   /**
@@ -171,8 +180,25 @@ export class PostgresExecutor extends KyselyExecutor {
 
   override async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
     if (!this.pipelines) return super.writeTransactionWith(db, head, fn);
-    return this.#onConnection(db, async (conn) => {
-      const { first, statements, last } = head();
+    const lane = this.lane;
+    if (lane !== null && this.#directPool(db) !== null) {
+      // A transaction that is one round trip (a claim) may take the LISTEN lane; one that stays open across round trips never does.
+      return this.#retryingKeyLock(db, async () => {
+        const built = head();
+        const onLane = built.last ? lane.tryWrite(pipeline([BEGIN, built.first, ...built.statements, COMMIT]), { transaction: true }) : null;
+        if (onLane === null) return this.#withHead(db, built, fn);
+        const results = pipelineResults(await onLane);
+        requireCommitted(results[results.length - 1]);
+        return fn(null, results.slice(2, -1));
+      });
+    }
+    return this.#retryingKeyLock(db, () => this.#withHead(db, head(), fn));
+  }
+
+  /** {@link PostgresExecutor.writeTransactionWith} on a pooled connection, with its head built. */
+  #withHead<T>(db: AnyKysely, built: TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+    return this.#onConnectionOnce(db, async (conn) => {
+      const { first, statements, last } = built;
       const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, first, ...statements, COMMIT] : [BEGIN, first, ...statements])));
       if (last) {
         requireCommitted(results[results.length - 1]);

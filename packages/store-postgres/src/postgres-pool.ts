@@ -68,6 +68,8 @@ export interface DiscardingPoolOptions {
   readonly hold: boolean;
   /** Told when a write found the server read-only (the store reports it). */
   readonly onReadOnly?: (error: unknown) => void;
+  /** Told when the pool dropped its suspects (one connection proved dead or read-only): connections opened the same way elsewhere are suspect too. */
+  readonly onSuspects?: () => void;
 }
 
 /** How long the held client of a pool the store built may sit unused before it goes back to the pool (which then applies its own idle timeout). */
@@ -93,7 +95,7 @@ const HELD_IDLE_MS = 1_000;
  * for an idle client, so it never keeps the process alive.
  */
 export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOptions): KyselyPostgresPool {
-  const { hold, onReadOnly } = options;
+  const { hold, onReadOnly, onSuspects } = options;
   let held: PooledClient | null = null;
   /** pg-pool's `release` of the held client's checkout. */
   let heldRelease: ((error?: unknown) => void) | null = null;
@@ -135,6 +137,7 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
       markDiscarded(item.client);
       destroySocket(item.client);
     }
+    onSuspects?.();
   };
   return {
     connect: async () => {

@@ -6,6 +6,7 @@ import type { PostgresConnectionOptions, PostgresTarget } from "./postgres-conne
 import { PostgresConnection } from "./postgres-connection.js";
 import { PostgresExecutor } from "./postgres-executor.js";
 import { KEY_LOCK_SQL, PostgresKeyLock, TRY_KEY_LOCK_SQL } from "./postgres-key-lock.js";
+import { ListenLane } from "./postgres-listen-lane.js";
 import { registerPrepared } from "./postgres-prepared.js";
 import { PostgresSchemaManager } from "./postgres-schema.js";
 import { PostgresStoreSyntax } from "./postgres-store-syntax.js";
@@ -54,6 +55,8 @@ export class PostgresStoreDialect extends BaseStoreDialect {
   /** The write combining this dialect was made with (the `combine` option's bounds and the split rule), or `null` with `combine: false`. */
   readonly combining: CombiningWritesOptions | null;
   readonly schema: PostgresSchemaManager;
+  /** Lends the LISTEN connection to the store's autocommit writes (`postgres-listen-lane.ts`), or `null` where it cannot. */
+  readonly lane: ListenLane | null;
   /** The store's connection: its Kysely instance, who owns it, and the LISTEN connector. */
   readonly connection: PostgresConnection;
 
@@ -66,7 +69,14 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     super();
     this.connection = new PostgresConnection(target, options);
     const connection = this.connection;
-    this.executor = new PostgresExecutor(connection.pipelines, connection.pipelines ? connection : null);
+    // The lane reads the wakeups' LISTEN connection only when a write runs, long after both exist.
+    const lane = connection.listenRunsWrites ? new ListenLane(
+            () => this.wakeups.lend(),
+            () => this.wakeups.listeningClient,
+          ) : null;
+    this.lane = lane;
+    if (lane !== null) connection.onSuspects = () => lane.suspect();
+    this.executor = new PostgresExecutor(connection.pipelines, connection.pipelines ? connection : null, lane);
     this.wakeups = new PostgresWakeups(
       connection.listen,
       (error) => connection.report(error, "listen"),

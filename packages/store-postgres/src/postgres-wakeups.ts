@@ -43,6 +43,7 @@ import type { TimerHandle } from "@cairnq/runtime";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
 import { decodeDoneRow, DONE_ROW_CHANNEL, doneRowId } from "./postgres-done-row.js";
+import { QueryGate } from "./postgres-query-gate.js";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -174,6 +175,8 @@ export class PostgresWakeups implements Wakeups {
   /** The channels LISTENed (or being LISTENed) on the current connection. */
   readonly #listened = new Set<string>();
 
+  /** Serializes what runs on the current LISTEN connection (see {@link PostgresWakeups.lend}); a fresh one per connection. */
+  #gate = new QueryGate();
   #pingTimer: NodeJS.Timeout | null = null;
   readonly #pingIntervalMs: number;
   readonly #check: ListenCheck | null;
@@ -213,6 +216,24 @@ export class PostgresWakeups implements Wakeups {
   /** The server process id of the LISTEN connection while listening (for `pg_terminate_backend` in tests and operations), else `null`. */
   get backendPid(): number | null {
     return this.#backendPid;
+  }
+
+  /** The LISTEN connection while listening, else `null`. */
+  get listeningClient(): ListenClient | null {
+    return this.#state === "listening" ? this.#client : null;
+  }
+
+  /**
+   * Lends the LISTEN connection to one statement of the store's (`postgres-listen-lane.ts`): while
+   * listening and while nothing else runs on it (the wakeups' own LISTEN or ping, or another lent
+   * statement: pg queues a second query on a busy client, with a deprecation warning), else `null`.
+   * Until `release` is called, the wakeups' own queries wait behind the lent statement.
+   */
+  lend(): ListenLoan | null {
+    const client = this.#client;
+    if (this.#state !== "listening" || client === null) return null;
+    const release = this.#gate.tryAcquire();
+    return release === null ? null : { client, release };
   }
 
   /**
@@ -332,6 +353,8 @@ export class PostgresWakeups implements Wakeups {
       });
       const check = this.#check;
       this.#listened.clear();
+      // A statement stuck on the old connection must not hold back this one's LISTEN.
+      this.#gate = new QueryGate();
       await this.#listenWanted(current, check === null ? [] : [this.#checkChannel]);
       if (generation !== this.#generation) {
         await endQuietly(current);
@@ -392,7 +415,7 @@ export class PostgresWakeups implements Wakeups {
     const channels = [QUEUED_CHANNEL, DONE_CHANNEL, DONE_ROW_CHANNEL].filter((channel) => this.#wanted.has(channel) && !this.#listened.has(channel));
     for (const channel of channels) this.#listened.add(channel);
     const statements = [...first, ...[...channels, ...extra].map((channel) => `LISTEN ${channel}`)];
-    if (statements.length > 0) await client.query(statements.join("; "));
+    if (statements.length > 0) await this.#gate.run(() => client.query(statements.join("; ")));
   }
 
   /**
@@ -509,7 +532,7 @@ export class PostgresWakeups implements Wakeups {
         if (!answered) this.#dropped(generation, client, new Error(`the LISTEN connection did not answer a liveness ping within ${interval}ms`));
       }, interval);
       deadline.unref();
-      client.query("SELECT 1").then(
+      this.#gate.run(() => client.query("SELECT 1")).then(
         () => {
           answered = true;
           clearTimeout(deadline);
@@ -613,6 +636,12 @@ export class PostgresWakeups implements Wakeups {
       // A throwing hook must not turn a survived error into a crash.
     }
   }
+}
+
+/** The LISTEN connection lent to one statement: call `release` once it is answered (or failed). */
+export interface ListenLoan {
+  readonly client: ListenClient;
+  readonly release: () => void;
 }
 
 /** Whether `error` says LISTEN can never work on this connection (see "unavailable" in the module comment). */

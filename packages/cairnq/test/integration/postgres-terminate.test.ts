@@ -73,6 +73,14 @@ class Producer {
   }
 }
 
+/**
+ * The worker's backends, its LISTEN connection's marked: the backend whose pid the worker fixture last
+ * reported (the LISTEN connection runs the store's writes too, so its last statement does not tell).
+ */
+async function backendsOfWorker(worker: Child): Promise<Backend[]> {
+  const listenPid = worker.of("listen").at(-1)?.backendPid;
+  return (await backendsOf(worker.pid)).map((b) => ({ ...b, listen: b.pid === listenPid }));
+}
 const listenOf = (backends: readonly Backend[]): Backend | undefined => backends.find((b) => b.listen);
 const add = defineTask<{ a: number; b: number }, { sum: number; pid: number }>("add");
 
@@ -116,7 +124,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
     await worker.next("ready");
     const context = (): string =>
       `\nworker ${worker.alive ? "alive" : "exited"}; its onError calls: ${worker.of("on-error").map(describeFixtureError).join(", ") || "none"}${worker.tail()}`;
-    await until("LISTEN connection of the worker", async () => listenOf(await backendsOf(worker.pid)), 20_000, context);
+    await until("LISTEN connection of the worker", async () => listenOf(await backendsOfWorker(worker)), 20_000, context);
     await Promise.all(primers.map((task) => api.wait(task.id, { timeoutMs: 30_000 })));
     /** One call() to the idle worker after a short pause; its round trip in ms. */
     const roundTrip = async (a: number): Promise<number> => {
@@ -141,7 +149,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
       const baseline = await succeeded();
       await until("tasks flowing through the worker", async () => ((await succeeded()) >= baseline + 10 ? true : undefined), 20_000, context);
 
-      const backends = await backendsOf(worker.pid);
+      const backends = await backendsOfWorker(worker);
       const listen = listenOf(backends);
       expect(listen, `round ${round}: the LISTEN backend among ${JSON.stringify(backends)}`).toBeDefined();
       expect(backends.filter((b) => !b.listen).length, `round ${round}: pool backends`).toBeGreaterThan(0);
@@ -173,7 +181,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
       const newListen = await until(
         `round ${round}: a new LISTEN backend`,
         async () => {
-          const found = listenOf(await backendsOf(worker.pid));
+          const found = listenOf(await backendsOfWorker(worker));
           return found !== undefined && !killedPids.has(found.pid) ? found : undefined;
         },
         20_000,
@@ -193,7 +201,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
         30_000,
         context,
       );
-      const poolNow = (await backendsOf(worker.pid)).filter((b) => !b.listen);
+      const poolNow = (await backendsOfWorker(worker)).filter((b) => !b.listen);
       expect(poolNow.length, `round ${round}: pool backends after the kill`).toBeGreaterThan(0);
       expect(poolNow.filter((b) => killedPids.has(b.pid)), `round ${round}: killed backends still listed`).toEqual([]);
 
@@ -251,12 +259,12 @@ describe("a worker process whose Postgres backends are terminated", () => {
     await roundTrip(0);
     // The worker is idle in claimWake. Killing only the LISTEN backend releases that wait; the worker
     // claims (nothing) and idles again while LISTEN is retrying.
-    const listen = listenOf(await backendsOf(worker.pid))!;
+    const listen = listenOf(await backendsOfWorker(worker))!;
     expect(await terminate([listen.pid])).toEqual([listen.pid]);
     await until(
       "a new LISTEN backend",
       async () => {
-        const found = listenOf(await backendsOf(worker.pid));
+        const found = listenOf(await backendsOfWorker(worker));
         return found !== undefined && found.pid !== listen.pid ? found : undefined;
       },
       20_000,

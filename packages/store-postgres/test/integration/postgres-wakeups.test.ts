@@ -56,6 +56,30 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     return { wakeups, client, errors };
   }
 
+  it("lends the connection to one statement at a time, only while listening and idle; its own LISTEN waits behind a lent statement", async () => {
+    const client = new FakeClient();
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client));
+    expect(wakeups.lend()).toBeNull();
+    wakeups.start();
+    await wakeups.whenSettled();
+    const loan = wakeups.lend();
+    expect(loan?.client).toBe(client);
+    expect(wakeups.lend()).toBeNull();
+    // A channel wanted now is LISTENed only once the lent statement is answered: never two queries in flight.
+    wakeups.subscribe(() => {}, ["done"]);
+    await flush();
+    expect(client.queries).toEqual([]);
+    loan?.release();
+    await flush();
+    expect(client.queries).toEqual(["LISTEN cairnq_done"]);
+    await flush();
+    const again = wakeups.lend();
+    expect(again?.client).toBe(client);
+    again?.release();
+    await wakeups.close();
+    expect(wakeups.lend()).toBeNull();
+  });
+
   it("claimWake ends on a queued signal for one of its queues, not for another queue", async () => {
     const { wakeups, client } = await listening();
     let woke = false;

@@ -1,0 +1,112 @@
+/**
+ * The LISTEN connection as a lane for the store's own writes: an autocommit
+ * write (a submit, a settlement, a heartbeat: one statement, or one
+ * combined multi-row statement) runs on the process's LISTEN connection
+ * whenever that connection is listening and has no statement of the store's
+ * in flight; otherwise on the pool, as before.
+ *
+ * Why: Postgres (15 here) signals every LISTENing backend of the database at
+ * each commit that NOTIFYs, whatever the channel, except the committing
+ * backend itself, which delivers its own notifications at commit without a
+ * signal. A client's submit NOTIFYs `cairnq_queued`, a worker's settlement
+ * `cairnq_done`: sent through the pool, each woke the sender's own LISTEN
+ * backend for nothing it listens to (or for what its sender already knows).
+ * Sent on the LISTEN connection, that wake-up is gone, and a process
+ * whose calls are sequential runs them on the one backend that is awake
+ * anyway. Measured with `bench/call-timeline-pg.mjs` (see bench/README.md).
+ *
+ * Where it applies: only when the LISTEN connection is the pool's own
+ * connection settings (a connection string, `listen` not given) — the
+ * same server, the same `search_path` (the `schema` option), the same
+ * timeouts. With a `listen` of its own (the PgBouncer split: LISTEN direct,
+ * the pool through the pooler), with a caller's `pg.Pool` (whose `connect`
+ * hooks the LISTEN connection never ran) or a Kysely instance, every
+ * statement stays on the pool. Never for reads (a long one would hold back
+ * notifications: the backend delivers them only between statements), never
+ * for transactions of more than one round trip or statements that wait on a
+ * lock (keyed submits, `completeIn`, `withTransaction` views), and never
+ * for the LISTEN check's own NOTIFY (it runs while the connection is still
+ * being proven, when the lane is closed).
+ */
+import type { QueryResult } from "kysely";
+import { CompiledQuery } from "kysely";
+import type { Row } from "@cairnq/store-kysely";
+import type { ListenClient, ListenLoan } from "./postgres-wakeups.js";
+import { destroySocket } from "./postgres-wakeups.js";
+import { runOnClient } from "./postgres-direct.js";
+import type { DirectClient } from "./postgres-direct.js";
+
+const ROLLBACK = CompiledQuery.raw("ROLLBACK");
+
+/** pg's error for a statement that did not answer within its read timeout. */
+function isReadTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === "Query read timeout";
+}
+
+/**
+ * Lends the LISTEN connection to one statement at a time (see the module comment).
+ *
+ * @example
+ * const lane = new ListenLane(() => wakeups.lend(), () => wakeups.listeningClient);
+ * const answer = lane.tryWrite(query) ?? runDirect(pool, query);
+ */
+export class ListenLane {
+  /** A LISTEN connection found suspect (see {@link ListenLane.suspect}): never lent again. */
+  #suspect: object | null = null;
+  /** Statements this lane ran (for tests and diagnostics). */
+  ran = 0;
+
+  /**
+   * @param lend - Lends the LISTEN connection while it is listening and idle (`PostgresWakeups#lend`), else `null`.
+   * @param current - The LISTEN connection while listening, else `null` (for {@link ListenLane.suspect}).
+   */
+  constructor(
+    private readonly lend: () => ListenLoan | null,
+    private readonly current: () => ListenClient | null,
+  ) {}
+
+  /**
+   * Runs `query` on the LISTEN connection when it is listening and free, answering as Kysely's
+   * driver would; `null` when it is not (the caller runs it on the pool). A statement that hits
+   * its read timeout destroys the connection (the wakeups reconnect, as after any drop).
+   * `transaction`: `query` is a whole transaction in one round trip (a pipeline from `BEGIN` to
+   * `COMMIT`); when it fails, `ROLLBACK` follows before the connection is free again.
+   */
+  tryWrite(query: CompiledQuery<unknown>, options: { readonly transaction?: boolean } = {}): Promise<QueryResult<Row>> | null {
+    if (this.#suspect !== null && this.#suspect === this.current()) return null;
+    const loan = this.lend();
+    if (loan === null) return null;
+    const client = loan.client as DirectClient & ListenClient;
+    this.ran += 1;
+    // The LISTEN socket is unref'd (an accelerator never holds a process open); a statement on it must.
+    client.ref?.();
+    const release = (): void => {
+      loan.release();
+      // Unref'd again only while it is still the listening connection (a dropped one is being ended).
+      if (this.current() === client) client.unref?.();
+    };
+    return runOnClient(client, query).then(
+      (result) => {
+        release();
+        return result;
+      },
+      async (error: unknown) => {
+        if (isReadTimeout(error)) destroySocket(client);
+        // A transaction that failed half-way stays open and aborted until ROLLBACK (outside one, ROLLBACK only warns),
+        // and an open transaction holds back every notification the connection is there to deliver.
+        else if (options.transaction === true) await runOnClient(client, ROLLBACK).catch(() => {});
+        release();
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * A pooled connection opened the same way as the LISTEN connection proved dead or read-only (the
+   * pool dropped its suspects): the current LISTEN connection is lent no more — it keeps listening
+   * until its liveness ping or an error ends it, and the connection opened next is lent again.
+   */
+  suspect(): void {
+    this.#suspect = this.current();
+  }
+}

@@ -1,0 +1,170 @@
+import { CompiledQuery } from "kysely";
+import { describe, expect, it, vi } from "vitest";
+import type { PostgresStore } from "../../src/index.js";
+import { ListenLane } from "../../src/postgres-listen-lane.js";
+import { pipeline, pipelineResults } from "../../src/postgres-pipeline.js";
+import { prepareRegistered } from "../../src/postgres-prepared.js";
+import type { ListenClient } from "../../src/postgres-wakeups.js";
+import { client, freshSchema, openStore, pgDsn, poolFor, q, until } from "../helpers.js";
+
+const W = "worker_lane";
+
+/** A store on a connection string, connected, with its LISTEN connection proven. */
+async function listening(options: Parameters<typeof openStore>[1] = {}): Promise<PostgresStore> {
+  const store = openStore(undefined, options);
+  await store.connect();
+  expect(await until(() => store.listenState === "listening", 10_000)).toBe(true);
+  return store;
+}
+
+/** The last statement the LISTEN connection's backend ran (what pg_stat_activity says). */
+async function lastOnListen(store: PostgresStore): Promise<string> {
+  const pid = store.dialect.wakeups.backendPid;
+  const [row] = await q<{ query: string }>("SELECT query FROM pg_stat_activity WHERE pid = $1", [pid]);
+  return row?.query ?? "";
+}
+
+/** Whether the store's LISTEN connection is free to lend now (lends it and gives it back at once). */
+function idleListen(store: PostgresStore): boolean {
+  const loan = store.dialect.wakeups.lend();
+  loan?.release();
+  return loan !== null;
+}
+
+describe("the store's writes on its LISTEN connection (postgres-listen-lane.ts)", () => {
+  it("with a connection string: a submit, a claim and a settlement run on the LISTEN backend, and signals still arrive", async () => {
+    const store = await listening();
+    const done: string[] = [];
+    store.subscribe((signal) => {
+      if (signal.reason === "done") done.push(signal.taskId);
+    });
+    // Once the LISTEN the subscription asked for is answered, the connection is free to lend.
+    expect(await until(() => idleListen(store))).toBe(true);
+    const submitted = await store.submit({ name: "a", payload: { n: 1 } });
+    expect(await lastOnListen(store)).toMatch(/^INSERT INTO cairnq_tasks/);
+    const [claimed] = await store.claim({ queues: ["default"], workerId: W, probe: false, names: ["a"] });
+    expect(claimed?.id).toBe(submitted.id);
+    // The claim is one round trip: the LISTEN backend ran its statements (the last of them shows).
+    expect(await lastOnListen(store)).not.toMatch(/^INSERT INTO cairnq_tasks/);
+    expect(await store.completeRef({ taskId: submitted.id, workerId: W, attempt: 1, result: { ok: true } })).toEqual({ id: submitted.id, status: "succeeded" });
+    expect(await lastOnListen(store)).toMatch(/cairnq_settled/);
+    expect(store.dialect.lane?.ran).toBe(3);
+    // Its own settlement's `cairnq_done`, delivered by the very backend that committed it.
+    expect(await until(() => done.includes(submitted.id))).toBe(true);
+    expect(store.listenState).toBe("listening");
+  });
+
+  it("a write while the lane is busy runs on the pool: concurrent submits all land", async () => {
+    const store = await listening();
+    const before = store.dialect.lane?.ran ?? 0;
+    const tasks = await Promise.all(Array.from({ length: 8 }, (_, i) => store.submit({ name: "a", payload: { i }, key: `k${i}` })));
+    const unkeyed = await Promise.all(Array.from({ length: 8 }, (_, i) => store.submit({ name: "b", payload: { i } })));
+    const [row] = await q<{ n: string }>(`SELECT count(*) AS n FROM "${store.schema}".cairnq_tasks`);
+    expect(Number(row?.n)).toBe(tasks.length + unkeyed.length);
+    // Keyed submits (transactions of several round trips) never take the lane; the unkeyed ones took it at most once each.
+    expect((store.dialect.lane?.ran ?? 0) - before).toBeLessThanOrEqual(unkeyed.length);
+  });
+
+  it("a submit inside the caller's transaction stays in it (never on the lane)", async () => {
+    const store = await listening();
+    const before = store.dialect.lane?.ran;
+    let id = "";
+    await expect(
+      store.db.transaction().execute(async (trx) => {
+        id = (await store.withTransaction(trx).submit({ name: "a" })).id;
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    expect(await store.get(id)).toBeNull();
+    expect(store.dialect.lane?.ran).toBe(before);
+  });
+
+  it("no lane where the LISTEN connection is not the pool's own: `listen` given, `listen: false`, a caller's pg.Pool", async () => {
+    const own = openStore(undefined, { listen: pgDsn() });
+    const off = openStore(undefined, { listen: false });
+    const schema = await freshSchema();
+    const pooled = openStore(poolFor(schema), { schema });
+    for (const store of [own, off, pooled]) {
+      await store.connect();
+      expect(store.dialect.lane).toBeNull();
+      await store.submit({ name: "a" });
+    }
+    expect(await until(() => own.listenState === "listening")).toBe(true);
+    expect(await lastOnListen(own)).not.toMatch(/^INSERT/);
+  });
+
+  it("once the pool found a connection dead, the LISTEN connection is lent no more until it is reopened", async () => {
+    const store = await listening();
+    store.dialect.connection.onSuspects?.();
+    const before = store.dialect.lane?.ran;
+    await store.submit({ name: "a" });
+    expect(store.dialect.lane?.ran).toBe(before);
+    expect(await lastOnListen(store)).not.toMatch(/^INSERT/);
+    // Reopened (its backend terminated): the new LISTEN connection is lent again.
+    const pid = store.dialect.wakeups.backendPid;
+    await q("SELECT pg_terminate_backend($1)", [pid]);
+    expect(await until(() => store.listenState === "listening" && store.dialect.wakeups.backendPid !== pid, 10_000)).toBe(true);
+    await store.submit({ name: "b" });
+    expect(store.dialect.lane?.ran).toBe((before ?? 0) + 1);
+  });
+});
+
+/** A lane over `c` that lends it to one statement at a time, as `PostgresWakeups#lend` does. */
+function laneOver(c: unknown): ListenLane {
+  let lent = false;
+  const client = c as ListenClient;
+  return new ListenLane(
+    () => {
+      if (lent) return null;
+      lent = true;
+      return { client, release: () => (lent = false) };
+    },
+    () => client,
+  );
+}
+
+describe("ListenLane", () => {
+  it("a transaction that failed half-way on the lane is rolled back, so the connection is idle again (and delivers notifications)", async () => {
+    const c = await client();
+    prepareRegistered(c, true);
+    const lane = laneOver(c);
+    // A SAVEPOINT inside keeps it an explicit transaction (not the implicit one-Sync form): the failure leaves it aborted.
+    const failing = pipeline([
+      CompiledQuery.raw("BEGIN"),
+      CompiledQuery.raw("SAVEPOINT s"),
+      CompiledQuery.raw("SELECT 1 / $1::int AS x", [0]),
+      CompiledQuery.raw("COMMIT"),
+    ]);
+    await expect(lane.tryWrite(failing, { transaction: true })).rejects.toThrow(/division by zero/);
+    const [row] = (await c.query<{ state: string }>("SELECT 'idle' AS state")).rows;
+    expect(row?.state).toBe("idle");
+    const ok = await lane.tryWrite(pipeline([CompiledQuery.raw("BEGIN"), CompiledQuery.raw("SELECT $1::int AS x", [7]), CompiledQuery.raw("COMMIT")]), { transaction: true });
+    expect(pipelineResults(ok!)[1]?.rows).toEqual([{ x: 7 }]);
+  });
+
+  it("lends one statement at a time, holds the process open only while one runs, and destroys a connection whose statement timed out", async () => {
+    let answer: (value: unknown) => void = () => {};
+    let fail: (error: unknown) => void = () => {};
+    const destroy = vi.fn();
+    const fake = {
+      query: vi.fn(() => new Promise((resolve, reject) => ((answer = resolve), (fail = reject)))),
+      ref: vi.fn(),
+      unref: vi.fn(),
+      connection: { stream: { destroy } },
+    };
+    const lane = laneOver(fake);
+    const first = lane.tryWrite(CompiledQuery.raw("UPDATE t SET x = 1"));
+    expect(first).not.toBeNull();
+    expect(fake.ref).toHaveBeenCalledTimes(1);
+    expect(lane.tryWrite(CompiledQuery.raw("UPDATE t SET x = 2"))).toBeNull();
+    answer({ command: "UPDATE", rowCount: 1, rows: [] });
+    expect(await first).toEqual({ numAffectedRows: 1n, rows: [] });
+    expect(fake.unref).toHaveBeenCalledTimes(1);
+    const second = lane.tryWrite(CompiledQuery.raw("UPDATE t SET x = 3"));
+    fail(new Error("Query read timeout"));
+    await expect(second).rejects.toThrow("Query read timeout");
+    expect(destroy).toHaveBeenCalledTimes(1);
+    // Not listening: nothing is lent.
+    expect(new ListenLane(() => null, () => null).tryWrite(CompiledQuery.raw("SELECT 1"))).toBeNull();
+  });
+});
