@@ -21,6 +21,7 @@ import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
 import { checkOptions } from "@cairnq/runtime";
 import { loadPgDriver } from "./postgres-driver.js";
+import type { DiscardingPool } from "./postgres-pool.js";
 import { discardingPool, isDiscarded } from "./postgres-pool.js";
 import type { PooledClientBehaviour } from "./postgres-prepared.js";
 import { prepareRegistered } from "./postgres-prepared.js";
@@ -232,7 +233,7 @@ export class PostgresConnection {
   readonly #clientBehaviour: PooledClientBehaviour;
   #pool: PostgresPool | null;
   /** The pool Kysely runs on (the caller's or ours, with unusable connections dropped), once built; `null` with a Kysely instance. */
-  #kyselyPool: KyselyPostgresPool | null = null;
+  #kyselyPool: DiscardingPool | null = null;
   #poolGuarded = false;
   /** Each guarded client's own error listener (its errors are not reported once the store dropped it on purpose). */
   readonly #guardedClients = new Map<ClientEvents, (error: unknown) => void>();
@@ -244,6 +245,14 @@ export class PostgresConnection {
    * (`postgres-listen-lane.ts`) until it is reopened.
    */
   onSuspects: (() => void) | null = null;
+  /**
+   * The LISTEN connection, opened the same way as the pool's, proved dead (a write on it hit its
+   * read timeout): the pool's idle connections are suspect too and are dropped, as when one of
+   * them is found dead.
+   */
+  listenFoundDead(): void {
+    this.#kyselyPool?.dropSuspects();
+  }
   /** The timeouts in force (defaults filled in). */
   readonly timeouts: PostgresTimeouts;
 

@@ -59,10 +59,12 @@ export class ListenLane {
   /**
    * @param lend - Lends the LISTEN connection while it is listening and idle (`PostgresWakeups#lend`), else `null`.
    * @param current - The LISTEN connection while listening, else `null` (for {@link ListenLane.suspect}).
+   * @param onDead - Told when a statement on the LISTEN connection hit its read timeout (the store drops the pool's idle connections).
    */
   constructor(
     private readonly lend: () => ListenLoan | null,
     private readonly current: () => ListenClient | null,
+    private readonly onDead: () => void = () => {},
   ) {}
 
   /**
@@ -91,7 +93,11 @@ export class ListenLane {
         return result;
       },
       async (error: unknown) => {
-        if (isReadTimeout(error)) destroySocket(client);
+        if (isReadTimeout(error)) {
+          destroySocket(client);
+          // The pool's idle connections went the same way: drop them too, so the next write does not wait out another timeout.
+          this.onDead();
+        }
         // A transaction that failed half-way stays open and aborted until ROLLBACK (outside one, ROLLBACK only warns),
         // and an open transaction holds back every notification the connection is there to deliver.
         else if (options.transaction === true) await runOnClient(client, ROLLBACK).catch(() => {});

@@ -72,6 +72,15 @@ export interface DiscardingPoolOptions {
   readonly onSuspects?: () => void;
 }
 
+/** The pool {@link discardingPool} returns: Kysely's pool, and a way to drop its suspects from outside. */
+export interface DiscardingPool extends KyselyPostgresPool {
+  /**
+   * Drops every idle connection (and the held one): a connection opened the same way elsewhere —
+   * the LISTEN connection running a write — proved dead. Does not call `onSuspects`.
+   */
+  dropSuspects(): void;
+}
+
 /** How long the held client of a pool the store built may sit unused before it goes back to the pool (which then applies its own idle timeout). */
 const HELD_IDLE_MS = 1_000;
 
@@ -94,7 +103,7 @@ const HELD_IDLE_MS = 1_000;
  * unused, and on `end`. While held its socket is unref'd, as the pool does
  * for an idle client, so it never keeps the process alive.
  */
-export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOptions): KyselyPostgresPool {
+export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOptions): DiscardingPool {
   const { hold, onReadOnly, onSuspects } = options;
   let held: PooledClient | null = null;
   /** pg-pool's `release` of the held client's checkout. */
@@ -126,7 +135,7 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
     client._queryable !== false && client._ending !== true && client.connection?.stream?.destroyed !== true && !isDiscarded(client);
   const waiting = (): number => pool.waitingCount ?? 0;
   /** Drops the suspects: every idle client, and the held one. */
-  const dropSuspects = (): void => {
+  const dropIdle = (): void => {
     if (held !== null) {
       const client = held;
       markDiscarded(client);
@@ -137,9 +146,13 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
       markDiscarded(item.client);
       destroySocket(item.client);
     }
+  };
+  const dropSuspects = (): void => {
+    dropIdle();
     onSuspects?.();
   };
   return {
+    dropSuspects: dropIdle,
     connect: async () => {
       const reused = held;
       if (reused !== null) {

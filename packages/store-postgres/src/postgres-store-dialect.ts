@@ -73,6 +73,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     const lane = connection.listenRunsWrites ? new ListenLane(
             () => this.wakeups.lend(),
             () => this.wakeups.listeningClient,
+            () => connection.listenFoundDead(),
           ) : null;
     this.lane = lane;
     if (lane !== null) connection.onSuspects = () => lane.suspect();

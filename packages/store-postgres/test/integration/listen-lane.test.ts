@@ -5,7 +5,7 @@ import { ListenLane } from "../../src/postgres-listen-lane.js";
 import { pipeline, pipelineResults } from "../../src/postgres-pipeline.js";
 import { prepareRegistered } from "../../src/postgres-prepared.js";
 import type { ListenClient } from "../../src/postgres-wakeups.js";
-import { client, freshSchema, openStore, pgDsn, poolFor, q, until } from "../helpers.js";
+import { client, freshSchema, openStore, pgDsn, poolFor, q, schemaName, until } from "../helpers.js";
 
 const W = "worker_lane";
 
@@ -93,6 +93,41 @@ describe("the store's writes on its LISTEN connection (postgres-listen-lane.ts)"
     expect(await lastOnListen(own)).not.toMatch(/^INSERT/);
   });
 
+  it("a write on the LISTEN connection that hits its read timeout: that connection is reopened, the pool's idle ones are dropped, the store goes on", async () => {
+    const app = `cq_lane_${process.pid}_${Date.now()}`;
+    const dsn = new URL(pgDsn());
+    dsn.searchParams.set("application_name", app);
+    const store = openStore(dsn.toString(), { schema: schemaName(), timeouts: { storeQueryTimeoutMs: 400 } });
+    await store.connect();
+    expect(await until(() => store.listenState === "listening", 10_000)).toBe(true);
+    const dropped = vi.spyOn(store.dialect.connection, "listenFoundDead");
+    const task = await store.submit({ name: "blocked" });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: W, leaseMs: 60_000 });
+    expect(claimed?.id).toBe(task.id);
+    const listenPid = store.dialect.wakeups.backendPid;
+    // A read (never on the lane) leaves a pooled connection idle.
+    expect((await store.get(task.id))?.status).toBe("running");
+    const backends = async (): Promise<number[]> =>
+      (await q<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [app])).map((row) => row.pid);
+    const pooled = (await backends()).filter((pid) => pid !== listenPid);
+    expect(pooled.length).toBeGreaterThan(0);
+    // A row lock held elsewhere: the complete (on the idle LISTEN connection) waits on it past the bound.
+    const locker = await client();
+    await locker.query("BEGIN");
+    await locker.query(`SELECT 1 FROM "${store.schema}".cairnq_tasks WHERE id = $1 FOR UPDATE`, [task.id]);
+    const before = store.dialect.lane?.ran ?? 0;
+    await expect(store.complete({ taskId: task.id, workerId: W, result: null })).rejects.toThrow("Query read timeout");
+    await locker.query("ROLLBACK");
+    expect(store.dialect.lane?.ran).toBe(before + 1);
+    expect(dropped).toHaveBeenCalledTimes(1);
+    expect(await until(async () => (await backends()).every((pid) => !pooled.includes(pid) && pid !== listenPid))).toBe(true);
+    // The wakeups saw their connection end, and open another (after the 1 s backoff) that is lent again.
+    expect(await until(() => store.listenState === "listening" && store.dialect.wakeups.backendPid !== listenPid, 10_000)).toBe(true);
+    expect(await until(() => idleListen(store))).toBe(true);
+    await store.submit({ name: "after" });
+    expect(store.dialect.lane?.ran).toBe(before + 2);
+  });
+
   it("once the pool found a connection dead, the LISTEN connection is lent no more until it is reopened", async () => {
     const store = await listening();
     store.dialect.connection.onSuspects?.();
@@ -110,7 +145,7 @@ describe("the store's writes on its LISTEN connection (postgres-listen-lane.ts)"
 });
 
 /** A lane over `c` that lends it to one statement at a time, as `PostgresWakeups#lend` does. */
-function laneOver(c: unknown): ListenLane {
+function laneOver(c: unknown, onDead: () => void = () => {}): ListenLane {
   let lent = false;
   const client = c as ListenClient;
   return new ListenLane(
@@ -120,6 +155,7 @@ function laneOver(c: unknown): ListenLane {
       return { client, release: () => (lent = false) };
     },
     () => client,
+    onDead,
   );
 }
 
@@ -142,7 +178,7 @@ describe("ListenLane", () => {
     expect(pipelineResults(ok!)[1]?.rows).toEqual([{ x: 7 }]);
   });
 
-  it("lends one statement at a time, holds the process open only while one runs, and destroys a connection whose statement timed out", async () => {
+  it("lends one statement at a time, holds the process open only while one runs, and destroys a connection whose statement timed out (the pool's idle ones go too)", async () => {
     let answer: (value: unknown) => void = () => {};
     let fail: (error: unknown) => void = () => {};
     const destroy = vi.fn();
@@ -152,7 +188,8 @@ describe("ListenLane", () => {
       unref: vi.fn(),
       connection: { stream: { destroy } },
     };
-    const lane = laneOver(fake);
+    const onDead = vi.fn();
+    const lane = laneOver(fake, onDead);
     const first = lane.tryWrite(CompiledQuery.raw("UPDATE t SET x = 1"));
     expect(first).not.toBeNull();
     expect(fake.ref).toHaveBeenCalledTimes(1);
@@ -164,6 +201,8 @@ describe("ListenLane", () => {
     fail(new Error("Query read timeout"));
     await expect(second).rejects.toThrow("Query read timeout");
     expect(destroy).toHaveBeenCalledTimes(1);
+    // Opened the same way, the pool's idle connections are as suspect: the store is told to drop them.
+    expect(onDead).toHaveBeenCalledTimes(1);
     // Not listening: nothing is lent.
     expect(new ListenLane(() => null, () => null).tryWrite(CompiledQuery.raw("SELECT 1"))).toBeNull();
   });
