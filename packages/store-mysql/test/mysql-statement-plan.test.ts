@@ -120,10 +120,11 @@ describe("planStatementWithoutRows", () => {
     const recovery = "UPDATE cairnq_tasks SET status = 'queued', lease_until_ms = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id";
     const planned = planStatementWithoutRows(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'queued', lease_until_ms = NULL",
+      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'queued', lease_until_ms = NULL WHERE @cq_cand",
     ]);
-    expect(planned.transactional).toBe(false);
-    expect(planStatement(recovery).steps).toHaveLength(3);
+    expect(planned.transactional).toBe(true);
+    expect(planStatement(recovery).steps).toHaveLength(4);
   });
 
   it("plans any other statement as planStatement does", () => {
@@ -131,5 +132,28 @@ describe("planStatementWithoutRows", () => {
     expect(planStatementWithoutRows(read)).toEqual(planStatement(read));
     const update = "UPDATE cairnq_tasks SET message = 'x' WHERE id = ?1";
     expect(planStatementWithoutRows(update)).toEqual(planStatement(update));
+  });
+});
+
+describe("picks of every matching row (lease recovery)", () => {
+  it("gate the locking update on a plain read of the same condition, so that nothing is locked when nothing matches", () => {
+    const recovery =
+      "UPDATE cairnq_tasks SET status = 'queued' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?1 FOR UPDATE SKIP LOCKED) AND attempt < 3 OR max_attempts = 1";
+    const planned = plan(recovery);
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?)",
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ? FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
+        "SET status = 'queued' WHERE @cq_cand AND (attempt < 3 OR max_attempts = 1)",
+    ]);
+    // Both statements read the one parameter.
+    expect(planned.steps.map((s) => s.params)).toEqual([[0], [0]]);
+    expect(planned.transactional).toBe(true);
+  });
+
+  it("leave picks with a LIMIT (a draw, a purge batch) as one statement", () => {
+    const draw = "UPDATE cairnq_tasks SET status = 'running' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued' ORDER BY id LIMIT 5 FOR UPDATE SKIP LOCKED)";
+    expect(plan(draw).steps).toHaveLength(1);
+    const unlocked = "UPDATE cairnq_tasks SET status = 'running' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued')";
+    expect(plan(unlocked).steps.map((s) => s.sql)).not.toContainEqual(expect.stringContaining("@cq_cand"));
   });
 });
