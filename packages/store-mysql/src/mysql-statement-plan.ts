@@ -58,6 +58,11 @@ export interface MySQLStatementPlan {
   readonly transactional: boolean;
   /** Rows whose first column is null are not the statement's (a conditional upsert that changed nothing). */
   readonly dropNullRows: boolean;
+  /**
+   * The last step answers one row whose `cq_rows` holds the statement's rows as a JSON array of
+   * arrays, one value per listed column ({@link capturedReturning}): the rows are decoded from it.
+   */
+  readonly capturedColumns?: readonly string[];
 }
 
 /** The session variable collecting a returning update's ids. */
@@ -75,6 +80,15 @@ export function plan(sql: string): MySQLStatementPlan {
   text = oldValuesInSet(text);
   if (upsert.conditional) {
     return { steps: [{ sql: `SET ${COND} = 1`, params: [] }, positional(text)], transactional: true, dropNullRows: true };
+  }
+  const captured = capturedReturning(text);
+  if (captured !== null) {
+    return {
+      steps: [{ sql: `SET ${IDS} = '[]'`, params: [] }, positional(captured.update), { sql: `SELECT ${IDS} AS cq_rows`, params: [] }],
+      transactional: false,
+      dropNullRows: false,
+      capturedColumns: captured.columns,
+    };
   }
   const returning = splitReturningUpdate(text);
   if (returning === null) {
@@ -548,6 +562,30 @@ function splitReturningUpdate(sql: string): { update: string; select: string } |
     `SELECT STRAIGHT_JOIN ${qualify(columns)} FROM JSON_TABLE(${IDS}, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j ` +
     `JOIN ${TASKS} ON ${TASKS}.id = cq_j.cq_id ORDER BY cq_j.cq_ord`;
   return { update, select };
+}
+
+/**
+ * `UPDATE cairnq_tasks SET … WHERE <no subquery> RETURNING a, b` (bare columns: a complete's
+ * `id, status`) → the update with `@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', JSON_ARRAY(a, b))` as its
+ * last assignment, whose values the rows are then decoded from (`SELECT @cq_ids`). A single-table
+ * `UPDATE` whose `WHERE` reads no table runs its assignments left to right, so the last one sees
+ * the row as written: what `RETURNING` gives, without reading the rows back by id, and without a
+ * transaction around the three statements (the variable is the session's; the update commits on
+ * its own). Server time per lone complete: the read-back join and the transaction's two
+ * statements. `null` for any other text (`RETURNING *`, a joined or picked update, a subquery).
+ */
+function capturedReturning(sql: string): { update: string; columns: string[] } | null {
+  if (!sql.startsWith(`UPDATE ${TASKS} SET `) || sql.includes("SELECT ") || sql.includes("@cq_o_")) return null;
+  const returning = topLevel(sql, "RETURNING").at(-1);
+  if (returning === undefined) return null;
+  const columns = sql.slice(returning + "RETURNING".length).split(",").map((c) => c.trim());
+  if (!columns.every((c) => /^[a-z_]+$/.test(c))) return null;
+  const body = sql.slice(0, returning).trimEnd();
+  const where = setListEnd(body, `UPDATE ${TASKS} SET `.length);
+  if (topLevel(body, "FROM", `UPDATE ${TASKS} SET `.length).length > 0) return null;
+  const target = UNTOUCHED;
+  const capture = `, ${target} = IF((${IDS} := JSON_ARRAY_APPEND(${IDS}, '$', JSON_ARRAY(${columns.join(", ")}))) IS NULL, ${target}, ${target})`;
+  return { update: `${body.slice(0, where).trimEnd()}${capture}${where < body.length ? ` ${body.slice(where)}` : ""}`, columns };
 }
 
 /** Where the `SET` list starting at `from` of an `UPDATE` ends: its top-level `FROM`, `WHERE` or `RETURNING`, or the end. */

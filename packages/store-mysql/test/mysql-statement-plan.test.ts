@@ -157,3 +157,30 @@ describe("picks of every matching row (lease recovery)", () => {
     expect(plan(unlocked).steps.map((s) => s.sql)).not.toContainEqual(expect.stringContaining("@cq_cand"));
   });
 });
+
+describe("a single-table update returning listed columns (a complete's id and status)", () => {
+  it("records the returned values in its last assignment and reads them from the session: no transaction, no read-back by id", () => {
+    const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = ?3 WHERE id = ?1 AND worker_id = ?2 RETURNING id, status");
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_ids = '[]'",
+      "UPDATE cairnq_tasks SET status = 'succeeded', result = ?, created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', JSON_ARRAY(id, status))) IS NULL, created_at_ms, created_at_ms) WHERE id = ? AND worker_id = ?",
+      "SELECT @cq_ids AS cq_rows",
+    ]);
+    expect(planned.steps[1]?.params).toEqual([2, 0, 1]);
+    expect(planned.capturedColumns).toEqual(["id", "status"]);
+    expect(planned.transactional).toBe(false);
+  });
+
+  it("reads whole rows, joined or picked updates and updates reading a table back by id, as before", () => {
+    for (const sql of [
+      "UPDATE cairnq_tasks SET status = 'succeeded' WHERE id = ?1 RETURNING *",
+      "UPDATE cairnq_tasks SET status = 'succeeded' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, status",
+      "UPDATE cairnq_tasks SET status = 'succeeded' FROM JSON_TABLE(?1, '$[*]' COLUMNS (p_taskId LONGTEXT PATH '$[0]')) AS b WHERE id = b.p_taskId RETURNING id, status",
+      "UPDATE cairnq_tasks SET message = (SELECT 'x') WHERE id = ?1 RETURNING id, status",
+    ]) {
+      const planned = plan(sql);
+      expect(planned.capturedColumns).toBeUndefined();
+      expect(planned.steps.at(-1)?.sql).toMatch(/^SELECT STRAIGHT_JOIN /);
+    }
+  });
+});
