@@ -370,15 +370,18 @@ const CAND = "@cq_cand";
 /**
  * A joined picked-ids update whose picks lock every matching row (`FOR UPDATE SKIP LOCKED` without
  * `LIMIT`: the lease recovery of §5.10 step 4) → first `SET @cq_cand = EXISTS (SELECT 1 FROM
- * cairnq_tasks WHERE <picks' condition>)`, a plain read that locks nothing, then the update gated on
- * it (`… WHERE @cq_cand [AND (<the rest>)]`), the same statement as before when the read found a row.
+ * cairnq_tasks WHERE <picks' condition>)`, a plain read that locks nothing, then the update only
+ * when it found a row: `EXECUTE IMMEDIATE IF(@cq_cand, '<the update>', 'DO 0')` for an update without
+ * parameters (the recovery), else the update gated on it (`… WHERE @cq_cand [AND (<the rest>)]`);
+ * either way the same statement as before when the read found a row.
  * MariaDB's locking read of a range also locks the first index record past it and keeps that lock
  * until the transaction ends: the recovery's read of the lease index locked the running task with
  * the earliest lease, whose complete or heartbeat then waited for the claim to commit (a locking
  * read in a second session timed out behind it). With nothing expired the gated update is
- * "Impossible WHERE": no derived table, no lock, and about half the server time (MariaDB profile, no
- * expired lease: 113 + 160 µs against 507). Both statements read the transaction clock, so they
- * agree on what has expired. Any other text is returned alone.
+ * `DO 0` (or, gated, "Impossible WHERE"): no derived table, no lock, and a fraction of the server
+ * time (MariaDB profiles, no expired lease: gate 113–120 µs + `DO 0` through `EXECUTE IMMEDIATE` 55,
+ * or + the gated update 160–185, against 352–507 for the update alone). Both statements read the
+ * transaction clock, so they agree on what has expired. Any other text is returned alone.
  */
 function gateUnboundedPicks(sql: string): string[] {
   const head = `UPDATE (SELECT id AS cq_id FROM ${TASKS} WHERE `;
@@ -389,9 +392,18 @@ function gateUnboundedPicks(sql: string): string[] {
   if (!picks.endsWith(skip)) return [sql];
   const condition = picks.slice(0, -skip.length);
   if (topLevel(condition, "LIMIT").length > 0 || topLevel(condition, "ORDER BY").length > 0) return [sql];
+  const gate = `SET ${CAND} = EXISTS (SELECT 1 FROM ${TASKS} WHERE ${condition})`;
+  // Without parameters the update is a string the server runs only when the read found a row (MariaDB's EXECUTE IMMEDIATE):
+  // with none found, `DO 0` costs 55 µs where the gated update still cost 185 (prepared, then found impossible).
+  if (!sql.includes("?")) return [gate, `EXECUTE IMMEDIATE IF(${CAND}, ${quoted(sql)}, 'DO 0')`];
   const where = topLevel(sql, "WHERE", close + 1)[0];
   const gated = where === undefined ? `${sql} WHERE ${CAND}` : `${sql.slice(0, where)}WHERE ${CAND} AND (${sql.slice(where + "WHERE ".length)})`;
-  return [`SET ${CAND} = EXISTS (SELECT 1 FROM ${TASKS} WHERE ${condition})`, gated];
+  return [gate, gated];
+}
+
+/** `text` as a MySQL string literal (backslash escapes on, as `MySQLSyntax.literal` writes them). */
+function quoted(text: string): string {
+  return `'${text.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
 }
 
 /**

@@ -121,7 +121,7 @@ describe("planStatementWithoutRows", () => {
     const planned = planStatementWithoutRows(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
       "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
-      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'queued', lease_until_ms = NULL WHERE @cq_cand",
+      "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = ''queued'', lease_until_ms = NULL', 'DO 0')",
     ]);
     expect(planned.transactional).toBe(true);
     expect(planStatement(recovery).steps).toHaveLength(4);
@@ -148,6 +148,19 @@ describe("picks of every matching row (lease recovery)", () => {
     // Both statements read the one parameter.
     expect(planned.steps.map((s) => s.params)).toEqual([[0], [0]]);
     expect(planned.transactional).toBe(true);
+  });
+
+  it("run a parameterless update as a string only when the read found a row (its quotes and backslashes escaped), with the ids it changed still recorded", () => {
+    const recovery = "UPDATE cairnq_tasks SET error = 'a''b\\c' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id, status";
+    const planned = plan(recovery);
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_ids = '[]'",
+      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
+        "SET error = ''a''''b\\\\c'', created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, ''$'', id)) IS NULL, created_at_ms, created_at_ms)', 'DO 0')",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+    ]);
+    expect(planned.steps.map((s) => s.params)).toEqual([[], [], [], []]);
   });
 
   it("leave picks with a LIMIT (a draw, a purge batch) as one statement", () => {
