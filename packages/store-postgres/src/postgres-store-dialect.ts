@@ -70,11 +70,13 @@ export class PostgresStoreDialect extends BaseStoreDialect {
     this.connection = new PostgresConnection(target, options);
     const connection = this.connection;
     // The lane reads the wakeups' LISTEN connection only when a write runs, long after both exist.
-    const lane = connection.listenRunsWrites ? new ListenLane(
-            () => this.wakeups.lend(),
-            () => this.wakeups.listeningClient,
-            () => connection.listenFoundDead(),
-          ) : null;
+    const lane = connection.listenRunsWrites
+      ? new ListenLane(
+          () => this.wakeups.lend(),
+          () => this.wakeups.listeningClient,
+          () => connection.listenFoundDead(),
+        )
+      : null;
     this.lane = lane;
     if (lane !== null) connection.onSuspects = () => lane.suspect();
     this.executor = new PostgresExecutor(connection.pipelines, connection.pipelines ? connection : null, lane);
