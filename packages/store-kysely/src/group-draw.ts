@@ -97,6 +97,10 @@ const GUARDS = x.param("guards", "textList");
 const CLAIMED_IDS = x.param("claimedIds", "textList");
 const SETTLING = x.param("settling", "textList");
 const IDLE = x.param("idle", "textList");
+const FROM_SEQ = x.param("fromSeq", "int");
+const FROM_GROUP = x.param("fromGroup", "text");
+const TO_SEQ = x.param("toSeq", "int");
+const TO_GROUP = x.param("toGroup", "text");
 /** The status the running read gives a task held by an attempt whose settlement the claiming store has in flight. */
 const SETTLING_STATUS = "settling";
 
@@ -235,15 +239,24 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
  * write per such group where two statements wrote it twice (over 10,000 groups, nearly every group a
  * claim serves). The `max` is read once, before the statement writes a row (SQLite evaluates it at the
  * first row it updates, which is a served one; Postgres reads the statement's snapshot).
+ *
+ * The served groups are found in the span of the served order the claim's pages covered, from the
+ * first served group to the last (`(:fromSeq, :fromGroup)` to `(:toSeq, :toGroup)`, as the pages read
+ * them: active, and nothing but this serialised step moves a group in the served order), then by key:
+ * a range of the served index bounded by the pages read. By key alone, Postgres's plan on a group
+ * table not analysed yet (its estimate for a name is a few rows, for the 64 keys 64 index probes) read
+ * every group of the name through the served index (1–2.6 ms per claim of 64 at 2,600 groups,
+ * `bench/group-cycle.mjs`), where the span reads the page's rows.
  */
 const SERVED: StatementTemplate = {
-  params: [NAME, GROUPS, LIMIT, IDLE, GUARDS],
+  params: [NAME, GROUPS, LIMIT, IDLE, GUARDS, FROM_SEQ, FROM_GROUP, TO_SEQ, TO_GROUP],
   clock: null,
   build: (c, env) =>
     `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
     `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"}, ` +
     `active = CASE WHEN ${idleCondition(c, env, IDLE)} THEN 0 ELSE active END ` +
-    `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
+    `WHERE name = ${c.slot(NAME)} AND active = 1 AND (served_seq, group_key) >= (${c.slot(FROM_SEQ)}, ${c.slot(FROM_GROUP)}) ` +
+    `AND (served_seq, group_key) <= (${c.slot(TO_SEQ)}, ${c.slot(TO_GROUP)}) AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
 };
 
 /**
@@ -290,6 +303,8 @@ const GROUP_DRAW_TEMPLATE = setTransitionByIdsTemplate(GROUP_DRAW, GROUP_TASK_ID
 
 interface PagedGroup {
   readonly group: string;
+  /** Its `served_seq` as the page read it. */
+  readonly seq: number;
   readonly touched: number;
   allowance: number;
 }
@@ -412,6 +427,8 @@ export class GroupDraw {
     // No group may give more than the smaller of its limits, nor more than the claim still needs.
     const mostPerGroup = this.#mostPerGroup();
     const eligible: GroupCandidates[] = [];
+    /** The eligible groups as paged, in served order (those the rotation may serve). */
+    const seen: PagedGroup[] = [];
     const empty: PagedGroup[] = [];
     const whole = new Map<string, PagedGroup>();
     let available = ungrouped.length;
@@ -441,7 +458,7 @@ export class GroupDraw {
         const group = String(row.group_key);
         let entry = paged[paged.length - 1];
         if (entry?.group !== group) {
-          entry = { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
+          entry = { group, seq: Number(row.served_seq), touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
           paged.push(entry);
         }
         if (typeof row.id === "string") entry.taskIds.push(row.id);
@@ -460,6 +477,7 @@ export class GroupDraw {
           continue;
         }
         eligible.push({ group: g.group, taskIds: g.taskIds, allowance: g.allowance });
+        seen.push(g);
         // Fewer tasks than asked for: the page showed all the group's due work, so a draw taking it all leaves none.
         if (g.taskIds.length < perGroup) whole.set(g.group, g);
         available += Math.min(g.allowance, g.taskIds.length);
@@ -482,7 +500,15 @@ export class GroupDraw {
     if (grouped.length > 0) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
-      const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards };
+      // The span of the served order the served groups lie in: pages come in served order, so the first and last served in it.
+      const servedSet = new Set(rotation.served);
+      const span = seen.filter((g) => servedSet.has(g.group));
+      const from = span[0] as PagedGroup;
+      const to = span[span.length - 1] as PagedGroup;
+      const served = {
+        ...{ name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards },
+        ...{ fromSeq: from.seq, fromGroup: from.group, toSeq: to.seq, toGroup: to.group },
+      };
       writes.push(this.#query(SERVED, served));
       if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
     }
