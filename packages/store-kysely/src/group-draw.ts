@@ -255,9 +255,26 @@ const SERVED: StatementTemplate = {
     `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
     `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"}, ` +
     `active = CASE WHEN ${idleCondition(c, env, IDLE)} THEN 0 ELSE active END ` +
-    `WHERE name = ${c.slot(NAME)} AND active = 1 AND (served_seq, group_key) >= (${c.slot(FROM_SEQ)}, ${c.slot(FROM_GROUP)}) ` +
-    `AND (served_seq, group_key) <= (${c.slot(TO_SEQ)}, ${c.slot(TO_GROUP)}) AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
+    `WHERE ${inSpan(c)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
 };
+
+/**
+ * The active groups of `:name` in the span `(:fromSeq, :fromGroup)` to `(:toSeq, :toGroup)` of the served order
+ * (a range of the served index): where {@link SERVED} and {@link DEACTIVATE} find the groups a claim's pages read.
+ */
+function inSpan(c: ExprCompiler): string {
+  return (
+    `name = ${c.slot(NAME)} AND active = 1 AND (served_seq, group_key) >= (${c.slot(FROM_SEQ)}, ${c.slot(FROM_GROUP)}) ` +
+    `AND (served_seq, group_key) <= (${c.slot(TO_SEQ)}, ${c.slot(TO_GROUP)})`
+  );
+}
+
+/** The span of the served order that `groups` (paged, in served order; at least one) lie in, as {@link inSpan} reads it. */
+function spanOf(groups: readonly PagedGroup[]): Params {
+  const from = groups[0] as PagedGroup;
+  const to = groups[groups.length - 1] as PagedGroup;
+  return { fromSeq: from.seq, fromGroup: from.group, toSeq: to.seq, toGroup: to.group };
+}
 
 /**
  * Step 4: the groups of `:groups` found without any queued task go inactive, each unless a submit
@@ -268,9 +285,9 @@ const SERVED: StatementTemplate = {
  * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
  */
 const DEACTIVATE: StatementTemplate = {
-  params: [NAME, GROUPS, GUARDS],
+  params: [NAME, GROUPS, GUARDS, FROM_SEQ, FROM_GROUP, TO_SEQ, TO_GROUP],
   clock: null,
-  build: (c, env) => `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND ${idleCondition(c, env, GROUPS)}`,
+  build: (c, env) => `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE ${inSpan(c)} AND ${idleCondition(c, env, GROUPS)}`,
 };
 
 /** The group row (of `:name`) is in `groups`, was read with the `touched` of its `:guards` entry, and has no queued task (see {@link DEACTIVATE}). */
@@ -502,18 +519,14 @@ export class GroupDraw {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
       // The span of the served order the served groups lie in: pages come in served order, so the first and last served in it.
       const servedSet = new Set(rotation.served);
-      const span = seen.filter((g) => servedSet.has(g.group));
-      const from = span[0] as PagedGroup;
-      const to = span[span.length - 1] as PagedGroup;
-      const served = {
-        ...{ name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards },
-        ...{ fromSeq: from.seq, fromGroup: from.group, toSeq: to.seq, toGroup: to.group },
-      };
+      const span = spanOf(seen.filter((g) => servedSet.has(g.group)));
+      const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards, ...span };
       writes.push(this.#query(SERVED, served));
       if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
     }
     if (empty.length > 0) {
-      writes.push(this.#query(DEACTIVATE, { name, groups: empty.map((g) => g.group), guards: empty.map((g) => `${g.group}#${g.touched}`) }));
+      const guards = empty.map((g) => `${g.group}#${g.touched}`);
+      writes.push(this.#query(DEACTIVATE, { name, groups: empty.map((g) => g.group), guards, ...spanOf(empty) }));
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     if (writes.length === 0) return [];
