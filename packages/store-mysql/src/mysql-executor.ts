@@ -173,6 +173,8 @@ export class MySQLExecutor extends BaseStoreExecutor {
     const planned = planStatement(outsideTransaction(query.sql));
     if (planned.steps.length === 1) return runPlanned(db, planned, query.parameters);
     if (!this.multipleStatements) return this.writeTransaction(db, (tx) => tx.executeQuery(query));
+    // One round trip on one connection (the plan's steps share its session variables), without a transaction where the plan needs none.
+    if (!planned.transactional) return db.connection().execute(async (conn) => finish(planned, pick(await conn.executeQuery<Row>(joined(planned.steps, query.parameters)), planned.steps.length - 1)));
     // One round trip: the plan between START TRANSACTION and COMMIT; a failure rolls back on the same connection.
     return db.connection().execute(async (conn) => {
       const steps = [{ sql: "START TRANSACTION", params: [] }, ...planned.steps, { sql: "COMMIT", params: [] }];
@@ -249,8 +251,15 @@ async function runPlanned(runner: QueryRunner, planned: MySQLStatementPlan, para
 
 function finish(planned: MySQLStatementPlan, result: QueryResult<Row>): QueryResult<Row> {
   const done = asText(result);
+  if (planned.capturedColumns !== undefined) return { ...done, rows: capturedRows(planned.capturedColumns, done.rows[0]?.cq_rows) };
   if (!planned.dropNullRows) return done;
   return { ...done, rows: done.rows.filter((row) => Object.values(row)[0] !== null) };
+}
+
+/** The rows a captured returning update recorded (`MySQLStatementPlan.capturedColumns`): a JSON array of value arrays. */
+function capturedRows(columns: readonly string[], captured: unknown): Row[] {
+  const rows = typeof captured === "string" ? (JSON.parse(captured) as unknown[][]) : [];
+  return rows.map((values) => Object.fromEntries(columns.map((column, i) => [column, values[i] ?? null])));
 }
 
 /** `steps` as one multi-statement query, with the core statement's `parameters` in placeholder order. */

@@ -120,10 +120,11 @@ describe("planStatementWithoutRows", () => {
     const recovery = "UPDATE cairnq_tasks SET status = 'queued', lease_until_ms = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id";
     const planned = planStatementWithoutRows(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'queued', lease_until_ms = NULL",
+      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = ''queued'', lease_until_ms = NULL', 'DO 0')",
     ]);
-    expect(planned.transactional).toBe(false);
-    expect(planStatement(recovery).steps).toHaveLength(3);
+    expect(planned.transactional).toBe(true);
+    expect(planStatement(recovery).steps).toHaveLength(4);
   });
 
   it("plans any other statement as planStatement does", () => {
@@ -131,5 +132,68 @@ describe("planStatementWithoutRows", () => {
     expect(planStatementWithoutRows(read)).toEqual(planStatement(read));
     const update = "UPDATE cairnq_tasks SET message = 'x' WHERE id = ?1";
     expect(planStatementWithoutRows(update)).toEqual(planStatement(update));
+  });
+});
+
+describe("picks of every matching row (lease recovery)", () => {
+  it("gate the locking update on a plain read of the same condition, so that nothing is locked when nothing matches", () => {
+    const recovery =
+      "UPDATE cairnq_tasks SET status = 'queued' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?1 FOR UPDATE SKIP LOCKED) AND attempt < 3 OR max_attempts = 1";
+    const planned = plan(recovery);
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?)",
+      "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ? FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
+        "SET status = 'queued' WHERE @cq_cand AND (attempt < 3 OR max_attempts = 1)",
+    ]);
+    // Both statements read the one parameter.
+    expect(planned.steps.map((s) => s.params)).toEqual([[0], [0]]);
+    expect(planned.transactional).toBe(true);
+  });
+
+  it("run a parameterless update as a string only when the read found a row (its quotes and backslashes escaped), with the ids it changed still recorded", () => {
+    const recovery = "UPDATE cairnq_tasks SET error = 'a''b\\c' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id, status";
+    const planned = plan(recovery);
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_ids = '[]'",
+      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
+        "SET error = ''a''''b\\\\c'', created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, ''$'', id)) IS NULL, created_at_ms, created_at_ms)', 'DO 0')",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+    ]);
+    expect(planned.steps.map((s) => s.params)).toEqual([[], [], [], []]);
+  });
+
+  it("leave picks with a LIMIT (a draw, a purge batch) as one statement", () => {
+    const draw = "UPDATE cairnq_tasks SET status = 'running' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued' ORDER BY id LIMIT 5 FOR UPDATE SKIP LOCKED)";
+    expect(plan(draw).steps).toHaveLength(1);
+    const unlocked = "UPDATE cairnq_tasks SET status = 'running' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued')";
+    expect(plan(unlocked).steps.map((s) => s.sql)).not.toContainEqual(expect.stringContaining("@cq_cand"));
+  });
+});
+
+describe("a single-table update returning listed columns (a complete's id and status)", () => {
+  it("records the returned values in its last assignment and reads them from the session: no transaction, no read-back by id", () => {
+    const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = ?3 WHERE id = ?1 AND worker_id = ?2 RETURNING id, status");
+    expect(planned.steps.map((s) => s.sql)).toEqual([
+      "SET @cq_ids = '[]'",
+      "UPDATE cairnq_tasks SET status = 'succeeded', result = ?, created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', JSON_ARRAY(id, status))) IS NULL, created_at_ms, created_at_ms) WHERE id = ? AND worker_id = ?",
+      "SELECT @cq_ids AS cq_rows",
+    ]);
+    expect(planned.steps[1]?.params).toEqual([2, 0, 1]);
+    expect(planned.capturedColumns).toEqual(["id", "status"]);
+    expect(planned.transactional).toBe(false);
+  });
+
+  it("reads whole rows, joined or picked updates and updates reading a table back by id, as before", () => {
+    for (const sql of [
+      "UPDATE cairnq_tasks SET status = 'succeeded' WHERE id = ?1 RETURNING *",
+      "UPDATE cairnq_tasks SET status = 'succeeded' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, status",
+      "UPDATE cairnq_tasks SET status = 'succeeded' FROM JSON_TABLE(?1, '$[*]' COLUMNS (p_taskId LONGTEXT PATH '$[0]')) AS b WHERE id = b.p_taskId RETURNING id, status",
+      "UPDATE cairnq_tasks SET message = (SELECT 'x') WHERE id = ?1 RETURNING id, status",
+    ]) {
+      const planned = plan(sql);
+      expect(planned.capturedColumns).toBeUndefined();
+      expect(planned.steps.at(-1)?.sql).toMatch(/^SELECT STRAIGHT_JOIN /);
+    }
   });
 });

@@ -9,6 +9,7 @@
 import { createRequire } from "node:module";
 import { MySQLStore } from "@cairnq/store-mysql";
 import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
+import { createConnection } from "mysql2/promise";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
 const require = createRequire(import.meta.url);
@@ -26,12 +27,17 @@ afterAll(async () => {
 
 /** The texts of the queries the driver sends while `fn` runs. */
 async function queriesDuring(fn: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = [];
+  return (await queriesWithValuesDuring(fn)).map((q) => q.sql);
+}
+
+/** The queries (text and values) the driver sends while `fn` runs. */
+async function queriesWithValuesDuring(fn: () => Promise<unknown>): Promise<{ sql: string; values: unknown }[]> {
+  const sent: { sql: string; values: unknown }[] = [];
   const proto = mysql2.Connection.prototype;
   const original = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
     const sql = args[0];
-    sent.push(typeof sql === "string" ? sql : String((sql as { sql?: unknown }).sql));
+    sent.push({ sql: typeof sql === "string" ? sql : String((sql as { sql?: unknown }).sql), values: typeof args[1] === "function" ? undefined : args[1] });
     return original.apply(this, args);
   };
   try {
@@ -107,7 +113,8 @@ it("a settlement waiting behind the flush in flight rides with the next claim: i
     ]);
     expect(claimed).toHaveLength(1);
     expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/^START TRANSACTION;\nSET @cq_ids = '\[\]';\nUPDATE cairnq_tasks SET status = CASE WHEN cancel_requested_at_ms/);
+    // The lone complete in flight: its update records the returned values, read from the session (no transaction, no read-back by id).
+    expect(sent[0]).toMatch(/^SET @cq_ids = '\[\]';\nUPDATE cairnq_tasks SET status = CASE WHEN cancel_requested_at_ms[\s\S]*JSON_ARRAY\(id, status\)[\s\S]*;\nSELECT @cq_ids AS cq_rows$/);
     expect(sent[1]).toMatch(/^START TRANSACTION;[\s\S]*UPDATE cairnq_tasks SET status = CASE WHEN cancel_requested_at_ms[\s\S]*SET status = 'running'[\s\S]*;\nCOMMIT$/);
     expect(sent[1]?.match(/COMMIT/g)).toHaveLength(1);
     expect(await store.get(b.id)).toMatchObject({ status: "succeeded", result: { n: 2 } });
@@ -129,9 +136,41 @@ it("a claim's lease recovery collects and reads back no ids (nobody reads them),
     });
     expect(again.map((t) => [t.id, t.attempt])).toEqual([[task.id, 2]]);
     const head = sent.find((sql) => sql.startsWith("START TRANSACTION")) ?? "";
-    expect(head).toMatch(/^START TRANSACTION;\nSET @cq_tx_now = NULL;\nUPDATE \(SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running'[^;]*;\nSET @cq_ids/);
+    expect(head).toMatch(/^START TRANSACTION;\nSET @cq_tx_now = NULL;\nSET @cq_cand = EXISTS \(SELECT 1 FROM cairnq_tasks WHERE status = 'running'[^;]*;\nEXECUTE IMMEDIATE IF\(@cq_cand, 'UPDATE \(SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running''[^;]*', 'DO 0'\);\nSET @cq_ids/);
     expect(head.match(/SELECT STRAIGHT_JOIN/g)).toHaveLength(1); // the draw's rows only
   } finally {
+    await store.close();
+  }
+});
+
+it("a claim with no expired lease locks no running row: the owner's write to the task with the earliest lease does not wait for the claim's transaction", async () => {
+  const store = new MySQLStore(dsn);
+  const holder = await createConnection({ uri: dsn, multipleStatements: true, charset: "UTF8MB4_BIN" });
+  const owner = await createConnection({ uri: dsn, charset: "UTF8MB4_BIN" });
+  try {
+    for (const c of [holder, owner]) await c.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    await owner.query("SET SESSION innodb_lock_wait_timeout = 1");
+    const running = await store.submit({ name: "lock-probe-running", payload: {} });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 60_000, names: ["lock-probe-running"], limit: 1 });
+    expect(claimed?.id).toBe(running.id);
+    // The head of a claim that finds nothing to take, as the store sends it.
+    const sent = await queriesWithValuesDuring(() => store.claim({ queues: ["default"], workerId: "w2", leaseMs: 30_000, names: ["lock-probe-none"], limit: 1, probe: false }));
+    const head = sent.find((q) => q.sql.startsWith("START TRANSACTION"));
+    if (head === undefined) throw new Error("no claim head sent");
+    expect(head.sql).toMatch(/;\nCOMMIT$/);
+    // The same statements, held open before their COMMIT (a claim's transaction in flight).
+    await holder.query(head.sql.slice(0, -";\nCOMMIT".length), head.values as unknown[]);
+    try {
+      // The running task with the earliest lease (other tests' tasks run too): the record just past the expired range.
+      const [[earliest]] = (await owner.query("SELECT id FROM cairnq_tasks WHERE status = 'running' ORDER BY lease_until_ms LIMIT 1")) as unknown as [{ id: Buffer }[]];
+      const [result] = await owner.query("UPDATE cairnq_tasks SET progress = 0.5 WHERE id = ?", [earliest?.id]);
+      expect((result as { affectedRows: number }).affectedRows).toBe(1);
+    } finally {
+      await holder.query("ROLLBACK");
+    }
+  } finally {
+    await holder.end();
+    await owner.end();
     await store.close();
   }
 });
