@@ -342,6 +342,19 @@ const PRUNE: StatementTemplate = {
 /** The draw by the picked ids, found by primary key whatever the planner knows (see `setTransitionByIdsTemplate`). */
 const GROUP_DRAW_TEMPLATE = setTransitionByIdsTemplate(GROUP_DRAW, GROUP_TASK_IDS, CLAIMABLE);
 
+/**
+ * The draw and {@link SET_CLAIMED} as one statement where the syntax has writable CTEs
+ * (`SqlSyntax.writableCtes`): the group rows of the rows the draw returns become `claimed`, found by
+ * the returned ids — no read of each task's status, and one statement fewer per claim.
+ */
+const GROUP_DRAW_MARKING: StatementTemplate = {
+  params: GROUP_DRAW_TEMPLATE.params,
+  clock: GROUP_DRAW_TEMPLATE.clock,
+  build: (c, env) =>
+    `WITH drawn AS (${GROUP_DRAW_TEMPLATE.build(c, env)}), marked AS (UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} ` +
+    `WHERE task_id IN (SELECT id FROM drawn)) SELECT * FROM drawn`,
+};
+
 interface PagedGroup {
   readonly group: string;
   /** Its `served_seq` as the page read it. */
@@ -537,8 +550,10 @@ export class GroupDraw {
     // Wake-up writes no page read took along (the head's tasks without a group filled the claim) lead the batch.
     const writes: CompiledQuery<Row>[] = woken;
     const drawAt = writes.length;
-    if (rotation.taskIds.length > 0) writes.push(this.#query(GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
-    if (grouped.length > 0) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
+    // Where the draw can mark its tasks' group rows itself (one statement), it does when it takes grouped tasks.
+    const marking = grouped.length > 0 && this.#ext.dialect.syntax.writableCtes === true;
+    if (rotation.taskIds.length > 0) writes.push(this.#query(marking ? GROUP_DRAW_MARKING : GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
+    if (grouped.length > 0 && !marking) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
       // The span of the served order the served groups lie in: pages come in served order, so the first and last served in it.

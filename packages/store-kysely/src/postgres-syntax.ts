@@ -39,6 +39,7 @@ const ARRAY_ESCAPES = /[\\"]/g;
  */
 export class PostgresSyntax extends BaseSqlSyntax {
   override readonly skipLockedClause: string = " FOR UPDATE SKIP LOCKED";
+  readonly writableCtes = true;
 
   placeholder(index: number, type: ParamType): string {
     return type === "json" ? `cast($${index} as jsonb)` : `$${index}::${CASTS[type]}`;
