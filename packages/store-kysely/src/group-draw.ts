@@ -59,7 +59,7 @@
  */
 import type { Task } from "@cairnq/protocol";
 import type { CompiledQuery, QueryResult } from "kysely";
-import type { GroupCandidates, GroupLimits, Params } from "@cairnq/protocol/adapter";
+import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
 import {
   CLAIMABLE,
   countsAsGroupRunning,
@@ -97,6 +97,10 @@ const GUARDS = x.param("guards", "textList");
 const CLAIMED_IDS = x.param("claimedIds", "textList");
 const SETTLING = x.param("settling", "textList");
 const IDLE = x.param("idle", "textList");
+const FROM_SEQ = x.param("fromSeq", "int");
+const FROM_GROUP = x.param("fromGroup", "text");
+const TO_SEQ = x.param("toSeq", "int");
+const TO_GROUP = x.param("toGroup", "text");
 /** The status the running read gives a task held by an attempt whose settlement the claiming store has in flight. */
 const SETTLING_STATUS = "settling";
 
@@ -235,16 +239,63 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
  * write per such group where two statements wrote it twice (over 10,000 groups, nearly every group a
  * claim serves). The `max` is read once, before the statement writes a row (SQLite evaluates it at the
  * first row it updates, which is a served one; Postgres reads the statement's snapshot).
+ *
+ * The served groups are found in the span of the served order the claim's pages covered, from the
+ * first served group to the last (`(:fromSeq, :fromGroup)` to `(:toSeq, :toGroup)`, as the pages read
+ * them: active, and nothing but this serialised step moves a group in the served order), then by key:
+ * a range of the served index bounded by the pages read. By key alone, Postgres's plan on a group
+ * table not analysed yet (its estimate for a name is a few rows, for the 64 keys 64 index probes) read
+ * every group of the name through the served index (1–2.6 ms per claim of 64 at 2,600 groups,
+ * `bench/group-cycle.mjs`), where the span reads the page's rows.
  */
-const SERVED: StatementTemplate = {
-  params: [NAME, GROUPS, LIMIT, IDLE, GUARDS],
-  clock: null,
-  build: (c, env) =>
-    `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
-    `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"}, ` +
-    `active = CASE WHEN ${idleCondition(c, env, IDLE)} THEN 0 ELSE active END ` +
-    `WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
-};
+function served(span: Span): StatementTemplate {
+  return {
+    params: [NAME, GROUPS, LIMIT, IDLE, GUARDS, ...spanParams(span)],
+    clock: null,
+    build: (c, env) =>
+      `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
+      `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"}, ` +
+      `active = CASE WHEN ${idleCondition(c, env, IDLE)} THEN 0 ELSE active END ` +
+      `WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
+  };
+}
+
+/**
+ * How a span of the served order is bounded: `same` when it lies within one `served_seq` (every group
+ * never served has 0; a claim gives all it serves the same next number), `across` otherwise.
+ */
+type Span = "same" | "across";
+
+/**
+ * The active groups of `:name` in the span `(:fromSeq, :fromGroup)` to `(:toSeq, :toGroup)` of the served order
+ * (a range of the served index): where {@link SERVED} and {@link DEACTIVATE} find the groups a claim's pages read.
+ * Within one `served_seq` the group keys bound both ends of the range (`same`). Across several, as row comparisons:
+ * a B-tree starts at the lower row exactly, but Postgres (before 18) ends a row-comparison range by its first
+ * column only, so it reads on through the groups sharing `:toSeq` — those of the one claim that served them
+ * last, where ending by the first column alone within `served_seq` 0 read every group never served (1 ms at
+ * 10,000 groups for a claim that served one).
+ */
+function inSpan(c: ExprCompiler, span: Span): string {
+  const bounds =
+    span === "same"
+      ? `served_seq = ${c.slot(FROM_SEQ)} AND group_key >= ${c.slot(FROM_GROUP)} AND group_key <= ${c.slot(TO_GROUP)}`
+      : `(served_seq, group_key) >= (${c.slot(FROM_SEQ)}, ${c.slot(FROM_GROUP)}) AND (served_seq, group_key) <= (${c.slot(TO_SEQ)}, ${c.slot(TO_GROUP)})`;
+  return `name = ${c.slot(NAME)} AND active = 1 AND ${bounds}`;
+}
+
+/** The parameters {@link inSpan} reads. */
+function spanParams(span: Span): ParamExpr[] {
+  return span === "same" ? [FROM_SEQ, FROM_GROUP, TO_GROUP] : [FROM_SEQ, FROM_GROUP, TO_SEQ, TO_GROUP];
+}
+
+/** The span of the served order that `groups` (paged, in served order; at least one) lie in, as {@link inSpan} reads it. */
+function spanOf(groups: readonly PagedGroup[]): { span: Span; params: Params } {
+  const from = groups[0] as PagedGroup;
+  const to = groups[groups.length - 1] as PagedGroup;
+  return { span: from.seq === to.seq ? "same" : "across", params: { fromSeq: from.seq, fromGroup: from.group, toSeq: to.seq, toGroup: to.group } };
+}
+
+const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same"), across: served("across") };
 
 /**
  * Step 4: the groups of `:groups` found without any queued task go inactive, each unless a submit
@@ -254,11 +305,14 @@ const SERVED: StatementTemplate = {
  * without statistics on a fresh group table (Postgres) ran `NOT EXISTS` as an anti-join that read every
  * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
  */
-const DEACTIVATE: StatementTemplate = {
-  params: [NAME, GROUPS, GUARDS],
-  clock: null,
-  build: (c, env) => `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE name = ${c.slot(NAME)} AND ${idleCondition(c, env, GROUPS)}`,
-};
+function deactivate(span: Span): StatementTemplate {
+  return {
+    params: [NAME, GROUPS, GUARDS, ...spanParams(span)],
+    clock: null,
+    build: (c, env) => `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE ${inSpan(c, span)} AND ${idleCondition(c, env, GROUPS)}`,
+  };
+}
+const DEACTIVATE: Readonly<Record<Span, StatementTemplate>> = { same: deactivate("same"), across: deactivate("across") };
 
 /** The group row (of `:name`) is in `groups`, was read with the `touched` of its `:guards` entry, and has no queued task (see {@link DEACTIVATE}). */
 function idleCondition(c: ExprCompiler, env: CompileEnv, groups: typeof GROUPS): string {
@@ -288,8 +342,23 @@ const PRUNE: StatementTemplate = {
 /** The draw by the picked ids, found by primary key whatever the planner knows (see `setTransitionByIdsTemplate`). */
 const GROUP_DRAW_TEMPLATE = setTransitionByIdsTemplate(GROUP_DRAW, GROUP_TASK_IDS, CLAIMABLE);
 
+/**
+ * The draw and {@link SET_CLAIMED} as one statement where the syntax has writable CTEs
+ * (`SqlSyntax.writableCtes`): the group rows of the rows the draw returns become `claimed`, found by
+ * the returned ids — no read of each task's status, and one statement fewer per claim.
+ */
+const GROUP_DRAW_MARKING: StatementTemplate = {
+  params: GROUP_DRAW_TEMPLATE.params,
+  clock: GROUP_DRAW_TEMPLATE.clock,
+  build: (c, env) =>
+    `WITH drawn AS (${GROUP_DRAW_TEMPLATE.build(c, env)}), marked AS (UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} ` +
+    `WHERE task_id IN (SELECT id FROM drawn)) SELECT * FROM drawn`,
+};
+
 interface PagedGroup {
   readonly group: string;
+  /** Its `served_seq` as the page read it. */
+  readonly seq: number;
   readonly touched: number;
   allowance: number;
 }
@@ -412,6 +481,8 @@ export class GroupDraw {
     // No group may give more than the smaller of its limits, nor more than the claim still needs.
     const mostPerGroup = this.#mostPerGroup();
     const eligible: GroupCandidates[] = [];
+    /** The eligible groups as paged, in served order (those the rotation may serve). */
+    const seen: PagedGroup[] = [];
     const empty: PagedGroup[] = [];
     const whole = new Map<string, PagedGroup>();
     let available = ungrouped.length;
@@ -441,7 +512,7 @@ export class GroupDraw {
         const group = String(row.group_key);
         let entry = paged[paged.length - 1];
         if (entry?.group !== group) {
-          entry = { group, touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
+          entry = { group, seq: Number(row.served_seq), touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
           paged.push(entry);
         }
         if (typeof row.id === "string") entry.taskIds.push(row.id);
@@ -460,6 +531,7 @@ export class GroupDraw {
           continue;
         }
         eligible.push({ group: g.group, taskIds: g.taskIds, allowance: g.allowance });
+        seen.push(g);
         // Fewer tasks than asked for: the page showed all the group's due work, so a draw taking it all leaves none.
         if (g.taskIds.length < perGroup) whole.set(g.group, g);
         available += Math.min(g.allowance, g.taskIds.length);
@@ -478,16 +550,23 @@ export class GroupDraw {
     // Wake-up writes no page read took along (the head's tasks without a group filled the claim) lead the batch.
     const writes: CompiledQuery<Row>[] = woken;
     const drawAt = writes.length;
-    if (rotation.taskIds.length > 0) writes.push(this.#query(GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
-    if (grouped.length > 0) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
+    // Where the draw can mark its tasks' group rows itself (one statement), it does when it takes grouped tasks.
+    const marking = grouped.length > 0 && this.#ext.dialect.syntax.writableCtes === true;
+    if (rotation.taskIds.length > 0) writes.push(this.#query(marking ? GROUP_DRAW_MARKING : GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
+    if (grouped.length > 0 && !marking) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
-      const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards };
-      writes.push(this.#query(SERVED, served));
+      // The span of the served order the served groups lie in: pages come in served order, so the first and last served in it.
+      const servedSet = new Set(rotation.served);
+      const { span, params: bounds } = spanOf(seen.filter((g) => servedSet.has(g.group)));
+      const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards, ...bounds };
+      writes.push(this.#query(SERVED[span], served));
       if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
     }
     if (empty.length > 0) {
-      writes.push(this.#query(DEACTIVATE, { name, groups: empty.map((g) => g.group), guards: empty.map((g) => `${g.group}#${g.touched}`) }));
+      const guards = empty.map((g) => `${g.group}#${g.touched}`);
+      const { span, params: bounds } = spanOf(empty);
+      writes.push(this.#query(DEACTIVATE[span], { name, groups: empty.map((g) => g.group), guards, ...bounds }));
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     if (writes.length === 0) return [];

@@ -39,6 +39,7 @@ const ARRAY_ESCAPES = /[\\"]/g;
  */
 export class PostgresSyntax extends BaseSqlSyntax {
   override readonly skipLockedClause: string = " FOR UPDATE SKIP LOCKED";
+  readonly writableCtes = true;
 
   placeholder(index: number, type: ParamType): string {
     return type === "json" ? `cast($${index} as jsonb)` : `$${index}::${CASTS[type]}`;
@@ -88,8 +89,17 @@ export class PostgresSyntax extends BaseSqlSyntax {
     return `${expr} = any(${listPlaceholder})`;
   }
 
-  /** `LEFT JOIN LATERAL` of the subquery, then `table` by its key: one run of the subquery per outer row. */
+  /**
+   * `LEFT JOIN LATERAL` of the subquery: one run of the subquery per outer row. A subquery selecting
+   * only its row's key (`SELECT t.key AS key FROM table t …`) selects the whole row instead, so the
+   * rows need no second read by key (a group draw's page: 64 primary-key reads of the group rows the
+   * walk index had already given); any other is followed by `table` by its key.
+   */
   override topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
+    const keyOnly = /^SELECT (\w+)\.(\w+) AS (\w+) FROM (\w+) (\w+) /.exec(subquery);
+    if (keyOnly !== null && keyOnly[2] === key && keyOnly[3] === key && keyOnly[4] === table && keyOnly[5] === keyOnly[1]) {
+      return `LEFT JOIN LATERAL (SELECT ${keyOnly[1]}.*${subquery.slice(subquery.indexOf(" FROM "))}) ${alias} ON TRUE`;
+    }
     return `LEFT JOIN LATERAL (${subquery}) ${alias}_top ON TRUE LEFT JOIN ${table} ${alias} ON ${alias}.${key} = ${alias}_top.${key}`;
   }
 

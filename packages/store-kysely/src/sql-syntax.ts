@@ -79,6 +79,13 @@ export interface SqlSyntax {
    */
   topRowsJoin?(table: string, alias: string, key: string, subquery: string): string;
   /**
+   * Whether a statement may change rows in a `WITH` clause whose `RETURNING` rows the rest of the
+   * statement reads (`WITH d AS (UPDATE … RETURNING …) UPDATE … WHERE k IN (SELECT … FROM d)`):
+   * a group draw then marks its taken tasks' group rows in the draw's own statement. Optional
+   * (absent: no; Postgres: yes).
+   */
+  readonly writableCtes?: boolean;
+  /**
    * A single-row transition that can end a task (succeed, complete, fail, cancel) as the statement to run:
    * `update` is its `UPDATE … SET … WHERE …` without `RETURNING`; the statement must return, per
    * changed row, `returning` (every task column as {@link SqlSyntax.taskColumns} lists them, or

@@ -37,6 +37,23 @@ describe("a multi-row statement's columns on Postgres", () => {
   });
 });
 
+describe("each outer row's top rows on Postgres (topRowsJoin)", () => {
+  it("takes the whole row from a subquery that selects only its row's key, and joins the table by key after any other", () => {
+    const syntax = new PostgresSyntax();
+    expect(syntax.topRowsJoin("tg_table", "b", "task_id", "SELECT tg.task_id AS task_id FROM tg_table tg WHERE tg.k = g.k ORDER BY tg.p DESC LIMIT 2")).toBe(
+      "LEFT JOIN LATERAL (SELECT tg.* FROM tg_table tg WHERE tg.k = g.k ORDER BY tg.p DESC LIMIT 2) b ON TRUE",
+    );
+    // Another table, another column or another alias than the one it reads: the subquery as it is, then the table by key.
+    for (const subquery of [
+      "SELECT o.task_id AS task_id FROM other o WHERE o.k = g.k LIMIT 2",
+      "SELECT tg.id AS task_id FROM tg_table tg WHERE tg.k = g.k LIMIT 2",
+      "SELECT x.task_id AS task_id FROM tg_table tg WHERE tg.k = g.k LIMIT 2",
+    ]) {
+      expect(syntax.topRowsJoin("tg_table", "b", "task_id", subquery)).toBe(`LEFT JOIN LATERAL (${subquery}) b_top ON TRUE LEFT JOIN tg_table b ON b.task_id = b_top.task_id`);
+    }
+  });
+});
+
 describe("claim draws (§5.10: one queue / one name compile to equality)", () => {
   it("one queue, one name: plain equalities, no json_each", () => {
     const s = sqlite.statement(DRAW_T, draw(["q"], ["a"]));

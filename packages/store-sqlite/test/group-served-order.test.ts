@@ -58,6 +58,34 @@ describe("group draw bookkeeping (group-draw.ts step 4)", () => {
     ]);
   });
 
+  it("a claim serving groups of different served numbers moves each of them, and no group between them that it did not serve", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await store.connect();
+    for (const id of ["a1", "a2", "b1", "b2", "c1", "c2"]) await store.submit({ name: "g", group: id.slice(0, 1), payload: { id } });
+    const claimIn = async (limit: number) =>
+      store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["g"], limit, probe: false, flowControl: { g: { groupConcurrency: 1 } } });
+    // The group of each task claimed (the two tasks of a group may be taken in either order: same priority, ids of one millisecond).
+    const groups = (rows: readonly { payload: unknown }[]) => rows.map((row) => (row.payload as { id: string }).id[0]);
+    expect(groups(await claimIn(1))).toEqual(["a"]);
+    // a is full (its task runs): b is served next; its task then ends, so b has room again.
+    const taken = await claimIn(1);
+    expect(groups(taken)).toEqual(["b"]);
+    await store.complete({ taskId: (taken[0] as { id: string }).id, workerId: "w1", attempt: 1, result: null });
+    expect(groupRows(file)).toEqual([
+      { group_key: "a", served_seq: 1, active: 1 },
+      { group_key: "b", served_seq: 2, active: 1 },
+      { group_key: "c", served_seq: 0, active: 1 },
+    ]);
+    // Served order c (0), a (1, full), b (2): the claim serves c and b, whose served numbers differ, and skips a between them.
+    expect(groups(await claimIn(3))).toEqual(["c", "b"]);
+    expect(groupRows(file)).toEqual([
+      { group_key: "a", served_seq: 1, active: 1 },
+      { group_key: "b", served_seq: 3, active: 1 },
+      { group_key: "c", served_seq: 3, active: 1 },
+    ]);
+  });
+
   it("a served group with due work left stays active", async () => {
     const file = tempFile();
     const store = openStore(file);

@@ -77,4 +77,25 @@ describe("a group draw and the store's own settlements in flight", () => {
     await store.complete({ taskId: first.id, workerId: B, attempt: 2, result: null });
     expect((await store.claim(claimInput(A))).map((t) => t.id)).toEqual([second.id]);
   });
+
+  it("marks the group rows of the tasks it took `claimed` in the draw's own statement, and only theirs", async () => {
+    const schema = schemaName();
+    const store = openStore(pgDsn(), { schema });
+    await store.connect();
+    const g1 = await store.submit({ name: "a", payload: { n: 1 }, group: "g" });
+    const g2 = await store.submit({ name: "a", payload: { n: 2 }, group: "g" });
+    const h1 = await store.submit({ name: "a", payload: { n: 3 }, group: "h" });
+    const plain = await store.submit({ name: "a", payload: { n: 4 } });
+    const taken = await store.claim(claimInput(A));
+    // One per group (groupConcurrency 1) and the task without a group: g's second task waits.
+    expect(taken.map((t) => t.id).sort()).toEqual([g1.id, h1.id, plain.id].sort());
+    const rows = await q<{ task_id: string; state: string }>(`SELECT task_id, state FROM "${schema}".cairnq_ext_task_groups ORDER BY task_id`);
+    expect(rows).toEqual(
+      [
+        { task_id: g1.id, state: "claimed" },
+        { task_id: g2.id, state: "queued" },
+        { task_id: h1.id, state: "claimed" },
+      ].sort((x, y) => (x.task_id < y.task_id ? -1 : 1)),
+    );
+  });
 });
