@@ -380,8 +380,10 @@ const CAND = "@cq_cand";
  * read in a second session timed out behind it). With nothing expired the gated update is
  * `DO 0` (or, gated, "Impossible WHERE"): no derived table, no lock, and a fraction of the server
  * time (MariaDB profiles, no expired lease: gate 113–120 µs + `DO 0` through `EXECUTE IMMEDIATE` 55,
- * or + the gated update 160–185, against 352–507 for the update alone). Both statements read the
- * transaction clock, so they agree on what has expired. Any other text is returned alone.
+ * or + the gated update 160–185, against 352–507 for the update alone). Each statement reads its
+ * own clock (recovery's is the statement clock): the update's is no earlier than the read's, so it
+ * recovers every lease the read found expired; one expiring between the two waits for the next
+ * claim, as one expiring just after the update always did. Any other text is returned alone.
  */
 function gateUnboundedPicks(sql: string): string[] {
   const head = `UPDATE (SELECT id AS cq_id FROM ${TASKS} WHERE `;
