@@ -12,12 +12,18 @@ export type MySQLTarget = string | MySQLPool | AnyKysely;
  * The session settings of every connection of a pool the store builds:
  * times in UTC (nothing the store writes depends on it, the clock is
  * `UTC_TIMESTAMP`, but an operator reading `NOW()` beside the rows should not
- * be misled), and `READ COMMITTED`, the isolation the core's transactions
+ * be misled), `NO_BACKSLASH_ESCAPES` taken out of `sql_mode` (the driver
+ * binds a value by escaping its quotes and backslashes with backslashes: with
+ * the mode, a server keeps them, and every JSON value holding a quote is
+ * written as text that is not its JSON), and `READ COMMITTED`, the isolation the core's transactions
  * assume of a server (Postgres' default; MySQL's is `REPEATABLE READ`, whose
  * gap locks turn concurrent claims into deadlocks). A pool or Kysely instance
  * you pass keeps its own settings.
  */
-export const SESSION_SETUP: readonly string[] = Object.freeze(["SET SESSION time_zone = '+00:00'", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"]);
+export const SESSION_SETUP: readonly string[] = Object.freeze([
+  "SET SESSION time_zone = '+00:00', sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))",
+  "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+]);
 
 /** The store's Kysely instance and whether the store owns it (built it from a connection string). */
 export class MySQLConnection {
