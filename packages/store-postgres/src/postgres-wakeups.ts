@@ -518,8 +518,10 @@ export class PostgresWakeups implements Wakeups {
   /**
    * A half-open connection (the path silently stopped carrying bytes) never
    * errors and never ends: notifications just stop. So every interval the
-   * connection must answer `SELECT 1` within that interval, or it is treated
-   * as dropped — destroyed, waiters released, reopened with backoff.
+   * connection must answer `SELECT 1` within that interval (counted once the
+   * ping's turn comes: a write lent the connection goes first, bounded by its
+   * own read timeout), or it is treated as dropped — destroyed, waiters
+   * released, reopened with backoff.
    */
   #startPing(generation: number, client: ListenClient): void {
     if (this.#pingIntervalMs <= 0) return;
@@ -528,11 +530,16 @@ export class PostgresWakeups implements Wakeups {
       this.#pingTimer = null;
       if (generation !== this.#generation) return;
       let answered = false;
-      const deadline = setTimeout(() => {
-        if (!answered) this.#dropped(generation, client, new Error(`the LISTEN connection did not answer a liveness ping within ${interval}ms`));
-      }, interval);
-      deadline.unref();
-      this.#gate.run(() => client.query("SELECT 1")).then(
+      let deadline: NodeJS.Timeout | undefined;
+      // The deadline runs from the ping's own turn: a statement lent before it (`lend`) may wait on a lock for longer
+      // than the interval on a live connection, and is bounded by its own read timeout (which drops the connection).
+      this.#gate.run(() => {
+        deadline = setTimeout(() => {
+          if (!answered) this.#dropped(generation, client, new Error(`the LISTEN connection did not answer a liveness ping within ${interval}ms`));
+        }, interval);
+        deadline.unref();
+        return client.query("SELECT 1");
+      }).then(
         () => {
           answered = true;
           clearTimeout(deadline);

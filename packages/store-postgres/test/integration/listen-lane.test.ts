@@ -128,6 +128,34 @@ describe("the store's writes on its LISTEN connection (postgres-listen-lane.ts)"
     expect(store.dialect.lane?.ran).toBe(before + 2);
   });
 
+  it("a lent write that waits on a lock for longer than the liveness ping interval (within its own bound) completes, and the LISTEN connection is kept", async () => {
+    const errors: unknown[] = [];
+    const store = await listening({ combine: false, timeouts: { listenPingIntervalMs: 200 }, onError: (error) => errors.push(error) });
+    const task = await store.submit({ name: "slow" });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: W, leaseMs: 60_000 });
+    expect(claimed?.id).toBe(task.id);
+    const pid = store.dialect.wakeups.backendPid;
+    const locker = await client();
+    await locker.query("BEGIN");
+    await locker.query(`SELECT 1 FROM "${store.schema}".cairnq_tasks WHERE id = $1 FOR UPDATE`, [task.id]);
+    const before = store.dialect.lane?.ran ?? 0;
+    // Between two pings, so the complete takes the lane (checked below).
+    expect(await until(() => idleListen(store))).toBe(true);
+    const completing = store.complete({ taskId: task.id, workerId: W, result: null });
+    // The complete waits on the row lock on the LISTEN backend, through several ping intervals.
+    const waiting = async (): Promise<boolean> =>
+      (await q("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).length === 1;
+    expect(await until(waiting)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await locker.query("ROLLBACK");
+    expect((await completing).status).toBe("succeeded");
+    expect(store.dialect.lane?.ran).toBe(before + 1);
+    // The ping waited its turn behind the write, and the connection that answered both was not dropped.
+    expect(errors.map(String).filter((message) => message.includes("liveness ping"))).toEqual([]);
+    expect(store.dialect.wakeups.backendPid).toBe(pid);
+    expect(store.listenState).toBe("listening");
+  });
+
   it("once the pool found a connection dead, the LISTEN connection is lent no more until it is reopened", async () => {
     const store = await listening();
     store.dialect.connection.onSuspects?.();
