@@ -24,9 +24,11 @@
  * statement stays on the pool. Never for reads (a long one would hold back
  * notifications: the backend delivers them only between statements), never
  * for transactions of more than one round trip or statements that wait on a
- * lock (keyed submits, `completeIn`, `withTransaction` views), and never
- * for the LISTEN check's own NOTIFY (it runs while the connection is still
- * being proven, when the lane is closed).
+ * lock by design (keyed submits' key lock, `completeIn`, `withTransaction`
+ * views), and never for the LISTEN check's own NOTIFY (it runs while the
+ * connection is still being proven, when the lane is closed). A write lent
+ * the connection may still wait on a row lock held elsewhere, within its
+ * read timeout, as on the pool; the liveness ping waits its turn.
  */
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
