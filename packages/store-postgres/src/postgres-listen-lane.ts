@@ -117,12 +117,20 @@ export class ListenLane {
           }
           // A transaction that failed half-way stays open and aborted until ROLLBACK (outside one, ROLLBACK only warns),
           // and an open transaction holds back every notification the connection is there to deliver.
-          if (options.transaction === true) await runOnClient(client, ROLLBACK).catch(() => {});
+          // A ROLLBACK that timed out leaves it unanswered on a path gone dark: destroyed as the pool destroys such a connection.
+          if (options.transaction === true) await runOnClient(client, ROLLBACK).catch((rollbackError: unknown) => this.#onRollbackFailed(client, rollbackError));
         }
         release();
         throw error;
       },
     );
+  }
+
+  /** The ROLLBACK after a failed transaction failed too: only its read timeout matters (the caller hears the transaction's error). */
+  #onRollbackFailed(client: ListenClient, error: unknown): void {
+    if (!isReadTimeout(error)) return;
+    destroySocket(client);
+    this.onDead();
   }
 
   /**

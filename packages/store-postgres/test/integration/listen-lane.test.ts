@@ -206,6 +206,28 @@ describe("ListenLane", () => {
     expect(pipelineResults(ok!)[1]?.rows).toEqual([{ x: 7 }]);
   });
 
+  it("a transaction that failed on the lane and whose ROLLBACK then hits its read timeout: the connection is destroyed (as the pool destroys one), not lent on", async () => {
+    const destroy = vi.fn();
+    const answers = [
+      Object.assign(new Error("could not serialize access due to concurrent update"), { code: "40001" }),
+      new Error("Query read timeout"),
+    ];
+    const fake = {
+      query: vi.fn(() => Promise.reject(answers.shift() ?? new Error("no more answers"))),
+      ref: vi.fn(),
+      unref: vi.fn(),
+      connection: { stream: { destroy } },
+    };
+    const onDead = vi.fn();
+    const lane = laneOver(fake, onDead);
+    const claim = pipeline([CompiledQuery.raw("BEGIN"), CompiledQuery.raw("UPDATE t SET x = $1", [1]), CompiledQuery.raw("COMMIT")]);
+    // The caller hears the transaction's own error, not the ROLLBACK's.
+    await expect(lane.tryWrite(claim, { transaction: true })).rejects.toMatchObject({ code: "40001" });
+    expect(fake.query).toHaveBeenCalledTimes(2);
+    expect(destroy).toHaveBeenCalledTimes(1);
+    expect(onDead).toHaveBeenCalledTimes(1);
+  });
+
   it("lends one statement at a time, holds the process open only while one runs, and destroys a connection whose statement timed out (the pool's idle ones go too)", async () => {
     let answer: (value: unknown) => void = () => {};
     let fail: (error: unknown) => void = () => {};
