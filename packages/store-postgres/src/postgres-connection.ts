@@ -253,6 +253,15 @@ export class PostgresConnection {
   listenFoundDead(): void {
     this.#kyselyPool?.dropSuspects();
   }
+  /**
+   * A write on the LISTEN connection (which is then lent no more) found the server read-only: the
+   * pool's idle connections, opened the same way, are dropped, and it is reported as when a pooled
+   * connection finds it.
+   */
+  listenFoundReadOnly(error: unknown): void {
+    this.#kyselyPool?.dropSuspects();
+    this.#onReadOnly(error);
+  }
   /** The timeouts in force (defaults filled in). */
   readonly timeouts: PostgresTimeouts;
 

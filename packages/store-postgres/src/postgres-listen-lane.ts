@@ -24,9 +24,11 @@
  * statement stays on the pool. Never for reads (a long one would hold back
  * notifications: the backend delivers them only between statements), never
  * for transactions of more than one round trip or statements that wait on a
- * lock (keyed submits, `completeIn`, `withTransaction` views), and never
- * for the LISTEN check's own NOTIFY (it runs while the connection is still
- * being proven, when the lane is closed).
+ * lock by design (keyed submits' key lock, `completeIn`, `withTransaction`
+ * views), and never for the LISTEN check's own NOTIFY (it runs while the
+ * connection is still being proven, when the lane is closed). A write lent
+ * the connection may still wait on a row lock held elsewhere, within its
+ * read timeout, as on the pool; the liveness ping waits its turn.
  */
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
@@ -35,12 +37,18 @@ import type { ListenClient, ListenLoan } from "./postgres-wakeups.js";
 import { destroySocket } from "./postgres-wakeups.js";
 import { runOnClient } from "./postgres-direct.js";
 import type { DirectClient } from "./postgres-direct.js";
+import { READ_ONLY_SQL_TRANSACTION } from "./postgres-pool.js";
 
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
 
 /** pg's error for a statement that did not answer within its read timeout. */
 function isReadTimeout(error: unknown): boolean {
   return error instanceof Error && error.message === "Query read timeout";
+}
+
+/** SQLSTATE 25006: the write reached a read-only server (or session). */
+function isReadOnly(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === READ_ONLY_SQL_TRANSACTION;
 }
 
 /**
@@ -60,11 +68,14 @@ export class ListenLane {
    * @param lend - Lends the LISTEN connection while it is listening and idle (`PostgresWakeups#lend`), else `null`.
    * @param current - The LISTEN connection while listening, else `null` (for {@link ListenLane.suspect}).
    * @param onDead - Told when a statement on the LISTEN connection hit its read timeout (the store drops the pool's idle connections).
+   * @param onReadOnly - Told when a write on the LISTEN connection found the server read-only (SQLSTATE 25006): the store
+   *   drops the pool's idle connections and reports it, as when a pooled connection finds it.
    */
   constructor(
     private readonly lend: () => ListenLoan | null,
     private readonly current: () => ListenClient | null,
     private readonly onDead: () => void = () => {},
+    private readonly onReadOnly: (error: unknown) => void = () => {},
   ) {}
 
   /**
@@ -97,14 +108,29 @@ export class ListenLane {
           destroySocket(client);
           // The pool's idle connections went the same way: drop them too, so the next write does not wait out another timeout.
           this.onDead();
+        } else {
+          if (isReadOnly(error) && this.#suspect !== client) {
+            // A read-only session stays read-only for as long as it lives (a LISTEN connection reopened during a failover
+            // reached the standby): lent again, it would fail every write while the pool's fresh connections take them.
+            this.#suspect = client;
+            this.onReadOnly(error);
+          }
+          // A transaction that failed half-way stays open and aborted until ROLLBACK (outside one, ROLLBACK only warns),
+          // and an open transaction holds back every notification the connection is there to deliver.
+          // A ROLLBACK that timed out leaves it unanswered on a path gone dark: destroyed as the pool destroys such a connection.
+          if (options.transaction === true) await runOnClient(client, ROLLBACK).catch((rollbackError: unknown) => this.#onRollbackFailed(client, rollbackError));
         }
-        // A transaction that failed half-way stays open and aborted until ROLLBACK (outside one, ROLLBACK only warns),
-        // and an open transaction holds back every notification the connection is there to deliver.
-        else if (options.transaction === true) await runOnClient(client, ROLLBACK).catch(() => {});
         release();
         throw error;
       },
     );
+  }
+
+  /** The ROLLBACK after a failed transaction failed too: only its read timeout matters (the caller hears the transaction's error). */
+  #onRollbackFailed(client: ListenClient, error: unknown): void {
+    if (!isReadTimeout(error)) return;
+    destroySocket(client);
+    this.onDead();
   }
 
   /**

@@ -15,17 +15,25 @@
  */
 export class QueryGate {
   #busy = false;
+  #lent = false;
   /** Queries waiting their turn, first to go first. */
   readonly #waiting: (() => void)[] = [];
+
+  /** Whether the connection is held by {@link QueryGate.tryAcquire} (a statement lent it) rather than by {@link QueryGate.run}. */
+  get lent(): boolean {
+    return this.#lent;
+  }
 
   /** Takes the connection now when it is idle: returns its release (idempotent), else `null`. */
   tryAcquire(): (() => void) | null {
     if (this.#busy) return null;
     this.#busy = true;
+    this.#lent = true;
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      this.#lent = false;
       this.#next();
     };
   }

@@ -75,6 +75,7 @@ export class PostgresStoreDialect extends BaseStoreDialect {
           () => this.wakeups.lend(),
           () => this.wakeups.listeningClient,
           () => connection.listenFoundDead(),
+          (error) => connection.listenFoundReadOnly(error),
         )
       : null;
     this.lane = lane;

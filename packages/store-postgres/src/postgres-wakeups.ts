@@ -518,8 +518,10 @@ export class PostgresWakeups implements Wakeups {
   /**
    * A half-open connection (the path silently stopped carrying bytes) never
    * errors and never ends: notifications just stop. So every interval the
-   * connection must answer `SELECT 1` within that interval, or it is treated
-   * as dropped — destroyed, waiters released, reopened with backoff.
+   * connection must answer `SELECT 1` within that interval (not counting
+   * the time a write lent the connection holds it: that write is bounded by
+   * its own read timeout), or it is treated as dropped — destroyed, waiters
+   * released, reopened with backoff.
    */
   #startPing(generation: number, client: ListenClient): void {
     if (this.#pingIntervalMs <= 0) return;
@@ -528,17 +530,26 @@ export class PostgresWakeups implements Wakeups {
       this.#pingTimer = null;
       if (generation !== this.#generation) return;
       let answered = false;
-      const deadline = setTimeout(() => {
-        if (!answered) this.#dropped(generation, client, new Error(`the LISTEN connection did not answer a liveness ping within ${interval}ms`));
-      }, interval);
-      deadline.unref();
-      this.#gate.run(() => client.query("SELECT 1")).then(
+      const gate = this.#gate;
+      // Counted from when it was due, a query of the wakeups' own ahead of it included; not while a write lent the
+      // connection (`lend`) holds it: that may wait on a lock for longer than the interval on a live connection, and is
+      // bounded by its own read timeout (which drops the connection). Once sent, the ping has the whole interval.
+      const expire = (): void => {
+        if (answered) return;
+        if (gate.lent) deadline = unrefTimer(expire, interval);
+        else this.#dropped(generation, client, new Error(`the LISTEN connection did not answer a liveness ping within ${interval}ms`));
+      };
+      let deadline = unrefTimer(expire, interval);
+      gate.run(() => {
+        clearTimeout(deadline);
+        deadline = unrefTimer(expire, interval);
+        return client.query("SELECT 1");
+      }).then(
         () => {
           answered = true;
           clearTimeout(deadline);
           if (generation !== this.#generation) return;
-          this.#pingTimer = setTimeout(tick, interval);
-          this.#pingTimer.unref();
+          this.#pingTimer = unrefTimer(tick, interval);
         },
         (error: unknown) => {
           answered = true;
@@ -547,8 +558,7 @@ export class PostgresWakeups implements Wakeups {
         },
       );
     };
-    this.#pingTimer = setTimeout(tick, interval);
-    this.#pingTimer.unref();
+    this.#pingTimer = unrefTimer(tick, interval);
   }
 
   #stopPing(): void {
@@ -651,6 +661,13 @@ function refusesListen(error: unknown): boolean {
 
 function sqlState(error: unknown): unknown {
   return typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+}
+
+/** `setTimeout` that does not hold the process open. */
+function unrefTimer(callback: () => void, ms: number): NodeJS.Timeout {
+  const timer = setTimeout(callback, ms);
+  timer.unref();
+  return timer;
 }
 
 /** How long a goodbye may take before the socket is destroyed: a half-open connection never answers one. */

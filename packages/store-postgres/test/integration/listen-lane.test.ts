@@ -128,6 +128,34 @@ describe("the store's writes on its LISTEN connection (postgres-listen-lane.ts)"
     expect(store.dialect.lane?.ran).toBe(before + 2);
   });
 
+  it("a lent write that waits on a lock for longer than the liveness ping interval (within its own bound) completes, and the LISTEN connection is kept", async () => {
+    const errors: unknown[] = [];
+    const store = await listening({ combine: false, timeouts: { listenPingIntervalMs: 200 }, onError: (error) => errors.push(error) });
+    const task = await store.submit({ name: "slow" });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: W, leaseMs: 60_000 });
+    expect(claimed?.id).toBe(task.id);
+    const pid = store.dialect.wakeups.backendPid;
+    const locker = await client();
+    await locker.query("BEGIN");
+    await locker.query(`SELECT 1 FROM "${store.schema}".cairnq_tasks WHERE id = $1 FOR UPDATE`, [task.id]);
+    const before = store.dialect.lane?.ran ?? 0;
+    // Between two pings, so the complete takes the lane (checked below).
+    expect(await until(() => idleListen(store))).toBe(true);
+    const completing = store.complete({ taskId: task.id, workerId: W, result: null });
+    // The complete waits on the row lock on the LISTEN backend, through several ping intervals.
+    const waiting = async (): Promise<boolean> =>
+      (await q("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).length === 1;
+    expect(await until(waiting)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await locker.query("ROLLBACK");
+    expect((await completing).status).toBe("succeeded");
+    expect(store.dialect.lane?.ran).toBe(before + 1);
+    // The ping waited its turn behind the write, and the connection that answered both was not dropped.
+    expect(errors.map(String).filter((message) => message.includes("liveness ping"))).toEqual([]);
+    expect(store.dialect.wakeups.backendPid).toBe(pid);
+    expect(store.listenState).toBe("listening");
+  });
+
   it("once the pool found a connection dead, the LISTEN connection is lent no more until it is reopened", async () => {
     const store = await listening();
     store.dialect.connection.onSuspects?.();
@@ -176,6 +204,28 @@ describe("ListenLane", () => {
     expect(row?.state).toBe("idle");
     const ok = await lane.tryWrite(pipeline([CompiledQuery.raw("BEGIN"), CompiledQuery.raw("SELECT $1::int AS x", [7]), CompiledQuery.raw("COMMIT")]), { transaction: true });
     expect(pipelineResults(ok!)[1]?.rows).toEqual([{ x: 7 }]);
+  });
+
+  it("a transaction that failed on the lane and whose ROLLBACK then hits its read timeout: the connection is destroyed (as the pool destroys one), not lent on", async () => {
+    const destroy = vi.fn();
+    const answers = [
+      Object.assign(new Error("could not serialize access due to concurrent update"), { code: "40001" }),
+      new Error("Query read timeout"),
+    ];
+    const fake = {
+      query: vi.fn(() => Promise.reject(answers.shift() ?? new Error("no more answers"))),
+      ref: vi.fn(),
+      unref: vi.fn(),
+      connection: { stream: { destroy } },
+    };
+    const onDead = vi.fn();
+    const lane = laneOver(fake, onDead);
+    const claim = pipeline([CompiledQuery.raw("BEGIN"), CompiledQuery.raw("UPDATE t SET x = $1", [1]), CompiledQuery.raw("COMMIT")]);
+    // The caller hears the transaction's own error, not the ROLLBACK's.
+    await expect(lane.tryWrite(claim, { transaction: true })).rejects.toMatchObject({ code: "40001" });
+    expect(fake.query).toHaveBeenCalledTimes(2);
+    expect(destroy).toHaveBeenCalledTimes(1);
+    expect(onDead).toHaveBeenCalledTimes(1);
   });
 
   it("lends one statement at a time, holds the process open only while one runs, and destroys a connection whose statement timed out (the pool's idle ones go too)", async () => {

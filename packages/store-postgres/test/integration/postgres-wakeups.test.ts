@@ -80,6 +80,25 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
     expect(wakeups.lend()).toBeNull();
   });
 
+  it("a LISTEN of its own that never answers (no read timeout on a path gone dark) is still ended by the ping's deadline, counted from when the ping was due", async () => {
+    class Silent extends FakeClient {
+      override query(sql: string): Promise<unknown> {
+        // The late LISTEN (a channel wanted after connecting) goes out on a connection that no longer answers.
+        return sql === "LISTEN cairnq_done" ? (this.queries.push(sql), new Promise(() => {})) : super.query(sql);
+      }
+    }
+    const client = new Silent();
+    const errors: unknown[] = [];
+    const wakeups = new PostgresWakeups(() => Promise.resolve(client), (err) => errors.push(err), 100);
+    wakeups.start();
+    await wakeups.whenSettled();
+    wakeups.subscribe(() => {}, ["done"]);
+    expect(await until(() => wakeups.state === "retrying")).toBe(true);
+    expect(errors.map(String)).toEqual([expect.stringContaining("did not answer a liveness ping within 100ms")]);
+    expect(client.ended).toBe(true);
+    await wakeups.close();
+  });
+
   it("claimWake ends on a queued signal for one of its queues, not for another queue", async () => {
     const { wakeups, client } = await listening();
     let woke = false;
