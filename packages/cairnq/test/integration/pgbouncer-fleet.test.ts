@@ -221,7 +221,8 @@ describe(`a fleet of ${WORKERS} worker and ${PRODUCERS} producer processes behin
           "SELECT t.id, t.run_at_ms, t.status, t.attempt FROM cairnq_tasks t LEFT JOIN cairnq_task_keys k ON k.task_id = t.id WHERE t.name = 'tick' AND k.key IS NULL",
         )
       ).rows;
-      const advisory = (await watcher.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory'")).rows;
+      // The fleet's database only (pg_locks is the whole server's).
+      const advisory = (await watcher.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")).rows;
 
       const p50 = percentile(pickups, 0.5);
       const p99 = percentile(pickups, 0.99);
