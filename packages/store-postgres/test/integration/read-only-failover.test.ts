@@ -27,6 +27,20 @@ function dsnOf(database: string, applicationName: string): string {
   return url.toString();
 }
 
+/** Six submits one after another: "written", or the SQLSTATE each failed with. */
+async function sixSubmits(store: PostgresStore): Promise<string[]> {
+  const outcomes: string[] = [];
+  for (let n = 0; n < 6; n += 1) {
+    outcomes.push(
+      await store.submit({ name: "after", payload: { n } }).then(
+        () => "written",
+        (error: unknown) => String((error as { code?: unknown }).code),
+      ),
+    );
+  }
+  return outcomes;
+}
+
 describe("a pooled connection that lands on a read-only server", () => {
   it("is dropped with the idle ones, and writes succeed again once the server takes them, without a restart", async () => {
     const database = `cq_readonly_${randomBytes(5).toString("hex")}`;
@@ -62,15 +76,7 @@ describe("a pooled connection that lands on a read-only server", () => {
       // The new primary: the server takes writes again. Connections opened while it refused are still read-only
       // (the session kept its default): the store must not keep handing them out.
       await admin.q(`ALTER DATABASE "${database}" RESET default_transaction_read_only`);
-      const outcomes: string[] = [];
-      for (let n = 0; n < 6; n += 1) {
-        outcomes.push(
-          await store.submit({ name: "after", payload: { n } }).then(
-            () => "written",
-            (error: unknown) => String((error as { code?: unknown }).code),
-          ),
-        );
-      }
+      const outcomes = await sixSubmits(store);
       // At most the first write meets a leftover read-only connection; it takes every idle one with it.
       expect(outcomes.slice(1)).toEqual(["written", "written", "written", "written", "written"]);
       expect(errors.some((error) => (error as { code?: unknown }).code === "25006")).toBe(true);
@@ -106,15 +112,7 @@ describe("a pooled connection that lands on a read-only server", () => {
 
       // The new primary takes writes again; the LISTEN connection opened meanwhile is still read-only.
       await admin.q(`ALTER DATABASE "${database}" RESET default_transaction_read_only`);
-      const outcomes: string[] = [];
-      for (let n = 0; n < 6; n += 1) {
-        outcomes.push(
-          await store.submit({ name: "after", payload: { n } }).then(
-            () => "written",
-            (error: unknown) => String((error as { code?: unknown }).code),
-          ),
-        );
-      }
+      const outcomes = await sixSubmits(store);
       // At most the first write meets a read-only connection (the LISTEN one, lent while idle); it is not lent again.
       expect(outcomes.slice(1)).toEqual(["written", "written", "written", "written", "written"]);
       expect(errors.some((error) => (error as { code?: unknown }).code === "25006")).toBe(true);
