@@ -397,8 +397,9 @@ export class PostgresConnection {
     logSafely(
       this.#logger,
       "warn",
-      "a pooled Postgres connection reached a read-only server (SQLSTATE 25006, e.g. a standby after a failover): it and the idle ones were dropped, " +
-        "and the next calls open fresh connections; if this repeats, the connection string still points at a standby",
+      "a write of the store reached a read-only server (SQLSTATE 25006, e.g. a standby after a failover): its connection no longer carries writes " +
+        "(a pooled one is dropped, the LISTEN one only listens) and the idle ones were dropped, so the next calls open fresh connections; " +
+        "if this repeats, the connection string still points at a standby",
       { error },
     );
   };
