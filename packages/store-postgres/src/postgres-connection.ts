@@ -251,7 +251,7 @@ export class PostgresConnection {
    * them is found dead.
    */
   listenFoundDead(): void {
-    this.#kyselyPool?.dropSuspects();
+    this.#kyselyPool?.dropIdle();
   }
   /**
    * A write on the LISTEN connection (which is then lent no more) found the server read-only: the
@@ -259,7 +259,7 @@ export class PostgresConnection {
    * connection finds it.
    */
   listenFoundReadOnly(error: unknown): void {
-    this.#kyselyPool?.dropSuspects();
+    this.#kyselyPool?.dropIdle();
     this.#onReadOnly(error);
   }
   /** The timeouts in force (defaults filled in). */

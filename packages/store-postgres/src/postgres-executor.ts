@@ -180,30 +180,27 @@ export class PostgresExecutor extends KyselyExecutor {
 
   override async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
     if (!this.pipelines) return super.writeTransactionWith(db, head, fn);
-    const lane = this.lane;
-    if (lane !== null && this.#directPool(db) !== null) {
+    return this.#retryingKeyLock(db, async () => {
+      const built = head();
+      const { first, statements, last } = built;
+      const query = pipeline(last ? [BEGIN, first, ...statements, COMMIT] : [BEGIN, first, ...statements]);
       // A transaction that is one round trip (a claim) may take the LISTEN lane; one that stays open across round trips never does.
-      return this.#retryingKeyLock(db, async () => {
-        const built = head();
-        const onLane = built.last ? lane.tryWrite(pipeline([BEGIN, built.first, ...built.statements, COMMIT]), { transaction: true }) : null;
-        if (onLane === null) return this.#withHead(db, built, fn);
-        const results = pipelineResults(await onLane);
-        requireCommitted(results[results.length - 1]);
-        return fn(null, results.slice(2, -1));
-      });
-    }
-    return this.#retryingKeyLock(db, () => this.#withHead(db, head(), fn));
+      const onLane = last && this.#directPool(db) !== null ? (this.lane?.tryWrite(query, { transaction: true }) ?? null) : null;
+      if (onLane !== null) return committedInOne(pipelineResults(await onLane), fn);
+      return this.#withHead(db, built, query, fn);
+    });
   }
 
-  /** {@link PostgresExecutor.writeTransactionWith} on a pooled connection, with its head built. */
-  #withHead<T>(db: AnyKysely, built: TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+  /** {@link PostgresExecutor.writeTransactionWith} on a pooled connection: `query` is the head's pipeline. */
+  #withHead<T>(
+    db: AnyKysely,
+    built: TransactionHead,
+    query: CompiledQuery<Row>,
+    fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>,
+  ): Promise<T> {
     return this.#onConnectionOnce(db, async (conn) => {
-      const { first, statements, last } = built;
-      const results = pipelineResults(await conn.executeQuery(pipeline(last ? [BEGIN, first, ...statements, COMMIT] : [BEGIN, first, ...statements])));
-      if (last) {
-        requireCommitted(results[results.length - 1]);
-        return fn(null, results.slice(2, -1));
-      }
+      const results = pipelineResults(await conn.executeQuery(query));
+      if (built.last) return committedInOne(results, fn);
       try {
         const value = await fn(conn, results.slice(2));
         // The body's last batch committed already (batchLast): nothing is left to commit.
@@ -214,6 +211,12 @@ export class PostgresExecutor extends KyselyExecutor {
       }
     });
   }
+}
+
+/** A head sent whole, `BEGIN` to `COMMIT`, in one round trip: its commit checked, `fn` given the results between. */
+function committedInOne<T>(results: readonly QueryResult<Row>[], fn: (tx: null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+  requireCommitted(results[results.length - 1]);
+  return fn(null, results.slice(2, -1));
 }
 
 /**

@@ -72,13 +72,13 @@ export interface DiscardingPoolOptions {
   readonly onSuspects?: () => void;
 }
 
-/** The pool {@link discardingPool} returns: Kysely's pool, and a way to drop its suspects from outside. */
+/** The pool {@link discardingPool} returns: Kysely's pool, and a way to drop its idle connections from outside. */
 export interface DiscardingPool extends KyselyPostgresPool {
   /**
    * Drops every idle connection (and the held one): a connection opened the same way elsewhere —
-   * the LISTEN connection running a write — proved dead. Does not call `onSuspects`.
+   * the LISTEN connection running a write — proved dead or read-only. Does not call `onSuspects`.
    */
-  dropSuspects(): void;
+  dropIdle(): void;
 }
 
 /** How long the held client of a pool the store built may sit unused before it goes back to the pool (which then applies its own idle timeout). */
@@ -152,7 +152,7 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
     onSuspects?.();
   };
   return {
-    dropSuspects: dropIdle,
+    dropIdle,
     connect: async () => {
       const reused = held;
       if (reused !== null) {
