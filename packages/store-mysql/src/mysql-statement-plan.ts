@@ -380,8 +380,8 @@ const CAND = "@cq_cand";
 
 /**
  * A joined picked-ids update whose picks lock every matching row (`FOR UPDATE SKIP LOCKED` without
- * `LIMIT`: the lease recovery of §5.10 step 4) → first `SET @cq_cand = EXISTS (SELECT 1 FROM
- * cairnq_tasks WHERE <picks' condition>)`, a plain read that locks nothing, then the update only
+ * `LIMIT`: the lease recovery of §5.10 step 4) → first `SELECT EXISTS (SELECT 1 FROM cairnq_tasks
+ * WHERE <picks' condition>) INTO @cq_cand`, a plain read that locks nothing, then the update only
  * when it found a row: `EXECUTE IMMEDIATE IF(@cq_cand, '<the update>', 'DO 0')` for an update without
  * parameters (the recovery), else the update gated on it (`… WHERE @cq_cand [AND (<the rest>)]`);
  * either way the same statement as before when the read found a row.
@@ -405,7 +405,9 @@ function gateUnboundedPicks(sql: string): string[] {
   if (!picks.endsWith(skip)) return [sql];
   const condition = picks.slice(0, -skip.length);
   if (topLevel(condition, "LIMIT").length > 0 || topLevel(condition, "ORDER BY").length > 0) return [sql];
-  const gate = `SET ${CAND} = EXISTS (SELECT 1 FROM ${TASKS} WHERE ${condition})`;
+  // `SELECT … INTO`, not `SET @v = EXISTS (…)`: MariaDB 10.11 spent about 0.17 ms more on the SET form of the same read
+  // (one-row claims, 600 alternated rounds, round-trip medians over the draw alone: +270 µs as SET, +96 as SELECT … INTO).
+  const gate = `SELECT EXISTS (SELECT 1 FROM ${TASKS} WHERE ${condition}) INTO ${CAND}`;
   // Without parameters the update is a string the server runs only when the read found a row (MariaDB's EXECUTE IMMEDIATE):
   // with none found, `DO 0` costs 55 µs where the gated update still cost 185 (prepared, then found impossible).
   if (!sql.includes("?")) return [gate, `EXECUTE IMMEDIATE IF(${CAND}, ${quoted(sql)}, 'DO 0')`];

@@ -120,7 +120,7 @@ describe("planStatementWithoutRows", () => {
     const recovery = "UPDATE cairnq_tasks SET status = 'queued', lease_until_ms = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id";
     const planned = planStatementWithoutRows(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running') INTO @cq_cand",
       "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = ''queued'', lease_until_ms = NULL', 'DO 0')",
     ]);
     expect(planned.transactional).toBe(true);
@@ -141,7 +141,7 @@ describe("picks of every matching row (lease recovery)", () => {
       "UPDATE cairnq_tasks SET status = 'queued' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?1 FOR UPDATE SKIP LOCKED) AND attempt < 3 OR max_attempts = 1";
     const planned = plan(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?)",
+      "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?) INTO @cq_cand",
       "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ? FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
         "SET status = 'queued' WHERE @cq_cand AND (attempt < 3 OR max_attempts = 1)",
     ]);
@@ -155,7 +155,7 @@ describe("picks of every matching row (lease recovery)", () => {
     const planned = plan(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
       "SET @cq_ids = ''",
-      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running') INTO @cq_cand",
       "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
         "SET error = ''a''''b\\\\c'', created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, '','', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms)', 'DO 0')",
       "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
