@@ -22,6 +22,7 @@ import { loadSQLiteDriver } from "./drivers/load-driver.js";
 import type { SQLiteDriver, SQLiteDriverConnection, SQLiteDriverName, SQLiteDriverStatement } from "./drivers/sqlite-driver.js";
 import { pragmaValue } from "./drivers/sqlite-driver.js";
 import { CachingDatabase } from "./statement-cache.js";
+import { SQLiteStoreSyntax } from "./sqlite-store-syntax.js";
 import { WakeSignal } from "./sqlite-wake-signal.js";
 import type { QueueConnection, WriteQueue } from "./write-queue.js";
 import { acquireWriteQueue, releaseWriteQueue } from "./write-queue-registry.js";
@@ -45,11 +46,13 @@ export function isMemoryFilename(filename: string): boolean {
 
 /**
  * What the wake-ups read after a commit (§9 accelerator). The terminal ids
- * among a JSON array of ids: `+status` keeps the planner on the primary key,
- * not on the status index, which would scan every settled task.
+ * among a JSON array of ids, looked up in the primary key: on statistics
+ * gathered while the table was nearly empty the planner would rather scan
+ * the claim index (see `sqlite-store-syntax.ts`), and `+status` keeps it off
+ * the status index, which would scan every settled task.
  */
 const SETTLED_AMONG =
-  "SELECT id FROM cairnq_tasks WHERE id IN (SELECT value FROM json_each(?)) " +
+  `SELECT id FROM ${new SQLiteStoreSyntax().tableById("cairnq_tasks")} WHERE id IN (SELECT value FROM json_each(?)) ` +
   `AND +status IN (${TERMINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
 /** Whether a task is queued on one of a JSON array of queues: one seek in the claim index per queue. */
 const QUEUED_IN = "SELECT 1 FROM cairnq_tasks WHERE status = 'queued' AND queue IN (SELECT value FROM json_each(?)) LIMIT 1";
