@@ -36,7 +36,8 @@ export class SQLiteDialect extends BaseStoreDialect {
   readonly syntax = new SQLiteStoreSyntax();
   /**
    * `completeIn` (`ctx.succeedIn`) runs the caller's function in a write transaction on the store's writer;
-   * `claimWakeOnQueued` while the wake-ups can watch the database file (not in memory, not after a broken watch).
+   * `claimWakeOnQueued` and `taskDoneWakeReads` while the wake-ups can watch the database file (not in memory,
+   * not after a broken watch).
    */
   override readonly capabilities: DialectCapabilities;
   override readonly clock: StoreClock;
@@ -62,6 +63,10 @@ export class SQLiteDialect extends BaseStoreDialect {
       // The write queue runs a claim's transaction after the settlements queued before it (the fused claim).
       claimsSeeSettlements: true,
       get claimWakeOnQueued(): boolean {
+        return wakeups.watchable;
+      },
+      // A done wait reads its task on the commits it sees, and at once when it cannot tell what they did.
+      get taskDoneWakeReads(): boolean {
         return wakeups.watchable;
       },
     });

@@ -213,7 +213,7 @@ describe("store behaviour specific to SQLite", () => {
 
   it("has completeIn and withTransaction on SQLite, and says so in its capabilities (§5.15)", () => {
     const store = openStore();
-    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: true, databaseClock: false, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, queueHealth: true, durableSteps: true, groups: true });
+    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: true, databaseClock: false, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, taskDoneWakeReads: true, queueHealth: true, durableSteps: true, groups: true });
     expect(typeof store.completeIn).toBe("function");
     expect(typeof store.withTransaction).toBe("function");
   });
