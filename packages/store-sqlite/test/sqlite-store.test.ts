@@ -303,6 +303,21 @@ describe("store behaviour specific to SQLite", () => {
     }
   });
 
+  it("binds every parameter as +?n, which the planner does not read: a bare ?n beside an indexed column has SQLite prepare the statement again on every run once sqlite_stat4 exists", () => {
+    const compiler = new StatementCompiler(new SQLiteStoreSyntax(), new ProcessClock());
+    const claim = { queues: ["q1"], names: ["n1"], limit: 5, workerId: "w", leaseMs: 10 };
+    for (const [template, params] of [
+      [setTransitionTemplate(DRAW, "task"), claim],
+      [setTransitionTemplate(RECOVER, ["id"]), {}],
+      [PROBE_TEMPLATE, { queues: ["q1"], names: ["n1"] }],
+      [deleteTemplate(PURGE), purgeParams({ olderThanMs: 0, queue: "q1", limit: 10 })],
+    ] as const) {
+      const { sql } = compiler.statement(template, params);
+      expect(sql).toMatch(/\+\?\d/);
+      expect(sql).not.toMatch(/(?<!\+)\?\d/);
+    }
+  });
+
   it("list in id order (keyset by beforeId) reads the primary key index in order, never sorting the table", async () => {
     const { db, explain } = await analyzedFile();
     const plan = (input: Record<string, unknown>): string =>
