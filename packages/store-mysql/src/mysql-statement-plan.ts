@@ -74,7 +74,10 @@ const IDS = "@cq_ids";
  * more in the draw and again in a multi-row complete (`SHOW PROFILES`, 30 rounds each, medians:
  * draw 2,883 → 2,328 µs, complete 2,484 → 2,180 µs), the append about nothing.
  */
-const EMPTY = "SET @cq_ids = ''";
+// The empty text as utf8mb4_bin whatever the connection's character set: on a connection in another one (a pool the
+// caller passes keeps its own, e.g. latin1) a plain '' would be that set's, and CONCAT with the utf8mb4 ids an
+// "Illegal mix of collations" error on every capture.
+const EMPTY = "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin";
 const append = (json: string): string => `${IDS} := CONCAT(${IDS}, ',', ${json})`;
 /** {@link IDS} as the JSON array text of the captured values. */
 const CAPTURED = `CONCAT('[', SUBSTRING(${IDS}, 2), ']')`;

@@ -14,7 +14,7 @@ describe("plan", () => {
     const planned = plan("UPDATE cairnq_tasks SET status = 'canceled' WHERE id = ?1 RETURNING *");
     expect(planned.transactional).toBe(true);
     expect(sqlOf("UPDATE cairnq_tasks SET status = 'canceled' WHERE id = ?1 RETURNING *")).toEqual([
-      "SET @cq_ids = ''",
+      "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin",
       "UPDATE cairnq_tasks SET status = 'canceled', created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms) WHERE id = ?",
       "SELECT STRAIGHT_JOIN cairnq_tasks.* FROM JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
     ]);
@@ -61,7 +61,7 @@ describe("plan", () => {
   it("runs the write combiner's UPDATE … FROM <rows> AS b as a join from the bound rows, ids recorded for the read-back", () => {
     const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = b.`p_result` FROM JSON_TABLE(?1, '$[*]' COLUMNS (`p_taskId` LONGTEXT PATH '$[0]')) AS b WHERE id = b.`p_taskId` AND worker_id = ?2 RETURNING id, status");
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_ids = ''",
+      "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin",
       "UPDATE JSON_TABLE(?, '$[*]' COLUMNS (`p_taskId` LONGTEXT PATH '$[0]')) AS b STRAIGHT_JOIN cairnq_tasks SET status = 'succeeded', result = b.`p_result`, " +
         "created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms) WHERE id = b.`p_taskId` AND worker_id = ?",
       "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
@@ -154,7 +154,7 @@ describe("picks of every matching row (lease recovery)", () => {
     const recovery = "UPDATE cairnq_tasks SET error = 'a''b\\c' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id, status";
     const planned = plan(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_ids = ''",
+      "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin",
       "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running') INTO @cq_cand",
       "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
         "SET error = ''a''''b\\\\c'', created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, '','', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms)', 'DO 0')",
@@ -175,7 +175,7 @@ describe("a single-table update returning listed columns (a complete's id and st
   it("records the returned values in its last assignment and reads them from the session: no transaction, no read-back by id", () => {
     const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = ?3 WHERE id = ?1 AND worker_id = ?2 RETURNING id, status");
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_ids = ''",
+      "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin",
       "UPDATE cairnq_tasks SET status = 'succeeded', result = ?, created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_ARRAY(id, status))) IS NULL, created_at_ms, created_at_ms) WHERE id = ? AND worker_id = ?",
       "SELECT CONCAT('[', SUBSTRING(@cq_ids, 2), ']') AS cq_rows",
     ]);
