@@ -133,6 +133,18 @@ const SET_CLAIMED: StatementTemplate = {
     `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}`,
 };
 
+/**
+ * {@link SET_CLAIMED} without reading each task's status, where the claim transaction is the database's
+ * only writer (the dialect has no `skipLocked`: SQLite): between the page read that found the picked
+ * tasks queued and due and the draw, nothing else can take one, so the draw takes every picked id.
+ * 64 fewer primary-key reads of the task rows per claim of 64.
+ */
+const SET_CLAIMED_SOLE_WRITER: StatementTemplate = {
+  params: [CLAIMED_IDS],
+  clock: null,
+  build: (c, env) => `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))}`,
+};
+
 /** Marks groups of `:name` as possibly having queued work. */
 const ACTIVATE: StatementTemplate = {
   params: [NAME, GROUPS],
@@ -571,7 +583,7 @@ export class GroupDraw {
     // Where the draw can mark its tasks' group rows itself (one statement), it does when it takes grouped tasks.
     const marking = grouped.length > 0 && this.#ext.dialect.syntax.writableCtes === true;
     if (rotation.taskIds.length > 0) writes.push(this.#query(marking ? GROUP_DRAW_MARKING : GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
-    if (grouped.length > 0 && !marking) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
+    if (grouped.length > 0 && !marking) writes.push(this.#query(this.#ext.dialect.capabilities.skipLocked ? SET_CLAIMED : SET_CLAIMED_SOLE_WRITER, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
       // The span of the served order the served groups lie in: pages come in served order, so the first and last served in it.
