@@ -222,7 +222,7 @@ const PAGE_WITH_BEST: StatementTemplate = {
 };
 
 /** A page's groups in served order with their best due tasks, best first, from either shape of {@link PAGE_WITH_BEST}'s rows. */
-function pageGroups(rows: readonly Row[]): { group: string; seq: number; touched: number; taskIds: string[] }[] {
+export function pageGroups(rows: readonly Row[]): { group: string; seq: number; touched: number; taskIds: string[] }[] {
   const paged: { group: string; seq: number; touched: number; taskIds: string[] }[] = [];
   for (const row of rows) {
     const group = String(row.group_key);
