@@ -25,8 +25,8 @@
  * 3. Pages of the name's active groups in served order, skipping groups at
  *    their concurrency limit (after the first page), each page read with each group's best due
  *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
- *    group over the walk index — `LATERAL` on Postgres — so a group's
- *    backlog is never scanned), at most the smaller of the group limits and
+ *    group over the walk index — `LATERAL` on Postgres, one JSON list per
+ *    group on SQLite — so a group's backlog is never scanned), at most the smaller of the group limits and
  *    what the claim still needs per group; with `groupRateLimit`, the page's
  *    rate windows are one more read. Until enough work or a few pages were
  *    seen.
