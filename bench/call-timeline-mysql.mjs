@@ -37,8 +37,7 @@ if (values.child !== undefined) {
     await worker.stop();
     await running;
     await worker.close();
-    process.send({ log, cpuUs: cpu.user + cpu.system });
-    process.disconnect();
+    process.send({ log, cpuUs: cpu.user + cpu.system }, () => process.disconnect());
   });
   process.send("ready");
 } else {

@@ -50,8 +50,8 @@ if (values.child !== undefined) {
     await worker.stop();
     await running;
     await worker.close();
-    process.send({ log, cpuUs: cpu.user + cpu.system, busy });
-    process.disconnect();
+    // Disconnected only once the log is written: a large one (2,500 calls) was still in flight, and the parent waited forever.
+    process.send({ log, cpuUs: cpu.user + cpu.system, busy }, () => process.disconnect());
   });
   process.send("ready");
 } else {

@@ -23,8 +23,9 @@
 // tasks. On Postgres each row also gives the worker's round trips and socket writes per task. COUNT_PROMISES=1 in the environment also counts the promises made per task
 // (the counting hook costs time itself: not for the other columns).
 //
-// The rounds are the outer loop (every configuration once per round, in order), and each figure is the
-// median over the rounds. Runs the BUILT packages (pnpm turbo run build --filter cairnq...).
+// The rounds are the outer loop (every configuration once per round, in the order given on odd rounds and
+// reversed on even ones), and each figure is the median over the rounds; the CPU column also gives each
+// configuration's difference from the first one, as the median of the rounds' own differences. Runs the BUILT packages (pnpm turbo run build --filter cairnq...).
 import { fork } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -60,7 +61,7 @@ async function parent() {
       const { postgresBackend } = await import("./lib/postgres-backend.mjs");
       try {
         for (let round = 1; round <= rounds; round += 1) {
-          for (const mode of modes) {
+          for (const mode of inOrderOf(round, modes)) {
             const { target, cleanup } = await postgresBackend.fresh(`telemetry-cost-${mode}`);
             try {
               await fill(target, WARMUP + n);
@@ -81,7 +82,7 @@ async function parent() {
       await closer.connect();
       await closer.close();
       for (let round = 1; round <= rounds; round += 1) {
-        for (const mode of modes) {
+        for (const mode of inOrderOf(round, modes)) {
           const path = join(dir, `${mode}-${round}.db`);
           copyFileSync(template, path);
           record(round, mode, await runChild({ target: { backend: "sqlite", path }, mode, n }, execArgv));
@@ -93,15 +94,27 @@ async function parent() {
       }
     }
     console.log(`c64 drain of ${n} tasks after ${WARMUP} untimed, ${values.backend}, medians of ${rounds} round(s); per task:`);
-    console.log("| configuration | CPU µs | GC µs | allocated bytes | tasks/s |");
-    console.log("| --- | --- | --- | --- | --- |");
+    // The rounds' own differences from the first configuration (each round runs them back to back): on a shared
+    // machine the CPU time of one configuration swings by more than the pieces measured, and a difference taken
+    // within a round, a few seconds apart, is steadier than the difference of two medians.
+    const base = modes[0];
+    console.log(`| configuration | CPU µs (min–max) | CPU µs − ${base}, median of the rounds' own (min–max) | GC µs | allocated bytes | tasks/s |`);
+    console.log("| --- | --- | --- | --- | --- | --- |");
+    const spread = (values, digits) => `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
     for (const mode of modes) {
       const m = (key) => median(samples[mode].map((r) => r[key]));
-      console.log(`| ${mode} | ${m("cpuUs").toFixed(1)} | ${m("gcUs").toFixed(1)} | ${Math.round(m("allocBytes"))} | ${Math.round(m("tasksPerSec"))} |`);
+      const cpu = samples[mode].map((r) => r.cpuUs);
+      const delta = mode === base ? "—" : spread(cpu.map((us, round) => us - samples[base][round].cpuUs), 2);
+      console.log(`| ${mode} | ${spread(cpu, 1)} | ${delta} | ${m("gcUs").toFixed(1)} | ${Math.round(m("allocBytes"))} | ${Math.round(m("tasksPerSec"))} |`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The configurations in their order on odd rounds and reversed on even ones, so a machine getting busier within a round favours none. */
+function inOrderOf(round, modes) {
+  return round % 2 === 1 ? modes : [...modes].reverse();
 }
 
 function fmt(r) {

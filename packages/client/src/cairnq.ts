@@ -541,8 +541,9 @@ export class CairnQ {
     // starts, so the ones heard while the submit was in flight are kept (nothing runs between this
     // subscription's end and the wait's own): a task done that quickly gets the probe, as before.
     const push = store.capabilities.pushWakeups && typeof store.subscribe === "function";
-    // A store whose done waits read the task themselves (MySQL's checks) loses nothing either: the wait's first
-    // sleep looks at the task within about a millisecond, so the status read right after the submit is skipped too.
+    // A store whose done waits read the task themselves (MySQL's checks; SQLite's reads after the commits it sees) loses
+    // nothing either: the wait's first sleep looks at the task within about a millisecond, so the status read right after
+    // the submit is skipped too, and the row it reads once the task is terminal is what the wait returns.
     const reads = !push && store.capabilities.taskDoneWakeReads === true;
     const heard = new Set<string>();
     const stopHearing = push

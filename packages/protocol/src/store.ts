@@ -387,10 +387,10 @@ export interface StoreCapabilities {
    * Without push signals, {@link TaskStore.taskDoneWake} still ends early —
    * soon after its task is terminal, including when it already was as the
    * wait began: the store looks at the task itself within about a
-   * millisecond (MySQL checks the row). A wait may then take a status the
-   * caller has just read as its first poll (`call()` takes its submit's row
-   * and sleeps at once, without a status read right after the submit), as it
-   * does with push signals. A store must say true only while its done waits
+   * millisecond (MySQL checks the row; SQLite reads it after each commit it
+   * sees). A wait may then take a status the caller has just read as its
+   * first poll (`call()` takes its submit's row and sleeps at once, without a
+   * status read right after the submit), as it does with push signals. A store must say true only while its done waits
    * really read the task (never for plain sleeps). Optional so stores written
    * before the flag keep compiling. @default false
    */

@@ -27,8 +27,9 @@ export interface DialectCapabilities {
   readonly claimWakeOnQueued?: boolean;
   /**
    * Without push signals, a task-done wait still ends soon after its task is terminal, including
-   * when it already was as the wait began (`StoreCapabilities.taskDoneWakeReads`; MySQL's checks).
-   * Optional so dialects written before the flag keep compiling. @default false
+   * when it already was as the wait began (`StoreCapabilities.taskDoneWakeReads`; MySQL's checks,
+   * SQLite's reads while it watches its file). Optional so dialects written before the flag keep
+   * compiling. @default false
    */
   readonly taskDoneWakeReads?: boolean;
   /**

@@ -136,12 +136,15 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
       get claimWakeOnQueued(): boolean {
         return caps.claimWakeOnQueued ?? false;
       },
-      // Only where a dialect says so, so the other stores' capabilities read as before (absent = false).
-      ...(caps.taskDoneWakeReads === true ? { taskDoneWakeReads: true } : {}),
       queueHealth: true,
       durableSteps: true,
       groups: true,
     };
+    // Only where a dialect declares it, so the other stores' capabilities read as before (absent = false); read live,
+    // like claimWakeOnQueued (SQLite's done waits read their task only while it can watch its file).
+    if (caps.taskDoneWakeReads !== undefined) {
+      Object.defineProperty(this.capabilities, "taskDoneWakeReads", { enumerable: true, get: () => caps.taskDoneWakeReads === true });
+    }
     this.compiler = new StatementCompiler(dialect.syntax, dialect.clock, caps.skipLocked, (sql) => dialect.statementCompiled(sql));
     const statements = new StoreStatements(db, dialect, this.compiler);
     this.#statements = statements;

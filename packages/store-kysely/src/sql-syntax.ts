@@ -63,6 +63,15 @@ export interface SqlSyntax {
    */
   claimProbe?(parts: ClaimProbeParts): string;
   /**
+   * The task table as named in a statement that finds its rows by id (`UPDATE … WHERE id IN (…)`,
+   * `DELETE … WHERE id IN (…)`: claim draws, purge, bulk transitions, the group draw's takes), so
+   * the ids are looked up in the primary key whatever the planner's statistics say. Optional (a
+   * syntax without it names the table); `@cairnq/store-sqlite` pins the key's index with
+   * `INDEXED BY`, because SQLite's planner, working from statistics gathered while the table was
+   * nearly empty (§3.9 analyses it on connect), scans every row for the ids instead.
+   */
+  tableById?(table: string): string;
+  /**
    * A statement that sends the `queued` push signal (§9) for the queue bound
    * at `queue`, for writes that make a queued task due without changing its
    * status (the notify trigger only fires on a status change): durable steps'
@@ -180,6 +189,10 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
 
   topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
     return inSubqueryJoin(table, alias, key, subquery);
+  }
+
+  tableById(table: string): string {
+    return table;
   }
 
   batchRef(param: ParamExpr): string {

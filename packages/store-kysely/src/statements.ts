@@ -91,6 +91,11 @@ function pickIds(c: ExprCompiler, env: CompileEnv, selection: SetTransition["sel
   return sql;
 }
 
+/** The task table as the target of a statement that finds its rows by id ({@link SqlSyntax.tableById}). */
+function tasksById(env: CompileEnv): string {
+  return env.syntax.tableById === undefined ? TASKS_TABLE : env.syntax.tableById(TASKS_TABLE);
+}
+
 function needsSubquery(selection: SetTransition["selection"], env: CompileEnv): boolean {
   return selection.limit !== null || selection.orderBy.length > 0 || (selection.skipLocked && env.skipLocked);
 }
@@ -238,9 +243,10 @@ export function setTransitionTemplate(rule: SetTransition, returning: "task" | r
       clock: rule.clock,
       build: (c, env) => {
         const set = setList(c, assignments);
-        const target = needsSubquery(selection, env) ? ` WHERE id IN (${pickIds(c, env, selection)})` : where(c, selection.where);
+        const byId = needsSubquery(selection, env);
+        const target = byId ? ` WHERE id IN (${pickIds(c, env, selection)})` : where(c, selection.where);
         const columns = returning === "task" ? env.syntax.taskColumns() : returning.join(", ");
-        return `UPDATE ${TASKS_TABLE} SET ${set}${target} RETURNING ${columns}`;
+        return `UPDATE ${byId ? tasksById(env) : TASKS_TABLE} SET ${set}${target} RETURNING ${columns}`;
       },
     };
     byReturning.set(cacheKey, template);
@@ -263,7 +269,7 @@ export function setTransitionByIdsTemplate(rule: SetTransition, ids: ParamExpr, 
     params: paramsOfAll([rule.selection.where, ...assignments.values()]),
     clock: rule.clock,
     build: (c, env) =>
-      `UPDATE ${TASKS_TABLE} SET ${setList(c, assignments)} WHERE ${c.condition(x.inList(x.col("id"), ids)) ?? env.syntax.literal(false)} ` +
+      `UPDATE ${tasksById(env)} SET ${setList(c, assignments)} WHERE ${c.condition(x.inList(x.col("id"), ids)) ?? env.syntax.literal(false)} ` +
       `AND CASE WHEN ${c.condition(guard) ?? "TRUE"} THEN 1 ELSE 0 END = 1 RETURNING ${env.syntax.taskColumns()}`,
   };
 }
@@ -356,7 +362,7 @@ const deleteTemplates = perRule((rule: DeleteRule): StatementTemplate => {
   return {
     params: paramsOfAll([selection.where], [selection.limit]),
     clock: rule.clock,
-    build: (c, env) => `DELETE FROM ${TASKS_TABLE} WHERE id IN (${pickIds(c, env, selection)}) RETURNING id`,
+    build: (c, env) => `DELETE FROM ${tasksById(env)} WHERE id IN (${pickIds(c, env, selection)}) RETURNING id`,
   };
 });
 
@@ -508,7 +514,7 @@ const batchTemplates = perRule((rule: SetTransition): StatementTemplate => {
       const set = setList(c, assignments);
       const guard = c.condition(selection.where);
       const recheck = guard === null ? "" : ` AND ${guard}`;
-      return `UPDATE ${TASKS_TABLE} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id, parent_id, status`;
+      return `UPDATE ${tasksById(env)} SET ${set} WHERE id IN (${pickIds(c, env, selection)})${recheck} RETURNING id, parent_id, status`;
     },
   };
 });

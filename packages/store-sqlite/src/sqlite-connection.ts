@@ -12,7 +12,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { CairnQError, TERMINAL_STATUSES } from "@cairnq/protocol";
+import type { Task } from "@cairnq/protocol";
 import type { AnyKysely, Row } from "@cairnq/store-kysely";
+import { decodeTask } from "@cairnq/store-kysely";
 import type { QueryResult } from "kysely";
 import { CompiledQuery, Kysely, SqliteDialect } from "kysely";
 import { delay, isBusyError } from "./busy.js";
@@ -22,6 +24,7 @@ import { loadSQLiteDriver } from "./drivers/load-driver.js";
 import type { SQLiteDriver, SQLiteDriverConnection, SQLiteDriverName, SQLiteDriverStatement } from "./drivers/sqlite-driver.js";
 import { pragmaValue } from "./drivers/sqlite-driver.js";
 import { CachingDatabase } from "./statement-cache.js";
+import { SQLiteStoreSyntax } from "./sqlite-store-syntax.js";
 import { WakeSignal } from "./sqlite-wake-signal.js";
 import type { QueueConnection, WriteQueue } from "./write-queue.js";
 import { acquireWriteQueue, releaseWriteQueue } from "./write-queue-registry.js";
@@ -44,12 +47,14 @@ export function isMemoryFilename(filename: string): boolean {
 }
 
 /**
- * What the wake-ups read after a commit (§9 accelerator). The terminal ids
- * among a JSON array of ids: `+status` keeps the planner on the primary key,
- * not on the status index, which would scan every settled task.
+ * What the wake-ups read after a commit (§9 accelerator). The terminal rows
+ * among a JSON array of ids, looked up in the primary key: on statistics
+ * gathered while the table was nearly empty the planner would rather scan
+ * the claim index (see `sqlite-store-syntax.ts`), and `+status` keeps it off
+ * the status index, which would scan every settled task.
  */
-const SETTLED_AMONG =
-  "SELECT id FROM cairnq_tasks WHERE id IN (SELECT value FROM json_each(?)) " +
+const TERMINAL_AMONG =
+  `SELECT * FROM ${new SQLiteStoreSyntax().tableById("cairnq_tasks")} WHERE id IN (SELECT value FROM json_each(?)) ` +
   `AND +status IN (${TERMINAL_STATUSES.map((status) => `'${status}'`).join(", ")})`;
 /** Whether a task is queued on one of a JSON array of queues: one seek in the claim index per queue. */
 const QUEUED_IN = "SELECT 1 FROM cairnq_tasks WHERE status = 'queued' AND queue IN (SELECT value FROM json_each(?)) LIMIT 1";
@@ -77,7 +82,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
   #lastStatisticsAt = Number.NEGATIVE_INFINITY;
   #mainFile: string | null = null;
   #dataVersion: SQLiteDriverStatement | null = null;
-  #settledAmong: SQLiteDriverStatement | null = null;
+  #terminalAmong: SQLiteDriverStatement | null = null;
   #queuedIn: SQLiteDriverStatement | null = null;
   #driver: SQLiteDriver | null = null;
   #writes = 0;
@@ -285,10 +290,10 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     return this.#writes;
   }
 
-  /** The ids among `taskIds` whose task is terminal, read on the reader in one statement. */
-  settledAmong(taskIds: readonly string[]): readonly string[] {
-    this.#settledAmong ??= this.#reader.raw.prepare(SETTLED_AMONG);
-    return this.#settledAmong.all([JSON.stringify(taskIds)]).map((row) => row.id as string);
+  /** The rows of the tasks among `taskIds` that are terminal, read on the reader in one statement. */
+  terminalRows(taskIds: readonly string[]): readonly Task[] {
+    this.#terminalAmong ??= this.#reader.raw.prepare(TERMINAL_AMONG);
+    return this.#terminalAmong.all([JSON.stringify(taskIds)]).map(decodeTask);
   }
 
   /** Closes both connections at once (a failed connect); queued writes of this connection are not awaited. */
@@ -299,7 +304,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     this.#wakeSignal?.close();
     this.#wakeSignal = null;
     this.#dataVersion = null;
-    this.#settledAmong = null;
+    this.#terminalAmong = null;
     this.#queuedIn = null;
     this.#reader.close();
     this.#writer.close();

@@ -1,10 +1,11 @@
 import type { DialectCapabilities, StoreClock } from "@cairnq/store-kysely";
-import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, ProcessClock, SqliteSyntax } from "@cairnq/store-kysely";
+import { BaseStoreDialect, DEFAULT_DIALECT_CAPABILITIES, ProcessClock } from "@cairnq/store-kysely";
 import type { SQLiteDriver, SQLiteDriverName } from "./drivers/sqlite-driver.js";
 import { GroupCommitWrites } from "./group-commit-writes.js";
 import { SQLiteConnection } from "./sqlite-connection.js";
 import { SQLiteExecutor } from "./sqlite-executor.js";
 import { SQLiteSchemaManager } from "./sqlite-schema.js";
+import { SQLiteStoreSyntax } from "./sqlite-store-syntax.js";
 import { SQLiteWakeups } from "./sqlite-wakeups.js";
 
 /** Options of {@link SQLiteDialect}. */
@@ -32,10 +33,11 @@ export interface SQLiteDialectOptions {
  */
 export class SQLiteDialect extends BaseStoreDialect {
   readonly name = "sqlite";
-  readonly syntax = new SqliteSyntax();
+  readonly syntax = new SQLiteStoreSyntax();
   /**
    * `completeIn` (`ctx.succeedIn`) runs the caller's function in a write transaction on the store's writer;
-   * `claimWakeOnQueued` while the wake-ups can watch the database file (not in memory, not after a broken watch).
+   * `claimWakeOnQueued` and `taskDoneWakeReads` while the wake-ups can watch the database file (not in memory,
+   * not after a broken watch).
    */
   override readonly capabilities: DialectCapabilities;
   override readonly clock: StoreClock;
@@ -61,6 +63,10 @@ export class SQLiteDialect extends BaseStoreDialect {
       // The write queue runs a claim's transaction after the settlements queued before it (the fused claim).
       claimsSeeSettlements: true,
       get claimWakeOnQueued(): boolean {
+        return wakeups.watchable;
+      },
+      // A done wait reads its task on the commits it sees, and at once when it cannot tell what they did.
+      get taskDoneWakeReads(): boolean {
         return wakeups.watchable;
       },
     });

@@ -12,10 +12,13 @@
  * queues and task-done waiters when their task is terminal (one read for
  * each group), so from the caller's view this behaves like the Postgres
  * channel: an early resolve means "re-read", the timeout bounds every wait,
- * and nothing depends on delivery.
+ * and nothing depends on delivery. The task-done read reads the terminal
+ * rows themselves, and a woken waiter resolves with its task's row (as
+ * Postgres's done-row extension sends it), which the §7 wait loop returns
+ * without reading it again.
  */
 import type fs from "node:fs";
-import type { StoreSignal } from "@cairnq/protocol";
+import type { StoreSignal, Task } from "@cairnq/protocol";
 import { sleep, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
 import { SQLiteCommitDetector } from "./sqlite-commit-detector.js";
@@ -39,8 +42,8 @@ export interface WakeupSource {
   dataVersion(): number | null;
   /** Whether any task is `queued` on one of `queues` (due or not). May throw. */
   queuedIn(queues: readonly string[]): boolean;
-  /** The ids among `taskIds` whose task is terminal. May throw. */
-  settledAmong(taskIds: readonly string[]): readonly string[];
+  /** The rows, decoded, of the tasks among `taskIds` that are terminal: each a fresh object. May throw. */
+  terminalRows(taskIds: readonly string[]): readonly Task[];
   /**
    * How many statements this store's writer has run (any count that moves
    * with every write). A claim wake after which it has not moved found
@@ -137,7 +140,12 @@ const WORKING_GAP_MS = 50;
  *   A `taskDoneWake` likewise reads its task at once when commits went
  *   unchecked since the last done wait, or when it starts the watch, and
  *   returns at once for a task already terminal: a task that finished just
- *   before the wait began is not waited for until the timeout.
+ *   before the wait began is not waited for until the timeout. So a
+ *   `call()` may wait here right after its submit, without reading the
+ *   task's status first (`capabilities.taskDoneWakeReads`, true while the
+ *   file can be watched).
+ * - **Rows**: a `taskDoneWake` that its read found terminal resolves with
+ *   the row it read (a second wait on the same task, at once, re-reads).
  * - `subscribe` never calls its listener: the channel knows "something
  *   committed", and the contract's signals name a queue or a task.
  *   `capabilities.pushWakeups` stays false for the same reason; `watch()`
@@ -155,8 +163,8 @@ export class SQLiteWakeups implements Wakeups {
   readonly #detector: SQLiteCommitDetector;
   /** Pending `claimWake`s, each with its queues. */
   readonly #claims: WaiterSet<readonly string[]>;
-  /** Pending `taskDoneWake`s, each with its task id. */
-  readonly #dones: WaiterSet<string>;
+  /** Pending `taskDoneWake`s, each with its task id and, once a check found it terminal, its row. */
+  readonly #dones: WaiterSet<DoneWatch>;
   /** The detector's commit count up to which claim and done waiters have been checked. */
   #claimSeq = 0;
   #doneSeq = 0;
@@ -226,17 +234,24 @@ export class SQLiteWakeups implements Wakeups {
     return waiting;
   }
 
-  /** Resolves after `timeoutMs`, or about a millisecond after a commit that left `taskId` terminal, or when `signal` aborts. */
-  taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted === true || !(timeoutMs > 0)) return Promise.resolve();
+  /**
+   * Resolves after `timeoutMs`, or about a millisecond after a commit that left `taskId` terminal, or when `signal`
+   * aborts. Woken by a read that found the task terminal, it resolves with the row read (`TaskStore.taskDoneWake`).
+   */
+  async taskDoneWake(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<Task | void> {
+    if (signal?.aborted === true || !(timeoutMs > 0)) return;
     // A fresh start has seen no commit yet, so it cannot tell whether the task finished before it: one read does.
     const fresh = this.#detector.mode === "off";
     if (!this.#start()) return sleep(timeoutMs, { signal, unref: true });
     const seq = this.#detector.seq;
     // Commits seen while no done waiter listened may have finished this task: one read tells, now rather than on the
     // next turn of the loop, and a task already terminal ends the wait without waiting at all.
-    if ((fresh || this.#doneSeq !== seq) && settledNow(this.#source, taskId)) return Promise.resolve();
-    const waiting = this.#dones.wait(taskId, timeoutMs, signal);
+    if (fresh || this.#doneSeq !== seq) {
+      const now = terminalNow(this.#source, taskId);
+      if (now !== null) return now === UNKNOWN ? undefined : now;
+    }
+    const watch: DoneWatch = { taskId, row: null };
+    const waiting = this.#dones.wait(watch, timeoutMs, signal);
     this.#detector.busy();
     this.#detector.urge();
     if (this.#doneSeq !== seq) {
@@ -244,7 +259,8 @@ export class SQLiteWakeups implements Wakeups {
       if (this.#dones.size === 1) this.#doneSeq = seq;
       else this.#detector.checkNow();
     }
-    return waiting;
+    await waiting;
+    return watch.row ?? undefined;
   }
 
   /** Never calls `listener` (see the class notes); returns a no-op unsubscribe. */
@@ -319,23 +335,30 @@ export class SQLiteWakeups implements Wakeups {
     return woken;
   }
 
-  /** After a commit, wakes the task-done waiters whose task is terminal; returns how many woke. */
+  /**
+   * After a commit, wakes the task-done waiters whose task is terminal, the first waiter of each task with the
+   * row read; returns how many woke.
+   */
   #wakeDones(source: WakeupSource): number {
     const seq = this.#detector.seq;
     if (this.#doneSeq === seq || this.#dones.size === 0) return 0;
     this.#doneSeq = seq;
     const waiters = this.#dones.waiters();
-    const ids = [...new Set(waiters.map((waiter) => waiter.data))];
-    let settled: ReadonlySet<string>;
+    const ids = [...new Set(waiters.map((waiter) => waiter.data.taskId))];
+    let rows: Map<string, Task | null>;
     try {
-      settled = new Set(source.settledAmong(ids));
+      rows = new Map(source.terminalRows(ids).map((row) => [row.id, row]));
     } catch {
       // Cannot tell which: everyone re-reads.
-      settled = new Set(ids);
+      rows = new Map(ids.map((id) => [id, null]));
     }
     let woken = 0;
     for (const waiter of waiters) {
-      if (!settled.has(waiter.data)) continue;
+      const { taskId } = waiter.data;
+      if (!rows.has(taskId)) continue;
+      // The row goes to one caller only (a caller may keep and change it); another waiter on the task re-reads.
+      waiter.data.row = rows.get(taskId) ?? null;
+      rows.set(taskId, null);
       waiter.wake();
       woken++;
     }
@@ -352,12 +375,21 @@ function writesOf(source: WakeupSource): number {
   }
 }
 
-/** Whether `taskId` is terminal; true when it cannot tell (the caller re-reads). */
-function settledNow(source: WakeupSource, taskId: string): boolean {
+/** A pending `taskDoneWake`: the task it waits for, and the row a check found terminal (handed to it as it wakes). */
+interface DoneWatch {
+  readonly taskId: string;
+  row: Task | null;
+}
+
+/** {@link terminalNow} could not read: the caller re-reads. */
+const UNKNOWN = Symbol("unknown");
+
+/** `taskId`'s row if it is terminal, null if it is not, {@link UNKNOWN} when it cannot tell. */
+function terminalNow(source: WakeupSource, taskId: string): Task | null | typeof UNKNOWN {
   try {
-    return source.settledAmong([taskId]).length > 0;
+    return source.terminalRows([taskId])[0] ?? null;
   } catch {
-    return true;
+    return UNKNOWN;
   }
 }
 

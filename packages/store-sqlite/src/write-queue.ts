@@ -265,7 +265,7 @@ export class WriteQueue {
             const next = this.#pending[0];
             // The writer inside a transaction no job of ours opened: a caller's Kysely transaction on the store's
             // `db`. Wait for it to end (Kysely's connection mutex) instead of landing inside it.
-            if (head.connection.inTransaction()) await head.connection.db.connection().execute(() => Promise.resolve(this.#runBatch(batch)));
+            if (head.connection.inTransaction()) await holdingWriter(head.connection, () => Promise.resolve(this.#runBatch(batch)));
             else if (next !== undefined && fusable(next, head.connection)) await this.#runFused(batch, this.#pending.shift() as TransactionJob);
             else this.#runBatch(batch);
           } else if (fusable(head, head.connection) && !head.connection.inTransaction()) {
@@ -452,7 +452,7 @@ export class WriteQueue {
   async #runFused(before: StatementJob[], tx: TransactionJob): Promise<void> {
     this.stats.transactions += 1;
     const connection = tx.connection;
-    await connection.db.connection().execute(async () => {
+    await holdingWriter(connection, async () => {
       try {
         connection.execute(BEGIN);
       } catch (err) {
@@ -560,11 +560,12 @@ export class WriteQueue {
       return;
     }
     // Holding Kysely's connection keeps Kysely users of the writer (an in-memory database's reads, a caller's
-    // transaction on the store's `db`) out while this transaction is open across the body's awaits.
-    await connection.db.connection().execute(async (conn) => {
+    // transaction on the store's `db`) out while this transaction is open across the body's awaits. A direct job
+    // runs on the writer itself, so it needs no Kysely instance over that connection.
+    const run = async (conn: QueryRunner | null): Promise<void> => {
       if (job.kind === "maintenance") {
         try {
-          await job.body(conn);
+          await job.body(conn ?? directRunner(connection));
         } catch {
           // Best effort (statistics): a busy or failed run is skipped, never retried or reported.
         }
@@ -583,7 +584,7 @@ export class WriteQueue {
       let firstChanged = true;
       try {
         if (job.first !== null) firstChanged = changedRows(connection.execute(job.first()));
-        value = await job.body(job.direct ? directRunner(connection) : conn);
+        value = await job.body(conn ?? directRunner(connection));
         connection.execute(COMMIT);
       } catch (err) {
         rollbackQuietly(connection);
@@ -593,8 +594,19 @@ export class WriteQueue {
       }
       if (!job.quiet || firstChanged) connection.committed?.();
       job.resolve(value);
-    });
+    };
+    if (job.direct) await holdingWriter(connection, () => run(null));
+    else await connection.db.connection().execute(run);
   }
+}
+
+/**
+ * Runs `fn` holding Kysely's connection of the writer — its mutex, which keeps Kysely users of the writer out —
+ * through the executor's connection provider: `db.connection().execute()` builds a Kysely instance over the
+ * connection for its callback on every call, which a job that runs straight on the writer never uses.
+ */
+function holdingWriter<T>(connection: QueueConnection, fn: () => Promise<T>): Promise<T> {
+  return connection.db.getExecutor().provideConnection(fn);
 }
 
 /** A statement made SQLite roll back the whole group-commit transaction: the error, and whose it was (jobs [from, to), a merged run or not). */

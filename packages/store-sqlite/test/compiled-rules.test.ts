@@ -3,13 +3,14 @@
  * decides, on SQLite: the shared equivalence test of @cairnq/test-support
  * (every rule run both ways on random rows and parameters), here on an
  * in-memory database migrated as the store migrates, with the store's
- * compiler — SQLite syntax and the process clock, bound as one parameter.
+ * compiler — its SQLite syntax and the process clock, bound as one parameter.
  */
 import Database from "better-sqlite3";
 import { JSON_COLUMNS, TASK_COLUMNS } from "@cairnq/protocol/adapter";
-import { ProcessClock, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
+import { ProcessClock, StatementCompiler } from "@cairnq/store-kysely";
 import { describeCompiledRules, NOW } from "@cairnq/test-support/compiled-rules";
 import { SQLITE_MIGRATIONS } from "../src/sqlite-schema.js";
+import { SQLiteStoreSyntax } from "../src/sqlite-store-syntax.js";
 
 const JSON_COLUMN_SET: ReadonlySet<string> = new Set(JSON_COLUMNS);
 
@@ -21,7 +22,7 @@ describeCompiledRules({
     for (const migration of SQLITE_MIGRATIONS) for (const statement of migration.statements) db.exec(statement);
     const insert = db.prepare(`INSERT INTO cairnq_tasks (${TASK_COLUMNS.join(", ")}) VALUES (${TASK_COLUMNS.map(() => "?").join(", ")})`);
     return {
-      compiler: new StatementCompiler(new SqliteSyntax(), new ProcessClock(() => NOW)),
+      compiler: new StatementCompiler(new SQLiteStoreSyntax(), new ProcessClock(() => NOW)),
       async reset() {
         db.exec("DELETE FROM cairnq_tasks");
       },

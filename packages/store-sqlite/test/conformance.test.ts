@@ -8,5 +8,16 @@ runConformance({
   name: "SQLiteStore",
   createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
   // completeIn (ctx.succeedIn) and withTransaction: the caller's writes and the store's in one transaction.
-  capabilities: { transactionalComplete: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, durableSteps: true, queueHealth: true, groups: true },
+  capabilities: {
+    transactionalComplete: true,
+    flowControl: true,
+    schedules: true,
+    completeRef: true,
+    claimReprobe: true,
+    claimWakeOnQueued: true,
+    taskDoneWakeReads: true,
+    durableSteps: true,
+    queueHealth: true,
+    groups: true,
+  },
 });

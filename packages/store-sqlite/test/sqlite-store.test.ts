@@ -1,11 +1,21 @@
 import Database from "better-sqlite3";
 import type { QueueDepthGate, TaskStore } from "@cairnq/protocol";
 import { CairnQError, InvalidArgument, SerializationError } from "@cairnq/protocol";
-import { DRAW, RECOVER } from "@cairnq/protocol/adapter";
+import { CANCEL_BATCH, cancelBatchParams, DRAW, PURGE, purgeParams, RECOVER } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "@cairnq/store-kysely";
-import { LIST_BY_ID_TEMPLATE, ProcessClock, PROBE_TEMPLATE, setTransitionTemplate, SqliteSyntax, StatementCompiler } from "@cairnq/store-kysely";
+import {
+  batchTransitionTemplate,
+  deleteTemplate,
+  LIST_BY_ID_TEMPLATE,
+  ProcessClock,
+  PROBE_TEMPLATE,
+  setTransitionTemplate,
+  SqliteSyntax,
+  StatementCompiler,
+} from "@cairnq/store-kysely";
 import { describe, expect, it } from "vitest";
 import { SQLiteStore } from "../src/index.js";
+import { SQLiteStoreSyntax } from "../src/sqlite-store-syntax.js";
 import { openStore, tempFile } from "./helpers.js";
 
 function count(file: string, table: string): number {
@@ -17,25 +27,30 @@ function count(file: string, table: string): number {
   }
 }
 
+type Explain = (template: StatementTemplate, params: Record<string, unknown>) => string;
+
+/** `explain` on `db`: the `EXPLAIN QUERY PLAN` details of a template compiled with `syntax` for `params`, joined by " | ". */
+function explainOn(db: Database.Database, syntax: SqliteSyntax = new SQLiteStoreSyntax()): Explain {
+  const compiler = new StatementCompiler(syntax, new ProcessClock());
+  return (template, params) => {
+    const s = compiler.statement(template, params);
+    const values = s.parameters(params);
+    return (db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(Object.fromEntries(values.map((v, i) => [i + 1, v]))) as { detail: string }[]).map((r) => r.detail).join(" | ");
+  };
+}
+
 /**
  * A fresh file holding 50 tasks (5 names over 3 queues), analyzed, and
- * `explain`: the `EXPLAIN QUERY PLAN` details of a template compiled for
- * `params`, joined by " | ". Close `db` when done.
+ * `explain` on it with the store's syntax (see {@link explainOn}). Close `db` when done.
  */
-async function analyzedFile(): Promise<{ db: Database.Database; explain: (template: StatementTemplate, params: Record<string, unknown>) => string }> {
+async function analyzedFile(): Promise<{ db: Database.Database; explain: Explain }> {
   const file = tempFile();
   const store = openStore(file);
   await Promise.all(Array.from({ length: 50 }, (_, i) => store.submit({ name: `n${i % 5}`, queue: `q${i % 3}` })));
   await store.close();
   const db = new Database(file);
   db.exec("ANALYZE");
-  const compiler = new StatementCompiler(new SqliteSyntax(), new ProcessClock());
-  const explain = (template: StatementTemplate, params: Record<string, unknown>): string => {
-    const s = compiler.statement(template, params);
-    const values = s.parameters(params);
-    return (db.prepare(`EXPLAIN QUERY PLAN ${s.sql}`).all(Object.fromEntries(values.map((v, i) => [i + 1, v]))) as { detail: string }[]).map((r) => r.detail).join(" | ");
-  };
-  return { db, explain };
+  return { db, explain: explainOn(db) };
 }
 
 describe("bad input is rejected before anything is written", () => {
@@ -198,7 +213,7 @@ describe("store behaviour specific to SQLite", () => {
 
   it("has completeIn and withTransaction on SQLite, and says so in its capabilities (§5.15)", () => {
     const store = openStore();
-    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: true, databaseClock: false, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, queueHealth: true, durableSteps: true, groups: true });
+    expect(store.capabilities).toEqual({ pushWakeups: false, transactionalComplete: true, databaseClock: false, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, taskDoneWakeReads: true, queueHealth: true, durableSteps: true, groups: true });
     expect(typeof store.completeIn).toBe("function");
     expect(typeof store.withTransaction).toBe("function");
   });
@@ -252,6 +267,55 @@ describe("store behaviour specific to SQLite", () => {
     expect(explain(setTransitionTemplate(RECOVER, ["id"]), {})).toContain("cairnq_tasks_lease_idx");
     expect(explain(PROBE_TEMPLATE, { queues: ["q1"], names: null })).toMatch(/cairnq_tasks_claim(_name)?_idx.*cairnq_tasks_lease_idx/);
     db.close();
+  });
+
+  it("on statistics gathered while the table held one task, statements that take rows by id look them up, never scanning the table", async () => {
+    // §3.9 analyses the table when a store connects, often while it is nearly empty, and the planner trusts that until the
+    // statistics are refreshed: 3,000 rows it believes are one.
+    const file = tempFile();
+    const store = openStore(file);
+    await store.submit({ name: "n" });
+    await store.close();
+    const setup = new Database(file);
+    setup.exec("ANALYZE");
+    setup.exec(
+      "WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 3000) " +
+        "INSERT INTO cairnq_tasks (id, name, queue, status, payload, run_at_ms, created_at_ms, updated_at_ms, completed_at_ms) " +
+        "SELECT printf('task_0%025d', n), 'n', 'default', 'succeeded', '{}', 1, 1, 1, 1 FROM i",
+    );
+    setup.close();
+    const db = new Database(file, { readonly: true });
+    const scansTable = /\bSCAN cairnq_tasks(?! USING)/;
+    const plans = (explain: Explain): string[] => [
+      explain(setTransitionTemplate(DRAW, "task"), { queues: ["default"], names: ["n"], limit: 1, workerId: "w", leaseMs: 10 }),
+      explain(deleteTemplate(PURGE), purgeParams({ olderThanMs: 0, limit: 10 })),
+      explain(batchTransitionTemplate(CANCEL_BATCH), cancelBatchParams({ status: "queued", limit: 10 })),
+    ];
+    try {
+      // The core's plain SQLite syntax shows what the pinned index prevents.
+      expect(plans(explainOn(db, new SqliteSyntax()))[0]).toMatch(scansTable);
+      for (const plan of plans(explainOn(db))) {
+        expect(plan).not.toMatch(scansTable);
+        expect(plan).toContain("sqlite_autoindex_cairnq_tasks_1");
+      }
+    } finally {
+      db.close();
+    }
+  });
+
+  it("binds every parameter as +?n, which the planner does not read: a bare ?n beside an indexed column has SQLite prepare the statement again on every run once sqlite_stat4 exists", () => {
+    const compiler = new StatementCompiler(new SQLiteStoreSyntax(), new ProcessClock());
+    const claim = { queues: ["q1"], names: ["n1"], limit: 5, workerId: "w", leaseMs: 10 };
+    for (const [template, params] of [
+      [setTransitionTemplate(DRAW, "task"), claim],
+      [setTransitionTemplate(RECOVER, ["id"]), {}],
+      [PROBE_TEMPLATE, { queues: ["q1"], names: ["n1"] }],
+      [deleteTemplate(PURGE), purgeParams({ olderThanMs: 0, queue: "q1", limit: 10 })],
+    ] as const) {
+      const { sql } = compiler.statement(template, params);
+      expect(sql).toMatch(/\+\?\d/);
+      expect(sql).not.toMatch(/(?<!\+)\?\d/);
+    }
   });
 
   it("list in id order (keyset by beforeId) reads the primary key index in order, never sorting the table", async () => {

@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import fs from "node:fs";
+import type { Task } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import type { SQLiteDialect } from "../src/index.js";
 import type { SQLiteWakeupsOptions, WakeupSource } from "../src/sqlite-wakeups.js";
@@ -27,13 +28,14 @@ describe("SQLiteWakeups on a database file", () => {
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
   });
 
-  it("taskDoneWake resolves early when the task completes, and not for another task", async () => {
+  it("taskDoneWake resolves early when the task completes, and not for another task, with the terminal row it read", async () => {
     const file = tempFile();
     const waiting = openStore(file);
     const worker = openStore(file);
     const awaited = await waiting.submit({ name: "job", priority: 1 });
     const other = await waiting.submit({ name: "job" });
-    const wait = timed(waiting.taskDoneWake(awaited.id, LONG_MS));
+    const woke = waiting.taskDoneWake(awaited.id, LONG_MS);
+    const wait = timed(woke);
     const [first, second] = await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 2 });
     expect([first?.id, second?.id]).toEqual([awaited.id, other.id]);
     await worker.complete({ taskId: other.id, workerId: "w1", result: null });
@@ -41,6 +43,9 @@ describe("SQLiteWakeups on a database file", () => {
     expect(wait.settled()).toBe(false);
     await worker.fail({ taskId: awaited.id, workerId: "w1", error: { type: "E", code: "e", message: "no" }, retryable: false });
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    const row = await woke;
+    expect(row).toEqual(await waiting.get(awaited.id));
+    expect(row).toMatchObject({ status: "failed", error: { code: "e" } });
   });
 
   it("a commit between a probe and the next claimWake is not lost (buffered for the next claim waiter)", async () => {
@@ -67,7 +72,9 @@ describe("SQLiteWakeups on a database file", () => {
     await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 1 });
     await worker.complete({ taskId: task.id, workerId: "w1", result: null });
     expect(wakeupsOf(waiting).mode).toBe("off");
-    expect(await timed(waiting.taskDoneWake(task.id, LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    const woke = waiting.taskDoneWake(task.id, LONG_MS);
+    expect(await timed(woke).done).toBeLessThan(LONG_MS / 2);
+    expect(await woke).toEqual(await waiting.get(task.id));
   });
 
   it("taskDoneWake reads at once after commits no done waiter saw, and waits for a task not yet terminal", async () => {
@@ -178,15 +185,15 @@ describe("SQLiteWakeups on a database file", () => {
     wakeups.close();
   });
 
-  it("declares claimWakeOnQueued while its waits can end on commits: a database file, not closed", async () => {
+  it("declares claimWakeOnQueued and taskDoneWakeReads while its waits can end on commits: a database file, not closed", async () => {
     const store = openStore();
     await store.connect();
-    expect(store.capabilities.claimWakeOnQueued).toBe(true);
+    expect(store.capabilities).toMatchObject({ claimWakeOnQueued: true, taskDoneWakeReads: true });
     await store.close();
-    expect(store.capabilities.claimWakeOnQueued).toBe(false);
+    expect(store.capabilities).toMatchObject({ claimWakeOnQueued: false, taskDoneWakeReads: false });
     const memory = openStore(":memory:");
     await memory.connect();
-    expect(memory.capabilities.claimWakeOnQueued).toBe(false);
+    expect(memory.capabilities).toMatchObject({ claimWakeOnQueued: false, taskDoneWakeReads: false });
   });
 
   it("an idle claim loop does not spin: probes come from its timeouts, not from its own reads", async () => {
@@ -263,6 +270,35 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
 // The check logic, on a scripted source: events are emitted by hand and the
 // "database" is a data version and two predicates.
 
+/** The row a fake source reads for a settled task. */
+function terminalRow(id: string): Task {
+  return {
+    id,
+    name: "job",
+    queue: "default",
+    status: "succeeded",
+    payload: null,
+    result: null,
+    error: null,
+    metadata: {},
+    progress: 1,
+    message: null,
+    attempt: 1,
+    max_attempts: 3,
+    priority: 0,
+    worker_id: "w1",
+    lease_until_ms: null,
+    run_at_ms: 1,
+    cancel_requested_at_ms: null,
+    parent_id: null,
+    root_id: id,
+    correlation_id: null,
+    created_at_ms: 1,
+    updated_at_ms: 2,
+    completed_at_ms: 2,
+  };
+}
+
 interface FakeWatcher extends EventEmitter {
   closed: boolean;
   listener: (event: string, filename: string | null) => void;
@@ -278,7 +314,7 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}, wakeFile: string | null
       return db.version;
     },
     queuedIn: () => db.queued,
-    settledAmong: (ids) => ids.filter((id) => db.settled.has(id)),
+    terminalRows: (ids) => ids.filter((id) => db.settled.has(id)).map(terminalRow),
     writes: () => db.writes,
   };
   const watchers: FakeWatcher[] = [];
@@ -355,14 +391,18 @@ describe("SQLiteWakeups checks", () => {
     wakeups.close();
   });
 
-  it("a commit wakes the task-done waiters of settled tasks only", async () => {
+  it("a commit wakes the task-done waiters of settled tasks only, handing the first waiter of each its row", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
     const a = timed(wakeups.taskDoneWake("task_a", LONG_MS));
-    const b = timed(wakeups.taskDoneWake("task_b", LONG_MS));
+    const b = wakeups.taskDoneWake("task_b", LONG_MS);
+    const again = wakeups.taskDoneWake("task_b", LONG_MS);
     db.settled.add("task_b");
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
-    expect(await b.done).toBeLessThan(LONG_MS / 2);
+    expect(await timed(b).done).toBeLessThan(LONG_MS / 2);
+    expect(await b).toEqual(terminalRow("task_b"));
+    // One row per caller (it may change the object): a second wait on the task re-reads.
+    expect(await again).toBeUndefined();
     await pause(30);
     expect(a.settled()).toBe(false);
     wakeups.close();
@@ -372,16 +412,19 @@ describe("SQLiteWakeups checks", () => {
   it("a failing filter read wakes everyone (they re-read) and never rejects", async () => {
     const { db, source, wakeups, watcher } = fakeWakeups();
     const wait = timed(wakeups.claimWake(["default"], LONG_MS));
-    const done = timed(wakeups.taskDoneWake("task_a", LONG_MS));
+    const woke = wakeups.taskDoneWake("task_a", LONG_MS);
+    const done = timed(woke);
     const busy = (): never => {
       throw new Error("SQLITE_BUSY");
     };
     source.queuedIn = busy;
-    source.settledAmong = busy;
+    source.terminalRows = busy;
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
     expect(await done.done).toBeLessThan(LONG_MS / 2);
+    // Nothing was read: no row, so the caller reads it.
+    expect(await woke).toBeUndefined();
     wakeups.close();
   });
 

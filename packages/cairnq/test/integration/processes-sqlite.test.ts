@@ -21,4 +21,6 @@ describeProcessSuite({
       dispose: () => rm(dir, { recursive: true, force: true }),
     };
   },
+  // The client's done waits read the task on each commit they notice (capabilities.taskDoneWakeReads).
+  doneRows: true,
 });

@@ -41,7 +41,8 @@ export interface ProcessBackend {
   /**
    * Adds a test that a `call()` to an idle worker process reads no row after
    * its submit: the worker's settlement sends the terminal row with its done
-   * signal (Postgres's done-row extension) and the wait returns it.
+   * signal (Postgres's done-row extension), or the wait's wake-up reads it
+   * (SQLite's, after the commit it notices), and the wait returns it.
    * @default false
    */
   doneRows?: boolean;
@@ -314,12 +315,12 @@ export function describeProcessSuite(backend: ProcessBackend): void {
     }, 120_000);
 
     if (backend.doneRows === true) {
-      it("call() to an idle worker process reads no row after its submit: the settlement's done row is the answer", async () => {
+      it("call() to an idle worker process reads no row after its submit: the done row (or the wake-up's read) is the answer", async () => {
         const { client } = database();
         const { child } = await startWorker("worker", { concurrency: 2 });
         const add = defineTask<{ a: number; b: number }, { sum: number; pid: number }>("add");
         await client.call(add, { a: 0, b: 0 }, { waitTimeoutMs: 30_000 });
-        // Counted on the client's own store, after the warm-up call LISTENed on the done channels.
+        // Counted on the client's own store, after the warm-up call LISTENed on the done channels (or started its watch).
         const store = client.store as unknown as Record<"get" | "getStatus", (id: string) => Promise<unknown>>;
         const reads: string[] = [];
         for (const name of ["get", "getStatus"] as const) {
