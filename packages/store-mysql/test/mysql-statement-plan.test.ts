@@ -14,9 +14,9 @@ describe("plan", () => {
     const planned = plan("UPDATE cairnq_tasks SET status = 'canceled' WHERE id = ?1 RETURNING *");
     expect(planned.transactional).toBe(true);
     expect(sqlOf("UPDATE cairnq_tasks SET status = 'canceled' WHERE id = ?1 RETURNING *")).toEqual([
-      "SET @cq_ids = '[]'",
-      "UPDATE cairnq_tasks SET status = 'canceled', created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms) WHERE id = ?",
-      "SELECT STRAIGHT_JOIN cairnq_tasks.* FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+      "SET @cq_ids = ''",
+      "UPDATE cairnq_tasks SET status = 'canceled', created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms) WHERE id = ?",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.* FROM JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
     ]);
   });
 
@@ -42,7 +42,7 @@ describe("plan", () => {
       sql:
         "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'queued' AND queue = ? ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick " +
         "STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = 'running', attempt = attempt + 1, " +
-        "created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms)",
+        "created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms)",
       params: [0, 1],
     });
     // Without RETURNING too.
@@ -61,10 +61,10 @@ describe("plan", () => {
   it("runs the write combiner's UPDATE … FROM <rows> AS b as a join from the bound rows, ids recorded for the read-back", () => {
     const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = b.`p_result` FROM JSON_TABLE(?1, '$[*]' COLUMNS (`p_taskId` LONGTEXT PATH '$[0]')) AS b WHERE id = b.`p_taskId` AND worker_id = ?2 RETURNING id, status");
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_ids = '[]'",
+      "SET @cq_ids = ''",
       "UPDATE JSON_TABLE(?, '$[*]' COLUMNS (`p_taskId` LONGTEXT PATH '$[0]')) AS b STRAIGHT_JOIN cairnq_tasks SET status = 'succeeded', result = b.`p_result`, " +
-        "created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', id)) IS NULL, created_at_ms, created_at_ms) WHERE id = b.`p_taskId` AND worker_id = ?",
-      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+        "created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms) WHERE id = b.`p_taskId` AND worker_id = ?",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
     ]);
     expect(planned.steps[1]?.params).toEqual([0, 1]);
   });
@@ -120,7 +120,7 @@ describe("planStatementWithoutRows", () => {
     const recovery = "UPDATE cairnq_tasks SET status = 'queued', lease_until_ms = NULL WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id";
     const planned = planStatementWithoutRows(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running') INTO @cq_cand",
       "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id SET status = ''queued'', lease_until_ms = NULL', 'DO 0')",
     ]);
     expect(planned.transactional).toBe(true);
@@ -141,7 +141,7 @@ describe("picks of every matching row (lease recovery)", () => {
       "UPDATE cairnq_tasks SET status = 'queued' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?1 FOR UPDATE SKIP LOCKED) AND attempt < 3 OR max_attempts = 1";
     const planned = plan(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?)",
+      "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?) INTO @cq_cand",
       "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ? FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
         "SET status = 'queued' WHERE @cq_cand AND (attempt < 3 OR max_attempts = 1)",
     ]);
@@ -154,11 +154,11 @@ describe("picks of every matching row (lease recovery)", () => {
     const recovery = "UPDATE cairnq_tasks SET error = 'a''b\\c' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'running' FOR UPDATE SKIP LOCKED) RETURNING id, status";
     const planned = plan(recovery);
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_ids = '[]'",
-      "SET @cq_cand = EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running')",
+      "SET @cq_ids = ''",
+      "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running') INTO @cq_cand",
       "EXECUTE IMMEDIATE IF(@cq_cand, 'UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE status = ''running'' FOR UPDATE SKIP LOCKED) cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id " +
-        "SET error = ''a''''b\\\\c'', created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, ''$'', id)) IS NULL, created_at_ms, created_at_ms)', 'DO 0')",
-      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(@cq_ids, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
+        "SET error = ''a''''b\\\\c'', created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, '','', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms)', 'DO 0')",
+      "SELECT STRAIGHT_JOIN cairnq_tasks.id, cairnq_tasks.status FROM JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id ORDER BY cq_j.cq_ord",
     ]);
     expect(planned.steps.map((s) => s.params)).toEqual([[], [], [], []]);
   });
@@ -175,9 +175,9 @@ describe("a single-table update returning listed columns (a complete's id and st
   it("records the returned values in its last assignment and reads them from the session: no transaction, no read-back by id", () => {
     const planned = plan("UPDATE cairnq_tasks SET status = 'succeeded', result = ?3 WHERE id = ?1 AND worker_id = ?2 RETURNING id, status");
     expect(planned.steps.map((s) => s.sql)).toEqual([
-      "SET @cq_ids = '[]'",
-      "UPDATE cairnq_tasks SET status = 'succeeded', result = ?, created_at_ms = IF((@cq_ids := JSON_ARRAY_APPEND(@cq_ids, '$', JSON_ARRAY(id, status))) IS NULL, created_at_ms, created_at_ms) WHERE id = ? AND worker_id = ?",
-      "SELECT @cq_ids AS cq_rows",
+      "SET @cq_ids = ''",
+      "UPDATE cairnq_tasks SET status = 'succeeded', result = ?, created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_ARRAY(id, status))) IS NULL, created_at_ms, created_at_ms) WHERE id = ? AND worker_id = ?",
+      "SELECT CONCAT('[', SUBSTRING(@cq_ids, 2), ']') AS cq_rows",
     ]);
     expect(planned.steps[1]?.params).toEqual([2, 0, 1]);
     expect(planned.capturedColumns).toEqual(["id", "status"]);

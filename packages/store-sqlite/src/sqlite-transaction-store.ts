@@ -2,7 +2,7 @@ import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
-import type { AnyKysely, QueryRunner, QueryThunk, Row, SchemaManager } from "@cairnq/store-kysely";
+import type { AnyKysely, QueryRunner, QueryThunk, Row, SchemaManager, Wakeups } from "@cairnq/store-kysely";
 import { BaseStoreExecutor, KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
 import type { SQLiteDialect } from "./sqlite-dialect.js";
 
@@ -56,17 +56,23 @@ function positional<R>(query: CompiledQuery<R>): CompiledQuery<R> {
 }
 
 /**
- * The dialect of a transaction view: the store's syntax and clock, no key
- * lock (the caller's write transaction serializes writers, §5.0), plain
- * sleeps; connecting connects the store, then checks that the transaction's
+ * The dialect of a transaction view: the store's syntax, clock and wake-ups,
+ * no key lock (the caller's write transaction serializes writers, §5.0);
+ * connecting connects the store, then checks that the transaction's
  * connection has the store's database file open as `main`.
  */
 class SQLiteTransactionDialect extends TransactionViewDialect {
   override readonly executor: SQLiteTransactionExecutor;
+  /**
+   * The store's: waits read committed rows on the store's reader, as the capabilities the view copies
+   * promise (`claimWakeOnQueued`, `taskDoneWakeReads`); plain sleeps would break both.
+   */
+  override readonly wakeups: Wakeups;
   readonly schema: SchemaManager;
 
   constructor(parent: SQLiteDialect, store: TaskStore, trx: QueryRunner) {
     super(parent);
+    this.wakeups = parent.wakeups;
     this.executor = new SQLiteTransactionExecutor(trx);
     this.schema = {
       connect: async () => {

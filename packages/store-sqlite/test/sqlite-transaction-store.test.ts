@@ -108,6 +108,22 @@ describe("withTransaction and transaction(db, fn)", () => {
     expect((await store.list({ name: "background", limit: 100 })).length).toBe(40);
   });
 
+  it("a view's task-done wait reads the task as its copied capabilities say (taskDoneWakeReads): a task already terminal ends it at once, with its row", async () => {
+    const { store, app } = open();
+    await store.connect();
+    const task = await store.submit({ name: "done-before" });
+    const [claimed] = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 1 });
+    expect(claimed?.id).toBe(task.id);
+    await store.complete({ taskId: task.id, workerId: "w1", result: { ok: true } });
+    const woke = await store.transaction(app, async (trx) => {
+      const view = store.withTransaction(trx);
+      expect(view.capabilities.taskDoneWakeReads).toBe(true);
+      // A plain sleep would resolve with nothing, after the whole timeout.
+      return view.taskDoneWake(task.id, 5_000);
+    });
+    expect(woke).toEqual(await store.get(task.id));
+  });
+
   it("checks that the transaction is on the store's file, and refuses bad arguments", async () => {
     const { store } = open();
     const { app: other } = open(join(dir, "other.db"));
