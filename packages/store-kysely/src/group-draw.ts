@@ -25,8 +25,8 @@
  * 3. Pages of the name's active groups in served order, skipping groups at
  *    their concurrency limit (after the first page), each page read with each group's best due
  *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
- *    group over the walk index — `LATERAL` on Postgres — so a group's
- *    backlog is never scanned), at most the smaller of the group limits and
+ *    group over the walk index — `LATERAL` on Postgres, one JSON list per
+ *    group on SQLite — so a group's backlog is never scanned), at most the smaller of the group limits and
  *    what the claim still needs per group; with `groupRateLimit`, the page's
  *    rate windows are one more read. Until enough work or a few pages were
  *    seen.
@@ -133,6 +133,18 @@ const SET_CLAIMED: StatementTemplate = {
     `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}`,
 };
 
+/**
+ * {@link SET_CLAIMED} without reading each task's status, where the claim transaction is the database's
+ * only writer (the dialect has no `skipLocked`: SQLite): between the page read that found the picked
+ * tasks queued and due and the draw, nothing else can take one, so the draw takes every picked id.
+ * 64 fewer primary-key reads of the task rows per claim of 64.
+ */
+const SET_CLAIMED_SOLE_WRITER: StatementTemplate = {
+  params: [CLAIMED_IDS],
+  clock: null,
+  build: (c, env) => `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))}`,
+};
+
 /** Marks groups of `:name` as possibly having queued work. */
 const ACTIVATE: StatementTemplate = {
   params: [NAME, GROUPS],
@@ -180,26 +192,53 @@ const RUNNING_AND_HEAD_SETTLING = runningAndHead(true);
 /**
  * Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`,
  * skipping `:groups`, each with its best due tasks (at most `:perGroup`, by priority, then oldest:
- * a read per group over the walk index, so a group's backlog is never scanned); a group without any
- * comes once with a null `id`. One statement where a page and its groups' tasks were two.
+ * a read per group over the walk index, so a group's backlog is never scanned). One statement where
+ * a page and its groups' tasks were two. Where the syntax has `topRowsList` (SQLite), one row per
+ * group, its tasks as the JSON array `ids` of `[priority, task_id]`; otherwise a row per task, and a
+ * group without any comes once with a null `id` ({@link pageGroups} reads both).
  */
 const PAGE_WITH_BEST: StatementTemplate = {
   params: [NAME, QUEUES, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT, PER_GROUP],
   clock: "statement",
   build: (c, env) => {
-    const best =
-      `SELECT tg.task_id AS task_id FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
+    const walk =
+      `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
       `AND tg.group_key = g.group_key AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(PER_GROUP)}`;
-    const join = env.syntax.topRowsJoin?.(TASK_GROUPS_TABLE, "b", "task_id", best) ?? inSubqueryJoin(TASK_GROUPS_TABLE, "b", "task_id", best);
-    return (
-      `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, b.task_id AS id FROM (` +
+    const page =
       `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
       `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
-      `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}) g ` +
+      `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}`;
+    const list = env.syntax.topRowsList?.(`SELECT tg.priority AS priority, tg.task_id AS task_id ${walk}`, ["priority", "task_id"]) ?? null;
+    if (list !== null) {
+      return `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, ${list} AS ids FROM (${page}) g ORDER BY g.served_seq ASC, g.group_key ASC`;
+    }
+    const best = `SELECT tg.task_id AS task_id ${walk}`;
+    const join = env.syntax.topRowsJoin?.(TASK_GROUPS_TABLE, "b", "task_id", best) ?? inSubqueryJoin(TASK_GROUPS_TABLE, "b", "task_id", best);
+    return (
+      `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, b.task_id AS id FROM (${page}) g ` +
       `${join} ORDER BY g.served_seq ASC, g.group_key ASC, b.priority DESC, b.task_id ASC`
     );
   },
 };
+
+/** A page's groups in served order with their best due tasks, best first, from either shape of {@link PAGE_WITH_BEST}'s rows. */
+export function pageGroups(rows: readonly Row[]): { group: string; seq: number; touched: number; taskIds: string[] }[] {
+  const paged: { group: string; seq: number; touched: number; taskIds: string[] }[] = [];
+  for (const row of rows) {
+    const group = String(row.group_key);
+    let entry = paged[paged.length - 1];
+    if (entry?.group !== group) {
+      entry = { group, seq: Number(row.served_seq), touched: Number(row.touched), taskIds: [] };
+      paged.push(entry);
+    }
+    if (typeof row.ids === "string") {
+      // Higher priority first, then the older id (the walk's order; the list's own order is not promised).
+      const tasks = (JSON.parse(row.ids) as [number, string][]).sort((a, b) => b[0] - a[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+      for (const [, id] of tasks) entry.taskIds.push(id);
+    } else if (typeof row.id === "string") entry.taskIds.push(row.id);
+  }
+  return paged;
+}
 
 /** Step 3: recorded claims per group of `:groups` inside the window `(now − perMs, now]`. */
 const RATE_COUNTS: StatementTemplate = {
@@ -507,16 +546,7 @@ export class GroupDraw {
       const last = rows[rows.length - 1] as Row;
       after = { seq: Number(last.served_seq), group: String(last.group_key) };
       // Rows come by group in served order, each group's tasks best first.
-      const paged: (PagedGroup & { taskIds: string[] })[] = [];
-      for (const row of rows) {
-        const group = String(row.group_key);
-        let entry = paged[paged.length - 1];
-        if (entry?.group !== group) {
-          entry = { group, seq: Number(row.served_seq), touched: Number(row.touched), allowance: groupAllowance(this.#limits, running.get(group) ?? 0, 0), taskIds: [] };
-          paged.push(entry);
-        }
-        if (typeof row.id === "string") entry.taskIds.push(row.id);
-      }
+      const paged: (PagedGroup & { taskIds: string[] })[] = pageGroups(rows).map((g) => ({ ...g, allowance: groupAllowance(this.#limits, running.get(g.group) ?? 0, 0) }));
       if (rate !== null) {
         const inWindow = new Map<string, number>();
         for (const row of await this.#rows(tx, RATE_COUNTS, { name, groups: paged.map((g) => g.group), perMs: rate.perMs })) {
@@ -553,7 +583,7 @@ export class GroupDraw {
     // Where the draw can mark its tasks' group rows itself (one statement), it does when it takes grouped tasks.
     const marking = grouped.length > 0 && this.#ext.dialect.syntax.writableCtes === true;
     if (rotation.taskIds.length > 0) writes.push(this.#query(marking ? GROUP_DRAW_MARKING : GROUP_DRAW_TEMPLATE, { ...params, names: [name], taskIds: rotation.taskIds }));
-    if (grouped.length > 0 && !marking) writes.push(this.#query(SET_CLAIMED, { claimedIds: grouped }));
+    if (grouped.length > 0 && !marking) writes.push(this.#query(this.#ext.dialect.capabilities.skipLocked ? SET_CLAIMED : SET_CLAIMED_SOLE_WRITER, { claimedIds: grouped }));
     if (grouped.length > 0) {
       const guards = idle.map((g) => `${g.group}#${g.touched}`);
       // The span of the served order the served groups lie in: pages come in served order, so the first and last served in it.

@@ -88,6 +88,16 @@ export interface SqlSyntax {
    */
   topRowsJoin?(table: string, alias: string, key: string, subquery: string): string;
   /**
+   * A scalar expression giving each row of the query so far the rows a correlated `subquery` selects
+   * (it may `ORDER BY … LIMIT`; its result columns named `columns`) as ONE JSON array text of arrays,
+   * each row's `columns` in order (`[]` when it selects none) — one row per outer row instead of
+   * {@link topRowsJoin}'s one per selected row, and no second read by key. Its rows' order in the
+   * array is not promised (the reader sorts). Optional (a syntax without it, or whose answer is `null`,
+   * gets {@link topRowsJoin}); SQLite has it: a group draw's page over 10 groups of 8 tasks each read in
+   * 91 µs where the join took 205 µs (80 primary-key reads of the group rows and a sort of the joined rows).
+   */
+  topRowsList?(subquery: string, columns: readonly string[]): string | null;
+  /**
    * Whether a statement may change rows in a `WITH` clause whose `RETURNING` rows the rest of the
    * statement reads (`WITH d AS (UPDATE … RETURNING …) UPDATE … WHERE k IN (SELECT … FROM d)`):
    * a group draw then marks its taken tasks' group rows in the draw's own statement. Optional

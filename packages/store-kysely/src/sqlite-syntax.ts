@@ -43,6 +43,11 @@ export class SqliteSyntax extends BaseSqlSyntax {
     return `${expr} IN (SELECT value FROM json_each(${listPlaceholder}))`;
   }
 
+  /** `(SELECT json_group_array(json_array(<columns>)) FROM (<subquery>))`: see `SqlSyntax.topRowsList`. */
+  topRowsList(subquery: string, columns: readonly string[]): string | null {
+    return `(SELECT json_group_array(json_array(${columns.join(", ")})) FROM (${subquery}))`;
+  }
+
   /**
    * The rows as one JSON array of arrays, expanded with `json_each`:
    * `(SELECT value ->> 0 AS "p_taskId", … FROM json_each(?1)) AS b`. JSON parameters travel as their

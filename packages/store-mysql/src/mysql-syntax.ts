@@ -55,6 +55,14 @@ export class MySQLSyntax extends SqliteSyntax {
     return `${expr} IN (SELECT v FROM JSON_TABLE(${listPlaceholder}, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l)`;
   }
 
+  /**
+   * None: MariaDB lets no derived table read the outer row, so the list form (SQLite's
+   * `json_group_array` over the correlated walk) cannot be written; group draws take {@link topRowsJoin}.
+   */
+  override topRowsList(): null {
+    return null;
+  }
+
   /** Each outer row's top rows without `LATERAL`, walked one row at a time: see {@link topRowsJoin}. */
   override topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
     return topRowsJoin(table, alias, key, subquery);
