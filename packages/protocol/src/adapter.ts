@@ -127,6 +127,7 @@ export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
 export { DEBOUNCE, DEBOUNCE_CAPPED, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
 export type { DebounceDecision, NormalizedDebounce } from "./debounce.js";
 export {
+  compareGroupWalk,
   GROUP_DRAW,
   GROUP_HEAD_ROWS,
   GROUP_TASK_IDS,
@@ -140,7 +141,7 @@ export {
   GROUP_RUNNING,
   wakeGroupTask,
 } from "./groups.js";
-export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState } from "./groups.js";
+export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState, GroupWalkTask } from "./groups.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
 export { brandErrorClass } from "./errors.js";
 export { LIST_BEFORE_ID, LIST_ROWS, QUEUE_DEPTH_ROWS, READ_PARAMS, STATS_ROWS } from "./reads.js";

@@ -161,6 +161,20 @@ export function groupClaimsInWindow(claimedAtMs: readonly number[], nowMs: numbe
   return n;
 }
 
+/** A group's due task as the group's order ranks it ({@link compareGroupWalk}). */
+export interface GroupWalkTask {
+  readonly priority: number;
+  readonly taskId: string;
+}
+
+/**
+ * The order inside a group (see the module comment): higher `priority` first, then the older task
+ * (the lower id). For a store that reads a group's best due tasks in no promised order.
+ */
+export function compareGroupWalk(a: GroupWalkTask, b: GroupWalkTask): number {
+  return b.priority - a.priority || (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0);
+}
+
 /** One eligible group's due tasks, best first, as a claim sees them. */
 export interface GroupCandidates {
   readonly group: string;

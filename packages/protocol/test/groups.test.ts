@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidArgument, UnsupportedBackend } from "../src/errors.js";
 import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
 import {
+  compareGroupWalk,
   countsAsGroupRunning,
   GROUP_TASK_STATES,
   GROUP_RUNNING,
@@ -53,6 +54,26 @@ describe("rotateGroups", () => {
 
   it("rejects a bad cap", () => {
     expect(() => rotateGroups([], [], -1)).toThrow(InvalidArgument);
+  });
+});
+
+describe("compareGroupWalk", () => {
+  it("orders a group's tasks by priority, higher first, then by id, older first", () => {
+    const tasks = [
+      { priority: 0, taskId: "task_b" },
+      { priority: 5, taskId: "task_c" },
+      { priority: 0, taskId: "task_a" },
+      { priority: 5, taskId: "task_a" },
+    ];
+    expect([...tasks].sort(compareGroupWalk)).toEqual([
+      { priority: 5, taskId: "task_a" },
+      { priority: 5, taskId: "task_c" },
+      { priority: 0, taskId: "task_a" },
+      { priority: 0, taskId: "task_b" },
+    ]);
+    expect(compareGroupWalk({ priority: 1, taskId: "task_a" }, { priority: 1, taskId: "task_b" })).toBeLessThan(0);
+    expect(compareGroupWalk({ priority: 1, taskId: "task_b" }, { priority: 1, taskId: "task_a" })).toBeGreaterThan(0);
+    expect(compareGroupWalk({ priority: 1, taskId: "task_a" }, { priority: 1, taskId: "task_a" })).toBe(0);
   });
 });
 

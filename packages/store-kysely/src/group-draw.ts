@@ -62,6 +62,7 @@ import type { CompiledQuery, QueryResult } from "kysely";
 import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
 import {
   CLAIMABLE,
+  compareGroupWalk,
   countsAsGroupRunning,
   GROUP_DRAW,
   GROUP_HEAD_ROWS,
@@ -125,13 +126,7 @@ const SET_STATE: StatementTemplate = {
  * follows the draw in the same batch, so a picked task the draw skipped keeps its row) become `claimed`:
  * out of their group's walk. The claim's only write per grouped task.
  */
-const SET_CLAIMED: StatementTemplate = {
-  params: [CLAIMED_IDS],
-  clock: null,
-  build: (c, env) =>
-    `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))} ` +
-    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}`,
-};
+const SET_CLAIMED: StatementTemplate = setClaimed(true);
 
 /**
  * {@link SET_CLAIMED} without reading each task's status, where the claim transaction is the database's
@@ -139,11 +134,18 @@ const SET_CLAIMED: StatementTemplate = {
  * tasks queued and due and the draw, nothing else can take one, so the draw takes every picked id.
  * 64 fewer primary-key reads of the task rows per claim of 64.
  */
-const SET_CLAIMED_SOLE_WRITER: StatementTemplate = {
-  params: [CLAIMED_IDS],
-  clock: null,
-  build: (c, env) => `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))}`,
-};
+const SET_CLAIMED_SOLE_WRITER: StatementTemplate = setClaimed(false);
+
+/** The group rows of `:claimedIds` become `claimed`; `taken`: only those whose task is `running` now (the draw took it). */
+function setClaimed(taken: boolean): StatementTemplate {
+  return {
+    params: [CLAIMED_IDS],
+    clock: null,
+    build: (c, env) =>
+      `UPDATE ${TASK_GROUPS_TABLE} SET state = ${env.syntax.literal(CLAIMED)} WHERE ${env.syntax.inList("task_id", c.slot(CLAIMED_IDS))}` +
+      (taken ? ` AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}` : ""),
+  };
+}
 
 /** Marks groups of `:name` as possibly having queued work. */
 const ACTIVATE: StatementTemplate = {
@@ -232,9 +234,9 @@ export function pageGroups(rows: readonly Row[]): { group: string; seq: number; 
       paged.push(entry);
     }
     if (typeof row.ids === "string") {
-      // Higher priority first, then the older id (the walk's order; the list's own order is not promised).
-      const tasks = (JSON.parse(row.ids) as [number, string][]).sort((a, b) => b[0] - a[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
-      for (const [, id] of tasks) entry.taskIds.push(id);
+      // The list's own order is not promised: sorted in the group's order.
+      const tasks = (JSON.parse(row.ids) as [number, string][]).map(([priority, taskId]) => ({ priority, taskId })).sort(compareGroupWalk);
+      for (const { taskId } of tasks) entry.taskIds.push(taskId);
     } else if (typeof row.id === "string") entry.taskIds.push(row.id);
   }
   return paged;

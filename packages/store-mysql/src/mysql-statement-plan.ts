@@ -72,11 +72,11 @@ const IDS = "@cq_ids";
  * comma-led JSON values, made a JSON array only when read ({@link CAPTURED}). `JSON_ARRAY_APPEND`
  * parses and rewrites the whole array on every row: a claim of 64 then cost the server about 0.3 ms
  * more in the draw and again in a multi-row complete (`SHOW PROFILES`, 30 rounds each, medians:
- * draw 2,883 → 2,328 µs, complete 2,484 → 2,180 µs), the append about nothing.
+ * draw 2,883 → 2,328 µs, complete 2,484 → 2,180 µs), the append about nothing. It starts as the
+ * empty text in utf8mb4_bin whatever the connection's character set: on a connection in another one
+ * (a pool the caller passes keeps its own, e.g. latin1) a plain `''` would be that set's, and
+ * `CONCAT` with the utf8mb4 ids an "Illegal mix of collations" error on every capture.
  */
-// The empty text as utf8mb4_bin whatever the connection's character set: on a connection in another one (a pool the
-// caller passes keeps its own, e.g. latin1) a plain '' would be that set's, and CONCAT with the utf8mb4 ids an
-// "Illegal mix of collations" error on every capture.
 const EMPTY = "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin";
 const append = (json: string): string => `${IDS} := CONCAT(${IDS}, ',', ${json})`;
 /** {@link IDS} as the JSON array text of the captured values. */
@@ -585,9 +585,7 @@ function splitReturningUpdate(sql: string): { update: string; select: string } |
   const columns = sql.slice(returning + "RETURNING".length).trim();
   const body = sql.slice(0, returning).trimEnd();
   const where = setListEnd(body, `UPDATE ${TASKS} SET `.length);
-  const target = UNTOUCHED;
-  const capture = `, ${target} = IF((${append("JSON_QUOTE(id)")}) IS NULL, ${target}, ${target})`;
-  const update = `${body.slice(0, where).trimEnd()}${capture}${where < body.length ? ` ${body.slice(where)}` : ""}`;
+  const update = withCapture(body, where, "JSON_QUOTE(id)");
   const select =
     `SELECT STRAIGHT_JOIN ${qualify(columns)} FROM JSON_TABLE(${CAPTURED}, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j ` +
     `JOIN ${TASKS} ON ${TASKS}.id = cq_j.cq_id ORDER BY cq_j.cq_ord`;
@@ -613,9 +611,17 @@ function capturedReturning(sql: string): { update: string; columns: string[] } |
   const body = sql.slice(0, returning).trimEnd();
   const where = setListEnd(body, `UPDATE ${TASKS} SET `.length);
   if (topLevel(body, "FROM", `UPDATE ${TASKS} SET `.length).length > 0) return null;
+  return { update: withCapture(body, where, `JSON_ARRAY(${columns.join(", ")})`), columns };
+}
+
+/**
+ * The update `body` (its `SET` list ending at `where`) with one more assignment, last, that appends
+ * `json` to {@link IDS} for each row it changes and leaves {@link UNTOUCHED} as it was.
+ */
+function withCapture(body: string, where: number, json: string): string {
   const target = UNTOUCHED;
-  const capture = `, ${target} = IF((${append(`JSON_ARRAY(${columns.join(", ")})`)}) IS NULL, ${target}, ${target})`;
-  return { update: `${body.slice(0, where).trimEnd()}${capture}${where < body.length ? ` ${body.slice(where)}` : ""}`, columns };
+  const capture = `, ${target} = IF((${append(json)}) IS NULL, ${target}, ${target})`;
+  return `${body.slice(0, where).trimEnd()}${capture}${where < body.length ? ` ${body.slice(where)}` : ""}`;
 }
 
 /** Where the `SET` list starting at `from` of an `UPDATE` ends: its top-level `FROM`, `WHERE` or `RETURNING`, or the end. */
