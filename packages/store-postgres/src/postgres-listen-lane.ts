@@ -37,19 +37,9 @@ import type { ListenClient, ListenLoan } from "./postgres-wakeups.js";
 import { destroySocket } from "./postgres-wakeups.js";
 import { runOnClient } from "./postgres-direct.js";
 import type { DirectClient } from "./postgres-direct.js";
-import { READ_ONLY_SQL_TRANSACTION } from "./postgres-pool.js";
+import { isReadOnly, isReadTimeout } from "./postgres-pool.js";
 
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
-
-/** pg's error for a statement that did not answer within its read timeout. */
-function isReadTimeout(error: unknown): boolean {
-  return error instanceof Error && error.message === "Query read timeout";
-}
-
-/** SQLSTATE 25006: the write reached a read-only server (or session). */
-function isReadOnly(error: unknown): boolean {
-  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === READ_ONLY_SQL_TRANSACTION;
-}
 
 /**
  * Lends the LISTEN connection to one statement at a time (see the module comment).

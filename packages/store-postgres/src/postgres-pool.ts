@@ -24,11 +24,12 @@ import { destroySocket } from "./postgres-wakeups.js";
 export const READ_ONLY_SQL_TRANSACTION = "25006";
 
 /** pg's error for a statement that did not answer within its read timeout. */
-function isReadTimeout(error: unknown): boolean {
+export function isReadTimeout(error: unknown): boolean {
   return error instanceof Error && error.message === "Query read timeout";
 }
 
-function isReadOnly(error: unknown): boolean {
+/** SQLSTATE {@link READ_ONLY_SQL_TRANSACTION}: the write reached a read-only server (or session). */
+export function isReadOnly(error: unknown): boolean {
   return typeof error === "object" && error !== null && (error as { code?: unknown }).code === READ_ONLY_SQL_TRANSACTION;
 }
 
