@@ -28,12 +28,16 @@ describe("heartbeat (§8.5)", () => {
 
   it("keeps beating for a claim's long call when another call of the claim returned at once (synchronously)", async () => {
     const spy = spyStore();
-    // A lease and beats of hundreds of ms, so a loaded machine's stalls do not expire it: a stopped beat does.
-    const worker = makeWorker(spy.store, { leaseMs: 300, heartbeatIntervalMs: 50, claimBatch: 2, concurrency: 2 });
+    // A lease of 600 ms and beats of 100 ms, so a loaded machine's stalls do not expire it: a stopped beat does.
+    const worker = makeWorker(spy.store, { leaseMs: 600, heartbeatIntervalMs: 100, claimBatch: 2, concurrency: 2 });
+    const beatsOf = (id: string) =>
+      spy.callsOf("heartbeatBatch").filter((beat) => (beat.args[0] as { taskIds: string[] }).taskIds.includes(id));
     // The quick call comes first in the claim and ends within the dispatch, before the long call starts.
     worker.task("quick", () => null);
-    worker.task("long", async () => {
+    worker.task("long", async (ctx) => {
+      // Outlives its lease, and ends only after five beats renewed it (beats, not a time, so late timers do not matter).
       await delay(700);
+      await waitFor(() => beatsOf(ctx.taskId).length >= 5, 10_000, "five heartbeats of the long call");
       return "done";
     });
     const claimed: number[] = [];
@@ -46,12 +50,11 @@ describe("heartbeat (§8.5)", () => {
     const long = await spy.store.submit({ name: "long" });
     void worker.run();
     expect((await waitForStatus(spy.store, quick.id, ["succeeded"])).attempt).toBe(1);
-    const row = await waitForStatus(spy.store, long.id, ["succeeded"]);
+    const row = await waitForStatus(spy.store, long.id, ["succeeded"], 15_000);
     expect(row.result).toBe("done");
     expect(row.attempt).toBe(1);
     expect(claimed[0]).toBe(2);
-    const beats = spy.callsOf("heartbeatBatch").filter((beat) => (beat.args[0] as { taskIds: string[] }).taskIds.includes(long.id));
-    expect(beats.length).toBeGreaterThanOrEqual(5);
+    expect(beatsOf(long.id).length).toBeGreaterThanOrEqual(5);
   });
 
   it("the default interval is a third of the lease, at least 50 ms", () => {
