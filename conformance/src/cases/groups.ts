@@ -203,6 +203,26 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-delayed-groups-ahead",
+    title: "groups holding only tasks not yet due never keep a claim from a later group's due task, however many come first in served order",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (groups that have due work)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // 100 groups never served, each with one task due in an hour, come before "z" in served order (by key).
+      for (let i = 0; i < 100; i++) {
+        const group = `d${String(i).padStart(3, "0")}`;
+        await t.submit("g", { group, payload: { group }, runAtDelayMs: 3_600_000 });
+      }
+      const [due] = await submitTo(t, "z", 1);
+      const limits = { groupConcurrency: 1 };
+      t.expect((await grouped(t, t.w1, limits, { limit: 1 })).map((row) => row.id)).toEqual([(due as Task).id]);
+      t.expect(await grouped(t, t.w1, limits)).toEqual([]);
+      // The delayed groups are still there: a task submitted to one of them now is claimed.
+      const [late] = await submitTo(t, "d050", 1);
+      t.expect((await grouped(t, t.w2, limits)).map((row) => row.id)).toEqual([(late as Task).id]);
+    },
+  },
+  {
     id: "group-reads",
     title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
     spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",

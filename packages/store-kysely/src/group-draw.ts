@@ -28,8 +28,9 @@
  *    group over the walk index — `LATERAL` on Postgres, one JSON list per
  *    group on SQLite — so a group's backlog is never scanned), at most the smaller of the group limits and
  *    what the claim still needs per group; with `groupRateLimit`, the page's
- *    rate windows are one more read. Until enough work or a few pages were
- *    seen.
+ *    rate windows are one more read. Until enough work was seen, or
+ *    `GROUP_PAGES` pages that gave work, or `GROUP_SCAN_PAGES` pages in all
+ *    (pages of groups without due work count only there).
  * 4. `rotateGroups` picks; then ONE batch (one round trip on Postgres,
  *    `StoreExecutor.batch`): `GROUP_DRAW` takes the picked ids (guarded again
  *    by the draw's predicate), and the writes after it, each guarded by what
@@ -41,7 +42,10 @@
  *    found without any queued task — or whose due work the draw took to the
  *    last task, in the same statement as their served order — go inactive
  *    (guarded by `touched`, which every submit to the group bumps, so a
- *    concurrent submit is never lost).
+ *    concurrent submit is never lost); the groups the pages passed without
+ *    due work that still hold a queued task (not due yet, or in other
+ *    queues) go to the back of the served order, in their order (`PASSED`),
+ *    so they never fill the pages of the claims after it.
  *
  * The read of steps 1 and 2 depends only on the claim's queues, and the first
  * page of step 3 only on them and the size of the claim's first draw (a group
@@ -109,8 +113,13 @@ const QUEUED = GROUP_TASK_STATES.queued;
 const CLAIMED = GROUP_TASK_STATES.claimed;
 const REQUEUED = GROUP_TASK_STATES.requeued;
 
-/** How many pages of active groups one group draw visits at most (step 3). */
+/** How many pages of active groups that gave work one group draw visits at most (step 3). */
 export const GROUP_PAGES = 4;
+/**
+ * How many pages one group draw visits at most, counting those whose groups had no due work (step 3):
+ * a claim passes that many groups with only delayed tasks at most, and moves them behind (`PASSED`).
+ */
+export const GROUP_SCAN_PAGES = 16;
 /** The fewest groups per page (a draw for one row still looks past a few groups without due work). */
 export const GROUP_PAGE_MIN = 16;
 
@@ -276,7 +285,7 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
  * group and walked the walk index per group (7 ms).
  *
  * The served groups of `:idle` — those whose due work the draw takes to the last task — go inactive in
- * the same statement, on the same terms as {@link DEACTIVATE} (`:guards`, no queued task left): one
+ * the same statement, on the same terms as {@link PASSED} (`:guards`, no queued task left): one
  * write per such group where two statements wrote it twice (over 10,000 groups, nearly every group a
  * claim serves). The `max` is read once, before the statement writes a row (SQLite evaluates it at the
  * first row it updates, which is a served one; Postgres reads the statement's snapshot).
@@ -309,7 +318,7 @@ type Span = "same" | "across";
 
 /**
  * The active groups of `:name` in the span `(:fromSeq, :fromGroup)` to `(:toSeq, :toGroup)` of the served order
- * (a range of the served index): where {@link SERVED} and {@link DEACTIVATE} find the groups a claim's pages read.
+ * (a range of the served index): where {@link SERVED} and {@link PASSED} find the groups a claim's pages read.
  * Within one `served_seq` the group keys bound both ends of the range (`same`). Across several, as row comparisons:
  * a B-tree starts at the lower row exactly, but Postgres (before 18) ends a row-comparison range by its first
  * column only, so it reads on through the groups sharing `:toSeq` — those of the one claim that served them
@@ -339,23 +348,37 @@ function spanOf(groups: readonly PagedGroup[]): { span: Span; params: Params } {
 const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same"), across: served("across") };
 
 /**
- * Step 4: the groups of `:groups` found without any queued task go inactive, each unless a submit
- * touched it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold
- * `#`, the count never does, so the pair is read back unambiguously). One statement for all of them.
+ * Step 4: the groups of `:groups` the pages passed without due work (only tasks not yet due, or in other
+ * queues, or none at all). Those found without any queued task go inactive, each unless a submit touched
+ * it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold `#`, the count
+ * never does, so the pair is read back unambiguously); they keep their place, so once they have work
+ * again they are among the least recently served. The others go to the back of the served order, in the
+ * order they had (`served_seq` = the highest among active groups + 1 + how far behind the first of them
+ * each was): left in place, groups with only delayed tasks would fill the first pages of every claim and
+ * keep it from the groups behind them that have due work. One statement for all of them.
  * "No queued task" is a scalar subquery per group (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner
  * without statistics on a fresh group table (Postgres) ran `NOT EXISTS` as an anti-join that read every
  * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
+ * The highest `served_seq` is read once (see {@link served}); a row made inactive before it is read
+ * leaves every moved group behind every group still active all the same.
  */
-function deactivate(span: Span): StatementTemplate {
+function passed(span: Span): StatementTemplate {
   return {
     params: [NAME, GROUPS, GUARDS, ...spanParams(span)],
     clock: null,
-    build: (c, env) => `UPDATE ${GROUPS_TABLE} SET active = 0 WHERE ${inSpan(c, span)} AND ${idleCondition(c, env, GROUPS)}`,
+    build: (c, env) => {
+      const idle = idleCondition(c, env, GROUPS);
+      const highest = `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1)`;
+      return (
+        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq ELSE ${highest} + 1 + served_seq - ${c.slot(FROM_SEQ)} END, ` +
+        `active = CASE WHEN ${idle} THEN 0 ELSE active END WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`
+      );
+    },
   };
 }
-const DEACTIVATE: Readonly<Record<Span, StatementTemplate>> = { same: deactivate("same"), across: deactivate("across") };
+const PASSED: Readonly<Record<Span, StatementTemplate>> = { same: passed("same"), across: passed("across") };
 
-/** The group row (of `:name`) is in `groups`, was read with the `touched` of its `:guards` entry, and has no queued task (see {@link DEACTIVATE}). */
+/** The group row (of `:name`) is in `groups`, was read with the `touched` of its `:guards` entry, and has no queued task (see {@link PASSED}). */
 function idleCondition(c: ExprCompiler, env: CompileEnv, groups: typeof GROUPS): string {
   return (
     `${env.syntax.inList("group_key", c.slot(groups))} AND ${env.syntax.inList(`(group_key || '#' || touched)`, c.slot(GUARDS))} ` +
@@ -533,7 +556,7 @@ export class GroupDraw {
     // which the allowance below skips instead.
     let early = woken.length === 0 ? (first?.page ?? null) : null;
     if (early !== null && (early.pageSize < Math.max(cap, GROUP_PAGE_MIN) || early.perGroup < Math.max(1, Math.min(mostPerGroup, cap - available)))) early = null;
-    for (let page = 0; page < GROUP_PAGES && available < cap; page++) {
+    for (let page = 0, gave = 0; gave < GROUP_PAGES && page < GROUP_SCAN_PAGES && available < cap; page++) {
       const pageSize = early?.pageSize ?? Math.max(cap, GROUP_PAGE_MIN);
       const perGroup = early?.perGroup ?? Math.max(1, Math.min(mostPerGroup, cap - available));
       let rows: readonly Row[];
@@ -556,6 +579,7 @@ export class GroupDraw {
         }
         for (const g of paged) g.allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, inWindow.get(g.group) ?? 0);
       }
+      const eligibleBefore = eligible.length;
       for (const g of paged) {
         if (g.allowance <= 0) continue;
         if (g.taskIds.length === 0) {
@@ -568,6 +592,8 @@ export class GroupDraw {
         if (g.taskIds.length < perGroup) whole.set(g.group, g);
         available += Math.min(g.allowance, g.taskIds.length);
       }
+      // A page of groups without due work (or without room) does not count against the pages that gave work.
+      if (eligible.length > eligibleBefore) gave++;
       if (paged.length < pageSize) break;
     }
 
@@ -598,7 +624,7 @@ export class GroupDraw {
     if (empty.length > 0) {
       const guards = empty.map((g) => `${g.group}#${g.touched}`);
       const { span, params: bounds } = spanOf(empty);
-      writes.push(this.#query(DEACTIVATE[span], { name, groups: empty.map((g) => g.group), guards, ...bounds }));
+      writes.push(this.#query(PASSED[span], { name, groups: empty.map((g) => g.group), guards, ...bounds }));
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     if (writes.length === 0) return [];
