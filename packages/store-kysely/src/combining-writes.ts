@@ -39,8 +39,8 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
  *   when nothing of its kind is pending or in flight (`runAlone`); one of a
  *   `"settlement"` kind flushes at the end of the current tick, so every
  *   promise chain of one burst shares it (at the end of the turn with
- *   `settleWithClaims`); a `"background"` one at the end of the event-loop turn. Writes arriving while a statement runs go together
- *   when it returns.
+ *   `settleWithClaims`); a `"background"` one at the end of the event-loop
+ *   turn. Writes arriving while a statement runs go together when it returns.
  * - A flush of one write runs `kind.one`, exactly its own statement. More
  *   run as `kind.many`, rows sorted by key (so two statements lock shared rows
  *   in one order); each caller gets its own row or its own error.
@@ -140,7 +140,7 @@ export class CombiningWrites implements WriteBatching {
 }
 
 /**
- * When an idle combiner of `kind` flushes its first write: a settlement at the end of the tick, so every
+ * When an idle combiner of a `latency` kind flushes its first write: a settlement at the end of the tick, so every
  * promise chain of one burst shares the statement; but where claims carry settlements, at the end of the
  * loop turn, so that a claim the worker begins in this turn (a handler that ended lets the next claim go,
  * and the claim builds its transaction within the turn: the pool hands out an idle connection on the next
