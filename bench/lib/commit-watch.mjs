@@ -5,7 +5,18 @@
 // after an event; a check that finds nothing new looks once more 1 ms later. No filtering, no mode
 // switches, no timeouts: every commit calls `onCommit`. (Until the store wrote a wake file, both watched
 // the database's directory, which woke the other side for every WAL write of a commit.)
+//
+// Under Bun, whose `fs.watch` drops events (of a run of writes to one file by another process it reports
+// some, not all: the raw floor's first Bun runs hung on a lost signal within a few calls), both sides watch
+// the database's directory instead, as the store does there (LOSSY_WATCH in
+// packages/store-sqlite/src/sqlite-commit-detector.ts): a commit writes its WAL frames, then the signal,
+// several events in all, so one lost is covered by the next. A check every 10 ms backs that up, so a commit
+// whose every event was lost delays its call (the p99 shows it) rather than hanging the floor.
 import fs from "node:fs";
+import path from "node:path";
+
+const LOSSY_WATCH = process.versions.bun !== undefined;
+const LOSSY_BACKSTOP_MS = 10;
 
 /** The wake file's writer: call the returned function after a commit; `close()` it when done. */
 export function wakeSignal(file) {
@@ -40,11 +51,25 @@ export function watchCommits(file, db, onCommit) {
       }, 1);
     }
   };
-  const watcher = fs.watch(`${file}-wake`, { persistent: false }, () => {
+  const onEvent = () => {
     immediate ??= setImmediate(check);
-  });
+  };
+  let watcher;
+  let backstop = null;
+  if (LOSSY_WATCH) {
+    const base = path.basename(file);
+    const names = new Set([base, `${base}-wal`, `${base}-wake`]);
+    watcher = fs.watch(path.dirname(file), { persistent: false }, (_event, name) => {
+      if (name === null || names.has(String(name))) onEvent();
+    });
+    backstop = setInterval(onEvent, LOSSY_BACKSTOP_MS);
+    backstop.unref();
+  } else {
+    watcher = fs.watch(`${file}-wake`, { persistent: false }, onEvent);
+  }
   return () => {
     watcher.close();
+    if (backstop !== null) clearInterval(backstop);
     if (immediate !== null) clearImmediate(immediate);
     if (timer !== null) clearTimeout(timer);
   };
