@@ -6,12 +6,12 @@
 // switches, no timeouts: every commit calls `onCommit`. (Until the store wrote a wake file, both watched
 // the database's directory, which woke the other side for every WAL write of a commit.)
 //
-// Under Bun, whose `fs.watch` drops events (of a run of writes to one file by another process it reports
-// some, not all: the raw floor's first Bun runs hung on a lost signal within a few calls), both sides watch
-// the database's directory instead, as the store does there (LOSSY_WATCH in
-// packages/store-sqlite/src/sqlite-commit-detector.ts): a commit writes its WAL frames, then the signal,
-// several events in all, so one lost is covered by the next. A check every 10 ms backs that up, so a commit
-// whose every event was lost delays its call (the p99 shows it) rather than hanging the floor.
+// Under Bun, whose `fs.watch` of one file drops events (of a run of writes to it by another process it
+// reported about half: the raw floor's first Bun runs hung on a lost signal within a few calls), both sides
+// watch the wake file through its directory, as the store does there (LOSSY_WATCH in
+// packages/store-sqlite/src/sqlite-commit-detector.ts), whose watch reported every signal; the directory's
+// other events (the WAL's writes) are ignored. A check every 10 ms backs it up, so a signal lost after all
+// delays its call (the p99 shows it) rather than hanging the floor.
 import fs from "node:fs";
 import path from "node:path";
 
@@ -57,10 +57,9 @@ export function watchCommits(file, db, onCommit) {
   let watcher;
   let backstop = null;
   if (LOSSY_WATCH) {
-    const base = path.basename(file);
-    const names = new Set([base, `${base}-wal`, `${base}-wake`]);
+    const wake = `${path.basename(file)}-wake`;
     watcher = fs.watch(path.dirname(file), { persistent: false }, (_event, name) => {
-      if (name === null || names.has(String(name))) onEvent();
+      if (name === null || String(name) === wake) onEvent();
     });
     backstop = setInterval(onEvent, LOSSY_BACKSTOP_MS);
     backstop.unref();
