@@ -66,8 +66,9 @@ const NO_DELAYS: readonly number[] = [];
  * Bun watched the directory unsignalled, checking after every WAL event with the delayed tail. Seven
  * alternating pairs of `bench/call-timeline.mjs --driver bun:sqlite` (1,000 calls each, load 10–30):
  * the client's CPU per call lower in all seven (median 690 → 618 µs), the worker's in five (median
- * 912 → 878 µs), the call's p50 0.85–1.04× (median 0.90×); `pnpm bench --only drivers` at load 25–45
- * could not tell the two apart (3 runs each, bun:sqlite p50 ÷ floor 7.3–8.8× both).
+ * 912 → 878 µs), the call's p50 0.85–1.04× (median 0.90×). Five alternating pairs of `pnpm bench
+ * --only drivers --reps 3` (bun:sqlite p50 ÷ its call floor): 7.96 → 7.29, 8.09 → 8.81, 8.83 → 8.13
+ * at load 25–45, 7.22 → 6.68, 7.56 → 6.88 at load 8–13.
  */
 const LOSSY_WATCH = (process.versions as Record<string, string | undefined>).bun !== undefined;
 
