@@ -1,22 +1,29 @@
-// The SQLite driver comparison's measuring process (bench/lib/drivers.mjs starts it under Node 22):
-// for better-sqlite3 (a copy built for this Node) and node:sqlite, interleaved, `reps` times: the
-// call() floor on that driver's raw binding (in one process, and across two), and call() latency with an
-// idle worker process on that driver (forked with this same Node). Prints one JSON line:
-// { [driver]: { floorP50: [], floorP99: [], crossP50: [], p50: [], p99: [], clientBusy: [], workerBusy: [] } }.
+// The SQLite driver comparison's measuring process (bench/lib/drivers.mjs starts it under Node 22 for
+// better-sqlite3 and node:sqlite, and under Bun for bun:sqlite): for each driver it is given, in turn,
+// `reps` times: the call() floor on that driver's raw binding (in one process, and across two), and
+// call() latency with an idle worker process on that driver (forked with this same runtime). Prints one
+// JSON line: { runtime, node, results: { [driver]: { floorP50: [], floorP99: [], crossP50: [], p50: [],
+// p99: [], clientBusy: [], workerBusy: [] } } }. `rep`, when given, numbers the progress lines (lib/drivers.mjs
+// starts one child per repetition).
 //
-//   node22 --disable-warning=ExperimentalWarning bench/drivers-child.mjs '{"calls":200,"warmup":20,"reps":1,"betterSqlite3":"/…/lib/index.js"}'
-import { createRequire } from "node:module";
+//   node22 --disable-warning=ExperimentalWarning bench/drivers-child.mjs '{"calls":1000,"warmup":20,"reps":1,"drivers":["better-sqlite3","node:sqlite"],"betterSqlite3":"/…/lib/index.js"}'
+//   bun bench/drivers-child.mjs '{"calls":1000,"warmup":20,"reps":1,"drivers":["bun:sqlite"]}'
 import { callLatency, finishOurs } from "./lib/ours.mjs";
-import { callFloorOn, crossProcessCallFloor, PROTOCOL, sqliteBackend } from "./lib/sqlite-backend.mjs";
+import { callFloorOn, crossProcessCallFloor, openDriver, PROTOCOL, sqliteBackend } from "./lib/sqlite-backend.mjs";
 import { openStore } from "./lib/targets.mjs";
 
 const config = JSON.parse(process.argv[2]);
-const require = createRequire(import.meta.url);
 
-const DRIVERS = [
-  { name: "better-sqlite3", target: { betterSqlite3: config.betterSqlite3 }, open: (path) => new (require(config.betterSqlite3))(path) },
-  { name: "node:sqlite", target: "node:sqlite", open: (path) => new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path) },
-];
+/** Each driver's target (see lib/targets.mjs): better-sqlite3 is the copy built for this Node. */
+const TARGETS = {
+  "better-sqlite3": { betterSqlite3: config.betterSqlite3 },
+  "node:sqlite": "node:sqlite",
+  "bun:sqlite": "bun:sqlite",
+};
+const DRIVERS = config.drivers.map((name) => {
+  if (!(name in TARGETS)) throw new Error(`drivers-child: unknown driver '${name}'; the drivers are ${Object.keys(TARGETS).join(", ")}`);
+  return { name, target: TARGETS[name] };
+});
 
 /** The bench's SQLite backend, its targets on `driver`. */
 function backendOn(driver) {
@@ -35,7 +42,7 @@ async function callFloor(driver, { calls, warmup }) {
   const store = openStore(target);
   await store.connect();
   await store.close();
-  const db = driver.open(target.path);
+  const db = openDriver(driver.target, target.path);
   try {
     for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON"]) db.exec(`PRAGMA ${pragma}`);
     return callFloorOn(db, PROTOCOL, { calls, warmup, result: null, label: `the ${driver.name} call floor` });
@@ -72,11 +79,12 @@ try {
       r.p99.push(latency.p99);
       r.clientBusy.push(latency.clientBusyRetries);
       r.workerBusy.push(latency.workerBusyRetries);
-      process.stderr.write(`[drivers] ${driver.name} rep ${rep + 1}: call p50 ${latency.p50.toFixed(2)} ms (floor ${floor.p50.toFixed(2)} ms)\n`);
+      process.stderr.write(`[drivers] ${driver.name} rep ${(config.rep ?? rep) + 1}: call p50 ${latency.p50.toFixed(2)} ms (floor ${floor.p50.toFixed(2)} ms)\n`);
     }
   }
 } finally {
   await finishOurs();
   await sqliteBackend.finish();
 }
-process.stdout.write(`${JSON.stringify({ node: process.version, results: out })}\n`);
+const runtime = process.versions.bun === undefined ? `Node ${process.version}` : `Bun ${process.versions.bun}`;
+process.stdout.write(`${JSON.stringify({ runtime, node: process.version, results: out })}\n`);

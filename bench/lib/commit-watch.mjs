@@ -5,7 +5,18 @@
 // after an event; a check that finds nothing new looks once more 1 ms later. No filtering, no mode
 // switches, no timeouts: every commit calls `onCommit`. (Until the store wrote a wake file, both watched
 // the database's directory, which woke the other side for every WAL write of a commit.)
+//
+// Under Bun, whose `fs.watch` of one file drops events (of a run of writes to it by another process it
+// reported about half: the raw floor's first Bun runs hung on a lost signal within a few calls), both sides
+// watch the wake file through its directory, as the store does there (LOSSY_WATCH in
+// packages/store-sqlite/src/sqlite-commit-detector.ts), whose watch reported every signal; the directory's
+// other events (the WAL's writes) are ignored. A check every 10 ms backs it up, so a signal lost after all
+// delays its call (the p99 shows it) rather than hanging the floor.
 import fs from "node:fs";
+import path from "node:path";
+
+const LOSSY_WATCH = process.versions.bun !== undefined;
+const LOSSY_BACKSTOP_MS = 10;
 
 /** The wake file's writer: call the returned function after a commit; `close()` it when done. */
 export function wakeSignal(file) {
@@ -40,11 +51,24 @@ export function watchCommits(file, db, onCommit) {
       }, 1);
     }
   };
-  const watcher = fs.watch(`${file}-wake`, { persistent: false }, () => {
+  const onEvent = () => {
     immediate ??= setImmediate(check);
-  });
+  };
+  let watcher;
+  let backstop = null;
+  if (LOSSY_WATCH) {
+    const wake = `${path.basename(file)}-wake`;
+    watcher = fs.watch(path.dirname(file), { persistent: false }, (_event, name) => {
+      if (name === null || String(name) === wake) onEvent();
+    });
+    backstop = setInterval(onEvent, LOSSY_BACKSTOP_MS);
+    backstop.unref();
+  } else {
+    watcher = fs.watch(`${file}-wake`, { persistent: false }, onEvent);
+  }
   return () => {
     watcher.close();
+    if (backstop !== null) clearInterval(backstop);
     if (immediate !== null) clearImmediate(immediate);
     if (timer !== null) clearTimeout(timer);
   };

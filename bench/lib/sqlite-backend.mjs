@@ -13,7 +13,12 @@ import { sqliteVersion } from "./machine.mjs";
 import { percentile } from "./stats.mjs";
 
 const require = createRequire(import.meta.url);
-const Database = require("better-sqlite3");
+/** The bench's better-sqlite3, loaded on first use: Bun (the drivers row's bun:sqlite child) cannot load it. */
+let BetterSqlite3 = null;
+function openBetterSqlite3(path) {
+  BetterSqlite3 ??= require("better-sqlite3");
+  return new BetterSqlite3(path);
+}
 
 let dir = null;
 let counter = 0;
@@ -25,24 +30,29 @@ function runDir() {
 
 /** The raw driver with the store's own durability settings, so the floor does the same work: WAL, synchronous = NORMAL. */
 function openRaw(path) {
-  const db = new Database(path);
+  const db = openBetterSqlite3(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   return db;
 }
 
+/** A raw connection on `driver` (see {@link openRawOn}), no settings applied. */
+export function openDriver(driver, path) {
+  if (driver === "node:sqlite") return new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path);
+  // strict: named parameters bind without their `@` prefix, as the other two bindings do.
+  if (driver === "bun:sqlite") return new (require("bun:sqlite").Database)(path, { strict: true });
+  return driver === null ? openBetterSqlite3(path) : new (require(driver.betterSqlite3))(path);
+}
+
 /**
  * A raw connection on `driver` — null for the bench's better-sqlite3, `{ betterSqlite3: modulePath }`
- * for another copy, "node:sqlite" — with the store's writer settings (WAL, synchronous = NORMAL,
- * temp_store = MEMORY, foreign_keys = ON). Each binding's `prepare(sql).run/all/get` takes the named
- * parameters the floors use.
+ * for another copy, "node:sqlite", "bun:sqlite" (under Bun) — with the store's writer settings (WAL,
+ * synchronous = NORMAL, temp_store = MEMORY, foreign_keys = ON). Each binding's `prepare(sql).run/all/get`
+ * takes the named parameters the floors use.
  */
 export function openRawOn(driver, path) {
-  const db =
-    driver === "node:sqlite"
-      ? new (process.getBuiltinModule("node:sqlite").DatabaseSync)(path)
-      : new (driver === null ? Database : require(driver.betterSqlite3))(path);
-  // busy_timeout: better-sqlite3 opens with 5 s, node:sqlite with 0, which made the raw cross-process floor's
+  const db = openDriver(driver, path);
+  // busy_timeout: better-sqlite3 opens with 5 s, node:sqlite and bun:sqlite with 0, which made the raw cross-process floor's
   // worker fail on its follow-up claim (SQLITE_BUSY against the next INSERT) instead of waiting as the other does.
   for (const pragma of ["journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY", "foreign_keys = ON", "busy_timeout = 5000"]) {
     db.exec(`PRAGMA ${pragma}`);

@@ -57,11 +57,18 @@ const AFTER_COMMIT_DELAYS_MS: readonly number[] = [2];
 const NO_DELAYS: readonly number[] = [];
 
 /**
- * Bun's `fs.watch` drops events: of 20 writes to one file by another process, in pairs 0.3 ms apart
- * it reported 11 (Node 17, the kernel merging unread ones, which is harmless), 10 ms apart 19 (Node
- * 20). A lost signal is a commit nobody hears until the backstop, so under Bun the detector watches
- * the directory as before, where a commit makes about eleven events and follow-up checks cover the
- * lost ones; the store still writes its signals, for the processes that watch the wake file.
+ * Bun's `fs.watch` of one file drops events: of 500 writes another process made to a file, one at a
+ * time, each after the previous one's event arrived, Bun 1.4.5 missed 248 and 249 in two runs (Node
+ * none); its watch of the file's directory missed none (re-measure: two Bun processes, each writing
+ * one file and watching the other's, on the file and then on the directory). So under Bun the
+ * detector watches the wake file through its directory and takes only the wake file's events as
+ * signals: the other names' events (a commit's WAL writes) are ignored, so no follow-up checks run. Until then
+ * Bun watched the directory unsignalled, checking after every WAL event with the delayed tail. Seven
+ * alternating pairs of `bench/call-timeline.mjs --driver bun:sqlite` (1,000 calls each, load 10–30):
+ * the client's CPU per call lower in all seven (median 690 → 618 µs), the worker's in five (median
+ * 912 → 878 µs), the call's p50 0.85–1.04× (median 0.90×). Five alternating pairs of `pnpm bench
+ * --only drivers --reps 3` (bun:sqlite p50 ÷ its call floor): 7.96 → 7.29, 8.09 → 8.81, 8.83 → 8.13
+ * at load 25–45, 7.22 → 6.68, 7.56 → 6.88 at load 8–13.
  */
 const LOSSY_WATCH = (process.versions as Record<string, string | undefined>).bun !== undefined;
 
@@ -133,6 +140,7 @@ export class SQLiteCommitDetector {
   readonly #idleStopMs: number;
   readonly #retryWatchMs: number;
   readonly #watch: NonNullable<SQLiteWakeupsOptions["watch"]>;
+  readonly #wakeThroughDirectory: boolean;
 
   #mode: SQLiteWakeupsMode = "off";
   #watcher: fs.FSWatcher | null = null;
@@ -174,6 +182,7 @@ export class SQLiteCommitDetector {
     this.#retryWatchMs = options.retryWatchMs ?? 5000;
     this.#backstopMs = options.backstopMs ?? DEFAULT_BACKSTOP_MS;
     this.#watch = options.watch ?? ((directory, fn) => fs.watch(directory, { persistent: false }, fn));
+    this.#wakeThroughDirectory = options.wakeThroughDirectory ?? LOSSY_WATCH;
   }
 
   /** `"watch"`, `"poll"`, or `"off"` while nobody waits or watching failed. */
@@ -214,8 +223,8 @@ export class SQLiteCommitDetector {
     if (file === null || version === null) return false;
     this.#directory = path.dirname(file);
     const base = path.basename(file);
-    this.#signalled = wake !== null && !LOSSY_WATCH;
-    this.#watchPath = this.#signalled ? (wake as string) : this.#directory;
+    this.#signalled = wake !== null;
+    this.#watchPath = this.#signalled && !this.#wakeThroughDirectory ? (wake as string) : this.#directory;
     // Watching the directory, a signal also counts: it comes after its commit, whose frames' events may all have been checked too early.
     this.#names = new Set(this.#signalled ? [path.basename(wake as string)] : [base, `${base}-wal`, ...(wake === null ? [] : [path.basename(wake)])]);
     if (!this.#openWatcher()) return false;

@@ -22,8 +22,9 @@
  * 208 → 22 µs and the client's INSERT 127 → 71 µs (each no longer descheduled
  * by the other side's wake-ups); `call()` p50 2.66 → 1.00 ms in one run each.
  *
- * Under Bun, whose `fs.watch` drops events, waiting processes keep watching
- * the directory (`LOSSY_WATCH` in the detector); its stores still signal.
+ * Under Bun, whose `fs.watch` of one file drops events, waiting processes
+ * watch the wake file through its directory (`LOSSY_WATCH` in the detector),
+ * still waking on its signals alone.
  *
  * A writer that does not signal (another protocol-v1 implementation, the
  * `sqlite3` shell) is seen by the detector's backstop check instead

@@ -86,6 +86,14 @@ export interface SQLiteWakeupsOptions {
    */
   backstopMs?: number;
   /**
+   * Watch the wake file through the database's directory (the wake file's
+   * events are the signals; the others are ignored) instead of on its own:
+   * Bun's watch of a single file drops about half of another process's
+   * changes (see `LOSSY_WATCH` in `sqlite-commit-detector.ts`).
+   * @default true under Bun, false elsewhere
+   */
+  wakeThroughDirectory?: boolean;
+  /**
    * How the wake file (or, without one, the database's directory) is
    * watched. For tests that simulate a platform where watching fails.
    * @default fs.watch, not persistent

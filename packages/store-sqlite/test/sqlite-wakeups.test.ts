@@ -321,7 +321,7 @@ function fakeWakeups(options: SQLiteWakeupsOptions = {}, wakeFile: string | null
   const wakeups = new SQLiteWakeups(source, {
     ...options,
     watch: (watched, listener) => {
-      expect(watched).toBe(wakeFile ?? "/data");
+      expect(watched).toBe(wakeFile !== null && options.wakeThroughDirectory !== true ? wakeFile : "/data");
       const watcher = Object.assign(new EventEmitter(), {
         closed: false,
         listener,
@@ -586,6 +586,26 @@ describe("SQLiteWakeups checks on a wake file", () => {
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
     expect(await quiet.done).toBeGreaterThanOrEqual(50);
+    wakeups.close();
+  });
+
+  it("through the directory (Bun's): wakes on the wake file's signal with one check, and ignores the WAL's events", async () => {
+    const { db, wakeups, watcher, signal } = signalled(undefined, { backstopMs: 0, wakeThroughDirectory: true });
+    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    db.queued = true;
+    const readsBefore = db.reads;
+    signal();
+    expect(await wait.done).toBeLessThan(LONG_MS / 2);
+    // No follow-up checks after the signal, as when the wake file is watched on its own.
+    await pause(40);
+    expect(db.reads - readsBefore).toBe(1);
+    // The directory reports the WAL's writes (a commit's frames, before it is visible): no check, no wake.
+    const quiet = timed(wakeups.claimWake(["default"], 60));
+    db.version++;
+    watcher().listener("change", "cairnq.db-wal");
+    watcher().listener("change", "cairnq.db");
+    expect(await quiet.done).toBeGreaterThanOrEqual(50);
+    expect(db.reads - readsBefore).toBe(1);
     wakeups.close();
   });
 
