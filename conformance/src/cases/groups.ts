@@ -246,6 +246,26 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-passed-order-bounded",
+    title: "groups passed without due work, over and over with a new group each time, still leave every claim working: their place in the served order stays within bounds",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // A group at its limit with due work left (so claims run their draw), and before every claim a new group with only a
+      // task not yet due: each claim passes it (never served) with the groups it passed before.
+      const limits = { groupConcurrency: 1 };
+      await submitTo(t, "busy", 2);
+      t.expect(groupsOf(await grouped(t, t.w1, limits, { limit: 1 }))).toEqual(["busy"]);
+      for (let i = 0; i < 80; i++) {
+        const group = `n${String(i).padStart(3, "0")}`;
+        await t.submit("g", { group, payload: { group }, runAtDelayMs: 3_600_000 });
+        t.expect(await grouped(t, t.w1, limits, { limit: 1 })).toEqual([]);
+      }
+      const [due] = await submitTo(t, "n040", 1);
+      t.expect((await grouped(t, t.w1, limits)).map((row) => row.id)).toEqual([(due as Task).id]);
+    },
+  },
+  {
     id: "group-reads",
     title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
     spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",
