@@ -44,8 +44,8 @@
  *    (guarded by `touched`, which every submit to the group bumps, so a
  *    concurrent submit is never lost); the groups read in pages that gave no
  *    work that still hold a queued task (not due yet, or in other queues) go
- *    to the back of the served order, in their order (`PASSED`), so they
- *    never fill the pages of the claims after it.
+ *    to the back of the served order (`PASSED`), so they never fill the pages
+ *    of the claims after it.
  *
  * The read of steps 1 and 2 depends only on the claim's queues, and the first
  * page of step 3 only on them and the size of the claim's first draw (a group
@@ -354,10 +354,12 @@ const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same")
  * it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold `#`, the count
  * never does, so the pair is read back unambiguously); they keep their place, so once they have work
  * again they are among the least recently served. The others of `:moved` (read in pages that gave no
- * work) go to the back of the served order, in the order they had (`served_seq` = the highest among
- * active groups + 1 + how far behind the first of them each was): left in place, groups with only delayed
- * tasks would fill the first pages of every claim and keep it from the groups behind them that have due
- * work. Those read in a page that gave work keep their place: they fill no claim's pages, and a group
+ * work) go to the back of the served order, as served groups do (`served_seq` = the highest among active
+ * groups + 1; among themselves by key): left in place, groups with only delayed tasks would fill the first
+ * pages of every claim and keep it from the groups behind them that have due work. Not `+ served_seq −
+ * :fromSeq` (their order kept): a group never served (0) passed with groups passed before (at the highest)
+ * doubled the highest with every claim, past `bigint` in 63 claims (Postgres: "bigint out of range" for
+ * every claim of the name after; SQLite: a REAL) — conformance case `group-passed-order-bounded`. Those read in a page that gave work keep their place: they fill no claim's pages, and a group
  * whose due work is in another queue, moved back by every claim of this queue whose first page held it,
  * never came within reach of the claims of its own queue. One statement for all of them.
  * "No queued task" is a scalar subquery per group (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner
@@ -375,7 +377,7 @@ function passed(span: Span): StatementTemplate {
       const highest = `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1)`;
       const moved = env.syntax.inList("group_key", c.slot(MOVED));
       return (
-        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} THEN ${highest} + 1 + served_seq - ${c.slot(FROM_SEQ)} ELSE served_seq END, ` +
+        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} THEN ${highest} + 1 ELSE served_seq END, ` +
         `active = CASE WHEN ${idle} THEN 0 ELSE active END WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`
       );
     },
