@@ -223,6 +223,49 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-other-queue-not-starved",
+    title: "a group whose due work is in another queue keeps its place when a claim of one queue passes it in a page that gave work: claims of that queue never starve it",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // 260 groups with due work in "default" (two tasks each, so a claim leaves each active), then "x" (by key), whose
+      // due task is in "other". A claim of "other" reads 16 pages of 16 groups at most: "x" is out of reach of the first.
+      for (let i = 0; i < 260; i++) {
+        const group = `a${String(i).padStart(3, "0")}`;
+        for (let j = 0; j < 2; j++) await t.submit("g", { group, payload: { group } });
+      }
+      const x = await t.submit("g", { group: "x", payload: { group: "x" }, queue: "other" });
+      const limits = { groupConcurrency: 100 };
+      const got: string[] = [];
+      // Rounds of one claim of "other" and two of "default" (each reads one page of 16 groups, which gives work).
+      for (let round = 0; round < 10 && got.length === 0; round++) {
+        got.push(...(await grouped(t, t.w2, limits, { queues: ["other"], limit: 1 })).map((row) => row.id));
+        for (let i = 0; i < 2; i++) t.expect(await grouped(t, t.w1, limits, { limit: 1 })).toHaveLength(1);
+      }
+      t.expect(got).toEqual([x.id]);
+    },
+  },
+  {
+    id: "group-passed-order-bounded",
+    title: "groups passed without due work, over and over with a new group each time, still leave every claim working: their place in the served order stays within bounds",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // A group at its limit with due work left (so claims run their draw), and before every claim a new group with only a
+      // task not yet due: each claim passes it (never served) with the groups it passed before.
+      const limits = { groupConcurrency: 1 };
+      await submitTo(t, "busy", 2);
+      t.expect(groupsOf(await grouped(t, t.w1, limits, { limit: 1 }))).toEqual(["busy"]);
+      for (let i = 0; i < 80; i++) {
+        const group = `n${String(i).padStart(3, "0")}`;
+        await t.submit("g", { group, payload: { group }, runAtDelayMs: 3_600_000 });
+        t.expect(await grouped(t, t.w1, limits, { limit: 1 })).toEqual([]);
+      }
+      const [due] = await submitTo(t, "n040", 1);
+      t.expect((await grouped(t, t.w1, limits)).map((row) => row.id)).toEqual([(due as Task).id]);
+    },
+  },
+  {
     id: "group-reads",
     title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
     spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",

@@ -20,9 +20,9 @@
  * - **group rate window**: claims of the name and group recorded at
  *   `claimed_at_ms > now − perMs` (as the name-wide rate limit, per group).
  * - **served order**: per name, the groups ordered by when a claim last took
- *   a task of theirs (never first, then least recently), or passed them
- *   without due work (a group holding only tasks not yet due goes to the
- *   back, so it never fills a claim's pages ahead of groups with due work).
+ *   a task of theirs (never first, then least recently), or passed them in
+ *   a page that gave no work (a group holding only tasks not yet due goes to
+ *   the back, so it never fills a claim's pages ahead of groups with due work).
  *
  * The rotation rule ({@link rotateGroups}): a claim of a grouped name that
  * may take `cap` rows first takes due tasks without a group that are at the

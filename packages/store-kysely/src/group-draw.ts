@@ -42,10 +42,10 @@
  *    found without any queued task — or whose due work the draw took to the
  *    last task, in the same statement as their served order — go inactive
  *    (guarded by `touched`, which every submit to the group bumps, so a
- *    concurrent submit is never lost); the groups the pages passed without
- *    due work that still hold a queued task (not due yet, or in other
- *    queues) go to the back of the served order, in their order (`PASSED`),
- *    so they never fill the pages of the claims after it.
+ *    concurrent submit is never lost); the groups read in pages that gave no
+ *    work that still hold a queued task (not due yet, or in other queues) go
+ *    to the back of the served order (`PASSED`), so they never fill the pages
+ *    of the claims after it.
  *
  * The read of steps 1 and 2 depends only on the claim's queues, and the first
  * page of step 3 only on them and the size of the claim's first draw (a group
@@ -106,6 +106,7 @@ const FROM_SEQ = x.param("fromSeq", "int");
 const FROM_GROUP = x.param("fromGroup", "text");
 const TO_SEQ = x.param("toSeq", "int");
 const TO_GROUP = x.param("toGroup", "text");
+const MOVED = x.param("moved", "textList");
 /** The status the running read gives a task held by an attempt whose settlement the claiming store has in flight. */
 const SETTLING_STATUS = "settling";
 
@@ -352,10 +353,15 @@ const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same")
  * queues, or none at all). Those found without any queued task go inactive, each unless a submit touched
  * it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold `#`, the count
  * never does, so the pair is read back unambiguously); they keep their place, so once they have work
- * again they are among the least recently served. The others go to the back of the served order, in the
- * order they had (`served_seq` = the highest among active groups + 1 + how far behind the first of them
- * each was): left in place, groups with only delayed tasks would fill the first pages of every claim and
- * keep it from the groups behind them that have due work. One statement for all of them.
+ * again they are among the least recently served. The others of `:moved` (read in pages that gave no
+ * work) go to the back of the served order, as served groups do (`served_seq` = the highest among active
+ * groups + 1; among themselves by key): left in place, groups with only delayed tasks would fill the first
+ * pages of every claim and keep it from the groups behind them that have due work. Not `+ served_seq −
+ * :fromSeq` (their order kept): a group never served (0) passed with groups passed before (at the highest)
+ * doubled the highest with every claim, past `bigint` in 63 claims (Postgres: "bigint out of range" for
+ * every claim of the name after; SQLite: a REAL) — conformance case `group-passed-order-bounded`. Those read in a page that gave work keep their place: they fill no claim's pages, and a group
+ * whose due work is in another queue, moved back by every claim of this queue whose first page held it,
+ * never came within reach of the claims of its own queue. One statement for all of them.
  * "No queued task" is a scalar subquery per group (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner
  * without statistics on a fresh group table (Postgres) ran `NOT EXISTS` as an anti-join that read every
  * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
@@ -364,13 +370,14 @@ const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same")
  */
 function passed(span: Span): StatementTemplate {
   return {
-    params: [NAME, GROUPS, GUARDS, ...spanParams(span)],
+    params: [NAME, GROUPS, GUARDS, MOVED, ...spanParams(span)],
     clock: null,
     build: (c, env) => {
       const idle = idleCondition(c, env, GROUPS);
       const highest = `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1)`;
+      const moved = env.syntax.inList("group_key", c.slot(MOVED));
       return (
-        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq ELSE ${highest} + 1 + served_seq - ${c.slot(FROM_SEQ)} END, ` +
+        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} THEN ${highest} + 1 ELSE served_seq END, ` +
         `active = CASE WHEN ${idle} THEN 0 ELSE active END WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`
       );
     },
@@ -548,6 +555,8 @@ export class GroupDraw {
     /** The eligible groups as paged, in served order (those the rotation may serve). */
     const seen: PagedGroup[] = [];
     const empty: PagedGroup[] = [];
+    /** The groups of `empty` read in pages that gave no work: only they move to the back (`PASSED`). */
+    const moved: string[] = [];
     const whole = new Map<string, PagedGroup>();
     let available = ungrouped.length;
     let after: { seq: number; group: string } = { seq: -1, group: "" };
@@ -580,6 +589,7 @@ export class GroupDraw {
         for (const g of paged) g.allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, inWindow.get(g.group) ?? 0);
       }
       const eligibleBefore = eligible.length;
+      const emptyBefore = empty.length;
       for (const g of paged) {
         if (g.allowance <= 0) continue;
         if (g.taskIds.length === 0) {
@@ -594,6 +604,10 @@ export class GroupDraw {
       }
       // A page of groups without due work (or without room) does not count against the pages that gave work.
       if (eligible.length > eligibleBefore) gave++;
+      // Only a page that gave no work moves its groups without due work back: in a page that gave work they keep
+      // their place (they fill no claim's pages), which a group whose due work is in another queue needs — moved back
+      // by every claim of this queue whose first page holds it, it would never come within reach of a claim of its own.
+      else for (const g of empty.slice(emptyBefore)) moved.push(g.group);
       if (paged.length < pageSize) break;
     }
 
@@ -624,7 +638,7 @@ export class GroupDraw {
     if (empty.length > 0) {
       const guards = empty.map((g) => `${g.group}#${g.touched}`);
       const { span, params: bounds } = spanOf(empty);
-      writes.push(this.#query(PASSED[span], { name, groups: empty.map((g) => g.group), guards, ...bounds }));
+      writes.push(this.#query(PASSED[span], { name, groups: empty.map((g) => g.group), guards, moved, ...bounds }));
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     if (writes.length === 0) return [];
