@@ -246,6 +246,31 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-other-queue-rotation",
+    title: "a claim of one queue that passes a page of groups whose due work is in another queue leaves their served order as it was: that queue's rotation goes on",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // o00…o16 (never served, by key) have due work in "other" only; z (after them by key) in "default".
+      for (let i = 0; i < 17; i++) {
+        const group = `o${String(i).padStart(2, "0")}`;
+        for (let j = 0; j < 2; j++) await t.submit("g", { group, payload: { group }, queue: "other" });
+      }
+      await submitTo(t, "z", 2);
+      const limits = { groupConcurrency: 100 };
+      const claimOf = async (queue: string): Promise<string[]> => {
+        const rows = await grouped(t, t.w1, limits, { queues: [queue], limit: 1 });
+        for (const row of rows) await t.store.complete({ taskId: row.id, workerId: t.w1, result: null });
+        return groupsOf(rows);
+      };
+      t.expect(await claimOf("other")).toEqual(["o00"]);
+      // A claim of "default": its first page (o01…o16) gives it nothing, its second z's task.
+      t.expect(await claimOf("default")).toEqual(["z"]);
+      // o00 was served last of the o groups: "other" goes on with o01.
+      t.expect(await claimOf("other")).toEqual(["o01"]);
+    },
+  },
+  {
     id: "group-passed-order-bounded",
     title: "groups passed without due work, over and over with a new group each time, still leave every claim working: their place in the served order stays within bounds",
     spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",

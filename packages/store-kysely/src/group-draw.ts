@@ -354,14 +354,18 @@ const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same")
  * it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold `#`, the count
  * never does, so the pair is read back unambiguously); they keep their place, so once they have work
  * again they are among the least recently served. The others of `:moved` (read in pages that gave no
- * work) go to the back of the served order, as served groups do (`served_seq` = the highest among active
+ * work) that have no due task in any queue (only tasks not yet due) go to the back of the served order, as
+ * served groups do (`served_seq` = the highest among active
  * groups + 1; among themselves by key): left in place, groups with only delayed tasks would fill the first
  * pages of every claim and keep it from the groups behind them that have due work. Not `+ served_seq −
  * :fromSeq` (their order kept): a group never served (0) passed with groups passed before (at the highest)
  * doubled the highest with every claim, past `bigint` in 63 claims (Postgres: "bigint out of range" for
  * every claim of the name after; SQLite: a REAL) — conformance case `group-passed-order-bounded`. Those read in a page that gave work keep their place: they fill no claim's pages, and a group
  * whose due work is in another queue, moved back by every claim of this queue whose first page held it,
- * never came within reach of the claims of its own queue. One statement for all of them.
+ * never came within reach of the claims of its own queue. A group with due work in another queue keeps its
+ * place even in a page that gave nothing: moved back (by key among the moved) by every idle claim of this
+ * queue, it reset its own queue's rotation to key order between that queue's claims
+ * (`group-other-queue-rotation`). One statement for all of them.
  * "No queued task" is a scalar subquery per group (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner
  * without statistics on a fresh group table (Postgres) ran `NOT EXISTS` as an anti-join that read every
  * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
@@ -371,13 +375,18 @@ const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same")
 function passed(span: Span): StatementTemplate {
   return {
     params: [NAME, GROUPS, GUARDS, MOVED, ...spanParams(span)],
-    clock: null,
+    clock: "statement",
     build: (c, env) => {
       const idle = idleCondition(c, env, GROUPS);
       const highest = `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1)`;
       const moved = env.syntax.inList("group_key", c.slot(MOVED));
+      // A group with a due task in any queue keeps its place: it is not held up, the claim's queues are.
+      const noneDue =
+        `(SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
+        `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT CASE WHEN t.status = ${env.syntax.literal("queued")} AND t.run_at_ms <= ${c.now()} THEN 1 ELSE 0 END ` +
+        `FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = 1 LIMIT 1) IS NULL`;
       return (
-        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} THEN ${highest} + 1 ELSE served_seq END, ` +
+        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} AND ${noneDue} THEN ${highest} + 1 ELSE served_seq END, ` +
         `active = CASE WHEN ${idle} THEN 0 ELSE active END WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`
       );
     },
