@@ -1,8 +1,8 @@
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { AnyKysely, Row, StoreExecutor } from "./executor.js";
-import type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, TakenWrites, WriteBatching, WriteLatency } from "./write-batching.js";
+import type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, TakenWrites, WriteBatching } from "./write-batching.js";
 import { writeAlone } from "./write-batching.js";
-import type { CombinedWrite, FlushAt, WriteCombinerOptions } from "./write-combiner.js";
+import type { CombinedWrite, WriteCombinerOptions } from "./write-combiner.js";
 import { WriteCombiner } from "./write-combiner.js";
 
 /** Options of {@link CombiningWrites}: the combiner's bounds, and which statement errors may be split. */
@@ -21,9 +21,7 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
    * A claim cycle's transaction carries the settlements waiting in this batching
    * ({@link CombiningWrites.takeSettlements}): their statements run in the claim's transaction,
    * before its draws, and commit with it — one commit and one round trip where they would have
-   * cost their own. A lone settlement then waits for the end of the loop turn rather than the tick
-   * before it flushes on its own, so a claim begun in the same turn takes it. For a server where
-   * every commit waits for a flush to disk (MySQL/MariaDB).
+   * cost their own. For a server where every commit waits for a flush to disk (MySQL/MariaDB).
    * @default false
    */
   settleWithClaims?: boolean;
@@ -38,9 +36,9 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
  * - A lone write of an `"interactive"` kind runs its own statement at once
  *   when nothing of its kind is pending or in flight (`runAlone`); one of a
  *   `"settlement"` kind flushes at the end of the current tick, so every
- *   promise chain of one burst shares it (at the end of the turn with
- *   `settleWithClaims`); a `"background"` one at the end of the event-loop
- *   turn. Writes arriving while a statement runs go together when it returns.
+ *   promise chain of one burst shares it; a `"background"` one at the end of
+ *   the event-loop turn. Writes arriving while a statement runs go together
+ *   when it returns.
  * - A flush of one write runs `kind.one`, exactly its own statement. More
  *   run as `kind.many`, rows sorted by key (so two statements lock shared rows
  *   in one order); each caller gets its own row or its own error.
@@ -71,7 +69,7 @@ export class CombiningWrites implements WriteBatching {
   }
 
   writer<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>): BatchedWriter<I, O> {
-    const combiner = new WriteCombiner<I, O>((batch) => this.#flush(db, executor, kind, batch), this.options, flushAt(kind.latency, this.takeSettlements !== undefined));
+    const combiner = new WriteCombiner<I, O>((batch) => this.#flush(db, executor, kind, batch), this.options, kind.latency === "settlement" ? "tick" : "turn");
     if (kind.latency === "settlement" && this.takeSettlements !== undefined) {
       this.#settlements.push({ kind, combiner } as unknown as SettlementCombiner);
     }
@@ -137,21 +135,6 @@ export class CombiningWrites implements WriteBatching {
     await flush(batch.slice(0, middle));
     await flush(batch.slice(middle));
   }
-}
-
-/**
- * When an idle combiner of a `latency` kind flushes its first write: a settlement at the end of the tick, so every
- * promise chain of one burst shares the statement; but where claims carry settlements, at the end of the
- * loop turn, so that a claim the worker begins in this turn (a handler that ended lets the next claim go,
- * and the claim builds its transaction within the turn: the pool hands out an idle connection on the next
- * tick) takes the settlement into its transaction, one commit for both, instead of racing it with a
- * transaction of its own. MariaDB, in-process drain at concurrency 1 with prefetch 1 (`bench/`'s "drain c1,
- * prefetch 1"), tick against turn alternated, 4 pairs of 1,500 tasks on a loaded host: standalone complete
- * transactions 0.32 → 0 per task, mysqld CPU 923 → 810 µs per task, the worker's 654 → 592. Other writes
- * flush at the end of the turn.
- */
-function flushAt(latency: WriteLatency, claimsCarrySettlements: boolean): FlushAt {
-  return latency === "settlement" && !claimsCarrySettlements ? "tick" : "turn";
 }
 
 /** A settlement kind and its combiner, for {@link CombiningWrites.takeSettlements}. */
