@@ -330,10 +330,13 @@ export function describeProcessSuite(backend: ProcessBackend): void {
             return read(id);
           };
         }
+        // Each handler naps 50 ms: a task done before its submit's answer was read (a client descheduled under load, the
+        // done signal arriving with that answer) is read once by design, so the tasks here outlast the submit.
+        const nap = defineTask<{ ms: number }, { pid: number; attempt: number }>("nap");
         for (let i = 1; i <= 10; i += 1) {
           await sleep(10);
           // A wait that never wakes on its own timer (no poll beat before the task is done): only a done signal ends its sleep.
-          expect(await client.call(add, { a: i, b: 1 }, { waitTimeoutMs: 60_000, pollMs: 30_000 })).toEqual({ sum: i + 1, pid: child.pid });
+          expect(await client.call(nap, { ms: 50 }, { waitTimeoutMs: 60_000, pollMs: 30_000 })).toEqual({ pid: child.pid, attempt: 1 });
         }
         expect(reads).toEqual([]);
         await stopWorker(child);
