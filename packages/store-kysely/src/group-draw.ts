@@ -43,9 +43,9 @@
  *    last task, in the same statement as their served order — go inactive
  *    (guarded by `touched`, which every submit to the group bumps, so a
  *    concurrent submit is never lost); the groups read in pages that gave no
- *    work that still hold a queued task (not due yet, or in other queues) go
- *    to the back of the served order (`PASSED`), so they never fill the pages
- *    of the claims after it.
+ *    work whose queued tasks are none of them due go to the back of the
+ *    served order (`PASSED`), so they never fill the pages of the claims
+ *    after it.
  *
  * The read of steps 1 and 2 depends only on the claim's queues, and the first
  * page of step 3 only on them and the size of the claim's first draw (a group
@@ -267,11 +267,17 @@ const RATE_COUNTS: StatementTemplate = {
  * fresh group table (Postgres) walked the claim index for every group row — 285 ms per claim where
  * this takes under 1 ms (bench/run.mjs --only groups, 10 groups × 400 tasks).
  */
-function taskIsDue(c: ExprCompiler, env: CompileEnv): string {
+function taskIsDue(c: ExprCompiler, env: CompileEnv, inQueues = true): string {
+  const queues = inQueues ? (c.condition(IN_QUEUES) ?? "TRUE") : "TRUE";
   return (
-    `(SELECT CASE WHEN status = ${env.syntax.literal("queued")} AND ${c.condition(IN_QUEUES) ?? "TRUE"} AND run_at_ms <= ${c.now()} THEN 1 ELSE 0 END ` +
+    `(SELECT CASE WHEN status = ${env.syntax.literal("queued")} AND ${queues} AND run_at_ms <= ${c.now()} THEN 1 ELSE 0 END ` +
     `FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = 1`
   );
+}
+
+/** One past the name's highest `served_seq` among active groups: the back of the served order. */
+function backOfServed(c: ExprCompiler): string {
+  return `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1`;
 }
 
 /**
@@ -304,7 +310,7 @@ function served(span: Span): StatementTemplate {
     params: [NAME, GROUPS, LIMIT, IDLE, GUARDS, ...spanParams(span)],
     clock: null,
     build: (c, env) =>
-      `UPDATE ${GROUPS_TABLE} SET served_seq = (SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1, ` +
+      `UPDATE ${GROUPS_TABLE} SET served_seq = ${backOfServed(c)}, ` +
       `concurrency_limit = ${c.has(LIMIT) ? c.slot(LIMIT) : "NULL"}, ` +
       `active = CASE WHEN ${idleCondition(c, env, IDLE)} THEN 0 ELSE active END ` +
       `WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
@@ -350,22 +356,20 @@ const SERVED: Readonly<Record<Span, StatementTemplate>> = { same: served("same")
 
 /**
  * Step 4: the groups of `:groups` the pages passed without due work (only tasks not yet due, or in other
- * queues, or none at all). Those found without any queued task go inactive, each unless a submit touched
- * it since it was read: `:guards` holds `<group>#<touched>` as read (a group key may hold `#`, the count
- * never does, so the pair is read back unambiguously); they keep their place, so once they have work
- * again they are among the least recently served. The others of `:moved` (read in pages that gave no
- * work) that have no due task in any queue (only tasks not yet due) go to the back of the served order, as
- * served groups do (`served_seq` = the highest among active
- * groups + 1; among themselves by key): left in place, groups with only delayed tasks would fill the first
- * pages of every claim and keep it from the groups behind them that have due work. Not `+ served_seq −
- * :fromSeq` (their order kept): a group never served (0) passed with groups passed before (at the highest)
- * doubled the highest with every claim, past `bigint` in 63 claims (Postgres: "bigint out of range" for
- * every claim of the name after; SQLite: a REAL) — conformance case `group-passed-order-bounded`. Those read in a page that gave work keep their place: they fill no claim's pages, and a group
- * whose due work is in another queue, moved back by every claim of this queue whose first page held it,
- * never came within reach of the claims of its own queue. A group with due work in another queue keeps its
- * place even in a page that gave nothing: moved back (by key among the moved) by every idle claim of this
- * queue, it reset its own queue's rotation to key order between that queue's claims
- * (`group-other-queue-rotation`). One statement for all of them.
+ * queues, or none at all), in one statement:
+ * - those without any queued task go inactive, each unless a submit touched it since it was read
+ *   (`:guards` holds `<group>#<touched>` as read; a group key may hold `#`, the count never does, so the
+ *   pair is read back unambiguously). They keep their place, so once they have work again they are among
+ *   the least recently served;
+ * - those of `:moved` (read in pages that gave no work) with no due task in any queue go to the back of
+ *   the served order as served groups do ({@link backOfServed}; by key among themselves): left in place,
+ *   groups with only delayed tasks would fill the first pages of every claim and keep it from the groups
+ *   behind them that have due work. Keeping the passed groups' gaps (`+ served_seq − :fromSeq`) instead
+ *   doubled the highest `served_seq` with every claim that passed a never-served group
+ *   (`group-passed-order-bounded`);
+ * - the others keep their place: a group with due work in another queue, moved back by this queue's
+ *   claims, would be starved or have its own queue's rotation reset (`group-other-queue-not-starved`,
+ *   `group-other-queue-rotation`), and groups in a page that gave work fill no claim's pages.
  * "No queued task" is a scalar subquery per group (`… LIMIT 1) IS NULL`), not `NOT EXISTS`: a planner
  * without statistics on a fresh group table (Postgres) ran `NOT EXISTS` as an anti-join that read every
  * queued row of the name for each group — 190 ms to 1.9 s per claim over 10,000 groups (`auto_explain`).
@@ -378,15 +382,13 @@ function passed(span: Span): StatementTemplate {
     clock: "statement",
     build: (c, env) => {
       const idle = idleCondition(c, env, GROUPS);
-      const highest = `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1)`;
       const moved = env.syntax.inList("group_key", c.slot(MOVED));
       // A group with a due task in any queue keeps its place: it is not held up, the claim's queues are.
       const noneDue =
         `(SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
-        `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT CASE WHEN t.status = ${env.syntax.literal("queued")} AND t.run_at_ms <= ${c.now()} THEN 1 ELSE 0 END ` +
-        `FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = 1 LIMIT 1) IS NULL`;
+        `AND tg.group_key = ${GROUPS_TABLE}.group_key AND ${taskIsDue(c, env, false)} LIMIT 1) IS NULL`;
       return (
-        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} AND ${noneDue} THEN ${highest} + 1 ELSE served_seq END, ` +
+        `UPDATE ${GROUPS_TABLE} SET served_seq = CASE WHEN ${idle} THEN served_seq WHEN ${moved} AND ${noneDue} THEN ${backOfServed(c)} ELSE served_seq END, ` +
         `active = CASE WHEN ${idle} THEN 0 ELSE active END WHERE ${inSpan(c, span)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`
       );
     },
