@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `cairnq` bin: `cairnq <command> --db <sqlite file | postgres:// URL>`.
+ * The `cairnq` bin: `cairnq <command> --db <sqlite file | postgres:// URL | mysql:// URL>`.
  * Run `cairnq --help` for the commands.
  */
 import { runCli } from "./program.js";

@@ -46,7 +46,7 @@ interface FilterOptions extends DbOptions {
 
 function withDb(command: Command): Command {
   return command
-    .option("--db <database>", "SQLite file or postgres:// URL (default: $CAIRNQ_DB)")
+    .option("--db <database>", "SQLite file, postgres:// or mysql:// URL (default: $CAIRNQ_DB)")
     .option("--schema <schema>", "Postgres schema holding CairnQ's tables")
     .option("--json", "print one JSON document instead of text");
 }
@@ -81,7 +81,7 @@ function filterOf(options: FilterOptions): TaskFilter {
 }
 
 const EXAMPLES = `
-Every command takes --db <sqlite file | postgres:// URL> (or the CAIRNQ_DB
+Every command takes --db <sqlite file | postgres:// URL | mysql:// URL> (or the CAIRNQ_DB
 environment variable), --schema <schema> on Postgres, and --json for one JSON
 document instead of text. Colours only on a terminal; NO_COLOR turns them off.
 Only migrate creates a database (or a schema's tables).
@@ -110,7 +110,7 @@ Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`;
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   let asJson = argv.includes("--json");
   const program = new Command("cairnq")
-    .description("Inspect and operate a CairnQ database (SQLite file or Postgres).")
+    .description("Inspect and operate a CairnQ database (SQLite file, Postgres or MySQL).")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showSuggestionAfterError()

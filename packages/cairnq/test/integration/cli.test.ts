@@ -361,7 +361,7 @@ describe("cairnq CLI usage", () => {
     expect(run.stderr).toContain("Commands:");
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
-    for (const word of ["stats", "list", "get", "explain", "cancel", "retry", "purge", "migrate", "dashboard", "CAIRNQ_DB", "--schema", "--json", "NO_COLOR", "Exit codes: 0 ok, 1 the operation failed, 2 bad usage"]) {
+    for (const word of ["stats", "list", "get", "explain", "cancel", "retry", "purge", "migrate", "dashboard", "CAIRNQ_DB", "postgres://", "mysql://", "--schema", "--json", "NO_COLOR", "Exit codes: 0 ok, 1 the operation failed, 2 bad usage"]) {
       expect(help.stdout).toContain(word);
     }
   });
