@@ -21,9 +21,19 @@ const TASK_ID = x.param("taskId", "text");
 const NAME = x.param("name", "text");
 const GROUP = x.param("group", "text");
 
-/** The group rows that may hold a queued task: in the walk, or marked requeued and not yet put back. */
-function waiting(env: CompileEnv, alias: string): string {
-  return `${alias}.state IN (${env.syntax.literal(GROUP_TASK_STATES.queued)}, ${env.syntax.literal(GROUP_TASK_STATES.requeued)})`;
+/**
+ * The group rows of `:name` (or of `sameGroupAs`'s name and group) that may hold a queued task — in the
+ * walk, or marked requeued and not yet put back — whose task is queued: one select of `columns` per
+ * state, so each reads the partial index of its state (a condition on both states would read neither).
+ */
+function waitingSelects(c: ExprCompiler, env: CompileEnv, alias: string, columns: string, sameGroupAs: string | null): string[] {
+  const { queued, requeued } = GROUP_TASK_STATES;
+  const owner = sameGroupAs === null ? c.slot(NAME) : `${sameGroupAs}.name AND ${alias}.group_key = ${sameGroupAs}.group_key`;
+  return [queued, requeued].map(
+    (state) =>
+      `SELECT ${columns} FROM ${TASK_GROUPS_TABLE} ${alias} WHERE ${alias}.name = ${owner} AND ${alias}.state = ${env.syntax.literal(state)} ` +
+      `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${alias}.task_id) = ${env.syntax.literal("queued")}`,
+  );
 }
 
 /** The running tasks of `:name` (`GROUP_RUNNING`, over the partial lease index) with their group, or a null group. */
@@ -36,9 +46,7 @@ const COUNTS: StatementTemplate = {
   params: paramsOfAll([GROUP_RUNNING], [NAME]),
   clock: "statement",
   build: (c, env) =>
-    `SELECT q.group_key AS group_key, q.status AS status, count(*) AS n FROM (SELECT tg.group_key AS group_key, ${env.syntax.literal("queued")} AS status ` +
-    `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND ${waiting(env, "tg")} ` +
-    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")} ` +
+    `SELECT q.group_key AS group_key, q.status AS status, count(*) AS n FROM (${waitingSelects(c, env, "tg", `tg.group_key AS group_key, ${env.syntax.literal("queued")} AS status`, null).join(" UNION ALL ")} ` +
     `UNION ALL SELECT w.group_key AS group_key, ${env.syntax.literal("running")} AS status FROM (${runningWithGroup(c)}) w) q ` +
     `WHERE q.group_key IS NOT NULL GROUP BY q.group_key, q.status`,
 };
@@ -49,8 +57,9 @@ const TASK_GROUP: StatementTemplate = {
   clock: null,
   build: (c, env) =>
     `SELECT tg.name AS name, tg.group_key AS group_key, g.concurrency_limit AS concurrency_limit, ` +
-    `(SELECT count(*) FROM ${TASK_GROUPS_TABLE} o WHERE o.name = tg.name AND o.group_key = tg.group_key AND ${waiting(env, "o")} ` +
-    `AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = o.task_id) = ${env.syntax.literal("queued")}) AS queued ` +
+    `${waitingSelects(c, env, "o", "count(*)", "tg")
+      .map((select) => `(${select})`)
+      .join(" + ")} AS queued ` +
     `FROM ${TASK_GROUPS_TABLE} tg LEFT JOIN ${GROUPS_TABLE} g ON g.name = tg.name AND g.group_key = tg.group_key WHERE tg.task_id = ${c.slot(TASK_ID)}`,
 };
 

@@ -90,4 +90,50 @@ describe("group rows (group-draw.ts, group-requeue.ts)", () => {
       await store.close();
     }
   });
+
+  it("an upgraded database: the group tables of an earlier store (one walk index over every state) get the two partial indexes, and a claim leaves the walk", async () => {
+    const file = tempFile();
+    const store = openStore(file);
+    await store.connect();
+    const indexes = (): string[] => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cairnq_ext_task_groups' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((row) => row.name);
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      await store.submit({ name: "g", group: "a", payload: { id: "a1" } });
+      // What the stores before this one created beside the table.
+      const db = new Database(file);
+      try {
+        db.exec("DROP INDEX cairnq_ext_task_groups_queued_idx; DROP INDEX cairnq_ext_task_groups_requeued_idx");
+        db.exec("CREATE INDEX cairnq_ext_task_groups_walk_idx ON cairnq_ext_task_groups (name, state, group_key, priority DESC, task_id)");
+      } finally {
+        db.close();
+      }
+    } finally {
+      await store.close();
+    }
+    const upgraded = openStore(file);
+    await upgraded.connect();
+    try {
+      await upgraded.submit({ name: "g", group: "a", payload: { id: "a2" } });
+      expect(indexes()).toEqual(["cairnq_ext_task_groups_queued_idx", "cairnq_ext_task_groups_requeued_idx"]);
+      expect((await claim(upgraded, 2, 2)).map(idOf).sort()).toEqual(["a1", "a2"]);
+      expect(rowStates(file)).toEqual({ a1: "claimed", a2: "claimed" });
+      const db = new Database(file, { readonly: true });
+      try {
+        // A claimed row is in neither partial index; the walk reads the queued one.
+        const walk = db.prepare("EXPLAIN QUERY PLAN SELECT task_id FROM cairnq_ext_task_groups WHERE name = 'g' AND state = 'queued' AND group_key = 'a' ORDER BY priority DESC, task_id").all() as { detail: string }[];
+        expect(walk.map((row) => row.detail).join(" | ")).toContain("cairnq_ext_task_groups_queued_idx");
+        expect(db.prepare("SELECT count(*) AS n FROM cairnq_ext_task_groups INDEXED BY cairnq_ext_task_groups_queued_idx WHERE name = 'g' AND state = 'queued'").get()).toEqual({ n: 0 });
+      } finally {
+        db.close();
+      }
+    } finally {
+      await upgraded.close();
+    }
+  });
 });
