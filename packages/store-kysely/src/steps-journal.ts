@@ -48,6 +48,7 @@ const P = {
   name: x.param("name", "text"),
   payload: x.param("payload", "text"),
   messageSeq: x.param("messageSeq", "int"),
+  messagesBeforeMs: x.param("messagesBeforeMs", "int"),
 } as const;
 
 const OWNED_TASK = x.and(x.eq(x.col("id"), P.taskId), OWNER);
@@ -140,11 +141,13 @@ const ENTRY_TEMPLATE: StatementTemplate = {
   build: (c) => `SELECT ${COLUMNS} FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.stepName)}`,
 };
 
+/** The message a wait takes: the oldest of its name not yet taken, sent before the wait's deadline (`parkStepParams`). */
 const OLDEST_MESSAGE_TEMPLATE: StatementTemplate = {
-  params: [P.taskId, P.name],
+  params: [P.taskId, P.name, P.messagesBeforeMs],
   clock: null,
   build: (c) =>
-    `SELECT seq, payload FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND consumed_by IS NULL ORDER BY seq LIMIT 1`,
+    `SELECT seq, payload FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND consumed_by IS NULL ` +
+    `AND at_ms < ${c.value(P.messagesBeforeMs)} ORDER BY seq LIMIT 1`,
 };
 
 const CONSUME_TEMPLATE: StatementTemplate = {
@@ -245,12 +248,17 @@ export class StepJournal {
       const params = fixed();
       await this.#fence(tx, params);
       if (params.kind === "wait") {
-        const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message })).rows[0];
+        const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message, messagesBeforeMs: normalized.messagesBeforeMs })).rows[0];
         if (message !== undefined) {
           await this.ext.exec(tx, CONSUME_TEMPLATE, { taskId: params.taskId, name: params.message, messageSeq: Number(message.seq), stepName: params.stepName });
           const payload = String(message.payload);
           await this.#done(tx, params, payload);
           return { kind: "ready", result: JSON.parse(payload) as unknown };
+        }
+        if (normalized.expired) {
+          // The deadline passed with no message sent before it: timed out, without parking.
+          await this.#done(tx, params, "null");
+          return { kind: "ready", result: null };
         }
       } else if (params.kind === "join") {
         const rows = await this.#children(tx, params.childIds);
