@@ -8,12 +8,13 @@
  *   WHERE status <> 'done' RETURNING name`: the fence (running, this worker,
  *   this attempt, lease not expired) is checked by the statement that writes,
  *   so a zombie's record never lands, and a `done` entry is never rewritten.
- * - **park**, **spawn** and **send** are short write transactions that take
- *   the task's step lock (`cairnq:steps:<task id>` through the dialect's key
- *   lock; SQLite's `BEGIN IMMEDIATE` already serialises them) before anything
- *   else, so a `send` and a wait parking on the same task are decided one
- *   after the other: either the wait sees the message, or the send sees the
- *   parked wait and makes the task due.
+ * - **park**, **spawn**, **send** and a join's **wake** are short write
+ *   transactions that take the task's step lock (`cairnq:steps:<task id>`
+ *   through the dialect's key lock; SQLite's `BEGIN IMMEDIATE` already
+ *   serialises them) before anything else, so a `send` and a wait parking on
+ *   the same task are decided one after the other: either the wait sees the
+ *   message, or the send sees the parked wait and makes the task due; and
+ *   likewise a join parking and the wake after a child's settlement.
  * - A write that makes a queued task due without changing its status sends
  *   the `queued` push signal itself (`SqlSyntax.queuedSignal`): the v1 notify
  *   trigger only fires on a status change.
@@ -342,7 +343,14 @@ export class StepJournal {
     const { dialect, db } = this.ext;
     return dialect.executor.writeTransaction(db, async (tx) => {
       let woke = 0;
-      for (const taskId of new Set(parentIds)) if (await this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null })) woke += 1;
+      // Under each parent's step lock, as a park takes it: a join parking meanwhile has either seen the child
+      // terminal (ready, nothing to wake) or committed its `waiting` entry before the wake looks. Without it,
+      // a wake between the park's read of the children and its commit saw a running parent and woke nothing
+      // (Postgres, READ COMMITTED), leaving the join to its re-check 30 s later. Sorted: one lock order.
+      for (const taskId of [...new Set(parentIds)].sort()) {
+        await dialect.keyLock.acquire(tx, stepLockKey(taskId));
+        if (await this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null })) woke += 1;
+      }
       return woke;
     });
   }

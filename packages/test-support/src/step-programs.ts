@@ -1,15 +1,20 @@
 /**
- * Random durable-step programs for the seeded randomized test
- * (`steps-fuzz.test.ts`): a generator, and the model of what a program
- * returns when it runs without a crash.
+ * Random durable-step programs for the seeded randomized tests of durable
+ * steps (`packages/testing/test/steps-fuzz.test.ts` on the virtual clock,
+ * `packages/cairnq/test/integration/steps-fuzz-*.test.ts` on Postgres and
+ * MariaDB): a generator, and the model of what a program returns when it
+ * runs without interruptions. `step-program-run.ts` runs them.
  *
  * Words used here:
  * - a **program** is the list of ops a parent task's handler runs in order
- *   (`step`, `sleep`, `wait`, `spawn`, `join`), with the **interruptions**
- *   injected into its runs: a **crash** (the worker is stopped without
- *   settling, the handler freezes, the lease runs out and a new worker takes
- *   over) or a **throw** (the handler fails between two ops, once, and the
- *   task is retried), each on the n-th time a run reaches an op;
+ *   (`step`, `parallel` steps under `Promise.all`, `sleep`, `wait`, `spawn`,
+ *   `join`), with the **interruptions** injected into its runs: a **crash**
+ *   (the worker is stopped without settling, the handler freezes, the lease
+ *   runs out and a new worker takes over), a **pause** (the same, but the
+ *   handler goes on after the lease ran out, as a paused process would: a
+ *   zombie whose writes must all be refused) or a **throw** (the handler
+ *   fails between two ops, once, and the task is retried), each on the n-th
+ *   time a run reaches an op;
  * - a **visit** of an op is one run of the handler reaching it (a replayed
  *   op is visited again on every later run);
  * - the **expected result** is what the handler returns in a run without
@@ -31,16 +36,27 @@ export interface ChildSpec {
   readonly outcome: ChildOutcome;
 }
 
+/** A step: its name, the value its body returns, whether its first run throws. */
+export interface StepSpec {
+  readonly name: string;
+  readonly value: Json;
+  readonly failOnce: boolean;
+}
+
 export type Op =
-  | { readonly kind: "step"; readonly name: string; readonly value: Json; readonly failOnce: boolean }
+  | ({ readonly kind: "step" } & StepSpec)
+  | { readonly kind: "parallel"; readonly steps: readonly StepSpec[] }
   | { readonly kind: "sleep"; readonly name: string; readonly ms: number }
   | { readonly kind: "wait"; readonly name: string; readonly timeoutMs: number | null; readonly send: Send; readonly payload: Json }
   | { readonly kind: "spawn"; readonly name: string; readonly child: ChildSpec }
   | { readonly kind: "join"; readonly name: string; readonly of: readonly number[] };
 
-/** An interruption of the `visit`-th run (1-based) that reaches op `op`, before the op runs (`throw`, `crash`) or inside its step body after the body's side effect (`crash-in-step`). */
+/**
+ * An interruption of the `visit`-th run (1-based) that reaches op `op`: before the op runs (`throw`, `crash`,
+ * `pause`) or inside its (first) step body after the body's side effect (`crash-in-step`).
+ */
 export interface Interruption {
-  readonly kind: "crash" | "throw" | "crash-in-step";
+  readonly kind: "crash" | "pause" | "throw" | "crash-in-step";
   readonly op: number;
   readonly visit: number;
 }
@@ -133,7 +149,12 @@ export function generateProgram(seed: number, options: GenerateOptions, maxOps =
   let waits = 0;
   for (let i = rng.int(1, maxOps); i > 0; i--) {
     const roll = rng.int(0, 9);
-    if (roll <= 3) ops.push({ kind: "step", name: rng.pick(NAMES), value: json(rng), failOnce: rng.chance(0.2) });
+    if (roll <= 2) ops.push({ kind: "step", name: rng.pick(NAMES), value: json(rng), failOnce: rng.chance(0.2) });
+    else if (roll === 3) {
+      // Distinct names: two steps of one name at once are refused.
+      const names = NAMES.filter(() => rng.chance(0.7));
+      ops.push({ kind: "parallel", steps: names.map((name) => ({ name, value: json(rng), failOnce: rng.chance(0.2) })) });
+    }
     else if (roll === 4) ops.push({ kind: "sleep", name: rng.pick(NAMES), ms: rng.chance(0.2) ? 0 : rng.int(1, options.maxSleepMs) });
     else if (roll <= 6) {
       const timeoutMs = rng.chance(0.35) ? null : rng.int(2, 8) * options.timeUnitMs;
@@ -151,8 +172,9 @@ export function generateProgram(seed: number, options: GenerateOptions, maxOps =
   const interruptions: Interruption[] = [];
   for (let i = rng.int(0, 2); i > 0; i--) {
     const op = rng.int(0, ops.length - 1);
-    const inStep = ops[op]?.kind === "step" && rng.chance(0.4);
-    const kind = inStep ? "crash-in-step" : rng.chance(0.7) ? "crash" : "throw";
+    const target = ops[op];
+    const inStep = (target?.kind === "step" || (target?.kind === "parallel" && target.steps.length > 0)) && rng.chance(0.4);
+    const kind = inStep ? "crash-in-step" : rng.pick(["crash", "crash", "pause", "throw"] as const);
     if (!interruptions.some((it) => it.op === op && it.kind === kind)) interruptions.push({ kind, op, visit: rng.int(1, 2) });
   }
   return { seed, ops, interruptions };
@@ -166,15 +188,18 @@ export function childSummary(spec: ChildSpec): [string, Json] {
 }
 
 /**
- * What the handler returns when nothing interrupts it: a step's value, the
- * sleep's name, a wait's payload (or `null` after a timeout), the index of a
- * spawned child, a join's child summaries in the order given.
+ * What the handler returns when nothing interrupts it, one entry per op: a
+ * step's value (a parallel group's values, in order), `slept <ms>`, a
+ * wait's payload (`null` after a timeout), `spawned <tag>`, and a join's
+ * child summaries in the order given.
  */
 export function expectedResult(program: Program): Json[] {
   return program.ops.map((op): Json => {
     switch (op.kind) {
       case "step":
         return op.value;
+      case "parallel":
+        return op.steps.map((s) => s.value);
       case "sleep":
         return `slept ${op.ms}`;
       case "wait":
@@ -192,4 +217,18 @@ export function describeProgram(program: Program): string {
   const lines = program.ops.map((op, i) => `  ${i}: ${JSON.stringify(op)}`);
   for (const it of program.interruptions) lines.push(`  ${it.kind} at op ${it.op}, visit ${it.visit}`);
   return `seed ${program.seed}:\n${lines.join("\n")}`;
+}
+
+/**
+ * The seeds a randomized test runs: `fixed`, then `CAIRNQ_FUZZ_SEEDS` more
+ * (default 0) from `CAIRNQ_FUZZ_FROM` (default: drawn from the time, and
+ * printed so that a failure can be run again).
+ */
+export function fuzzSeeds(fixed: readonly number[], env: NodeJS.ProcessEnv = process.env): number[] {
+  const n = Number(env.CAIRNQ_FUZZ_SEEDS ?? 0);
+  if (!Number.isInteger(n) || n <= 0) return [...fixed];
+  const from = env.CAIRNQ_FUZZ_FROM === undefined ? Date.now() % 1_000_000_000 : Number(env.CAIRNQ_FUZZ_FROM);
+  if (!Number.isInteger(from)) throw new Error(`CAIRNQ_FUZZ_FROM must be an integer seed, got ${env.CAIRNQ_FUZZ_FROM}`);
+  console.log(`randomized test: ${n} more seeds from ${from} (CAIRNQ_FUZZ_FROM=${from})`);
+  return [...fixed, ...Array.from({ length: n }, (_, i) => from + i)];
 }
