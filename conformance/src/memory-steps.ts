@@ -13,6 +13,8 @@ interface Message {
   readonly name: string;
   readonly seq: number;
   readonly payload: string;
+  /** When it was sent (the store's clock): a wait with a deadline takes only messages sent before it. */
+  readonly atMs: number;
   consumedBy: string | null;
 }
 
@@ -60,12 +62,16 @@ export class MemorySteps {
     const params = parkStepParams(input);
     const task = this.#fence(params);
     if (params.kind === "wait") {
-      const message = (this.#messages.get(task.id) ?? []).find((m) => m.consumedBy === null && m.name === params.message);
+      const message = (this.#messages.get(task.id) ?? []).find((m) => m.consumedBy === null && m.name === params.message && m.atMs < params.messagesBeforeMs);
       if (message !== undefined) {
         message.consumedBy = String(params.stepName);
         const result = JSON.parse(message.payload) as unknown;
         this.#write(task, params, { kind: "wait", status: "done", result, error: null, wakeAtMs: null, waitingFor: null });
         return { kind: "ready", result };
+      }
+      if (params.expired) {
+        this.#write(task, params, { kind: "wait", status: "done", result: null, error: null, wakeAtMs: null, waitingFor: null });
+        return { kind: "ready", result: null };
       }
     } else if (params.kind === "join") {
       const rows = params.childIds.map((id) => this.tasks.get(id) ?? null);
@@ -117,7 +123,7 @@ export class MemorySteps {
     if (task === undefined) throw new InvalidArgument("taskId", `no task has id ${params.taskId}: was it purged, or is the id from another database?`);
     const list = this.#messages.get(task.id) ?? [];
     const seq = list.filter((m) => m.name === params.name).length + 1;
-    list.push({ name: params.name, seq, payload: params.payload, consumedBy: null });
+    list.push({ name: params.name, seq, payload: params.payload, atMs: this.tasks.now(), consumedBy: null });
     this.#messages.set(task.id, list);
     const woke = this.#wake(task, (entry) => entry.kind === "wait" && entry.waitingFor === params.name);
     return { taskId: task.id, name: params.name, woke };

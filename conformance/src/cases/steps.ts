@@ -153,6 +153,38 @@ export const stepCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "steps-wait-deadline",
+    title: "a wait past its deadline (expired) takes a message sent before the deadline, else is recorded done with null without parking; a later message stays for the next wait",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submitAndClaim(t.w1, "job", { maxAttempts: 1 });
+      const deadline = async (name: string): Promise<number> => (await s.steps(task.id)).find((e) => e.name === name)?.wakeAtMs ?? -1;
+      // In time: the message wakes the wait; the task resumes only after the deadline (as after a crash).
+      t.expect(await s.parkStep({ taskId: task.id, workerId: t.w1, attempt: task.attempt, name: "a", kind: "wait", seq: 1, message: "a", delayMs: 100 })).toEqual({ kind: "parked", status: "queued" });
+      t.expect((await s.send({ taskId: task.id, name: "a", payload: "in time" })).woke).toBe(true);
+      await t.sleep(EXPIRY_WAIT_MS);
+      const resumed = await t.claimOne(t.w2);
+      const owned = { taskId: task.id, workerId: t.w2, attempt: resumed.attempt };
+      t.expect(await s.parkStep({ ...owned, name: "a", kind: "wait", seq: 1, message: "a", untilMs: await deadline("a"), expired: true })).toEqual({ kind: "ready", result: "in time" });
+      // Too late: the deadline passed before the message came: null, no park, and the message waits for the next wait of its name.
+      t.expect(await s.parkStep({ ...owned, name: "b", kind: "wait", seq: 2, message: "b", delayMs: 1 })).toEqual({ kind: "parked", status: "queued" });
+      await t.sleep(20);
+      t.expect((await s.send({ taskId: task.id, name: "b", payload: "late" })).woke).toBe(false);
+      const again = await t.claimOne(t.w1);
+      const owner = { taskId: task.id, workerId: t.w1, attempt: again.attempt };
+      t.expect(await s.parkStep({ ...owner, name: "b", kind: "wait", seq: 2, message: "b", untilMs: await deadline("b"), expired: true })).toEqual({ kind: "ready", result: null });
+      t.fields(await t.get(task.id), { status: "running", worker_id: t.w1 });
+      t.expect(await s.parkStep({ ...owner, name: "b#2", kind: "wait", seq: 3, message: "b", delayMs: 60_000 })).toEqual({ kind: "ready", result: "late" });
+      t.expect((await s.steps(task.id)).map((e) => [e.name, e.status, e.result])).toEqual([
+        ["a", "done", "in time"],
+        ["b", "done", null],
+        ["b#2", "done", "late"],
+      ]);
+    },
+  },
+  {
     id: "steps-spawn-join",
     title: "a spawn submits its child once per step name (parent and root set); a join parks until every child is terminal, then answers their rows in order",
     spec: SPEC,

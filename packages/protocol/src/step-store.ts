@@ -26,10 +26,12 @@ export interface TaskStepStore extends TaskStore {
   recordStep(input: RecordStepInput): Promise<void>;
   /**
    * Parks the task on a sleep, wait or join, in one transaction under the
-   * task's lock: a wait whose message is already there, or a join whose
-   * children are all terminal, is recorded `done` and answered `ready`
-   * without parking; otherwise the entry is recorded `waiting` and the task
-   * parked ({@link ParkOutcome}). `LostLease` when the fence fails.
+   * task's lock: a wait whose message is already there (the oldest of its
+   * name not yet taken and, when `untilMs` is given, sent before it), a wait
+   * `expired` without such a message (`null`), or a join whose children are
+   * all terminal, is recorded `done` and answered `ready` without parking;
+   * otherwise the entry is recorded `waiting` and the task parked
+   * ({@link ParkOutcome}). `LostLease` when the fence fails.
    */
   parkStep(input: ParkStepInput): Promise<ParkOutcome>;
   /**

@@ -153,13 +153,23 @@ export interface ParkStepInput extends OwnedInput {
   message?: string | null;
   /** `join`: the child task ids, in the order the result lists them. */
   childIds?: readonly string[] | null;
+  /**
+   * `wait` with `untilMs`: its deadline has passed (the task was claimed at
+   * or after it). The wait never parks then: it takes the oldest message of
+   * its name sent before the deadline, else it is recorded `done` with
+   * `null` (timed out). A message sent before the deadline may have woken
+   * the task and a crash or a lost lease delayed the resume past it (lease
+   * recovery requeues at its own now): it is still the wait's answer.
+   * @default false
+   */
+  expired?: boolean | null;
 }
 
 /**
  * What `parkStep` did: `parked` (the row is now `queued`, or `canceled` when
  * a cancel was requested), or `ready` without parking — a wait whose message
- * was already there, or a join whose children were all terminal — with the
- * value it recorded as done.
+ * was already there (or whose deadline had passed: `null`), or a join whose
+ * children were all terminal — with the value it recorded as done.
  */
 export type ParkOutcome = { readonly kind: "parked"; readonly status: "queued" | "canceled" } | { readonly kind: "ready"; readonly result: unknown };
 
@@ -213,7 +223,9 @@ export function recordStepParams(input: RecordStepInput): Params & { result: str
 }
 
 /** Validates a {@link ParkStepInput}: the journal entry's and {@link PARK}'s parameters. */
-export function parkStepParams(input: ParkStepInput): Params & { childIds: string[]; message: string | null; waitingFor: string | null; untilMs: number | null; delayMs: number } {
+export function parkStepParams(
+  input: ParkStepInput,
+): Params & { childIds: string[]; message: string | null; waitingFor: string | null; untilMs: number | null; delayMs: number; expired: boolean; messagesBeforeMs: number } {
   const base = ownedStep(input);
   if (input.kind !== "sleep" && input.kind !== "wait" && input.kind !== "join") throw new InvalidArgument("kind", `only a sleep, wait or join parks, got ${String(input.kind)}`);
   const until = input.untilMs === undefined || input.untilMs === null ? null : requireInt(input.untilMs, "untilMs", 0);
@@ -221,7 +233,12 @@ export function parkStepParams(input: ParkStepInput): Params & { childIds: strin
   const message = input.kind === "wait" ? requireName(input.message, "message") : null;
   const childIds = input.kind === "join" ? [...(input.childIds ?? [])].map((id, i) => requireName(id, `childIds[${i}]`)) : [];
   const waitingFor = input.kind === "wait" ? JSON.stringify(message) : input.kind === "join" ? JSON.stringify(childIds) : null;
-  return { ...base, kind: input.kind, untilMs: until, delayMs, message, childIds, waitingFor };
+  const expired = input.expired === undefined || input.expired === null ? false : input.expired;
+  if (typeof expired !== "boolean") throw new InvalidArgument("expired", `expired must be a boolean, got ${typeof expired}`);
+  if (expired && (input.kind !== "wait" || until === null)) throw new InvalidArgument("expired", "only a wait with a deadline (untilMs) expires");
+  // A wait takes only messages sent before its deadline; a wait without one (first park, no timeout) takes any.
+  const messagesBeforeMs = input.kind === "wait" && until !== null ? until : PARK_FOREVER_AT_MS;
+  return { ...base, kind: input.kind, untilMs: until, delayMs, message, childIds, waitingFor, expired, messagesBeforeMs };
 }
 
 /** Validates a {@link SendInput}: task id, message name and the encoded payload. */

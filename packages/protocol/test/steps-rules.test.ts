@@ -5,6 +5,7 @@ import {
   decodeStepRow,
   joinParentsToWake,
   MAX_STEP_NAME_LENGTH,
+  PARK_FOREVER_AT_MS,
   PARK,
   parkStepParams,
   recordStepParams,
@@ -106,6 +107,15 @@ describe("parkStepParams", () => {
     const join = parkStepParams({ ...owned, name: "j", kind: "join", seq: 3, childIds: ["task_b", "task_a"] });
     expect(join).toMatchObject({ childIds: ["task_b", "task_a"], waitingFor: '["task_b","task_a"]', message: null });
     expect(parkStepParams({ ...owned, name: "j", kind: "join", seq: 3 })).toMatchObject({ childIds: [], waitingFor: "[]" });
+  });
+
+  it("a wait with a deadline takes only messages sent before it, and may be expired; a wait without one takes any", () => {
+    expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", untilMs: NOW, expired: true })).toMatchObject({ expired: true, messagesBeforeMs: NOW });
+    expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", untilMs: NOW, expired: null })).toMatchObject({ expired: false, messagesBeforeMs: NOW });
+    expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", delayMs: 10 })).toMatchObject({ expired: false, messagesBeforeMs: PARK_FOREVER_AT_MS });
+    expect(() => parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", delayMs: 10, expired: true })).toThrow(/only a wait with a deadline/);
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 2, untilMs: NOW, expired: true })).toThrow(/only a wait with a deadline/);
+    expect(() => parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", untilMs: NOW, expired: "yes" as never })).toThrow(/expired must be a boolean/);
   });
 
   it("refuses what does not park and malformed times, messages and child ids", () => {

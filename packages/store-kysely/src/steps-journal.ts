@@ -8,12 +8,13 @@
  *   WHERE status <> 'done' RETURNING name`: the fence (running, this worker,
  *   this attempt, lease not expired) is checked by the statement that writes,
  *   so a zombie's record never lands, and a `done` entry is never rewritten.
- * - **park**, **spawn** and **send** are short write transactions that take
- *   the task's step lock (`cairnq:steps:<task id>` through the dialect's key
- *   lock; SQLite's `BEGIN IMMEDIATE` already serialises them) before anything
- *   else, so a `send` and a wait parking on the same task are decided one
- *   after the other: either the wait sees the message, or the send sees the
- *   parked wait and makes the task due.
+ * - **park**, **spawn**, **send** and a join's **wake** are short write
+ *   transactions that take the task's step lock (`cairnq:steps:<task id>`
+ *   through the dialect's key lock; SQLite's `BEGIN IMMEDIATE` already
+ *   serialises them) before anything else, so a `send` and a wait parking on
+ *   the same task are decided one after the other: either the wait sees the
+ *   message, or the send sees the parked wait and makes the task due; and
+ *   likewise a join parking and the wake after a child's settlement.
  * - A write that makes a queued task due without changing its status sends
  *   the `queued` push signal itself (`SqlSyntax.queuedSignal`): the v1 notify
  *   trigger only fires on a status change.
@@ -48,6 +49,7 @@ const P = {
   name: x.param("name", "text"),
   payload: x.param("payload", "text"),
   messageSeq: x.param("messageSeq", "int"),
+  messagesBeforeMs: x.param("messagesBeforeMs", "int"),
 } as const;
 
 const OWNED_TASK = x.and(x.eq(x.col("id"), P.taskId), OWNER);
@@ -140,11 +142,13 @@ const ENTRY_TEMPLATE: StatementTemplate = {
   build: (c) => `SELECT ${COLUMNS} FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.stepName)}`,
 };
 
+/** The message a wait takes: the oldest of its name not yet taken, sent before the wait's deadline (`parkStepParams`). */
 const OLDEST_MESSAGE_TEMPLATE: StatementTemplate = {
-  params: [P.taskId, P.name],
+  params: [P.taskId, P.name, P.messagesBeforeMs],
   clock: null,
   build: (c) =>
-    `SELECT seq, payload FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND consumed_by IS NULL ORDER BY seq LIMIT 1`,
+    `SELECT seq, payload FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND consumed_by IS NULL ` +
+    `AND at_ms < ${c.value(P.messagesBeforeMs)} ORDER BY seq LIMIT 1`,
 };
 
 const CONSUME_TEMPLATE: StatementTemplate = {
@@ -245,12 +249,17 @@ export class StepJournal {
       const params = fixed();
       await this.#fence(tx, params);
       if (params.kind === "wait") {
-        const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message })).rows[0];
+        const message = (await this.ext.exec(tx, OLDEST_MESSAGE_TEMPLATE, { taskId: params.taskId, name: params.message, messagesBeforeMs: normalized.messagesBeforeMs })).rows[0];
         if (message !== undefined) {
           await this.ext.exec(tx, CONSUME_TEMPLATE, { taskId: params.taskId, name: params.message, messageSeq: Number(message.seq), stepName: params.stepName });
           const payload = String(message.payload);
           await this.#done(tx, params, payload);
           return { kind: "ready", result: JSON.parse(payload) as unknown };
+        }
+        if (normalized.expired) {
+          // The deadline passed with no message sent before it: timed out, without parking.
+          await this.#done(tx, params, "null");
+          return { kind: "ready", result: null };
         }
       } else if (params.kind === "join") {
         const rows = await this.#children(tx, params.childIds);
@@ -334,7 +343,14 @@ export class StepJournal {
     const { dialect, db } = this.ext;
     return dialect.executor.writeTransaction(db, async (tx) => {
       let woke = 0;
-      for (const taskId of new Set(parentIds)) if (await this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null })) woke += 1;
+      // Under each parent's step lock, as a park takes it: a join parking meanwhile has either seen the child
+      // terminal (ready, nothing to wake) or committed its `waiting` entry before the wake looks. Without it,
+      // a wake between the park's read of the children and its commit saw a running parent and woke nothing
+      // (Postgres, READ COMMITTED), leaving the join to its re-check 30 s later. Sorted: one lock order.
+      for (const taskId of [...new Set(parentIds)].sort()) {
+        await dialect.keyLock.acquire(tx, stepLockKey(taskId));
+        if (await this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null })) woke += 1;
+      }
       return woke;
     });
   }

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TestQueue } from "@cairnq/testing";
 import { createTestQueue } from "@cairnq/testing";
+import type { TaskContext, Worker } from "@cairnq/worker";
 
 const START = Date.UTC(2030, 0, 1);
 const HOUR = 3_600_000;
@@ -149,6 +150,57 @@ describe.each(["memory", "sqlite"] as const)("durable steps on the %s store", (s
     await q.advance(HOUR);
     expect(await q.client.get(task.id)).toMatchObject({ status: "succeeded", result: { early: 1, approval: { by: "ana" }, late: null } });
     await expect(q.client.send("task_01J0000000000000000000NONE", "x")).rejects.toThrow(InvalidArgument);
+  });
+
+  it("a message sent before a wait's deadline is its answer even when a crash delays the resume past the deadline; one sent after the deadline is kept for the next wait", async () => {
+    const q = await open();
+    let runs = 0;
+    let crashOn = 0;
+    let crashing: Worker | null = null;
+    const handler = async (ctx: TaskContext): Promise<unknown> => {
+      runs += 1;
+      if (runs === crashOn) {
+        // A crash: the worker goes without settling, and this run never continues.
+        void crashing?.stop();
+        return new Promise(() => {});
+      }
+      const first = await ctx.waitFor("approval", { timeoutMs: 30 });
+      const second = await ctx.waitFor("approval", { timeoutMs: 30 });
+      return [first, second];
+    };
+    const worker = (): Worker => {
+      crashing = q.worker({ leaseMs: 1000, stopTimeoutMs: 0, logger: null });
+      crashing.task("approve", handler);
+      return crashing;
+    };
+    worker();
+
+    // In time: the message (10 ms after the park) wakes the task, whose resumed run crashes; the task resumes
+    // after the lease ran out, far past the deadline, and the wait still answers with the message.
+    const inTime = await q.client.submit("approve", {});
+    await q.drain();
+    crashOn = runs + 1;
+    await q.advance(10);
+    expect((await q.client.send(inTime.id, "approval", "yes")).woke).toBe(true);
+    await q.drain();
+    expect(runs).toBe(crashOn);
+    worker();
+    await q.advance(1000);
+    await q.advance(30);
+    expect(await q.client.get(inTime.id)).toMatchObject({ status: "succeeded", result: ["yes", null] });
+
+    // Too late: the deadline passed, the resumed run crashed, and the message came after the deadline: the
+    // first wait timed out; the message is left for the next wait of its name.
+    const late = await q.client.submit("approve", {});
+    await q.drain();
+    crashOn = runs + 1;
+    await q.advance(30);
+    expect(runs).toBe(crashOn);
+    worker();
+    await q.advance(10);
+    expect((await q.client.send(late.id, "approval", "late")).woke).toBe(false);
+    await q.advance(1000);
+    expect(await q.client.get(late.id)).toMatchObject({ status: "succeeded", result: [null, "late"] });
   });
 
   it("spawn submits each child once however often the parent replays; join parks until every child is terminal and returns their rows in order", async () => {

@@ -15,11 +15,15 @@
  *   handler runs again from the top when the task is claimed next.
  * - A sleep already due when reached (`sleep(name, 0)`, `sleepUntil` a past
  *   instant) does not park: it is recorded `done` and the call goes on.
- * - A sleep or a wait that timed out is known to be over when the claimed
+ * - A sleep or a wait's deadline is known to have passed when the claimed
  *   row's `run_at_ms` has reached the recorded wake time: a parked row only
  *   becomes due at that time, and every later write of `run_at_ms` (a
  *   message, a retry, lease recovery) is at a later instant — so no clock of
- *   this process is compared with the database's.
+ *   this process is compared with the database's. A sleep is then over; a
+ *   wait asks the store (`expired`), because a message sent before the
+ *   deadline may be waiting for it: it woke the task, and a crash or a lost
+ *   lease delayed the resume past the deadline (lease recovery requeues at
+ *   its own now). Its answer must not depend on that crash.
  */
 import type { StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
@@ -174,11 +178,9 @@ export class CallSteps {
     if (entry?.status === "done") return entry.result as T | null;
     if (entry?.status === "waiting") {
       const deadline = entry.wakeAtMs ?? PARK_FOREVER_AT_MS;
-      if (deadline < PARK_FOREVER_AT_MS && this.#host.runAtMs >= deadline) {
-        await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "wait", status: "done", seq: entry.seq, result: null }));
-        return null;
-      }
-      return (await this.#park({ name: key, kind: "wait", seq: entry.seq, message: name, untilMs: deadline })) as T | null;
+      // Past the deadline the store answers without parking: a message sent before it, else null.
+      const expired = deadline < PARK_FOREVER_AT_MS && this.#host.runAtMs >= deadline;
+      return (await this.#park({ name: key, kind: "wait", seq: entry.seq, message: name, untilMs: deadline, expired })) as T | null;
     }
     const first = timeoutMs === null ? { untilMs: PARK_FOREVER_AT_MS } : { delayMs: timeoutMs };
     return (await this.#park({ name: key, kind: "wait", seq: this.#nextSeq(), message: name, ...first })) as T | null;
@@ -256,7 +258,16 @@ export class CallSteps {
     return this.#journal;
   }
 
-  async #park(input: { name: string; kind: "sleep" | "wait" | "join"; seq: number; delayMs?: number; untilMs?: number; message?: string; childIds?: readonly string[] }): Promise<unknown> {
+  async #park(input: {
+    name: string;
+    kind: "sleep" | "wait" | "join";
+    seq: number;
+    delayMs?: number;
+    untilMs?: number;
+    message?: string;
+    childIds?: readonly string[];
+    expired?: boolean;
+  }): Promise<unknown> {
     const out = await this.#write(() => this.#store().parkStep({ ...this.#owned(), ...input }));
     if (out.kind === "ready") return out.result;
     this.#parked = true;
