@@ -291,6 +291,34 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-served-order-after-idle",
+    title: "a group that went idle when a claim took its last task keeps its place in the served order: once it has work again it comes before groups served after it",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",
+    skipUnless: needsGroups,
+    async run(t) {
+      const limits = { groupConcurrency: 2 };
+      const claim = (limit: number): Promise<Task[]> => grouped(t, t.w1, limits, { limit });
+      const complete = async (rows: readonly Task[]): Promise<void> => {
+        for (const row of rows) await t.store.complete({ taskId: row.id, workerId: t.w1, result: null });
+      };
+      await submitTo(t, "y", 4);
+      const first = await claim(2);
+      t.expect(groupsOf(first)).toEqual(["y", "y"]);
+      // y is at its limit: a claim of 2 takes z's only task, which leaves z without work (idle) as it is served.
+      await submitTo(t, "z", 1);
+      const second = await claim(2);
+      t.expect(groupsOf(second)).toEqual(["z"]);
+      await complete([...first, ...second]);
+      // y is served after z.
+      const third = await claim(1);
+      t.expect(groupsOf(third)).toEqual(["y"]);
+      await complete(third);
+      // z has work again: it was served less recently than y, so it comes first.
+      await submitTo(t, "z", 1);
+      t.expect(groupsOf(await claim(1))).toEqual(["z"]);
+    },
+  },
+  {
     id: "group-reads",
     title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
     spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",

@@ -275,15 +275,22 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv, inQueues = true): string {
   );
 }
 
-/** One past the name's highest `served_seq` among active groups: the back of the served order. */
+/**
+ * One past the name's highest `served_seq`, active groups and inactive ones alike: the back of the served order.
+ * An inactive group keeps its number until it has work again, so a group served after it must get a higher one: from
+ * the active groups alone, a group served after one that went idle holding the highest number got that same number,
+ * and came first by key once the idle one had work again (`group-served-order-after-idle`). The two highest of the
+ * served index, one per `active` value, so each is one probe of the index's end rather than a walk of the name's groups.
+ */
 function backOfServed(c: ExprCompiler): string {
-  return `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1`;
+  const highest = (active: number): string => `SELECT max(g2.served_seq) AS seq FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = ${active}`;
+  return `(SELECT max(b.seq) FROM (${highest(1)} UNION ALL ${highest(0)}) b) + 1`;
 }
 
 /**
  * Step 4: the served groups go to the back of the served order: one past the name's highest
- * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
- * number, so once it has work again it is among the least recently served, as it should be).
+ * `served_seq` ({@link backOfServed}; an inactive group keeps its number, so once it has work again
+ * it is among the least recently served, as it should be).
  * The groups the rotation served, by key: the statement does not check that the draw took their
  * picks (under the flow lock only a claim without group limits, or a v1 peer, can take a picked task
  * first, and then the group merely moves back one rotation early). Checking it cost a read of the
