@@ -464,7 +464,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       if (group !== undefined && t.name === name && t.status === "running") running.set(group, (running.get(group) ?? 0) + 1);
     }
     const due = selectRows(DRAW.selection, this.#tasks.values(), { ...params, limit: null }, now);
-    const ungrouped = due.slice(0, Math.min(params.limit as number, GROUP_HEAD_ROWS)).filter((t) => !this.#taskGroups.has(t.id)).map((t) => t.id);
+    const ungrouped = due.slice(0, GROUP_HEAD_ROWS).filter((t) => !this.#taskGroups.has(t.id)).map((t) => t.id);
     const byGroup = new Map<string, Task[]>();
     for (const t of due) {
       const group = this.#taskGroups.get(t.id);
@@ -475,12 +475,15 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     }
     const servedOf = (group: string): number => this.#served.get(`${name}\u0000${group}`) ?? 0;
     const rate = groupLimits.groupRateLimit;
+    const allowanceOf = (group: string): number => {
+      const inWindow = rate === null ? 0 : groupClaimsInWindow(this.#groupClaims.filter((c) => c.name === name && c.group === group).map((c) => c.claimed_at_ms), now, rate.perMs);
+      return groupAllowance(groupLimits, running.get(group) ?? 0, inWindow);
+    };
     const eligible: GroupCandidates[] = [...byGroup.keys()]
       .sort((a, b) => servedOf(a) - servedOf(b) || (a < b ? -1 : a > b ? 1 : 0))
       .map((group) => {
-        const inWindow = rate === null ? 0 : groupClaimsInWindow(this.#groupClaims.filter((c) => c.name === name && c.group === group).map((c) => c.claimed_at_ms), now, rate.perMs);
         const tasks = (byGroup.get(group) as Task[]).sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-        return { group, taskIds: tasks.map((t) => t.id), allowance: groupAllowance(groupLimits, running.get(group) ?? 0, inWindow) };
+        return { group, taskIds: tasks.map((t) => t.id), allowance: allowanceOf(group) };
       })
       .filter((g) => g.allowance > 0);
     const rotation = rotateGroups(ungrouped, eligible, params.limit as number);
@@ -497,6 +500,19 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     for (const group of rotation.served) {
       this.#served.set(`${name}\u0000${group}`, highest + 1);
       this.#groupLimits.set(`${name}\u0000${group}`, groupLimits.groupConcurrency);
+    }
+    // A draw that gave no group work passes the groups with room whose queued tasks are none of them due, in any queue:
+    // they go to the back of the served order (groups.ts), so they never come before groups with due work.
+    if (ungrouped.length < (params.limit as number) && eligible.length === 0) {
+      const waiting = new Set<string>();
+      const dueSomewhere = new Set<string>();
+      for (const t of this.#tasks.values()) {
+        const group = this.#taskGroups.get(t.id);
+        if (group === undefined || t.name !== name || t.status !== "queued") continue;
+        waiting.add(group);
+        if (t.run_at_ms <= now) dueSomewhere.add(group);
+      }
+      for (const group of waiting) if (!dueSomewhere.has(group) && allowanceOf(group) > 0) this.#served.set(`${name}\u0000${group}`, highest + 1);
     }
     if (rate !== null) this.#groupClaims = this.#groupClaims.filter((c) => c.name !== name || inRateWindow(c.claimed_at_ms, now, rate.perMs));
     return out;

@@ -291,6 +291,72 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-served-order-after-idle",
+    title: "a group that went idle when a claim took its last task keeps its place in the served order: once it has work again it comes before groups served after it",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",
+    skipUnless: needsGroups,
+    async run(t) {
+      const limits = { groupConcurrency: 2 };
+      const claim = (limit: number): Promise<Task[]> => grouped(t, t.w1, limits, { limit });
+      const complete = async (rows: readonly Task[]): Promise<void> => {
+        for (const row of rows) await t.store.complete({ taskId: row.id, workerId: t.w1, result: null });
+      };
+      await submitTo(t, "y", 4);
+      const first = await claim(2);
+      t.expect(groupsOf(first)).toEqual(["y", "y"]);
+      // y is at its limit: a claim of 2 takes z's only task, which leaves z without work (idle) as it is served.
+      await submitTo(t, "z", 1);
+      const second = await claim(2);
+      t.expect(groupsOf(second)).toEqual(["z"]);
+      await complete([...first, ...second]);
+      // y is served after z.
+      const third = await claim(1);
+      t.expect(groupsOf(third)).toEqual(["y"]);
+      await complete(third);
+      // z has work again: it was served less recently than y, so it comes first.
+      await submitTo(t, "z", 1);
+      t.expect(groupsOf(await claim(1))).toEqual(["z"]);
+    },
+  },
+  {
+    id: "group-plain-fail-back-in-group",
+    title: "a grouped task a claim without group limits took, failed back to queued after its group went idle, is taken by the next group claim though it is not at the head of the plain order",
+    spec: "store.ts ClaimInput.flowControl, groups.ts GROUP_REQUEUE_PATHS",
+    skipUnless: needsGroups,
+    async run(t) {
+      const limits = { groupConcurrency: 2 };
+      const [a] = await submitTo(t, "a", 1);
+      // A claim without group limits takes a's only task.
+      t.expect((await t.claimOne(t.w1, { names: ["g"] })).id).toBe((a as Task).id);
+      // z's backlog of higher priority: a group claim takes two (z's limit) and finds a without a queued task: a goes idle.
+      await submitTo(t, "z", 10, { priority: 5 });
+      t.expect(groupsOf(await grouped(t, t.w2, limits))).toEqual(["z", "z"]);
+      // a's task fails back to queued, behind z's eight waiting tasks in plain order: its group wakes all the same.
+      await t.store.fail({ taskId: (a as Task).id, workerId: t.w1, error: { code: "again" }, retryable: true, delayMs: 0 });
+      t.expect((await grouped(t, t.w2, limits)).map((row) => row.id)).toEqual([(a as Task).id]);
+    },
+  },
+  {
+    id: "group-plain-recovered-back-in-group",
+    title: "a grouped task a claim without group limits took, whose lease that kind of claim recovered after its group went idle, is taken by a group claim once it is at the head of the plain order",
+    spec: "store.ts ClaimInput.flowControl, groups.ts GROUP_HEAD_ROWS",
+    skipUnless: needsGroups,
+    async run(t) {
+      const limits = { groupConcurrency: 2 };
+      const [c] = await submitTo(t, "c", 1);
+      // A claim without group limits takes c's only task with a lease that runs out.
+      t.expect((await t.claimOne(t.w1, { names: ["g"], leaseMs: SHORT_LEASE_MS })).id).toBe((c as Task).id);
+      // A group claim takes b's task and finds c without a queued task: c goes idle.
+      await submitTo(t, "b", 1);
+      t.expect(groupsOf(await grouped(t, t.w2, limits))).toEqual(["b"]);
+      // Lease recovery in a claim without group limits (of another name) queues c's task again and marks nothing.
+      await t.sleep(EXPIRY_WAIT_MS);
+      t.expect(await t.claim(t.w3, { names: ["other"] })).toEqual([]);
+      t.expect((await t.get((c as Task).id)).status).toBe("queued");
+      t.expect((await grouped(t, t.w2, limits)).map((row) => row.id)).toEqual([(c as Task).id]);
+    },
+  },
+  {
     id: "group-reads",
     title: "taskGroup gives a task's group, its running and queued counts and the groupConcurrency last enforced; groupStats counts per group, most queued first",
     spec: "store.ts StoreCapabilities.groups, groups.ts GroupReadStore",

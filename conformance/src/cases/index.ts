@@ -5,6 +5,7 @@ import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
 import { flowControlCases } from "./flow-control.js";
 import { debounceCases, groupCases } from "./groups.js";
+import { groupRandomCases } from "./groups-random.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
 import { ownedWriteCases } from "./owned-writes.js";
@@ -33,6 +34,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...lifecycleCases,
   ...flowControlCases,
   ...groupCases,
+  ...groupRandomCases,
   ...debounceCases,
   ...scheduleSlotCases,
   ...stepCases,

@@ -85,9 +85,9 @@ export const GROUP_TASK_STATES = Object.freeze({
   /** Taken by a group-aware claim; stays so after its task ends (nothing reads it again but by its task). */
   claimed: "claimed",
   /**
-   * Its task went back to `queued` after a group-aware claim took it (a retryable fail, lease recovery, a
-   * park, a retry: {@link GROUP_REQUEUE_PATHS}); the next group claim of the name puts it back in its
-   * group's walk and wakes the group ({@link wakeGroupTask}).
+   * Its task went back to `queued` after a claim took it (a retryable fail, lease recovery, a park, a
+   * retry: {@link GROUP_REQUEUE_PATHS}); the next group claim of the name puts it back in its group's
+   * walk and wakes the group ({@link wakeGroupTask}).
    */
   requeued: "requeued",
   /** Written by stores before the running count was read from the task rows: read as `claimed`. */
@@ -130,11 +130,12 @@ export function wakeGroupTask(status: string): GroupTaskState {
 
 /**
  * The operations that move a task back to `queued` after a claim took it: a store with groups marks
- * the task's group row `requeued` with each (unless it is `queued` already) — lease recovery inside a
- * group claim by the rows it returns with their new status — so the next group claim of the name
- * finds it by its state. A v1 peer does not: its requeued task is put back when it reaches
- * the head of the plain claim order ({@link GROUP_HEAD_ROWS}), as a task a claim without group limits
- * took is.
+ * the task's group row `requeued` with each — lease recovery inside a group claim by the rows it
+ * returns with their new status — so the next group claim of the name finds it by its state and wakes
+ * its group. A row left `queued` is marked too: a claim without group limits took its task, and its
+ * group may have gone idle meanwhile (no queued task left). A v1 peer marks nothing, nor does lease
+ * recovery in a claim without group limits: such a task is put back, and its group woken, when it
+ * reaches the head of the plain claim order ({@link GROUP_HEAD_ROWS}).
  */
 export const GROUP_REQUEUE_PATHS = Object.freeze(["fail", "recover", "park", "retry", "retryBatch"] as const);
 

@@ -20,7 +20,10 @@
  * 2. The head of the plain claim order (a few rows): tasks without a group
  *    are taken there (first in the rotation), and a grouped task found there
  *    whose group row is not `queued` (a task a v1 peer requeued, or a store
- *    that never used groups) is put back in its group.
+ *    that never used groups) is put back in its group, and one whose group is
+ *    inactive wakes it (a task a claim without group limits took, its row
+ *    left `queued`, that came back after its group went idle with no mark:
+ *    its lease recovered by such a claim, or a v1 peer's fail).
  *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
  *    their concurrency limit (after the first page), each page read with each group's best due
@@ -170,7 +173,7 @@ const ACTIVATE: StatementTemplate = {
  * over the partial lease index, each group row by key), the name's `requeued` group rows with their
  * task's status (`kind` 2), then the head of the plain claim order of the draw's name (`kind` 1: the
  * draw's own predicate, compiled as the draw compiles it, so it walks the claim index in order), with
- * each row's group row if any. One statement: nothing is written between them. With `settling`, a
+ * each row's group row if any and whether its group is `active` (by primary key). One statement: nothing is written between them. With `settling`, a
  * running task held by an attempt whose settlement this store has in flight reads as `settling`
  * (`:settling` holds their fences); without (SQLite, or nothing in flight) the bare status.
  */
@@ -185,12 +188,13 @@ function runningAndHead(settling: boolean): StatementTemplate {
         : "r.status";
       return (
         `SELECT 0 AS kind, r.id AS id, (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE tg.task_id = r.id) AS group_key, NULL AS state, ` +
-        `${status} AS status, 0 AS priority, 0 AS run_at_ms FROM (SELECT id, attempt, worker_id, status FROM ${TASKS_TABLE} ` +
+        `${status} AS status, 0 AS priority, 0 AS run_at_ms, 1 AS active FROM (SELECT id, attempt, worker_id, status FROM ${TASKS_TABLE} ` +
         `WHERE ${c.condition(GROUP_RUNNING) ?? "TRUE"}) r ` +
         `UNION ALL SELECT 2 AS kind, tg.task_id AS id, tg.group_key AS group_key, tg.state AS state, ` +
-        `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms ` +
+        `(SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) AS status, 0 AS priority, 0 AS run_at_ms, 1 AS active ` +
         `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(REQUEUED)} ` +
-        `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms ` +
+        `UNION ALL SELECT 1 AS kind, h.id AS id, tg.group_key AS group_key, tg.state AS state, NULL AS status, h.priority AS priority, h.run_at_ms AS run_at_ms, ` +
+        `(SELECT g.active FROM ${GROUPS_TABLE} g WHERE g.name = tg.name AND g.group_key = tg.group_key) AS active ` +
         `FROM (SELECT id, priority, run_at_ms FROM ${TASKS_TABLE} ` +
         `WHERE ${c.condition(CLAIMABLE) ?? "TRUE"} ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ${c.slot(LIMIT)}) h ` +
         `LEFT JOIN ${TASK_GROUPS_TABLE} tg ON tg.task_id = h.id ORDER BY kind ASC, priority DESC, run_at_ms ASC, id ASC`
@@ -275,15 +279,22 @@ function taskIsDue(c: ExprCompiler, env: CompileEnv, inQueues = true): string {
   );
 }
 
-/** One past the name's highest `served_seq` among active groups: the back of the served order. */
+/**
+ * One past the name's highest `served_seq`, active groups and inactive ones alike: the back of the served order.
+ * An inactive group keeps its number until it has work again, so a group served after it must get a higher one: from
+ * the active groups alone, a group served after one that went idle holding the highest number got that same number,
+ * and came first by key once the idle one had work again (`group-served-order-after-idle`). The two highest of the
+ * served index, one per `active` value, so each is one probe of the index's end rather than a walk of the name's groups.
+ */
 function backOfServed(c: ExprCompiler): string {
-  return `(SELECT max(g2.served_seq) FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = 1) + 1`;
+  const highest = (active: number): string => `SELECT max(g2.served_seq) AS seq FROM ${GROUPS_TABLE} g2 WHERE g2.name = ${c.slot(NAME)} AND g2.active = ${active}`;
+  return `(SELECT max(b.seq) FROM (${highest(1)} UNION ALL ${highest(0)}) b) + 1`;
 }
 
 /**
  * Step 4: the served groups go to the back of the served order: one past the name's highest
- * `served_seq` among active groups (a served group is active; an inactive one keeps its lower
- * number, so once it has work again it is among the least recently served, as it should be).
+ * `served_seq` ({@link backOfServed}; an inactive group keeps its number, so once it has work again
+ * it is among the least recently served, as it should be).
  * The groups the rotation served, by key: the statement does not check that the draw took their
  * picks (under the flow lock only a claim without group limits, or a v1 peer, can take a picked task
  * first, and then the group merely moves back one rotation early). Checking it cost a read of the
@@ -547,7 +558,7 @@ export class GroupDraw {
       else if (row.state !== QUEUED) {
         requeued.add(String(row.id));
         wake.add(group);
-      }
+      } else if (Number(row.active) === 0) wake.add(group);
     }
     // Requeued rows go back to their group's walk (and their groups wake); stale marks go to `claimed`.
     const woken: CompiledQuery<Row>[] = [];

@@ -30,12 +30,14 @@ import { TASKS_TABLE } from "./statements.js";
 const TASK_IDS = x.param("taskIds", "textList");
 
 /**
- * The row states a requeue marks: taken by a group claim (`done`: by an earlier store). `queued` rows are in the walk
- * already. Wrapped so no index serves it: the rows are found by key, never by walking the `claimed` rows (every task
- * a group claim ever took).
+ * The row states a requeue marks: taken by a group claim (`claimed`; `done`: by an earlier store), or `queued` — a claim
+ * without group limits took the task and left its row in the walk, and its group may have gone idle while it ran (no
+ * queued task left), so the row alone would not bring it back. Wrapped so no index serves it: the rows are found by key,
+ * never by walking the `claimed` rows (every task a group claim ever took).
  */
 function taken(env: CompileEnv): string {
-  return `CASE WHEN state IN (${env.syntax.literal(GROUP_TASK_STATES.claimed)}, ${env.syntax.literal(GROUP_TASK_STATES.done)}) THEN 1 ELSE 0 END = 1`;
+  const states = [GROUP_TASK_STATES.queued, GROUP_TASK_STATES.claimed, GROUP_TASK_STATES.done].map((state) => env.syntax.literal(state)).join(", ");
+  return `CASE WHEN state IN (${states}) THEN 1 ELSE 0 END = 1`;
 }
 
 /** Marks the group rows of `:taskIds` whose task is `queued` now. */
