@@ -111,6 +111,12 @@ describe("a Postgres server restarted during a drain by real worker processes", 
         expect(before.default?.queued ?? 0, "tasks still queued when the server goes down").toBeGreaterThan(0);
 
         await db.shutdown(mode);
+        // pg_ctl returned once the server was gone, so the kernel already told this process that the pool's
+        // connections closed; but the event-loop turn that reported pg_ctl's exit may still hold those sockets'
+        // end-of-file callbacks, and a submit sent from this continuation would go out on a connection the server
+        // closed (pg's ambiguous "Connection terminated unexpectedly": a statement that went out as the server
+        // died, not one sent while it was down). One turn lets the client hear what already happened.
+        await new Promise((resolve) => setImmediate(resolve));
         let restarted = false;
         // Submits while the server is down: each must settle (fail or, once it is back, succeed) within the bound.
         const downSubmits: Promise<DownSubmit>[] = [];
