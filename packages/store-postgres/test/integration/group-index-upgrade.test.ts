@@ -10,9 +10,9 @@
 import { expect, it } from "vitest";
 import { client, openStore, pgDsn, q, schemaName, until } from "../helpers.js";
 
-/** Backends of this database waiting for a lock. */
-async function waitingForLocks(): Promise<number> {
-  const [row] = await q<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+/** Backends waiting for a lock that backend `pid` holds. */
+async function blockedBy(pid: number): Promise<number> {
+  const [row] = await q<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [pid]);
   return Number(row?.n ?? 0);
 }
 
@@ -29,6 +29,7 @@ it("the group tables' index upgrade does not deadlock with a transaction that re
 
   // A claim (of a store of either version) that has read the group rows and will update one.
   const claim = await client();
+  const [claimPid] = (await claim.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows;
   await claim.query("BEGIN");
   await claim.query(`SELECT task_id FROM "${schema}".cairnq_ext_task_groups WHERE name = 'g'`);
 
@@ -40,7 +41,7 @@ it("the group tables' index upgrade does not deadlock with a transaction that re
     () => "ok",
     (err: unknown) => String(err),
   );
-  expect(await until(async () => (await waitingForLocks()) >= 1)).toBe(true);
+  expect(await until(async () => (await blockedBy(claimPid?.pid ?? -1)) >= 1)).toBe(true);
 
   // The claim updates the row it read, and commits.
   const update = claim.query(`UPDATE "${schema}".cairnq_ext_task_groups SET state = 'claimed' WHERE task_id = $1`, [task.id]).then(

@@ -6,6 +6,7 @@
  * back by another transaction locking the parent row, so the interleaving is
  * the same on every run.
  */
+import { sql } from "kysely";
 import { expect, it } from "vitest";
 import { client, openStore, pgDsn, q, schemaName, until } from "../helpers.js";
 
@@ -14,6 +15,12 @@ const W2 = "worker_join_child";
 
 function claimInput(workerId: string, name: string) {
   return { queues: ["default"], workerId, probe: false, draws: (_so: readonly unknown[], index: number) => (index === 0 ? { names: [name], limit: 1, last: true } : null) };
+}
+
+/** Backends waiting for a lock that backend `pid` holds. */
+async function blockedBy(pid: number): Promise<number> {
+  const [row] = await q<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [pid]);
+  return Number(row?.n ?? 0);
 }
 
 /** Backends of this database waiting for a lock (a row lock or the step lock). */
@@ -77,11 +84,12 @@ it("a cancel of a parent and then of its child in the caller's transaction (with
   const caller = settled(
     store.db.transaction().execute(async (trx) => {
       const view = store.withTransaction(trx);
+      const callerPid = Number((await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx)).rows[0]?.pid ?? -1);
       // The caller's transaction flags the running parent (its row is locked until the caller commits) …
       expect(await view.cancel(parent.id)).toMatchObject({ status: "running" });
       // … the parent's join parks meanwhile: it takes the parent's step lock, reads the child queued and waits at PARK …
       parking = settled(store.parkStep({ ...owned, name: "all", kind: "join", seq: 2, childIds: [childId], delayMs: 30_000 }));
-      expect(await until(async () => (await waitingForLocks()) >= 1)).toBe(true);
+      expect(await until(async () => (await blockedBy(callerPid)) >= 1)).toBe(true);
       // … and the caller cancels the queued child, whose join wake runs in the caller's transaction.
       return (await view.cancel(childId))?.status;
     }),
