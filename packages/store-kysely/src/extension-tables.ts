@@ -67,12 +67,16 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
   ],
   [GROUP_TABLES]: [
     `CREATE TABLE IF NOT EXISTS ${TASK_GROUPS_TABLE} (task_id text PRIMARY KEY REFERENCES cairnq_tasks(id) ON DELETE CASCADE, name text NOT NULL, group_key text NOT NULL, priority integer NOT NULL, state text NOT NULL)`,
+    // The one walk index of earlier stores, dropped first: on Postgres its ACCESS EXCLUSIVE lock is then this
+    // transaction's first lock on the table, never an upgrade of the SHARE lock a CREATE INDEX below holds (a
+    // claim that read the rows and then updates one would wait for that SHARE lock while the DROP waited for
+    // the claim: a deadlock). No lock at all when the index is not there.
+    `DROP INDEX IF EXISTS ${TASK_GROUPS_TABLE}_walk_idx`,
     // The claim walks one group's queued rows best first, and reads the name's requeued rows: an index
     // over each of the two states, so a claim that takes a task out of its group's walk (queued → claimed)
     // deletes one index entry and writes none.
     `CREATE INDEX IF NOT EXISTS ${TASK_GROUPS_TABLE}_queued_idx ON ${TASK_GROUPS_TABLE} (name, group_key, priority DESC, task_id) WHERE state = 'queued'`,
     `CREATE INDEX IF NOT EXISTS ${TASK_GROUPS_TABLE}_requeued_idx ON ${TASK_GROUPS_TABLE} (name, group_key) WHERE state = 'requeued'`,
-    `DROP INDEX IF EXISTS ${TASK_GROUPS_TABLE}_walk_idx`,
     `CREATE TABLE IF NOT EXISTS ${GROUPS_TABLE} (name text NOT NULL, group_key text NOT NULL, served_seq bigint NOT NULL, active integer NOT NULL, touched bigint NOT NULL, concurrency_limit bigint, PRIMARY KEY (name, group_key))`,
     // The claim visits a name's active groups in served order.
     `CREATE INDEX IF NOT EXISTS ${GROUPS_TABLE}_served_idx ON ${GROUPS_TABLE} (name, active, served_seq, group_key)`,

@@ -22,6 +22,7 @@
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, Task } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
 import { missingTable } from "./missing-table.js";
+import { TransactionViewDialect } from "./dialect.js";
 import type { Params } from "@cairnq/protocol/adapter";
 import { decodeStepRow, encodeJson, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
@@ -347,8 +348,13 @@ export class StepJournal {
       // terminal (ready, nothing to wake) or committed its `waiting` entry before the wake looks. Without it,
       // a wake between the park's read of the children and its commit saw a running parent and woke nothing
       // (Postgres, READ COMMITTED), leaving the join to its re-check 30 s later. Sorted: one lock order.
+      // Not in a transaction view (`withTransaction`): there the wake runs in the caller's transaction after
+      // its cancel, which may hold the parent's row (a cancel that flagged it), and a park holding the step
+      // lock waits for that row at PARK: waiting for the step lock would deadlock. There, as before the lock,
+      // a join parking at that moment is found by its re-check.
+      const locking = !(dialect instanceof TransactionViewDialect);
       for (const taskId of [...new Set(parentIds)].sort()) {
-        await dialect.keyLock.acquire(tx, stepLockKey(taskId));
+        if (locking) await dialect.keyLock.acquire(tx, stepLockKey(taskId));
         if (await this.#wake(tx, WAKE_JOIN_TEMPLATE, { taskId, waitingFor: null })) woke += 1;
       }
       return woke;

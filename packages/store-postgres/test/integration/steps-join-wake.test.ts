@@ -6,6 +6,7 @@
  * back by another transaction locking the parent row, so the interleaving is
  * the same on every run.
  */
+import { sql } from "kysely";
 import { expect, it } from "vitest";
 import { client, openStore, pgDsn, q, schemaName, until } from "../helpers.js";
 
@@ -14,6 +15,12 @@ const W2 = "worker_join_child";
 
 function claimInput(workerId: string, name: string) {
   return { queues: ["default"], workerId, probe: false, draws: (_so: readonly unknown[], index: number) => (index === 0 ? { names: [name], limit: 1, last: true } : null) };
+}
+
+/** Backends waiting for a lock that backend `pid` holds. */
+async function blockedBy(pid: number): Promise<number> {
+  const [row] = await q<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [pid]);
+  return Number(row?.n ?? 0);
 }
 
 /** Backends of this database waiting for a lock (a row lock or the step lock). */
@@ -56,4 +63,41 @@ it("a child settled while its parent's join parks wakes the join: the wake waits
   // Due now, not at the join's re-check 30 s later.
   expect(row?.status).toBe("queued");
   expect(row?.run_at_ms).toBeLessThan(entry?.wakeAtMs ?? 0);
+});
+
+it("a cancel of a parent and then of its child in the caller's transaction (withTransaction) while the parent's join parks: no deadlock", async () => {
+  const schema = schemaName("cq_join_wake_trx");
+  const store = openStore(pgDsn(), { schema });
+  await store.connect();
+  await store.submit({ name: "parent" });
+  const [parent] = await store.claim(claimInput(W1, "parent"));
+  if (parent === undefined) throw new Error("the parent was not claimed");
+  const owned = { taskId: parent.id, workerId: W1, attempt: parent.attempt };
+  const childId = await store.spawnStep({ ...owned, name: "kid", seq: 1, child: { name: "child" } });
+
+  let parking: Promise<string> | null = null;
+  const settled = (p: Promise<unknown>): Promise<string> =>
+    p.then(
+      (value) => JSON.stringify(value),
+      (err: unknown) => String(err),
+    );
+  const caller = settled(
+    store.db.transaction().execute(async (trx) => {
+      const view = store.withTransaction(trx);
+      const callerPid = Number((await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx)).rows[0]?.pid ?? -1);
+      // The caller's transaction flags the running parent (its row is locked until the caller commits) …
+      expect(await view.cancel(parent.id)).toMatchObject({ status: "running" });
+      // … the parent's join parks meanwhile: it takes the parent's step lock, reads the child queued and waits at PARK …
+      parking = settled(store.parkStep({ ...owned, name: "all", kind: "join", seq: 2, childIds: [childId], delayMs: 30_000 }));
+      expect(await until(async () => (await blockedBy(callerPid)) >= 1)).toBe(true);
+      // … and the caller cancels the queued child, whose join wake runs in the caller's transaction.
+      return (await view.cancel(childId))?.status;
+    }),
+  );
+  const outcome = await caller;
+  expect({ caller: outcome, park: await (parking ?? Promise.resolve("not started")) }).toEqual({
+    caller: JSON.stringify("canceled"),
+    park: JSON.stringify({ kind: "parked", status: "canceled" }),
+  });
+  expect(await store.get(parent.id)).toMatchObject({ status: "canceled" });
 });
