@@ -19,12 +19,14 @@ import type { ClaimView, ModelTask } from "./group-model.js";
 import { DUE_SLACK_MS, GroupModel, MODEL_MAX_GROUPS, Rng } from "./group-model.js";
 
 /**
- * The seeds the kit runs (about 3 s in all on SQLite): each walk found a bug before it was fixed — a group served after
- * one that went idle took its place in the served order (41, 63, 86), a task a claim without group limits took came
- * back into an idle group that nothing woke (18, 48, 115) — and among them they use two names, two queues, both group
- * limits, claims without group limits, retries and a lease expiry.
+ * The seeds the kit runs (about 1.5 s in all on SQLite): each walk found a bug before it was fixed — a group served
+ * after one that went idle took its place in the served order (41; also 63 and 86), a task a claim without group
+ * limits took came back into an idle group that nothing woke (18 and 115; also 48). Three, not all six, so the kit stays
+ * within the fast tier's minute on every store it runs on; the hand-written cases `group-served-order-after-idle`,
+ * `group-plain-fail-back-in-group` and `group-plain-recovered-back-in-group` pin both bugs, and
+ * `CAIRNQ_KIT_GROUP_SEEDS=1-500` searches wider.
  */
-export const GROUP_WALK_SEEDS: readonly number[] = [18, 41, 48, 63, 86, 115];
+export const GROUP_WALK_SEEDS: readonly number[] = [18, 41, 115];
 /** Operations per walk, before the final drain. */
 const WALK_STEPS = 90;
 /** The lease of the walk's ordinary claims: longer than any walk, so only the walk's own expiry lets one run out. */
