@@ -276,6 +276,10 @@ export function describeProcessSuite(backend: ProcessBackend): void {
       );
       expect(error).toBeInstanceOf(TaskCanceled);
       expect((await client.getByKey("cancel-me"))?.message).toBe("saw cancel");
+      // The handler's report travels over IPC, the task's row through the database: the row can be read first.
+      await child.waitUntil("the keyed handler's report that it saw the cancel", (messages) =>
+        messages.filter((m) => m.type === "saw-cancel").length === 2 ? true : undefined,
+      );
       expect(child.of("saw-cancel")).toHaveLength(2);
       await stopWorker(child);
     }, 60_000);
