@@ -140,6 +140,7 @@ export {
   GROUP_REQUEUE_PATHS,
   GROUP_RUNNING,
   wakeGroupTask,
+  headGroupRowAction,
 } from "./groups.js";
 export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState, GroupWalkTask } from "./groups.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";

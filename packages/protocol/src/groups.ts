@@ -129,6 +129,21 @@ export function wakeGroupTask(status: string): GroupTaskState {
 }
 
 /**
+ * What a group claim does with a task of its name found among the first {@link GROUP_HEAD_ROWS} rows of the
+ * plain claim order that has a group row (`state`), in a group whose `active` flag is `groupActive`:
+ * - `requeue`: its row is not in the walk (`claimed` or `requeued`: a claim without group limits, lease
+ *   recovery or a v1 peer sent the task back without marking it, or it was marked) — the row goes back
+ *   to `queued` and the group wakes;
+ * - `wake`: the row is in the walk but its group went idle meanwhile (a task a claim without group
+ *   limits took came back with no mark) — the group wakes;
+ * - `none`: the group's walk already serves it.
+ */
+export function headGroupRowAction(state: string, groupActive: boolean): "requeue" | "wake" | "none" {
+  if (state !== GROUP_TASK_STATES.queued) return "requeue";
+  return groupActive ? "none" : "wake";
+}
+
+/**
  * The operations that move a task back to `queued` after a claim took it: a store with groups marks
  * the task's group row `requeued` with each — lease recovery inside a group claim by the rows it
  * returns with their new status — so the next group claim of the name finds it by its state and wakes

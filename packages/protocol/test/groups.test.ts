@@ -9,6 +9,7 @@ import {
   groupAllowance,
   groupClaimsInWindow,
   hasGroupReads,
+  headGroupRowAction,
   rotateGroups,
   sortGroupCounts,
   wakeGroupTask,
@@ -94,6 +95,14 @@ describe("group limits", () => {
     expect(wakeGroupTask("queued")).toBe(GROUP_TASK_STATES.queued);
     expect(wakeGroupTask("running")).toBe(GROUP_TASK_STATES.claimed);
     expect(wakeGroupTask("succeeded")).toBe(GROUP_TASK_STATES.claimed);
+  });
+
+  it("a grouped task at the head of the plain order goes back to its walk unless its row is there, and wakes an idle group", () => {
+    expect(headGroupRowAction(GROUP_TASK_STATES.claimed, true)).toBe("requeue");
+    expect(headGroupRowAction(GROUP_TASK_STATES.requeued, false)).toBe("requeue");
+    expect(headGroupRowAction(GROUP_TASK_STATES.done, true)).toBe("requeue");
+    expect(headGroupRowAction(GROUP_TASK_STATES.queued, false)).toBe("wake");
+    expect(headGroupRowAction(GROUP_TASK_STATES.queued, true)).toBe("none");
   });
 
   it("GROUP_RUNNING holds for the running rows with a lease of the name", () => {

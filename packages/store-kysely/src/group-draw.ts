@@ -73,6 +73,7 @@ import {
   countsAsGroupRunning,
   GROUP_DRAW,
   GROUP_HEAD_ROWS,
+  headGroupRowAction,
   GROUP_RUNNING,
   GROUP_TASK_IDS,
   GROUP_TASK_STATES,
@@ -555,10 +556,11 @@ export class GroupDraw {
           wake.add(String(group));
         } else stale.push(String(row.id));
       } else if (typeof group !== "string") ungrouped.push(String(row.id));
-      else if (row.state !== QUEUED) {
-        requeued.add(String(row.id));
-        wake.add(group);
-      } else if (Number(row.active) === 0) wake.add(group);
+      else {
+        const action = headGroupRowAction(String(row.state), Number(row.active) !== 0);
+        if (action === "requeue") requeued.add(String(row.id));
+        if (action !== "none") wake.add(group);
+      }
     }
     // Requeued rows go back to their group's walk (and their groups wake); stale marks go to `claimed`.
     const woken: CompiledQuery<Row>[] = [];
