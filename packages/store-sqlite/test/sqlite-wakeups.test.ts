@@ -20,7 +20,7 @@ describe("SQLiteWakeups on a database file", () => {
     const waiting = openStore(file);
     const other = openStore(file);
     await waiting.connect();
-    const wait = timed(waiting.claimWake(["jobs"], LONG_MS));
+    const wait = timed(() => waiting.claimWake(["jobs"], LONG_MS));
     await other.submit({ name: "job", queue: "elsewhere" });
     await pause(50);
     expect(wait.settled()).toBe(false);
@@ -35,7 +35,7 @@ describe("SQLiteWakeups on a database file", () => {
     const awaited = await waiting.submit({ name: "job", priority: 1 });
     const other = await waiting.submit({ name: "job" });
     const woke = waiting.taskDoneWake(awaited.id, LONG_MS);
-    const wait = timed(woke);
+    const wait = timed(() => woke);
     const [first, second] = await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 2 });
     expect([first?.id, second?.id]).toEqual([awaited.id, other.id]);
     await worker.complete({ taskId: other.id, workerId: "w1", result: null });
@@ -56,12 +56,12 @@ describe("SQLiteWakeups on a database file", () => {
     // Start the watch, then let it run with no claim waiter while a submit lands.
     await waiting.claimWake(["jobs"], 1);
     await waiting.taskDoneWake("task_none", 1);
-    const watching = timed(waiting.taskDoneWake("task_none", 300));
+    const watching = timed(() => waiting.taskDoneWake("task_none", 300));
     await other.submit({ name: "job", queue: "jobs" });
     await watching.done;
-    expect(await timed(waiting.claimWake(["jobs"], LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    expect(await timed(() => waiting.claimWake(["jobs"], LONG_MS)).done).toBeLessThan(LONG_MS / 2);
     // Told once: the next wait sleeps again.
-    expect(await timed(waiting.claimWake(["jobs"], 100)).done).toBeGreaterThanOrEqual(90);
+    expect(await timed(() => waiting.claimWake(["jobs"], 100)).done).toBeGreaterThanOrEqual(90);
   });
 
   it("taskDoneWake that starts the watch returns at once for a task that finished before it", async () => {
@@ -73,7 +73,7 @@ describe("SQLiteWakeups on a database file", () => {
     await worker.complete({ taskId: task.id, workerId: "w1", result: null });
     expect(wakeupsOf(waiting).mode).toBe("off");
     const woke = waiting.taskDoneWake(task.id, LONG_MS);
-    expect(await timed(woke).done).toBeLessThan(LONG_MS / 2);
+    expect(await timed(() => woke).done).toBeLessThan(LONG_MS / 2);
     expect(await woke).toEqual(await waiting.get(task.id));
   });
 
@@ -88,8 +88,8 @@ describe("SQLiteWakeups on a database file", () => {
     await worker.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 2 });
     await worker.complete({ taskId: task.id, workerId: "w1", result: null });
     await pause(20);
-    expect(await timed(waiting.taskDoneWake(task.id, LONG_MS)).done).toBeLessThan(LONG_MS / 2);
-    const pending = timed(waiting.taskDoneWake(other.id, LONG_MS));
+    expect(await timed(() => waiting.taskDoneWake(task.id, LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    const pending = timed(() => waiting.taskDoneWake(other.id, LONG_MS));
     await pause(50);
     expect(pending.settled()).toBe(false);
     await worker.complete({ taskId: other.id, workerId: "w1", result: null });
@@ -99,8 +99,8 @@ describe("SQLiteWakeups on a database file", () => {
   it("timeouts bound every wait while nothing commits", async () => {
     const store = openStore();
     const task = await store.submit({ name: "job" });
-    const claim = await timed(store.claimWake(["nothing-here"], 80)).done;
-    const done = await timed(store.taskDoneWake(task.id, 80)).done;
+    const claim = await timed(() => store.claimWake(["nothing-here"], 80)).done;
+    const done = await timed(() => store.taskDoneWake(task.id, 80)).done;
     expect(wakeupsOf(store).mode).toBe("watch");
     for (const elapsed of [claim, done]) {
       expect(elapsed).toBeGreaterThanOrEqual(70);
@@ -115,10 +115,10 @@ describe("SQLiteWakeups on a database file", () => {
     const store = openStore();
     const task = await store.submit({ name: "job", queue: "elsewhere" });
     const aborted = AbortSignal.abort();
-    expect(await timed(store.claimWake(["default"], LONG_MS, aborted)).done).toBeLessThan(1000);
-    expect(await timed(store.taskDoneWake(task.id, LONG_MS, aborted)).done).toBeLessThan(1000);
+    expect(await timed(() => store.claimWake(["default"], LONG_MS, aborted)).done).toBeLessThan(1000);
+    expect(await timed(() => store.taskDoneWake(task.id, LONG_MS, aborted)).done).toBeLessThan(1000);
     const controller = new AbortController();
-    const waits = [timed(store.claimWake(["default"], LONG_MS, controller.signal)), timed(store.taskDoneWake(task.id, LONG_MS, controller.signal))];
+    const waits = [timed(() => store.claimWake(["default"], LONG_MS, controller.signal)), timed(() => store.taskDoneWake(task.id, LONG_MS, controller.signal))];
     await pause(20);
     expect(waits.some((w) => w.settled())).toBe(false);
     controller.abort();
@@ -129,13 +129,13 @@ describe("SQLiteWakeups on a database file", () => {
     const before = resourceCounts();
     const store = openStore();
     const task = await store.submit({ name: "job", queue: "elsewhere" });
-    const waits = [timed(store.claimWake(["default"], LONG_MS)), timed(store.taskDoneWake(task.id, LONG_MS))];
+    const waits = [timed(() => store.claimWake(["default"], LONG_MS)), timed(() => store.taskDoneWake(task.id, LONG_MS))];
     const wakeups = wakeupsOf(store);
     expect(wakeups.mode).toBe("watch");
     await store.close();
     expect(wakeups.mode).toBe("off");
     for (const wait of waits) expect(await wait.done).toBeLessThan(LONG_MS / 2);
-    expect(await timed(store.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    expect(await timed(() => store.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
     expect(wakeups.mode).toBe("off");
     await pause(5);
     // Timers of the runner or of earlier tests may end meanwhile, so "nothing added" rather than "equal".
@@ -181,7 +181,7 @@ describe("SQLiteWakeups on a database file", () => {
     expect(wakeups.mode).toBe("off");
     await other.submit({ name: "job", queue: "jobs" });
     // A worker whose claim's reprobe found nothing waits here (claimWakeOnQueued): the submit must end the wait.
-    expect(await timed(wakeups.claimWake(["jobs"], LONG_MS)).done).toBeLessThan(LONG_MS / 2);
+    expect(await timed(() => wakeups.claimWake(["jobs"], LONG_MS)).done).toBeLessThan(LONG_MS / 2);
     wakeups.close();
   });
 
@@ -216,15 +216,15 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
   it("on an in-memory database", async () => {
     const store = openStore(":memory:");
     const task = await store.submit({ name: "job" });
-    const elapsed = await timed(store.claimWake(["default"], 50)).done;
+    const elapsed = await timed(() => store.claimWake(["default"], 50)).done;
     expect(elapsed).toBeGreaterThanOrEqual(45);
-    expect(await timed(store.taskDoneWake(task.id, 30)).done).toBeGreaterThanOrEqual(25);
+    expect(await timed(() => store.taskDoneWake(task.id, 30)).done).toBeGreaterThanOrEqual(25);
     expect(wakeupsOf(store).mode).toBe("off");
   });
 
   it("before the store is open, then watches from the next wait", async () => {
     const store = openStore();
-    expect(await timed(store.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    expect(await timed(() => store.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
     expect(wakeupsOf(store).mode).toBe("off");
     await store.connect();
     await store.claimWake(["default"], 5);
@@ -243,7 +243,7 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
         throw Object.assign(new Error("ENOSPC: System limit for number of file watchers reached"), { code: "ENOSPC" });
       },
     });
-    expect(await timed(wakeups.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    expect(await timed(() => wakeups.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
     await wakeups.taskDoneWake("task_x", 5);
     expect(calls).toBe(1);
     expect(wakeups.mode).toBe("off");
@@ -257,11 +257,11 @@ describe("SQLiteWakeups falls back to plain sleeps", () => {
 
   it("when the watch reports an error: waiters are released and waits sleep until the retry", async () => {
     const { wakeups, watcher } = fakeWakeups({ retryWatchMs: 10_000 });
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     watcher().emit("error", new Error("EACCES"));
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
     expect(wakeups.mode).toBe("off");
-    expect(await timed(wakeups.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
+    expect(await timed(() => wakeups.claimWake(["default"], 30)).done).toBeGreaterThanOrEqual(25);
     wakeups.close();
   });
 });
@@ -352,7 +352,7 @@ describe("SQLiteWakeups checks", () => {
   it("an event wakes nobody until the commit is visible; the follow-up checks catch it when it is", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
     // Queued only once the wait began: a fresh watch looks at what is queued when it starts.
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     watcher().listener("change", "cairnq.db-wal");
     await pause(3);
@@ -365,7 +365,7 @@ describe("SQLiteWakeups checks", () => {
   it("ignores other files in the directory, and checks on a nameless event", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
     // Queued only once the wait began: a fresh watch looks at what is queued when it starts.
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     db.version++;
     watcher().listener("change", "notes.txt");
@@ -379,7 +379,7 @@ describe("SQLiteWakeups checks", () => {
 
   it("a commit wakes claim waiters only when a task is queued on their queues", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
     await pause(30);
@@ -393,13 +393,13 @@ describe("SQLiteWakeups checks", () => {
 
   it("a commit wakes the task-done waiters of settled tasks only, handing the first waiter of each its row", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
-    const a = timed(wakeups.taskDoneWake("task_a", LONG_MS));
+    const a = timed(() => wakeups.taskDoneWake("task_a", LONG_MS));
     const b = wakeups.taskDoneWake("task_b", LONG_MS);
     const again = wakeups.taskDoneWake("task_b", LONG_MS);
     db.settled.add("task_b");
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
-    expect(await timed(b).done).toBeLessThan(LONG_MS / 2);
+    expect(await timed(() => b).done).toBeLessThan(LONG_MS / 2);
     expect(await b).toEqual(terminalRow("task_b"));
     // One row per caller (it may change the object): a second wait on the task re-reads.
     expect(await again).toBeUndefined();
@@ -411,9 +411,9 @@ describe("SQLiteWakeups checks", () => {
 
   it("a failing filter read wakes everyone (they re-read) and never rejects", async () => {
     const { db, source, wakeups, watcher } = fakeWakeups();
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     const woke = wakeups.taskDoneWake("task_a", LONG_MS);
-    const done = timed(woke);
+    const done = timed(() => woke);
     const busy = (): never => {
       throw new Error("SQLITE_BUSY");
     };
@@ -440,17 +440,17 @@ describe("SQLiteWakeups checks", () => {
 
   it("holds back a claim wake after one that found nothing to do, never after one that led to a write", async () => {
     const { db, wakeups, commit } = fakeWakeups({ minWakeGapMs: LONG_MS });
-    const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    const first = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     commit();
     expect(await first.done).toBeLessThan(LONG_MS / 2);
     // The woken worker claimed (its writer ran statements): the next commit wakes it at once.
     db.writes += 3;
-    const second = timed(wakeups.claimWake(["default"], LONG_MS));
+    const second = timed(() => wakeups.claimWake(["default"], LONG_MS));
     commit();
     expect(await second.done).toBeLessThan(LONG_MS / 2);
     // This time it found nothing (no write): the next commit waits out the gap.
-    const third = timed(wakeups.claimWake(["default"], LONG_MS));
+    const third = timed(() => wakeups.claimWake(["default"], LONG_MS));
     commit();
     await pause(50);
     expect(third.settled()).toBe(false);
@@ -461,12 +461,12 @@ describe("SQLiteWakeups checks", () => {
   it("a held-back claim wake is delivered when the gap ends, not left to the waiter's timeout", async () => {
     const gapMs = 1000;
     const { db, wakeups, commit } = fakeWakeups({ minWakeGapMs: gapMs });
-    const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    const first = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     commit();
     expect(await first.done).toBeLessThan(LONG_MS / 2);
     // The woken worker found nothing (no write): this commit is held back for the rest of the gap ...
-    const held = timed(wakeups.claimWake(["default"], LONG_MS));
+    const held = timed(() => wakeups.claimWake(["default"], LONG_MS));
     commit();
     await pause(50);
     expect(held.settled()).toBe(false);
@@ -478,7 +478,7 @@ describe("SQLiteWakeups checks", () => {
   it("task-done wakes never hold back the next one", async () => {
     const { db, wakeups, watcher } = fakeWakeups({ minWakeGapMs: LONG_MS });
     for (const id of ["task_a", "task_b", "task_c"]) {
-      const wait = timed(wakeups.taskDoneWake(id, LONG_MS));
+      const wait = timed(() => wakeups.taskDoneWake(id, LONG_MS));
       db.settled.add(id);
       db.version++;
       watcher().listener("change", "cairnq.db-wal");
@@ -489,7 +489,7 @@ describe("SQLiteWakeups checks", () => {
 
   it("keeps watching through dense events while a task-done waiter waits, and a task-done wait ends polling", async () => {
     const { db, wakeups, watcher, watchers } = fakeWakeups();
-    const done = timed(wakeups.taskDoneWake("task_a", LONG_MS));
+    const done = timed(() => wakeups.taskDoneWake("task_a", LONG_MS));
     for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
     expect(wakeups.mode).toBe("watch");
     db.settled.add("task_a");
@@ -497,12 +497,12 @@ describe("SQLiteWakeups checks", () => {
     watcher().listener("change", "cairnq.db-wal");
     expect(await done.done).toBeLessThan(LONG_MS / 2);
     // A window without task-done waiters: dense events switch to polling again ...
-    const claim = timed(wakeups.claimWake(["default"], LONG_MS));
+    const claim = timed(() => wakeups.claimWake(["default"], LONG_MS));
     await pause(60);
     for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
     expect(wakeups.mode).toBe("poll");
     // ... until a task-done wait begins.
-    const next = timed(wakeups.taskDoneWake("task_b", LONG_MS));
+    const next = timed(() => wakeups.taskDoneWake("task_b", LONG_MS));
     expect(wakeups.mode).toBe("watch");
     expect(watchers.at(-1)?.closed).toBe(false);
     db.settled.add("task_b");
@@ -516,13 +516,13 @@ describe("SQLiteWakeups checks", () => {
   it("keeps watching through dense events while a worker claims between its waits, and polls once it only waits", async () => {
     const { db, wakeups, watcher } = fakeWakeups();
     db.queued = true;
-    const first = timed(wakeups.claimWake(["default"], LONG_MS));
+    const first = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
     expect(await first.done).toBeLessThan(LONG_MS / 2);
     // Woken, it claimed and settled (its writer ran statements), then waits again: a worker taking tasks one by one.
     db.writes += 3;
-    const second = timed(wakeups.claimWake(["default"], LONG_MS));
+    const second = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = false;
     for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
     expect(wakeups.mode).toBe("watch");
@@ -531,7 +531,7 @@ describe("SQLiteWakeups checks", () => {
     watcher().listener("change", "cairnq.db-wal");
     expect(await second.done).toBeLessThan(LONG_MS / 2);
     // Waits with nothing written in between (woken for nothing, or timed out): dense events switch to polling.
-    const third = timed(wakeups.claimWake(["other"], LONG_MS));
+    const third = timed(() => wakeups.claimWake(["other"], LONG_MS));
     await pause(60);
     for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
     expect(wakeups.mode).toBe("poll");
@@ -541,7 +541,7 @@ describe("SQLiteWakeups checks", () => {
 
   it("switches to polling while events are dense, and back to watching when commits are rare", async () => {
     const { db, wakeups, watcher, watchers } = fakeWakeups();
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     for (let i = 0; i < 150; i++) watcher().listener("change", "cairnq.db-wal");
     expect(wakeups.mode).toBe("poll");
     expect(watchers[0]?.closed).toBe(true);
@@ -549,7 +549,7 @@ describe("SQLiteWakeups checks", () => {
     db.queued = true;
     db.version++;
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
-    const next = timed(wakeups.claimWake(["other"], LONG_MS));
+    const next = timed(() => wakeups.claimWake(["other"], LONG_MS));
     db.queued = false;
     await pause(150);
     expect(wakeups.mode).toBe("watch");
@@ -573,7 +573,7 @@ describe("SQLiteWakeups checks on a wake file", () => {
 
   it("watches the wake file, not the directory, and wakes on its signal with one check and no follow-ups", async () => {
     const { db, wakeups, watcher, signal } = signalled();
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     const readsBefore = db.reads;
     signal();
@@ -582,7 +582,7 @@ describe("SQLiteWakeups checks on a wake file", () => {
     await pause(40);
     expect(db.reads - readsBefore).toBe(1);
     // WAL writes are not watched (the kernel would not report them to this watch; the name filter agrees).
-    const quiet = timed(wakeups.claimWake(["default"], 60));
+    const quiet = timed(() => wakeups.claimWake(["default"], 60));
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
     expect(await quiet.done).toBeGreaterThanOrEqual(50);
@@ -591,7 +591,7 @@ describe("SQLiteWakeups checks on a wake file", () => {
 
   it("through the directory (Bun's): wakes on the wake file's signal with one check, and ignores the WAL's events", async () => {
     const { db, wakeups, watcher, signal } = signalled(undefined, { backstopMs: 0, wakeThroughDirectory: true });
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     const readsBefore = db.reads;
     signal();
@@ -600,7 +600,7 @@ describe("SQLiteWakeups checks on a wake file", () => {
     await pause(40);
     expect(db.reads - readsBefore).toBe(1);
     // The directory reports the WAL's writes (a commit's frames, before it is visible): no check, no wake.
-    const quiet = timed(wakeups.claimWake(["default"], 60));
+    const quiet = timed(() => wakeups.claimWake(["default"], 60));
     db.version++;
     watcher().listener("change", "cairnq.db-wal");
     watcher().listener("change", "cairnq.db");
@@ -612,7 +612,7 @@ describe("SQLiteWakeups checks on a wake file", () => {
   it("a backstop check finds the commit of a writer that does not signal", async () => {
     const { db, wakeups } = signalled(undefined, { backstopMs: 20 });
     await wakeups.claimWake(["default"], 1);
-    const wait = timed(wakeups.claimWake(["default"], LONG_MS));
+    const wait = timed(() => wakeups.claimWake(["default"], LONG_MS));
     db.queued = true;
     db.version++;
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
@@ -625,7 +625,7 @@ describe("SQLiteWakeups checks on a wake file", () => {
     const readsBefore = db.reads;
     db.queued = true;
     db.version++;
-    expect(await timed(wakeups.claimWake(["default"], 60)).done).toBeGreaterThanOrEqual(50);
+    expect(await timed(() => wakeups.claimWake(["default"], 60)).done).toBeGreaterThanOrEqual(50);
     expect(db.reads - readsBefore).toBe(0);
     wakeups.close();
   });

@@ -23,7 +23,7 @@ describe("SQLiteWakeups on a database file", () => {
     const store = openStore(file);
     await store.connect();
     const send = await startChild(file);
-    const wait = timed(store.claimWake(["jobs"], LONG_MS));
+    const wait = timed(() => store.claimWake(["jobs"], LONG_MS));
     await send({ op: "submit", queue: "jobs" });
     expect(await wait.done).toBeLessThan(LONG_MS / 2);
     expect(wakeupsOf(store).mode).toBe("watch");
@@ -35,7 +35,7 @@ describe("SQLiteWakeups on a database file", () => {
     const store = openStore(file);
     const task = await store.submit({ name: "job", queue: "jobs" });
     const send = await startChild(file);
-    const wait = timed(store.taskDoneWake(task.id, LONG_MS));
+    const wait = timed(() => store.taskDoneWake(task.id, LONG_MS));
     const claimed = await send({ op: "claim", queue: "jobs", workerId: "child" });
     expect(claimed.id).toBe(task.id);
     await pause(50);
@@ -64,7 +64,7 @@ describe("SQLiteWakeups on a database file", () => {
     // A writer that does not signal (the raw driver, as another protocol-v1 implementation would write).
     const raw = new Database(file);
     try {
-      const wait = timed(store.claimWake(["jobs"], LONG_MS));
+      const wait = timed(() => store.claimWake(["jobs"], LONG_MS));
       await pause(20);
       raw
         .prepare(
