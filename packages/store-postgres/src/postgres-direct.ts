@@ -19,6 +19,7 @@
  * string, a `pg.Pool`): with a caller's Kysely instance, its plugins and
  * hooks must see every statement, so everything goes through it.
  */
+import { connectionLost, lostInFlight } from "./postgres-connect-error.js";
 import type { CompiledQuery, PostgresPool, QueryResult } from "kysely";
 import type { QueryRunner, Row } from "@cairnq/store-kysely";
 
@@ -45,7 +46,11 @@ function kyselyResult(answer: PgAnswer): QueryResult<Row> {
 
 /** Runs `query` on `client` (its wrapped `query`: named prepared statements, pipelines), answering as Kysely's driver does. */
 export async function runOnClient(client: DirectClient, query: CompiledQuery<unknown>): Promise<QueryResult<Row>> {
-  return kyselyResult(await client.query<Row>(query.sql, [...query.parameters]));
+  try {
+    return kyselyResult(await client.query<Row>(query.sql, [...query.parameters]));
+  } catch (error) {
+    throw lostInFlight(error) ? connectionLost(error) : error;
+  }
 }
 
 /** One checked-out client as a {@link QueryRunner}: what a claim's transaction body runs its statements on. */

@@ -17,7 +17,7 @@
  *   another failed write.
  */
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
-import { connectFailure } from "./postgres-connect-error.js";
+import { connectFailure, connectionLost, lostInFlight } from "./postgres-connect-error.js";
 import { destroySocket } from "./postgres-wakeups.js";
 
 /** SQLSTATE `read_only_sql_transaction`: a write reached a server (or session) that is read-only. */
@@ -185,7 +185,7 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
                 dropSuspects();
                 onReadOnly?.(error);
               }
-              throw error;
+              throw lostInFlight(error) ? connectionLost(error) : error;
             });
           }
           return result;

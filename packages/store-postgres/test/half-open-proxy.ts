@@ -74,6 +74,19 @@ export class HalfOpenProxy {
     return this.freeze();
   }
 
+  /**
+   * Every connection open now is closed on the client's side only, as when the server's host dies or a
+   * middlebox resets the path: the client hears the server hang up mid-statement, while the server's session
+   * goes on with what it was sent (its answer goes nowhere). Returns how many.
+   */
+  sever(): number {
+    for (const pair of this.#pairs) {
+      pair.frozen = true;
+      pair.client.destroy();
+    }
+    return this.#pairs.size;
+  }
+
   /** New connections work again (the dark ones stay dark, as a dead NAT entry does). */
   heal(): void {
     this.#cut = false;

@@ -114,7 +114,7 @@ describe("a Postgres server restarted during a drain by real worker processes", 
         // pg_ctl returned once the server was gone, so the kernel already told this process that the pool's
         // connections closed; but the event-loop turn that reported pg_ctl's exit may still hold those sockets'
         // end-of-file callbacks, and a submit sent from this continuation would go out on a connection the server
-        // closed (pg's ambiguous "Connection terminated unexpectedly": a statement that went out as the server
+        // closed (a PostgresConnectionLost, the outcome unknown: a statement that went out as the server
         // died, not one sent while it was down). One turn lets the client hear what already happened.
         await new Promise((resolve) => setImmediate(resolve));
         let restarted = false;

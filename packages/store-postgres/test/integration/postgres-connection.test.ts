@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { sql } from "kysely";
 import { InvalidArgument } from "@cairnq/protocol";
 import { PostgresStore } from "../../src/index.js";
 import { DEFAULT_POSTGRES_TIMEOUTS } from "../../src/postgres-connection.js";
@@ -50,6 +51,44 @@ describe("timeouts options", () => {
     const [server] = await q<{ v: string }>("SELECT current_setting('idle_in_transaction_session_timeout') AS v");
     expect((await setting(store.db))[0]?.v).toBe(server?.v);
   });
+});
+
+describe("a connection lost with a statement in flight", () => {
+  for (const listen of [false, undefined] as const) {
+    it(`fails the call with a PostgresConnectionLost that says the outcome is unknown, and the server may indeed apply it (${listen === false ? "the pool" : "the LISTEN connection's lane"})`, async () => {
+      const { proxy: p, dsn } = await proxy();
+      const schema = schemaName("cq_lost");
+      const direct = openStore(pgDsn(), { schema });
+      await direct.connect();
+      const cut = openStore(dsn, { schema, ...(listen === false ? { listen } : {}) });
+      await cut.connect();
+      if (listen !== false) expect(await until(() => cut.listenState === "listening", 10_000)).toBe(true);
+      // The submit waits on a lock held elsewhere, so it is surely in flight when its connection goes.
+      const held = direct.db.transaction().execute(async (trx) => {
+        await sql`LOCK TABLE cairnq_tasks IN EXCLUSIVE MODE`.execute(trx);
+        const submit = cut.submit({ name: "in-flight" }).then(
+          () => null,
+          (err: unknown) => err as Error & { code?: unknown },
+        );
+        const waiting = (): Promise<boolean> =>
+          q("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO cairnq_tasks%' AND datname = current_database()").then(
+            (rows) => rows.length > 0,
+          );
+        expect(await until(waiting, 10_000)).toBe(true);
+        expect(p.sever()).toBeGreaterThanOrEqual(1);
+        return submit;
+      });
+      const failure = await held;
+      expect(failure?.name).toBe("PostgresConnectionLost");
+      expect(failure?.message).toMatch(/^the connection to Postgres ended while a statement was in flight \(Connection terminated unexpectedly\): the server may or may not have applied it/);
+      expect((failure?.cause as Error | undefined)?.message).toBe("Connection terminated unexpectedly");
+      // The lock is gone: the server's session, never told, inserts the task after all — what "may or may not" means.
+      const landed = async (): Promise<boolean> => (await direct.list({ name: "in-flight" })).length === 1;
+      expect(await until(landed, 10_000)).toBe(true);
+      await cut.close();
+      await direct.close();
+    });
+  }
 });
 
 describe("a server that does not answer", () => {
