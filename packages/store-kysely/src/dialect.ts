@@ -65,12 +65,13 @@ export interface StoreDialect {
    */
   extensionDdl?(table: ExtensionTable): readonly string[];
   /**
-   * The catalog read `ensure` runs before an extension feature's DDL, outside any transaction: one row
+   * The catalog read `ensure` runs before an extension feature's DDL, as a plain read (no transaction of its own): one row
    * per object among `names` (tables and indexes, as the feature's DDL names them) that exists where
    * the store's unqualified names resolve, its name in column `name`. When every object the DDL
    * creates is there and none it drops is, the DDL (its write transaction, key lock and table locks)
    * is skipped. Optional so dialects written before it keep compiling; absent,
-   * {@link defaultExtensionCatalog}. A read that fails sends `ensure` down the DDL path.
+   * {@link defaultExtensionCatalog}. A read that fails sends `ensure` down the DDL path (on a transaction view
+   * it runs on the caller's transaction, so it must not fail there on a database where an error aborts it).
    */
   extensionCatalog?(names: readonly string[]): CompiledQuery;
   /**

@@ -149,12 +149,15 @@ export class StoreExtensions {
     });
   }
 
-  /** Whether the catalog shows every object of `ddl` as the DDL leaves it; false when the read fails (the DDL path decides). */
+  /**
+   * Whether the catalog shows every object of `ddl` as the DDL leaves it; false when the read fails or
+   * `ddl` holds a statement the check does not know (a dialect's own `extensionDdl`): the DDL path decides.
+   */
   async #inPlace(ddl: readonly string[]): Promise<boolean> {
-    const objects = extensionObjects(ddl);
-    const names = [...objects.present, ...objects.absent];
-    const query = this.dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(this.dialect.syntax, names);
     try {
+      const objects = extensionObjects(ddl);
+      const names = [...objects.present, ...objects.absent];
+      const query = this.dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(this.dialect.syntax, names);
       const { rows } = await this.dialect.executor.read(this.db, () => query);
       return objectsInPlace(objects, new Set(rows.map((row) => String(row.name))));
     } catch {
