@@ -1,6 +1,8 @@
 import type { DialectCapabilities } from "./capabilities.js";
 import type { ExtensionTable } from "./extension-tables.js";
 import { EXTENSION_DDL } from "./extension-tables.js";
+import type { CompiledQuery } from "kysely";
+import { defaultExtensionCatalog } from "./extension-catalog.js";
 import { missingTable } from "./missing-table.js";
 import { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 import type { StoreClock } from "./clock.js";
@@ -33,7 +35,8 @@ import { SingleWrites } from "./write-batching.js";
  * - **schema**: connect-time setup, migrations and guards (§3.7, §3.9, §11);
  * - **wakeups**: push signals, or plain sleeps (§9);
  * - **capabilities**: flags with documented defaults;
- * - **extensionDdl**: the DDL of the extension tables, where `text` keys do not fit.
+ * - **extensionDdl**: the DDL of the extension tables, where `text` keys do not fit;
+ * - **extensionCatalog**: the catalog read that tells whether that DDL has anything left to do.
  *
  * Extend {@link BaseStoreDialect} rather than implementing this directly, so
  * a dialect keeps working when a collaborator or flag is added.
@@ -61,6 +64,16 @@ export interface StoreDialect {
    * needs a length) supplies its own types here.
    */
   extensionDdl?(table: ExtensionTable): readonly string[];
+  /**
+   * The catalog read `ensure` runs before an extension feature's DDL, as a plain read (no transaction of its own): one row
+   * per object among `names` (tables and indexes, as the feature's DDL names them) that exists where
+   * the store's unqualified names resolve, its name in column `name`. When every object the DDL
+   * creates is there and none it drops is, the DDL (its write transaction, key lock and table locks)
+   * is skipped. Optional so dialects written before it keep compiling; absent,
+   * {@link defaultExtensionCatalog}. A read that fails sends `ensure` down the DDL path (on a transaction view
+   * it runs on the caller's transaction, so it must not fail there on a database where an error aborts it).
+   */
+  extensionCatalog?(names: readonly string[]): CompiledQuery;
   /**
    * Whether `err` says a table does not exist: reads of an extension table that was never created
    * answer "nothing" (`cairnq get` reads every task's step journal). Optional so dialects written
@@ -112,6 +125,11 @@ export abstract class BaseStoreDialect implements StoreDialect {
   extensionDdl(table: ExtensionTable): readonly string[] {
     return EXTENSION_DDL[table];
   }
+
+  /** @default defaultExtensionCatalog(this.syntax, names): `pg_catalog` for a `PostgresSyntax`, else `sqlite_master` */
+  extensionCatalog(names: readonly string[]): CompiledQuery {
+    return defaultExtensionCatalog(this.syntax, names);
+  }
 }
 
 /**
@@ -159,5 +177,10 @@ export abstract class TransactionViewDialect extends BaseStoreDialect {
   /** The parent dialect's extension DDL. */
   override extensionDdl(table: ExtensionTable): readonly string[] {
     return this.#parent.extensionDdl?.(table) ?? EXTENSION_DDL[table];
+  }
+
+  /** The parent dialect's catalog read. */
+  override extensionCatalog(names: readonly string[]): CompiledQuery {
+    return this.#parent.extensionCatalog?.(names) ?? defaultExtensionCatalog(this.syntax, names);
   }
 }

@@ -3,8 +3,9 @@
  * v1 tables, never in them (§11: we add no columns, tables or triggers to
  * CairnQ's v1 objects).
  *
- * Each table is created on the first use of its feature — `CREATE TABLE IF
- * NOT EXISTS`, in a write transaction holding the key lock on
+ * Each table is created on the first use of its feature, unless the catalog
+ * already shows it with its indexes (a read, no lock: see
+ * `extension-catalog.ts`) — `CREATE TABLE IF NOT EXISTS`, in a write transaction holding the key lock on
  * `cairnq:extension:<table>` so concurrent first uses (other processes, on
  * Postgres a concurrent `CREATE TABLE` would fail on the type catalog) create
  * it once. A database whose users never schedule or rate-limit has none of
@@ -29,6 +30,7 @@
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import type { StoreDialect } from "./dialect.js";
+import { defaultExtensionCatalog, extensionObjects, objectsInPlace } from "./extension-catalog.js";
 import type { AnyKysely, QueryRunner, Row } from "./executor.js";
 import type { StoreStatements } from "./store-statements.js";
 import type { Params } from "@cairnq/protocol/adapter";
@@ -119,14 +121,16 @@ export class StoreExtensions {
     return this.statements.dialect;
   }
 
-  /** Creates `table` unless this store already did (or found it); a failed attempt is retried on the next call. */
+  /**
+   * Makes sure `table` (a feature's tables and indexes) is as its DDL leaves it, once per store: first a
+   * catalog read outside any transaction (`extensionCatalog`), and only when an object the DDL creates
+   * is missing (or one it drops is there, or the read failed) the DDL, in a write transaction holding
+   * the key lock on `cairnq:extension:<table>`. A failed attempt is retried on the next call.
+   */
   ensure(table: ExtensionTable): Promise<void> {
     let ready = this.#ready.get(table);
     if (ready === undefined) {
-      ready = this.dialect.executor.writeTransaction(this.db, async (tx) => {
-        await this.dialect.keyLock.acquire(tx, `cairnq:extension:${table}`);
-        for (const ddl of this.dialect.extensionDdl?.(table) ?? EXTENSION_DDL[table]) await tx.executeQuery(CompiledQuery.raw(ddl));
-      });
+      ready = this.#ensure(table);
       this.#ready.set(table, ready);
       ready.then(
         () => this.#present.add(table),
@@ -134,6 +138,31 @@ export class StoreExtensions {
       );
     }
     return ready;
+  }
+
+  async #ensure(table: ExtensionTable): Promise<void> {
+    const ddl = this.dialect.extensionDdl?.(table) ?? EXTENSION_DDL[table];
+    if (await this.#inPlace(ddl)) return;
+    await this.dialect.executor.writeTransaction(this.db, async (tx) => {
+      await this.dialect.keyLock.acquire(tx, `cairnq:extension:${table}`);
+      for (const statement of ddl) await tx.executeQuery(CompiledQuery.raw(statement));
+    });
+  }
+
+  /**
+   * Whether the catalog shows every object of `ddl` as the DDL leaves it; false when the read fails or
+   * `ddl` holds a statement the check does not know (a dialect's own `extensionDdl`): the DDL path decides.
+   */
+  async #inPlace(ddl: readonly string[]): Promise<boolean> {
+    try {
+      const objects = extensionObjects(ddl);
+      const names = [...objects.present, ...objects.absent];
+      const query = this.dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(this.dialect.syntax, names);
+      const { rows } = await this.dialect.executor.read(this.db, () => query);
+      return objectsInPlace(objects, new Set(rows.map((row) => String(row.name))));
+    } catch {
+      return false;
+    }
   }
 
   /** Whether this store created or found `table` (an {@link ensure} of it resolved): it exists. */

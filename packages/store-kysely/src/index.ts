@@ -71,6 +71,8 @@ export {
 } from "./statements.js";
 export { EXTENSION_DDL, RATE_CLAIMS_TABLE, SCHEDULES_TABLE } from "./extension-tables.js";
 export type { ExtensionTable } from "./extension-tables.js";
+export { defaultExtensionCatalog, extensionObjects, objectsInPlace, postgresCatalogQuery, sqliteCatalogQuery } from "./extension-catalog.js";
+export type { ExtensionObjects } from "./extension-catalog.js";
 export { SleepWakeups } from "./wakeups.js";
 export { WRITE_COMBINER_OPTION_KEYS, WriteCombiner } from "./write-combiner.js";
 export type { CombinedWrite, FlushAt, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";

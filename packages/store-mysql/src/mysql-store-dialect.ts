@@ -40,6 +40,19 @@ export interface MySQLStoreDialectOptions {
 }
 
 /**
+ * MySQL's catalog read for `StoreDialect.extensionCatalog`: the tables (`information_schema.TABLES`)
+ * and indexes (`information_schema.STATISTICS`) among `names` in the connection's current database,
+ * in column `name`.
+ */
+export function mysqlCatalogQuery(syntax: MySQLSyntax, names: readonly string[]): CompiledQuery {
+  const list = names.map((name) => syntax.literal(name)).join(", ");
+  return CompiledQuery.raw(
+    `SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (${list}) ` +
+      `UNION SELECT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME IN (${list})`,
+  );
+}
+
+/**
  * Whether a multi-row statement's error means the server applied none of it, so its rows may be
  * re-sent in halves (`CombiningWritesOptions.splittable`): an error the server answered with (an
  * `errno`: a data error in one row, a constraint, a lock wait timeout; InnoDB rolls the statement
@@ -124,5 +137,10 @@ export class MySQLStoreDialect extends BaseStoreDialect {
   /** MySQL's types: keys need a length, so the extension tables use `VARBINARY`. */
   override extensionDdl(table: ExtensionTable): readonly string[] {
     return MYSQL_EXTENSION_DDL[table];
+  }
+
+  /** The tables and indexes among `names` in the current database (`information_schema`: no table lock, no implicit commit). */
+  override extensionCatalog(names: readonly string[]): CompiledQuery {
+    return mysqlCatalogQuery(this.syntax, names);
   }
 }
