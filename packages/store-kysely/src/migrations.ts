@@ -244,10 +244,20 @@ export interface RunMigrationsOptions {
  * cold starts therefore apply each migration exactly once. Any error rolls
  * that migration back and fails the connect.
  *
+ * First, one plain read of the ledger: when it already names every migration
+ * (the common connect: a worker's restart, a CLI command), nothing is written —
+ * no write transaction per migration, no ledger lock. Without it, a fleet of
+ * workers starting together queued on Postgres's `LOCK TABLE cairnq_migrations
+ * IN EXCLUSIVE MODE` once per migration, and on SQLite a connect failed with
+ * `DatabaseBusy` while another connection held a write transaction past the
+ * busy timeout. A ledger that is missing, unreadable or short of any name takes
+ * the path above, so what is written, and the exactly-once rule, are §3.7's.
+ *
  * @returns The names this call applied (empty when the database was current).
  */
 export async function runMigrations(options: RunMigrationsOptions): Promise<string[]> {
   const { db, executor, migrations } = options;
+  if (await ledgerComplete(db, executor, migrations)) return [];
   const compiler = new StatementCompiler(options.syntax, options.clock);
   await executor.write(db, () => CompiledQuery.raw(options.ledgerDdl));
   const applied: string[] = [];
@@ -266,6 +276,17 @@ export async function runMigrations(options: RunMigrationsOptions): Promise<stri
     if (ran) applied.push(migration.name);
   }
   return applied;
+}
+
+/** Whether the ledger names every one of `migrations` (false when it cannot be read: absent, say). */
+async function ledgerComplete(db: AnyKysely, executor: StoreExecutor, migrations: readonly Migration[]): Promise<boolean> {
+  try {
+    const { rows } = await executor.read(db, () => CompiledQuery.raw(`SELECT name FROM ${MIGRATIONS_TABLE}`));
+    const names = new Set(rows.map((row) => String(row.name)));
+    return migrations.every((migration) => names.has(migration.name));
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -133,6 +133,25 @@ describe("reconnecting and foreign databases", () => {
     expect(ledger(file)).toEqual(before.ledger);
   });
 
+  it("connecting to a current database writes nothing: it connects while another connection holds BEGIN IMMEDIATE", async () => {
+    const file = tempFile();
+    const first = new SQLiteStore(file);
+    await first.connect();
+    await first.close();
+    const holder = new Database(file);
+    holder.exec("BEGIN IMMEDIATE");
+    try {
+      // A migration transaction would wait for the write lock and fail with DatabaseBusy after busyTimeoutMs.
+      const second = openStore(file, { busyTimeoutMs: 500 });
+      await second.connect();
+      expect(applied(second)).toEqual([]);
+      expect((await second.list()).length).toBe(0);
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+    }
+  });
+
   it("opens a database created by hand with the same DDL (no ledger): every migration is a no-op that records itself", async () => {
     const file = tempFile();
     const raw = new Database(file);

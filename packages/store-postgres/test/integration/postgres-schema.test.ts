@@ -295,6 +295,27 @@ describe("re-connecting and foreign installations", () => {
     expect(await ledger(schema)).toEqual(before.ledger);
   });
 
+  it("connecting to a current installation takes no ledger lock: it connects while another session holds LOCK TABLE cairnq_migrations IN EXCLUSIVE MODE", async () => {
+    const schema = schemaName();
+    const first = new PostgresStore(pgDsn(), { schema });
+    await first.connect();
+    await first.close();
+    const holder = await client();
+    await holder.query(`SET search_path TO ${schema}`);
+    await holder.query("BEGIN");
+    await holder.query("LOCK TABLE cairnq_migrations IN EXCLUSIVE MODE");
+    try {
+      // A migration transaction takes that lock first (§3.7): it would wait until the holder commits.
+      const second = openStore(pgDsn(), { schema });
+      const connected = second.connect().then(() => "connected");
+      const late = new Promise((resolve) => setTimeout(() => resolve("still waiting after 10 s"), 10_000).unref());
+      expect(await Promise.race([connected, late])).toBe("connected");
+      expect(second.dialect.schema.applied).toEqual([]);
+    } finally {
+      await holder.query("COMMIT");
+    }
+  });
+
   it("adopts an installation a peer built by hand without a ledger: every migration records itself as a no-op", async () => {
     const schema = await freshSchema();
     await runIn(schema, HAND_WRITTEN_DDL);
