@@ -1,6 +1,6 @@
 /**
- * Groups past the pages: a seeded walk over one grouped name with many more
- * groups than a claim's page holds (40 to 300; `GROUP_PAGE_MIN` is 16), many
+ * Groups past the pages: a seeded walk over one grouped name (in one queue or
+ * two) with many more groups than a claim's page holds (40 to 300; `GROUP_PAGE_MIN` is 16), many
  * at their `groupConcurrency`, many spent under a `groupRateLimit` whose
  * window outlasts the walk, some holding only tasks delayed past the walk
  * ("sleepers"), some idle, so a claim pages past them, may reach the scan's
@@ -73,6 +73,7 @@ interface PTask {
   readonly group: string | null;
   readonly priority: number;
   readonly sleeper: boolean;
+  readonly queue: string;
   runAtMs: number;
   status: "queued" | "running" | "ended";
   attempt: number;
@@ -102,6 +103,12 @@ class PagedWalk {
   readonly workers: string[];
   /** The walk's name: one per seed, so the walks of one case share no group rows. */
   readonly name: string;
+  /**
+   * The walk's queues: `default`, or with `other` too, chosen (and each task's queue and each claim's queues) by a
+   * PRNG of their own, so a walk of one queue makes the same choices as before queues were drawn.
+   */
+  readonly queues: string[];
+  readonly queueRng: Rng;
   /** A crowd walk (see {@link crowdWalk}). */
   readonly crowd: boolean;
   claims = 0;
@@ -116,6 +123,8 @@ class PagedWalk {
     const rng = (this.rng = new Rng(seed * 7919 + 13));
     this.workers = [t.w1, t.w2, t.w3];
     this.name = `paged${seed}`;
+    this.queueRng = new Rng(seed * 101 + 11);
+    this.queues = this.queueRng.chance(0.3) ? ["default", "other"] : ["default"];
     this.crowd = rng.chance(0.25);
     const concurrency = this.crowd ? undefined : rng.chance(0.75) ? rng.int(1, 3) : undefined;
     const rate = this.crowd ? { max: 2, perMs: FAR_MS } : concurrency === undefined || rng.chance(0.5) ? { max: rng.int(1, 4), perMs: FAR_MS } : undefined;
@@ -125,13 +134,13 @@ class PagedWalk {
     while (keys.size < count) keys.add(`g${String(rng.int(0, 9999)).padStart(4, "0")}`);
     this.keys = [...keys];
     if (!this.crowd) for (const k of this.keys) if (rng.chance(0.15)) this.sleepers.add(k);
-    this.log.push(`paged seed ${seed}${this.crowd ? " (crowd)" : ""}: ${count} groups (${this.sleepers.size} sleepers), limits ${JSON.stringify(this.limits)}`);
+    this.log.push(`paged seed ${seed}${this.crowd ? " (crowd)" : ""}: queues ${this.queues.join(",")}, ${count} groups (${this.sleepers.size} sleepers), limits ${JSON.stringify(this.limits)}`);
   }
 
   fail(message: string): never {
     const lines: string[] = [];
     for (const g of this.order([...this.existing].filter((k) => !this.sleepers.has(k)))) {
-      const queued = [...this.tasks.values()].filter((x) => x.group === g && x.status === "queued").map((x) => `${x.label}(p${x.priority})`);
+      const queued = [...this.tasks.values()].filter((x) => x.group === g && x.status === "queued").map((x) => `${x.label}(p${x.priority}${x.queue === "default" ? "" : `,${x.queue}`})`);
       lines.push(`  ${g}: served ${this.events.get(g) ?? "never"}, running ${this.running(g)}, rate ${this.rateClaims.get(g) ?? 0}, queued [${queued.join(" ")}]`);
     }
     throw new ConformanceFailure(
@@ -159,12 +168,13 @@ class PagedWalk {
 
   async submit(group: string | null, priority: number): Promise<PTask> {
     const sleeper = group !== null && this.sleepers.has(group);
-    const row = await this.t.submit(this.name, { priority, maxAttempts: 3, ...(group === null ? {} : { group }), ...(sleeper ? { runAtDelayMs: FAR_MS } : {}) });
+    const queue = this.queueRng.pick(this.queues);
+    const row = await this.t.submit(this.name, { queue, priority, maxAttempts: 3, ...(group === null ? {} : { group }), ...(sleeper ? { runAtDelayMs: FAR_MS } : {}) });
     const label = `${group ?? "-"}#${++this.#labels}`;
-    const task: PTask = { id: row.id, label, group, priority, sleeper, runAtMs: row.run_at_ms, status: "queued", attempt: 0, worker: "" };
+    const task: PTask = { id: row.id, label, group, priority, sleeper, queue, runAtMs: row.run_at_ms, status: "queued", attempt: 0, worker: "" };
     this.tasks.set(task.id, task);
     if (group !== null) this.existing.add(group);
-    this.log.push(`submit ${label} p${priority}${sleeper ? " +far" : ""}`);
+    this.log.push(`submit ${label} p${priority}${queue === "default" ? "" : ` ${queue}`}${sleeper ? " +far" : ""}`);
     return task;
   }
 
@@ -176,18 +186,20 @@ class PagedWalk {
     return [...this.tasks.values()].filter((x) => x.status === "running");
   }
 
-  async claim(cap: number): Promise<Task[]> {
+  /** A checked claim of up to `cap` rows; of every queue of the walk when `all`, else of the queues the queue PRNG picks. */
+  async claim(cap: number, all = false): Promise<Task[]> {
     const workerId = this.rng.pick(this.workers);
-    const rows = await this.t.claim(workerId, { names: [this.name], limit: cap, leaseMs: LEASE_MS, flowControl: { [this.name]: this.limits } });
+    const queues = all || this.queues.length === 1 ? this.queues : this.queueRng.pick([["default"], ["other"], this.queues]);
+    const rows = await this.t.claim(workerId, { queues, names: [this.name], limit: cap, leaseMs: LEASE_MS, flowControl: { [this.name]: this.limits } });
     this.claims += 1;
-    this.log.push(`claim ${this.claims} limit ${cap} -> [${rows.map((r) => this.tasks.get(r.id)?.label ?? r.id).join(" ")}]`);
-    this.check(cap, rows, workerId);
+    this.log.push(`claim ${this.claims} [${queues.join(",")}] limit ${cap} -> [${rows.map((r) => this.tasks.get(r.id)?.label ?? r.id).join(" ")}]`);
+    this.check(cap, queues, rows, workerId);
     return rows;
   }
 
   /** The checks of the module comment, then the model moves. */
-  check(cap: number, rows: readonly Task[], workerId: string): void {
-    const due = this.queued().filter((x) => !x.sleeper);
+  check(cap: number, queues: readonly string[], rows: readonly Task[], workerId: string): void {
+    const due = this.queued().filter((x) => !x.sleeper && queues.includes(x.queue));
     const head = due.sort(plainOrder).slice(0, HEAD_ROWS).filter((x) => x.group === null);
     const byGroup = new Map<string, PTask[]>();
     for (const x of due) if (x.group !== null) byGroup.set(x.group, [...(byGroup.get(x.group) ?? []), x]);
@@ -202,6 +214,7 @@ class PagedWalk {
       if (seen.has(x.id)) this.fail(`the claim returned ${x.label} twice`);
       seen.add(x.id);
       if (x.status !== "queued") this.fail(`the claim took ${x.label}, which was ${x.status}`);
+      if (!queues.includes(x.queue)) this.fail(`the claim of [${queues.join(",")}] took ${x.label}, of queue ${x.queue}`);
       if (x.sleeper) this.fail(`the claim took ${x.label}, due only after the walk`);
       if (row.status !== "running" || row.attempt !== x.attempt + 1) this.fail(`${x.label} came back ${row.status} attempt ${row.attempt}, expected running ${x.attempt + 1}`);
       taken.push(x);
@@ -321,7 +334,7 @@ async function pagedStep(w: PagedWalk): Promise<void> {
 async function sweep(w: PagedWalk, caps: readonly number[]): Promise<void> {
   for (let round = 0; round < 400; round++) {
     for (const x of w.running_()) await settle(w, x, "complete");
-    if ((await w.claim(w.rng.pick(caps))).length === 0) break;
+    if ((await w.claim(w.rng.pick(caps), true)).length === 0) break;
   }
   for (const x of w.running_()) await settle(w, x, "complete");
 }
