@@ -36,7 +36,7 @@ import { newWorkerId } from "@cairnq/protocol/adapter";
 /** Lease of every claim: longer than any run, so only settlements end a task's run. */
 const LEASE_MS = 600_000;
 /** Rounds of mixed work before the drain. */
-const ROUNDS = 30;
+const ROUNDS = 24;
 /** Drain rounds at most (a spent rate window can hold work back for up to `perMs`). */
 const DRAIN_ROUNDS = 400;
 
@@ -126,10 +126,10 @@ export async function runGroupStress(stores: readonly TaskStore[], seed: number)
     throw new Error(`group stress seed ${seed} round ${round} (replay: CAIRNQ_TEST_GROUP_STRESS_SEEDS=${seed}): ${message}\n--- log (last 40)\n${log.slice(-40).join("\n")}`);
   };
 
-  // Half the submits go to a few hot groups, so their limits are contended; the rest spread over every group.
+  // A third of the submits go to a few hot groups, so their limits are contended; the rest spread over every group.
   const hot = groups.slice(0, rng.int(2, 6));
   const submit = async (store: TaskStore): Promise<void> => {
-    const group = rng.chance(0.5) ? rng.pick(hot) : rng.pick(groups);
+    const group = rng.chance(0.35) ? rng.pick(hot) : rng.pick(groups);
     const row = await store.submit({ name, group, priority: rng.pick([0, 0, 1]), maxAttempts: 1000, payload: { group } });
     tasks.set(row.id, { id: row.id, group, status: "queued", attempt: 0, worker: "", claims: 0, completes: 0 });
   };
