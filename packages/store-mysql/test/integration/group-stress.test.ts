@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 /** The seeds run by default; `CAIRNQ_TEST_GROUP_STRESS_SEEDS=1-50` explores. */
 const SEEDS = [1, 4];
 const seeds = groupStressSeeds(SEEDS);
+/** Store instances claiming at once: 4, or `CAIRNQ_TEST_GROUP_STRESS_STORES`. */
+const STORES = Number(process.env.CAIRNQ_TEST_GROUP_STRESS_STORES ?? 4);
 const admin = new MySQLAdmin(mysqlDsn());
 let dsn = "";
 beforeAll(async () => {
@@ -19,7 +21,7 @@ afterAll(async () => {
 describe("concurrent group claims from four MySQL stores", () => {
   it("keep groupConcurrency and groupRateLimit exactly while settlements and submits interleave, and every task succeeds once", async () => {
     for (const seed of seeds) {
-      const stores = Array.from({ length: 4 }, () => new MySQLStore(dsn, { max: 4 }));
+      const stores = Array.from({ length: STORES }, () => new MySQLStore(dsn, { max: 4 }));
       try {
         for (const store of stores) await store.connect();
         const report = await runGroupStress(stores, seed);
