@@ -223,6 +223,24 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-rotation-across-pages",
+    title: "a claim's rotation gives a group it reaches late (past 16 groups) its second task before an earlier group its third: one task per group per round however the groups were read",
+    spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (one task per group per round)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // By key (never served): "a00" with 3 due tasks, 12 groups with one each, 3 groups with only a task due in an
+      // hour, then "b" with 3 due tasks: 17 groups, so a store reading 16 groups at a time reaches "b" second.
+      await submitTo(t, "a00", 3);
+      for (let i = 1; i <= 12; i++) await submitTo(t, `a${String(i).padStart(2, "0")}`, 1);
+      for (let i = 13; i <= 15; i++) await t.submit("g", { group: `a${i}`, payload: { group: `a${i}` }, runAtDelayMs: 3_600_000 });
+      await submitTo(t, "b", 3);
+      // 16 rows: round 0 gives one to each of the 14 groups with due work, round 1 one more to "a00" and to "b".
+      const rows = await grouped(t, t.w1, { groupConcurrency: 3 }, { limit: 16 });
+      const counts = countBy(groupsOf(rows));
+      t.expect([counts.a00, counts.b, rows.length]).toEqual([2, 2, 16]);
+    },
+  },
+  {
     id: "group-other-queue-not-starved",
     title: "a group whose due work is in another queue keeps its place when a claim of one queue passes it in a page that gave work: claims of that queue never starve it",
     spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups (served order)",

@@ -5,6 +5,7 @@ import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
 import { flowControlCases } from "./flow-control.js";
 import { debounceCases, groupCases } from "./groups.js";
+import { groupPagedCases } from "./groups-paged.js";
 import { groupRandomCases } from "./groups-random.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
@@ -35,6 +36,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...flowControlCases,
   ...groupCases,
   ...groupRandomCases,
+  ...groupPagedCases,
   ...debounceCases,
   ...scheduleSlotCases,
   ...stepCases,

@@ -134,6 +134,7 @@ export {
   GROUP_TASK_STATES,
   groupAllowance,
   groupClaimsInWindow,
+  groupReadDepth,
   rotateGroups,
   sortGroupCounts,
   countsAsGroupRunning,

@@ -241,6 +241,24 @@ export function rotateGroups(ungrouped: readonly string[], groups: readonly Grou
   return { taskIds, groupOf, served };
 }
 
+/**
+ * How many of one group's best due tasks a claim must read for {@link rotateGroups} to pick from that group as if it
+ * had read them all: at least 1, at most `mostPerGroup` (the smaller of the group limits), and at most
+ * `cap − ungrouped − groupsBefore`. The group's `c`-th task is picked in round `c − 1`, after the `ungrouped` tasks
+ * without a group and round 0 of every eligible group — the `groupsBefore` read ahead of it and itself — and its own
+ * `c − 1` earlier tasks, so `ungrouped + groupsBefore + c ≤ cap`. Counting the tasks of the groups ahead instead
+ * (what they could give) read too few of a group reached late: it then lacked its second task in round 1, and an
+ * earlier group's third went first (`group-rotation-across-pages`).
+ *
+ * @param cap - The most rows the claim may take (as for {@link rotateGroups}).
+ * @param ungrouped - Tasks without a group the claim takes first.
+ * @param groupsBefore - Eligible groups (due work and room) read ahead of this one, in served order.
+ * @param mostPerGroup - The smaller of `groupConcurrency` and `groupRateLimit.max` (either may be unset: `Infinity`).
+ */
+export function groupReadDepth(cap: number, ungrouped: number, groupsBefore: number, mostPerGroup: number): number {
+  return Math.max(1, Math.min(mostPerGroup, cap - ungrouped - groupsBefore));
+}
+
 /** What a store can tell about a task's group (`GroupReadStore.taskGroup`). */
 export interface TaskGroupInfo {
   /** The task's group. */

@@ -8,6 +8,7 @@ import {
   GROUP_RUNNING,
   groupAllowance,
   groupClaimsInWindow,
+  groupReadDepth,
   hasGroupReads,
   headGroupRowAction,
   rotateGroups,
@@ -25,6 +26,30 @@ const g = (group: string, n: number, allowance = Number.POSITIVE_INFINITY) => ({
   group,
   taskIds: Array.from({ length: n }, (_, i) => `${group}${i}`),
   allowance,
+});
+
+describe("groupReadDepth", () => {
+  it("reads of a group as many tasks as the rotation could pick from it: within the limits, the cap less what goes first, at least 1", () => {
+    expect(groupReadDepth(16, 0, 0, 3)).toBe(3);
+    expect(groupReadDepth(16, 0, 14, 3)).toBe(2);
+    expect(groupReadDepth(16, 2, 13, 3)).toBe(1);
+    expect(groupReadDepth(16, 8, 20, 3)).toBe(1);
+    expect(groupReadDepth(5, 0, 0, Number.POSITIVE_INFINITY)).toBe(5);
+  });
+
+  it("is never short of what rotateGroups picks from the last group read, whatever the groups ahead give", () => {
+    for (let cap = 1; cap <= 12; cap++) {
+      for (let ahead = 0; ahead <= 6; ahead++) {
+        for (let each = 1; each <= 4; each++) {
+          const groups = [...Array.from({ length: ahead }, (_, i) => g(`a${i}-`, each)), g("z-", 12)];
+          for (let ungrouped = 0; ungrouped <= 2; ungrouped++) {
+            const picked = rotateGroups(Array.from({ length: ungrouped }, (_, i) => `u${i}`), groups, cap).taskIds.filter((id) => id.startsWith("z-"));
+            expect(picked.length).toBeLessThanOrEqual(groupReadDepth(cap, ungrouped, ahead, 12));
+          }
+        }
+      }
+    }
+  });
 });
 
 describe("rotateGroups", () => {

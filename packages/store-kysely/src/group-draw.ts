@@ -29,8 +29,10 @@
  *    their concurrency limit (after the first page), each page read with each group's best due
  *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
  *    group over the walk index — `LATERAL` on Postgres, one JSON list per
- *    group on SQLite — so a group's backlog is never scanned), at most the smaller of the group limits and
- *    what the claim still needs per group; with `groupRateLimit`, the page's
+ *    group on SQLite — so a group's backlog is never scanned), as many as the
+ *    rotation could pick from the group (`groupReadDepth`: the smaller of the
+ *    group limits and the cap less the ungrouped tasks and the eligible groups
+ *    read ahead of it); with `groupRateLimit`, the page's
  *    rate windows are one more read. Until enough work was seen, or
  *    `GROUP_PAGES` pages that gave work, or `GROUP_SCAN_PAGES` pages in all
  *    (pages of groups without due work count only there).
@@ -78,6 +80,7 @@ import {
   GROUP_TASK_IDS,
   GROUP_TASK_STATES,
   groupAllowance,
+  groupReadDepth,
   rotateGroups,
   wakeGroupTask,
   x,
@@ -516,7 +519,7 @@ export class GroupDraw {
    */
   firstPage(queues: readonly string[], cap: number): GroupFirstPage {
     const name = this.#name;
-    const perGroup = Math.max(1, Math.min(this.#mostPerGroup(), cap));
+    const perGroup = groupReadDepth(cap, 0, 0, this.#mostPerGroup());
     const pageSize = Math.max(cap, GROUP_PAGE_MIN);
     const query = this.#query(PAGE_WITH_BEST, { name, queues, groups: [], afterSeq: -1, afterGroup: "", limit: pageSize, perGroup });
     return { query, pageSize, perGroup };
@@ -573,7 +576,7 @@ export class GroupDraw {
     const concurrency = this.#limits.groupConcurrency;
     const rate = this.#limits.groupRateLimit;
     if (concurrency !== null) for (const [group, n] of running) if (n >= concurrency) full.push(group);
-    // No group may give more than the smaller of its limits, nor more than the claim still needs.
+    // Each page reads of each group as many tasks as the rotation could pick from it (`groupReadDepth`).
     const mostPerGroup = this.#mostPerGroup();
     const eligible: GroupCandidates[] = [];
     /** The eligible groups as paged, in served order (those the rotation may serve). */
@@ -588,10 +591,10 @@ export class GroupDraw {
     // (a woken group or task would be missing from it) and it asked for at least as much; it skips no full group,
     // which the allowance below skips instead.
     let early = woken.length === 0 ? (first?.page ?? null) : null;
-    if (early !== null && (early.pageSize < Math.max(cap, GROUP_PAGE_MIN) || early.perGroup < Math.max(1, Math.min(mostPerGroup, cap - available)))) early = null;
+    if (early !== null && (early.pageSize < Math.max(cap, GROUP_PAGE_MIN) || early.perGroup < groupReadDepth(cap, ungrouped.length, 0, mostPerGroup))) early = null;
     for (let page = 0, gave = 0; gave < GROUP_PAGES && page < GROUP_SCAN_PAGES && available < cap; page++) {
       const pageSize = early?.pageSize ?? Math.max(cap, GROUP_PAGE_MIN);
-      const perGroup = early?.perGroup ?? Math.max(1, Math.min(mostPerGroup, cap - available));
+      const perGroup = early?.perGroup ?? groupReadDepth(cap, ungrouped.length, eligible.length, mostPerGroup);
       let rows: readonly Row[];
       if (early !== null) rows = early.rows;
       else {
