@@ -29,9 +29,13 @@
  * head of the plain claim order, then visits the groups that have due work
  * and are under both group limits in served order, taking each one's best
  * due task (priority first, then the oldest), round after round (a group's
- * second task only after every other eligible group got its first), until
- * `cap` rows or no eligible work is left. A group with a backlog of any size
- * therefore delays another group's next task by at most one rotation. Inside
+ * second task only after every other eligible group the claim read got its
+ * first), until `cap` rows or no eligible work is left. A claim reads the
+ * groups in pages and stops once the groups read can fill it, so a group
+ * further along in served order may wait for the next claim, where it leads:
+ * it was not served, and the groups served went to the back. A group with a
+ * backlog of any size therefore delays another group's next task by at most
+ * one rotation. Inside
  * a group, work goes by `priority` (higher first), then by task id (oldest
  * first).
  *
