@@ -8,6 +8,7 @@ import { debounceCases, groupCases } from "./groups.js";
 import { groupRandomCases } from "./groups-random.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
+import { lifecycleRandomCases } from "./lifecycle-random.js";
 import { ownedWriteCases } from "./owned-writes.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
@@ -32,6 +33,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...inputCases,
   ...boundaryCases,
   ...lifecycleCases,
+  ...lifecycleRandomCases,
   ...flowControlCases,
   ...groupCases,
   ...groupRandomCases,
