@@ -1,0 +1,168 @@
+/**
+ * Races of the randomized lifecycle walk (`lifecycle-random.ts`): two
+ * operations on one task sent at once — a cancel against its worker's
+ * complete, fail or heartbeat, two settlements of one attempt, a retry
+ * against a cancel or a purge. Every transition is atomic (§5.0), so the
+ * answers and the rows after must be those of one of the two orders the
+ * rules give when the operations run one after the other.
+ */
+import type { Task } from "@cairnq/protocol";
+import { AlreadyExists, LostLease } from "@cairnq/protocol";
+import type { Params, RowTransition } from "@cairnq/protocol/adapter";
+import { CANCEL, COMPLETE, completeParams, decideRow, FAIL, failParams, HEARTBEAT, heartbeatParams, PURGE, purgeParams, RETRY, retryParams, selectRows } from "@cairnq/protocol/adapter";
+import type { Entry, Window } from "./lifecycle-model.js";
+import { decoded, rowDiff, SLACK_MS, timed } from "./lifecycle-model.js";
+import type { Walk } from "./lifecycle-random.js";
+
+/** The model's rows at the window's two ends, as one order of the race leaves them. */
+interface States {
+  readonly lo: Map<string, Task>;
+  readonly hi: Map<string, Task>;
+}
+
+interface Answer {
+  readonly value?: unknown;
+  readonly error?: unknown;
+}
+
+/** One side of a race: its call, and what it does to the rows in a given order (with a check of its answer there). */
+interface Racer {
+  readonly what: string;
+  readonly call: () => Promise<unknown>;
+  apply(states: States, window: Window): (answer: Answer) => string | null;
+}
+
+function thrown(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** A single-row transition as a racer: `decideRow` on the task's row in that order. */
+function rowRacer(what: string, id: string, rule: RowTransition, params: Params, call: () => Promise<Task | null>): Racer {
+  return {
+    what,
+    call,
+    apply(states, window) {
+      const lo = decideRow(rule, states.lo.get(id) ?? null, params, window.lo);
+      const hi = decideRow(rule, states.hi.get(id) ?? null, params, window.hi);
+      if (lo.kind === "applied" && hi.kind === "applied") {
+        states.lo.set(id, lo.row);
+        states.hi.set(id, hi.row);
+      }
+      return ({ value, error }) => {
+        if (lo.kind !== hi.kind) return "the outcome depends on the clock";
+        if (lo.kind === "applied" && hi.kind === "applied") {
+          if (error !== undefined) return `threw ${thrown(error)}, expected branch ${lo.branch}`;
+          if (value === null || value === undefined) return `answered null, expected branch ${lo.branch}`;
+          return rowDiff(lo.row, hi.row, value as Task);
+        }
+        if (lo.kind === "lost-lease") return error instanceof LostLease ? null : `expected LostLease, got ${error === undefined ? "a row" : thrown(error)}`;
+        if (error !== undefined) return `threw ${thrown(error)}, expected null`;
+        return value === null ? null : "answered a row, expected null";
+      };
+    },
+  };
+}
+
+/** A purge of the walk's finished tasks of one name (cutoff now): deletes, in that order, what `PURGE` selects. */
+function purgeRacer(w: Walk, name: string): Racer {
+  const input = { name, olderThanMs: 0, limit: 1000 };
+  const params = purgeParams(input);
+  return {
+    what: `purge ${name.slice(name.lastIndexOf("-") + 1)}`,
+    call: () => w.t.store.purge(input),
+    apply(states, window) {
+      const doomed = selectRows(PURGE.selection, states.lo.values(), params, window.lo).map((row) => row.id);
+      for (const id of doomed) {
+        states.lo.delete(id);
+        states.hi.delete(id);
+      }
+      return ({ value, error }) => {
+        if (error !== undefined) return `threw ${thrown(error)}`;
+        const got = [...(value as string[])].sort().join(" ");
+        return got === [...doomed].sort().join(" ") ? null : `deleted ${w.model.labels(value as string[])}, expected ${w.model.labels(doomed)}`;
+      };
+    },
+  };
+}
+
+/** Sends both racers at once; the answers and the task's row must be those of one of the two orders. */
+async function race(w: Walk, a: Racer, b: Racer, touched: readonly string[]): Promise<void> {
+  const [ra, rb] = await Promise.all([timed(a.call), timed(b.call)]);
+  const window: Window = { lo: Math.min(ra.window.lo, rb.window.lo), hi: Math.max(ra.window.hi, rb.window.hi) };
+  const brief = (r: Answer): string =>
+    r.error !== undefined ? thrown(r.error).split(":")[0] ?? "error" : Array.isArray(r.value) ? w.model.labels(r.value as string[]) : r.value === null ? "null" : ((r.value as Task).status ?? "?");
+  w.log.push(`race ${a.what} -> ${brief(ra)} | ${b.what} -> ${brief(rb)}`);
+  if (ra.error instanceof AlreadyExists || rb.error instanceof AlreadyExists) w.fail("a race threw AlreadyExists");
+  const problems: string[] = [];
+  for (const [first, second, label] of [[a, b, "a then b"], [b, a, "b then a"]] as const) {
+    const states: States = { lo: new Map(w.model.rows().map((row) => [row.id, row])), hi: new Map(w.model.rows().map((row) => [row.id, row])) };
+    const checkFirst = first.apply(states, window);
+    const checkSecond = second.apply(states, window);
+    const answers = first === a ? [ra, rb] : [rb, ra];
+    const problem = checkFirst(answers[0] as Answer) ?? checkSecond(answers[1] as Answer);
+    if (problem !== null) {
+      problems.push(`${label}: ${problem}`);
+      continue;
+    }
+    // The answers fit this order: so must the rows.
+    for (const id of touched) {
+      const row = await w.t.store.get(id);
+      const lo = states.lo.get(id);
+      const hi = states.hi.get(id);
+      const other = w.model.tasks.get(id) as Entry;
+      if (lo === undefined || hi === undefined) {
+        if (row !== null) w.fail(`race ${a.what} / ${b.what} (${label}): ${other.label} is still there, the order deletes it`);
+        w.model.purge(id);
+        continue;
+      }
+      if (row === null) w.fail(`race ${a.what} / ${b.what} (${label}): ${other.label} is gone`);
+      const diff = rowDiff(lo, hi, row);
+      if (diff !== null) w.fail(`race ${a.what} / ${b.what} (${label}): ${other.label} ${diff}`);
+      other.row = row;
+    }
+    return;
+  }
+  w.fail(`race ${a.what} / ${b.what} answered as no order of the two does: ${problems.join("; ")}`);
+}
+
+/** A race on one task, chosen by the seed. */
+export async function raceOne(w: Walk): Promise<void> {
+  const { rng, t, model } = w;
+  const finished = model.of("failed").concat(model.of("canceled"));
+  if (finished.length > 0 && rng.chance(0.3)) {
+    // A retry against a cancel, or against a purge of its name.
+    const entry = rng.pick(finished);
+    const id = entry.row.id;
+    const retry = rowRacer(`retry ${entry.label}`, id, RETRY, retryParams(id), () => t.store.retry(id));
+    if (rng.chance(0.5)) {
+      await race(w, retry, rowRacer(`cancel ${entry.label}`, id, CANCEL, { taskId: id }, () => t.store.cancel(id)), [id]);
+      return;
+    }
+    // Every finished task of the name is past the purge's cutoff before it runs.
+    const latest = Math.max(...model.rows().map((row) => row.completed_at_ms ?? 0));
+    if (latest + 2 * SLACK_MS >= Date.now()) await t.sleep(latest + 2 * SLACK_MS + 1 - Date.now());
+    const doomed = model.rows().filter((row) => row.name === entry.row.name && row.completed_at_ms !== null).map((row) => row.id);
+    await race(w, retry, purgeRacer(w, entry.row.name), doomed);
+    return;
+  }
+  const running = model.of("running").filter((e) => e.row.lease_until_ms !== null && e.row.lease_until_ms > Date.now() + 1000);
+  if (running.length === 0) return;
+  const entry = rng.pick(running);
+  const id = entry.row.id;
+  const workerId = entry.row.worker_id as string;
+  const settle = (): Racer => {
+    const roll = rng.next();
+    if (roll < 0.4) {
+      const input = { taskId: id, workerId, result: { raced: entry.label } };
+      return rowRacer(`complete ${entry.label}`, id, COMPLETE, decoded(completeParams(input)), () => t.store.complete(input));
+    }
+    if (roll < 0.8) {
+      const input = { taskId: id, workerId, error: { raced: entry.label }, retryable: rng.chance(0.7) };
+      return rowRacer(`fail ${entry.label}${input.retryable ? "" : " final"}`, id, FAIL, decoded(failParams(input)), () => t.store.fail(input));
+    }
+    const input = { taskId: id, workerId, leaseMs: 120_000 };
+    return rowRacer(`heartbeat ${entry.label}`, id, HEARTBEAT, heartbeatParams(input), () => t.store.heartbeat(input));
+  };
+  const other = rng.chance(0.7) ? rowRacer(`cancel ${entry.label}`, id, CANCEL, { taskId: id }, () => t.store.cancel(id)) : settle();
+  await race(w, settle(), other, [id]);
+}
