@@ -258,17 +258,15 @@ function settling(w: Walk): Entry | null {
 }
 
 /** Complete (or, sometimes, the raw succeed) of a running task. */
-export async function complete(w: Walk): Promise<void> {
-  const entry = settling(w);
+export async function complete(w: Walk, entry = settling(w)): Promise<void> {
   if (entry === null) return;
   const { workerId, attempt } = writer(w, entry);
   await settle(w, entry, w.rng.chance(0.3) ? "succeed" : "complete", workerId, attempt);
 }
 
 /** Fail of a running task: retryable with a backoff delay (or none, or a far one), or final. */
-export async function fail(w: Walk): Promise<void> {
+export async function fail(w: Walk, entry = settling(w)): Promise<void> {
   const { rng } = w;
-  const entry = settling(w);
   if (entry === null) return;
   const { workerId, attempt } = writer(w, entry);
   const retryable = rng.chance(0.75);
@@ -278,18 +276,19 @@ export async function fail(w: Walk): Promise<void> {
   await transition(w, entry, FAIL, decoded(failParams(input)), () => w.t.store.fail(input), what);
 }
 
+/** A heartbeat of `entry` (mostly by its owner). */
+export async function heartbeatTask(w: Walk, entry: Entry): Promise<void> {
+  const { workerId, attempt } = writer(w, entry);
+  const input = { taskId: entry.row.id, workerId, leaseMs: WALK_LEASE_MS, ...(attempt === null ? {} : { attempt }) };
+  await transition(w, entry, HEARTBEAT, heartbeatParams(input), () => w.t.store.heartbeat(input), `heartbeat ${entry.label} by ${w.worker(workerId)}${attempt === null ? "" : ` attempt ${attempt}`}`);
+}
+
 /** A heartbeat or a progress report of one running task, or a heartbeat batch over some of the running tasks as one worker. */
 export async function heartbeat(w: Walk): Promise<void> {
   const { rng, t } = w;
   const running = w.model.of("running");
   if (running.length === 0) return;
-  if (rng.chance(0.6)) {
-    const entry = rng.pick(running);
-    const { workerId, attempt } = writer(w, entry);
-    const input = { taskId: entry.row.id, workerId, leaseMs: WALK_LEASE_MS, ...(attempt === null ? {} : { attempt }) };
-    await transition(w, entry, HEARTBEAT, heartbeatParams(input), () => t.store.heartbeat(input), `heartbeat ${entry.label} by ${w.worker(workerId)}${attempt === null ? "" : ` attempt ${attempt}`}`);
-    return;
-  }
+  if (rng.chance(0.6)) return heartbeatTask(w, rng.pick(running));
   if (rng.chance(0.3)) {
     const entry = rng.pick(running);
     const { workerId, attempt } = writer(w, entry);
@@ -354,24 +353,34 @@ export async function cancel(w: Walk): Promise<void> {
   const running = rng.chance(0.5);
   const entry = w.pickEntry((e) => (running ? e.row.status === "running" : e.row.status === "queued" || rng.chance(0.2))) ?? w.pickEntry();
   if (entry === null) return;
-  await transition(w, entry, CANCEL, { taskId: entry.row.id }, () => t.store.cancel(entry.row.id), `cancel ${entry.label} (${entry.row.status})`);
+  await cancelTask(w, entry);
+}
+
+/** A cancel of `entry` by id. */
+export async function cancelTask(w: Walk, entry: Entry): Promise<void> {
+  await transition(w, entry, CANCEL, { taskId: entry.row.id }, () => w.t.store.cancel(entry.row.id), `cancel ${entry.label} (${entry.row.status})`);
 }
 
 /** A retry by id or by key: `RETRY` on the task (failed and canceled ones mostly). */
 export async function retry(w: Walk): Promise<void> {
   const { rng, t, model } = w;
   const resetAttempt = rng.chance(0.4);
-  const suffix = resetAttempt ? " reset" : "";
   if (rng.chance(0.25)) {
     const key = rng.pick(w.keys);
     const entry = model.byKey(key);
     const params = retryParams(entry?.row.id ?? "task_NONE", { resetAttempt });
-    await transition(w, entry, RETRY, params, () => t.store.retryByKey(key, { resetAttempt }), `retryByKey ${key.slice(key.lastIndexOf("-") + 1)} (${entry?.label ?? "free"})${suffix}`);
+    await transition(w, entry, RETRY, params, () => t.store.retryByKey(key, { resetAttempt }), `retryByKey ${key.slice(key.lastIndexOf("-") + 1)} (${entry?.label ?? "free"})${resetAttempt ? " reset" : ""}`);
     return;
   }
   const entry = w.pickEntry((e) => e.row.status === "failed" || e.row.status === "canceled" || rng.chance(0.15));
   if (entry === null) return;
-  await transition(w, entry, RETRY, retryParams(entry.row.id, { resetAttempt }), () => t.store.retry(entry.row.id, { resetAttempt }), `retry ${entry.label} (${entry.row.status})${suffix}`);
+  await retryTask(w, entry, resetAttempt);
+}
+
+/** A retry of `entry` by id. */
+export async function retryTask(w: Walk, entry: Entry, resetAttempt: boolean): Promise<void> {
+  const what = `retry ${entry.label} (${entry.row.status})${resetAttempt ? " reset" : ""}`;
+  await transition(w, entry, RETRY, retryParams(entry.row.id, { resetAttempt }), () => w.t.store.retry(entry.row.id, { resetAttempt }), what);
 }
 
 export interface BulkFilter {

@@ -13,6 +13,7 @@ import { CANCEL, COMPLETE, completeParams, decideRow, FAIL, failParams, HEARTBEA
 import type { Entry, Window } from "./lifecycle-model.js";
 import { decoded, rowDiff, SLACK_MS, timed } from "./lifecycle-model.js";
 import type { Walk } from "./lifecycle-random.js";
+import * as op from "./lifecycle-ops.js";
 
 /** The model's rows at the window's two ends, as one order of the race leaves them. */
 interface States {
@@ -123,6 +124,35 @@ async function race(w: Walk, a: Racer, b: Racer, touched: readonly string[]): Pr
     return;
   }
   w.fail(`race ${a.what} / ${b.what} answered as no order of the two does: ${problems.join("; ")}`);
+}
+
+/**
+ * A burst: operations on distinct tasks (settlements, heartbeats, cancels, retries, some by the wrong worker) and
+ * plain submits, all sent at once, as many workers settling together do (a store may combine such writes into one
+ * statement). Distinct tasks do not interact, so each answer is checked as if it ran alone.
+ */
+export async function burst(w: Walk): Promise<void> {
+  const { rng } = w;
+  const entries = [...w.model.tasks.values()].filter(() => rng.chance(0.3)).slice(0, rng.int(2, 8));
+  const calls: Promise<void>[] = [];
+  for (const entry of entries) {
+    const roll = rng.next();
+    if (entry.row.status === "running") {
+      if (roll < 0.35) calls.push(op.complete(w, entry));
+      else if (roll < 0.6) calls.push(op.fail(w, entry));
+      else if (roll < 0.8) calls.push(op.heartbeatTask(w, entry));
+      else calls.push(op.cancelTask(w, entry));
+    } else if (entry.row.status === "queued") {
+      if (roll < 0.5) calls.push(op.cancelTask(w, entry));
+    } else if (roll < 0.6) {
+      calls.push(op.retryTask(w, entry, rng.chance(0.3)));
+    }
+  }
+  for (let i = rng.int(0, 3); i > 0; i--) {
+    calls.push(op.submit(w, { name: rng.pick(w.names), queue: rng.pick(w.queues), priority: rng.pick([0, 1]), maxAttempts: rng.pick([1, 3]), delayMs: 0, key: null }));
+  }
+  w.log.push(`burst of ${calls.length}:`);
+  await Promise.all(calls);
 }
 
 /** A race on one task, chosen by the seed. */

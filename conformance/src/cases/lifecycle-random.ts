@@ -24,7 +24,7 @@ import { Rng } from "./group-model.js";
 import type { Entry } from "./lifecycle-model.js";
 import { FAR_MS, LifecycleModel } from "./lifecycle-model.js";
 import * as op from "./lifecycle-ops.js";
-import { raceOne } from "./lifecycle-races.js";
+import { burst, raceOne } from "./lifecycle-races.js";
 
 /** The seeds the kit runs by default. */
 export const LIFECYCLE_WALK_SEEDS: readonly number[] = [1, 2, 3, 4];
@@ -133,10 +133,12 @@ async function step(w: Walk): Promise<void> {
     await op.bulk(w);
   } else if (roll < 0.86) {
     await op.purge(w);
-  } else if (roll < 0.93) {
+  } else if (roll < 0.92) {
     await op.read(w);
-  } else if (roll < 0.96) {
+  } else if (roll < 0.945) {
     await raceOne(w);
+  } else if (roll < 0.96) {
+    await burst(w);
   } else if (roll < 0.98) {
     const ms = rng.int(20, 80);
     await w.t.sleep(ms);
