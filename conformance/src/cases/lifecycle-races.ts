@@ -9,7 +9,7 @@
 import type { Task } from "@cairnq/protocol";
 import { AlreadyExists, LostLease } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
-import { CANCEL, COMPLETE, completeParams, decideRow, FAIL, failParams, HEARTBEAT, heartbeatParams, PURGE, purgeParams, RETRY, retryParams, selectRows } from "@cairnq/protocol/adapter";
+import { applyBranches, CANCEL, COMPLETE, completeParams, decideRow, DRAW, FAIL, failParams, HEARTBEAT, heartbeatParams, PURGE, purgeParams, RETRY, retryParams, selectRows } from "@cairnq/protocol/adapter";
 import type { Entry, Window } from "./lifecycle-model.js";
 import { decoded, rowDiff, SLACK_MS, timed } from "./lifecycle-model.js";
 import type { Walk } from "./lifecycle-random.js";
@@ -195,4 +195,55 @@ export async function raceOne(w: Walk): Promise<void> {
   };
   const other = rng.chance(0.7) ? rowRacer(`cancel ${entry.label}`, id, CANCEL, { taskId: id }, () => t.store.cancel(id)) : settle();
   await race(w, settle(), other, [id]);
+}
+
+/**
+ * Two claims at once over the same queues and names, by two workers, while nothing is near its due time or its
+ * lease's end. Concurrent claims never take the same row (§13) and each takes from the top of the claim order: a
+ * due task ranked above the last one a claim took, or any due task when it took fewer than its limit, went to the
+ * other claim. The rows taken are checked as `DRAW` leases them.
+ */
+export async function claimPair(w: Walk): Promise<void> {
+  const { rng, t, model } = w;
+  const queues = rng.chance(0.5) ? w.queues : [rng.pick(w.queues)];
+  const names = rng.chance(0.5) ? null : [rng.pick(w.names)];
+  // Often a backlog first, so the two claims contend.
+  for (let i = rng.chance(0.6) ? rng.int(2, 6) : 0; i > 0; i--) {
+    await op.submit(w, { name: names?.[0] ?? rng.pick(w.names), queue: rng.pick(queues), priority: rng.pick([0, 0, 1]), maxAttempts: 3, delayMs: 0, key: null });
+  }
+  // Tasks submitted a moment ago: surely due once the store's clock (within the slack of ours) has passed them too.
+  const recent = Math.max(0, ...model.of("queued").map((e) => e.row.run_at_ms).filter((at) => at <= Date.now()));
+  if (recent > Date.now() - 2 * SLACK_MS) await t.sleep(recent + 2 * SLACK_MS + 1 - Date.now());
+  const now = Date.now();
+  const rows = model.rows();
+  if (rows.some((row) => (row.status === "queued" && row.run_at_ms > now - 2 * SLACK_MS && row.run_at_ms < now + 300) || (row.status === "running" && (row.lease_until_ms as number) < now + 1000))) return;
+  const [wa, wb] = [t.w1, t.w2];
+  const [la, lb] = [rng.int(1, 4), rng.int(1, 4)];
+  const params = (workerId: string, limit: number) => ({ queues, names, limit, workerId, leaseMs: 120_000 });
+  const candidates = selectRows(DRAW.selection, rows, { ...params(wa, 0), limit: null }, now).map((row) => row.id);
+  const claimOf = (workerId: string, limit: number) => timed(() => t.store.claim({ queues, names, limit, workerId, leaseMs: 120_000 }));
+  const [ra, rb] = await Promise.all([claimOf(wa, la), claimOf(wb, lb)]);
+  const what = `claims at once [${queues.map((q) => q.slice(q.lastIndexOf("-") + 1)).join(",")}] names ${names === null ? "*" : names.map((n) => n.slice(n.lastIndexOf("-") + 1)).join(",")} limits ${la}/${lb}`;
+  if (ra.error !== undefined || rb.error !== undefined) return w.fail(`${what} threw ${thrown(ra.error ?? rb.error)}`);
+  const a = (ra.value as Task[]).map((row) => row.id);
+  const b = (rb.value as Task[]).map((row) => row.id);
+  w.log.push(`${what} -> w1 ${model.labels(a)} w2 ${model.labels(b)}`);
+  for (const [mine, theirs, limit, who] of [[a, b, la, "w1"], [b, a, lb, "w2"]] as const) {
+    if (mine.length > limit) w.fail(`${what}: ${who} took ${mine.length}, above its limit`);
+    for (const id of mine) {
+      if (!candidates.includes(id)) w.fail(`${what}: ${who} took ${model.label(id)}, not a due task of the claim`);
+      if (theirs.includes(id)) w.fail(`${what}: both claims took ${model.label(id)}`);
+    }
+    const last = Math.max(-1, ...mine.map((id) => candidates.indexOf(id)));
+    const skipped = candidates.filter((id, i) => !mine.includes(id) && (i < last || mine.length < limit) && !theirs.includes(id));
+    if (skipped.length > 0) w.fail(`${what}: ${who} took ${model.labels(mine)} and left ${model.labels(skipped)}, which go first, to nobody (claim order ${model.labels(candidates)})`);
+  }
+  for (const [values, workerId, limit, window] of [[ra.value as Task[], wa, la, ra.window], [rb.value as Task[], wb, lb, rb.window]] as const) {
+    for (const row of values) {
+      const entry = model.tasks.get(row.id) as Entry;
+      const diff = rowDiff(applyBranches(DRAW.branches, entry.row, params(workerId, limit), window.lo).row, applyBranches(DRAW.branches, entry.row, params(workerId, limit), window.hi).row, row);
+      if (diff !== null) w.fail(`${what}: ${entry.label} ${diff}`);
+      entry.row = row;
+    }
+  }
 }

@@ -24,7 +24,7 @@ import { Rng } from "./group-model.js";
 import type { Entry } from "./lifecycle-model.js";
 import { FAR_MS, LifecycleModel } from "./lifecycle-model.js";
 import * as op from "./lifecycle-ops.js";
-import { burst, raceOne } from "./lifecycle-races.js";
+import { burst, claimPair, raceOne } from "./lifecycle-races.js";
 
 /** The seeds the kit runs by default. */
 export const LIFECYCLE_WALK_SEEDS: readonly number[] = [1, 2, 3, 4];
@@ -115,6 +115,8 @@ async function step(w: Walk): Promise<void> {
       key,
       ...(debounced ? { debounce: rng.chance(0.5) ? {} : { maxDelayMs: rng.int(120, 200) } } : { conflict: rng.pick(CONFLICTS) }),
     });
+  } else if (roll < 0.47) {
+    await claimPair(w);
   } else if (roll < 0.5) {
     const queues = rng.chance(0.5) ? w.queues : [rng.pick(w.queues)];
     const names = rng.chance(0.4) ? null : rng.chance(0.6) ? [rng.pick(w.names)] : w.names;
