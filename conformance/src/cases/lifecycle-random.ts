@@ -26,8 +26,12 @@ import { FAR_MS, LifecycleModel } from "./lifecycle-model.js";
 import * as op from "./lifecycle-ops.js";
 import { burst, claimPair, raceOne } from "./lifecycle-races.js";
 
-/** The seeds the kit runs by default. */
-export const LIFECYCLE_WALK_SEEDS: readonly number[] = [1, 2, 3, 4];
+/**
+ * The seeds the kit runs by default (under 1.5 s in all on SQLite; 3 lets a lease run out, 16 alone rejects every mutant store of the kit's tests that the walk can see). No seed has found a
+ * store bug yet (seeds 1–1100 on SQLite, Postgres and MariaDB, 1–900 on `MemoryStore`): they stand for coverage, and
+ * `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500` searches wider. A seed that finds a bug joins them.
+ */
+export const LIFECYCLE_WALK_SEEDS: readonly number[] = [3, 5, 16];
 /** Operations per walk, before the final drain. */
 const WALK_STEPS = 80;
 
