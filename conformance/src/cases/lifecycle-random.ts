@@ -27,11 +27,13 @@ import * as op from "./lifecycle-ops.js";
 import { burst, claimPair, raceOne } from "./lifecycle-races.js";
 
 /**
- * The seeds the kit runs by default (under 1.5 s in all on SQLite; 3 lets a lease run out, 16 alone rejects every mutant store of the kit's tests that the walk can see). No seed has found a
- * store bug yet (seeds 1–1100 on SQLite, Postgres and MariaDB, 1–900 on `MemoryStore`): they stand for coverage, and
- * `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500` searches wider. A seed that finds a bug joins them.
+ * The seeds the kit runs by default (about 1.2 s in all on SQLite alone, on a loaded 2-core machine): 3 lets a lease
+ * run out; 16 alone rejects eight of the mutant stores of the kit's tests. Seeds 1–1100 pass on SQLite, Postgres and
+ * MariaDB and 1–900 on `MemoryStore`; the one store bug the walk found (seed 802 on MariaDB: two concurrent claims
+ * leaving due tasks to nobody) is pinned by the hand-written `claim-concurrent-leave-nothing-due`, as the walk no
+ * longer checks that order of concurrent claims. `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500` searches wider.
  */
-export const LIFECYCLE_WALK_SEEDS: readonly number[] = [3, 5, 16];
+export const LIFECYCLE_WALK_SEEDS: readonly number[] = [3, 16];
 /** Operations per walk, before the final drain. */
 const WALK_STEPS = 80;
 
