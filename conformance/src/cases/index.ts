@@ -9,6 +9,7 @@ import { groupPagedCases } from "./groups-paged.js";
 import { groupRandomCases } from "./groups-random.js";
 import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
+import { lifecycleRandomCases } from "./lifecycle-random.js";
 import { ownedWriteCases } from "./owned-writes.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
@@ -33,6 +34,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...inputCases,
   ...boundaryCases,
   ...lifecycleCases,
+  ...lifecycleRandomCases,
   ...flowControlCases,
   ...groupCases,
   ...groupRandomCases,
