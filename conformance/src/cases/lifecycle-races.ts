@@ -233,9 +233,9 @@ export async function claimPair(w: Walk): Promise<void> {
       if (!candidates.includes(id)) w.fail(`${what}: ${who} took ${model.label(id)}, not a due task of the claim`);
       if (theirs.includes(id)) w.fail(`${what}: both claims took ${model.label(id)}`);
     }
-    // Whether each also took from the top of the claim order (a due task ranked above its last one, or any when it took
-    // fewer than its limit, went to the other claim) is the hand-written case `claim-concurrent-leave-nothing-due`'s:
-    // MariaDB fails it now and then (a known bug), so the walk, which must pass on every store, leaves it out.
+    // Not checked: that each also took from the top of the claim order (a due task ranked above its last one, or any when
+    // it took fewer than its limit, went to the other claim). SKIP LOCKED may skip rows the other claim locked and did not
+    // take: on MariaDB a claim over several queues locks every due row it sorts (docs/protocol.md, MySQL mapping).
   }
   for (const [values, workerId, limit, window] of [[ra.value as Task[], wa, la, ra.window], [rb.value as Task[], wb, lb, rb.window]] as const) {
     for (const row of values) {
