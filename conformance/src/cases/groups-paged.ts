@@ -41,7 +41,7 @@ import type { FlowControl, Task } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { ConformanceFailure } from "../case.js";
 import { Rng } from "./group-model.js";
-import { groupWalkSeeds } from "./groups-random.js";
+import { seedList } from "./seeds.js";
 
 /**
  * The seeds the kit runs (under 1 s in all on SQLite): 3 (90 groups) pages past full and spent groups; 8, a crowd walk
@@ -63,8 +63,7 @@ const LEASE_MS = 120_000;
 
 /** The seeds to run: `CAIRNQ_KIT_GROUP_PAGED_SEEDS` when set, else {@link GROUP_PAGED_SEEDS}. */
 export function groupPagedSeeds(spec: string | undefined = process.env.CAIRNQ_KIT_GROUP_PAGED_SEEDS): number[] {
-  if (spec === undefined || spec.trim() === "") return [...GROUP_PAGED_SEEDS];
-  return groupWalkSeeds(spec);
+  return seedList(spec, "CAIRNQ_KIT_GROUP_PAGED_SEEDS", GROUP_PAGED_SEEDS);
 }
 
 interface PTask {

@@ -17,6 +17,7 @@ import type { CaseContext, ConformanceCase } from "../case.js";
 import { ConformanceFailure, EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 import type { ClaimView, ModelTask } from "./group-model.js";
 import { DUE_SLACK_MS, GroupModel, MODEL_MAX_GROUPS, Rng } from "./group-model.js";
+import { seedList } from "./seeds.js";
 
 /**
  * The seeds the kit runs (about 1.5 s in all on SQLite): each walk found a bug before it was fixed — a group served
@@ -41,15 +42,7 @@ const needsGroups = (c: { groups?: boolean; flowControl?: boolean }): string | n
 
 /** The seeds to run: `CAIRNQ_KIT_GROUP_SEEDS` (`1,2,3` or `1-200`) when set, else {@link GROUP_WALK_SEEDS}. */
 export function groupWalkSeeds(spec: string | undefined = process.env.CAIRNQ_KIT_GROUP_SEEDS): number[] {
-  if (spec === undefined || spec.trim() === "") return [...GROUP_WALK_SEEDS];
-  const seeds: number[] = [];
-  for (const part of spec.split(",")) {
-    const range = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(part);
-    if (range !== null) for (let s = Number(range[1]); s <= Number(range[2]); s++) seeds.push(s);
-    else if (/^\s*\d+\s*$/.test(part)) seeds.push(Number(part));
-    else throw new Error(`CAIRNQ_KIT_GROUP_SEEDS: "${part}" is neither a seed nor a range a-b`);
-  }
-  return seeds;
+  return seedList(spec, "CAIRNQ_KIT_GROUP_SEEDS", GROUP_WALK_SEEDS);
 }
 
 /** One walk: its seed, store, model, workers and log. */

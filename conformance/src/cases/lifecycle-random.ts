@@ -25,6 +25,7 @@ import type { Entry } from "./lifecycle-model.js";
 import { FAR_MS, LifecycleModel } from "./lifecycle-model.js";
 import * as op from "./lifecycle-ops.js";
 import { burst, claimPair, raceOne } from "./lifecycle-races.js";
+import { seedList } from "./seeds.js";
 
 /**
  * The seeds the kit runs by default (about 1.2 s in all on SQLite alone, on a loaded 2-core machine): 3 lets a lease
@@ -41,15 +42,7 @@ const WALK_STEPS = 80;
 
 /** The seeds to run: `CAIRNQ_KIT_LIFECYCLE_SEEDS` (`1,2,3` or `1-200`) when set, else {@link LIFECYCLE_WALK_SEEDS}. */
 export function lifecycleWalkSeeds(spec: string | undefined = process.env.CAIRNQ_KIT_LIFECYCLE_SEEDS): number[] {
-  if (spec === undefined || spec.trim() === "") return [...LIFECYCLE_WALK_SEEDS];
-  const seeds: number[] = [];
-  for (const part of spec.split(",")) {
-    const range = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(part);
-    if (range !== null) for (let s = Number(range[1]); s <= Number(range[2]); s++) seeds.push(s);
-    else if (/^\s*\d+\s*$/.test(part)) seeds.push(Number(part));
-    else throw new Error(`CAIRNQ_KIT_LIFECYCLE_SEEDS: "${part}" is neither a seed nor a range a-b`);
-  }
-  return seeds;
+  return seedList(spec, "CAIRNQ_KIT_LIFECYCLE_SEEDS", LIFECYCLE_WALK_SEEDS);
 }
 
 /** One walk: its seed, store, model, names, queues, keys, workers and log. */

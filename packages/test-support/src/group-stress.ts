@@ -32,6 +32,7 @@
  */
 import type { FlowControl, Task, TaskStore } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
+import { Rng, seedList } from "./seeded.js";
 
 /** Lease of every claim: longer than any run, so only settlements end a task's run. */
 const LEASE_MS = 600_000;
@@ -40,41 +41,10 @@ const ROUNDS = 24;
 /** Drain rounds at most (a spent rate window can hold work back for up to `perMs`). */
 const DRAIN_ROUNDS = 400;
 
-/** A small seeded PRNG (mulberry32), so a seed replays the run's choices. */
-class Rng {
-  #state: number;
-  constructor(seed: number) {
-    this.#state = seed >>> 0;
-  }
-  next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let z = this.#state;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  }
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(values: readonly T[]): T {
-    return values[Math.floor(this.next() * values.length)] as T;
-  }
-}
 
 /** The seeds to run: `CAIRNQ_TEST_GROUP_STRESS_SEEDS` (`1,2` or `1-50`) when set, else `defaults`. */
 export function groupStressSeeds(defaults: readonly number[], spec: string | undefined = process.env.CAIRNQ_TEST_GROUP_STRESS_SEEDS): number[] {
-  if (spec === undefined || spec.trim() === "") return [...defaults];
-  const seeds: number[] = [];
-  for (const part of spec.split(",")) {
-    const range = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(part);
-    if (range !== null) for (let s = Number(range[1]); s <= Number(range[2]); s++) seeds.push(s);
-    else if (/^\s*\d+\s*$/.test(part)) seeds.push(Number(part));
-    else throw new Error(`CAIRNQ_TEST_GROUP_STRESS_SEEDS: "${part}" is neither a seed nor a range a-b`);
-  }
-  return seeds;
+  return seedList(spec, "CAIRNQ_TEST_GROUP_STRESS_SEEDS", defaults);
 }
 
 interface StressTask {

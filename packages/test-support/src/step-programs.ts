@@ -20,6 +20,7 @@
  * - the **expected result** is what the handler returns in a run without
  *   interruptions: one entry per op (see {@link expectedResult}).
  */
+import { Rng } from "./seeded.js";
 
 /** JSON values of the shapes a step may return. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -77,29 +78,7 @@ export interface GenerateOptions {
   readonly racySends: boolean;
 }
 
-/** mulberry32: a small, fast 32-bit PRNG; the same seed gives the same program on every machine. */
-export class Rng {
-  #state: number;
-  constructor(seed: number) {
-    this.#state = seed >>> 0;
-  }
-  next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[Math.floor(this.next() * items.length)] as T;
-  }
-}
+export { Rng };
 
 const NAMES = ["a", "b", "c"];
 
