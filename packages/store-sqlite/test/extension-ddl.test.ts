@@ -7,6 +7,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { openStore, tempFile } from "./helpers.js";
+import { settledWithin } from "@cairnq/test-support";
 
 /** The names of the group tables' indexes in `file`. */
 function groupIndexes(file: string): string[] {
@@ -29,19 +30,6 @@ async function groupedDatabase(): Promise<string> {
   return file;
 }
 
-/** `promise`'s outcome ("ok" or its error), or "still waiting" after `ms`. */
-function within(promise: Promise<unknown>, ms: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve("still waiting"), ms);
-  });
-  const settled = promise.then(
-    () => "ok",
-    (err: unknown) => String(err),
-  );
-  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
-}
-
 describe("extension tables on SQLite (extension-tables.ts, extension-catalog.ts)", () => {
   it("a fresh store's first group read takes no write lock when the group tables are all there: it completes while another connection holds BEGIN IMMEDIATE", async () => {
     const file = await groupedDatabase();
@@ -51,7 +39,7 @@ describe("extension tables on SQLite (extension-tables.ts, extension-catalog.ts)
     const writer = new Database(file);
     try {
       writer.exec("BEGIN IMMEDIATE");
-      expect(await within(store.groupStats("g"), 10_000)).toBe("ok");
+      expect(await settledWithin(store.groupStats("g"), 10_000)).toBe("ok");
       expect(await store.groupStats("g")).toEqual([{ group: "a", queued: 1, running: 0 }]);
     } finally {
       writer.exec("ROLLBACK");

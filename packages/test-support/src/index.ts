@@ -12,6 +12,6 @@ export { PGBOUNCER_VARIABLE, findPgBouncer, startPgBouncer } from "./pgbouncer.j
 export type { ChildEnv, SpawnFixtureOptions, Started } from "./processes.js";
 export { REGISTER_SOURCES, exited, fixtureSpawner, killChildren, nextLine, onGo, spawnFixture, startNode } from "./processes.js";
 export type { TimerTracker } from "./timers.js";
-export { trackTimers } from "./timers.js";
+export { settledWithin, trackTimers } from "./timers.js";
 export type { PrometheusSamples } from "./prometheus.js";
 export { parsePrometheus } from "./prometheus.js";

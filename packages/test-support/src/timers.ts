@@ -72,3 +72,20 @@ export function trackTimers(): TimerTracker {
     },
   };
 }
+
+/**
+ * `promise`'s outcome — `"ok"`, or its error as a string — or `"still waiting"` when it has not settled within
+ * `ms`: for tests that show a call is not blocked (a lock held elsewhere) by asserting `"ok"`, where the old code
+ * answered `"still waiting"`. The timer is cleared either way.
+ */
+export function settledWithin(promise: Promise<unknown>, ms: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve("still waiting"), ms);
+  });
+  const settled = promise.then(
+    () => "ok",
+    (err: unknown) => String(err),
+  );
+  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
+}

@@ -8,7 +8,7 @@
  * Needs `CAIRNQ_TEST_MYSQL_DSN`; without it the tests fail.
  */
 import { MySQLStore } from "@cairnq/store-mysql";
-import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
+import { MySQLAdmin, mysqlDsn, settledWithin } from "@cairnq/test-support";
 import type { Connection } from "mysql2/promise";
 import { createConnection } from "mysql2/promise";
 import { afterAll, afterEach, expect, it } from "vitest";
@@ -37,19 +37,6 @@ async function connection(dsn: string): Promise<Connection> {
   const conn = await createConnection({ uri: dsn });
   connections.push(conn);
   return conn;
-}
-
-/** `promise`'s outcome ("ok" or its error), or "still waiting" after `ms`. */
-function within(promise: Promise<unknown>, ms: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve("still waiting"), ms);
-  });
-  const settled = promise.then(
-    () => "ok",
-    (err: unknown) => String(err),
-  );
-  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
 }
 
 /** A database whose group tables a store created (its first grouped submit); its DSN. */
@@ -81,8 +68,8 @@ it("a fresh store's first grouped submit and group read complete while another c
   const holder = await connection(dsn);
   await holder.query("LOCK TABLES cairnq_ext_group_rate_claims WRITE");
   try {
-    expect(await within(store.submit({ name: "g", group: "b" }), 10_000)).toBe("ok");
-    expect(await within(store.groupStats("g"), 10_000)).toBe("ok");
+    expect(await settledWithin(store.submit({ name: "g", group: "b" }), 10_000)).toBe("ok");
+    expect(await settledWithin(store.groupStats("g"), 10_000)).toBe("ok");
     expect(await store.groupStats("g")).toEqual([
       { group: "a", queued: 1, running: 0 },
       { group: "b", queued: 1, running: 0 },

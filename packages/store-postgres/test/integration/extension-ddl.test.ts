@@ -9,19 +9,7 @@ import type { Task } from "@cairnq/protocol";
 import { expect, it } from "vitest";
 import type { PostgresStore } from "../../src/index.js";
 import { client, openStore, pgDsn, q, schemaName } from "../helpers.js";
-
-/** `promise`'s outcome ("ok" or its error), or "still waiting" after `ms`. */
-function within(promise: Promise<unknown>, ms: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve("still waiting"), ms);
-  });
-  const settled = promise.then(
-    () => "ok",
-    (err: unknown) => String(err),
-  );
-  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
-}
+import { settledWithin } from "@cairnq/test-support";
 
 /** A schema whose group tables a store created (its first grouped submit). */
 async function groupedSchema(): Promise<string> {
@@ -52,11 +40,11 @@ it("a fresh store's first grouped submit and first group claim complete while an
   try {
     const submitter = openStore(pgDsn(), { schema });
     await submitter.connect();
-    expect(await within(submitter.submit({ name: "g", group: "b" }), 10_000)).toBe("ok");
+    expect(await settledWithin(submitter.submit({ name: "g", group: "b" }), 10_000)).toBe("ok");
     const claimer = openStore(pgDsn(), { schema });
     await claimer.connect();
     const claimed = groupClaim(claimer);
-    expect(await within(claimed, 10_000)).toBe("ok");
+    expect(await settledWithin(claimed, 10_000)).toBe("ok");
     expect((await claimed).map((task) => task.name)).toEqual(["g"]);
   } finally {
     await writer.query("ROLLBACK");

@@ -1,6 +1,7 @@
 import { CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import { InvalidArgument, ProtocolVersionMismatch, SchemaMismatch, STATUSES } from "@cairnq/protocol";
 import { TASK_COLUMNS } from "@cairnq/protocol/adapter";
+import { settledWithin } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../src/index.js";
 import { POSTGRES_MIGRATIONS } from "../../src/postgres-schema.js";
@@ -307,9 +308,7 @@ describe("re-connecting and foreign installations", () => {
     try {
       // A migration transaction takes that lock first (§3.7): it would wait until the holder commits.
       const second = openStore(pgDsn(), { schema });
-      const connected = second.connect().then(() => "connected");
-      const late = new Promise((resolve) => setTimeout(() => resolve("still waiting after 10 s"), 10_000).unref());
-      expect(await Promise.race([connected, late])).toBe("connected");
+      expect(await settledWithin(second.connect(), 10_000)).toBe("ok");
       expect(second.dialect.schema.applied).toEqual([]);
     } finally {
       await holder.query("COMMIT");
