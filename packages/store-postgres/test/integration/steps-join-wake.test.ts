@@ -29,8 +29,9 @@ async function waitingForLocks(): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-it("a child settled while its parent's join parks wakes the join: the wake waits for the park to commit", async () => {
-  const schema = schemaName("cq_join_wake");
+/** A store on a fresh schema with a parent task claimed by W1 and one child it spawned (step `kid`). */
+async function parentWithChild(prefix: string) {
+  const schema = schemaName(prefix);
   const store = openStore(pgDsn(), { schema });
   await store.connect();
   await store.submit({ name: "parent" });
@@ -38,6 +39,11 @@ it("a child settled while its parent's join parks wakes the join: the wake waits
   if (parent === undefined) throw new Error("the parent was not claimed");
   const owned = { taskId: parent.id, workerId: W1, attempt: parent.attempt };
   const childId = await store.spawnStep({ ...owned, name: "kid", seq: 1, child: { name: "child" } });
+  return { schema, store, parent, owned, childId };
+}
+
+it("a child settled while its parent's join parks wakes the join: the wake waits for the park to commit", async () => {
+  const { schema, store, parent, owned, childId } = await parentWithChild("cq_join_wake");
   const [child] = await store.claim(claimInput(W2, "child"));
   expect(child?.id).toBe(childId);
 
@@ -66,14 +72,7 @@ it("a child settled while its parent's join parks wakes the join: the wake waits
 });
 
 it("a cancel of a parent and then of its child in the caller's transaction (withTransaction) while the parent's join parks: no deadlock", async () => {
-  const schema = schemaName("cq_join_wake_trx");
-  const store = openStore(pgDsn(), { schema });
-  await store.connect();
-  await store.submit({ name: "parent" });
-  const [parent] = await store.claim(claimInput(W1, "parent"));
-  if (parent === undefined) throw new Error("the parent was not claimed");
-  const owned = { taskId: parent.id, workerId: W1, attempt: parent.attempt };
-  const childId = await store.spawnStep({ ...owned, name: "kid", seq: 1, child: { name: "child" } });
+  const { store, parent, owned, childId } = await parentWithChild("cq_join_wake_trx");
 
   let parking: Promise<string> | null = null;
   const settled = (p: Promise<unknown>): Promise<string> =>
