@@ -12,7 +12,7 @@
  *
  * Where the queue list holds more than one queue (known when the statement is bound, see
  * {@link choosePlan}), the draw runs instead as
- * 1. a plain read of the first {@link windowOf}`(n)` due ids in claim order, which locks nothing (`READ
+ * 1. a plain read of the first `w` = {@link windowOf}`(n)` due ids in claim order, which locks nothing (`READ
  *    COMMITTED` reads the committed rows): `SELECT JSON_ARRAYAGG(id ORDER BY <claim order>), COUNT(*)
  *    INTO @cq_cands, @cq_ncands FROM (SELECT id, <order columns> … ORDER BY … LIMIT w) cq_c`;
  * 2. the locking pick among those candidates, read by primary key in the read's order and stopped at `n`:
@@ -40,12 +40,19 @@
 import { closing, topLevel } from "./mysql-sql-text.js";
 
 /**
+ * The most candidates a claim reads: their ids travel as one JSON array, which MariaDB's `JSON_ARRAYAGG`
+ * cuts at `group_concat_max_len` (1 MiB by default; 4,096 task ids take about 140 KB). A claim of more
+ * rows than that takes the rest through the sorting fallback.
+ */
+export const MAX_WINDOW = 4096;
+
+/**
  * How many candidates a claim of `limit` reads: four times its limit, and 16 more, so that concurrent
  * claims taking their rows from the top of the same queues (up to about four claims of the same size,
- * or sixteen of one row) leave it enough free rows without the sorting fallback.
+ * or sixteen of one row) leave it enough free rows without the sorting fallback; at most {@link MAX_WINDOW}.
  */
 export function windowOf(limit: number): number {
-  return 4 * limit + 16;
+  return Math.min(4 * limit + 16, MAX_WINDOW);
 }
 
 const TASKS = "cairnq_tasks";

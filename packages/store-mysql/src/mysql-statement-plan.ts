@@ -23,7 +23,10 @@
  *   before 11.1 has no semi-join for a single-table `UPDATE`, so the `IN`
  *   form walks the whole primary key and probes the picks per row (EXPLAIN:
  *   `index` on PRIMARY, 99,079 rows with 100k queued), where the join reads
- *   the picked rows by primary key;
+ *   the picked rows by primary key. A claim draw's picks over more than one
+ *   queue run windowed instead (`mysql-claim-window.ts`, chosen when the
+ *   statement is bound: {@link choosePlan}), because a sorting locking read
+ *   keeps every due row of those queues locked;
  * - **bound list**: `expr IN (SELECT v FROM JSON_TABLE(?n, …) cq_l)`, as
  *   {@link MySQLSyntax.inList} writes a list parameter (JSON array text),
  *   becomes `expr IN (?, ?, …)` with one value per element, expanded when the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { windowOf } from "../src/mysql-claim-window.ts";
+import { MAX_WINDOW, windowOf } from "../src/mysql-claim-window.ts";
 import { bindStep, choosePlan, plan, planStatement, planStatementWithoutRows } from "../src/mysql-statement-plan.ts";
 import { MySQLSyntax } from "../src/mysql-syntax.ts";
 
@@ -248,6 +248,7 @@ describe("a claim draw over several queues (mysql-claim-window.ts)", () => {
     const [, read, , count] = planStatement(draw).manyQueues!.plan.steps;
     const parameters = ["w", JSON.stringify(["q0", "q1"]), 3];
     expect(windowOf(3)).toBe(28);
+    expect(windowOf(5000)).toBe(MAX_WINDOW);
     expect(bindStep(read!, parameters).values).toEqual(["q0", "q1", 28]);
     expect(bindStep(count!, parameters)).toEqual({ sql: "SELECT ? - ROW_COUNT(), @cq_ncands >= ? AND ROW_COUNT() < ? INTO @cq_left, @cq_more", values: [3, 28, 3] });
   });

@@ -10,7 +10,7 @@ import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 import { createConnection } from "mysql2/promise";
 import type { Connection } from "mysql2/promise";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { windowOf } from "../../src/mysql-claim-window.ts";
+import { MAX_WINDOW, windowOf } from "../../src/mysql-claim-window.ts";
 import { MYSQL_CLOCK } from "../../src/mysql-store-dialect.ts";
 import { MySQLStore } from "../../src/mysql-store.ts";
 import type { MySQLStatementPlan } from "../../src/mysql-statement-plan.ts";
@@ -116,6 +116,16 @@ describe("a claim draw over two queues", () => {
     expect(await draw(["q0", "q1"], 3)).toEqual([ids[window - 1], ids[window + 1], ids[window + 2]]);
     await claimer.query("ROLLBACK");
     await other.query("ROLLBACK");
+  });
+
+  it("takes a limit above the largest window through the fallback, still in claim order", async () => {
+    const count = MAX_WINDOW + 100;
+    const rows = Array.from({ length: count }, (_, i) => [`t${String(i).padStart(6, "0")}`, "job", i % 2 === 0 ? "q0" : "q1", "queued", "null", 0, 0, 0, i % 3]);
+    await claimer.query("INSERT INTO cairnq_tasks (id, name, queue, status, payload, run_at_ms, created_at_ms, updated_at_ms, priority) VALUES ?", [rows]);
+    const ids = rows.sort((a, b) => (b[8] as number) - (a[8] as number) || (a[0] < b[0] ? -1 : 1)).map((row) => row[0] as string);
+    await claimer.query("START TRANSACTION");
+    expect(await draw(["q0", "q1"], MAX_WINDOW + 50)).toEqual(ids.slice(0, MAX_WINDOW + 50));
+    await claimer.query("ROLLBACK");
   });
 
   it("takes nothing more than its limit when the window gives all of it, and nothing at all when nothing is due", async () => {
