@@ -120,9 +120,11 @@ describe("a claim draw over two queues", () => {
 
   it("takes a limit above the largest window through the fallback, still in claim order", async () => {
     const count = MAX_WINDOW + 100;
-    const rows = Array.from({ length: count }, (_, i) => [`t${String(i).padStart(6, "0")}`, "job", i % 2 === 0 ? "q0" : "q1", "queued", "null", 0, 0, 0, i % 3]);
+    const tasks = Array.from({ length: count }, (_, i) => ({ id: `t${String(i).padStart(6, "0")}`, queue: i % 2 === 0 ? "q0" : "q1", priority: i % 3 }));
+    const rows = tasks.map((task) => [task.id, "job", task.queue, "queued", "null", 0, 0, 0, task.priority]);
     await claimer.query("INSERT INTO cairnq_tasks (id, name, queue, status, payload, run_at_ms, created_at_ms, updated_at_ms, priority) VALUES ?", [rows]);
-    const ids = rows.sort((a, b) => (b[8] as number) - (a[8] as number) || (a[0] < b[0] ? -1 : 1)).map((row) => row[0] as string);
+    // Claim order: priority first, then (every run_at_ms 0) id.
+    const ids = tasks.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : 1)).map((task) => task.id);
     await claimer.query("START TRANSACTION");
     expect(await draw(["q0", "q1"], MAX_WINDOW + 50)).toEqual(ids.slice(0, MAX_WINDOW + 50));
     await claimer.query("ROLLBACK");
