@@ -8,7 +8,7 @@
  * no index gives the order, so the server reads every due row of those queues to sort them, and InnoDB
  * keeps every row that read locked (it matched the `WHERE`) until the claim commits: a claim over the same
  * queues at the same moment skipped them all and came back short, even empty, while due tasks waited
- * (two concurrent claims of 3 over 5 due tasks in two queues: 5 to 14 rounds of 60 short).
+ * (two concurrent claims of 3 over 5 due tasks in two queues: 5 to 22 rounds of 60 short).
  *
  * Where the queue list holds more than one queue (known when the statement is bound, see
  * {@link choosePlan}), the draw runs instead as
