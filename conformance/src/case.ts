@@ -4,9 +4,9 @@
  * A case uses only the `TaskStore` contract (through {@link CheckedStore},
  * which checks every answer) plus the small helpers below.
  */
-import type { ClaimInput, StoreCapabilities, SubmitInput, Task } from "@cairnq/protocol";
+import type { ClaimInput, StoreCapabilities, SubmitInput, Task, TaskStore } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
-import type { CheckedStore } from "./checked-store.js";
+import { CheckedStore } from "./checked-store.js";
 import type { Expect } from "./runner.js";
 
 /** The lease of an ordinary claim in the scenarios (§14: "lease 5000 ms unless stated"). */
@@ -50,11 +50,32 @@ export class CaseContext {
   readonly w2 = newWorkerId();
   readonly w3 = newWorkerId();
 
+  #openPeer: (() => Promise<TaskStore>) | null;
+  #peer: CheckedStore | null = null;
+
   constructor(
     readonly store: CheckedStore,
     readonly expect: Expect,
     readonly capabilities: StoreCapabilities,
-  ) {}
+    openPeer: (() => Promise<TaskStore>) | null = null,
+  ) {
+    this.#openPeer = openPeer;
+  }
+
+  /**
+   * A second instance on the store's database (the suite's `createPeerStore`), checked as {@link store} is, opened on
+   * first use and closed by the suite after the case; {@link store} itself when the suite has no `createPeerStore`.
+   */
+  async peer(): Promise<CheckedStore> {
+    if (this.#openPeer === null) return this.store;
+    this.#peer ??= new CheckedStore(await this.#openPeer());
+    return this.#peer;
+  }
+
+  /** Whether {@link peer} is a second instance (the suite gave `createPeerStore`). */
+  get hasPeer(): boolean {
+    return this.#openPeer !== null;
+  }
 
   /** Real time passing; only where leases or cutoffs must be crossed (conventions: tens of ms). */
   sleep(ms: number): Promise<void> {

@@ -57,6 +57,15 @@ export interface ConformanceSuiteOptions<S extends TaskStore = TaskStore> {
    * @default (store) => store.close()
    */
   destroyStore?: (store: S, ctx: ConformanceContext) => Promise<void> | void;
+  /**
+   * Returns a second instance on the same database as the store
+   * `createStore(ctx)` made for this case (another process would open the
+   * same), for the cases that race two instances; called at most once per
+   * case, only by a case that asks for it, and closed (`close()`) after the
+   * case, before `destroyStore`. Without it those cases race one instance.
+   * @default none
+   */
+  createPeerStore?: (ctx: ConformanceContext) => Promise<S> | S;
   /** The test runner: `describe`, `it`, `expect` (vitest, jest, bun:test, …). */
   runner: ConformanceRunner;
   /**
@@ -164,12 +173,26 @@ async function runCase<S extends TaskStore>(c: ConformanceCase, options: Conform
   const tempDir = await mkdtemp(join(tmpdir(), "cairnq-conformance-"));
   const ctx: ConformanceContext = { caseId: c.id, testId: testIdFor(c.id), tempDir };
   let store: S | undefined;
+  let peer: Promise<S> | undefined;
   let failure: { error: unknown } | null = null;
+  const createPeer = options.createPeerStore;
+  const openPeer =
+    createPeer === undefined
+      ? null
+      : async (): Promise<TaskStore> => {
+          peer ??= Promise.resolve(createPeer(ctx));
+          return peer;
+        };
   try {
     store = await options.createStore(ctx);
-    await c.run(new CaseContext(new CheckedStore(store), options.runner.expect, capabilities));
+    await c.run(new CaseContext(new CheckedStore(store), options.runner.expect, capabilities, openPeer));
   } catch (error) {
     failure = { error };
+  }
+  try {
+    if (peer !== undefined) await (await peer).close();
+  } catch (error) {
+    failure ??= { error: new Error(`conformance case ${c.id}: closing the peer store failed after the case passed`, { cause: error }) };
   }
   try {
     if (store !== undefined) await (options.destroyStore === undefined ? store.close() : options.destroyStore(store, ctx));

@@ -88,6 +88,40 @@ class RacyReject extends MemoryStore {
   }
 }
 
+/** Keyed submits without the key lock: the key is read, then (a tick later) a free key (none, or its task failed or canceled) is taken with `replace`. */
+class RacyReuse extends MemoryStore {
+  override async submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
+    if (input.key == null || input.conflict === "reject" || input.debounce != null) return super.submitOutcome(input);
+    const existing = await this.getByKey(input.key);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    if (existing === null || existing.status === "failed" || existing.status === "canceled") return super.submitOutcome({ ...input, conflict: "replace" });
+    return super.submitOutcome(input);
+  }
+}
+
+/** Owned settlements that ignore the lease: an old holder settles a task whose lease ran out (but is not recovered yet). */
+class SettleIgnoresLease extends MemoryStore {
+  #at: number | null = null;
+  constructor() {
+    super({ clock: () => this.#at ?? Date.now() });
+  }
+  async #beforeLease<T>(taskId: string, write: () => Promise<T>): Promise<T> {
+    const row = await this.get(taskId);
+    this.#at = row?.status === "running" && row.lease_until_ms !== null ? Math.min(Date.now(), row.lease_until_ms - 1) : null;
+    try {
+      return await write();
+    } finally {
+      this.#at = null;
+    }
+  }
+  override complete(input: CompleteInput): Promise<Task> {
+    return this.#beforeLease(input.taskId, () => super.complete(input));
+  }
+  override succeed(input: SucceedInput): Promise<Task> {
+    return this.#beforeLease(input.taskId, () => super.succeed(input));
+  }
+}
+
 class FailKeepsLease extends MemoryStore {
   override async fail(input: FailInput): Promise<Task> {
     const row = await super.fail(input);
@@ -138,7 +172,7 @@ class ScheduleResubmitsSlots extends MemoryStore {
   }
 }
 
-const mutants: { name: string; create: () => TaskStore; cases: string[]; error?: (err: unknown) => void }[] = [
+const mutants: { name: string; create: () => TaskStore; cases: string[]; error?: (err: unknown) => void; walkSeeds?: string }[] = [
   { name: "complete ignores the cancel flag", create: () => new CompleteIgnoresFlag(), cases: ["s15-cancel-wins-on-complete", "cancel-wins-on-every-exit"] },
   { name: "fail requeues a flagged task", create: () => new FailRequeuesFlagged(), cases: ["s16-cancel-wins-on-fail", "cancel-wins-on-every-exit", "lifecycle-random-walk"] },
   { name: "succeed honours the cancel flag", create: () => new SucceedHonoursFlag(), cases: ["succeed-ignores-flag"] },
@@ -159,6 +193,9 @@ const mutants: { name: string; create: () => TaskStore; cases: string[]; error?:
   { name: "cancelBatch ignores filters and cursor", create: () => new CancelBatchIgnoresFilters(), cases: ["bulk-cancel-batch", "bulk-batch-cursor"] },
   { name: "submitOutcome always says created", create: () => new OutcomeAlwaysCreated(), cases: ["submit-outcome-created"] },
   { name: "claim ignores flowControl", create: () => new ClaimIgnoresFlowControl(), cases: ["flow-global-concurrency", "flow-global-concurrency-concurrent-claims", "flow-rate-limit-window", "flow-control-inputs"] },
+  // Concurrent keyed submits (the walk's key bursts) find a key read without its lock; lease expiry, a late settlement.
+  { name: "keyed reuse submits race", create: () => new RacyReuse(), cases: ["lifecycle-random-walk"], walkSeeds: "4,16,24" },
+  { name: "settlements ignore the lease", create: () => new SettleIgnoresLease(), cases: ["lifecycle-random-walk"], walkSeeds: "4,17,20" },
   { name: "schedule slots are submitted again", create: () => new ScheduleResubmitsSlots(), cases: ["schedule-slots-once", "schedule-slots-concurrent", "schedule-slot-purged-or-cancelled"] },
 ];
 
@@ -170,7 +207,7 @@ describe("the kit rejects broken stores", () => {
       it(`${mutant.name}: ${id} fails`, async () => {
         // The lifecycle walk runs one seed here (16, which also rejects seven other mutants above), not the kit's default list.
         const seeds = process.env.CAIRNQ_KIT_LIFECYCLE_SEEDS;
-        if (id === "lifecycle-random-walk") process.env.CAIRNQ_KIT_LIFECYCLE_SEEDS = "16";
+        if (id === "lifecycle-random-walk") process.env.CAIRNQ_KIT_LIFECYCLE_SEEDS = mutant.walkSeeds ?? "16";
         try {
           let caught: unknown = null;
           await caseOf(tests, id)().catch((err: unknown) => {

@@ -178,6 +178,30 @@ export const groupCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-rate-full-skipped",
+    title: "groups whose groupRateLimit window is full take no place in a claim's pages: a group behind more than 16 pages of them is claimed while their windows last",
+    spec: "store.ts ClaimInput.flowControl, groups.ts groupAllowance, docs/protocol.md Groups step 3 (pages)",
+    skipUnless: needsGroups,
+    async run(t) {
+      // 260 groups (more than 16 pages of 16, a claim of one's smallest page) each spend their window of 2 claims, an hour
+      // long, and keep a queued task; then "z" is served once, so it stands behind all of them with room for one more.
+      const limits = { groupRateLimit: { max: 2, perMs: 3_600_000 } };
+      const spent = Array.from({ length: 260 }, (_, i) => `s${String(i).padStart(3, "0")}`);
+      for (const group of spent) await submitTo(t, group, 3);
+      let taken = 0;
+      for (let i = 0; i < 20 && taken < 2 * spent.length; i++) taken += (await grouped(t, t.w1, limits, { limit: 64 })).length;
+      t.expect(taken).toBe(2 * spent.length);
+      t.expect(await grouped(t, t.w1, limits, { limit: 64 })).toEqual([]);
+      const [first] = await submitTo(t, "z", 1);
+      t.expect((await grouped(t, t.w2, limits, { limit: 1 })).map((row) => row.id)).toEqual([(first as Task).id]);
+      const [second] = await submitTo(t, "z", 1);
+      t.expect((await grouped(t, t.w2, limits, { limit: 1 })).map((row) => row.id)).toEqual([(second as Task).id]);
+      // z's window is full now too: nothing is left to take.
+      await submitTo(t, "z", 1);
+      t.expect(await grouped(t, t.w3, limits, { limit: 8 })).toEqual([]);
+    },
+  },
+  {
     id: "group-fairness",
     title: "claims rotate across groups with due work, least recently served first: a later group's tasks do not wait for an earlier group's backlog",
     spec: "store.ts ClaimInput.flowControl, groups.ts rotateGroups",

@@ -46,7 +46,7 @@ import {
 import { retryDelayMs } from "@cairnq/protocol/sdk";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 import type { Entry } from "./lifecycle-model.js";
-import { decoded, FAR_MS, instantsBetween, rowDiff, timed } from "./lifecycle-model.js";
+import { decoded, FAR_MS, instantsBetween, rowDiff, SLACK_MS, timed } from "./lifecycle-model.js";
 import type { Walk } from "./lifecycle-random.js";
 
 /** The lease of the walk's ordinary claims and heartbeats: longer than any walk, so only the walk's own expiry lets one run out. */
@@ -55,7 +55,7 @@ const WALK_LEASE_MS = 120_000;
 let payloads = 0;
 
 /** Checks `actual` against the rule's rows at the window's ends and takes it into the model. */
-function check(w: Walk, entry: Entry, atLo: Task, atHi: Task, actual: Task | null | undefined, what: string): void {
+export function check(w: Walk, entry: Entry, atLo: Task, atHi: Task, actual: Task | null | undefined, what: string): void {
   if (actual === null || actual === undefined) w.fail(`${what}: ${entry.label} answered no row`);
   if (actual.id !== entry.row.id) w.fail(`${what}: answered ${actual.id}, expected ${entry.label} (${entry.row.id})`);
   const diff = rowDiff(atLo, atHi, actual);
@@ -69,7 +69,7 @@ export function same(w: Walk, entry: Entry, row: Task | null, what: string): voi
 }
 
 /** `entry`'s row as the store has it now, checked against `atLo`/`atHi` (the model's row when not given). */
-async function reread(w: Walk, entry: Entry, what: string, atLo = entry.row, atHi = atLo): Promise<void> {
+export async function reread(w: Walk, entry: Entry, what: string, atLo = entry.row, atHi = atLo): Promise<void> {
   check(w, entry, atLo, atHi, await w.t.store.get(entry.row.id), what);
 }
 
@@ -325,19 +325,48 @@ async function heartbeatBatch(w: Walk, workerId: string, ids: string[], leaseMs:
   }
 }
 
-/** A lease run out: a claim with a short lease, or a heartbeat shortening held leases; then the wait past them. */
+/**
+ * A lease run out: a claim with a short lease, or a heartbeat shortening held leases; then the wait past them. The
+ * old holder then settles one of them late (its lease is gone: `LostLease`, §5.0), a claim recovers them (`RECOVER`,
+ * T12: requeued with the attempt counted, or failed at the last attempt, or canceled when flagged), and the old
+ * holder's writes fenced on its old attempt are refused (`LostLease`), even when the claim that recovered a task was
+ * its own and took it again.
+ */
 export async function expire(w: Walk): Promise<void> {
   const { rng } = w;
   const running = w.model.of("running");
+  let held: Entry[];
   if (running.length > 0 && rng.chance(0.4)) {
     const workerId = (rng.pick(running).row.worker_id ?? w.t.w1);
     await heartbeatBatch(w, workerId, running.map((e) => e.row.id), SHORT_LEASE_MS);
+    held = running.filter((e) => e.row.worker_id === workerId && e.row.lease_until_ms !== null && e.row.lease_until_ms < Date.now() + SHORT_LEASE_MS + 1000);
   } else {
     const rows = await claim(w, { queues: w.queues, names: null, limit: rng.int(1, 3), workerId: rng.pick(w.workers), leaseMs: SHORT_LEASE_MS });
     if (rows.length === 0) return;
+    held = rows.map((row) => w.model.tasks.get(row.id) as Entry);
   }
+  const holders = held.map((entry) => ({ entry, workerId: entry.row.worker_id as string, attempt: entry.row.attempt }));
   await w.t.sleep(EXPIRY_WAIT_MS);
   w.log.push(`sleep ${EXPIRY_WAIT_MS}ms: short leases run out`);
+  if (holders.length === 0) return;
+  const late = rng.pick(holders);
+  await lateSettle(w, late.entry, late.workerId, rng.chance(0.5) ? late.attempt : null, "before recovery");
+  const oldHolder = rng.chance(0.5);
+  const recovering = await claim(w, { queues: w.queues, names: null, limit: rng.int(1, 3), workerId: oldHolder ? late.workerId : rng.pick(w.workers) });
+  w.log.push(`  (the claim after the expiry took ${w.model.labels(recovering.map((row) => row.id))})`);
+  for (const { entry, workerId, attempt } of holders) {
+    if (w.model.tasks.get(entry.row.id) !== entry) continue;
+    await lateSettle(w, entry, workerId, attempt, "after recovery");
+  }
+}
+
+/** A settlement by a holder whose lease ran out, fenced on its old attempt (or not): the rules must refuse it. */
+async function lateSettle(w: Walk, entry: Entry, workerId: string, attempt: number | null, when: string): Promise<void> {
+  const { row } = entry;
+  const owns = row.status === "running" && row.worker_id === workerId && (attempt === null || row.attempt === attempt) && (row.lease_until_ms ?? 0) > Date.now() - SLACK_MS;
+  if (owns) return w.fail(`late settlement of ${entry.label} ${when}: the walk expected its lease gone, the model has it held by ${w.worker(workerId)}`);
+  w.log.push(`  late settlement of ${entry.label} by its old holder ${w.worker(workerId)} ${when}:`);
+  await settle(w, entry, w.rng.chance(0.5) ? "complete" : "succeed", workerId, attempt);
 }
 
 /** A cancel by id or by key: `CANCEL` on the task (queued, running, finished, or purged). */

@@ -1,10 +1,13 @@
 /**
  * The task lifecycle, randomized: a seeded walk of submits (plain, keyed
  * under every conflict strategy, debounced where the store has `groups`,
- * delayed, prioritized, over several queues and names), claims (by queue and
+ * delayed, prioritized, over several queues and names; bursts of keyed
+ * submits of one key sent at once from the store and, when the suite gives
+ * `createPeerStore`, a second instance, `lifecycle-keys.ts`), claims (by queue and
  * name, with limits), completes, fails (retryable with a backoff delay, or
  * final), heartbeats, cancels and retries by id and by key, bulk cancels and
- * retries, purges, lease expiry and its recovery, and the reads (get, by key,
+ * retries, purges, lease expiry and its recovery (with the old holder's late
+ * settlements refused), and the reads (get, by key,
  * statuses, list, stats, queue depth), every answer checked against a model
  * (`lifecycle-model.ts`) that applies the rules of `@cairnq/protocol`; at the
  * end a drain settles everything and every row must be where the model has
@@ -24,19 +27,21 @@ import { Rng } from "./group-model.js";
 import type { Entry } from "./lifecycle-model.js";
 import { FAR_MS, LifecycleModel } from "./lifecycle-model.js";
 import * as op from "./lifecycle-ops.js";
+import { keyBurst } from "./lifecycle-keys.js";
 import { burst, claimPair, raceOne } from "./lifecycle-races.js";
 import { seedList } from "./seeds.js";
 
 /**
  * The seeds the kit runs by default (about 1.2 s in all on SQLite alone, on a loaded 2-core machine): 3 lets a lease
- * run out; 16 alone rejects eight of the mutant stores of the kit's tests. Seeds 1–1100 pass on SQLite, Postgres and
- * MariaDB and 1–900 on `MemoryStore`. The one store bug the walk found (seed 802 on MariaDB: of two concurrent claims
- * over two queues, one came back empty with due tasks queued, because the other's draw locked every due row it sorted)
- * is fixed, and pinned by the hand-written `claim-concurrent-leave-nothing-due` as well as by the walk's concurrent
- * claims, which check again that each takes from the top of the claim order. `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500`
- * searches wider.
+ * run out; 16 alone rejects eight of the mutant stores of the kit's tests. Seeds 1–1100 passed on SQLite, Postgres and
+ * MariaDB and 1–900 on `MemoryStore` before the walk sent keyed submits at once; 4 does (from the store and its peer)
+ * and lets a lease run out, and seeds 1–30 of that walk pass on all four. The one store bug the walk found (seed 802 on
+ * MariaDB: of two concurrent claims over two queues, one came back empty with due tasks queued, because the other's
+ * draw locked every due row it sorted) is fixed, and pinned by the hand-written `claim-concurrent-leave-nothing-due` as
+ * well as by the walk's concurrent claims, which check again that each takes from the top of the claim order.
+ * `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500` searches wider.
  */
-export const LIFECYCLE_WALK_SEEDS: readonly number[] = [3, 16];
+export const LIFECYCLE_WALK_SEEDS: readonly number[] = [3, 4, 16];
 /** Operations per walk, before the final drain. */
 const WALK_STEPS = 80;
 
@@ -105,6 +110,10 @@ async function step(w: Walk): Promise<void> {
       key: null,
     });
   } else if (roll < 0.3) {
+    if (rng.chance(0.3)) {
+      await keyBurst(w);
+      return;
+    }
     const key = rng.pick(w.keys);
     const debounced = w.debounce && rng.chance(0.3);
     await op.submit(w, {

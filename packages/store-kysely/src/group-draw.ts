@@ -26,14 +26,15 @@
  *    its lease recovered by such a claim, or a v1 peer's fail).
  *    Steps 1 and 2 are one statement.
  * 3. Pages of the name's active groups in served order, skipping groups at
- *    their concurrency limit (after the first page), each page read with each group's best due
+ *    their concurrency limit (after the first page) and, with `groupRateLimit`,
+ *    groups whose rate window is full (every page: the read counts each group's
+ *    claims in the window), each page read with each group's best due
  *    tasks in the same statement (a correlated `ORDER BY … LIMIT` read per
  *    group over the walk index — `LATERAL` on Postgres, one JSON list per
  *    group on SQLite — so a group's backlog is never scanned), as many as the
  *    rotation could pick from the group (`groupReadDepth`: the smaller of the
  *    group limits and the cap less the ungrouped tasks and the eligible groups
- *    read ahead of it); with `groupRateLimit`, the page's
- *    rate windows are one more read. Until enough work was seen, or
+ *    read ahead of it). Until enough work was seen, or
  *    `GROUP_PAGES` pages that gave work, or `GROUP_SCAN_PAGES` pages in all
  *    (pages of groups without due work count only there).
  * 4. `rotateGroups` picks; then ONE batch (one round trip on Postgres,
@@ -103,6 +104,8 @@ const QUEUES = x.param("queues", "textList");
 const IN_QUEUES = x.inList(x.col("queue"), QUEUES);
 const LIMIT = x.param("limit", "int");
 const PER_MS = x.param("perMs", "int");
+/** `groupRateLimit.max` where the claim carries one (a page then skips the groups whose window is full), else null. */
+const RATE_MAX = x.param("rateMax", "int");
 const AFTER_SEQ = x.param("afterSeq", "int");
 const AFTER_GROUP = x.param("afterGroup", "text");
 const GUARDS = x.param("guards", "textList");
@@ -211,44 +214,57 @@ const RUNNING_AND_HEAD_SETTLING = runningAndHead(true);
 
 /**
  * Step 3: one page of the name's active groups in served order, after `(:afterSeq, :afterGroup)`,
- * skipping `:groups`, each with its best due tasks (at most `:perGroup`, by priority, then oldest:
- * a read per group over the walk index, so a group's backlog is never scanned). One statement where
- * a page and its groups' tasks were two. Where the syntax has `topRowsList` (SQLite), one row per
+ * skipping `:groups` and, with `:rateMax`, the groups whose rate window is full (`:rateMax` claims
+ * recorded in `(now − :perMs, now]`), each with its best due tasks (at most `:perGroup`, by priority,
+ * then oldest: a read per group over the walk index, so a group's backlog is never scanned) and its
+ * claims in the window (`rate_n`, 0 without `:rateMax`). One statement where a page, its groups' tasks
+ * and their rate windows were three. Where the syntax has `topRowsList` (SQLite), one row per
  * group, its tasks as the JSON array `ids` of `[priority, task_id]`; otherwise a row per task, and a
  * group without any comes once with a null `id` ({@link pageGroups} reads both).
+ *
+ * A group whose window is full is skipped by the read, as one at its concurrency limit is by `:groups`,
+ * so it takes no place in a page: read and then passed over, 16 pages of them kept a claim from every
+ * group behind them until their windows passed (`group-rate-full-skipped`). Its window is judged on
+ * the statement's clock under the flow lock; a window that frees during the claim waits for the next.
  */
 const PAGE_WITH_BEST: StatementTemplate = {
-  params: [NAME, QUEUES, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT, PER_GROUP],
+  params: [NAME, QUEUES, GROUPS, AFTER_SEQ, AFTER_GROUP, LIMIT, PER_GROUP, RATE_MAX, PER_MS],
   clock: "statement",
   build: (c, env) => {
     const walk =
       `FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
       `AND tg.group_key = g.group_key AND ${taskIsDue(c, env)} ORDER BY tg.priority DESC, tg.task_id ASC LIMIT ${c.slot(PER_GROUP)}`;
+    // The group's claims in the window: a range of the rate index, at most `max` rows (older ones are pruned by each claim).
+    const inWindow = c.has(RATE_MAX)
+      ? `(SELECT count(*) FROM ${GROUP_RATE_CLAIMS_TABLE} rc WHERE rc.name = ${c.slot(NAME)} AND rc.group_key = ${GROUPS_TABLE}.group_key ` +
+        `AND rc.claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)})`
+      : null;
     const page =
-      `SELECT group_key, served_seq, touched FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
+      `SELECT group_key, served_seq, touched, ${inWindow ?? "0"} AS rate_n FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
       `AND (served_seq > ${c.slot(AFTER_SEQ)} OR (served_seq = ${c.slot(AFTER_SEQ)} AND group_key > ${c.slot(AFTER_GROUP)})) ` +
-      `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}`;
+      `AND NOT (${env.syntax.inList("group_key", c.slot(GROUPS))}) ${inWindow === null ? "" : `AND ${inWindow} < ${c.slot(RATE_MAX)} `}` +
+      `ORDER BY served_seq ASC, group_key ASC LIMIT ${c.slot(LIMIT)}`;
     const list = env.syntax.topRowsList?.(`SELECT tg.priority AS priority, tg.task_id AS task_id ${walk}`, ["priority", "task_id"]) ?? null;
     if (list !== null) {
-      return `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, ${list} AS ids FROM (${page}) g ORDER BY g.served_seq ASC, g.group_key ASC`;
+      return `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, g.rate_n AS rate_n, ${list} AS ids FROM (${page}) g ORDER BY g.served_seq ASC, g.group_key ASC`;
     }
     const best = `SELECT tg.task_id AS task_id ${walk}`;
     const join = env.syntax.topRowsJoin?.(TASK_GROUPS_TABLE, "b", "task_id", best) ?? inSubqueryJoin(TASK_GROUPS_TABLE, "b", "task_id", best);
     return (
-      `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, b.task_id AS id FROM (${page}) g ` +
+      `SELECT g.group_key AS group_key, g.served_seq AS served_seq, g.touched AS touched, g.rate_n AS rate_n, b.task_id AS id FROM (${page}) g ` +
       `${join} ORDER BY g.served_seq ASC, g.group_key ASC, b.priority DESC, b.task_id ASC`
     );
   },
 };
 
 /** A page's groups in served order with their best due tasks, best first, from either shape of {@link PAGE_WITH_BEST}'s rows. */
-export function pageGroups(rows: readonly Row[]): { group: string; seq: number; touched: number; taskIds: string[] }[] {
-  const paged: { group: string; seq: number; touched: number; taskIds: string[] }[] = [];
+export function pageGroups(rows: readonly Row[]): { group: string; seq: number; touched: number; inWindow: number; taskIds: string[] }[] {
+  const paged: { group: string; seq: number; touched: number; inWindow: number; taskIds: string[] }[] = [];
   for (const row of rows) {
     const group = String(row.group_key);
     let entry = paged[paged.length - 1];
     if (entry?.group !== group) {
-      entry = { group, seq: Number(row.served_seq), touched: Number(row.touched), taskIds: [] };
+      entry = { group, seq: Number(row.served_seq), touched: Number(row.touched), inWindow: Number(row.rate_n ?? 0), taskIds: [] };
       paged.push(entry);
     }
     if (typeof row.ids === "string") {
@@ -259,15 +275,6 @@ export function pageGroups(rows: readonly Row[]): { group: string; seq: number; 
   }
   return paged;
 }
-
-/** Step 3: recorded claims per group of `:groups` inside the window `(now − perMs, now]`. */
-const RATE_COUNTS: StatementTemplate = {
-  params: [NAME, GROUPS, PER_MS],
-  clock: "statement",
-  build: (c, env) =>
-    `SELECT group_key, count(*) AS n FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))} ` +
-    `AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)} GROUP BY group_key`,
-};
 
 /**
  * Whether the task of the group row `tg` is queued, due and in the claim's queues, as a scalar
@@ -521,8 +528,14 @@ export class GroupDraw {
     const name = this.#name;
     const perGroup = groupReadDepth(cap, 0, 0, this.#mostPerGroup());
     const pageSize = Math.max(cap, GROUP_PAGE_MIN);
-    const query = this.#query(PAGE_WITH_BEST, { name, queues, groups: [], afterSeq: -1, afterGroup: "", limit: pageSize, perGroup });
+    const query = this.#query(PAGE_WITH_BEST, { name, queues, groups: [], afterSeq: -1, afterGroup: "", limit: pageSize, perGroup, ...this.#rateParams() });
     return { query, pageSize, perGroup };
+  }
+
+  /** The page read's rate parameters: with `groupRateLimit`, it skips the groups whose window is full and counts the others'. */
+  #rateParams(): { rateMax: number | null; perMs: number | null } {
+    const rate = this.#limits.groupRateLimit;
+    return { rateMax: rate?.max ?? null, perMs: rate?.perMs ?? null };
   }
 
   /** No group may give more than the smaller of its limits. */
@@ -574,7 +587,6 @@ export class GroupDraw {
     // 3. Pages of eligible groups with their best due tasks.
     const full: string[] = [];
     const concurrency = this.#limits.groupConcurrency;
-    const rate = this.#limits.groupRateLimit;
     if (concurrency !== null) for (const [group, n] of running) if (n >= concurrency) full.push(group);
     // Each page reads of each group as many tasks as the rotation could pick from it (`groupReadDepth`).
     const mostPerGroup = this.#mostPerGroup();
@@ -598,7 +610,7 @@ export class GroupDraw {
       let rows: readonly Row[];
       if (early !== null) rows = early.rows;
       else {
-        const read = this.#query(PAGE_WITH_BEST, { name, queues, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize, perGroup });
+        const read = this.#query(PAGE_WITH_BEST, { name, queues, groups: full, afterSeq: after.seq, afterGroup: after.group, limit: pageSize, perGroup, ...this.#rateParams() });
         // The wake-up writes go with the first page read after them (one round trip where the executor pipelines).
         rows = woken.length > 0 ? ((await this.#ext.dialect.executor.batch(tx, woken.splice(0, woken.length).concat([read]))).at(-1)?.rows ?? []) : (await tx.executeQuery(read)).rows;
       }
@@ -606,15 +618,8 @@ export class GroupDraw {
       if (rows.length === 0) break;
       const last = rows[rows.length - 1] as Row;
       after = { seq: Number(last.served_seq), group: String(last.group_key) };
-      // Rows come by group in served order, each group's tasks best first.
-      const paged: (PagedGroup & { taskIds: string[] })[] = pageGroups(rows).map((g) => ({ ...g, allowance: groupAllowance(this.#limits, running.get(g.group) ?? 0, 0) }));
-      if (rate !== null) {
-        const inWindow = new Map<string, number>();
-        for (const row of await this.#rows(tx, RATE_COUNTS, { name, groups: paged.map((g) => g.group), perMs: rate.perMs })) {
-          inWindow.set(String(row.group_key), Number(row.n));
-        }
-        for (const g of paged) g.allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, inWindow.get(g.group) ?? 0);
-      }
+      // Rows come by group in served order, each group's tasks best first, with its claims in the rate window.
+      const paged: (PagedGroup & { taskIds: string[] })[] = pageGroups(rows).map((g) => ({ ...g, allowance: groupAllowance(this.#limits, running.get(g.group) ?? 0, g.inWindow) }));
       const eligibleBefore = eligible.length;
       const emptyBefore = empty.length;
       for (const g of paged) {
@@ -684,9 +689,5 @@ export class GroupDraw {
   /** `template` compiled with `params` (a `now` it reads is bound here). */
   #query(template: StatementTemplate, params: Params): CompiledQuery<Row> {
     return this.#ext.statements.compiler.statement(template, params).query(params);
-  }
-
-  async #rows(tx: QueryRunner, template: StatementTemplate, params: Params): Promise<Row[]> {
-    return (await this.#ext.exec(tx, template, params)).rows;
   }
 }

@@ -7,6 +7,8 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 runConformance({
   name: "SQLiteStore",
   createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
+  // A second store on the same file, for the cases that race two instances.
+  createPeerStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
   // completeIn (ctx.succeedIn) and withTransaction: the caller's writes and the store's in one transaction.
   capabilities: {
     transactionalComplete: true,

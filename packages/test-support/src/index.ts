@@ -15,3 +15,5 @@ export type { TimerTracker } from "./timers.js";
 export { settledWithin, trackTimers } from "./timers.js";
 export type { PrometheusSamples } from "./prometheus.js";
 export { parsePrometheus } from "./prometheus.js";
+export type { GroupLeaseReport } from "./group-stress-leases.js";
+export { groupLeaseStressSeeds, runGroupLeaseStress } from "./group-stress-leases.js";

@@ -22,6 +22,8 @@ runConformance({
   name: "MySQLStore",
   capabilities: { transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, taskDoneWakeReads: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: () => new MySQLStore(dsn, { max: 4 }),
+  // A second store on the same database, for the cases that race two instances.
+  createPeerStore: () => new MySQLStore(dsn, { max: 2 }),
   destroyStore: async (store) => {
     await store.close();
     await admin.emptyDatabase("kit");

@@ -14,6 +14,8 @@ runConformance({
   name: "PostgresStore",
   capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: (ctx) => new PostgresStore(dsn, { schema: ctx.testId, max: 4 }),
+  // A second store on the same schema, for the cases that race two instances.
+  createPeerStore: (ctx) => new PostgresStore(dsn, { schema: ctx.testId, max: 2 }),
   destroyStore: async (store, ctx) => {
     await store.close();
     await admin.dropSchema(ctx.testId);
