@@ -199,8 +199,10 @@ export async function raceOne(w: Walk): Promise<void> {
 
 /**
  * Two claims at once over the same queues and names, by two workers, while nothing is near its due time or its
- * lease's end: concurrent claims never take the same row (§13), each takes only due tasks of its filters, within its
- * limit, and leases them as `DRAW` does.
+ * lease's end. Concurrent claims never take the same row (§13), each takes only due tasks of its filters, within its
+ * limit, and from the top of the claim order: a due task ranked above the last one a claim took, or any due task when
+ * it took fewer than its limit, went to the other claim (a claim skips only rows the other takes, as the hand-written
+ * `claim-concurrent-leave-nothing-due` checks). The rows taken are checked as `DRAW` leases them.
  */
 export async function claimPair(w: Walk): Promise<void> {
   const { rng, t, model } = w;
@@ -233,9 +235,9 @@ export async function claimPair(w: Walk): Promise<void> {
       if (!candidates.includes(id)) w.fail(`${what}: ${who} took ${model.label(id)}, not a due task of the claim`);
       if (theirs.includes(id)) w.fail(`${what}: both claims took ${model.label(id)}`);
     }
-    // Not checked: that each also took from the top of the claim order (a due task ranked above its last one, or any when
-    // it took fewer than its limit, went to the other claim). SKIP LOCKED may skip rows the other claim locked and did not
-    // take: on MariaDB a claim over several queues locks every due row it sorts (docs/protocol.md, MySQL mapping).
+    const last = Math.max(-1, ...mine.map((id) => candidates.indexOf(id)));
+    const skipped = candidates.filter((id, i) => !mine.includes(id) && (i < last || mine.length < limit) && !theirs.includes(id));
+    if (skipped.length > 0) w.fail(`${what}: ${who} took ${model.labels(mine)} and left ${model.labels(skipped)}, which go first, to nobody (claim order ${model.labels(candidates)})`);
   }
   for (const [values, workerId, limit, window] of [[ra.value as Task[], wa, la, ra.window], [rb.value as Task[], wb, lb, rb.window]] as const) {
     for (const row of values) {

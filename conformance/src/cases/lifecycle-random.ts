@@ -35,11 +35,11 @@ import { seedList } from "./seeds.js";
  * The seeds the kit runs by default (about 1.2 s in all on SQLite alone, on a loaded 2-core machine): 3 lets a lease
  * run out; 16 alone rejects eight of the mutant stores of the kit's tests. Seeds 1–1100 passed on SQLite, Postgres and
  * MariaDB and 1–900 on `MemoryStore` before the walk sent keyed submits at once; 4 does (from the store and its peer)
- * and lets a lease run out, and seeds 1–30 of that walk pass on all four. The walk once also checked that two concurrent claims between them take the top
- * of the claim order; seed 802 on MariaDB found a claim over several queues that came back short while due tasks stayed
- * queued (the other claim's draw locked every due row it sorted): the contract does not promise that (SKIP LOCKED may
- * skip rows another claim does not take), so the walk checks only what it does promise, and docs/protocol.md's MySQL
- * mapping describes the behaviour. `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500` searches wider.
+ * and lets a lease run out, and seeds 1–30 of that walk pass on all four. The one store bug the walk found (seed 802 on
+ * MariaDB: of two concurrent claims over two queues, one came back empty with due tasks queued, because the other's
+ * draw locked every due row it sorted) is fixed, and pinned by the hand-written `claim-concurrent-leave-nothing-due` as
+ * well as by the walk's concurrent claims, which check again that each takes from the top of the claim order.
+ * `CAIRNQ_KIT_LIFECYCLE_SEEDS=1-500` searches wider.
  */
 export const LIFECYCLE_WALK_SEEDS: readonly number[] = [3, 4, 16];
 /** Operations per walk, before the final drain. */

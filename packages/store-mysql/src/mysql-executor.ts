@@ -3,7 +3,7 @@ import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { QueryResult } from "kysely";
 import type { MySQLStatementPlan, PlannedStatement } from "./mysql-statement-plan.js";
-import { bindStep, planStatement, planStatementWithoutRows, queriesOf } from "./mysql-statement-plan.js";
+import { bindStep, choosePlan, planStatement, planStatementWithoutRows, queriesOf } from "./mysql-statement-plan.js";
 
 /** The statement clock in epoch milliseconds (see `MYSQL_CLOCK`). */
 export const STATEMENT_NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
@@ -114,7 +114,7 @@ export class MySQLExecutor extends BaseStoreExecutor {
     const ends: { planned: MySQLStatementPlan; last: PlannedStatement }[] = [];
     for (const [at, query] of queries.entries()) {
       // The head's first statement (lease recovery): nobody reads its rows, so none are collected or read back.
-      const planned = at === 0 ? planStatementWithoutRows(query.sql) : planStatement(query.sql);
+      const planned = choosePlan(at === 0 ? planStatementWithoutRows(query.sql) : planStatement(query.sql), query.parameters);
       for (const step of planned.steps) {
         steps.push({ ...step, params: step.params.map((i) => parameters.length + i) });
       }
@@ -171,7 +171,7 @@ export class MySQLExecutor extends BaseStoreExecutor {
   }
 
   async #runOnce(db: AnyKysely, query: CompiledQuery<Row>): Promise<QueryResult<Row>> {
-    const planned = planStatement(outsideTransaction(query.sql));
+    const planned = choosePlan(planStatement(outsideTransaction(query.sql)), query.parameters);
     if (planned.steps.length === 1) return runPlanned(db, planned, query.parameters);
     if (!this.multipleStatements) return this.writeTransaction(db, (tx) => tx.executeQuery(query));
     // One round trip on one connection (the plan's steps share its session variables), without a transaction where the plan needs none.
@@ -263,7 +263,7 @@ export class PlannedRunner implements QueryRunner {
     const parameters: unknown[] = [];
     const ends: { planned: MySQLStatementPlan; index: number }[] = [];
     for (const query of queries) {
-      const planned = planStatement(query.sql);
+      const planned = choosePlan(planStatement(query.sql), query.parameters);
       for (const step of planned.steps) steps.push({ ...step, params: step.params.map((i) => parameters.length + i) });
       parameters.push(...query.parameters);
       ends.push({ planned, index: steps.length - 1 });
@@ -281,7 +281,7 @@ export class PlannedRunner implements QueryRunner {
   }
 
   executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
-    const planned = planStatement(query.sql);
+    const planned = choosePlan(planStatement(query.sql), query.parameters);
     if (!this.multipleStatements) return runPlanned(this.tx, planned, query.parameters) as Promise<QueryResult<R>>;
     const steps = this.resetClock ? [{ sql: START_CLOCK.sql, params: [] }, ...planned.steps] : planned.steps;
     const index = steps.length - 1;

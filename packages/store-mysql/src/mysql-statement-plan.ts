@@ -23,7 +23,10 @@
  *   before 11.1 has no semi-join for a single-table `UPDATE`, so the `IN`
  *   form walks the whole primary key and probes the picks per row (EXPLAIN:
  *   `index` on PRIMARY, 99,079 rows with 100k queued), where the join reads
- *   the picked rows by primary key;
+ *   the picked rows by primary key. A claim draw's picks over more than one
+ *   queue run windowed instead (`mysql-claim-window.ts`, chosen when the
+ *   statement is bound: {@link choosePlan}), because a sorting locking read
+ *   keeps every due row of those queues locked;
  * - **bound list**: `expr IN (SELECT v FROM JSON_TABLE(?n, …) cq_l)`, as
  *   {@link MySQLSyntax.inList} writes a list parameter (JSON array text),
  *   becomes `expr IN (?, ?, …)` with one value per element, expanded when the
@@ -39,6 +42,8 @@
  *   (`DO UPDATE … WHERE`) has no MySQL form and is refused.
  */
 import { CompiledQuery } from "kysely";
+import { windowedPicks, windowOf } from "./mysql-claim-window.js";
+import { closing, quotedEnd, topLevel } from "./mysql-sql-text.js";
 
 /** One statement the server runs, with the parameter index (0-based) filling each `?` in order. */
 export interface PlannedStatement {
@@ -49,6 +54,11 @@ export interface PlannedStatement {
    * elements, one `?` each (see {@link bindStep}). Absent when the statement has none.
    */
   readonly lists?: readonly number[];
+  /**
+   * The positions (in `params`) bound to a claim's window of candidates for the limit they name
+   * (`windowOf(limit)`, see `mysql-claim-window.ts`). Absent when the statement has none.
+   */
+  readonly scaled?: readonly number[];
 }
 
 /** How one core statement runs: its statements in order; the result is the last one's rows. */
@@ -63,6 +73,11 @@ export interface MySQLStatementPlan {
    * arrays, one value per listed column ({@link capturedReturning}): the rows are decoded from it.
    */
   readonly capturedColumns?: readonly string[];
+  /**
+   * The plan to run instead when the bound list at core parameter `list` holds more than one value: a
+   * claim draw over several queues, windowed (`mysql-claim-window.ts`; {@link choosePlan}).
+   */
+  readonly manyQueues?: { readonly list: number; readonly plan: MySQLStatementPlan };
 }
 
 /** The session variable collecting a returning update's ids. */
@@ -106,14 +121,31 @@ export function plan(sql: string): MySQLStatementPlan {
   }
   const returning = splitReturningUpdate(text);
   if (returning === null) {
-    const updates = gateUnboundedPicks(joinUpdateSource(joinPickedIds(text))).map(positional);
-    return { steps: updates, transactional: updates.length > 1, dropNullRows: false };
+    const joined = joinPickedIds(text);
+    const updates = gateUnboundedPicks(joinUpdateSource(joined)).map(positional);
+    return windowed({ steps: updates, transactional: updates.length > 1, dropNullRows: false }, joined, (steps) => steps);
   }
-  return {
-    steps: [{ sql: EMPTY, params: [] }, ...gateUnboundedPicks(joinUpdateSource(joinPickedIds(returning.update))).map(positional), positional(returning.select)],
-    transactional: true,
-    dropNullRows: false,
-  };
+  const joined = joinPickedIds(returning.update);
+  const around = (steps: readonly PlannedStatement[]): PlannedStatement[] => [{ sql: EMPTY, params: [] }, ...steps, positional(returning.select)];
+  return windowed({ steps: around(gateUnboundedPicks(joinUpdateSource(joined)).map(positional)), transactional: true, dropNullRows: false }, joined, around);
+}
+
+/** `planned` with its windowed form for several queues when `update` is a claim draw's joined picks ({@link windowedPicks}). */
+function windowed(planned: MySQLStatementPlan, update: string, around: (steps: readonly PlannedStatement[]) => readonly PlannedStatement[]): MySQLStatementPlan {
+  const picks = windowedPicks(update);
+  if (picks === null) return planned;
+  return { ...planned, manyQueues: { list: picks.list, plan: { steps: around(picks.steps.map(positional)), transactional: true, dropNullRows: false } } };
+}
+
+/**
+ * The plan that runs for the core statement's `parameters`: a claim draw over more than one queue
+ * runs windowed (`MySQLStatementPlan.manyQueues`), anything else as `planned`.
+ */
+export function choosePlan(planned: MySQLStatementPlan, parameters: readonly unknown[]): MySQLStatementPlan {
+  const many = planned.manyQueues;
+  if (many === undefined) return planned;
+  const queues = listElements(parameters[many.list]);
+  return queues !== null && queues.length > 1 ? many.plan : planned;
 }
 
 const cache = new Map<string, MySQLStatementPlan>();
@@ -171,12 +203,14 @@ function boundLists(sql: string): string {
  */
 export function bindStep(step: PlannedStatement, parameters: readonly unknown[]): { sql: string; values: unknown[] } {
   const lists = step.lists;
-  if (lists === undefined) return { sql: step.sql, values: step.params.map((i) => parameters[i]) };
+  const scaled = step.scaled;
+  const valueAt = scaled === undefined ? (i: number) => parameters[i] : (i: number, k: number) => (scaled.includes(k) ? windowOf(Number(parameters[i])) : parameters[i]);
+  if (lists === undefined) return { sql: step.sql, values: step.params.map(valueAt) };
   const values: unknown[] = [];
   const pieces = placeholderPieces(step.sql);
   let sql = pieces[0] as string;
   step.params.forEach((index, k) => {
-    const value = parameters[index];
+    const value = valueAt(index, k);
     const elements = lists.includes(k) ? listElements(value) : null;
     if (elements === null) {
       sql += lists.includes(k) ? "SELECT v FROM JSON_TABLE(?, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l" : "?";
@@ -226,10 +260,14 @@ function listElements(value: unknown): unknown[] | null {
   return parsed;
 }
 
-/** Each `?n` outside string literals → `?`, recording n − 1; a bare `?` keeps its position; `?Ln` is a bound list. */
+/**
+ * Each `?n` outside string literals → `?`, recording n − 1; a bare `?` keeps its position; `?Ln` is a
+ * bound list, `?Wn` the window of candidates for limit n.
+ */
 function positional(sql: string): PlannedStatement {
   const params: number[] = [];
   const lists: number[] = [];
+  const scaled: number[] = [];
   let out = "";
   let bare = 0;
   for (let i = 0; i < sql.length; i++) {
@@ -245,62 +283,21 @@ function positional(sql: string): PlannedStatement {
       continue;
     }
     const list = sql[i + 1] === "L";
+    const window = sql[i + 1] === "W";
     if (list) lists.push(params.length);
-    let j = list ? i + 2 : i + 1;
+    if (window) scaled.push(params.length);
+    let j = list || window ? i + 2 : i + 1;
     const digits = j;
     while (j < sql.length && isDigit(sql.charCodeAt(j))) j++;
     params.push(j > digits ? Number(sql.slice(digits, j)) - 1 : bare++);
     out += "?";
     i = j - 1;
   }
-  return lists.length > 0 ? { sql: out, params, lists } : { sql: out, params };
+  return { sql: out, params, ...(lists.length > 0 ? { lists } : {}), ...(scaled.length > 0 ? { scaled } : {}) };
 }
 
 function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
-}
-
-/** The index just past the quoted run starting at `start` (doubled quotes and backslash escapes stay inside). */
-function quotedEnd(sql: string, start: number): number {
-  const quote = sql[start];
-  for (let i = start + 1; i < sql.length; i++) {
-    const ch = sql[i];
-    if (ch === "\\" && quote !== "`") i++;
-    else if (ch === quote) {
-      if (sql[i + 1] === quote) i++;
-      else return i + 1;
-    }
-  }
-  return sql.length;
-}
-
-/** Top-level (outside parentheses and quotes) occurrences of `word` (case-sensitive, whole word). */
-function topLevel(sql: string, word: string, from = 0): number[] {
-  const found: number[] = [];
-  let depth = 0;
-  for (let i = from; i < sql.length; i++) {
-    const ch = sql[i] as string;
-    if (ch === "'" || ch === "`" || ch === '"') {
-      i = quotedEnd(sql, i) - 1;
-    } else if (ch === "(") depth++;
-    else if (ch === ")") depth--;
-    else if (depth === 0 && sql.startsWith(word, i) && !/\w/.test(sql[i - 1] ?? " ") && !/\w/.test(sql[i + word.length] ?? " ")) {
-      found.push(i);
-    }
-  }
-  return found;
-}
-
-/** The index of the parenthesis closing the one opened at `open`. */
-function closing(sql: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < sql.length; i++) {
-    const ch = sql[i] as string;
-    if (ch === "'" || ch === "`" || ch === '"') i = quotedEnd(sql, i) - 1;
-    else if (ch === "(") depth++;
-    else if (ch === ")" && --depth === 0) return i;
-  }
-  throw new Error(`unbalanced parentheses in: ${sql}`);
 }
 
 const TASKS = "cairnq_tasks";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bindStep, plan, planStatement, planStatementWithoutRows } from "../src/mysql-statement-plan.ts";
+import { MAX_WINDOW, windowOf } from "../src/mysql-claim-window.ts";
+import { bindStep, choosePlan, plan, planStatement, planStatementWithoutRows } from "../src/mysql-statement-plan.ts";
 import { MySQLSyntax } from "../src/mysql-syntax.ts";
 
 const sqlOf = (text: string): string[] => plan(text).steps.map((s) => s.sql);
@@ -194,6 +195,72 @@ describe("a single-table update returning listed columns (a complete's id and st
       const planned = plan(sql);
       expect(planned.capturedColumns).toBeUndefined();
       expect(planned.steps.at(-1)?.sql).toMatch(/^SELECT STRAIGHT_JOIN /);
+    }
+  });
+});
+
+describe("a claim draw over several queues (mysql-claim-window.ts)", () => {
+  const queues = new MySQLSyntax().inList("queue", "?2");
+  const draw =
+    `UPDATE cairnq_tasks SET status = 'running', worker_id = ?1 WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued' AND ${queues} ` +
+    "ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?3 FOR UPDATE SKIP LOCKED) RETURNING *";
+  const SET = "SET status = 'running', worker_id = ?, created_at_ms = IF((@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(id))) IS NULL, created_at_ms, created_at_ms)";
+  const JOIN = "cq_pick STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_pick.cq_id";
+
+  it("keeps the one sorting pick for one queue, and reads candidates without locks, then locks among them, for several", () => {
+    const planned = planStatement(draw);
+    const one = choosePlan(planned, ["w", JSON.stringify(["q0"]), 3]);
+    expect(one).toBe(planned);
+    expect(one.steps.map((s) => s.sql.slice(0, 30))).toEqual(["SET @cq_ids = _utf8mb4'' COLLA", "UPDATE (SELECT id AS cq_id FRO", "SELECT STRAIGHT_JOIN cairnq_ta"]);
+    const many = choosePlan(planned, ["w", JSON.stringify(["q0", "q1"]), 3]);
+    expect(many).toBe(planned.manyQueues?.plan);
+    expect(many.transactional).toBe(true);
+    const [reset, read, pick, count, fallback, select] = many.steps;
+    expect(reset?.sql).toBe(planned.steps[0]?.sql);
+    expect(select).toEqual(planned.steps[2]);
+    expect(read).toEqual({
+      sql:
+        "SELECT JSON_ARRAYAGG(CAST(id AS CHAR CHARACTER SET utf8mb4) ORDER BY priority DESC, run_at_ms ASC, id ASC), COUNT(*) INTO @cq_cands, @cq_ncands " +
+        "FROM (SELECT id, priority, run_at_ms FROM cairnq_tasks WHERE status = 'queued' AND queue IN (?) ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?) cq_c",
+      params: [1, 2],
+      lists: [0],
+      scaled: [1],
+    });
+    expect(pick).toEqual({
+      sql:
+        "UPDATE (SELECT cairnq_tasks.id AS cq_id FROM JSON_TABLE(@cq_cands, '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_cid VARCHAR(255) PATH '$')) cq_c " +
+        "STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_c.cq_cid WHERE (status = 'queued' AND queue IN (?)) ORDER BY cq_c.cq_ord LIMIT ? FOR UPDATE SKIP LOCKED) " +
+        `${JOIN} ${SET}`,
+      params: [1, 2, 0],
+      lists: [0],
+    });
+    expect(count).toEqual({ sql: "SELECT ? - ROW_COUNT(), @cq_ncands >= ? AND ROW_COUNT() < ? INTO @cq_left, @cq_more", params: [2, 2, 2], scaled: [1] });
+    expect(fallback).toEqual({
+      sql:
+        "UPDATE (SELECT id AS cq_id FROM cairnq_tasks WHERE @cq_more AND (status = 'queued' AND queue IN (?)) ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ? FOR UPDATE SKIP LOCKED) " +
+        `${JOIN} ${SET} WHERE (@cq_left := @cq_left - 1) >= 0`,
+      params: [1, 2, 0],
+      lists: [0],
+    });
+  });
+
+  it("binds the window of candidates as windowOf(limit), every other value as it is", () => {
+    const [, read, , count] = planStatement(draw).manyQueues!.plan.steps;
+    const parameters = ["w", JSON.stringify(["q0", "q1"]), 3];
+    expect(windowOf(3)).toBe(28);
+    expect(windowOf(5000)).toBe(MAX_WINDOW);
+    expect(bindStep(read!, parameters).values).toEqual(["q0", "q1", 28]);
+    expect(bindStep(count!, parameters)).toEqual({ sql: "SELECT ? - ROW_COUNT(), @cq_ncands >= ? AND ROW_COUNT() < ? INTO @cq_left, @cq_more", values: [3, 28, 3] });
+  });
+
+  it("leaves every other pick alone: no queue list, no order or limit, or conditions after the picks", () => {
+    for (const sql of [
+      "UPDATE cairnq_tasks SET status = 'running' WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'queued' AND queue = ?1 ORDER BY priority DESC, id ASC LIMIT ?2 FOR UPDATE SKIP LOCKED) RETURNING *",
+      `UPDATE cairnq_tasks SET status = 'running' WHERE id IN (SELECT id FROM cairnq_tasks WHERE ${queues} LIMIT ?3 FOR UPDATE SKIP LOCKED) RETURNING *`,
+      `UPDATE cairnq_tasks SET status = 'canceled' WHERE id IN (SELECT id FROM cairnq_tasks WHERE ${queues} ORDER BY id LIMIT ?3 FOR UPDATE SKIP LOCKED) AND status = ?1`,
+      `DELETE FROM cairnq_tasks WHERE id IN (SELECT id FROM cairnq_tasks WHERE ${queues} ORDER BY completed_at_ms ASC LIMIT ?3 FOR UPDATE SKIP LOCKED)`,
+    ]) {
+      expect(plan(sql).manyQueues).toBeUndefined();
     }
   });
 });
