@@ -52,6 +52,7 @@
 import type { FlowControl, Task, TaskStore } from "@cairnq/protocol";
 import { LostLease } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
+import { checkRateWindows } from "./rate-windows.js";
 import { Rng, seedList } from "./seeded.js";
 
 /** The lease of a held task: longer than any run. */
@@ -306,13 +307,9 @@ export async function runGroupLeaseStress(stores: readonly TaskStore[], seed: nu
       }
     }
     if (rate !== null) {
-      for (const [group, times] of claimTimes) {
-        times.sort((a, b) => a - b);
-        for (let i = 0, lo = 0; i < times.length; i++) {
-          while ((times[lo] as number) <= (times[i] as number) - rate.perMs) lo += 1;
-          if (i - lo + 1 > rate.max) fail(`group ${group} has ${i - lo + 1} limited claims within ${rate.perMs} ms (at ${times.slice(lo, i + 1).join(", ")}), above its groupRateLimit max ${rate.max}`);
-        }
-      }
+      checkRateWindows(claimTimes, rate, (group, count, times) =>
+        fail(`group ${group} has ${count} limited claims within ${rate.perMs} ms (at ${times.join(", ")}), above its groupRateLimit max ${rate.max}`),
+      );
     }
     return taken.length;
   };

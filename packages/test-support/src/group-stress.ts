@@ -32,6 +32,7 @@
  */
 import type { FlowControl, Task, TaskStore } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
+import { checkRateWindows } from "./rate-windows.js";
 import { Rng, seedList } from "./seeded.js";
 
 /** Lease of every claim: longer than any run, so only settlements end a task's run. */
@@ -189,14 +190,10 @@ export async function runGroupStress(stores: readonly TaskStore[], seed: number)
     }
     // Claims per group per window, on the stores' claim times.
     if (rate !== null) {
-      for (const [group, times] of claimTimes) {
-        times.sort((a, b) => a - b);
-        for (let i = 0, lo = 0; i < times.length; i++) {
-          while ((times[lo] as number) <= (times[i] as number) - rate.perMs) lo += 1;
-          peakWindow = Math.max(peakWindow, i - lo + 1);
-          if (i - lo + 1 > rate.max) fail(`group ${group} has ${i - lo + 1} claims within ${rate.perMs} ms (at ${times.slice(lo, i + 1).join(", ")}), above its groupRateLimit max ${rate.max}`);
-        }
-      }
+      const peak = checkRateWindows(claimTimes, rate, (group, count, times) =>
+        fail(`group ${group} has ${count} claims within ${rate.perMs} ms (at ${times.join(", ")}), above its groupRateLimit max ${rate.max}`),
+      );
+      peakWindow = Math.max(peakWindow, peak);
     }
     return taken.length;
   };
