@@ -199,7 +199,9 @@ export interface TaskStore {
    * `leaseMs`, highest `priority` first, then earliest `run_at_ms`, then id,
    * and resolves with their rows — now `running`, `attempt` one higher,
    * leased until now + `leaseMs`. The rows of one multi-row draw come back in
-   * no particular order; concurrent claims never take the same row.
+   * no particular order; concurrent claims never take the same row, and a
+   * claim passes over only rows another claim takes (never rows another
+   * merely read), so claims with room for every due task take them all.
    *
    * First a read-only probe, outside any transaction, answers whether
    * anything is claimable (a due queued task of these queues and names, or an
