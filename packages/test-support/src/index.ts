@@ -17,3 +17,4 @@ export type { PrometheusSamples } from "./prometheus.js";
 export { parsePrometheus } from "./prometheus.js";
 export type { GroupLeaseReport } from "./group-stress-leases.js";
 export { groupLeaseStressSeeds, runGroupLeaseStress } from "./group-stress-leases.js";
+export { eachSeedOnStores } from "./seeded.js";

@@ -46,3 +46,24 @@ export function seedList(spec: string | undefined, variable: string, defaults: r
   }
   return seeds;
 }
+
+/**
+ * Runs `run` once per seed on fresh store instances from `open` (a new set per seed, as another process would open
+ * them), connected first and closed after, so many seeds never pile up connections: the loop of the store packages'
+ * group stress tests.
+ */
+export async function eachSeedOnStores<S extends { connect(): Promise<void>; close(): Promise<void> }>(
+  seeds: readonly number[],
+  open: () => readonly S[],
+  run: (stores: readonly S[], seed: number) => Promise<void>,
+): Promise<void> {
+  for (const seed of seeds) {
+    const stores = open();
+    try {
+      for (const store of stores) await store.connect();
+      await run(stores, seed);
+    } finally {
+      for (const store of stores) await store.close();
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { MySQLStore } from "@cairnq/store-mysql";
-import { groupLeaseStressSeeds, MySQLAdmin, mysqlDsn, runGroupLeaseStress } from "@cairnq/test-support";
+import { eachSeedOnStores, groupLeaseStressSeeds, MySQLAdmin, mysqlDsn, runGroupLeaseStress } from "@cairnq/test-support";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** The seeds run by default; `CAIRNQ_TEST_GROUP_LEASE_SEEDS=1-50` explores. */
@@ -19,17 +19,11 @@ afterAll(async () => {
 
 describe("concurrent group claims from three MySQL stores, with leases that run out and claims without group limits", () => {
   it("recover abandoned tasks, refuse their holders' late settlements, free their groups' slots, and keep groupConcurrency counting the unlimited claims' tasks", async () => {
-    for (const seed of seeds) {
-      const stores = Array.from({ length: STORES }, () => new MySQLStore(dsn, { max: 4 }));
-      try {
-        for (const store of stores) await store.connect();
-        const report = await runGroupLeaseStress(stores, seed);
-        expect(report.recovered + report.recoveredFailed).toBeGreaterThan(0);
-        expect(report.unlimitedClaims).toBeGreaterThan(0);
-        expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
-      } finally {
-        for (const store of stores) await store.close();
-      }
-    }
+    await eachSeedOnStores(seeds, () => Array.from({ length: STORES }, () => new MySQLStore(dsn, { max: 4 })), async (stores, seed) => {
+      const report = await runGroupLeaseStress(stores, seed);
+      expect(report.recovered + report.recoveredFailed).toBeGreaterThan(0);
+      expect(report.unlimitedClaims).toBeGreaterThan(0);
+      expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
+    });
   }, 60_000 * seeds.length);
 });

@@ -1,5 +1,5 @@
 import { MySQLStore } from "@cairnq/store-mysql";
-import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
+import { eachSeedOnStores, MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 import { groupStressSeeds, runGroupStress } from "@cairnq/test-support/group-stress";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -20,16 +20,10 @@ afterAll(async () => {
 
 describe("concurrent group claims from four MySQL stores", () => {
   it("keep groupConcurrency and groupRateLimit exactly while settlements and submits interleave, and every task succeeds once", async () => {
-    for (const seed of seeds) {
-      const stores = Array.from({ length: STORES }, () => new MySQLStore(dsn, { max: 4 }));
-      try {
-        for (const store of stores) await store.connect();
-        const report = await runGroupStress(stores, seed);
-        expect(report.claims).toBeGreaterThanOrEqual(report.tasks);
-        expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
-      } finally {
-        for (const store of stores) await store.close();
-      }
-    }
+    await eachSeedOnStores(seeds, () => Array.from({ length: STORES }, () => new MySQLStore(dsn, { max: 4 })), async (stores, seed) => {
+      const report = await runGroupStress(stores, seed);
+      expect(report.claims).toBeGreaterThanOrEqual(report.tasks);
+      expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
+    });
   }, 60_000 * seeds.length);
 });

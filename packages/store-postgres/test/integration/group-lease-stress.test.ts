@@ -1,4 +1,4 @@
-import { groupLeaseStressSeeds, runGroupLeaseStress } from "@cairnq/test-support";
+import { eachSeedOnStores, groupLeaseStressSeeds, runGroupLeaseStress } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
 import { openStore, pgDsn, schemaName } from "../helpers.js";
 
@@ -10,18 +10,14 @@ const STORES = Number(process.env.CAIRNQ_TEST_GROUP_STRESS_STORES ?? 3);
 
 describe("concurrent group claims from three Postgres stores, with leases that run out and claims without group limits", () => {
   it("recover abandoned tasks, refuse their holders' late settlements, free their groups' slots, and keep groupConcurrency counting the unlimited claims' tasks", async () => {
-    for (const seed of seeds) {
+    await eachSeedOnStores(seeds, () => {
       const schema = schemaName("cq_glease");
-      const stores = Array.from({ length: STORES }, () => openStore(pgDsn(), { schema, max: 4 }));
-      try {
-        for (const store of stores) await store.connect();
-        const report = await runGroupLeaseStress(stores, seed);
-        expect(report.recovered + report.recoveredFailed).toBeGreaterThan(0);
-        expect(report.unlimitedClaims).toBeGreaterThan(0);
-        expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
-      } finally {
-        for (const store of stores) await store.close();
-      }
-    }
+      return Array.from({ length: STORES }, () => openStore(pgDsn(), { schema, max: 4 }));
+    }, async (stores, seed) => {
+      const report = await runGroupLeaseStress(stores, seed);
+      expect(report.recovered + report.recoveredFailed).toBeGreaterThan(0);
+      expect(report.unlimitedClaims).toBeGreaterThan(0);
+      expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
+    });
   }, 60_000 * seeds.length);
 });

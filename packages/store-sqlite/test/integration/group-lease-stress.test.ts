@@ -1,4 +1,4 @@
-import { groupLeaseStressSeeds, runGroupLeaseStress } from "@cairnq/test-support";
+import { eachSeedOnStores, groupLeaseStressSeeds, runGroupLeaseStress } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
 import { openStore, tempFile } from "../helpers.js";
 
@@ -8,18 +8,14 @@ const seeds = groupLeaseStressSeeds(SEEDS);
 
 describe("concurrent group claims from two stores on one file, with leases that run out and claims without group limits", () => {
   it("recover abandoned tasks, refuse their holders' late settlements, free their groups' slots, and keep groupConcurrency counting the unlimited claims' tasks", async () => {
-    for (const seed of seeds) {
+    await eachSeedOnStores(seeds, () => {
       const file = tempFile();
-      const stores = [openStore(file), openStore(file)];
-      try {
-        for (const store of stores) await store.connect();
-        const report = await runGroupLeaseStress(stores, seed);
-        expect(report.recovered + report.recoveredFailed).toBeGreaterThan(0);
-        expect(report.unlimitedClaims).toBeGreaterThan(0);
-        expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
-      } finally {
-        for (const store of stores) await store.close();
-      }
-    }
+      return [openStore(file), openStore(file)];
+    }, async (stores, seed) => {
+      const report = await runGroupLeaseStress(stores, seed);
+      expect(report.recovered + report.recoveredFailed).toBeGreaterThan(0);
+      expect(report.unlimitedClaims).toBeGreaterThan(0);
+      expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
+    });
   }, 60_000 * seeds.length);
 });

@@ -1,3 +1,4 @@
+import { eachSeedOnStores } from "@cairnq/test-support";
 import { groupStressSeeds, runGroupStress } from "@cairnq/test-support/group-stress";
 import { describe, expect, it } from "vitest";
 import { openStore, tempFile } from "../helpers.js";
@@ -10,13 +11,13 @@ const STORES = Number(process.env.CAIRNQ_TEST_GROUP_STRESS_STORES ?? 2);
 
 describe("concurrent group claims from two stores on one file", () => {
   it("keep groupConcurrency and groupRateLimit exactly while settlements and submits interleave, and every task succeeds once", async () => {
-    for (const seed of seeds) {
+    await eachSeedOnStores(seeds, () => {
       const file = tempFile();
-      const stores = Array.from({ length: STORES }, () => openStore(file));
-      for (const store of stores) await store.connect();
+      return Array.from({ length: STORES }, () => openStore(file));
+    }, async (stores, seed) => {
       const report = await runGroupStress(stores, seed);
       expect(report.claims).toBeGreaterThanOrEqual(report.tasks);
       expect(report.peakRunning).toBeLessThanOrEqual(report.limits.groupConcurrency ?? Number.POSITIVE_INFINITY);
-    }
+    });
   }, 60_000 * seeds.length);
 });
