@@ -9,11 +9,20 @@
 // this process, the median of `--rounds` rounds of `--n` operations each after a warm-up; read the
 // figures against each other, not against another run.
 //
+// The last two rows put CairnQ's own code beside the SDK's: one task's telemetry as the worker makes it
+// (packages/worker's WorkerTelemetry from the built dist: `claimed`, `startCall` with a stored trace context,
+// `run`, `handlerEnded`, `settled`), against the same SDK calls made bare (the span with its 7 attributes and
+// link, `context.with` inside it, the two histogram records). Their difference is what CairnQ adds around the
+// SDK per task outside the store and the handler's promises.
+//
 //   node bench/otel-sdk-costs.mjs [--n 200000] [--rounds 5]
 import { context, metrics, ROOT_CONTEXT, SpanKind, trace } from "@opentelemetry/api";
 import { parseArgs } from "node:util";
 import "./lib/otel-noop.mjs";
 import { median } from "./lib/stats.mjs";
+import { traceCarrierOf } from "../packages/protocol/dist/sdk.js";
+import { Telemetry } from "../packages/runtime/dist/index.js";
+import { WorkerTelemetry } from "../packages/worker/dist/worker-telemetry.js";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "200000" }, rounds: { type: "string", default: "5" } } });
 const n = Number(values.n);
@@ -41,6 +50,17 @@ const spanAttributes = (i) => ({
   "cairnq.task.attempt": 1,
 });
 
+// The worker's telemetry, on the SDK above (the global providers), for a task that carries its submitter's context.
+const workerTelemetry = new WorkerTelemetry(
+  Telemetry.of({ tracing: true, metrics: true }, { requiredBy: "@cairnq/worker", from: new URL("../packages/worker/dist/worker.js", import.meta.url).href, what: "otel-sdk-costs" }),
+  { leaseMs: 30_000, slotsUsed: () => 1 },
+);
+const CARRIER = traceCarrierOf({ "cairnq.trace": { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } });
+if (CARRIER === null) throw new Error("the stored trace context did not parse");
+const processHistogram = meter.createHistogram("cairnq.bench.process", { unit: "s", advice: { explicitBucketBoundaries: BUCKETS } });
+const waitHistogram = meter.createHistogram("cairnq.bench.wait", { unit: "s", advice: { explicitBucketBoundaries: BUCKETS } });
+const inside = () => 1;
+
 const OPERATIONS = {
   "consumer span, 7 attributes, a link (the worker's)": (i) => tracer.startSpan("process default", { kind: SpanKind.CONSUMER, attributes: spanAttributes(i), links: [LINK] }, ROOT_CONTEXT).end(),
   "consumer span, 7 attributes, no link": (i) => tracer.startSpan("process default", { kind: SpanKind.CONSUMER, attributes: spanAttributes(i) }, ROOT_CONTEXT).end(),
@@ -49,6 +69,21 @@ const OPERATIONS = {
   "histogram record, 2 attributes (wait time)": (i) => histogram.record(i * 1e-6, WAIT),
   "histogram record, no attributes": (i) => histogram.record(i * 1e-6),
   "context.with (AsyncLocalStorage)": (i) => context.with(ROOT_CONTEXT, () => i),
+  "one task's telemetry, the SDK calls bare (span + link, context.with, 2 records)": (i) => {
+    const span = tracer.startSpan("process default", { kind: SpanKind.CONSUMER, attributes: spanAttributes(i), links: [LINK] }, ROOT_CONTEXT);
+    waitHistogram.record(i * 1e-6, WAIT);
+    context.with(trace.setSpan(ROOT_CONTEXT, span), inside);
+    span.end();
+    processHistogram.record(i * 1e-6, PROCESS);
+  },
+  "one task's telemetry, through the worker's WorkerTelemetry": (i) => {
+    workerTelemetry.claimed([{ queue: "default", name: "noop", lease_until_ms: 31_000 + i, run_at_ms: 1_000 }]);
+    const ctx = { queue: "default", name: "noop", taskId: `01JTASK${i}`, attempt: 1, traceCarrier: CARRIER, callSpan: null };
+    const call = workerTelemetry.startCall([ctx]);
+    workerTelemetry.run(call, inside);
+    workerTelemetry.handlerEnded(call, { kind: "returned" });
+    workerTelemetry.settled(ctx, "succeeded", null);
+  },
 };
 
 const samples = Object.fromEntries(Object.keys(OPERATIONS).map((name) => [name, []]));
