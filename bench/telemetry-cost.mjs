@@ -20,12 +20,14 @@
 //
 // --cpu-prof writes a V8 CPU profile of each worker process to bench/results/profiles/ (summarize with
 // bench/profile-summary.mjs). COST_HEAP=<file prefix> writes a sampling heap profile of each worker over the timed
-// tasks. On Postgres each row also gives the worker's round trips and socket writes per task. COUNT_PROMISES=1 in the environment also counts the promises made per task
-// (the counting hook costs time itself: not for the other columns).
+// tasks. On Postgres each row also gives the worker's round trips and socket writes per task. COUNT_PROMISES=1 in the environment also counts the promises made per task,
+// COUNT_ASYNC=1 the async resources (async_hooks init, by type: what Node 20's AsyncLocalStorage pays a hook
+// call for) — each counting hook costs time itself: not for the other columns.
 //
 // The rounds are the outer loop (every configuration once per round, in the order given on odd rounds and
 // reversed on even ones), and each figure is the median over the rounds; the CPU column also gives each
 // configuration's difference from the first one, as the median of the rounds' own differences. Runs the BUILT packages (pnpm turbo run build --filter cairnq...).
+import { createHook } from "node:async_hooks";
 import { fork } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -119,7 +121,7 @@ function inOrderOf(round, modes) {
 
 function fmt(r) {
   const wire = r.roundTrips === undefined ? "" : `${r.roundTrips.toFixed(3)} round trips and ${r.writes.toFixed(3)} socket writes, `;
-  return `${r.promises > 0 ? `${r.promises.toFixed(1)} promises, ` : ""}${wire}${r.cpuUs.toFixed(1)} µs CPU, ${r.gcUs.toFixed(1)} µs GC, ${Math.round(r.allocBytes)} B allocated per task, ${Math.round(r.tasksPerSec)}/s; collections ${JSON.stringify(r.gcs)}`;
+  return `${r.promises > 0 ? `${r.promises.toFixed(1)} promises, ` : ""}${r.asyncResources === undefined ? "" : `async resources ${JSON.stringify(r.asyncResources)}, `}${wire}${r.cpuUs.toFixed(1)} µs CPU, ${r.gcUs.toFixed(1)} µs GC, ${Math.round(r.allocBytes)} B allocated per task, ${Math.round(r.tasksPerSec)}/s; collections ${JSON.stringify(r.gcs)}`;
 }
 
 function runChild(config, execArgv) {
@@ -204,11 +206,16 @@ async function child({ target, mode, n }) {
   let succeeded = 0;
   let from = null;
   let promises = 0;
+  /** COUNT_ASYNC=1: the async resources made over the timed tasks, by type. */
+  const asyncResources = {};
   const done = new Promise((resolve) => {
     worker.on("task:succeeded", () => {
       succeeded += 1;
       if (succeeded === WARMUP) {
         if (process.env.COUNT_PROMISES === "1") v8.promiseHooks.onInit(() => (promises += 1));
+        if (process.env.COUNT_ASYNC === "1") {
+          createHook({ init: (_id, type) => (asyncResources[type] = (asyncResources[type] ?? 0) + 1) }).enable();
+        }
         from = { at: performance.now(), cpu: process.cpuUsage(), used: v8.getHeapStatistics().used_heap_size };
         profiler.start();
         if (wire !== null) wire.on = true;
@@ -237,6 +244,7 @@ async function child({ target, mode, n }) {
           allocBytes: allocated / n,
           tasksPerSec: n / (ms / 1000),
           promises: promises / n,
+          ...(process.env.COUNT_ASYNC === "1" ? { asyncResources: Object.fromEntries(Object.entries(asyncResources).map(([type, count]) => [type, Number((count / n).toFixed(3))])) } : {}),
           gcs: byType,
           ...(wire === null ? {} : { roundTrips: wire.roundTrips / n, writes: wire.writes / n }),
         });
