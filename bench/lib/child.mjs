@@ -4,6 +4,12 @@ import { fileURLToPath } from "node:url";
 
 const CHILD = fileURLToPath(new URL("../worker-child.mjs", import.meta.url));
 const SQL_TRACE = new URL("./sql-trace.mjs", import.meta.url).href;
+/**
+ * The runtime of the worker processes: `CAIRNQ_BENCH_WORKER_NODE=<path to a node binary>` runs them on another
+ * Node than the bench's own (a diagnostic: say, the telemetry row's Postgres drains on Node 24, whose
+ * AsyncLocalStorage needs no async_hooks; better-sqlite3 is built for the bench's Node only). Default: this Node.
+ */
+const WORKER_NODE = process.env.CAIRNQ_BENCH_WORKER_NODE || process.execPath;
 
 /**
  * Forks a worker process on `target` and waits until it is connected.
@@ -21,7 +27,7 @@ const SQL_TRACE = new URL("./sql-trace.mjs", import.meta.url).href;
 export async function spawnWorker({ target, worker, taskOptions, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false, handlerMs = 0, telemetry = false }) {
   const execArgv = cpuProfDir === null ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`];
   if (traceSql) execArgv.push("--import", SQL_TRACE);
-  const child = fork(CHILD, [JSON.stringify({ target, worker, taskOptions, expect, warmup, stamp, handlerMs, telemetry })], { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(CHILD, [JSON.stringify({ target, worker, taskOptions, expect, warmup, stamp, handlerMs, telemetry })], { execArgv, execPath: WORKER_NODE, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const errors = [];
   const stats = { busyRetries: null };
   let onDone = null;

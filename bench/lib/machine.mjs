@@ -56,6 +56,8 @@ export function machineInfo() {
     memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
+    /** The worker processes' Node when `CAIRNQ_BENCH_WORKER_NODE` runs them on another one (lib/child.mjs), else null. */
+    workerNode: process.env.CAIRNQ_BENCH_WORKER_NODE ? execFileSync(process.env.CAIRNQ_BENCH_WORKER_NODE, ["--version"], { encoding: "utf8" }).trim() : null,
     sqlite: sqliteVersion(),
     postgres: null,
     commit: gitCommit(),

@@ -451,7 +451,7 @@ export function renderMarkdown({ machine, settings, rows, results, skipped, star
   lines.push(`CairnQ benchmark, ${startedAt} (${Math.round(durationS)} s).`);
   lines.push("");
   lines.push(
-    `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}; Node ${machine.node}; ` +
+    `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}; Node ${machine.node}${machine.workerNode ? ` (worker processes: Node ${machine.workerNode})` : ""}; ` +
       `SQLite ${machine.sqlite}; Postgres ${machine.postgres ?? "not measured"}; MySQL ${machine.mysql ?? "not measured"}; commit ${machine.commit}; ` +
       `load average ${machine.loadAverageAtStart.join(" / ")} at start, ${machine.loadAverageAtEnd?.join(" / ") ?? "?"} at end.`,
   );
