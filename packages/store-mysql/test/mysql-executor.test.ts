@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { foldResets } from "../src/mysql-executor.ts";
+import { foldResets, reprobeAfterGate } from "../src/mysql-executor.ts";
 
 const step = (sql: string, params: number[] = []) => ({ sql, params });
 const GATE = "SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= ?) INTO @cq_cand";
@@ -44,5 +44,20 @@ describe("foldResets", () => {
     const folded = foldResets(steps);
     expect(folded).toEqual(steps);
     expect(folded.every((s, i) => s === steps[i])).toBe(true);
+  });
+});
+
+describe("reprobeAfterGate", () => {
+  const expired = "EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= 5)";
+  const probe = `SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'queued' AND queue = ?) OR ${expired} AS found`;
+
+  it("reads the probe again's expired-lease half only when the gate's identical read found a lease", () => {
+    expect(reprobeAfterGate(probe, expired)).toBe(`SELECT EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'queued' AND queue = ?) OR (@cq_cand AND ${expired}) AS found`);
+  });
+
+  it("leaves a probe whose expired half is another read, and any other statement, as they are", () => {
+    expect(reprobeAfterGate(probe, "EXISTS (SELECT 1 FROM cairnq_tasks WHERE status = 'running' AND lease_until_ms <= 6)")).toBe(probe);
+    const draw = `UPDATE cairnq_tasks SET status = 'running' WHERE ${expired}`;
+    expect(reprobeAfterGate(draw, expired)).toBe(draw);
   });
 });

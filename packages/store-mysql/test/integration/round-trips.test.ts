@@ -175,3 +175,37 @@ it("a claim with no expired lease locks no running row: the owner's write to the
     await store.close();
   }
 });
+
+it("a claim's probe again reads expired leases only when its recovery gate found one, and then still reports one the recovery had to skip", async () => {
+  const store = new MySQLStore(dsn);
+  const holder = await createConnection({ uri: dsn, charset: "UTF8MB4_BIN" });
+  try {
+    await holder.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    const heard: boolean[] = [];
+    const reprobe = (claimable: boolean): void => void heard.push(claimable);
+    // Nothing queued under this name and no expired lease: the gate finds none, the probe again skips that half and says false.
+    const quiet = await queriesDuring(() => store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["gated-none"], limit: 1, probe: false, reprobe }));
+    const head = quiet.find((sql) => sql.startsWith("START TRANSACTION")) ?? "";
+    expect(head).toMatch(/;\nSELECT EXISTS \(SELECT 1 FROM cairnq_tasks WHERE status = 'queued'[^;]* OR \(@cq_cand AND EXISTS \(SELECT 1 FROM cairnq_tasks WHERE status = 'running'[^;]*\)\) AS found;\nCOMMIT$/);
+    expect(heard).toEqual([false]);
+    // A lease expires while another transaction holds its row: the gate finds it, the recovery skips it (SKIP LOCKED), the probe again reports it.
+    const task = await store.submit({ name: "gated-expired", payload: {} });
+    const [first] = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 1, names: ["gated-expired"], limit: 1 });
+    expect(first?.id).toBe(task.id);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the 1 ms lease expires
+    await holder.query("START TRANSACTION");
+    try {
+      await holder.query("SELECT id FROM cairnq_tasks WHERE id = ? FOR UPDATE", [task.id]);
+      expect(await store.claim({ queues: ["default"], workerId: "w2", leaseMs: 30_000, names: ["gated-none"], limit: 1, probe: false, reprobe })).toEqual([]);
+      expect(heard).toEqual([false, true]);
+    } finally {
+      await holder.query("ROLLBACK");
+    }
+    // Released, the next claim recovers it.
+    await store.claim({ queues: ["default"], workerId: "w2", leaseMs: 30_000, names: ["gated-none"], limit: 1, probe: false });
+    expect(await store.get(task.id)).toMatchObject({ status: "queued", attempt: 1 });
+  } finally {
+    await holder.end();
+    await store.close();
+  }
+});
