@@ -23,10 +23,12 @@ const WORKER_NODE = process.env.CAIRNQ_BENCH_WORKER_NODE || process.execPath;
  * @param {boolean} options.traceSql - Preload lib/sql-trace.mjs (diagnostics: SQLite time by statement).
  * @param {boolean} [options.stamp] - The handler returns `{ at: Date.now() }` when it starts (pickup timing).
  * @param {number} [options.handlerMs] - The handler awaits this long before it answers (a task waiting on I/O).
+ * @param {string[]} [options.preload] - More modules to preload with --import (diagnostics, e.g. lib/claim-count.mjs).
  */
-export async function spawnWorker({ target, worker, taskOptions, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false, handlerMs = 0, telemetry = false }) {
+export async function spawnWorker({ target, worker, taskOptions, expect, warmup = 0, cpuProfDir = null, traceSql = false, stamp = false, handlerMs = 0, telemetry = false, preload = [] }) {
   const execArgv = cpuProfDir === null ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`];
   if (traceSql) execArgv.push("--import", SQL_TRACE);
+  for (const module of preload) execArgv.push("--import", module);
   const child = fork(CHILD, [JSON.stringify({ target, worker, taskOptions, expect, warmup, stamp, handlerMs, telemetry })], { execArgv, execPath: WORKER_NODE, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const errors = [];
   const stats = { busyRetries: null };

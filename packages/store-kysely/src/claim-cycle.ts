@@ -106,7 +106,7 @@ export class ClaimCycle {
       if (taken === null) return own;
       const settlements = taken.queries();
       carrying = settlements.length;
-      return { first: own.first, statements: [...settlements, ...own.statements], last: own.last };
+      return { ...own, statements: [...settlements, ...own.statements] };
     };
     const body = (tx: QueryRunner | null, results: readonly QueryResult<Row>[]): Promise<Task[]> => {
       carried = results.slice(0, carrying);
@@ -182,9 +182,9 @@ class ClaimTransaction {
     const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
     this.#next = found === null ? null : found.index + 1;
     const tail = this.#again === null ? [] : [this.#probeAgain()];
-    if (found === null) return { first, statements: tail, last: true };
+    if (found === null) return { first, statements: tail, last: true, plainDraws: true };
     const drawn = this.#statements.compiler.statement(DRAW_TEMPLATE, found.params).query(found.params);
-    return found.last ? { first, statements: [drawn, ...tail], last: true } : { first, statements: [drawn], last: false };
+    return found.last ? { first, statements: [drawn, ...tail], last: true, plainDraws: true } : { first, statements: [drawn], last: false, plainDraws: true };
   };
 
   /** After the head: the rest of the draws in the open transaction, or — committed with the head — its rows. */

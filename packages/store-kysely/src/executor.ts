@@ -42,6 +42,12 @@ export interface TransactionHead {
   readonly statements: readonly CompiledQuery<Row>[];
   /** Nothing follows the head: the transaction commits with it, and the body runs after the commit. */
   readonly last: boolean;
+  /**
+   * Every draw of the transaction is a plain draw (no flow control: no group reads, locks or
+   * counts), whose order the claim indexes give: an executor may steer the planner to them
+   * (Postgres: `postgres-executor.ts`). Absent: the transaction may run other reads. @default false
+   */
+  readonly plainDraws?: boolean;
 }
 
 /**

@@ -25,6 +25,22 @@ const BEGIN = CompiledQuery.raw("BEGIN");
 const COMMIT = CompiledQuery.raw("COMMIT");
 const ROLLBACK = CompiledQuery.raw("ROLLBACK");
 
+/**
+ * The claim transaction's planner setting, right after `BEGIN` (transaction-scoped: nothing is left
+ * on the session, so a transaction-mode pooler is fine): a plan that sorts is never preferred to an
+ * index that already yields the draw's order. Without it the draw's plan depends on statistics:
+ * on a table never analyzed, or analyzed while few tasks were queued, the planner estimates one
+ * queued row, so scanning `status_completed_idx` for `status = 'queued'` and sorting looks as cheap
+ * as the claim index — and a prepared statement's generic plan, once made that way, stays for the
+ * connection's life. Each draw then read and sorted every queued row: the churn row's drain under
+ * concurrent submits ran at 0.43× the backlog drain, its claims reading ~3,300 index entries each
+ * against ~19 on the claim index (`node --import ./bench/lib/claim-count.mjs bench/churn-diag-pg.mjs`).
+ * A sort nothing else can replace still runs (the setting only adds to a plan's cost). Only in a
+ * transaction of plain draws (`TransactionHead.plainDraws`): the group draws' reads are planned
+ * as before (with it, the kit's `group-passed-order-bounded` and `group-paged-walk` cases fail).
+ */
+const CLAIM_PLANNER = CompiledQuery.raw("SELECT set_config('enable_sort', 'off', true)");
+
 /** Where the direct path (`postgres-direct.ts`) may run: the store's Kysely instance and, once reachable, its pool. */
 export interface DirectTarget {
   readonly db: AnyKysely;
@@ -147,7 +163,7 @@ export class PostgresExecutor extends KyselyExecutor {
   }
 
   /**
-   * With pipelines, `BEGIN`, the head's `first` and all its statements in ONE round trip — with
+   * A claim of plain draws sets {@link CLAIM_PLANNER} first. With pipelines, `BEGIN`, that setting, the head's `first` and all its statements in ONE round trip — with
    * `head().last`, `COMMIT` too, so the whole transaction is one round trip (which the pooled client
    * writes as one implicit transaction, without `BEGIN` and `COMMIT`: `postgres-prepared.ts`). Without (a Kysely
    * instance), the base class's way: {@link PostgresExecutor.writeTransactionAfter}, then the
@@ -179,15 +195,25 @@ export class PostgresExecutor extends KyselyExecutor {
   }
 
   override async writeTransactionWith<T>(db: AnyKysely, head: () => TransactionHead, fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
-    if (!this.pipelines) return super.writeTransactionWith(db, head, fn);
+    if (!this.pipelines) {
+      // The planner setting goes first among the head's statements (after recovery, before any draw); its result is not the caller's.
+      let planned = false;
+      const withPlanner = (): TransactionHead => {
+        const built = head();
+        planned = built.plainDraws === true;
+        return planned ? { ...built, statements: [CLAIM_PLANNER, ...built.statements] } : built;
+      };
+      return super.writeTransactionWith(db, withPlanner, (tx, results) => fn(tx, planned ? results.slice(1) : results));
+    }
     return this.#retryingKeyLock(db, async () => {
       const built = head();
       const { first, statements, last } = built;
-      const query = pipeline(last ? [BEGIN, first, ...statements, COMMIT] : [BEGIN, first, ...statements]);
+      const opening = built.plainDraws === true ? [BEGIN, CLAIM_PLANNER, first] : [BEGIN, first];
+      const query = pipeline(last ? [...opening, ...statements, COMMIT] : [...opening, ...statements]);
       // A transaction that is one round trip (a claim) may take the LISTEN lane; one that stays open across round trips never does.
       const onLane = last && this.#directPool(db) !== null ? (this.lane?.tryWrite(query, { transaction: true }) ?? null) : null;
-      if (onLane !== null) return committedInOne(pipelineResults(await onLane), fn);
-      return this.#withHead(db, built, query, fn);
+      if (onLane !== null) return committedInOne(pipelineResults(await onLane), opening.length, fn);
+      return this.#withHead(db, built, query, opening.length, fn);
     });
   }
 
@@ -196,13 +222,14 @@ export class PostgresExecutor extends KyselyExecutor {
     db: AnyKysely,
     built: TransactionHead,
     query: CompiledQuery<Row>,
+    opening: number,
     fn: (tx: QueryRunner | null, results: readonly QueryResult<Row>[]) => Promise<T>,
   ): Promise<T> {
     return this.#onConnectionOnce(db, async (conn) => {
       const results = pipelineResults(await conn.executeQuery(query));
-      if (built.last) return committedInOne(results, fn);
+      if (built.last) return committedInOne(results, opening, fn);
       try {
-        const value = await fn(conn, results.slice(2));
+        const value = await fn(conn, results.slice(opening));
         // The body's last batch committed already (batchLast): nothing is left to commit.
         if (!this.#committed.has(conn)) requireCommitted(await conn.executeQuery(COMMIT));
         return value;
@@ -213,10 +240,13 @@ export class PostgresExecutor extends KyselyExecutor {
   }
 }
 
-/** A head sent whole, `BEGIN` to `COMMIT`, in one round trip: its commit checked, `fn` given the results between. */
-function committedInOne<T>(results: readonly QueryResult<Row>[], fn: (tx: null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
+/**
+ * A head sent whole, `BEGIN` to `COMMIT`, in one round trip: its commit checked, `fn` given the results between
+ * (after the `opening` statements: `BEGIN`, the planner setting if sent, `first`).
+ */
+function committedInOne<T>(results: readonly QueryResult<Row>[], opening: number, fn: (tx: null, results: readonly QueryResult<Row>[]) => Promise<T>): Promise<T> {
   requireCommitted(results[results.length - 1]);
-  return fn(null, results.slice(2, -1));
+  return fn(null, results.slice(opening, -1));
 }
 
 /**

@@ -107,8 +107,13 @@ describe("the claim's first round trip is one pipeline", () => {
     executed.length = 0;
     const claimed = await store.claim({ queues: ["default"], workerId: W, probe: false });
     expect(claimed.map((t) => t.id)).toEqual([task.id]);
-    // Lease recovery and the draw, nothing else: no BEGIN, no SET LOCAL, no COMMIT.
-    expect(executed.map((text) => text.trim().split(/\s+/).slice(0, 3).join(" "))).toEqual(["UPDATE cairnq_tasks SET", "UPDATE cairnq_tasks SET"]);
+    // The claim's planner setting (a transaction-local set_config: postgres-executor.ts), lease recovery and the draw,
+    // nothing else: no BEGIN, no SET LOCAL, no COMMIT.
+    expect(executed.map((text) => text.trim().split(/\s+/).slice(0, 3).join(" "))).toEqual([
+      "SELECT set_config('enable_sort', 'off',",
+      "UPDATE cairnq_tasks SET",
+      "UPDATE cairnq_tasks SET",
+    ]);
     expect(executed.some((text) => /^\s*(begin|commit|set)\b/i.test(text))).toBe(false);
     // Committed at the Sync: another connection sees the claim, and the connection is outside any transaction.
     const [row] = await q<{ status: string }>(`SELECT status FROM "${schema}".cairnq_tasks WHERE id = $1`, [task.id]);
