@@ -1,31 +1,25 @@
 import { join } from "node:path";
 import { runConformance } from "@cairnq/conformance/vitest";
 import { SQLiteStore } from "@cairnq/store-sqlite";
-import { describe } from "vitest";
 
 // The whole behavioral suite, through the kit's public entry, exactly as a
 // third-party store would run it: a fresh database file per case.
-// The cases run concurrently (up to vitest's maxConcurrency, 5), each on its own file: most of a case's time is
-// real time waited out (a 150 ms lease, then 300 ms until it is surely past), so the suite took 18 s alone, 7 s of
-// it on the CPU, and 9 s concurrently.
-describe.concurrent("SQLiteStore, cases at once", () => {
-  runConformance({
-    name: "SQLiteStore",
-    createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
-    // A second store on the same file, for the cases that race two instances.
-    createPeerStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
-    // completeIn (ctx.succeedIn) and withTransaction: the caller's writes and the store's in one transaction.
-    capabilities: {
-      transactionalComplete: true,
-      flowControl: true,
-      schedules: true,
-      completeRef: true,
-      claimReprobe: true,
-      claimWakeOnQueued: true,
-      taskDoneWakeReads: true,
-      durableSteps: true,
-      queueHealth: true,
-      groups: true,
-    },
-  });
+runConformance({
+  name: "SQLiteStore",
+  createStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
+  // A second store on the same file, for the cases that race two instances.
+  createPeerStore: (ctx) => new SQLiteStore(join(ctx.tempDir, "cairnq.db")),
+  // completeIn (ctx.succeedIn) and withTransaction: the caller's writes and the store's in one transaction.
+  capabilities: {
+    transactionalComplete: true,
+    flowControl: true,
+    schedules: true,
+    completeRef: true,
+    claimReprobe: true,
+    claimWakeOnQueued: true,
+    taskDoneWakeReads: true,
+    durableSteps: true,
+    queueHealth: true,
+    groups: true,
+  },
 });
