@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach } from "vitest";
 import { killChildren, fixtureSpawner } from "@cairnq/test-support";
 import type { SQLiteDialect, SQLiteStoreOptions } from "../src/index.js";
 import { SQLiteStore } from "../src/index.js";
@@ -52,8 +51,9 @@ export function timed(start: () => Promise<unknown>): { done: Promise<number>; s
 
 export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-afterEach(async () => {
+/** Kills the fixtures, closes the stores and removes the temp directories of the test; test/setup.ts runs it after each test. */
+export async function cleanUp(): Promise<void> {
   killChildren();
   await Promise.all(stores.splice(0).map((store) => store.close()));
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
+}

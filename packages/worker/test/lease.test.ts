@@ -70,12 +70,14 @@ describe("heartbeat (§8.5)", () => {
     spy.hooks.heartbeatBatch = (_args, next) => (failures-- > 0 ? Promise.reject(new Error("beat failed")) : next());
     const worker = makeWorker(spy.store, { leaseMs: 1000, heartbeatIntervalMs: 10, onError: (_e, info) => errors.push(info) });
     worker.task("x", async () => {
-      await delay(80);
+      // Ends after a beat past the two that failed (beats, not a time: an 80 ms sleep saw a single beat when the
+      // machine held the process off the CPU for longer than that).
+      await waitFor(() => spy.callsOf("heartbeatBatch").length > 2, 10_000, "a third heartbeat");
       return 1;
     });
     const task = await spy.store.submit({ name: "x" });
     void worker.run();
-    await waitForStatus(spy.store, task.id, ["succeeded"]);
+    await waitForStatus(spy.store, task.id, ["succeeded"], 15_000);
     expect(errors.slice(0, 2)).toEqual([
       { phase: "execute", taskId: task.id },
       { phase: "execute", taskId: task.id },

@@ -1,4 +1,3 @@
-import { afterEach } from "vitest";
 import type { TaskStore } from "@cairnq/protocol";
 import { Worker } from "../../src/index.js";
 import type { WorkerOptions } from "../../src/index.js";
@@ -8,10 +7,11 @@ export const FAST: WorkerOptions = { leaseMs: 1000, heartbeatIntervalMs: 20, pol
 
 const open: Worker[] = [];
 
-afterEach(async () => {
+/** Closes every worker {@link makeWorker} opened; test/setup.ts runs it after each test of every file. */
+export async function closeWorkers(): Promise<void> {
   const workers = open.splice(0);
   await Promise.all(workers.map((w) => w.close()));
-});
+}
 
 /** A worker closed after the test. */
 export function makeWorker(store: TaskStore, options: WorkerOptions = {}): Worker {
