@@ -37,7 +37,10 @@ const ROLLBACK = CompiledQuery.raw("ROLLBACK");
  * against ~19 on the claim index (`node --import ./bench/lib/claim-count.mjs bench/churn-diag-pg.mjs`).
  * A sort nothing else can replace still runs (the setting only adds to a plan's cost). Only in a
  * transaction of plain draws (`TransactionHead.plainDraws`): the group draws' reads are planned
- * as before (with it, the kit's `group-passed-order-bounded` and `group-paged-walk` cases fail).
+ * as before. With it, a group claim's reads were planned around sorts into slow plans (the running
+ * and head read took ~290 ms on the kit's small tables): no row came out wrong, but the kit's
+ * `group-passed-order-bounded` outlived its 5 s lease (its running task recovered and drawn again
+ * as the leases say it may be) and `group-paged-walk` ran past its timeout.
  */
 const CLAIM_PLANNER = CompiledQuery.raw("SELECT set_config('enable_sort', 'off', true)");
 
