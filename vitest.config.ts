@@ -34,7 +34,8 @@ function packageDirs(): string[] {
  * level (`afterEach(cleanUp)`) would run for the first file that imported it only, and later files
  * would leave their workers and stores open, passing all the same: such a hook belongs in the
  * package's setup file (`setupFiles`), which vitest runs for every file (packages/worker/test/setup.ts,
- * packages/store-sqlite/test/setup.ts). The retention tests keep theirs in a helper: they stay isolated.
+ * packages/store-sqlite/test/setup.ts, packages/retention/test/setup.ts). Retention's files have not been run
+ * shared: they stay isolated.
  */
 const SHARED_MODULES = new Set([
   "conformance",

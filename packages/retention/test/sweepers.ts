@@ -3,7 +3,7 @@
  * after its test: every sweeper first, then the stores under them.
  */
 import type { TaskStore } from "@cairnq/protocol";
-import { afterEach, expect, vi } from "vitest";
+import { expect, vi } from "vitest";
 import type { RetentionSweeperOptions } from "../src/index.ts";
 import { RetentionSweeper } from "../src/index.ts";
 import type { Backend, OpenStore } from "./helpers.ts";
@@ -20,14 +20,15 @@ export async function clockedStore(backend: Backend = MEMORY): Promise<{ store: 
 }
 
 const sweepers: RetentionSweeper[] = [];
-/** Builds a sweeper that afterEach stops, so no schedule outlives its test. */
+/** Builds a sweeper that {@link stopSweepersAndStores} stops after its test, so no schedule outlives it. */
 export function sweeperOf(store: ConstructorParameters<typeof RetentionSweeper>[0], options: RetentionSweeperOptions): RetentionSweeper {
   const sweeper = new RetentionSweeper(store, options);
   sweepers.push(sweeper);
   return sweeper;
 }
 
-afterEach(async () => {
+/** Stops every sweeper, then closes the stores under them; test/setup.ts runs it after each test of every file. */
+export async function stopSweepersAndStores(): Promise<void> {
   vi.useRealTimers();
   for (const sweeper of sweepers.splice(0)) {
     await sweeper.stop();
@@ -35,4 +36,4 @@ afterEach(async () => {
   }
   // Stores close only after every sweeper over them stopped, as a client's close() does.
   for (const open of opened.splice(0)) await open.close();
-});
+}
