@@ -13,10 +13,10 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import { spawnWorker } from "./lib/child.mjs";
+import { awaitSucceeded, freshSchema, rateOver, submitPaced } from "./lib/churn.mjs";
 import { claimCounts } from "./lib/claim-count.mjs";
-import { runConcurrent } from "./lib/ours.mjs";
 import { postgresBackend as backend, POSTGRES_DSN } from "./lib/postgres-backend.mjs";
-import { openClient, openStore } from "./lib/targets.mjs";
+import { openClient } from "./lib/targets.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -88,10 +88,7 @@ function backendSampler() {
 }
 
 async function drain(label, submitRate) {
-  const { target, cleanup } = await backend.fresh(label);
-  const setup = openStore(target);
-  await setup.connect();
-  await setup.close();
+  const { target, cleanup } = await freshSchema(backend, label);
   const wTarget = { ...target, options };
   process.env.PGAPPNAME = "cq_worker";
   const children = [];
@@ -111,23 +108,8 @@ async function drain(label, submitRate) {
     const q0 = claimCounts();
     const started = performance.now();
     for (const child of children) child.start();
-    let offered = null;
-    if (submitRate !== null) {
-      const perMs = submitRate / 1000;
-      await runConcurrent(total, 64, async (i) => {
-        const wait = started + i / perMs - performance.now();
-        if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-        await client.submit("noop", { i });
-      });
-      offered = total / ((performance.now() - started) / 1000);
-    }
-    const watch = openClient(target);
-    for (;;) {
-      const counts = (await watch.stats("default")).default ?? {};
-      if ((counts.succeeded ?? 0) >= total) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    await watch.close();
+    const offered = submitRate === null ? null : await submitPaced(client, total, submitRate, started);
+    await awaitSucceeded(target, total, Math.max(300_000, total * 20), { pollMs: 100 });
     const wallS = (performance.now() - started) / 1000;
     const m1 = machine();
     const c1 = process.cpuUsage(c0);
@@ -135,7 +117,7 @@ async function drain(label, submitRate) {
     const workerCpuS = children.reduce((sum, c, i) => sum + (ticks(c.pid) - w0[i]) / HZ, 0);
     const backends = await stopSampler();
     const times = await backend.completionTimes(target);
-    const rate = (n - 1) / ((times[warmup + n - 1] - times[warmup]) / 1000);
+    const rate = rateOver(times, warmup, n);
     console.log(`\n== ${label}: ${total} tasks, ${wallS.toFixed(1)} s; drain over the ${n} after warm-up ${rate.toFixed(0)}/s${offered === null ? "" : `; offered ${offered.toFixed(0)}/s`}`);
     console.log(`machine busy ${(((m1.busy - m0.busy) / (m1.all - m0.all)) * 100).toFixed(0)}% of 2 cores = ${(((m1.busy - m0.busy) / HZ)).toFixed(1)} core·s`);
     console.log(`workers CPU ${workerCpuS.toFixed(1)} s (${((workerCpuS / total) * 1e6).toFixed(0)} µs/task)`);

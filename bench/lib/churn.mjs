@@ -14,14 +14,14 @@ const NAME = "noop";
 const WORKERS = { workers: 2, worker: { concurrency: 16 }, handlerMs: 4 };
 
 /** Tasks/s over the completions [from, from + count) of ascending completion times (ms). */
-function rateOver(times, from, count) {
+export function rateOver(times, from, count) {
   const ms = times[from + count - 1] - times[from];
   if (!(ms > 0)) throw new Error(`completions ${from}..${from + count} share one millisecond; the window is too small to time`);
   return (count - 1) / (ms / 1000);
 }
 
 /** A fresh database of `backend` with the protocol schema in place. */
-async function freshSchema(backend, label) {
+export async function freshSchema(backend, label) {
   const fresh = await backend.fresh(label);
   const setup = openStore(fresh.target);
   await setup.connect();
@@ -42,8 +42,8 @@ async function startWorkers(target, { workers, worker, handlerMs }) {
   return children;
 }
 
-/** Polls the store until `total` tasks succeeded (or `timeoutMs` passed). */
-async function awaitSucceeded(target, total, timeoutMs) {
+/** Polls the store every `pollMs` until `total` tasks succeeded (or `timeoutMs` passed, or a task failed). */
+export async function awaitSucceeded(target, total, timeoutMs, { pollMs = 250 } = {}) {
   const client = openClient(target);
   const deadline = Date.now() + timeoutMs;
   try {
@@ -52,11 +52,25 @@ async function awaitSucceeded(target, total, timeoutMs) {
       if ((counts.succeeded ?? 0) >= total) return;
       if ((counts.failed ?? 0) > 0) throw new Error(`${counts.failed} tasks failed`);
       if (Date.now() > deadline) throw new Error(`only ${counts.succeeded ?? 0} of ${total} tasks succeeded within ${timeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
     }
   } finally {
     await client.close();
   }
+}
+
+/**
+ * Submits `total` no-op tasks through `client`, 64 at a time, the i-th not before `started + i / perSecond`
+ * seconds: producers at a set rate. Returns the rate reached (tasks/s since `started`).
+ */
+export async function submitPaced(client, total, perSecond, started = performance.now()) {
+  const perMs = perSecond / 1000;
+  await runConcurrent(total, 64, async (i) => {
+    const wait = started + i / perMs - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    await client.submit(NAME, { i });
+  });
+  return total / ((performance.now() - started) / 1000);
 }
 
 /**
@@ -112,15 +126,7 @@ export async function churnUnderSubmits(backend, { n, warmup }) {
   try {
     await client.connect();
     children = await startWorkers(target, WORKERS);
-    const perMs = (backlog * 1.5) / 1000;
-    const started = performance.now();
-    await runConcurrent(total, 64, async (i) => {
-      const due = started + i / perMs;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-      await client.submit(NAME, { i });
-    });
-    const offered = total / ((performance.now() - started) / 1000);
+    const offered = await submitPaced(client, total, backlog * 1.5);
     await awaitSucceeded(target, total, Math.max(300_000, total * 20));
     const submits = rateOver(await backend.completionTimes(target), warmup, n);
     for (const child of children) if (child.errors.length > 0) throw new Error(`a worker reported errors: ${child.errors.slice(0, 3).join("; ")}`);
