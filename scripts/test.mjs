@@ -20,7 +20,8 @@
 //      wait-bound lane: the few cairnq suites that mostly wait; then, alone,
 //      the cairnq suites that need both cores or their whole timeout (scripts/integration-lanes.mjs:
 //      the turbo runs leave those files out)
-//   6. stop a throwaway Postgres, print how long each phase took and
+//   6. stop a throwaway Postgres, print how long each phase took, what
+//      failed (vitest's FAIL lines with their errors' first lines) and
 //      "N passed, N failed"
 //
 // Step 4 runs turbo with --only: step 3 built everything it depends on.
@@ -201,8 +202,27 @@ function parseTestsLine(line) {
 }
 
 const totals = { passed: 0, failed: 0, skipped: 0, todo: 0 };
+
+/**
+ * vitest's `FAIL  file > suite > test` lines and the six lines after each (the error's first lines), repeated
+ * at the end of the run beside the counts: a log cut to its tail still names what failed. At most 60 lines.
+ */
+const failures = [];
+let failureLinesLeft = 0;
+function noteFailure(line) {
+  if (failures.length >= 60) return;
+  const text = line.replace(ANSI, "").replace(/^[\w@/.-]+:test(?::integration)?:\s?/, "").trimEnd();
+  if (/^\s*FAIL\s/.test(text)) {
+    failures.push(text.trim());
+    failureLinesLeft = 6;
+  } else if (failureLinesLeft > 0 && text.trim() !== "" && !/^[\s⎯]+$/.test(text)) {
+    failures.push(`    ${text.trim()}`);
+    failureLinesLeft -= 1;
+  }
+}
 let reports = 0;
 function countTests(line) {
+  noteFailure(line);
   const counts = parseTestsLine(line);
   if (!counts) return;
   reports++;
@@ -308,6 +328,7 @@ function summary(code) {
   if (interrupted) console.error("test: interrupted.");
   const extra = [totals.skipped && `${totals.skipped} skipped`, totals.todo && `${totals.todo} todo`].filter(Boolean);
   console.log(`test: ${reports} vitest run(s) reported${extra.length ? `; ${extra.join(", ")}` : ""}`);
+  if (failures.length > 0) console.log(`test: what failed (vitest's FAIL lines and the errors' first lines)\n${failures.map((l) => `  ${l}`).join("\n")}`);
   console.log(`${totals.passed} passed, ${totals.failed} failed`);
   return code !== 0 || totals.failed > 0 ? code || 1 : 0;
 }
