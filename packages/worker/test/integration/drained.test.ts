@@ -4,6 +4,7 @@
  * ends on commits that queue a task), instead of claiming again (the
  * in-process cases are in drained.test.ts).
  */
+import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ClaimInput, TaskStore } from "@cairnq/protocol";
 import { delay, waitFor, waitForStatus } from "../support/helpers.js";
@@ -42,15 +43,19 @@ describe.each([POSTGRES, SQLITE] as Backend[])("on $label", (backend) => {
         };
       },
     });
+    // A queue of this test's own: NOTIFY is per database and its payload is the queue's name (§9), so other files'
+    // submits to `default` in other schemas of the same database (run beside this one) signal this worker too, and a
+    // signal that lands while a claim is in flight rightly makes it claim once more (a CI run failed on that).
+    const queue = `drained_${randomUUID().slice(0, 8)}`;
     // A long poll interval: only a push signal or a commit seen by the claim wait can bring the second task in time.
-    const worker = makeWorker(counted, { concurrency: 1, pollIntervalMs: 30_000 });
+    const worker = makeWorker(counted, { concurrency: 1, pollIntervalMs: 30_000, queues: [queue] });
     worker.task("a", () => "done");
     await store.connect();
     void worker.run();
     // Count from a quiet worker: on Postgres once its LISTEN has proved itself (the check's own NOTIFY and a
     // slow check on a loaded machine bring claims of their own), then after 300 ms in which no claim began and
-    // none was in flight. A claim still in flight when the task is submitted (a slow one on a loaded machine,
-    // seen in a CI run) began before the task's signal, so the worker rightly claims once more after it.
+    // none was in flight (a claim in flight when the task is submitted began before its signal: the worker
+    // rightly claims once more after it).
     const listenState = () => (store as { listenState?: string }).listenState;
     await waitFor(() => listenState() === undefined || listenState() === "listening", 15_000, "the LISTEN check");
     for (let seen = -1; seen !== begun || inFlight > 0; ) {
@@ -58,11 +63,11 @@ describe.each([POSTGRES, SQLITE] as Backend[])("on $label", (backend) => {
       await delay(300);
     }
     const before = claims.length;
-    const first = await store.submit({ name: "a" });
+    const first = await store.submit({ name: "a", queue });
     await waitForStatus(store, first.id, ["succeeded"], 5000);
     await delay(150);
     expect(claims.slice(before)).toEqual([true]);
-    const second = await store.submit({ name: "a" });
+    const second = await store.submit({ name: "a", queue });
     await waitForStatus(store, second.id, ["succeeded"], 5000);
     expect(claims.slice(before)).toEqual([true, true]);
     await worker.stop();
