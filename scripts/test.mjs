@@ -202,25 +202,34 @@ function parseTestsLine(line) {
 }
 
 const totals = { passed: 0, failed: 0, skipped: 0, todo: 0 };
+let reports = 0;
 
 /**
- * vitest's `FAIL  file > suite > test` lines and the six lines after each (the error's first lines), repeated
- * at the end of the run beside the counts: a log cut to its tail still names what failed. At most 60 lines.
+ * vitest's `FAIL  file > suite > test` lines, each with turbo's task prefix when it has one (the file path is
+ * relative to its package) and the six lines after it from the same task (the error's first lines: runs side by
+ * side interleave their lines), repeated at the end of the run beside the counts, so a log cut to its tail
+ * still names what failed. At most 60 lines.
  */
 const failures = [];
-let failureLinesLeft = 0;
+/** Error lines still to take after a FAIL line, by turbo task prefix ("" for a run without one). */
+const failureLinesLeft = new Map();
 function noteFailure(line) {
   if (failures.length >= 60) return;
-  const text = line.replace(ANSI, "").replace(/^[\w@/.-]+:test(?::integration)?:\s?/, "").trimEnd();
-  if (/^\s*FAIL\s/.test(text)) {
-    failures.push(text.trim());
-    failureLinesLeft = 6;
-  } else if (failureLinesLeft > 0 && text.trim() !== "" && !/^[\s⎯]+$/.test(text)) {
-    failures.push(`    ${text.trim()}`);
-    failureLinesLeft -= 1;
+  const plain = line.replace(ANSI, "");
+  const prefix = /^[\w@/.-]+:test(?::integration)?:/.exec(plain)?.[0] ?? "";
+  const text = plain.slice(prefix.length).trim();
+  if (/^FAIL\s/.test(text)) {
+    failures.push(prefix === "" ? text : `${prefix} ${text}`);
+    failureLinesLeft.set(prefix, 6);
+    return;
+  }
+  const left = failureLinesLeft.get(prefix) ?? 0;
+  if (left > 0 && text !== "" && !text.startsWith("⎯")) {
+    failures.push(`    ${text}`);
+    failureLinesLeft.set(prefix, left - 1);
   }
 }
-let reports = 0;
+
 function countTests(line) {
   noteFailure(line);
   const counts = parseTestsLine(line);
