@@ -17,6 +17,7 @@
 import { createRequire } from "node:module";
 import { parseArgs } from "node:util";
 import { fill } from "./lib/ours.mjs";
+import { sqliteStatementPrototype } from "./lib/stamp-methods.mjs";
 import { newWorkerId, openStore } from "./lib/targets.mjs";
 
 const { values: args } = parseArgs({
@@ -55,10 +56,7 @@ function record(sql, ns) {
 }
 
 if (args.backend === "sqlite") {
-  const Database = require("better-sqlite3");
-  const probe = new Database(":memory:");
-  const proto = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-  probe.close();
+  const proto = sqliteStatementPrototype();
   for (const method of ["all", "run", "get", "iterate"]) {
     const original = proto[method];
     proto[method] = function timed(...a) {

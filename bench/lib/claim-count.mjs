@@ -5,29 +5,27 @@
 // (`[claim-count] {...}`) to stderr at exit. Wraps prototypes: never part of a measured run.
 import { createRequire } from "node:module";
 import * as cairnq from "cairnq";
+import { aroundMethod } from "./stamp-methods.mjs";
 
 const require = createRequire(import.meta.url);
 const pg = require("pg");
 const counts = { claims: 0, claimRows: 0, rowsHist: {}, waits: 0, waitsEarly: 0, waitMs: 0, notifications: {}, queries: 0, wireStatements: 0 };
 
-const proto = cairnq.PostgresStore.prototype;
-const claim = proto.claim;
-proto.claim = async function countedClaim(input) {
-  const rows = await claim.call(this, input);
+aroundMethod(cairnq.PostgresStore, "claim", async (claim, store, args) => {
+  const rows = await claim.apply(store, args);
   counts.claims += 1;
   counts.claimRows += rows.length;
   counts.rowsHist[rows.length] = (counts.rowsHist[rows.length] ?? 0) + 1;
   return rows;
-};
-const claimWake = proto.claimWake;
-proto.claimWake = async function countedWake(queues, timeoutMs, signal) {
+});
+aroundMethod(cairnq.PostgresStore, "claimWake", async (claimWake, store, [queues, timeoutMs, signal]) => {
   const started = performance.now();
-  await claimWake.call(this, queues, timeoutMs, signal);
+  await claimWake.call(store, queues, timeoutMs, signal);
   const ms = performance.now() - started;
   counts.waits += 1;
   counts.waitMs += ms;
   if (ms < timeoutMs - 5) counts.waitsEarly += 1;
-};
+});
 const emit = pg.Client.prototype.emit;
 pg.Client.prototype.emit = function countedEmit(event, ...args) {
   if (event === "notification") counts.notifications[args[0]?.channel] = (counts.notifications[args[0]?.channel] ?? 0) + 1;

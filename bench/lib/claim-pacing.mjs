@@ -10,6 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import * as cairnq from "cairnq";
+import { aroundMethod, sqliteStatementPrototype } from "./stamp-methods.mjs";
 
 const require = createRequire(import.meta.url);
 const counts = { claims: 0, rows: 0, rowsHist: { 0: 0, "1-15": 0, "16-47": 0, "48+": 0 }, claimMs: 0, tripsInClaims: 0, waits: 0, waitMs: 0 };
@@ -17,13 +18,11 @@ let inClaim = 0;
 const bucket = (n) => (n === 0 ? 0 : n < 16 ? "1-15" : n < 48 ? "16-47" : "48+");
 
 for (const Store of [cairnq.SQLiteStore, cairnq.PostgresStore, cairnq.MySQLStore]) {
-  const proto = Store.prototype;
-  const claim = proto.claim;
-  proto.claim = async function pacedClaim(input) {
+  aroundMethod(Store, "claim", async (claim, store, args) => {
     inClaim += 1;
     const started = performance.now();
     try {
-      const rows = await claim.call(this, input);
+      const rows = await claim.apply(store, args);
       counts.claims += 1;
       counts.rows += rows.length;
       counts.rowsHist[bucket(rows.length)] += 1;
@@ -32,17 +31,16 @@ for (const Store of [cairnq.SQLiteStore, cairnq.PostgresStore, cairnq.MySQLStore
       inClaim -= 1;
       counts.claimMs += performance.now() - started;
     }
-  };
-  const claimWake = proto.claimWake;
-  proto.claimWake = async function pacedWake(...args) {
+  });
+  aroundMethod(Store, "claimWake", async (claimWake, store, args) => {
     const started = performance.now();
     try {
-      return await claimWake.apply(this, args);
+      return await claimWake.apply(store, args);
     } finally {
       counts.waits += 1;
       counts.waitMs += performance.now() - started;
     }
-  };
+  });
 }
 
 const trip = () => {
@@ -61,10 +59,7 @@ require("mysql2").Connection.prototype.query = function countedQuery(...args) {
   trip();
   return mysqlQuery.apply(this, args);
 };
-const Database = require("better-sqlite3");
-const probe = new Database(":memory:");
-const statement = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-probe.close();
+const statement = sqliteStatementPrototype();
 for (const method of ["all", "run", "get", "iterate"]) {
   const original = statement[method];
   statement[method] = function countedRun(...args) {

@@ -7,12 +7,10 @@
 // drain spends its time in; never part of a measured run worth reporting (the
 // wrapping adds overhead).
 import { createRequire } from "node:module";
+import { sqliteStatementPrototype } from "./stamp-methods.mjs";
 
 const require = createRequire(import.meta.url);
-const Database = require("better-sqlite3");
-const probe = new Database(":memory:");
-const proto = Object.getPrototypeOf(probe.prepare("SELECT 1"));
-probe.close();
+const proto = sqliteStatementPrototype();
 
 const stats = new Map();
 function record(sql, ns) {
