@@ -422,8 +422,11 @@ describe("PostgresWakeups over a fake LISTEN connection (§9)", () => {
 describe("push wakeups of a PostgresStore against a real server (§9)", () => {
   async function listeningStore(options: ConstructorParameters<typeof PostgresStore>[1] = {}): Promise<PostgresStore> {
     const store = openStore(pgDsn(), { schema: schemaName(), ...options });
-    // Wants both channels from the start, so "listening" means both are LISTENed (none is added later).
+    // Wants every channel from the start, so "listening" means all are LISTENed (none is added later): the signals'
+    // two, and the done-row channel a task wait adds. A wait that first asked for it after "listening" raced its
+    // LISTEN: a cancel that committed before it took effect woke its wait without the row (a gate failed on it).
     store.subscribe(() => {});
+    await store.taskDoneWake("warm-up", 1);
     await store.connect();
     expect(await until(() => store.listenState === "listening")).toBe(true);
     return store;
@@ -459,7 +462,6 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
     const tasks = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" }), other.submit({ name: "n" })]);
     const queued = await other.submit({ name: "n", queue: "elsewhere" });
     await other.claim({ queues: ["default"], workerId: "w", limit: 3 });
-    await store.taskDoneWake("warm-up", 1);
     const waits = [...tasks, queued].map((task) => store.taskDoneWake(task.id, 10_000));
     await Promise.all([
       other.complete({ taskId: tasks[0].id, workerId: "w", result: { ok: 1 } }),
@@ -478,7 +480,6 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
     const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
     const tasks = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" })]);
     await other.claim({ queues: ["default"], workerId: "w", limit: 2 });
-    await store.taskDoneWake("warm-up", 1);
     const start = Date.now();
     const waits = tasks.map((task) => store.taskDoneWake(task.id, 10_000));
     await Promise.all(tasks.map((task) => other.complete({ taskId: task.id, workerId: "w", result: null })));
@@ -492,7 +493,6 @@ describe("push wakeups of a PostgresStore against a real server (§9)", () => {
     const other = openStore(pgDsn(), { schema: store.schema as string, listen: false });
     const [peer, large] = await Promise.all([other.submit({ name: "n" }), other.submit({ name: "n" })]);
     await other.claim({ queues: ["default"], workerId: "w", limit: 2 });
-    await store.taskDoneWake("warm-up", 1);
     const start = Date.now();
     const peerWait = store.taskDoneWake(peer.id, 10_000);
     // What a v1 peer runs: the trigger's plain cairnq_done only.
