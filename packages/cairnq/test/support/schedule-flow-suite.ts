@@ -189,8 +189,12 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
     it("globalConcurrency holds across worker processes, beside per-process concurrency; a SIGKILLed worker's slot comes back by lease recovery", async () => {
       const limit = 2;
       const leaseMs = 400;
+      const heldLeaseMs = 1_500;
       const flow = { task: "lim", holdMs: 60, globalConcurrency: limit };
-      const killed = spawn("flow-killed", { concurrency: 1, leaseMs, flow: { ...flow, hold: "forever" } });
+      // The held slot's worker renews a longer lease: with 400 ms, a heartbeat late on a loaded machine let the lease lapse
+      // before the kill, another worker rightly took the held task beside a second one, and a gate counted 2 beside the
+      // "held" slot. Its recovery after the kill waits this lease out.
+      const killed = spawn("flow-killed", { concurrency: 1, leaseMs: heldLeaseMs, flow: { ...flow, hold: "forever" } });
       await killed.next("ready");
       await db.client.submit("lim", { n: 0 });
       const held = await killed.next("start");
