@@ -15,6 +15,12 @@ export const LEASE_MS = 5000;
 export const SHORT_LEASE_MS = 150;
 /** How long to wait for a {@link SHORT_LEASE_MS} lease to be past (§14.17, §14.18). */
 export const EXPIRY_WAIT_MS = 300;
+/**
+ * A delay (a task's `run_at_ms`, a fail's `delayMs`) that must outlast the calls a case makes before it waits the
+ * delay out: a second, so that a loaded machine's slow calls do not see the task come due before the case's last
+ * "not yet" check.
+ */
+export const DUE_LATER_MS = 1000;
 
 /** One behavior of the contract, run against a fresh store. */
 export interface ConformanceCase {

@@ -5,7 +5,7 @@
 import type { ClaimDraw, Task } from "@cairnq/protocol";
 import { LEASE_EXPIRED_ENVELOPE } from "@cairnq/protocol/adapter";
 import type { ConformanceCase } from "../case.js";
-import { at, EXPIRY_WAIT_MS, ids, LEASE_MS, SHORT_LEASE_MS, sortedIds } from "../case.js";
+import { at, DUE_LATER_MS, EXPIRY_WAIT_MS, ids, LEASE_MS, SHORT_LEASE_MS, sortedIds } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";
 
 /** `[-priority, run_at_ms, id]`: claims must come out in ascending order of this key. */
@@ -77,12 +77,14 @@ export const claimCases: readonly ConformanceCase[] = [
     title: "a delayed task is not claimable until run_at_ms, then is; an earlier-due later-created task goes first",
     spec: "§5.1, §5.10",
     async run(t) {
-      const delayed = await t.submit("job", { runAtDelayMs: 200 });
+      // The delay outlasts the four calls before the sleep even on a loaded machine: with 200 ms, a gate where they took
+      // longer saw the delayed task come due (rightly claimable) before the last check.
+      const delayed = await t.submit("job", { runAtDelayMs: DUE_LATER_MS });
       t.expect(await t.claim(t.w1, { limit: 10 })).toEqual([]);
       const immediate = await t.submit("job");
       t.expect(ids(await t.claim(t.w1, { limit: 10 }))).toEqual([immediate.id]);
       t.expect(await t.claim(t.w1, { limit: 10 })).toEqual([]);
-      await t.sleep(250);
+      await t.sleep(DUE_LATER_MS + 50);
       t.fields(await t.claimOne(t.w1), { id: delayed.id, attempt: 1 });
     },
   },
@@ -92,11 +94,11 @@ export const claimCases: readonly ConformanceCase[] = [
     spec: "§5.16 (T9), §6",
     async run(t) {
       const task = await t.submitAndClaim(t.w1);
-      const requeued = await t.store.fail({ taskId: task.id, workerId: t.w1, error: {}, retryable: true, delayMs: 200 });
+      const requeued = await t.store.fail({ taskId: task.id, workerId: t.w1, error: {}, retryable: true, delayMs: DUE_LATER_MS });
       t.fields(requeued, { status: "queued", attempt: 1 });
-      t.expect(Math.abs(requeued.run_at_ms - requeued.updated_at_ms - 200)).toBeLessThanOrEqual(CLOCK_SLACK_MS);
+      t.expect(Math.abs(requeued.run_at_ms - requeued.updated_at_ms - DUE_LATER_MS)).toBeLessThanOrEqual(CLOCK_SLACK_MS);
       t.expect(await t.claim(t.w1)).toEqual([]);
-      await t.sleep(250);
+      await t.sleep(DUE_LATER_MS + 50);
       t.fields(await t.claimOne(t.w1), { id: task.id, attempt: 2 });
     },
   },

@@ -8,7 +8,7 @@
 import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task, TaskStepStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
-import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
+import { DUE_LATER_MS, EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";
 
 const needsGroups = (c: { groups?: boolean; flowControl?: boolean }): string | null =>
@@ -167,13 +167,14 @@ export const groupCases: readonly ConformanceCase[] = [
     async run(t) {
       await submitTo(t, "a", 5);
       await submitTo(t, "b", 5);
-      const limits = { groupRateLimit: { max: 2, perMs: 400 } };
+      // A window long enough that the completes and the claim after the first claim end inside it on a loaded machine.
+      const limits = { groupRateLimit: { max: 2, perMs: DUE_LATER_MS } };
       const first = await grouped(t, t.w1, limits);
       t.expect(countBy(groupsOf(first))).toEqual({ a: 2, b: 2 });
       // Settling does not give rate back.
       for (const row of first) await t.store.complete({ taskId: row.id, workerId: t.w1, result: null });
       t.expect(await grouped(t, t.w2, limits)).toEqual([]);
-      await t.sleep(450);
+      await t.sleep(DUE_LATER_MS + 50);
       t.expect(countBy(groupsOf(await grouped(t, t.w2, limits)))).toEqual({ a: 2, b: 2 });
     },
   },
