@@ -25,6 +25,14 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
    * @default false
    */
   settleWithClaims?: boolean;
+  /**
+   * With {@link CombiningWritesOptions.settleWithClaims}: up to this many writes of one settlement kind
+   * taken by a claim go in its transaction as their own statements (`kind.one` each), more as the
+   * multi-row statement. For a server where a multi-row statement has a fixed cost that a few single-row
+   * ones undercut (MySQL/MariaDB: see its dialect).
+   * @default 1
+   */
+  settleAloneUpTo?: number;
 }
 
 /**
@@ -65,7 +73,9 @@ export class CombiningWrites implements WriteBatching {
 
   /** @param options - The combiner's bounds, the split rule, and whether claims carry settlements; see {@link CombiningWritesOptions}. */
   constructor(readonly options: CombiningWritesOptions) {
-    if (options.settleWithClaims === true) this.takeSettlements = () => this.#takeSettlements();
+    const aloneUpTo = options.settleAloneUpTo ?? 1;
+    if (!Number.isInteger(aloneUpTo) || aloneUpTo < 1) throw new RangeError(`settleAloneUpTo must be a positive integer, got ${String(aloneUpTo)}`);
+    if (options.settleWithClaims === true) this.takeSettlements = () => this.#takeSettlements(aloneUpTo);
   }
 
   writer<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>): BatchedWriter<I, O> {
@@ -82,13 +92,13 @@ export class CombiningWrites implements WriteBatching {
   }
 
   /** See {@link CombiningWrites.takeSettlements}. */
-  #takeSettlements(): TakenWrites | null {
+  #takeSettlements(aloneUpTo: number): TakenWrites | null {
     const groups: TakenGroup[] = [];
     for (const { kind, combiner } of this.#settlements) {
       const entries = combiner.takePending();
       if (entries.length > 0) groups.push({ kind, combiner, entries: [...entries].sort(byKey) });
     }
-    return groups.length === 0 ? null : new TakenSettlements(groups, (error) => this.options.splittable(error));
+    return groups.length === 0 ? null : new TakenSettlements(groups, aloneUpTo, (error) => this.options.splittable(error));
   }
 
   /** One flush (distinct keys): see the class comment. Settles every entry. */
@@ -150,29 +160,43 @@ interface TakenGroup {
   readonly entries: readonly CombinedWrite<unknown, unknown>[];
 }
 
-/** {@link CombiningWrites.takeSettlements}' answer: one statement per kind (its own statement for one write, the multi-row one for more). */
+/** One statement of {@link TakenSettlements}: the writes it carries (one for `kind.one`, more for `kind.many`). */
+interface TakenPart {
+  readonly kind: BatchableWrite<unknown, unknown>;
+  readonly entries: readonly CombinedWrite<unknown, unknown>[];
+}
+
+/** {@link CombiningWrites.takeSettlements}' answer: per kind, each write's own statement (up to `aloneUpTo` writes) or the multi-row one. */
 class TakenSettlements implements TakenWrites {
+  /** The statements, in `queries()` order. */
+  readonly #parts: TakenPart[] = [];
   /** The plans of the last `queries()` (a transaction replayed after a deadlock builds them again). */
   #plans: PlannedWrite<unknown>[] = [];
 
   constructor(
     readonly groups: readonly TakenGroup[],
+    aloneUpTo: number,
     readonly splittable: (error: unknown) => boolean,
-  ) {}
+  ) {
+    for (const { kind, entries } of groups) {
+      if (entries.length <= aloneUpTo) for (const entry of entries) this.#parts.push({ kind, entries: [entry] });
+      else this.#parts.push({ kind, entries });
+    }
+  }
 
   get count(): number {
     return this.groups.reduce((n, group) => n + group.entries.length, 0);
   }
 
   queries(): CompiledQuery<Row>[] {
-    this.#plans = this.groups.map(({ kind, entries }) =>
+    this.#plans = this.#parts.map(({ kind, entries }) =>
       entries.length === 1 ? kind.one((entries[0] as CombinedWrite<unknown, unknown>).item) : kind.many(entries.map((entry) => entry.item)),
     );
     return this.#plans.map((plan) => plan.query);
   }
 
   settle(results: readonly QueryResult<Row>[]): void {
-    this.groups.forEach(({ kind, entries }, i) => {
+    this.#parts.forEach(({ kind, entries }, i) => {
       const plan = this.#plans[i];
       const result = results[i];
       if (plan === undefined || result === undefined) {

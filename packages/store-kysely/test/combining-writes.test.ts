@@ -93,6 +93,31 @@ describe("CombiningWrites", () => {
       expect(await pending).toBe("row:y");
     });
 
+    it("with settleAloneUpTo, up to that many settlements taken go as their own statements, each caller answered by its own; more go as one", async () => {
+      const server = new FakeServer();
+      const batching = new CombiningWrites({ splittable, settleWithClaims: true, settleAloneUpTo: 3 });
+      const write = batching.writer(db, server, idWrite("settlement"));
+      const three = ["c", "gone1", "b"].map((id) => write(id));
+      const taken = batching.takeSettlements?.();
+      expect(taken?.count).toBe(3);
+      const queries = taken?.queries() ?? [];
+      expect(queries.map((q) => q.sql)).toEqual(["one b", "one c", "one gone1"]);
+      const results = [];
+      for (const query of queries) results.push(await server.write(db, () => query));
+      taken?.settle(results);
+      const settled = await Promise.allSettled(three);
+      expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual(["row:c", "lost gone1", "row:b"]);
+
+      const four = ["d", "e", "f", "g"].map((id) => write(id));
+      const more = batching.takeSettlements?.();
+      const manyQueries = more?.queries() ?? [];
+      expect(manyQueries.map((q) => q.sql)).toEqual(["many d,e,f,g"]);
+      more?.settle([await server.write(db, () => manyQueries[0] as never)]);
+      expect(await Promise.all(four)).toEqual(["row:d", "row:e", "row:f", "row:g"]);
+      expect(() => new CombiningWrites({ splittable, settleWithClaims: true, settleAloneUpTo: 0 })).toThrow(RangeError);
+      expect(() => new CombiningWrites({ splittable, settleWithClaims: true, settleAloneUpTo: 1.5 })).toThrow(RangeError);
+    });
+
     it("only settlements ride: interactive and background writes are never taken", async () => {
       const batching = new CombiningWrites({ splittable, settleWithClaims: true });
       const server = new FakeServer();

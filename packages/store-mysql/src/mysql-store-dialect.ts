@@ -22,6 +22,18 @@ import { MySQLWakeups } from "./mysql-wakeups.js";
  * the executor clears when a transaction begins); outside a transaction it
  * is the statement clock (see `TRANSACTION_NOW`).
  */
+/**
+ * Settlements a claim carries (`settleWithClaims`) go as their own single-row statements up to this
+ * many of a kind, as one multi-row statement beyond. The multi-row form is a multi-table `UPDATE` over
+ * `JSON_TABLE` (its rows buffered in a temporary table) and a second join that reads the rows back by the
+ * ids it captured; the single-row form updates one row by key and returns its captured columns. Measured
+ * on MariaDB 10.11 inside a transaction, the whole settlement per claim (alternating, 600 rounds each,
+ * median, multi-row → single-row statements): 2 rows 1,069 → 477 µs, 4 rows 1,054 → 656 µs, 8 rows
+ * 806 → 1,066 µs (one row was its own statement already: 295 µs) — a single-row statement costs ~100 µs,
+ * the multi-row one ~800 µs whatever its rows up to a few dozen.
+ */
+const SETTLE_ALONE_UP_TO = 4;
+
 export const MYSQL_CLOCK: SqlClock = new SqlClock({ statement: STATEMENT_NOW, transaction: TRANSACTION_NOW });
 
 /** Options of {@link MySQLStoreDialect}. */
@@ -103,7 +115,7 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     this.executor = new MySQLExecutor(this.connection.multipleStatements);
     this.schema = new MySQLSchemaManager({ syntax: this.syntax, clock: this.clock });
     this.wakeups = new MySQLWakeups(this.#wakeupChecks(), options.wakeups);
-    this.writes = options.combine === false ? new SingleWrites() : new CombiningWrites({ ...options.combine, splittable: rejectedWhole, settleWithClaims: true });
+    this.writes = options.combine === false ? new SingleWrites() : new CombiningWrites({ ...options.combine, splittable: rejectedWhole, settleWithClaims: true, settleAloneUpTo: SETTLE_ALONE_UP_TO });
   }
 
   /**

@@ -123,6 +123,47 @@ it("a settlement waiting behind the flush in flight rides with the next claim: i
   }
 });
 
+it("up to four settlements waiting ride with the next claim as their own single-row statements: one query, one COMMIT, each caller its own answer", async () => {
+  const store = new MySQLStore(dsn);
+  try {
+    await store.connect();
+    for (let i = 0; i < 5; i++) await store.submit({ name: "ride-few", payload: { i } });
+    const held = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["ride-few"], limit: 4 });
+    const [a, b, c, d] = held;
+    if (a === undefined || b === undefined || c === undefined || d === undefined) throw new Error("expected four claimed tasks");
+    await Promise.all(held.map((t) => store.get(t.id)));
+    let claimed: { id: string }[] = [];
+    let outcomes: PromiseSettledResult<unknown>[] = [];
+    const sent = await queriesDuring(async () => {
+      const first = store.completeRef({ taskId: a.id, workerId: "w1", attempt: a.attempt, result: { n: 1 } });
+      await new Promise((resolve) => process.nextTick(resolve)); // its flush is in flight
+      const waiting = [
+        store.completeRef({ taskId: b.id, workerId: "w1", attempt: b.attempt, result: { n: 2 } }),
+        store.completeRef({ taskId: c.id, workerId: "intruder", attempt: c.attempt, result: { n: 3 } }),
+        store.completeRef({ taskId: d.id, workerId: "w1", attempt: d.attempt, result: { n: 4 } }),
+      ];
+      const claim = store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["ride-few"], limit: 1, probe: false });
+      [outcomes, claimed] = await Promise.all([Promise.allSettled([first, ...waiting]), claim]);
+    });
+    expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : (o.reason as Error).name))).toEqual([
+      { id: a.id, status: "succeeded" },
+      { id: b.id, status: "succeeded" },
+      "LostLease",
+      { id: d.id, status: "succeeded" },
+    ]);
+    expect(claimed).toHaveLength(1);
+    expect(sent).toHaveLength(2);
+    // The three waiting settlements: three single-row updates in the claim's query, no multi-row one over JSON_TABLE.
+    expect(sent[1]?.match(/UPDATE cairnq_tasks SET status = CASE WHEN cancel_requested_at_ms/g)).toHaveLength(3);
+    expect(sent[1]).not.toMatch(/UPDATE JSON_TABLE/);
+    expect(sent[1]?.match(/COMMIT/g)).toHaveLength(1);
+    expect(await store.get(c.id)).toMatchObject({ status: "running", worker_id: "w1" });
+    expect(await store.get(d.id)).toMatchObject({ status: "succeeded", result: { n: 4 } });
+  } finally {
+    await store.close();
+  }
+});
+
 it("a claim's lease recovery collects and reads back no ids (nobody reads them), and still recovers an expired lease", async () => {
   const store = new MySQLStore(dsn);
   try {
