@@ -2,7 +2,7 @@ import type { CompiledQuery, QueryResult } from "kysely";
 import type { AnyKysely, Row, StoreExecutor } from "./executor.js";
 import type { BatchableWrite, BatchedWriter, MergedOutcome, PlannedWrite, TakenWrites, WriteBatching } from "./write-batching.js";
 import { writeAlone } from "./write-batching.js";
-import type { CombinedWrite, WriteCombinerOptions } from "./write-combiner.js";
+import type { CombinedWrite, FlushAt, WriteCombinerOptions } from "./write-combiner.js";
 import { WriteCombiner } from "./write-combiner.js";
 
 /** Options of {@link CombiningWrites}: the combiner's bounds, and which statement errors may be split. */
@@ -21,7 +21,9 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
    * A claim cycle's transaction carries the settlements waiting in this batching
    * ({@link CombiningWrites.takeSettlements}): their statements run in the claim's transaction,
    * before its draws, and commit with it — one commit and one round trip where they would have
-   * cost their own. For a server where every commit waits for a flush to disk (MySQL/MariaDB).
+   * cost their own. Settlements then flush on their own at the end of the event-loop turn rather
+   * than the tick, so the claim a worker starts in the same turn carries them. For a server where
+   * every commit waits for a flush to disk (MySQL/MariaDB).
    * @default false
    */
   settleWithClaims?: boolean;
@@ -44,7 +46,8 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
  * - A lone write of an `"interactive"` kind runs its own statement at once
  *   when nothing of its kind is pending or in flight (`runAlone`); one of a
  *   `"settlement"` kind flushes at the end of the current tick, so every
- *   promise chain of one burst shares it; a `"background"` one at the end of
+ *   promise chain of one burst shares it (at the end of the turn with
+ *   `settleWithClaims`, so the claim started in the same turn carries it); a `"background"` one at the end of
  *   the event-loop turn. Writes arriving while a statement runs go together
  *   when it returns.
  * - A flush of one write runs `kind.one`, exactly its own statement. More
@@ -79,7 +82,7 @@ export class CombiningWrites implements WriteBatching {
   }
 
   writer<I, O>(db: AnyKysely, executor: StoreExecutor, kind: BatchableWrite<I, O>): BatchedWriter<I, O> {
-    const combiner = new WriteCombiner<I, O>((batch) => this.#flush(db, executor, kind, batch), this.options, kind.latency === "settlement" ? "tick" : "turn");
+    const combiner = new WriteCombiner<I, O>((batch) => this.#flush(db, executor, kind, batch), this.options, flushAtOf(kind, this.takeSettlements !== undefined));
     if (kind.latency === "settlement" && this.takeSettlements !== undefined) {
       this.#settlements.push({ kind, combiner } as unknown as SettlementCombiner);
     }
@@ -236,6 +239,18 @@ class TakenSettlements implements TakenWrites {
       else for (const entry of entries) entry.reject(error);
     }
   }
+}
+
+/**
+ * When a kind's idle combiner flushes its first write: a settlement at the end of the tick, so every promise
+ * chain of one burst shares its statement — or, where claims carry settlements, at the end of the turn, so the
+ * claim a worker starts in the same turn (its claim loop's answer to the slots its handlers just freed) takes
+ * them. Measured on MariaDB, a worker with concurrency 1 and a prefetch of 1 draining 1,500 tasks over 1,502
+ * claims: 2,436 commits at the end of the tick (934 settlements flushed on their own, the claim after them carrying
+ * the rest), 1,499 at the end of the turn (every settlement carried). Other kinds at the end of the turn.
+ */
+function flushAtOf(kind: BatchableWrite<unknown, unknown>, settleWithClaims: boolean): FlushAt {
+  return kind.latency === "settlement" && !settleWithClaims ? "tick" : "turn";
 }
 
 function byKey<I, O>(a: CombinedWrite<I, O>, b: CombinedWrite<I, O>): number {

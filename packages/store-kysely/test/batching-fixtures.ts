@@ -8,7 +8,7 @@ import { KyselyExecutor } from "../src/index.js";
 export const db = null as unknown as AnyKysely;
 
 /**
- * An executor whose writes each log their SQL and answer a microtask later; a statement holding
+ * An executor whose writes each log their SQL and answer a microtask later (or once `gate` resolves); a statement holding
  * a row named in `refuse` fails whole with SQLSTATE 23514 (as a CHECK would), `lost` fails with no
  * SQLSTATE (a connection lost with the outcome unknown).
  */
@@ -16,11 +16,14 @@ export class FakeServer extends KyselyExecutor {
   readonly statements: string[] = [];
   refuse = new Set<string>();
   lost = false;
+  /** While set, every write waits for it before answering (a statement held in flight). */
+  gate: Promise<void> | null = null;
 
   override async write(_db: AnyKysely, query: QueryThunk): Promise<QueryResult<Row>> {
     const built = query();
     this.statements.push(built.sql);
     await Promise.resolve();
+    if (this.gate !== null) await this.gate;
     if (this.lost) throw new Error("connection lost");
     const ids = built.parameters as string[];
     const bad = ids.find((id) => this.refuse.has(id));

@@ -54,8 +54,12 @@ describe("CombiningWrites", () => {
       const server = new FakeServer();
       const batching = new CombiningWrites({ splittable, settleWithClaims: true });
       const write = batching.writer(db, server, idWrite("settlement"));
+      let release = (): void => {};
+      server.gate = new Promise((resolve) => (release = resolve));
       const first = write("a");
-      await new Promise((resolve) => process.nextTick(resolve)); // the tick's flush has begun: "a" is in flight
+      await new Promise((resolve) => process.nextTick(resolve));
+      expect(server.statements).toEqual([]); // not at the end of the tick: a claim started this turn may carry it
+      await new Promise((resolve) => setImmediate(resolve)); // the turn's flush has begun: "a" is in flight (held)
       expect(server.statements).toEqual(["one a"]);
       const again = write("a");
       const rest = ["c", "b", "gone1"].map((id) => write(id));
@@ -63,6 +67,8 @@ describe("CombiningWrites", () => {
       expect(taken?.count).toBe(3);
       const queries = taken?.queries() ?? [];
       expect(queries.map((q) => q.sql)).toEqual(["many b,c,gone1"]);
+      server.gate = null;
+      release();
       taken?.settle([await server.write(db, () => queries[0] as never)]);
       const settled = await Promise.allSettled(rest);
       expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual(["row:c", "row:b", "lost gone1"]);

@@ -102,7 +102,7 @@ it("a settlement waiting behind the flush in flight rides with the next claim: i
     let refs: unknown[] = [];
     const sent = await queriesDuring(async () => {
       const first = store.completeRef({ taskId: a.id, workerId: "w1", attempt: a.attempt, result: { n: 1 } });
-      await new Promise((resolve) => process.nextTick(resolve)); // its flush is in flight
+      await new Promise((resolve) => setImmediate(resolve)); // its flush (at the end of the turn) is in flight
       const second = store.completeRef({ taskId: b.id, workerId: "w1", attempt: b.attempt, result: { n: 2 } });
       const claim = store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["ride"], limit: 1, probe: false });
       [refs, claimed] = await Promise.all([Promise.all([first, second]), claim]);
@@ -136,7 +136,7 @@ it("up to four settlements waiting ride with the next claim as their own single-
     let outcomes: PromiseSettledResult<unknown>[] = [];
     const sent = await queriesDuring(async () => {
       const first = store.completeRef({ taskId: a.id, workerId: "w1", attempt: a.attempt, result: { n: 1 } });
-      await new Promise((resolve) => process.nextTick(resolve)); // its flush is in flight
+      await new Promise((resolve) => setImmediate(resolve)); // its flush (at the end of the turn) is in flight
       const waiting = [
         store.completeRef({ taskId: b.id, workerId: "w1", attempt: b.attempt, result: { n: 2 } }),
         store.completeRef({ taskId: c.id, workerId: "intruder", attempt: c.attempt, result: { n: 3 } }),
