@@ -47,9 +47,9 @@ export interface CombiningWritesOptions extends WriteCombinerOptions {
  *   when nothing of its kind is pending or in flight (`runAlone`); one of a
  *   `"settlement"` kind flushes at the end of the current tick, so every
  *   promise chain of one burst shares it (at the end of the turn with
- *   `settleWithClaims`, so the claim started in the same turn carries it); a `"background"` one at the end of
- *   the event-loop turn. Writes arriving while a statement runs go together
- *   when it returns.
+ *   `settleWithClaims`, so the claim started in the same turn carries it);
+ *   a `"background"` one at the end of the event-loop turn. Writes arriving
+ *   while a statement runs go together when it returns.
  * - A flush of one write runs `kind.one`, exactly its own statement. More
  *   run as `kind.many`, rows sorted by key (so two statements lock shared rows
  *   in one order); each caller gets its own row or its own error.
