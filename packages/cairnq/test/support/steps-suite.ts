@@ -196,7 +196,10 @@ export function describeStepsSuite(backend: StepsBackend): void {
       const started = performance.now();
       let heir: Child;
       try {
-        heir = await startWorker("heir", config);
+        // The heir holds the 2.5 s step under a lease that only has to outlast a stall: it is never paused or killed. With
+        // the zombie's 600 ms, an heir descheduled 900 ms mid-step (SIGSTOP, for the test of it: 3 failures in 3) lost the
+        // lease, took the task again itself and ran the step a second time (3 executions against [zombie, heir]).
+        heir = await startWorker("heir", { ...config, leaseMs: 5_000 });
         const done = await client.wait(task.id, { timeoutMs: 30_000 });
         expect(done.status).toBe("succeeded");
         expect((done.result as { pid: number }).pid).toBe(heir.pid);
