@@ -188,7 +188,10 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
 
     it("globalConcurrency holds across worker processes, beside per-process concurrency; a SIGKILLed worker's slot comes back by lease recovery", async () => {
       const limit = 2;
-      const leaseMs = 400;
+      // The two workers that run the rest are never killed: their leases only have to outlast a stall. With 400 ms, a
+      // worker descheduled mid-task (SIGSTOPped 700 ms for the test of it: 3 failures in 5) let its lease lapse, the other
+      // rightly took the task while the stalled handler was still open, and the check counted 2 beside the held slot.
+      const leaseMs = 3_000;
       const heldLeaseMs = 1_500;
       const flow = { task: "lim", holdMs: 60, globalConcurrency: limit };
       // The held slot's worker renews a longer lease: with 400 ms, a heartbeat late on a loaded machine let the lease lapse
