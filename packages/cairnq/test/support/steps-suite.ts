@@ -226,13 +226,15 @@ export function describeStepsSuite(backend: StepsBackend): void {
       const { client } = database();
       const pollIntervalMs = 2_000;
       const config = { concurrency: 4, leaseMs: 2000, heartbeatIntervalMs: 500, pollIntervalMs };
-      // Sleepers: all workers die while they sleep.
       const sleepMs = 1_500;
-      const sleepers = await Promise.all([0, 1, 2].map(() => client.submit("sleeper", { ms: sleepMs })));
       // An early message: sent before any worker exists.
       const early = await client.submit("waiter", { name: "early" });
       expect((await client.send(early.id, "early", { sent: "before the wait" })).woke).toBe(false);
       const first = [await startWorker("first 1", config), await startWorker("first 2", config)];
+      // Sleepers: all workers die while they sleep. Submitted once both workers are up, so that they park while this
+      // test watches: submitted before, the first worker parked them at once, and a second worker that took 2-3 s to
+      // start on a loaded machine (3 runs in 3 at load 12) began the watch after every 1.5 s sleep had ended.
+      const sleepers = await Promise.all([0, 1, 2].map(() => client.submit("sleeper", { ms: sleepMs })));
       const parked = await until(
         "every sleeper parked",
         async () => {
