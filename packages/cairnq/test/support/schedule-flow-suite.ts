@@ -14,6 +14,11 @@ import type { Child, FixtureMessage } from "./processes.ts";
 import type { ProcessBackend, ProcessDatabase } from "./process-suite.ts";
 
 const EVERY_MS = 200;
+/**
+ * Each test's deadline, only against a hang (vitest's 20 s default was a measurement under load): at load 10-12 two of
+ * these tests took 10-12 s, and at load 19-28 two runs of the file in four had a test time out at 20 s.
+ */
+const TIMEOUT_MS = 60_000;
 const CRON_EVERY_SECOND = "* * * * * *";
 const KEY = /^cairnq:schedule:([^:]+):(\d+)$/;
 
@@ -142,7 +147,7 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
         report.push(`${name}: ${slots.length} slots, tasks per slot min ${Math.min(...perSlot)} max ${Math.max(...perSlot)}, gaps 0`);
       }
       console.log(`[schedules ${backend.label}] 4 worker processes (1 SIGKILLed + restarted, 1 late, clocks −300/0/+400 ms): ${report.join("; ")}`);
-    });
+    }, TIMEOUT_MS);
 
     it("backfillMs submits missed slots once on start, and a restart within the window submits none again (not a cancelled slot, not a purged one)", async () => {
       // A wide window, so every backfilled slot is still inside it when the second process starts.
@@ -188,7 +193,7 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
         `[schedules ${backend.label}] backfill ${backfillMs} ms: ${before.size} slots after the first start (earliest ${readyAt - earliest} ms before it), ` +
           `${after.size} after a restart inside the window, tasks per slot max ${Math.max(...after.values())}, cancelled and purged slots not resubmitted`,
       );
-    });
+    }, TIMEOUT_MS);
 
     it("globalConcurrency holds across worker processes, beside per-process concurrency; a SIGKILLed worker's slot comes back by lease recovery", async () => {
       const limit = 2;
@@ -233,7 +238,7 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
         `[flow ${backend.label}] globalConcurrency ${limit}, 3 worker processes (concurrency 1/3/3, one SIGKILLed): ` +
           `max overlap ${maxOverlap(all)} (${maxOverlap(whileHeld)} beside the held slot before the kill), 16/16 succeeded, killed task re-run as attempt 2`,
       );
-    });
+    }, TIMEOUT_MS);
 
     it("rateLimit holds across worker processes: at most max claims in any window of perMs", async () => {
       const rateLimit = { max: 3, perMs: 300 };
@@ -249,6 +254,6 @@ export function describeScheduleFlowSuite(backend: ProcessBackend): void {
       const worst = maxPerWindow(claimed, rateLimit.perMs);
       expect(worst).toBeLessThanOrEqual(rateLimit.max);
       console.log(`[flow ${backend.label}] rateLimit ${rateLimit.max}/${rateLimit.perMs} ms, 2 worker processes (concurrency 4 each): max claims in any ${rateLimit.perMs} ms window ${worst}, 12/12 succeeded`);
-    });
+    }, TIMEOUT_MS);
   });
 }
