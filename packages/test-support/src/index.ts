@@ -18,3 +18,4 @@ export { parsePrometheus } from "./prometheus.js";
 export type { GroupLeaseReport } from "./group-stress-leases.js";
 export { groupLeaseStressSeeds, runGroupLeaseStress } from "./group-stress-leases.js";
 export { eachSeedOnStores } from "./seeded.js";
+export { KIT_CASE_TIMEOUT_MS } from "./kit.js";

@@ -1,6 +1,6 @@
 import { runConformance } from "@cairnq/conformance/vitest";
 import { MySQLStore } from "@cairnq/store-mysql";
-import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
+import { KIT_CASE_TIMEOUT_MS, MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 import { afterAll, beforeAll } from "vitest";
 
 // The whole behavioral suite, through the kit's public entry, exactly as a
@@ -20,6 +20,7 @@ afterAll(async () => {
 
 runConformance({
   name: "MySQLStore",
+  caseTimeoutMs: KIT_CASE_TIMEOUT_MS,
   capabilities: { transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, claimWakeOnQueued: true, taskDoneWakeReads: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: () => new MySQLStore(dsn, { max: 4 }),
   // A second store on the same database, for the cases that race two instances.

@@ -25,7 +25,7 @@ import pg from "pg";
 import { runConformance } from "@cairnq/conformance/vitest";
 import { PostgresStore } from "@cairnq/store-postgres";
 import type { PgBouncer } from "@cairnq/test-support";
-import { PgAdmin, pgDsn, startPgBouncer } from "@cairnq/test-support";
+import { KIT_CASE_TIMEOUT_MS, PgAdmin, pgDsn, startPgBouncer } from "@cairnq/test-support";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const admin = new PgAdmin({ applicationName: "cairnq-test-pgbouncer-admin" });
@@ -69,6 +69,7 @@ async function emptyDatabase(): Promise<void> {
 
 runConformance({
   name: "PostgresStore through PgBouncer (transaction mode)",
+  caseTimeoutMs: KIT_CASE_TIMEOUT_MS,
   capabilities: { pushWakeups: true, transactionalComplete: true, databaseClock: true, flowControl: true, schedules: true, completeRef: true, claimReprobe: true, durableSteps: true, queueHealth: true, groups: true },
   createStore: () => new PostgresStore(bouncer!.dsnFor(DATABASE), { preparedStatements: false, listen: directDsn(DATABASE), max: 4 }),
   destroyStore: async (store) => {
