@@ -27,6 +27,12 @@ import type { Child } from "../support/processes.ts";
 import { describeFixtureError, listAll, sleep, until } from "../support/waiting.ts";
 
 const POLL_INTERVAL_MS = 5_000;
+/**
+ * The worker's queue, its own: NOTIFY is per database and its payload is the queue's name (§9), so with
+ * `default` another test file's submit, in another schema of the same database, could wake this worker and
+ * pass the wake-up checks below for a LISTEN that never came back.
+ */
+const QUEUE = "pg-terminate";
 const LEASE_MS = 1_500;
 /**
  * A probe is submitted 50 ms after the worker finished the previous one and
@@ -58,7 +64,7 @@ class Producer {
       if (!this.paused) {
         try {
           // Attempts to spare: a settlement lost with its connection is redelivered after the lease expires.
-          this.ids.push((await this.client.submit("nap", { ms: NAP_MS }, { maxAttempts: 10 })).id);
+          this.ids.push((await this.client.submit("nap", { ms: NAP_MS }, { queue: QUEUE, maxAttempts: 10 })).id);
         } catch (err) {
           this.errors.push(err);
         }
@@ -116,10 +122,10 @@ describe("a worker process whose Postgres backends are terminated", () => {
     await api.connect();
     // Work waiting for the worker's first claims, so it first goes idle after its LISTEN connection is up: an idle
     // wait begun before that ends only when LISTEN comes up, which would only slow the test.
-    const primers = await Promise.all(Array.from({ length: PRIMERS }, () => api.submit("nap", { ms: NAP_MS })));
+    const primers = await Promise.all(Array.from({ length: PRIMERS }, () => api.submit("nap", { ms: NAP_MS }, { queue: QUEUE })));
     const worker = children.spawn("worker", "worker.mjs", [
       fixtureArg(schema),
-      JSON.stringify({ concurrency: 4, pollIntervalMs: POLL_INTERVAL_MS, leaseMs: LEASE_MS }),
+      JSON.stringify({ queues: [QUEUE], concurrency: 4, pollIntervalMs: POLL_INTERVAL_MS, leaseMs: LEASE_MS }),
     ]);
     await worker.next("ready");
     const context = (): string =>
@@ -130,7 +136,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
     const roundTrip = async (a: number): Promise<number> => {
       await sleep(50);
       const started = performance.now();
-      const result = await api.call(add, { a, b: 1 }, { waitTimeoutMs: 30_000 });
+      const result = await api.call(add, { a, b: 1 }, { queue: QUEUE, waitTimeoutMs: 30_000 });
       expect(result).toEqual({ sum: a + 1, pid: worker.pid });
       return performance.now() - started;
     };
@@ -141,7 +147,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
     const { api, worker, context, roundTrip } = await setUp("cq_terminate");
     const flowing = new Producer(api);
     producer = flowing;
-    const succeeded = async (): Promise<number> => (await api.stats()).default?.succeeded ?? 0;
+    const succeeded = async (): Promise<number> => (await api.stats())[QUEUE]?.succeeded ?? 0;
 
     const report: string[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
@@ -156,7 +162,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
       const errorsBefore = worker.of("on-error").length;
       const submittedBefore = flowing.ids.length;
 
-      const runningAtKill = (await api.stats()).default?.running ?? 0;
+      const runningAtKill = (await api.stats())[QUEUE]?.running ?? 0;
       const killedAt = performance.now();
       const killed = await terminate(backends.map((b) => b.pid));
       // All of them, unless the pool closed an idle one between the two statements.
@@ -243,7 +249,7 @@ describe("a worker process whose Postgres backends are terminated", () => {
     );
     const exit = await children.stop(worker);
     expect(exit, `worker after SIGTERM${worker.tail()}`).toEqual({ code: 0, signal: null });
-    expect((await api.stats()).default).toMatchObject({ queued: 0, running: 0, failed: 0, canceled: 0, succeeded: rows.length + ROUNDS * (WAKE_PROBES + 1) });
+    expect((await api.stats())[QUEUE]).toMatchObject({ queued: 0, running: 0, failed: 0, canceled: 0, succeeded: rows.length + ROUNDS * (WAKE_PROBES + 1) });
     const redelivered = rows.filter((row) => row.attempt > 1).length;
     console.log(
       `[postgres] pg_terminate_backend on every backend of a working worker process, ${ROUNDS} rounds:\n  ${report.join("\n  ")}\n` +
