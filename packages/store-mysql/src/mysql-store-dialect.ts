@@ -12,17 +12,6 @@ import type { MySQLWakeupsOptions, WakeupChecks } from "./mysql-wakeups.js";
 import { MySQLWakeups } from "./mysql-wakeups.js";
 
 /**
- * The database clock of §2.1 on MySQL/MariaDB: epoch milliseconds of
- * `UTC_TIMESTAMP(6)` (the statement's start, the same for every read in one
- * statement), independent of the session's time zone (a
- * `UNIX_TIMESTAMP(NOW())` would read an hour wrong around a DST change in a
- * zone that has one). MySQL has no transaction-start clock, so the
- * transaction clock is the statement clock of the transaction's first
- * statement that reads it, kept in the session variable `@cq_tx_now` (which
- * the executor clears when a transaction begins); outside a transaction it
- * is the statement clock (see `TRANSACTION_NOW`).
- */
-/**
  * Settlements a claim carries (`settleWithClaims`) go as their own single-row statements up to this
  * many of a kind, as one multi-row statement beyond. The multi-row form is a multi-table `UPDATE` over
  * `JSON_TABLE` (its rows buffered in a temporary table) and a second join that reads the rows back by the
@@ -34,6 +23,17 @@ import { MySQLWakeups } from "./mysql-wakeups.js";
  */
 const SETTLE_ALONE_UP_TO = 4;
 
+/**
+ * The database clock of §2.1 on MySQL/MariaDB: epoch milliseconds of
+ * `UTC_TIMESTAMP(6)` (the statement's start, the same for every read in one
+ * statement), independent of the session's time zone (a
+ * `UNIX_TIMESTAMP(NOW())` would read an hour wrong around a DST change in a
+ * zone that has one). MySQL has no transaction-start clock, so the
+ * transaction clock is the statement clock of the transaction's first
+ * statement that reads it, kept in the session variable `@cq_tx_now` (which
+ * the executor clears when a transaction begins); outside a transaction it
+ * is the statement clock (see `TRANSACTION_NOW`).
+ */
 export const MYSQL_CLOCK: SqlClock = new SqlClock({ statement: STATEMENT_NOW, transaction: TRANSACTION_NOW });
 
 /** Options of {@link MySQLStoreDialect}. */
