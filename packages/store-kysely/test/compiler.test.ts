@@ -37,6 +37,21 @@ describe("a multi-row statement's columns on Postgres", () => {
   });
 });
 
+describe("a list parameter on Postgres (bindValue of a textList)", () => {
+  it("is bound as the text of its array literal, as a multi-row column is; other types as given", () => {
+    const syntax = new PostgresSyntax();
+    expect(syntax.bindValue(['a"b', "c\\d", null, "{x,y}", "g#1"], "textList")).toBe('{"a\\"b","c\\\\d",NULL,"{x,y}","g#1"}');
+    expect(syntax.bindValue([], "textList")).toBe("{}");
+    expect(syntax.bindValue("text", "text")).toBe("text");
+    expect(syntax.bindValue(7, "int")).toBe(7);
+  });
+
+  it("leaves a list holding anything but scalars to the driver, as the array it was", () => {
+    const list = ["a", new Date(0)];
+    expect(new PostgresSyntax().bindValue(list, "textList")).toBe(list);
+  });
+});
+
 describe("each outer row's top rows on Postgres (topRowsJoin)", () => {
   it("takes the whole row from a subquery that selects only its row's key, and joins the table by key after any other", () => {
     const syntax = new PostgresSyntax();
@@ -113,7 +128,8 @@ describe("claim draws (§5.10: one queue / one name compile to equality)", () =>
     const many = postgres.statement(DRAW_T, draw(["q", "r"], ["a", "b"]));
     expect(many.sql).toMatch(/queue = any\(\$\d+::text\[\]\)/);
     expect(many.sql).toMatch(/name = any\(\$\d+::text\[\]\)/);
-    expect(many.parameters(draw(["q", "r"], ["a", "b"]))).toContainEqual(["q", "r"]);
+    // Lists are bound as the text of their array literal, which the placeholder's `::text[]` cast reads.
+    expect(many.parameters(draw(["q", "r"], ["a", "b"]))).toContainEqual('{"q","r"}');
   });
 });
 
