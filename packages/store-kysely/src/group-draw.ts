@@ -464,7 +464,6 @@ interface PagedGroup {
   /** Its `served_seq` as the page read it. */
   readonly seq: number;
   readonly touched: number;
-  allowance: number;
 }
 
 /** A first page of active groups read before the draw ({@link GroupDraw.firstPage}): the statement, then its rows, and the sizes it was read with. */
@@ -619,20 +618,21 @@ export class GroupDraw {
       const last = rows[rows.length - 1] as Row;
       after = { seq: Number(last.served_seq), group: String(last.group_key) };
       // Rows come by group in served order, each group's tasks best first, with its claims in the rate window.
-      const paged: (PagedGroup & { taskIds: string[] })[] = pageGroups(rows).map((g) => ({ ...g, allowance: groupAllowance(this.#limits, running.get(g.group) ?? 0, g.inWindow) }));
+      const paged = pageGroups(rows);
       const eligibleBefore = eligible.length;
       const emptyBefore = empty.length;
       for (const g of paged) {
-        if (g.allowance <= 0) continue;
+        const allowance = groupAllowance(this.#limits, running.get(g.group) ?? 0, g.inWindow);
+        if (allowance <= 0) continue;
         if (g.taskIds.length === 0) {
           empty.push(g);
           continue;
         }
-        eligible.push({ group: g.group, taskIds: g.taskIds, allowance: g.allowance });
+        eligible.push({ group: g.group, taskIds: g.taskIds, allowance });
         seen.push(g);
         // Fewer tasks than asked for: the page showed all the group's due work, so a draw taking it all leaves none.
         if (g.taskIds.length < perGroup) whole.set(g.group, g);
-        available += Math.min(g.allowance, g.taskIds.length);
+        available += Math.min(allowance, g.taskIds.length);
       }
       // A page of groups without due work (or without room) does not count against the pages that gave work.
       if (eligible.length > eligibleBefore) gave++;
