@@ -58,11 +58,9 @@ export class PostgresSyntax extends BaseSqlSyntax {
 
   /**
    * A column of a multi-row statement (the settlements a combined write carries, a batch of submits)
-   * as the text of a Postgres array literal, which its placeholder's `::<type>[]` cast reads: what the
-   * driver would make of the JS array — every value quoted, `\` and `"` escaped, `NULL` for null —
-   * built in one join of an array sized up front (growing it by pushes was ~190 bytes per settled task of a
-   * c64 drain). The driver's own encoding grows the text by three concatenations per value:
-   * about 700 bytes for the collector per settled task of a c64 drain (a sampling heap profile of the
+   * as the text of a Postgres array literal ({@link arrayLiteral}), which its placeholder's `::<type>[]`
+   * cast reads. The driver's own encoding grows the text by three concatenations per value: about
+   * 700 bytes for the collector per settled task of a c64 drain (a sampling heap profile of the
    * worker). A column holding anything but strings, numbers, booleans and null is left to the driver.
    */
   override batchColumn(rows: readonly Params[], name: string, type: ParamType): unknown {
