@@ -34,7 +34,7 @@ import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { Row } from "@cairnq/store-kysely";
 import type { ListenClient, ListenLoan } from "./postgres-wakeups.js";
-import { destroySocket } from "./postgres-wakeups.js";
+import { destroySocket } from "./postgres-socket.js";
 import { runOnClient } from "./postgres-direct.js";
 import type { DirectClient } from "./postgres-direct.js";
 import { isReadOnly, isReadTimeout } from "./postgres-pool.js";

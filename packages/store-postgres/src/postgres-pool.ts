@@ -18,7 +18,7 @@
  */
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { connectFailure, connectionLost, lostInFlight } from "./postgres-connect-error.js";
-import { destroySocket } from "./postgres-wakeups.js";
+import { destroySocket } from "./postgres-socket.js";
 
 /** SQLSTATE `read_only_sql_transaction`: a write reached a server (or session) that is read-only. */
 export const READ_ONLY_SQL_TRANSACTION = "25006";

@@ -44,6 +44,7 @@ import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
 import { decodeDoneRow, DONE_ROW_CHANNEL, doneRowId } from "./postgres-done-row.js";
 import { QueryGate } from "./postgres-query-gate.js";
+import { endQuietly, unrefTimer } from "./postgres-socket.js";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -661,40 +662,4 @@ function refusesListen(error: unknown): boolean {
 
 function sqlState(error: unknown): unknown {
   return typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
-}
-
-/** `setTimeout` that does not hold the process open. */
-function unrefTimer(callback: () => void, ms: number): NodeJS.Timeout {
-  const timer = setTimeout(callback, ms);
-  timer.unref();
-  return timer;
-}
-
-/** How long a goodbye may take before the socket is destroyed: a half-open connection never answers one. */
-const END_TIMEOUT_MS = 2_000;
-
-async function endQuietly(client: ListenClient): Promise<void> {
-  try {
-    // Ref'd again so the goodbye completes: awaiting an unref'd socket alone would let the process exit mid-close.
-    client.ref?.();
-    let timer: NodeJS.Timeout | null = null;
-    const ended = client.end();
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), END_TIMEOUT_MS);
-    });
-    const outcome = await Promise.race([ended.then(() => "ended" as const), timedOut]);
-    if (timer !== null) clearTimeout(timer);
-    if (outcome === "timeout") {
-      destroySocket(client);
-      ended.catch(() => {});
-    }
-  } catch {
-    // Already dead; nothing to release.
-  }
-}
-
-/** Destroys a `pg` client's socket (`connection.stream`), if it has one: the only way out of a half-open connection. */
-export function destroySocket(client: unknown): void {
-  const stream = (client as { connection?: { stream?: { destroy?: () => void } } } | null)?.connection?.stream;
-  if (typeof stream?.destroy === "function") stream.destroy();
 }
