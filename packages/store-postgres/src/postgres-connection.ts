@@ -25,6 +25,7 @@ import type { DiscardingPool } from "./postgres-pool.js";
 import { discardingPool, isDiscarded } from "./postgres-pool.js";
 import type { PooledClientBehaviour } from "./postgres-prepared.js";
 import { prepareRegistered } from "./postgres-prepared.js";
+import { destroySocket } from "./postgres-socket.js";
 import type { ListenClient, ListenConnector } from "./postgres-wakeups.js";
 import { LISTEN_CHECK_TIMEOUT_MS, LISTEN_PING_INTERVAL_MS } from "./postgres-wakeups.js";
 
@@ -316,8 +317,8 @@ export class PostgresConnection {
       this.listen =
         connector === null || !this.listenRunsWrites
           ? connector
-          : async () => {
-              const client = await connector();
+          : async (signal) => {
+              const client = await connector(signal);
               prepareRegistered(client, this.#clientBehaviour);
               return client;
             };
@@ -499,18 +500,29 @@ function listenConnector(
 ): ListenConnector | null {
   if (option === false) return null;
   if (typeof option === "function") return option;
-  if (typeof option === "string") return () => connectClient(null, { connectionString: option });
+  if (typeof option === "string") return (signal) => connectClient(null, { connectionString: option }, signal);
   if (config === null) return null;
-  return () => connectClient(ClientClass, config());
+  return (signal) => connectClient(ClientClass, config(), signal);
 }
 
-/** Opens one non-pooled client; an error before the caller's listeners are attached is swallowed (the promise carries it). */
-async function connectClient(ClientClass: (new (config: object) => ListenClient) | null, config: object): Promise<ListenClient> {
+/**
+ * Opens one non-pooled client; an error before the caller's listeners are attached is swallowed (the promise carries it).
+ * `signal` (the store began to close) destroys the socket of a connect in flight: on a dead path it would otherwise
+ * hold the store's close for connectTimeoutMs.
+ */
+async function connectClient(ClientClass: (new (config: object) => ListenClient) | null, config: object, signal?: AbortSignal): Promise<ListenClient> {
   const Client = (ClientClass ?? loadPgDriver().Client) as unknown as new (config: object) => ListenClient & { connect(): Promise<unknown> };
+  signal?.throwIfAborted();
   const client = new Client(config);
   // Errors after connect are the wakeups' to handle; this listener only keeps an early one from being thrown.
   client.on("error", () => {});
-  await client.connect();
+  const abandon = (): void => destroySocket(client);
+  signal?.addEventListener("abort", abandon, { once: true });
+  try {
+    await client.connect();
+  } finally {
+    signal?.removeEventListener("abort", abandon);
+  }
   return client;
 }
 

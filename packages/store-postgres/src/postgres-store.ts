@@ -196,6 +196,9 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
     // Idle pooled connections and the LISTEN connection are unref'd so they never hold a process open; while
     // they say goodbye, this timer does, or a top-level `await store.close()` would end the process mid-close.
     const hold = keepAlive();
+    // No LISTEN reconnect while close waits for the calls in flight, and no attempt in flight left to wait for after
+    // them: on a dead path each would add up to connectTimeoutMs to close() (and to a worker's stop()).
+    this.dialect.wakeups.windDown();
     try {
       await super.close();
     } finally {

@@ -44,7 +44,7 @@ import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
 import { decodeDoneRow, DONE_ROW_CHANNEL, doneRowId } from "./postgres-done-row.js";
 import { QueryGate } from "./postgres-query-gate.js";
-import { endQuietly, unrefTimer } from "./postgres-socket.js";
+import { destroySocket, endQuietly, unrefTimer } from "./postgres-socket.js";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -107,7 +107,9 @@ export interface ListenClient {
  * Opens the dedicated LISTEN connection: resolves with a **connected**
  * client, or rejects — with `ListenUnavailable` when LISTEN can never work
  * there (the store then polls for good), with anything else to be retried
- * with backoff.
+ * with backoff. `signal` aborts when the store begins to close: a connect
+ * still in flight should then end at once (destroy its socket), or the
+ * store's `close()` waits for it.
  *
  * @example
  * const listen: ListenConnector = async () => {
@@ -116,7 +118,7 @@ export interface ListenClient {
  *   return client;
  * };
  */
-export type ListenConnector = () => Promise<ListenClient>;
+export type ListenConnector = (signal?: AbortSignal) => Promise<ListenClient>;
 
 /**
  * Where the LISTEN connection stands:
@@ -164,6 +166,10 @@ export class PostgresWakeups implements Wakeups {
   #backoffMs = LISTEN_BACKOFF_INITIAL_MS;
   #retryTimer: TimerHandle | null = null;
   #connecting: Promise<void> | null = null;
+  /** The client of the attempt in flight, from its connect until it is handed on or ended. */
+  #opening: ListenClient | null = null;
+  /** Aborted by {@link PostgresWakeups.windDown}: no reconnect from then on. */
+  readonly #winding = new AbortController();
   /** Pending `claimWake`s, each with the queues it waits for. */
   readonly #claimWaiters = new WaiterSet<ReadonlySet<string>>();
   /** Pending `taskDoneWake`s by task id. */
@@ -313,9 +319,28 @@ export class PostgresWakeups implements Wakeups {
     };
   }
 
+  /**
+   * The store began to close (its `close()` waits for its calls in flight first): no reconnect from now on,
+   * and an attempt in flight is abandoned (its socket destroyed), so `close()` never waits on a connect,
+   * LISTEN or check over a dead path. A connection listening stays until `close()`: a write lent to it may
+   * still run. Idempotent.
+   */
+  windDown(): void {
+    if (this.#winding.signal.aborted) return;
+    this.#retryTimer?.clear();
+    this.#retryTimer = null;
+    if (this.#state === "connecting") {
+      this.#generation += 1;
+      this.#checkWaiter?.abandon();
+      if (this.#opening !== null) destroySocket(this.#opening);
+    }
+    this.#winding.abort();
+  }
+
   /** Stops listening for good: releases every waiter, cancels a scheduled reconnect, ends the connection. Idempotent. */
   async close(): Promise<void> {
     if (this.#state === "closed") return;
+    this.windDown();
     this.#state = "closed";
     this.#stopPing();
     this.#generation += 1;
@@ -336,12 +361,14 @@ export class PostgresWakeups implements Wakeups {
 
   async #open(): Promise<void> {
     const connector = this.connector;
-    if (connector === null || this.#state === "closed") return;
+    const signal = this.#winding.signal;
+    if (connector === null || this.#state === "closed" || signal.aborted) return;
     const generation = ++this.#generation;
     this.#state = "connecting";
     let client: ListenClient | null = null;
     try {
-      client = await connector();
+      client = await connector(signal);
+      this.#opening = client;
       if (generation !== this.#generation) {
         await endQuietly(client);
         return;
@@ -404,6 +431,8 @@ export class PostgresWakeups implements Wakeups {
         return;
       }
       this.#scheduleRetry();
+    } finally {
+      if (this.#opening === client) this.#opening = null;
     }
   }
 
@@ -582,6 +611,7 @@ export class PostgresWakeups implements Wakeups {
 
   #scheduleRetry(): void {
     this.#state = "retrying";
+    if (this.#winding.signal.aborted) return;
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(this.#backoffMs * 2, LISTEN_BACKOFF_MAX_MS);
     // Unref'd: a reconnect must not keep an otherwise finished process alive.

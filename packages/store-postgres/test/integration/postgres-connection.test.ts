@@ -158,4 +158,21 @@ describe("a connection cut without FIN or RST (half-open)", () => {
     // close() does not wait on the dead sockets.
     await cut.close();
   }, 60_000);
+
+  it("close() while the LISTEN connection is reopened over the dead path does not wait out that connect", async () => {
+    const { proxy: p, dsn } = await proxy();
+    // A long connect bound, so a close that waited for the attempt in flight could not pass for one that did not.
+    const connectTimeoutMs = 10_000;
+    const store = openStore(dsn, { schema: schemaName("cq_halfopen_close"), max: 2, timeouts: { ...SHORT, connectTimeoutMs } });
+    await store.connect();
+    expect(await until(() => store.listenState === "listening", 10_000)).toBe(true);
+    // The whole path goes dark: the ping drops the LISTEN connection, and its reconnect hangs in connect.
+    expect(p.cut()).toBeGreaterThanOrEqual(1);
+    expect(await until(() => store.listenState === "connecting", 15_000)).toBe(true);
+    const start = Date.now();
+    await store.close();
+    // Without abandoning the attempt, close() waited for it: the rest of connectTimeoutMs (a worker's stop() too).
+    expect(Date.now() - start).toBeLessThan(connectTimeoutMs / 2);
+    expect(store.listenState).toBe("closed");
+  }, 60_000);
 });
