@@ -340,12 +340,11 @@ export class PostgresWakeups implements Wakeups {
   /** Stops listening for good: releases every waiter, cancels a scheduled reconnect, ends the connection. Idempotent. */
   async close(): Promise<void> {
     if (this.#state === "closed") return;
+    // Cancels a scheduled reconnect (none is scheduled after it) and abandons an attempt in flight.
     this.windDown();
     this.#state = "closed";
     this.#stopPing();
     this.#generation += 1;
-    this.#retryTimer?.clear();
-    this.#retryTimer = null;
     this.#releaseAll();
     this.#subscribers.clear();
     // A check in flight hears nothing now (its notification is of an old generation): stop its wait.
