@@ -97,7 +97,9 @@ describe("the store's writes on its LISTEN connection (postgres-listen-lane.ts)"
     const app = `cq_lane_${process.pid}_${Date.now()}`;
     const dsn = new URL(pgDsn());
     dsn.searchParams.set("application_name", app);
-    const store = openStore(dsn.toString(), { schema: schemaName(), timeouts: { storeQueryTimeoutMs: 400 } });
+    // The bound is every statement's, not only the blocked complete's: 400 ms let a submit or claim of the setup time out
+    // on a loaded machine (a gate failed with "Query read timeout" in 896 ms); 2 s keeps the setup clear of it.
+    const store = openStore(dsn.toString(), { schema: schemaName(), timeouts: { storeQueryTimeoutMs: 2_000 } });
     await store.connect();
     expect(await until(() => store.listenState === "listening", 10_000)).toBe(true);
     const dropped = vi.spyOn(store.dialect.connection, "listenFoundDead");
