@@ -55,6 +55,7 @@ import {
   claimFlowControl,
   COMPLETE,
   completeParams,
+  debounceConflict,
   debounceUpdate,
   decideRow,
   DRAW,
@@ -216,7 +217,9 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
     const now = this.#clock();
     if (submit.key !== null && submit.debounce !== null) {
-      const debounced = resolveDebounce(this.#keyTask(submit.key));
+      const existing = this.#keyTask(submit.key);
+      const debounced = resolveDebounce(submit.params.name as string, existing);
+      if (debounced.kind === "reject") throw debounceConflict(submit.key, submit.params.name as string, existing as Task);
       if (debounced.kind === "update") {
         const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
         const row = this.#applyRow(rule, debounced.taskId, params, now);

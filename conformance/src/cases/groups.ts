@@ -6,7 +6,7 @@
  * only for stores declaring `groups`.
  */
 import type { ClaimInput, FlowControl, GroupReadStore, ScheduleTaskStore, Task, TaskStepStore } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
+import { AlreadyExists, InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { DUE_LATER_MS, EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";
@@ -498,6 +498,35 @@ export const debounceCases: readonly ConformanceCase[] = [
       t.expect((await t.store.getByKey("dk"))?.id).toBe(next.task.id);
       t.fields(await t.get(first.id), { status: "running", payload: { n: 1 } });
       await t.rejects(t.store.submit({ name: "d", payload: {}, debounce: { delayMs: 5 } }), InvalidArgument, "debounce without a key");
+    },
+  },
+  {
+    id: "group-debounce-other-name",
+    title: "a debounced submit under a key whose task is of another name and unfinished writes nothing and rejects (AlreadyExists); once that task ended, it inserts",
+    spec: "store.ts SubmitInput.debounce, debounce.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      const email = await t.submit("email", { key: "shared", payload: { to: "a" }, runAtDelayMs: 60_000 });
+      const before = await t.get(email.id);
+      const debounce = { delayMs: 0 };
+      const queued = await t.rejects(t.store.submitOutcome({ name: "d", key: "shared", payload: { n: 1 }, debounce }), AlreadyExists, "a debounce onto another name's queued task");
+      t.expect(queued.key).toBe("shared");
+      // Neither its payload nor its run time moved, and no task of the debounced name exists.
+      t.expect(await t.get(email.id)).toEqual(before);
+      t.expect((await t.all()).filter((row) => row.name === "d")).toHaveLength(0);
+      t.expect((await t.store.getByKey("shared"))?.id).toBe(email.id);
+      // Running: refused too (the key stays with the running task).
+      const due = await t.submit("email", { key: "other", payload: {} });
+      const running = await t.claimOne(t.w1, { names: ["email"] });
+      t.expect(running.id).toBe(due.id);
+      await t.rejects(t.store.submitOutcome({ name: "d", key: "other", payload: { n: 2 }, debounce }), AlreadyExists, "a debounce onto another name's running task");
+      t.expect((await t.store.getByKey("other"))?.id).toBe(due.id);
+      // Finished: the key is free to move, as for a finished task of the same name.
+      await t.store.complete({ taskId: running.id, workerId: t.w1, attempt: running.attempt, result: null });
+      const next = await t.store.submitOutcome({ name: "d", key: "other", payload: { n: 3 }, debounce });
+      t.expect(next.created).toBe(true);
+      t.fields(next.task, { name: "d", payload: { n: 3 } });
+      t.expect((await t.store.getByKey("other"))?.id).toBe(next.task.id);
     },
   },
 ];

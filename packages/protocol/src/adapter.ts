@@ -124,8 +124,8 @@ export {
   RUNNING_OF_NAME,
 } from "./flow-control.js";
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
-export { DEBOUNCE, DEBOUNCE_CAPPED, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
-export type { DebounceDecision, NormalizedDebounce } from "./debounce.js";
+export { DEBOUNCE, DEBOUNCE_CAPPED, debounceConflict, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
+export type { DebounceDecision, DebounceKeyTask, NormalizedDebounce } from "./debounce.js";
 export {
   compareGroupWalk,
   GROUP_DRAW,

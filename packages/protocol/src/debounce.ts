@@ -11,16 +11,22 @@
  * - otherwise (no task, or it is running or finished): a new task is
  *   inserted with `run_at_ms = now + delayMs` and the key points at it; a
  *   running task is left alone (it works on the payload it was claimed
- *   with, and the new task carries the newer one).
+ *   with, and the new task carries the newer one);
+ * - but a key whose task is of another task name and not finished (queued or
+ *   running) is not this submit's to take: nothing is written and the submit
+ *   fails with {@link AlreadyExists} ({@link debounceConflict}). A key is one
+ *   namespace for every name (§5.1), and a debounce of `reindex` must neither
+ *   rewrite a queued `email` task's payload and run time nor take its key.
  *
  * So a burst of submits closer together than `delayMs` runs the handler once,
  * with the last payload, `delayMs` after the burst ends or `maxDelayMs` after
  * it began, whichever is first.
  */
-import { InvalidArgument } from "./errors.js";
+import { AlreadyExists, InvalidArgument } from "./errors.js";
 import { x } from "./expr.js";
 import type { RowTransition } from "./rules.js";
 import type { TaskStatus } from "./statuses.js";
+import { isTerminalStatus } from "./statuses.js";
 
 /** The submit option `debounce`. */
 export interface DebounceOptions {
@@ -78,11 +84,37 @@ export function normalizeDebounce(
 }
 
 /** What a debounced submit does with the key's current task. */
-export type DebounceDecision = { readonly kind: "update"; readonly taskId: string } | { readonly kind: "insert" };
+export type DebounceDecision =
+  | { readonly kind: "update"; readonly taskId: string }
+  | { readonly kind: "insert" }
+  /** The key names an unfinished task of another name: nothing is written (see {@link debounceConflict}). */
+  | { readonly kind: "reject" };
 
-/** The rule's choice (see the module comment): update a `queued` task, else insert. */
-export function resolveDebounce(existing: { readonly id: string; readonly status: TaskStatus } | null): DebounceDecision {
-  return existing !== null && existing.status === "queued" ? { kind: "update", taskId: existing.id } : { kind: "insert" };
+/** The key's current task as the rule reads it. */
+export interface DebounceKeyTask {
+  readonly id: string;
+  readonly name: string;
+  readonly status: TaskStatus;
+}
+
+/**
+ * The rule's choice for a debounced submit of task name `name` (see the module comment): update a
+ * `queued` task of the same name, refuse a key held by an unfinished task of another name, else insert.
+ */
+export function resolveDebounce(name: string, existing: DebounceKeyTask | null): DebounceDecision {
+  if (existing === null || isTerminalStatus(existing.status)) return { kind: "insert" };
+  if (existing.name !== name) return { kind: "reject" };
+  return existing.status === "queued" ? { kind: "update", taskId: existing.id } : { kind: "insert" };
+}
+
+/** The error of a `reject` decision: `key` names `existing`, an unfinished task of another name than the submit's `name`. */
+export function debounceConflict(key: string, name: string, existing: DebounceKeyTask): AlreadyExists {
+  return new AlreadyExists(key, {
+    message:
+      `the key '${key}' names task ${existing.id} of task name '${existing.name}' (${existing.status}); a debounced submit of '${name}' ` +
+      `coalesces only into a queued task of its own name, so nothing was submitted and that task is unchanged; ` +
+      `give each task name keys of its own (e.g. '${name}:…')`,
+  });
 }
 
 const thisTask = x.eq(x.col("id"), x.param("taskId", "text"));

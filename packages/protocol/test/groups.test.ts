@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument, UnsupportedBackend } from "../src/errors.js";
+import { AlreadyExists, InvalidArgument, UnsupportedBackend } from "../src/errors.js";
 import { hasGroupLimits, normalizeFlowControl } from "../src/flow-control.js";
 import {
   compareGroupWalk,
@@ -18,7 +18,7 @@ import {
 import { holds } from "../src/expr.js";
 import { requireGroupSupport } from "../src/submit-options.js";
 import { normalizeSubmit } from "../src/inputs.js";
-import { debounceUpdate, resolveDebounce } from "../src/debounce.js";
+import { debounceConflict, debounceUpdate, resolveDebounce } from "../src/debounce.js";
 import { decideRow } from "../src/decide.js";
 import { queuedRow } from "./fixtures.js";
 
@@ -168,11 +168,19 @@ describe("debounce", () => {
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delay: 1 } as never }, "task_0")).toThrow(/no option 'delay'/);
   });
 
-  it("updates a queued task, and inserts when the key's task is running, finished or absent", () => {
-    expect(resolveDebounce({ id: "t1", status: "queued" })).toEqual({ kind: "update", taskId: "t1" });
-    expect(resolveDebounce({ id: "t1", status: "running" })).toEqual({ kind: "insert" });
-    expect(resolveDebounce({ id: "t1", status: "succeeded" })).toEqual({ kind: "insert" });
-    expect(resolveDebounce(null)).toEqual({ kind: "insert" });
+  it("updates a queued task of its name, inserts when the key's task is running, finished or absent, and refuses another name's unfinished task", () => {
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "queued" })).toEqual({ kind: "update", taskId: "t1" });
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "running" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "succeeded" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce("d", null)).toEqual({ kind: "insert" });
+    // Another name's task: refused while it is queued or running, replaced as any finished task once it ended.
+    expect(resolveDebounce("d", { id: "t1", name: "email", status: "queued" })).toEqual({ kind: "reject" });
+    expect(resolveDebounce("d", { id: "t1", name: "email", status: "running" })).toEqual({ kind: "reject" });
+    expect(resolveDebounce("d", { id: "t1", name: "email", status: "failed" })).toEqual({ kind: "insert" });
+    const error = debounceConflict("k", "d", { id: "t1", name: "email", status: "queued" });
+    expect(error).toBeInstanceOf(AlreadyExists);
+    expect(error.key).toBe("k");
+    expect(error.message).toMatch(/names task t1 of task name 'email' \(queued\); a debounced submit of 'd' coalesces only into a queued task of its own name/);
   });
 
   it("the update moves run_at to now + delay, capped at the first submit + maxDelayMs", () => {

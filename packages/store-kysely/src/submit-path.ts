@@ -1,7 +1,7 @@
 import type { QueueDepthGate, SubmitInput, SubmitOutcome, Task, TaskStore } from "@cairnq/protocol";
 import { AlreadyExists } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { CANCEL, debounceUpdate, newTaskId, normalizeSubmit, resolveDebounce, resolveKeyConflict } from "@cairnq/protocol/adapter";
+import { CANCEL, debounceConflict, debounceUpdate, newTaskId, normalizeSubmit, resolveDebounce, resolveKeyConflict } from "@cairnq/protocol/adapter";
 import type { QueryRunner } from "./executor.js";
 import { decodeTask } from "./rows.js";
 import { GET_BY_KEY_TEMPLATE, rowTransitionTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
@@ -80,7 +80,8 @@ export class SubmitPath {
       const found = (await this.#statements.exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
       const existing = found === undefined ? null : decodeTask(found);
       if (submit.debounce !== null) {
-        const debounced = resolveDebounce(existing);
+        const debounced = resolveDebounce(submit.params.name as string, existing);
+        if (debounced.kind === "reject") throw debounceConflict(key, submit.params.name as string, existing as Task);
         if (debounced.kind === "update") {
           const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
           const row = (await this.#statements.exec(tx, rowTransitionTemplate(rule), params)).rows[0];
