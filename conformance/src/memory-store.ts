@@ -56,6 +56,7 @@ import {
   COMPLETE,
   completeParams,
   debounceConflict,
+  debounceReadsJournal,
   debounceUpdate,
   decideRow,
   DRAW,
@@ -218,8 +219,10 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     const now = this.#clock();
     if (submit.key !== null && submit.debounce !== null) {
       const existing = this.#keyTask(submit.key);
-      const debounced = resolveDebounce(submit.params.name as string, existing);
-      if (debounced.kind === "reject") throw debounceConflict(submit.key, submit.params.name as string, existing as Task);
+      const name = submit.params.name as string;
+      const journaled = debounceReadsJournal(name, existing) && this.#steps.steps((existing as Task).id).length > 0;
+      const debounced = resolveDebounce(name, existing, journaled);
+      if (debounced.kind === "reject") throw debounceConflict(submit.key, name, existing as Task);
       if (debounced.kind === "update") {
         const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
         const row = this.#applyRow(rule, debounced.taskId, params, now);

@@ -501,6 +501,31 @@ export const debounceCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-debounce-begun",
+    title: "a debounced submit under a key whose queued task has begun (a durable step parked it) leaves it alone and inserts a new task the key points at",
+    spec: "store.ts SubmitInput.debounce, debounce.ts, steps.ts",
+    skipUnless: (c) => needsGroups(c) ?? (c.durableSteps === true ? null : "durableSteps (TaskStepStore)"),
+    async run(t) {
+      const debounce = { delayMs: 0 };
+      const first = await t.submit("d", { key: "dk", payload: { n: 1 }, debounce });
+      const claimed = await t.claimOne(t.w1, { names: ["d"] });
+      t.expect(claimed.id).toBe(first.id);
+      const steps = t.store.inner as unknown as TaskStepStore;
+      t.expect(await steps.parkStep({ taskId: first.id, workerId: t.w1, attempt: claimed.attempt, name: "nap", kind: "sleep", seq: 1, delayMs: 60_000 })).toEqual({
+        kind: "parked",
+        status: "queued",
+      });
+      const parked = await t.get(first.id);
+      const next = await t.store.submitOutcome({ name: "d", key: "dk", payload: { n: 2 }, debounce });
+      t.expect(next.created).toBe(true);
+      t.expect(next.task.id).not.toBe(first.id);
+      t.fields(next.task, { name: "d", status: "queued", payload: { n: 2 } });
+      // The parked task keeps the payload its journal was recorded with, and its wake time.
+      t.expect(await t.get(first.id)).toEqual(parked);
+      t.expect((await t.store.getByKey("dk"))?.id).toBe(next.task.id);
+    },
+  },
+  {
     id: "group-debounce-other-name",
     title: "a debounced submit under a key whose task is of another name and unfinished writes nothing and rejects (AlreadyExists); once that task ended, it inserts",
     spec: "store.ts SubmitInput.debounce, debounce.ts",

@@ -142,7 +142,7 @@ export async function submit(w: Walk, spec: SubmitSpec): Promise<void> {
     spec.key === null
       ? ({ kind: "insert", cancelExisting: false } as const)
       : normalized.debounce !== null
-        ? resolveDebounce(spec.name, existing?.row ?? null)
+        ? resolveDebounce(spec.name, existing?.row ?? null, false)
         : resolveKeyConflict(normalized.conflict, existing?.row ?? null);
   const logged = (): number => w.log.push(`${what} -> ${error !== undefined ? thrown(error).split(":")[0] : `${value?.created === true ? "new" : "same"} ${w.model.label(value?.task.id ?? "")}`}`);
   if (error !== undefined || value?.created !== true) logged();

@@ -124,7 +124,7 @@ export {
   RUNNING_OF_NAME,
 } from "./flow-control.js";
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
-export { DEBOUNCE, DEBOUNCE_CAPPED, debounceConflict, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
+export { DEBOUNCE, DEBOUNCE_CAPPED, debounceConflict, debounceReadsJournal, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
 export type { DebounceDecision, DebounceKeyTask, NormalizedDebounce } from "./debounce.js";
 export {
   compareGroupWalk,

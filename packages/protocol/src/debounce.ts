@@ -4,14 +4,17 @@
  *
  * The rule, for a submit with `key` and `debounce: { delayMs, maxDelayMs? }`,
  * decided under the key lock:
- * - the key's task is `queued`: that task is updated — `payload` = this
- *   submit's, `run_at_ms` = `now + delayMs`, never later than
- *   `created_at_ms + maxDelayMs` (its first submit plus the cap) — and
+ * - the key's task is `queued` and has not begun — no durable-step entries
+ *   (`steps.ts`): a task that parked on a sleep, wait or join, or is queued
+ *   for a retry after recording steps, has them: that task is updated —
+ *   `payload` = this submit's, `run_at_ms` = `now + delayMs`, never later
+ *   than `created_at_ms + maxDelayMs` (its first submit plus the cap) — and
  *   returned (`created: false`, as `reuse` does);
- * - otherwise (no task, or it is running or finished): a new task is
- *   inserted with `run_at_ms = now + delayMs` and the key points at it; a
- *   running task is left alone (it works on the payload it was claimed
- *   with, and the new task carries the newer one);
+ * - otherwise (no task, or it is running, has begun, or finished): a new task
+ *   is inserted with `run_at_ms = now + delayMs` and the key points at it; a
+ *   running or begun task is left alone (it works on the payload it began
+ *   with — its journal was recorded for that payload, so a new one would mix
+ *   the two on replay — and the new task carries the newer one);
  * - but a key whose task is of another task name and not finished (queued or
  *   running) is not this submit's to take: nothing is written and the submit
  *   fails with {@link AlreadyExists} ({@link debounceConflict}). A key is one
@@ -98,13 +101,23 @@ export interface DebounceKeyTask {
 }
 
 /**
- * The rule's choice for a debounced submit of task name `name` (see the module comment): update a
- * `queued` task of the same name, refuse a key held by an unfinished task of another name, else insert.
+ * Whether the rule's choice for `existing` depends on the task's durable-step journal: it is a queued
+ * task of the submit's `name`. Only then does a store read it, under the key lock, for {@link resolveDebounce}.
  */
-export function resolveDebounce(name: string, existing: DebounceKeyTask | null): DebounceDecision {
+export function debounceReadsJournal(name: string, existing: DebounceKeyTask | null): boolean {
+  return existing !== null && existing.status === "queued" && existing.name === name;
+}
+
+/**
+ * The rule's choice for a debounced submit of task name `name` (see the module comment): update a
+ * `queued` task of the same name that has not begun, refuse a key held by an unfinished task of another
+ * name, else insert. `journaled`: whether the task has durable-step entries, as read where
+ * {@link debounceReadsJournal} says (else pass `false`: it is not read).
+ */
+export function resolveDebounce(name: string, existing: DebounceKeyTask | null, journaled: boolean): DebounceDecision {
   if (existing === null || isTerminalStatus(existing.status)) return { kind: "insert" };
   if (existing.name !== name) return { kind: "reject" };
-  return existing.status === "queued" ? { kind: "update", taskId: existing.id } : { kind: "insert" };
+  return debounceReadsJournal(name, existing) && !journaled ? { kind: "update", taskId: existing.id } : { kind: "insert" };
 }
 
 /** The error of a `reject` decision: `key` names `existing`, an unfinished task of another name than the submit's `name`. */

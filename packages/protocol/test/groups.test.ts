@@ -18,7 +18,7 @@ import {
 import { holds } from "../src/expr.js";
 import { requireGroupSupport } from "../src/submit-options.js";
 import { normalizeSubmit } from "../src/inputs.js";
-import { debounceConflict, debounceUpdate, resolveDebounce } from "../src/debounce.js";
+import { debounceConflict, debounceReadsJournal, debounceUpdate, resolveDebounce } from "../src/debounce.js";
 import { decideRow } from "../src/decide.js";
 import { queuedRow } from "./fixtures.js";
 
@@ -168,15 +168,21 @@ describe("debounce", () => {
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delay: 1 } as never }, "task_0")).toThrow(/no option 'delay'/);
   });
 
-  it("updates a queued task of its name, inserts when the key's task is running, finished or absent, and refuses another name's unfinished task", () => {
-    expect(resolveDebounce("d", { id: "t1", name: "d", status: "queued" })).toEqual({ kind: "update", taskId: "t1" });
-    expect(resolveDebounce("d", { id: "t1", name: "d", status: "running" })).toEqual({ kind: "insert" });
-    expect(resolveDebounce("d", { id: "t1", name: "d", status: "succeeded" })).toEqual({ kind: "insert" });
-    expect(resolveDebounce("d", null)).toEqual({ kind: "insert" });
+  it("updates a queued task of its name that has not begun, inserts when the key's task is running, begun, finished or absent, and refuses another name's unfinished task", () => {
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "queued" }, false)).toEqual({ kind: "update", taskId: "t1" });
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "running" }, false)).toEqual({ kind: "insert" });
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "succeeded" }, false)).toEqual({ kind: "insert" });
+    expect(resolveDebounce("d", null, false)).toEqual({ kind: "insert" });
     // Another name's task: refused while it is queued or running, replaced as any finished task once it ended.
-    expect(resolveDebounce("d", { id: "t1", name: "email", status: "queued" })).toEqual({ kind: "reject" });
-    expect(resolveDebounce("d", { id: "t1", name: "email", status: "running" })).toEqual({ kind: "reject" });
-    expect(resolveDebounce("d", { id: "t1", name: "email", status: "failed" })).toEqual({ kind: "insert" });
+    expect(resolveDebounce("d", { id: "t1", name: "email", status: "queued" }, false)).toEqual({ kind: "reject" });
+    expect(resolveDebounce("d", { id: "t1", name: "email", status: "running" }, false)).toEqual({ kind: "reject" });
+    expect(resolveDebounce("d", { id: "t1", name: "email", status: "failed" }, false)).toEqual({ kind: "insert" });
+    // A queued task of its name that has begun (parked, or queued for a retry after recording steps) is left alone.
+    expect(resolveDebounce("d", { id: "t1", name: "d", status: "queued" }, true)).toEqual({ kind: "insert" });
+    expect(debounceReadsJournal("d", { id: "t1", name: "d", status: "queued" })).toBe(true);
+    expect(debounceReadsJournal("d", { id: "t1", name: "d", status: "running" })).toBe(false);
+    expect(debounceReadsJournal("d", { id: "t1", name: "email", status: "queued" })).toBe(false);
+    expect(debounceReadsJournal("d", null)).toBe(false);
     const error = debounceConflict("k", "d", { id: "t1", name: "email", status: "queued" });
     expect(error).toBeInstanceOf(AlreadyExists);
     expect(error.key).toBe("k");

@@ -137,6 +137,13 @@ const JOURNAL_TEMPLATE: StatementTemplate = {
     `result, error, attempt, at_ms, wake_at_ms, waiting_for FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} ORDER BY seq, name`,
 };
 
+/** Whether the task has any entry (a debounced submit leaves a task that has begun alone: `debounce.ts`). */
+export const HAS_JOURNAL_TEMPLATE: StatementTemplate = {
+  params: [P.taskId],
+  clock: null,
+  build: (c) => `SELECT 1 AS one FROM ${STEPS_TABLE} WHERE task_id = ${c.value(P.taskId)} LIMIT 1`,
+};
+
 const ENTRY_TEMPLATE: StatementTemplate = {
   params: [P.taskId, P.stepName],
   clock: null,

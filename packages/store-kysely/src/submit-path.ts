@@ -1,7 +1,7 @@
 import type { QueueDepthGate, SubmitInput, SubmitOutcome, Task, TaskStore } from "@cairnq/protocol";
 import { AlreadyExists } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { CANCEL, debounceConflict, debounceUpdate, newTaskId, normalizeSubmit, resolveDebounce, resolveKeyConflict } from "@cairnq/protocol/adapter";
+import { CANCEL, debounceConflict, debounceReadsJournal, debounceUpdate, newTaskId, normalizeSubmit, resolveDebounce, resolveKeyConflict } from "@cairnq/protocol/adapter";
 import type { QueryRunner } from "./executor.js";
 import { decodeTask } from "./rows.js";
 import { GET_BY_KEY_TEMPLATE, rowTransitionTemplate, UPSERT_KEY_TEMPLATE } from "./statements.js";
@@ -10,7 +10,8 @@ import type { StoreStatements } from "./store-statements.js";
 import { BatchableSubmit } from "./batchable-submit.js";
 import type { BatchedWriter } from "./write-batching.js";
 import type { StoreExtensions } from "./extension-tables.js";
-import { GROUP_TABLES } from "./extension-tables.js";
+import { GROUP_TABLES, STEPS_TABLE } from "./extension-tables.js";
+import { HAS_JOURNAL_TEMPLATE } from "./steps-journal.js";
 import { recordTaskGroup } from "./group-submit.js";
 
 /** The store a submit belongs to: the backpressure gate it passes, and the store the gate reads. */
@@ -61,6 +62,8 @@ export class SubmitPath {
       const gate = this.#store.queueDepthGate;
       if (gate !== null) await gate.acquire(submit.queue, this.#store);
       if (submit.group !== null) await this.#groupTables().ensure(GROUP_TABLES);
+      // A debounced submit reads the key's task's step journal (under the key lock: no table may be created there).
+      if (submit.debounce !== null) await this.#groupTables().ensure(STEPS_TABLE);
       if (submit.key !== null) return this.#keyed(submit, submit.key);
       if (submit.group === null) return { task: await this.#unkeyed(submit.params), created: true };
       const { db, dialect } = this.#statements;
@@ -80,8 +83,10 @@ export class SubmitPath {
       const found = (await this.#statements.exec(tx, GET_BY_KEY_TEMPLATE, { key })).rows[0];
       const existing = found === undefined ? null : decodeTask(found);
       if (submit.debounce !== null) {
-        const debounced = resolveDebounce(submit.params.name as string, existing);
-        if (debounced.kind === "reject") throw debounceConflict(key, submit.params.name as string, existing as Task);
+        const name = submit.params.name as string;
+        const journaled = debounceReadsJournal(name, existing) && (await this.#statements.exec(tx, HAS_JOURNAL_TEMPLATE, { taskId: (existing as Task).id })).rows.length > 0;
+        const debounced = resolveDebounce(name, existing, journaled);
+        if (debounced.kind === "reject") throw debounceConflict(key, name, existing as Task);
         if (debounced.kind === "update") {
           const { rule, params } = debounceUpdate(submit.debounce, debounced.taskId, submit.params.payload as string);
           const row = (await this.#statements.exec(tx, rowTransitionTemplate(rule), params)).rows[0];

@@ -158,7 +158,7 @@ describe("docs/writing-a-store.md", () => {
       ["schedules", "| `schedule-slot*`, `group-schedule-slots` |", /^(schedule-slot|group-schedule-slots$)/],
       ["completeRef", "| `complete-ref-*` |", /^complete-ref-/],
       ["claimReprobe", "| `claim-reprobe-*` |", /^claim-reprobe-/],
-      ["durableSteps", "| `steps-*` |", /^steps-/],
+      ["durableSteps", "| `steps-*`, `group-debounce-begun` (with `groups`) |", /^(steps-|group-debounce-begun$)/],
       ["pushWakeups", "| `push-signals`, in place of `subscribe-without-push-is-silent` |", /^push-signals$/],
     ];
     for (const [flag, text, pattern] of rows) {
