@@ -9,7 +9,7 @@ import { CANCELABLE_STATUSES, hasGroupReads, PROTOCOL_VERSION, RETRYABLE_STATUSE
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { describeError, formatDuration, formatInstant, formatRelative } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
-import { paint, STATUS_COLOR, table, truncate } from "./output.js";
+import { paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
 
 /** What a command hands back: the `--json` document and the human text. */
@@ -66,11 +66,14 @@ export async function statsCommand(client: CairnQ, io: CliIo, queue: string | un
   const cell = (s: TaskStatus, n: number): string => (n === 0 ? paint("0", "dim", io.color) : paint(String(n), STATUS_COLOR[s], io.color));
   const rows = names.map((name) => {
     const c = queues[name] as Record<TaskStatus | "total", number>;
-    return [name, ...STATUSES.map((s) => cell(s, c[s])), String(c.total)];
+    return [printable(name), ...STATUSES.map((s) => cell(s, c[s])), String(c.total)];
   });
   if (names.length > 1) rows.push(["(all)", ...STATUSES.map((s) => cell(s, totals[s])), String(totals.total)]);
   return { json: { queues, totals }, text: table(header, rows, { right: [1, 2, 3, 4, 5, 6], color: io.color }) };
 }
+
+/** The widest a group name is shown in `stats --by-group`'s table. */
+const GROUP_WIDTH = 48;
 
 /** `cairnq stats --by-group <name>`: queued and running tasks of one task name per group, most queued first. */
 export async function groupStatsCommand(client: CairnQ, io: CliIo, name: string, limit: number): Promise<CommandOutput> {
@@ -79,9 +82,10 @@ export async function groupStatsCommand(client: CairnQ, io: CliIo, name: string,
     throw new OperationFailed("this store does not record groups (capabilities.groups is not true), so it cannot count tasks by group", "unsupported");
   }
   const groups = await store.groupStats(name, { limit });
-  if (groups.length === 0) return { json: { name, groups }, text: `no queued or running task of '${name}' has a group` };
+  if (groups.length === 0) return { json: { name, groups }, text: `no queued or running task of '${printable(name)}' has a group` };
   const cell = (s: "queued" | "running", n: number): string => (n === 0 ? paint("0", "dim", io.color) : paint(String(n), STATUS_COLOR[s], io.color));
-  const rows = groups.map((g) => [g.group, cell("queued", g.queued), cell("running", g.running)]);
+  // A group name is shown escaped and cut (`--json` has it whole), so one long name does not widen the table.
+  const rows = groups.map((g) => [truncate(printable(g.group), GROUP_WIDTH), cell("queued", g.queued), cell("running", g.running)]);
   return { json: { name, groups }, text: table(["GROUP", "QUEUED", "RUNNING"], rows, { right: [1, 2], color: io.color }) };
 }
 
@@ -96,8 +100,8 @@ export async function listCommand(client: CairnQ, io: CliIo, filter: TaskFilter,
   const now = io.now();
   const rows = tasks.map((t) => [
     t.id,
-    truncate(t.name, 24),
-    truncate(t.queue, 16),
+    truncate(printable(t.name), 24),
+    truncate(printable(t.queue), 16),
     status(t.status, io),
     `${t.attempt}/${t.max_attempts}`,
     t.progress === null ? "" : `${Math.round(t.progress * 100)}%`,
@@ -117,20 +121,21 @@ function jsonBlock(value: unknown): string {
 
 /** The durable-steps journal as a timeline: one line per entry, what a waiting one waits for. */
 function stepLines(steps: readonly StepRecord[], now: number): string {
-  const width = Math.max(...steps.map((s) => s.name.length));
+  const names = steps.map((s) => printable(s.name));
+  const width = Math.max(...names.map((n) => n.length));
   return steps
-    .map((s) => {
+    .map((s, i) => {
       const detail =
         s.status === "waiting"
-          ? `waiting for ${describeStepWait(s, now)}`
+          ? `waiting for ${printable(describeStepWait(s, now))}`
           : s.status === "failed"
-            ? `failed: ${describeError(s.error) ?? JSON.stringify(s.error)}`
+            ? `failed: ${printable(describeError(s.error) ?? JSON.stringify(s.error))}`
             : s.kind === "spawn"
               ? `child ${String(s.result)}`
               : s.kind === "sleep"
                 ? "slept"
                 : `→ ${truncate(JSON.stringify(s.result) ?? "null", 60)}`;
-      return `  ${s.name.padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatInstant(s.atMs)} (${formatRelative(s.atMs, now)})  ${detail}`;
+      return `  ${(names[i] as string).padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatInstant(s.atMs)} (${formatRelative(s.atMs, now)})  ${detail}`;
     })
     .join("\n");
 }
@@ -142,13 +147,13 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   const when = (ms: number | null): string => (ms === null ? "—" : `${formatInstant(ms)} (${formatRelative(ms, now)})`);
   const fields: [string, string][] = [
     ["id", task.id],
-    ["name", task.name],
-    ["queue", task.queue],
+    ["name", printable(task.name)],
+    ["queue", printable(task.queue)],
     ["status", status(task.status, io) + (task.cancel_requested_at_ms !== null && task.status === "running" ? " (cancel requested)" : "")],
     ["attempt", `${task.attempt} of ${task.max_attempts}`],
     ["priority", String(task.priority)],
     ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${JSON.stringify(task.message)}`}`],
-    ["worker", task.worker_id ?? "—"],
+    ["worker", task.worker_id === null ? "—" : printable(task.worker_id)],
     ["lease until", when(task.lease_until_ms)],
     ["run at", when(task.run_at_ms)],
     ["created", when(task.created_at_ms)],
@@ -156,14 +161,14 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
     ["completed", when(task.completed_at_ms)],
     ["parent", task.parent_id ?? "—"],
     ["root", task.root_id ?? "—"],
-    ["correlation", task.correlation_id ?? "—"],
+    ["correlation", task.correlation_id === null ? "—" : printable(task.correlation_id)],
   ];
   const pad = Math.max(...fields.map(([k]) => k.length));
   const lines = fields.map(([k, v]) => `${paint(k.padEnd(pad), "bold", io.color)}  ${v}`);
   lines.push(`${paint("payload", "bold", io.color)}\n${jsonBlock(task.payload)}`);
   if (Object.keys(task.metadata).length > 0) lines.push(`${paint("metadata", "bold", io.color)}\n${jsonBlock(task.metadata)}`);
   if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
-  if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${describeError(task.error) ?? ""}\n${jsonBlock(task.error)}`);
+  if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${printable(describeError(task.error) ?? "", { lines: true })}\n${jsonBlock(task.error)}`);
   const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
   if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now)}`);
   return { json: steps === null ? { task } : { task, steps }, text: lines.join("\n") };
@@ -177,7 +182,7 @@ export async function explainCommand(client: CairnQ, io: CliIo, id: string): Pro
   const head = `${task.id} ${status(task.status, io)} (${explanation.state})`;
   return {
     json: { task: { id: task.id, name: task.name, queue: task.queue, status: task.status }, explanation, activity },
-    text: `${paint(head, "bold", io.color)}\n${explanation.summary}`,
+    text: `${paint(head, "bold", io.color)}\n${printable(explanation.summary, { lines: true })}`,
   };
 }
 

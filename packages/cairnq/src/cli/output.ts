@@ -60,6 +60,26 @@ export function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
+// eslint-disable-next-line no-control-regex -- the characters a terminal acts on rather than shows
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+// eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Text from the database (names, queues, groups, keys, messages) as it may be shown on a terminal:
+ * every control character written as a visible escape (`\t`, `\n`, `\x1b`, …), so an escape
+ * sequence in a group name cannot recolour or move the terminal, and a tab or line break cannot
+ * break a table. `lines`: line breaks stay (a multi-line message), the rest is escaped.
+ */
+export function printable(text: string, options: { lines?: boolean } = {}): string {
+  return text.replace(options.lines === true ? CONTROL_BUT_NEWLINE : CONTROL, (c) => {
+    if (c === "\t") return "\\t";
+    if (c === "\n") return "\\n";
+    if (c === "\r") return "\\r";
+    return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  });
+}
+
 /** `value` shortened to `max` visible characters with an ellipsis. */
 export function truncate(text: string, max: number): string {
   const chars = [...text];

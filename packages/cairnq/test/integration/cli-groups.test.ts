@@ -29,6 +29,9 @@ beforeAll(async () => {
   for (let i = 0; i < 3; i++) await store.submit({ name: "export", group: "acme" });
   await store.submit({ name: "export", group: "globex" });
   await store.submit({ name: "export" });
+  // Group names as a user may write them: a terminal escape, a tab and a line break, and a long one.
+  await store.submit({ name: "weird", group: "\u001b[31mRED\tx\ny" });
+  await store.submit({ name: "weird", group: "g".repeat(300) });
   // Room for three: the task without a group (taken first when it is in the head of the plain order, as here),
   // then one task per group (groupConcurrency 1).
   await store.claim({ queues: ["default"], workerId: "worker_cli", names: ["export"], limit: 3, flowControl: { export: { groupConcurrency: 1 } } });
@@ -56,4 +59,18 @@ it("prints queued and running per group, most queued first, as a table and as JS
   expect(JSON.parse(limited.stdout).groups).toHaveLength(1);
   const none = await cli(["stats", "--db", file, "--by-group", "nothing"]);
   expect(none.stdout).toContain("no queued or running task of 'nothing' has a group");
+});
+
+it("shows group names escaped and cut in the table, whole in JSON", async () => {
+  const text = await cli(["stats", "--db", file, "--by-group", "weird"]);
+  expect(text.code, text.stderr).toBe(0);
+  // No control character reaches the terminal: the escape, the tab and the line break are written out.
+  expect([...text.stdout].filter((c) => c !== "\n" && c.charCodeAt(0) < 0x20)).toEqual([]);
+  expect(text.stdout).toContain("\\x1b[31mRED\\tx\\ny");
+  expect(text.stdout.trimEnd().split("\n")).toHaveLength(3);
+  // The long name is cut to 48 characters, so the table stays narrow.
+  expect(text.stdout).toContain(`${"g".repeat(47)}…`);
+  expect(Math.max(...text.stdout.split("\n").map((line) => line.length))).toBeLessThan(80);
+  const json = JSON.parse((await cli(["stats", "--db", file, "--by-group", "weird", "--json"])).stdout) as { groups: { group: string }[] };
+  expect(json.groups.map((g) => g.group).sort()).toEqual(["\u001b[31mRED\tx\ny", "g".repeat(300)].sort());
 });
