@@ -119,8 +119,14 @@ export class ClaimCycle {
       claimed = await dialect.executor.writeTransactionWith(db, head, body);
     } catch (error) {
       // Not committed (a failure after the commit left `taken` null): nothing of the settlements was applied, or the outcome is unknown.
-      if (taken !== null && taken !== undefined) taken.fail(error);
-      throw error;
+      if (taken === null || taken === undefined || !taken.fail(error)) throw error;
+      // Rejected whole with settlements aboard, which now go again on their own: the claim runs once more
+      // without them, so a settlement the database refuses (a value too large for MySQL's
+      // max_allowed_packet, a data error) fails its own caller, not the claim (and a worker's claim loop).
+      taken = null;
+      claimed = await dialect.executor.writeTransactionWith(db, transaction.head, transaction.body);
+      answerReprobe(claim, transaction.claimable);
+      return claimed;
     }
     settle();
     answerReprobe(claim, transaction.claimable);

@@ -231,13 +231,15 @@ class TakenSettlements implements TakenWrites {
     });
   }
 
-  fail(error: unknown): void {
+  fail(error: unknown): boolean {
+    // Rejected whole, nothing applied: the writes go again on their own, for their own outcome. Otherwise
+    // (the outcome unknown: a lost connection) each caller gets the error, as from its own statement.
+    const requeued = this.splittable(error);
     for (const { combiner, entries } of this.groups) {
-      // Rejected whole, nothing applied: the writes go again on their own, for their own outcome. Otherwise
-      // (the outcome unknown: a lost connection) each caller gets the error, as from its own statement.
-      if (this.splittable(error)) combiner.requeue(entries);
+      if (requeued) combiner.requeue(entries);
       else for (const entry of entries) entry.reject(error);
     }
+    return requeued;
   }
 }
 

@@ -133,8 +133,11 @@ export interface TakenWrites {
   queries(): CompiledQuery<Row>[];
   /** The transaction committed: each caller gets its outcome from its statement's result (`results` in `queries()` order). */
   settle(results: readonly QueryResult<Row>[]): void;
-  /** The transaction failed with `error`: each write goes again on its own when nothing was applied, else its caller gets `error`. */
-  fail(error: unknown): void;
+  /**
+   * The transaction failed with `error`: each write goes again on its own when nothing was applied
+   * (then `true`: the claim may run again without them), else its caller gets `error` (`false`).
+   */
+  fail(error: unknown): boolean;
 }
 
 /**
