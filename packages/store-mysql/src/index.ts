@@ -9,6 +9,8 @@ export { MySQLStore, MYSQL_STORE_OPTION_KEYS } from "./mysql-store.js";
 export type { AnyMySQLTransaction, MySQLStoreOptions } from "./mysql-store.js";
 export { MySQLStoreDialect, MYSQL_CLOCK } from "./mysql-store-dialect.js";
 export type { MySQLStoreDialectOptions } from "./mysql-store-dialect.js";
+export { StatementTooLarge } from "./mysql-errors.js";
+export { MYSQL_URL_PARAMETERS } from "./mysql-connection-string.js";
 export { MySQLSyntax } from "./mysql-syntax.js";
 export type { MySQLTarget } from "./mysql-connection.js";
 export type { MySQLPool, MySQLPoolConnection } from "./mysql-driver.js";

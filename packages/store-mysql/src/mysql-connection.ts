@@ -1,9 +1,10 @@
 import { InvalidArgument } from "@cairnq/protocol";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import { Kysely, MysqlDialect } from "kysely";
-import type { MysqlPool } from "kysely";
+import { parseConnectionString } from "./mysql-connection-string.js";
 import type { MySQLPool, MySQLPoolConnection } from "./mysql-driver.js";
 import { loadMySQLDriver } from "./mysql-driver.js";
+import { GuardedPool } from "./mysql-guarded-pool.js";
 
 /** What a MySQL store runs on: a connection string, a `mysql2` pool (callback API) you own, or a Kysely instance you own. */
 export type MySQLTarget = string | MySQLPool | AnyKysely;
@@ -41,8 +42,8 @@ export class MySQLConnection {
       if (!/^(mysql|mariadb):\/\//.test(target)) {
         throw new InvalidArgument("target", `a MySQL connection string starts with mysql:// (got ${JSON.stringify(target.slice(0, 12))}…)`);
       }
-      const uri = target.replace(/^mariadb:/, "mysql:");
-      this.db = new Kysely({ dialect: new MysqlDialect({ pool: () => Promise.resolve().then(() => buildPool(uri, max ?? 10)) }) });
+      const { options, address } = parseConnectionString(target);
+      this.db = new Kysely({ dialect: new MysqlDialect({ pool: () => Promise.resolve().then(() => new GuardedPool(buildPool(options, max ?? 10), true, address).asKyselyPool()) }) });
       this.owned = true;
       this.multipleStatements = true;
     } else if (isKysely(target)) {
@@ -52,7 +53,8 @@ export class MySQLConnection {
       this.multipleStatements = false;
     } else if (typeof target === "object" && target !== null && typeof target.getConnection === "function") {
       if (max !== undefined) throw new InvalidArgument("max", "max sizes a pool the store builds; size your pool where you create it");
-      this.db = new Kysely({ dialect: new MysqlDialect({ pool: new BorrowedPool(target) as unknown as MysqlPool }) });
+      // Guarded like the store's own (statements over max_allowed_packet refused, broken connections destroyed); never ended.
+      this.db = new Kysely({ dialect: new MysqlDialect({ pool: new GuardedPool(target, false, null).asKyselyPool() }) });
       this.owned = true;
       this.multipleStatements = false;
     } else {
@@ -65,10 +67,10 @@ function isKysely(value: unknown): value is AnyKysely {
   return value instanceof Kysely || (typeof value === "object" && value !== null && typeof (value as { executeQuery?: unknown }).executeQuery === "function" && typeof (value as { transaction?: unknown }).transaction === "function");
 }
 
-function buildPool(uri: string, max: number): MysqlPool {
+function buildPool(connection: Readonly<Record<string, unknown>>, max: number): MySQLPool {
   if (!Number.isInteger(max) || max < 1) throw new InvalidArgument("max", `max must be an integer ≥ 1, got ${String(max)}`);
   const pool = loadMySQLDriver().createPool({
-    uri,
+    ...connection,
     connectionLimit: max,
     // SUM() and other DECIMAL results as numbers, as the other stores' drivers give them.
     decimalNumbers: true,
@@ -81,18 +83,5 @@ function buildPool(uri: string, max: number): MysqlPool {
   pool.on("connection", (connection: MySQLPoolConnection) => {
     for (const sql of SESSION_SETUP) connection.query(sql);
   });
-  return pool as unknown as MysqlPool;
-}
-
-/** A pool the caller owns: Kysely's `destroy()` ends it, so ending is left to its owner. */
-class BorrowedPool {
-  constructor(private readonly pool: MySQLPool) {}
-
-  getConnection(callback: (error: unknown, connection: MySQLPoolConnection) => void): void {
-    this.pool.getConnection(callback);
-  }
-
-  end(callback: (error: unknown) => void): void {
-    callback(null);
-  }
+  return pool;
 }

@@ -4,6 +4,7 @@ import { BaseStoreDialect, CombiningWrites, decodeTask, DEFAULT_DIALECT_CAPABILI
 import { CompiledQuery } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
 import { MySQLConnection } from "./mysql-connection.js";
+import { StatementTooLarge } from "./mysql-errors.js";
 import { MySQLExecutor, STATEMENT_NOW, TRANSACTION_NOW } from "./mysql-executor.js";
 import { MYSQL_KEY_LOCK } from "./mysql-key-lock.js";
 import { MYSQL_EXTENSION_DDL, MySQLSchemaManager } from "./mysql-schema.js";
@@ -69,9 +70,12 @@ export function mysqlCatalogQuery(syntax: MySQLSyntax, names: readonly string[])
  * re-sent in halves (`CombiningWritesOptions.splittable`): an error the server answered with (an
  * `errno`: a data error in one row, a constraint, a lock wait timeout; InnoDB rolls the statement
  * back, and the executor the transaction a plan opened) on a connection that is still good. A lost
- * connection (mysql2 marks it `fatal`) leaves the outcome unknown: never re-sent.
+ * connection (mysql2 marks it `fatal`) leaves the outcome unknown: never re-sent. A statement the store
+ * refused before sending ({@link StatementTooLarge}) applied nothing either: its rows go again on their
+ * own, so only the write too large for the server fails.
  */
 export function rejectedWhole(error: unknown): boolean {
+  if (error instanceof StatementTooLarge) return true;
   if (typeof error !== "object" || error === null) return false;
   const { errno, fatal } = error as { errno?: unknown; fatal?: unknown };
   return typeof errno === "number" && fatal !== true;
