@@ -234,6 +234,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
    */
   #controller: AbortController | null = null;
   #settled = false;
+  /** The attempt's settlement (or park) was written: see {@link settlementWritten}. */
+  #written = false;
   #lost: LostReason | null = null;
   #cancelSeen = false;
   /** The claimed row's `run_at_ms` (when a parked step is over, see `steps.ts`). */
@@ -361,9 +363,19 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return !this.#settled && this.#lost === null;
   }
 
-  /** Marks the context lost (idempotent) and aborts its signal. */
+  /**
+   * The worker wrote this attempt's settlement or park (`ContextHost.settled`): the attempt is over, so a
+   * `LostLease` a write of it meets afterwards — a step the handler left running, failing because its
+   * attempt ended — is the expected answer, not a lease loss. @internal
+   */
+  settlementWritten(): void {
+    this.#written = true;
+  }
+
+  /** Marks the context lost (idempotent) and aborts its signal; a write's `LostLease` after its settlement was written is not a loss. */
   markLost(reason: LostReason): void {
     if (this.#lost !== null) return;
+    if (reason === "write" && this.#written) return;
     this.#lost = reason;
     this.#abortController().abort(new LostLease(this.taskId, { message: LOST_MESSAGES[reason](this.taskId) }));
     this.#host.lost(this, reason);

@@ -123,10 +123,12 @@ export class Worker {
       settled:
         telemetry === null
           ? (ctx, status, failure) => {
+              ctx.settlementWritten();
               reporter.settled(ctx, status, failure);
               wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             }
           : (ctx, status, failure) => {
+              ctx.settlementWritten();
               telemetry.settled(ctx, status, failure);
               reporter.settled(ctx, status, failure);
               wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));

@@ -113,3 +113,24 @@ it("a sleep already due when reached (sleep 0, sleepUntil in the past) is record
     ["past", "sleep", "done"],
   ]);
 });
+
+it("two steps of one name at once fail the attempt with InvalidArgument, and the first one's late write is no lease loss", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  const lost: unknown[] = [];
+  worker.on("lease:lost", (event) => lost.push(event));
+  let late: unknown = null;
+  worker.task("twice", async (ctx) => {
+    // The first step outlives its attempt: the second of the same name fails the attempt at once.
+    const slow = ctx.step("same", () => new Promise((resolve) => setTimeout(() => resolve(1), 100)));
+    slow.catch((err: unknown) => (late = err));
+    await Promise.all([slow, ctx.step("same", () => 2)]);
+    return "never";
+  });
+  const task = await store.submit({ name: "twice", maxAttempts: 1 });
+  const failed = await waitForStatus(store, task.id, ["failed"], 3000);
+  expect(JSON.stringify(failed.error)).toMatch(/InvalidArgument/);
+  await waitFor(() => late !== null, 3000, "the slow step to end");
+  expect((late as Error).name).toBe("LostLease");
+  expect(lost).toEqual([]);
+});
