@@ -111,6 +111,13 @@ describe("a misspelt option of a factory", () => {
   });
 });
 
+describe("CairnQ.sqlite and Worker.sqlite refuse an empty path", () => {
+  it("with the store's InvalidArgument: a client and a worker on '' would each open a private temporary database", () => {
+    expect(() => CairnQ.sqlite("")).toThrow(InvalidArgument);
+    expect(() => Worker.sqlite("")).toThrow(/path must be a string \(a file path or ":memory:"\), got an empty string/);
+  });
+});
+
 describe("every store option passes through the factories", () => {
   it("CairnQ.sqlite / Worker.sqlite: busyTimeoutMs and clock reach the SQLiteStore", async () => {
     const file = await dbFile();

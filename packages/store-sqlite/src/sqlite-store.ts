@@ -71,7 +71,10 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
   constructor(path: string, input: SQLiteStoreOptions = {}) {
     // `busyTimeotMs: 30_000` silently ignored would fail busy writes after the 5 s default.
     const options = checkOptions(input, "new SQLiteStore(path, options)", SQLITE_STORE_OPTION_KEYS) as SQLiteStoreOptions;
-    if (typeof path !== "string") throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${typeof path}`);
+    // "" would open a private temporary database that no other connection (a worker, a client) can see.
+    if (typeof path !== "string" || path === "") {
+      throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${path === "" ? 'an empty string, which SQLite would open as a private temporary database no other connection sees' : typeof path}`);
+    }
     const busyTimeoutMs = options.busyTimeoutMs === undefined ? 5000 : requireInt(options.busyTimeoutMs, "busyTimeoutMs", 0, 2_147_483_647);
     const driver = options.driver;
     if (driver !== undefined && !(SQLITE_DRIVER_NAMES as readonly unknown[]).includes(driver) && !isDriverObject(driver)) {

@@ -245,6 +245,23 @@ describe("store behaviour specific to SQLite", () => {
     expect((await store.submit({ name: "n" })).status).toBe("queued");
   });
 
+  it("rejects a path that is not a string, or empty (SQLite's private temporary database, which no other connection sees)", () => {
+    for (const path of ["", 7, undefined]) {
+      const err = (() => {
+        try {
+          new SQLiteStore(path as string);
+        } catch (e) {
+          return e as InvalidArgument;
+        }
+        return null;
+      })();
+      expect(err).toBeInstanceOf(InvalidArgument);
+      expect(err?.argument).toBe("path");
+      expect(err?.message).toMatch(/^path must be a string \(a file path or ":memory:"\), got /);
+    }
+    expect(() => new SQLiteStore("")).toThrow(/got an empty string, which SQLite would open as a private temporary database/);
+  });
+
   it("rejects a bad busyTimeoutMs at construction", () => {
     expect(() => new SQLiteStore(tempFile(), { busyTimeoutMs: -1 })).toThrow(InvalidArgument);
     expect(() => new SQLiteStore(tempFile(), { busyTimeoutMs: 1.5 })).toThrow(InvalidArgument);
