@@ -119,8 +119,16 @@ export function taskIdTime(id: string): number {
   if (!isTaskId(id)) {
     throw new InvalidArgument(
       "id",
-      `${typeof id === "string" ? JSON.stringify(id) : `a ${typeof id}`} is not a task id (expected "task_" followed by a 26-character ULID); pass an id returned by submit`,
+      `${typeof id === "string" ? JSON.stringify(id) : describeType(id)} is not a task id (expected "task_" followed by a 26-character ULID); pass an id returned by submit`,
     );
   }
   return decodeTime(id.slice(TASK_PREFIX.length));
+}
+
+/** A non-string value's kind with its article, for messages: "an object", "a number", "undefined". */
+function describeType(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  return type === "object" ? "an object" : `a ${type}`;
 }

@@ -43,24 +43,24 @@ const SUSPECT = /[\u0000\ud800-\udfff]/;
  * @example
  * ```ts
  * unstorableText("café"); // null
- * unstorableText("a\u0000b"); // "it contains U+0000 (NUL) at index 1, which Postgres cannot store"
+ * unstorableText("a\u0000b"); // "it contains U+0000 (NUL) at index 1, which CairnQ refuses on every backend; …"
  * ```
  */
 export function unstorableText(text: string): string | null {
   if (!SUSPECT.test(text)) return null;
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);
-    if (unit === 0) return `it contains U+0000 (NUL) at index ${i}, which Postgres cannot store; remove it or encode the data (e.g. base64)`;
+    if (unit === 0) return `it contains U+0000 (NUL) at index ${i}, which CairnQ refuses on every backend (one database must mean the same on each); remove it or encode the data (e.g. base64)`;
     if (unit >= 0xd800 && unit <= 0xdbff) {
       const next = text.charCodeAt(i + 1);
       if (next >= 0xdc00 && next <= 0xdfff) {
         i++;
         continue;
       }
-      return `it contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${i}, which is not valid Unicode and which Postgres cannot store; fix the string (e.g. do not cut it between the halves of a surrogate pair)`;
+      return `it contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${i}, which is not valid Unicode and which CairnQ refuses on every backend; fix the string (e.g. do not cut it between the halves of a surrogate pair)`;
     }
     if (unit >= 0xdc00 && unit <= 0xdfff) {
-      return `it contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${i}, which is not valid Unicode and which Postgres cannot store; fix the string (e.g. do not cut it between the halves of a surrogate pair)`;
+      return `it contains a lone UTF-16 surrogate (\\u${unit.toString(16)}) at index ${i}, which is not valid Unicode and which CairnQ refuses on every backend; fix the string (e.g. do not cut it between the halves of a surrogate pair)`;
     }
   }
   return null;

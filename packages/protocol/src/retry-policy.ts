@@ -99,6 +99,15 @@ export function policyRetryDelayMs(
     const problem = new InvalidArgument("retryBackoff", `retryBackoff threw for attempt ${attempt} (${err instanceof Error ? err.message : String(err)}); the task retries after the default backoff instead`, { cause: err });
     return { delayMs: fallback(), problem };
   }
+  if (isThenable(answer)) {
+    // Not awaited: the delay is part of the settlement the worker writes now.
+    answer.then(undefined, () => {});
+    const problem = new InvalidArgument(
+      "retryBackoff",
+      `retryBackoff returned a Promise for attempt ${attempt}; it must be synchronous and return an integer number of milliseconds from 0 to ${MAX_RETRY_DELAY_MS} (not an async function). The task retries after the default backoff instead`,
+    );
+    return { delayMs: fallback(), problem };
+  }
   if (typeof answer !== "number" || !Number.isInteger(answer) || answer < 0 || answer > MAX_RETRY_DELAY_MS) {
     const problem = new InvalidArgument(
       "retryBackoff",
@@ -107,4 +116,8 @@ export function policyRetryDelayMs(
     return { delayMs: fallback(), problem };
   }
   return { delayMs: answer, problem: null };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }

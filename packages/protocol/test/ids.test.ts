@@ -104,5 +104,8 @@ describe("taskIdTime", () => {
     expect(() => taskIdTime("task_nope")).toThrow(InvalidArgument);
     expect(() => taskIdTime("task_nope")).toThrow('"task_nope" is not a task id');
     expect(() => taskIdTime(7 as unknown as string)).toThrow("a number is not a task id");
+    expect(() => taskIdTime({} as unknown as string)).toThrow("an object is not a task id");
+    expect(() => taskIdTime([] as unknown as string)).toThrow("an array is not a task id");
+    expect(() => taskIdTime(null as unknown as string)).toThrow("null is not a task id");
   });
 });

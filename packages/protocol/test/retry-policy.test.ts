@@ -71,6 +71,13 @@ describe("policyRetryDelayMs", () => {
       expect(r.problem).toBeInstanceOf(InvalidArgument);
       expect(r.problem?.message).toMatch(/it must return an integer number of milliseconds/);
     }
+    // An async retryBackoff is named for what it is, and its promise's rejection is not left unhandled.
+    for (const compute of [async () => 100, () => Promise.reject(new Error("late"))]) {
+      const r = policyRetryDelayMs({ baseMs: null, capMs: null, compute: compute as never }, worker, 2, null, mid);
+      expect(r.delayMs).toBe(fallback);
+      expect(r.problem?.message).toMatch(/retryBackoff returned a Promise for attempt 2; it must be synchronous/);
+    }
+    expect(policyRetryDelayMs({ baseMs: null, capMs: null, compute: () => ({ then: 1 }) as never }, worker, 2, null, mid).problem?.message).toMatch(/returned object/);
   });
 
   it("uses Math.random when no random source is given", () => {

@@ -30,7 +30,9 @@ export const MAX_DURATION_MS = 2 ** 52;
 export function checkOptions(value: unknown, what: string, allowed: readonly string[]): Record<string, unknown> {
   if (value === undefined || value === null) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
-    throw new InvalidArgument("options", `${what} options must be an object, got ${Array.isArray(value) ? "an array" : typeof value}`);
+    // `what` is a call ("submit") or an option holding an object ("the combine option"), which has no "options" of its own.
+    const subject = what.endsWith(" option") ? what : `${what} options`;
+    throw new InvalidArgument("options", `${subject} must be an object, got ${Array.isArray(value) ? "an array" : `a ${typeof value}`}`);
   }
   for (const key of Object.keys(value)) {
     if (allowed.includes(key)) continue;

@@ -41,8 +41,10 @@ describe("checkOptions", () => {
   });
 
   it("rejects non-objects and arrays", () => {
-    expect(thrown(() => checkOptions(5, "w", KEYS)).message).toBe("w options must be an object, got number");
+    expect(thrown(() => checkOptions(5, "w", KEYS)).message).toBe("w options must be an object, got a number");
     expect(thrown(() => checkOptions([], "w", KEYS)).message).toBe("w options must be an object, got an array");
+    // An option that holds an object is not itself a call with "options".
+    expect(thrown(() => checkOptions(true, "the combine option", KEYS)).message).toBe("the combine option must be an object, got a boolean");
   });
 
   it("closest: case, edits and swaps, nothing for short or distant keys", () => {

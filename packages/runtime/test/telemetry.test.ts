@@ -13,6 +13,10 @@ describe("the tracing and metrics options", () => {
     expect(() => resolveTracing(1, "x")).toThrow(InvalidArgument);
     expect(() => resolveTracing([], "x")).toThrow(/got an array/);
     expect(() => resolveMetrics("yes", "x")).toThrow(/got "yes"/);
+    // A provider that is an object without the method, or a value of another type, is named with its article.
+    expect(() => resolveTracing({ tracerProvider: {} }, "x")).toThrow(/got an object;/);
+    expect(() => resolveMetrics({ meterProvider: () => 1 }, "x")).toThrow(/got a function;/);
+    expect(() => resolveTracing({ relation: undefined, tracerProvider: 5n }, "x")).toThrow(/got a bigint;/);
   });
 });
 

@@ -103,6 +103,6 @@ function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
-  if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return `a ${typeof value}`;
+  if (typeof value === "number" || typeof value === "boolean" || value === undefined) return String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
