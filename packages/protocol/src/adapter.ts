@@ -148,4 +148,15 @@ export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, s
 export { brandErrorClass } from "./errors.js";
 export { LIST_BEFORE_ID, LIST_ROWS, QUEUE_DEPTH_ROWS, READ_PARAMS, STATS_ROWS } from "./reads.js";
 export { FLAGGABLE_STATUSES } from "./statuses.js";
-export { decodeStepRow, joinParentsToWake, PARK, PARK_PARAMS, parkStepParams, recordStepParams, requireStepName, sendParams } from "./steps.js";
+export {
+  decodeStepRow,
+  joinParentsToWake,
+  PARK,
+  PARK_PARAMS,
+  parkStepParams,
+  recordStepParams,
+  requireReplayKind,
+  requireStepName,
+  requireWakeAtMs,
+  sendParams,
+} from "./steps.js";

@@ -71,6 +71,58 @@ export interface StepRecord {
 /** A wait without a timeout parks until this instant (the largest a JavaScript `Date` holds), i.e. until a message wakes it. */
 export const PARK_FOREVER_AT_MS = 8_640_000_000_000_000;
 
+/**
+ * Checks a wake time a handler asked for — `now + ms` of a sleep or a
+ * wait's timeout, a `sleepUntil` instant — before anything is written: a
+ * safe integer before {@link PARK_FOREVER_AT_MS}. Past it the instant is no
+ * `Date` any more (and past 2^53 no longer exact), and the instant itself
+ * is reserved for "no timeout", so a wake time there would read as one.
+ *
+ * @param what - The call as the handler wrote it, for the message: `ctx.sleep('nap', 9007199254740991)`.
+ * @throws InvalidArgument naming `argument`.
+ * @example
+ * ```ts
+ * requireWakeAtMs(Date.now() + ms, "ms", `ctx.sleep('${name}', ${ms})`);
+ * ```
+ */
+export function requireWakeAtMs(atMs: number, argument: string, what: string): number {
+  if (!Number.isSafeInteger(atMs) || atMs >= PARK_FOREVER_AT_MS) {
+    throw new InvalidArgument(
+      argument,
+      `${what} would wake at ${String(atMs)} ms since the epoch, which is not before ${PARK_FOREVER_AT_MS} (the largest date a JavaScript Date holds, which also means "no timeout"); use a shorter duration, or omit the timeout to wait for a message only`,
+    );
+  }
+  return atMs;
+}
+
+/** How a handler writes the call that records each {@link StepKind}, for messages. */
+const CALL_OF_KIND: Readonly<Record<StepKind, string>> = { step: "ctx.step", sleep: "ctx.sleep/ctx.sleepUntil", wait: "ctx.waitFor", spawn: "ctx.spawn", join: "ctx.join" };
+
+/**
+ * The replay rule: a journal entry answers only a call of the kind that
+ * recorded it. A handler that reaches a key recorded by another kind (a
+ * `ctx.step("x")` recorded, then `ctx.sleep("x")` on the next run) changed
+ * its sequence of step calls; answering from the entry would skip the sleep
+ * (or hand a step's value to a wait) and succeed silently, so it is refused.
+ *
+ * @param key - The journal key reached (`stepKey(name, occurrence)`).
+ * @throws InvalidArgument (argument `name`) saying what the journal holds and what the handler called.
+ * @example
+ * ```ts
+ * const entry = journal.get(key);
+ * if (entry !== undefined) requireReplayKind(taskId, key, entry.kind, "sleep");
+ * ```
+ */
+export function requireReplayKind(taskId: string, key: string, recorded: StepKind, called: StepKind): void {
+  if (recorded === called) return;
+  throw new InvalidArgument(
+    "name",
+    `the journal of task ${taskId} holds a '${recorded}' entry (${CALL_OF_KIND[recorded]}) at '${key}', but the handler called ${CALL_OF_KIND[called]} there: ` +
+      `a handler must make the same step calls in the same order on every run, since a resumed task replays its journal by name and occurrence; ` +
+      `give the new call a name of its own, or let the tasks started by the old code finish first`,
+  );
+}
+
 /** The longest step name accepted, in characters (the journal's key beside the task id). */
 export const MAX_STEP_NAME_LENGTH = 200;
 
@@ -228,8 +280,9 @@ export function parkStepParams(
 ): Params & { childIds: string[]; message: string | null; waitingFor: string | null; untilMs: number | null; delayMs: number; expired: boolean; messagesBeforeMs: number } {
   const base = ownedStep(input);
   if (input.kind !== "sleep" && input.kind !== "wait" && input.kind !== "join") throw new InvalidArgument("kind", `only a sleep, wait or join parks, got ${String(input.kind)}`);
-  const until = input.untilMs === undefined || input.untilMs === null ? null : requireInt(input.untilMs, "untilMs", 0);
-  const delayMs = until === null ? requireInt(input.delayMs ?? 0, "delayMs", 0) : 0;
+  // Bounded by the largest date: a wake time or deadline past it would not be exact (see requireWakeAtMs).
+  const until = input.untilMs === undefined || input.untilMs === null ? null : requireInt(input.untilMs, "untilMs", 0, PARK_FOREVER_AT_MS);
+  const delayMs = until === null ? requireInt(input.delayMs ?? 0, "delayMs", 0, PARK_FOREVER_AT_MS - 1) : 0;
   const message = input.kind === "wait" ? requireName(input.message, "message") : null;
   const childIds = input.kind === "join" ? [...(input.childIds ?? [])].map((id, i) => requireName(id, `childIds[${i}]`)) : [];
   const waitingFor = input.kind === "wait" ? JSON.stringify(message) : input.kind === "join" ? JSON.stringify(childIds) : null;

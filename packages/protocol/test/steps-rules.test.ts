@@ -9,7 +9,9 @@ import {
   PARK,
   parkStepParams,
   recordStepParams,
+  requireReplayKind,
   requireStepName,
+  requireWakeAtMs,
   sendParams,
   stepKey,
 } from "../src/steps.js";
@@ -30,6 +32,35 @@ describe("step names and journal keys", () => {
     expect(() => requireStepName("x".repeat(MAX_STEP_NAME_LENGTH + 1))).toThrow(InvalidArgument);
     expect(() => requireStepName("")).toThrow(InvalidArgument);
     expect(() => requireStepName(7, "step")).toThrow(/step/);
+  });
+});
+
+describe("requireReplayKind", () => {
+  it("a journal entry answers only a call of the kind that recorded it", () => {
+    expect(() => requireReplayKind(ID, "x", "sleep", "sleep")).not.toThrow();
+    const err = (() => {
+      try {
+        requireReplayKind(ID, "x", "step", "sleep");
+      } catch (e) {
+        return e as InvalidArgument;
+      }
+      return null;
+    })();
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect(err?.argument).toBe("name");
+    expect(err?.message).toMatch(new RegExp(`journal of task ${ID} holds a 'step' entry \\(ctx.step\\) at 'x', but the handler called ctx.sleep/ctx.sleepUntil there`));
+    expect(() => requireReplayKind(ID, "m#2", "wait", "spawn")).toThrow(/'wait' entry \(ctx.waitFor\) at 'm#2', but the handler called ctx.spawn/);
+    expect(() => requireReplayKind(ID, "j", "spawn", "join")).toThrow(/'spawn' entry \(ctx.spawn\) at 'j', but the handler called ctx.join/);
+  });
+});
+
+describe("requireWakeAtMs", () => {
+  it("accepts a safe integer before the largest date, which is reserved for no timeout", () => {
+    expect(requireWakeAtMs(NOW, "ms", "ctx.sleep('z', 0)")).toBe(NOW);
+    expect(requireWakeAtMs(PARK_FOREVER_AT_MS - 1, "ms", "w")).toBe(PARK_FOREVER_AT_MS - 1);
+    expect(() => requireWakeAtMs(PARK_FOREVER_AT_MS, "until", "ctx.sleepUntil('z', 8640000000000000)")).toThrow(/ctx.sleepUntil\('z', 8640000000000000\) would wake at 8640000000000000 ms since the epoch, which is not before 8640000000000000/);
+    expect(() => requireWakeAtMs(NOW + Number.MAX_SAFE_INTEGER, "ms", "s")).toThrow(InvalidArgument);
+    expect(() => requireWakeAtMs(NOW + 0.5, "ms", "s")).toThrow(InvalidArgument);
   });
 });
 
@@ -124,6 +155,10 @@ describe("parkStepParams", () => {
     expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, untilMs: 1.5 })).toThrow(/untilMs/);
     expect(() => parkStepParams({ ...owned, name: "w", kind: "wait", seq: 1 })).toThrow(/message/);
     expect(() => parkStepParams({ ...owned, name: "j", kind: "join", seq: 1, childIds: ["task_a", ""] })).toThrow(/childIds\[1\]/);
+    // Past the largest date a wake time is no Date any more: neither an instant nor a delay may reach it.
+    expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 1, message: "m", untilMs: PARK_FOREVER_AT_MS })).toMatchObject({ untilMs: PARK_FOREVER_AT_MS });
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, untilMs: PARK_FOREVER_AT_MS + 1 })).toThrow(/untilMs must be an integer from 0 to 8640000000000000/);
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, delayMs: Number.MAX_SAFE_INTEGER })).toThrow(/delayMs must be an integer from 0 to/);
   });
 });
 

@@ -25,10 +25,11 @@
  *   lease delayed the resume past the deadline (lease recovery requeues at
  *   its own now). Its answer must not depend on that crash.
  */
-import type { StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
-import { encodeJson, requireInt, requireStepName } from "@cairnq/protocol/adapter";
-import { childLineage, envelopeFromThrown, submitInputOf } from "@cairnq/protocol/sdk";
+import { encodeJson, requireInt, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
+import { childLineage, envelopeFromThrown, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
+import { checkOptions } from "@cairnq/runtime";
 import type { StepSpans } from "./step-spans.js";
 import type { ChildSubmitOptions } from "./task-context.js";
 
@@ -51,6 +52,9 @@ export interface WaitForOptions {
   /** Resolve with `null` when no message came within this long after the wait began. @default no timeout */
   timeoutMs?: number;
 }
+
+/** Every key of {@link WaitForOptions}: any other throws, as every options object of CairnQ does. */
+const WAIT_FOR_OPTION_KEYS: readonly (keyof WaitForOptions)[] = ["timeoutMs"];
 
 /** A join re-checks its children at least this often, for children ended without a worker settling them or a cancel waking it (a lease expiry that failed a child). */
 export const JOIN_RECHECK_MS = 30_000;
@@ -127,12 +131,14 @@ export class CallSteps {
 
   async sleep(name: string, ms: number): Promise<void> {
     const delayMs = requireInt(ms, "ms", 0);
+    requireWakeAtMs(this.#host.now() + delayMs, "ms", `ctx.sleep('${String(name)}', ${delayMs})`);
     await this.#sleep(name, delayMs);
   }
 
   async sleepUntil(name: string, until: Date | number): Promise<void> {
     const at = until instanceof Date ? until.getTime() : until;
     if (typeof at !== "number" || !Number.isFinite(at)) throw new InvalidArgument("until", "ctx.sleepUntil(name, until) needs a Date or epoch milliseconds");
+    requireWakeAtMs(Math.ceil(at), "until", `ctx.sleepUntil('${String(name)}', ${at})`);
     await this.#sleep(name, Math.max(0, Math.ceil(at - this.#host.now())));
   }
 
@@ -164,8 +170,10 @@ export class CallSteps {
     await this.#park({ name: key, kind: "sleep", seq: this.#nextSeq(), delayMs });
   }
 
-  async waitFor<T = unknown>(name: string, options: WaitForOptions = {}): Promise<T | null> {
-    const timeoutMs = options.timeoutMs === undefined ? null : requireInt(options.timeoutMs, "timeoutMs", 0);
+  async waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null> {
+    const opts = checkOptions(options, "ctx.waitFor", WAIT_FOR_OPTION_KEYS) as WaitForOptions;
+    const timeoutMs = opts.timeoutMs === undefined ? null : requireInt(opts.timeoutMs, "timeoutMs", 0);
+    if (timeoutMs !== null) requireWakeAtMs(this.#host.now() + timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${timeoutMs} })`);
     const { key, entry } = await this.#begin("wait", name);
     try {
       return await this.#waitFrom<T>(name, key, entry, timeoutMs);
@@ -186,7 +194,10 @@ export class CallSteps {
     return (await this.#park({ name: key, kind: "wait", seq: this.#nextSeq(), message: name, ...first })) as T | null;
   }
 
-  async spawn(name: string, task: TaskDef | string, payload: unknown, options: ChildSubmitOptions = {}): Promise<string> {
+  async spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
+    // The check client.submit makes: a misspelt option would otherwise be dropped.
+    checkOptions(options, "ctx.spawn", SUBMIT_OPTION_KEYS);
+    options ??= {};
     const def: TaskDef = typeof task === "string" ? { name: task } : task;
     const child = submitInputOf(def, payload, {
       ...options,
@@ -216,7 +227,7 @@ export class CallSteps {
   }
 
   /** Checks the call and the name, takes the next occurrence and reads its journal entry. */
-  async #begin(method: string, name: string): Promise<{ key: string; occurrence: number; entry: StepRecord | undefined }> {
+  async #begin(method: StepKind, name: string): Promise<{ key: string; occurrence: number; entry: StepRecord | undefined }> {
     const host = this.#host;
     const what = method === "step" ? "ctx.step" : method === "wait" ? "ctx.waitFor" : `ctx.${method}`;
     if (host.inBatch) {
@@ -237,7 +248,9 @@ export class CallSteps {
     const key = stepKey(name, occurrence);
     try {
       const journal = await this.#load();
-      return { key, occurrence, entry: journal.get(key) };
+      const entry = journal.get(key);
+      if (entry !== undefined) requireReplayKind(host.taskId, key, entry.kind, method);
+      return { key, occurrence, entry };
     } catch (err) {
       this.#inFlight.delete(name);
       throw err;

@@ -13,8 +13,9 @@ import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
-import { childLineage, envelopeForCtxFail, requireGroupSupport, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
+import { checkOptions } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope } from "./storable-outcome.js";
 import type { CallSpan } from "./worker-telemetry.js";
@@ -456,7 +457,9 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     task: D,
     ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>
   ): Promise<Task<PayloadFor<D, CP>, ResultFor<D, CR>>> {
-    const [payload, options = {}] = args as [unknown, ChildSubmitOptions | undefined];
+    const [payload, given] = args as [unknown, ChildSubmitOptions | undefined];
+    // The check client.submit makes: a misspelt option would otherwise be dropped.
+    const options = checkOptions(given, "ctx.submit", SUBMIT_OPTION_KEYS) as ChildSubmitOptions;
     const def: TaskDef = typeof task === "string" ? { name: task } : task;
     const input = submitInputOf(def, payload, {
       ...options,
