@@ -7,7 +7,7 @@
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, SubmitInput, Task } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
 import type { Params } from "@cairnq/protocol/adapter";
-import { decideRow, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, sendParams, x } from "@cairnq/protocol/adapter";
+import { decideRow, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
 
 interface Message {
   readonly name: string;
@@ -120,7 +120,7 @@ export class MemorySteps {
   send(input: SendInput): SendOutcome {
     const params = sendParams(input);
     const task = this.tasks.get(params.taskId);
-    if (task === undefined) throw new InvalidArgument("taskId", `no task has id ${params.taskId}: was it purged, or is the id from another database?`);
+    requireSendTarget(params.taskId, params.name, task);
     const list = this.#messages.get(task.id) ?? [];
     const seq = list.filter((m) => m.name === params.name).length + 1;
     list.push({ name: params.name, seq, payload: params.payload, atMs: this.tasks.now(), consumedBy: null });

@@ -259,6 +259,35 @@ export const stepCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "steps-send-refused",
+    title: "send refuses, before it writes, a message name no wait can have ('#', over 200 characters) and a succeeded task; a failed task keeps the message for its retry",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      const task = await t.submit("job");
+      const named = await t.rejects(s.send({ taskId: task.id, name: "a#2" }), InvalidArgument, "send with '#' in the name");
+      t.expect(named.argument).toBe("name");
+      await t.rejects(s.send({ taskId: task.id, name: "n".repeat(1000) }), InvalidArgument, "send with a 1000-character name");
+      await t.rejects(s.send({ taskId: "task_01J0000000000000000000NONE", name: "go" }), InvalidArgument, "send to a missing task");
+      const claimed = await t.claimOne(t.w1);
+      await t.store.complete({ taskId: task.id, workerId: t.w1, attempt: claimed.attempt, result: null });
+      const done = await t.rejects(s.send({ taskId: task.id, name: "a", payload: 1 }), InvalidArgument, "send to a succeeded task");
+      t.expect(done.argument).toBe("taskId");
+      t.expect(done.message).toMatch(/has succeeded/);
+
+      const failing = await t.submitAndClaim(t.w2, "job", { maxAttempts: 1 });
+      await t.store.fail({ taskId: failing.id, workerId: t.w2, attempt: failing.attempt, error: { message: "boom" }, retryable: false });
+      t.expect(await s.send({ taskId: failing.id, name: "go", payload: "kept" })).toEqual({ taskId: failing.id, name: "go", woke: false });
+      t.fields(await t.store.retry(failing.id, { resetAttempt: true }), { status: "queued" });
+      const retried = await t.claimOne(t.w2);
+      t.expect(await s.parkStep({ taskId: failing.id, workerId: t.w2, attempt: retried.attempt, name: "go", kind: "wait", seq: 1, message: "go", untilMs: PARK_FOREVER_AT_MS })).toEqual({
+        kind: "ready",
+        result: "kept",
+      });
+    },
+  },
+  {
     id: "steps-deleted-with-task",
     title: "purging a finished task deletes its journal and messages with it",
     spec: SPEC + ", §5.9",

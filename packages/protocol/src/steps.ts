@@ -133,11 +133,24 @@ export function stepKey(name: string, occurrence: number): string {
 
 /** Checks a step name as a handler passed it: a non-empty string without `#` (reserved for occurrences), at most {@link MAX_STEP_NAME_LENGTH} characters. */
 export function requireStepName(value: unknown, argument = "name"): string {
+  return checkStepName(value, argument, "step name", "");
+}
+
+/**
+ * Checks a message name given to `send`: the rule of {@link requireStepName},
+ * because `ctx.waitFor(name)` waits under a step name — a message whose name
+ * no step name can have (`a#2`, 201 characters) could never be taken.
+ */
+export function requireMessageName(value: unknown, argument = "name"): string {
+  return checkStepName(value, argument, "message name", ": ctx.waitFor(name) takes only messages named like a step, so none could ever take this one");
+}
+
+function checkStepName(value: unknown, argument: string, noun: string, why: string): string {
   const name = requireName(value, argument);
   if (name.includes("#")) {
-    throw new InvalidArgument(argument, `step name '${name}' contains '#', which marks occurrences ('page#2' is the second 'page'); choose a name without '#'`);
+    throw new InvalidArgument(argument, `${noun} '${name}' contains '#', which marks occurrences ('page#2' is the second 'page')${why}; choose a name without '#'`);
   }
-  if (name.length > MAX_STEP_NAME_LENGTH) throw new InvalidArgument(argument, `step name is ${name.length} characters; at most ${MAX_STEP_NAME_LENGTH} are allowed`);
+  if (name.length > MAX_STEP_NAME_LENGTH) throw new InvalidArgument(argument, `${noun} is ${name.length} characters; at most ${MAX_STEP_NAME_LENGTH} are allowed${why}`);
   return name;
 }
 
@@ -294,10 +307,35 @@ export function parkStepParams(
   return { ...base, kind: input.kind, untilMs: until, delayMs, message, childIds, waitingFor, expired, messagesBeforeMs };
 }
 
-/** Validates a {@link SendInput}: task id, message name and the encoded payload. */
+/** Validates a {@link SendInput}: task id, message name ({@link requireMessageName}) and the encoded payload. */
 export function sendParams(input: SendInput): Params & { taskId: string; name: string; payload: string } {
   if (typeof input !== "object" || input === null) throw new InvalidArgument("input", "send needs { taskId, name, payload }");
-  return { taskId: requireName(input.taskId, "taskId"), name: requireName(input.name, "name"), payload: encodeJson(input.payload ?? null, "message payload") };
+  return { taskId: requireName(input.taskId, "taskId"), name: requireMessageName(input.name, "name"), payload: encodeJson(input.payload ?? null, "message payload") };
+}
+
+/**
+ * The send rule's check of the target, given its row as the send's
+ * transaction read it (`undefined`: no such row). A missing task and
+ * a `succeeded` one are refused: no wait of theirs can ever take the
+ * message, so storing it would lose it silently. A `failed` or `canceled`
+ * task takes it (`woke: false`): a retry runs its handler again, and a wait
+ * of that name then takes the message.
+ *
+ * @throws InvalidArgument (argument `taskId`) before anything is written.
+ * @example
+ * ```ts
+ * const task = (await exec(tx, TASK_QUEUE_TEMPLATE, params)).rows[0]; // under the task's step lock
+ * requireSendTarget(params.taskId, params.name, task); // `task` is a row from here on
+ * ```
+ */
+export function requireSendTarget<T extends { readonly status?: unknown }>(taskId: string, name: string, row: T | undefined): asserts row is T {
+  if (row === undefined) throw new InvalidArgument("taskId", `no task has id ${taskId}: was it purged, or is the id from another database?`);
+  if (row.status === "succeeded") {
+    throw new InvalidArgument(
+      "taskId",
+      `task ${taskId} has succeeded, so no ctx.waitFor('${name}') of it can ever run: the message was not stored; send to a task that is queued or running (a failed or canceled one keeps it for a retry)`,
+    );
+  }
 }
 
 /** Decodes a journal row (snake_case columns, JSON as text) into a {@link StepRecord}. */

@@ -9,7 +9,9 @@ import {
   PARK,
   parkStepParams,
   recordStepParams,
+  requireMessageName,
   requireReplayKind,
+  requireSendTarget,
   requireStepName,
   requireWakeAtMs,
   sendParams,
@@ -32,6 +34,15 @@ describe("step names and journal keys", () => {
     expect(() => requireStepName("x".repeat(MAX_STEP_NAME_LENGTH + 1))).toThrow(InvalidArgument);
     expect(() => requireStepName("")).toThrow(InvalidArgument);
     expect(() => requireStepName(7, "step")).toThrow(/step/);
+  });
+
+  it("a message name follows the step name rule, since ctx.waitFor waits under a step name", () => {
+    expect(requireMessageName("shipped")).toBe("shipped");
+    expect(() => requireMessageName("a#2")).toThrow(/message name 'a#2' contains '#'.*none could ever take this one/);
+    const long = "n".repeat(MAX_STEP_NAME_LENGTH + 1);
+    expect(() => requireMessageName(long)).toThrow(new RegExp(`message name is ${MAX_STEP_NAME_LENGTH + 1} characters; at most ${MAX_STEP_NAME_LENGTH}`));
+    expect(requireMessageName("n".repeat(MAX_STEP_NAME_LENGTH))).toHaveLength(MAX_STEP_NAME_LENGTH);
+    expect(() => requireMessageName("")).toThrow(InvalidArgument);
   });
 });
 
@@ -61,6 +72,14 @@ describe("requireWakeAtMs", () => {
     expect(() => requireWakeAtMs(PARK_FOREVER_AT_MS, "until", "ctx.sleepUntil('z', 8640000000000000)")).toThrow(/ctx.sleepUntil\('z', 8640000000000000\) would wake at 8640000000000000 ms since the epoch, which is not before 8640000000000000/);
     expect(() => requireWakeAtMs(NOW + Number.MAX_SAFE_INTEGER, "ms", "s")).toThrow(InvalidArgument);
     expect(() => requireWakeAtMs(NOW + 0.5, "ms", "s")).toThrow(InvalidArgument);
+  });
+});
+
+describe("requireSendTarget", () => {
+  it("refuses a missing task and a succeeded one, whose waits can never run; keeps one a retry may run again", () => {
+    expect(() => requireSendTarget(ID, "m", undefined)).toThrow(new RegExp(`no task has id ${ID}`));
+    expect(() => requireSendTarget(ID, "m", { status: "succeeded" })).toThrow(new RegExp(`task ${ID} has succeeded, so no ctx.waitFor\\('m'\\) of it can ever run: the message was not stored`));
+    for (const status of ["queued", "running", "failed", "canceled"]) expect(() => requireSendTarget(ID, "m", { status })).not.toThrow();
   });
 });
 
@@ -172,6 +191,11 @@ describe("sendParams", () => {
     expect(() => sendParams(undefined as never)).toThrow(/taskId, name, payload/);
     expect(() => sendParams({ taskId: "", name: "a" })).toThrow(/taskId/);
     expect(() => sendParams({ taskId: ID, name: 3 as never })).toThrow(/name/);
+  });
+
+  it("refuses a message name no wait can have: with '#', or longer than a step name", () => {
+    expect(() => sendParams({ taskId: ID, name: "a#2" })).toThrow(/message name 'a#2' contains '#'/);
+    expect(() => sendParams({ taskId: ID, name: "n".repeat(1000) })).toThrow(/message name is 1000 characters/);
   });
 });
 

@@ -24,7 +24,7 @@ import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
 import { missingTable } from "./missing-table.js";
 import { TransactionViewDialect } from "./dialect.js";
 import type { Params } from "@cairnq/protocol/adapter";
-import { decodeStepRow, encodeJson, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
+import { decodeStepRow, encodeJson, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
@@ -327,7 +327,7 @@ export class StepJournal {
     return dialect.executor.writeTransaction(db, async (tx) => {
       await dialect.keyLock.acquire(tx, stepLockKey(params.taskId));
       const task = (await this.ext.exec(tx, TASK_QUEUE_TEMPLATE, params)).rows[0];
-      if (task === undefined) throw new InvalidArgument("taskId", `no task has id ${params.taskId}: was it purged, or is the id from another database?`);
+      requireSendTarget(params.taskId, params.name, task);
       await this.ext.exec(tx, INSERT_MESSAGE_TEMPLATE, params);
       const woke = await this.#wake(tx, WAKE_WAIT_TEMPLATE, { taskId: params.taskId, waitingFor: JSON.stringify(params.name) });
       return { taskId: params.taskId, name: params.name, woke };

@@ -23,7 +23,7 @@
  * `ProgramClient`), so this file needs neither the worker nor the client.
  */
 import type { StepRecord, Task } from "@cairnq/protocol";
-import { stepKey } from "@cairnq/protocol";
+import { InvalidArgument, stepKey } from "@cairnq/protocol";
 import type { ChildSpec, Json, Op, Program, StepSpec } from "./step-programs.js";
 import { childSummary, describeProgram, expectedResult } from "./step-programs.js";
 
@@ -241,7 +241,8 @@ export async function runProgram(host: ProgramHost, program: Program, options: R
           if (op.send.at === "after" && !run.zombie && !seen.fired.has(-1 - i)) {
             seen.fired.add(-1 - i);
             const id = ctx.taskId;
-            host.startTimer(() => seen.pending.push(client.send(id, op.name, op.payload)), op.send.delayMs);
+            // The wait may time out and the task succeed before the message comes: send then refuses it.
+            host.startTimer(() => seen.pending.push(client.send(id, op.name, op.payload).catch(lateSend)), op.send.delayMs);
           }
           value = (await ctx.waitFor<Json>(op.name, op.timeoutMs === null ? {} : { timeoutMs: op.timeoutMs })) ?? null;
           break;
@@ -370,4 +371,10 @@ function stepCounts(counter: string, failOnce: boolean, reached: boolean, seen: 
   if (failOnce && recorded > 0 && throws !== 1) out.push(`step ${counter} threw ${throws} times`);
   if (effects !== returns + crashes) out.push(`step ${counter} did its side effect ${effects} times for ${returns} returns and ${crashes} crashes inside it`);
   return out;
+}
+
+/** A message sent after its task succeeded is refused (no wait of it can run again); anything else is a failure. */
+function lateSend(err: unknown): void {
+  if (err instanceof InvalidArgument && err.argument === "taskId" && /has succeeded/.test(err.message)) return;
+  throw err;
 }
