@@ -3,7 +3,8 @@
  * SQLite, before anything is written or the task silently succeeds: a
  * replay that reaches a journal entry of another kind, unknown options of
  * `ctx.waitFor`, `ctx.spawn` and `ctx.submit` (checked as `client.submit`
- * checks them), and wake times past the largest JavaScript date.
+ * checks them), step methods in a batch handler, and wake times past the
+ * largest JavaScript date.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidArgument, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
@@ -107,6 +108,30 @@ describe.each(["memory", "sqlite"] as const)("durable-step checks on the %s stor
     // Nothing was written: no journal entry, no child.
     expect(await q.client.steps(task.id)).toEqual([]);
     expect(await q.client.list({ name: "child.x" })).toEqual([]);
+  });
+
+  it("every step method of a batch handler's contexts throws the batch refusal first, whatever it was passed", async () => {
+    const q = await open();
+    const errors: Error[] = [];
+    q.worker().task("batched", { batch: 2 }, async (ctxs) => {
+      const ctx = ctxs[0] as (typeof ctxs)[number];
+      const calls: (() => Promise<unknown>)[] = [
+        () => ctx.step("x", () => 1),
+        () => ctx.sleep("x", "soon" as never),
+        () => ctx.sleepUntil("x", new Date(Number.NaN)),
+        () => ctx.waitFor("x", 10 as never),
+        () => ctx.spawn("x", "child.x", {}, { priorty: 1 } as never),
+        () => ctx.join("x", "ids" as never),
+      ];
+      for (const c of calls) errors.push(await thrown(c));
+      return {};
+    });
+    await q.client.submit("batched", {});
+    await q.drain();
+    expect(errors.map((err) => [err.name, (err as InvalidArgument).argument])).toEqual(
+      ["step", "sleep", "sleepUntil", "waitFor", "spawn", "join"].map((method) => ["InvalidArgument", method]),
+    );
+    for (const err of errors) expect(err.message).toMatch(/^ctx\.\w+ is not available in a batch handler: a batch call runs several tasks, and a durable step belongs to one/);
   });
 
   it("a wake time past the largest date is refused before anything is written; the latest one before it parks", async () => {

@@ -71,7 +71,7 @@ export interface StepHost {
   readonly correlationId: string | null;
   /** The claimed row's `run_at_ms`. */
   readonly runAtMs: number;
-  /** The call handles several tasks (a batch handler): steps are refused. */
+  /** The call handles several tasks (a batch handler): every step method throws `InvalidArgument` first. */
   readonly inBatch: boolean;
   /** Step spans and spawned children's trace context, with `tracing` on; else `null`. */
   readonly spans: StepSpans | null;
@@ -101,6 +101,7 @@ export class CallSteps {
   }
 
   async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+    this.#refuseInBatch("step");
     if (typeof fn !== "function") throw new InvalidArgument("fn", `ctx.step('${String(name)}', fn) needs a function to run`);
     const { key, occurrence, entry } = await this.#begin("step", name);
     try {
@@ -130,12 +131,14 @@ export class CallSteps {
   }
 
   async sleep(name: string, ms: number): Promise<void> {
+    this.#refuseInBatch("sleep");
     const delayMs = requireInt(ms, "ms", 0);
     requireWakeAtMs(this.#host.now() + delayMs, "ms", `ctx.sleep('${String(name)}', ${delayMs})`);
     await this.#sleep(name, delayMs);
   }
 
   async sleepUntil(name: string, until: Date | number): Promise<void> {
+    this.#refuseInBatch("sleepUntil");
     const at = until instanceof Date ? until.getTime() : until;
     if (typeof at !== "number" || !Number.isFinite(at)) throw new InvalidArgument("until", "ctx.sleepUntil(name, until) needs a Date or epoch milliseconds");
     requireWakeAtMs(Math.ceil(at), "until", `ctx.sleepUntil('${String(name)}', ${at})`);
@@ -171,6 +174,7 @@ export class CallSteps {
   }
 
   async waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null> {
+    this.#refuseInBatch("waitFor");
     const opts = checkOptions(options, "ctx.waitFor", WAIT_FOR_OPTION_KEYS) as WaitForOptions;
     const timeoutMs = opts.timeoutMs === undefined ? null : requireInt(opts.timeoutMs, "timeoutMs", 0);
     if (timeoutMs !== null) requireWakeAtMs(this.#host.now() + timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${timeoutMs} })`);
@@ -195,6 +199,7 @@ export class CallSteps {
   }
 
   async spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
+    this.#refuseInBatch("spawn");
     // The check client.submit makes: a misspelt option would otherwise be dropped.
     checkOptions(options, "ctx.spawn", SUBMIT_OPTION_KEYS);
     options ??= {};
@@ -216,6 +221,7 @@ export class CallSteps {
   }
 
   async join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]> {
+    this.#refuseInBatch("join");
     if (!Array.isArray(ids)) throw new InvalidArgument("ids", `ctx.join('${String(name)}', ids) needs an array of task ids (what ctx.spawn returned)`);
     const { key, entry } = await this.#begin("join", name);
     try {
@@ -226,13 +232,19 @@ export class CallSteps {
     }
   }
 
+  /** First in every step method, so a batch handler is told why whatever it passed. */
+  #refuseInBatch(method: "step" | "sleep" | "sleepUntil" | "waitFor" | "spawn" | "join"): void {
+    if (!this.#host.inBatch) return;
+    throw new InvalidArgument(
+      method,
+      `ctx.${method} is not available in a batch handler: a batch call runs several tasks, and a durable step belongs to one; use steps in a handler registered without 'batch'`,
+    );
+  }
+
   /** Checks the call and the name, takes the next occurrence and reads its journal entry. */
   async #begin(method: StepKind, name: string): Promise<{ key: string; occurrence: number; entry: StepRecord | undefined }> {
     const host = this.#host;
     const what = method === "step" ? "ctx.step" : method === "wait" ? "ctx.waitFor" : `ctx.${method}`;
-    if (host.inBatch) {
-      throw new InvalidArgument(method, `${what} is not available in a batch handler: a batch call runs several tasks, and a step belongs to one; use steps in a handler registered without 'batch'`);
-    }
     requireStepName(name);
     if (this.#inFlight.has(name)) {
       throw new InvalidArgument(
