@@ -73,7 +73,8 @@ export class StoreLifecycle {
   }
 
   #closedError(): CairnQError {
-    return new CairnQError(`this ${this.dialect.name} store is closed, so the call was not run; create a new store to keep using the database`);
+    // Fatal: no retry reopens it, so a worker whose store was closed under it stops (its run() rejects) instead of retrying for ever.
+    return new CairnQError(`this ${this.dialect.name} store is closed, so the call was not run; create a new store to keep using the database`, { fatal: true });
   }
 
   /**

@@ -298,7 +298,7 @@ export class Worker {
    *
    * Errors retrying cannot fix (`isFatalError`: the SQLite path is a
    * directory or not a database, `ProtocolVersionMismatch`,
-   * `SchemaMismatch`) stop the worker at once — running handlers drain as
+   * `SchemaMismatch`, a store closed under the running worker) stop the worker at once — running handlers drain as
    * in `stop()` — and `run()` rejects with the error. Transient ones (a
    * refused connection, a restarting server) are reported (`onError`, or the
    * logger: stderr by default) and retried with backoff.
