@@ -61,18 +61,20 @@ export function json(value: unknown): string {
 }
 
 // eslint-disable-next-line no-control-regex -- the characters a terminal acts on rather than shows
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
-// eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\\]/g;
+// eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one and a backslash is kept
 const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
 
 /**
  * Text from the database (names, queues, groups, keys, messages) as it may be shown on a terminal:
  * every control character written as a visible escape (`\t`, `\n`, `\x1b`, …), so an escape
  * sequence in a group name cannot recolour or move the terminal, and a tab or line break cannot
- * break a table. `lines`: line breaks stay (a multi-line message), the rest is escaped.
+ * break a table; a backslash is doubled, so an escape shown is never text that looked like one.
+ * `lines` (a multi-line message): line breaks stay, other control characters are escaped, backslashes kept.
  */
 export function printable(text: string, options: { lines?: boolean } = {}): string {
   return text.replace(options.lines === true ? CONTROL_BUT_NEWLINE : CONTROL, (c) => {
+    if (c === "\\") return "\\\\";
     if (c === "\t") return "\\t";
     if (c === "\n") return "\\n";
     if (c === "\r") return "\\r";
