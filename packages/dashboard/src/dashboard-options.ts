@@ -17,7 +17,7 @@ export interface DashboardOptions {
   store?: TaskStore;
   /** A client whose store to show (its `close()` stays yours). Give this or `store`. */
   client?: CairnQ;
-  /** No retry or cancel: the buttons are hidden and every mutation is refused with 403. @default false */
+  /** No retry or cancel: the buttons are hidden and every mutation is refused with 403. Must be a boolean. @default false */
   readOnly?: boolean;
   /**
    * Decides each request: return `false` (or a promise of it) to answer 403.
@@ -30,7 +30,9 @@ export interface DashboardOptions {
    * The path prefix in `req.url` in front of the dashboard's own paths, when
    * the framework does not strip it (a Next.js API route at `/api/admin`
    * passes `basePath: "/api/admin"`). Express's `app.use("/admin", …)` strips
-   * its mount path itself: leave this unset there.
+   * its mount path itself: leave this unset there. Segments of letters,
+   * digits and `-._~` only, so it matches `req.url` as sent (no spaces or
+   * percent-escapes, no query, no trailing `/`).
    * @default ""
    */
   basePath?: string;
@@ -54,27 +56,68 @@ export interface DashboardOptions {
 
 const OPTION_KEYS = ["store", "client", "readOnly", "authorize", "basePath", "allowedHosts", "pollIntervalMs", "metricsCacheMs"] as const;
 
+/**
+ * A mount path: segments of RFC 3986 unreserved characters only, so the
+ * string given is exactly what arrives in `req.url` (a space would arrive as
+ * `%20` and nothing would match), with no query, fragment, empty, `.` or
+ * `..` segment, and no trailing slash (the dashboard's own paths add it).
+ */
+const BASE_PATH = /^(?:\/[A-Za-z0-9\-._~]+)+$/;
+
+/** How a refused value is shown in a message: a string quoted, anything else by its kind. */
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `${typeof value} ${String(value)}`;
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
 /** Throws `InvalidArgument` naming the first option that is unknown or cannot work. */
 export function checkDashboardOptions(options: DashboardOptions): void {
-  if (typeof options !== "object" || options === null) throw new InvalidArgument("options", "createDashboard needs an options object: createDashboard({ store })");
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new InvalidArgument("options", `createDashboard needs an options object: createDashboard({ store }), got ${describe(options)}`);
+  }
   for (const key of Object.keys(options)) {
     if (!(OPTION_KEYS as readonly string[]).includes(key)) {
       throw new InvalidArgument(key, `unknown dashboard option ${JSON.stringify(key)}; valid options are ${OPTION_KEYS.join(", ")}`);
     }
   }
-  if ((options.store === undefined) === (options.client === undefined)) {
+  // Read through `unknown`: options often come from env vars or JSON, where the types above do not hold.
+  const o = options as Record<string, unknown>;
+  if ((o.store === undefined) === (o.client === undefined)) {
     throw new InvalidArgument("store", "createDashboard needs exactly one of store or client: createDashboard({ store }) or createDashboard({ client })");
   }
-  if (options.pollIntervalMs !== undefined && (!Number.isInteger(options.pollIntervalMs) || options.pollIntervalMs < 100 || options.pollIntervalMs > 600_000)) {
-    throw new InvalidArgument("pollIntervalMs", `pollIntervalMs must be an integer from 100 to 600000 (ms), got ${String(options.pollIntervalMs)}`);
+  if (o.store !== undefined && (typeof o.store !== "object" || o.store === null || typeof (o.store as { capabilities?: unknown }).capabilities !== "object")) {
+    throw new InvalidArgument("store", `store must be a TaskStore (an object with capabilities, such as new SQLiteStore(path)), got ${describe(o.store)}`);
   }
-  if (options.metricsCacheMs !== undefined && (!Number.isInteger(options.metricsCacheMs) || options.metricsCacheMs < 0 || options.metricsCacheMs > 600_000)) {
-    throw new InvalidArgument("metricsCacheMs", `metricsCacheMs must be an integer from 0 to 600000 (ms), got ${String(options.metricsCacheMs)}`);
+  if (o.client !== undefined && (typeof o.client !== "object" || o.client === null || typeof (o.client as { store?: unknown }).store !== "object")) {
+    throw new InvalidArgument("client", `client must be a CairnQ client (CairnQ.sqlite(path), CairnQ.postgres(url), …), got ${describe(o.client)}`);
   }
-  if (options.basePath !== undefined && (typeof options.basePath !== "string" || (options.basePath !== "" && !/^\/.*[^/]$/.test(options.basePath)))) {
-    throw new InvalidArgument("basePath", `basePath must start with "/" and not end with one, e.g. "/api/admin", got ${JSON.stringify(options.basePath)}`);
+  if (o.readOnly !== undefined && typeof o.readOnly !== "boolean") {
+    // A string "true" from an env var must not leave the dashboard writable.
+    throw new InvalidArgument("readOnly", `readOnly must be true or false, got ${describe(o.readOnly)}; convert an environment variable first (readOnly: process.env.X === "true")`);
   }
-  if (options.authorize !== undefined && typeof options.authorize !== "function") {
-    throw new InvalidArgument("authorize", "authorize must be a function (req, action) => boolean | Promise<boolean>");
+  if (o.pollIntervalMs !== undefined && (!Number.isInteger(o.pollIntervalMs) || (o.pollIntervalMs as number) < 100 || (o.pollIntervalMs as number) > 600_000)) {
+    throw new InvalidArgument("pollIntervalMs", `pollIntervalMs must be an integer from 100 to 600000 (ms), got ${describe(o.pollIntervalMs)}`);
+  }
+  if (o.metricsCacheMs !== undefined && (!Number.isInteger(o.metricsCacheMs) || (o.metricsCacheMs as number) < 0 || (o.metricsCacheMs as number) > 600_000)) {
+    throw new InvalidArgument("metricsCacheMs", `metricsCacheMs must be an integer from 0 to 600000 (ms), got ${describe(o.metricsCacheMs)}`);
+  }
+  if (o.basePath !== undefined && (typeof o.basePath !== "string" || (o.basePath !== "" && (!BASE_PATH.test(o.basePath) || /\/\.{1,2}(?:\/|$)/.test(o.basePath))))) {
+    throw new InvalidArgument(
+      "basePath",
+      `basePath must be "" or a path such as "/api/admin": starting with "/", not ending with one, of letters, digits and - . _ ~ only (no spaces, query, fragment, percent-escapes, empty, "." or ".." segments), got ${describe(o.basePath)}`,
+    );
+  }
+  if (o.allowedHosts !== undefined) {
+    const hosts = o.allowedHosts;
+    if (!Array.isArray(hosts) || hosts.length === 0 || !hosts.every((h) => typeof h === "string" && h !== "")) {
+      const got = Array.isArray(hosts) ? (hosts.length === 0 ? "an empty array" : `[${hosts.map(describe).join(", ")}]`) : describe(hosts);
+      throw new InvalidArgument("allowedHosts", `allowedHosts must be a non-empty array of Host header values such as ["127.0.0.1:4000", "localhost:4000"] (or unset, to answer any host), got ${got}`);
+    }
+  }
+  if (o.authorize !== undefined && typeof o.authorize !== "function") {
+    throw new InvalidArgument("authorize", `authorize must be a function (req, action) => boolean | Promise<boolean>, got ${describe(o.authorize)}`);
   }
 }
