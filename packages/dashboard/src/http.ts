@@ -58,6 +58,26 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
   }
 }
 
+/** A request target's path (still percent-encoded, as sent) and query (with its "?", or ""). */
+export interface RequestTarget {
+  readonly path: string;
+  readonly query: string;
+}
+
+/**
+ * Splits an origin-form request target (`/path?query`) by hand, or answers
+ * `null` for anything else. `new URL(target, base)` must not be used: it
+ * reads `//host/path` and `/\host/path` as a host and a path, resolves `..`,
+ * and so serves `//x/admin/metrics` as `/admin/metrics` behind a proxy that
+ * guards the prefix `/admin` — the path the dashboard routes on must be the
+ * one the proxy saw.
+ */
+export function requestTarget(raw: string | undefined): RequestTarget | null {
+  if (raw === undefined || !raw.startsWith("/") || raw[1] === "/" || raw.includes("\\") || raw.includes("#")) return null;
+  const q = raw.indexOf("?");
+  return q === -1 ? { path: raw, query: "" } : { path: raw.slice(0, q), query: raw.slice(q) };
+}
+
 /** One request header's value (the first, when repeated). */
 export function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];

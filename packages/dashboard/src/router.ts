@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CairnQ } from "@cairnq/client";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { DashboardAction, DashboardOptions } from "./dashboard-options.js";
-import { checkSameOrigin, header, HttpError, sendJson } from "./http.js";
+import { checkSameOrigin, header, HttpError, requestTarget, sendJson } from "./http.js";
 import type { LiveHub } from "./live-hub.js";
 
 /**
@@ -69,8 +69,9 @@ export function createRouter(options: RouterOptions): (req: IncomingMessage, res
     if (allowedHosts !== null && !allowedHosts.has((header(req, "host") ?? "").toLowerCase())) {
       throw new HttpError(421, "this dashboard does not answer for that host name");
     }
-    const url = new URL(req.url ?? "/", "http://dashboard.invalid");
-    let path = url.pathname;
+    const target = requestTarget(req.url);
+    if (target === null) throw new HttpError(400, 'the request target must be a path starting with a single "/"');
+    let path = target.path;
     if (basePath !== "") {
       if (path !== basePath && !path.startsWith(`${basePath}/`)) throw new HttpError(404, "not a dashboard path");
       path = path.slice(basePath.length) || "/";

@@ -40,6 +40,21 @@ function call(url: string, method = "GET", headers: Record<string, string> = {})
   });
 }
 
+/** A request with its target sent exactly as given (a URL string would be normalized first). */
+function callRaw(base: string, target: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path: target }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once("error", reject);
+    req.end();
+  });
+}
+
 const metrics: Route = {
   method: "GET",
   path: "/metrics",
@@ -115,5 +130,22 @@ describe("createRouter", () => {
     const base = await serve([metrics], { basePath: "/admin" });
     expect((await call(`${base}/admin/metrics`)).status).toBe(200);
     expect((await call(`${base}/metrics`)).status).toBe(404);
+  });
+
+  it("routes on the request target as sent: '//host/…', '/\\host/…' and dot segments are not read as another path", async () => {
+    const mounted = await serve([metrics], { basePath: "/admin" });
+    const root = await serve([metrics]);
+    // A proxy guarding the prefix /admin (or /metrics) lets these through; they must not reach /metrics.
+    for (const target of ["//anything/admin/metrics", "/\\anything/admin/metrics", "//admin/metrics"]) {
+      expect(await callRaw(mounted, target), target).toEqual({ status: 400, body: '{"error":"the request target must be a path starting with a single \\"/\\""}' });
+    }
+    expect((await callRaw(root, "//anything/metrics")).status).toBe(400);
+    expect((await callRaw(root, "//")).status).toBe(400);
+    expect((await callRaw(mounted, "//")).status).toBe(400);
+    expect((await callRaw(mounted, "/public/../admin/metrics")).status).toBe(404);
+    expect((await callRaw(root, "/x/../metrics")).status).toBe(404);
+    expect((await callRaw(root, "*")).status).toBe(400);
+    expect((await callRaw(mounted, "/admin/metrics?x=//evil/y")).status).toBe(200);
+    expect((await callRaw(root, "/metrics?")).status).toBe(200);
   });
 });

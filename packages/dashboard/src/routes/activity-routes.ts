@@ -3,7 +3,7 @@
  * data (`activity.ts`), cached per range and queue: every open page asks on
  * each tick, and one read serves them all for a while.
  */
-import { sendJson } from "../http.js";
+import { requestTarget, sendJson } from "../http.js";
 import type { Activity } from "../activity.js";
 import { activityRange, readActivity } from "../activity.js";
 import type { Route, RouteContext } from "../router.js";
@@ -21,9 +21,10 @@ export function activityRoutes(ctx: RouteContext): Route[] {
       path: "/api/activity",
       action: "read",
       async handle(req, res) {
-        const url = new URL(req.url ?? "/", "http://dashboard.invalid");
-        const range = activityRange(url.searchParams.get("range"));
-        const queue = url.searchParams.get("queue") || null;
+        // The router answered only an origin-form target, so this is not null.
+        const params = new URLSearchParams(requestTarget(req.url)?.query ?? "");
+        const range = activityRange(params.get("range"));
+        const queue = params.get("queue") || null;
         const key = `${range}\u0000${queue ?? ""}`;
         const now = Date.now();
         let entry = cache.get(key);

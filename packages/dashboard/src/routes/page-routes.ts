@@ -3,7 +3,7 @@
  * its script fills it from the JSON API.
  */
 import { ASSETS, pageHtml } from "../assets.js";
-import { send } from "../http.js";
+import { requestTarget, send } from "../http.js";
 import type { Route, RouteContext } from "../router.js";
 
 /** Only the page's own script and styles; no framing, no form posts, no base URL changes. */
@@ -19,9 +19,10 @@ export function pageRoutes(ctx: RouteContext): Route[] {
     action: "read",
     handle(req, res) {
       // Relative asset and API URLs need the page's URL to end with "/".
-      const seen = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? "/", "http://dashboard.invalid");
-      if (!seen.pathname.endsWith("/")) {
-        res.writeHead(308, { location: `${seen.pathname}/${seen.search}` });
+      // Express's originalUrl holds the mount path too; never redirect to a "//host" target.
+      const seen = requestTarget((req as { originalUrl?: string }).originalUrl) ?? requestTarget(req.url) ?? { path: "/", query: "" };
+      if (!seen.path.endsWith("/")) {
+        res.writeHead(308, { location: `${seen.path}/${seen.query}` });
         res.end();
         return;
       }
