@@ -95,6 +95,7 @@ describe("createDashboard over HTTP", () => {
     const reply = await call(`${base}/admin`);
     expect(reply.status).toBe(308);
     expect(reply.headers.location).toBe("/admin/");
+    expect((await call(`${base}/admin?view=1`)).headers.location).toBe("/admin/?view=1");
     expect((await call(`${base}/admin/`)).status).toBe(200);
     expect((await call(`${base}/elsewhere/`)).status).toBe(404);
     expect((await call(`${base}/admin/api/overview`)).status).toBe(200);
@@ -164,6 +165,14 @@ describe("createDashboard over HTTP", () => {
     const again = await post(base, path, {});
     expect(again.status).toBe(409);
     expect(JSON.parse(again.body).error).toContain("only failed or canceled tasks can be");
+  });
+
+  it("answers 404 for a task id with a malformed percent-escape, as for any other bad id", async () => {
+    const base = await serve();
+    const notAnId = { status: 404, body: '{"error":"not a task id"}' };
+    expect(await call(`${base}/api/tasks/%E0%A4%A`).then(({ status, body }) => ({ status, body }))).toEqual(notAnId);
+    expect(await post(base, "/api/tasks/%E0%A4%A/retry", {}).then(({ status, body }) => ({ status, body }))).toEqual(notAnId);
+    expect((await post(base, "/api/tasks/%/cancel", {})).status).toBe(404);
   });
 
   it("cancels a running task (the flag) and a queued one", async () => {

@@ -12,6 +12,18 @@ import { taskSummary } from "../task-summary.js";
 const PAGE_LIMIT_DEFAULT = 50;
 const PAGE_LIMIT_MAX = 200;
 
+/** The task id in a route's path segment: one that does not decode (`%E0%A4%A`) is not a task id either, a 404 like any other. */
+function taskIdParam(raw: string | undefined): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(raw ?? "");
+  } catch {
+    throw new HttpError(404, "not a task id");
+  }
+  if (!isTaskId(id)) throw new HttpError(404, "not a task id");
+  return id;
+}
+
 /**
  * `POST /api/tasks` (the list: a read, but POSTed so that filter values such
  * as keys never appear in URLs), `GET /api/tasks/:id`, and
@@ -61,8 +73,7 @@ export function taskRoutes(ctx: RouteContext): Route[] {
     path: /^\/api\/tasks\/([^/]+)$/,
     action: "read",
     async handle(_req, res, [raw]) {
-      const id = decodeURIComponent(raw as string);
-      if (!isTaskId(id)) throw new HttpError(404, "not a task id");
+      const id = taskIdParam(raw);
       const now = Date.now();
       const explained = await client.explain(id, { nowMs: now });
       if (explained === null) throw new HttpError(404, `no task ${id} (it may have been purged)`);
@@ -86,7 +97,7 @@ export function taskRoutes(ctx: RouteContext): Route[] {
     path: new RegExp(`^/api/tasks/([^/]+)/${action}$`),
     action,
     async handle(req, res, [raw]) {
-      const id = decodeURIComponent(raw as string);
+      const id = taskIdParam(raw);
       await readBody(req);
       const before = await getTask(id);
       const after = action === "retry" ? await client.retry(id) : await client.cancel(id);
