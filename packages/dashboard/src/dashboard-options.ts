@@ -5,8 +5,9 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { CairnQ } from "@cairnq/client";
-import type { TaskStore } from "@cairnq/protocol";
+import type { Logger, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
+import type { DashboardErrorInfo } from "./error-report.js";
 
 /** What a request asks to do, as passed to {@link DashboardOptions.authorize}. */
 export type DashboardAction = "read" | "retry" | "cancel" | "retry-many" | "cancel-many";
@@ -52,9 +53,25 @@ export interface DashboardOptions {
    * @default 5000
    */
   metricsCacheMs?: number;
+  /**
+   * Called with every error the dashboard did not mean — a store or driver
+   * error, a throw from `authorize`, a bug — and its `errorId`, method and
+   * path. The client is answered only `500 { error: "internal error", errorId }`,
+   * never the error's message (it may hold a password or a row, and the
+   * requester may not be signed in yet). A throw or rejection from `onError`
+   * goes to `logger.error` (stderr without a logger).
+   * @default the error goes to `logger.error`, or to stderr without a logger
+   */
+  onError?: (error: unknown, info: DashboardErrorInfo) => unknown;
+  /**
+   * Structural logger (`console`, pino, …): internal errors go to its `error`
+   * when there is no `onError`. `null` silences the stderr default.
+   * @default stderr lines (`cairnq error: …`) when `onError` is not given either
+   */
+  logger?: Logger | null;
 }
 
-const OPTION_KEYS = ["store", "client", "readOnly", "authorize", "basePath", "allowedHosts", "pollIntervalMs", "metricsCacheMs"] as const;
+const OPTION_KEYS = ["store", "client", "readOnly", "authorize", "basePath", "allowedHosts", "pollIntervalMs", "metricsCacheMs", "onError", "logger"] as const;
 
 /**
  * A mount path: segments of RFC 3986 unreserved characters only, so the
@@ -116,6 +133,12 @@ export function checkDashboardOptions(options: DashboardOptions): void {
       const got = Array.isArray(hosts) ? (hosts.length === 0 ? "an empty array" : `[${hosts.map(describe).join(", ")}]`) : describe(hosts);
       throw new InvalidArgument("allowedHosts", `allowedHosts must be a non-empty array of Host header values such as ["127.0.0.1:4000", "localhost:4000"] (or unset, to answer any host), got ${got}`);
     }
+  }
+  if (o.onError !== undefined && typeof o.onError !== "function") {
+    throw new InvalidArgument("onError", `onError must be a function (error, info) => void, got ${describe(o.onError)}`);
+  }
+  if (o.logger !== undefined && o.logger !== null && typeof o.logger !== "object") {
+    throw new InvalidArgument("logger", `logger must be an object with an error(message, fields) method, such as console, or null, got ${describe(o.logger)}`);
   }
   if (o.authorize !== undefined && typeof o.authorize !== "function") {
     throw new InvalidArgument("authorize", `authorize must be a function (req, action) => boolean | Promise<boolean>, got ${describe(o.authorize)}`);

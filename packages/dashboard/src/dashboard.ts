@@ -12,6 +12,7 @@ import type { TaskStore } from "@cairnq/protocol";
 import type { DashboardOptions } from "./dashboard-options.js";
 import { DEFAULT_METRICS_CACHE_MS } from "./prometheus.js";
 import { checkDashboardOptions } from "./dashboard-options.js";
+import { createErrorReporter } from "./error-report.js";
 import { LiveHub } from "./live-hub.js";
 import type { RouteContext } from "./router.js";
 import { createRouter } from "./router.js";
@@ -57,7 +58,8 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   checkDashboardOptions(options);
   const client = options.client ?? new CairnQ(options.store as TaskStore);
   const readOnly = options.readOnly === true;
-  const hub = new LiveHub(client, options.pollIntervalMs ?? 2000);
+  const report = createErrorReporter(options.onError, options.logger);
+  const hub = new LiveHub(client, options.pollIntervalMs ?? 2000, report);
   const ctx: RouteContext = { client, readOnly, hub };
   const route = createRouter({
     routes: [...pageRoutes(ctx), ...overviewRoutes(ctx), ...groupRoutes(ctx), ...liveRoutes(ctx), ...taskRoutes(ctx), ...bulkRoutes(ctx), ...activityRoutes(ctx), ...metricsRoutes(ctx, options.metricsCacheMs ?? DEFAULT_METRICS_CACHE_MS)],
@@ -65,6 +67,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     basePath: options.basePath ?? "",
     allowedHosts: options.allowedHosts,
     authorize: options.authorize,
+    report,
   });
   const handler = ((req: IncomingMessage, res: ServerResponse): void => route(req, res)) as DashboardHandler;
   handler.close = () => {

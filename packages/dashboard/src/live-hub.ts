@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import type { CairnQ } from "@cairnq/client";
 import type { StoreSignal } from "@cairnq/protocol";
+import type { ErrorReporter } from "./error-report.js";
 
 /** A burst of push signals within this window becomes one tick. */
 const PUSH_COALESCE_MS = 50;
@@ -26,10 +27,14 @@ export class LiveHub {
   #fingerprint = "";
   #pushTimer: NodeJS.Timeout | null = null;
   #lastPushAtMs = 0;
+  readonly #report: ErrorReporter;
+  /** The id of the failing read the pages were last told about; `null` while reads succeed. */
+  #problemId: string | null = null;
 
-  constructor(client: CairnQ, intervalMs: number) {
+  constructor(client: CairnQ, intervalMs: number, report: ErrorReporter) {
     this.#client = client;
     this.#intervalMs = intervalMs;
+    this.#report = report;
   }
 
   /** Adds an event stream (its headers already sent); it leaves the hub when it closes. */
@@ -82,9 +87,12 @@ export class LiveHub {
       const fingerprint = JSON.stringify(await this.#client.stats());
       const changed = fingerprint !== this.#fingerprint;
       this.#fingerprint = fingerprint;
+      this.#problemId = null;
       this.#broadcast("tick", { changed, reason: "poll" });
     } catch (err) {
-      this.#broadcast("problem", { message: err instanceof Error ? err.message : String(err) });
+      // Reported once per outage, not on every poll; the pages get its id, not its message (it may hold secrets).
+      this.#problemId ??= this.#report(err, { method: "POLL", path: "/api/events" });
+      this.#broadcast("problem", { message: `cannot read the database (error ${this.#problemId}; see the server's log)` });
     }
   }
 

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CairnQ } from "@cairnq/client";
 import { InvalidArgument } from "@cairnq/protocol";
 import type { DashboardAction, DashboardOptions } from "./dashboard-options.js";
+import type { ErrorReporter } from "./error-report.js";
 import { checkSameOrigin, header, HttpError, requestTarget, sendJson } from "./http.js";
 import type { LiveHub } from "./live-hub.js";
 
@@ -46,6 +47,13 @@ export interface RouterOptions {
   readonly basePath: string;
   readonly allowedHosts: readonly string[] | undefined;
   readonly authorize: DashboardOptions["authorize"];
+  /** Where internal errors go (the client sees only their id). */
+  readonly report: ErrorReporter;
+}
+
+/** A throw from the `authorize` hook: always internal, whatever it threw (an `InvalidArgument` from the hook is no 400 of ours). */
+class AuthorizeFailed {
+  constructor(readonly error: unknown) {}
 }
 
 function matchPath(route: Route, path: string): readonly string[] | null {
@@ -60,7 +68,14 @@ export function createRouter(options: RouterOptions): (req: IncomingMessage, res
   const allowedHosts = options.allowedHosts === undefined ? null : new Set(options.allowedHosts.map((h) => h.toLowerCase()));
 
   const authorize = async (req: IncomingMessage, action: DashboardAction): Promise<void> => {
-    if (options.authorize !== undefined && (await options.authorize(req, action)) !== true) {
+    if (options.authorize === undefined) return;
+    let allowed: unknown;
+    try {
+      allowed = await options.authorize(req, action);
+    } catch (err) {
+      throw new AuthorizeFailed(err);
+    }
+    if (allowed !== true) {
       throw new HttpError(403, `not authorized to ${action === "read" ? "view the dashboard" : action.replace("-many", " in bulk")}`);
     }
   };
@@ -97,13 +112,15 @@ export function createRouter(options: RouterOptions): (req: IncomingMessage, res
 
   return (req, res) => {
     route(req, res).catch((err: unknown) => {
-      if (res.headersSent) {
-        res.end();
-        return;
+      if (err instanceof HttpError || err instanceof InvalidArgument) {
+        // Deliberate: the message was written for the client.
+        if (res.headersSent) return void res.end();
+        return sendJson(res, err instanceof HttpError ? err.status : 400, { error: err.message });
       }
-      if (err instanceof HttpError) return sendJson(res, err.status, { error: err.message });
-      if (err instanceof InvalidArgument) return sendJson(res, 400, { error: err.message });
-      sendJson(res, 500, { error: err instanceof Error ? err.message : "internal error" });
+      const errorId = options.report(err instanceof AuthorizeFailed ? err.error : err, { method: req.method ?? "GET", path: requestTarget(req.url)?.path ?? "" });
+      // A stream that broke mid-answer can only be ended; the error went to the report all the same.
+      if (res.headersSent) return void res.end();
+      sendJson(res, 500, { error: "internal error", errorId });
     });
   };
 }

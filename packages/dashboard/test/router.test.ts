@@ -7,20 +7,30 @@
 import type { Server } from "node:http";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
+import { InvalidArgument } from "@cairnq/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DashboardAction } from "../src/dashboard-options.js";
 import { HttpError, sendJson } from "../src/http.js";
+import type { ErrorReporter } from "../src/error-report.js";
 import type { Route, RouterOptions } from "../src/router.js";
 import { createRouter } from "../src/router.js";
 
 const servers: Server[] = [];
+/** What the routers' reporters got, cleared after each test. */
+const reported: { error: unknown; method: string; path: string }[] = [];
+
+/** A reporter recording into `into`, answering ids "e1", "e2", … */
+function reportTo(into: typeof reported): ErrorReporter {
+  return (error, info) => `e${into.push({ error, ...info })}`;
+}
 
 afterEach(async () => {
+  reported.length = 0;
   for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
 });
 
 async function serve(routes: Route[], options: Partial<Omit<RouterOptions, "routes">> = {}): Promise<string> {
-  const route = createRouter({ routes, readOnly: false, basePath: "", allowedHosts: undefined, authorize: undefined, ...options });
+  const route = createRouter({ routes, readOnly: false, basePath: "", allowedHosts: undefined, authorize: undefined, report: reportTo(reported), ...options });
   const server = createServer(route);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   servers.push(server);
@@ -147,5 +157,44 @@ describe("createRouter", () => {
     expect((await callRaw(root, "*")).status).toBe(400);
     expect((await callRaw(mounted, "/admin/metrics?x=//evil/y")).status).toBe(200);
     expect((await callRaw(root, "/metrics?")).status).toBe(200);
+  });
+
+  it("answers an internal error as 500 'internal error' with an id, and gives the error itself to the reporter", async () => {
+    const broken: Route = {
+      ...metrics,
+      path: "/broken",
+      handle() {
+        throw new Error("connect ECONNREFUSED postgres://app:hunter2@db/app");
+      },
+    };
+    const base = await serve([metrics, broken, echo]);
+    const reply = await call(`${base}/broken?q=1`);
+    expect(reply).toEqual({ status: 500, body: '{"error":"internal error","errorId":"e1"}' });
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toMatchObject({ method: "GET", path: "/broken" });
+    expect((reported[0]?.error as Error).message).toContain("hunter2");
+    // Deliberate errors keep their status and message, and are not reported.
+    expect(await call(`${base}/api/echo/teapot`)).toEqual({ status: 418, body: '{"error":"short and stout"}' });
+    expect((await call(`${base}/nothing-here`)).status).toBe(404);
+    expect(reported).toHaveLength(1);
+  });
+
+  it("answers a throw from authorize as an internal error, whatever it threw, before anyone is known", async () => {
+    const secret = new Error("db password=hunter2 leaked");
+    const base = await serve([metrics], {
+      authorize: (req) => {
+        if (req.headers["x-kind"] === "invalid") throw new InvalidArgument("session", "session row 42 of user alice@example.com is corrupt");
+        throw secret;
+      },
+    });
+    const reply = await call(`${base}/metrics`);
+    expect(reply.status).toBe(500);
+    expect(reply.body).not.toContain("hunter2");
+    expect(JSON.parse(reply.body)).toEqual({ error: "internal error", errorId: "e1" });
+    expect(reported[0]?.error).toBe(secret);
+    const invalid = await call(`${base}/metrics`, "GET", { "x-kind": "invalid" });
+    expect(invalid.status).toBe(500);
+    expect(invalid.body).not.toContain("alice");
+    expect(reported[1]?.error).toBeInstanceOf(InvalidArgument);
   });
 });
