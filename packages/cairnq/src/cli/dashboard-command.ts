@@ -11,7 +11,62 @@ import type { CliIo } from "./output.js";
 import { paint } from "./output.js";
 import { OperationFailed } from "./usage-error.js";
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+/** Host names every loopback dashboard answers besides the one it listens on. */
+const LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]"];
+
+/**
+ * `host` as a browser's Host header spells it (WHATWG URL host parsing:
+ * `127.1` → `127.0.0.1`, `::ffff:127.0.0.1` → `[::ffff:7f00:1]`, lower
+ * case), or `null` when it is no host at all.
+ */
+function canonicalHost(host: string): string | null {
+  try {
+    return new URL(`http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}/`).hostname;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `host` is this machine's loopback interface in any spelling:
+ * `localhost`, all of 127.0.0.0/8 (`127.0.0.2`, `127.1`), `::1`, and
+ * IPv4-mapped `::ffff:127.x.y.z` — each of them needs the DNS-rebinding guard.
+ *
+ * @example
+ * ```ts
+ * isLoopbackHost("127.1"); // true
+ * isLoopbackHost("0.0.0.0"); // false
+ * ```
+ */
+export function isLoopbackHost(host: string): boolean {
+  const name = canonicalHost(host);
+  if (name === null) return false;
+  return name === "localhost" || name === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(name) || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(name);
+}
+
+/**
+ * The `Host` header values a dashboard listening on the loopback `host`
+ * (bound to `address`, port `port`) answers: that host as given and as a
+ * browser spells it, the bound address, and 127.0.0.1, localhost and [::1],
+ * each with `:port` — and without it on port 80, where browsers leave the
+ * default port out. `undefined` (answer any host) off loopback.
+ *
+ * @example
+ * ```ts
+ * dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 80); // [..., "127.0.0.1:80", "127.0.0.1", ...]
+ * ```
+ */
+export function dashboardAllowedHosts(host: string, address: string, port: number): string[] | undefined {
+  if (!isLoopbackHost(host) && !isLoopbackHost(address)) return undefined;
+  const names = new Set<string>();
+  for (const spelled of [host, address]) {
+    names.add((spelled.includes(":") && !spelled.startsWith("[") ? `[${spelled}]` : spelled).toLowerCase());
+    const canonical = canonicalHost(spelled);
+    if (canonical !== null) names.add(canonical);
+  }
+  for (const name of LOOPBACK_NAMES) names.add(name);
+  return [...names].flatMap((name) => (port === 80 ? [`${name}:${port}`, name] : [`${name}:${port}`]));
+}
 
 /** Serves the dashboard for `client` and resolves once a signal stopped it and the database is closed. */
 export async function serveDashboard(
@@ -39,15 +94,11 @@ export async function serveDashboard(
     await client.close();
     throw new OperationFailed(`cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}; pick another --port`, "listen_failed");
   }
-  const { port } = server.address() as AddressInfo;
+  const { port, address } = server.address() as AddressInfo;
   // On a loopback address, answer only loopback host names: a web page cannot
   // reach the dashboard through DNS rebinding (its Host header would differ).
-  const loopback = LOOPBACK.has(options.host);
-  dashboard = createDashboard({
-    client,
-    readOnly: options.readOnly,
-    ...(loopback ? { allowedHosts: [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`] } : {}),
-  });
+  const allowedHosts = dashboardAllowedHosts(options.host, address, port);
+  dashboard = createDashboard({ client, readOnly: options.readOnly, ...(allowedHosts === undefined ? {} : { allowedHosts }) });
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   io.out(
     `${paint("CairnQ dashboard", "bold", io.color)} on http://${host}:${port}/ — ${options.description}${options.readOnly ? " (read-only)" : ""}; Ctrl-C stops it\n`,

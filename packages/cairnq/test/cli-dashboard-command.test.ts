@@ -1,0 +1,104 @@
+/**
+ * `cairnq dashboard`'s DNS-rebinding guard: which listen hosts count as
+ * loopback, and which Host headers a loopback dashboard answers — checked on
+ * a real dashboard, since the router compares them as sent.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DashboardHandler } from "@cairnq/dashboard";
+import { createDashboard } from "@cairnq/dashboard";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dashboardAllowedHosts, isLoopbackHost } from "../src/cli/dashboard-command.js";
+
+describe("isLoopbackHost", () => {
+  it("counts every spelling of the loopback interface", () => {
+    for (const host of ["127.0.0.1", "127.0.0.2", "127.255.255.254", "127.1", "localhost", "LOCALHOST", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1", "::ffff:127.9.8.7", "[::ffff:7f00:1]"]) {
+      expect(isLoopbackHost(host), host).toBe(true);
+    }
+  });
+
+  it("does not count other addresses, wildcard binds or names", () => {
+    for (const host of ["0.0.0.0", "::", "128.0.0.1", "10.0.0.1", "::ffff:10.0.0.1", "::2", "example.com", "127.0.0.1.example.com", "", "[bad"]) {
+      expect(isLoopbackHost(host), host).toBe(false);
+    }
+  });
+});
+
+describe("dashboardAllowedHosts", () => {
+  it("answers the host as given and as a browser spells it, and the usual loopback names, with the port", () => {
+    expect(dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 4000)).toEqual(["127.0.0.1:4000", "localhost:4000", "[::1]:4000"]);
+    expect(dashboardAllowedHosts("127.0.0.2", "127.0.0.2", 4000)).toContain("127.0.0.2:4000");
+    expect(dashboardAllowedHosts("127.1", "127.0.0.1", 4000)).toEqual(["127.1:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]);
+    expect(dashboardAllowedHosts("::ffff:127.0.0.1", "::ffff:127.0.0.1", 4000)).toEqual(["[::ffff:127.0.0.1]:4000", "[::ffff:7f00:1]:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]);
+    // A name the system resolves to a loopback address (Debian's 127.0.1.1 for the machine's name).
+    expect(dashboardAllowedHosts("myhost", "127.0.1.1", 4000)).toEqual(["myhost:4000", "127.0.1.1:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]);
+  });
+
+  it("answers the port-less Host browsers send on port 80", () => {
+    expect(dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 80)).toEqual(["127.0.0.1:80", "127.0.0.1", "localhost:80", "localhost", "[::1]:80", "[::1]"]);
+  });
+
+  it("guards nothing off loopback", () => {
+    expect(dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000)).toBeUndefined();
+    expect(dashboardAllowedHosts("10.0.0.5", "10.0.0.5", 80)).toBeUndefined();
+  });
+});
+
+describe("a loopback dashboard's Host check", () => {
+  let dir: string;
+  let store: SQLiteStore;
+  let server: Server;
+  let dashboards: DashboardHandler[];
+  let current: DashboardHandler | null = null;
+  let port: number;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "cairnq-cli-dashboard-"));
+    store = new SQLiteStore(join(dir, "cairnq.db"));
+    dashboards = [];
+    server = createServer((req, res) => current?.(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    for (const dashboard of dashboards) await dashboard.close();
+    await new Promise((resolve) => server.close(resolve));
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The status of GET /api/overview with this Host header, from a dashboard guarded as `cairnq dashboard --host <host> --port <listenPort>` would guard it. */
+  function statusFor(host: string, listenHost: string, address: string, listenPort: number): Promise<number> {
+    const allowedHosts = dashboardAllowedHosts(listenHost, address, listenPort);
+    current = createDashboard({ store, ...(allowedHosts === undefined ? {} : { allowedHosts }) });
+    dashboards.push(current);
+    return new Promise((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port, path: "/api/overview", headers: { host } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.once("error", reject);
+      req.end();
+    });
+  }
+
+  it("answers a browser's port-less Host on --port 80, and refuses a rebound name there", async () => {
+    expect(await statusFor("127.0.0.1", "127.0.0.1", "127.0.0.1", 80)).toBe(200);
+    expect(await statusFor("localhost", "127.0.0.1", "127.0.0.1", 80)).toBe(200);
+    expect(await statusFor("attacker.example", "127.0.0.1", "127.0.0.1", 80)).toBe(421);
+  });
+
+  it("guards every loopback listen address against a rebound name", async () => {
+    for (const [host, address] of [["127.0.0.2", "127.0.0.2"], ["127.1", "127.0.0.1"], ["::ffff:127.0.0.1", "::ffff:127.0.0.1"]] as const) {
+      expect(await statusFor("attacker.example:4000", host, address, 4000), host).toBe(421);
+      expect(await statusFor("localhost:4000", host, address, 4000), host).toBe(200);
+    }
+    expect(await statusFor("127.0.0.2:4000", "127.0.0.2", "127.0.0.2", 4000)).toBe(200);
+  });
+});
