@@ -52,8 +52,10 @@ export interface RouterOptions {
 }
 
 /** A throw from the `authorize` hook: always internal, whatever it threw (an `InvalidArgument` from the hook is no 400 of ours). */
-class AuthorizeFailed {
-  constructor(readonly error: unknown) {}
+class AuthorizeFailed extends Error {
+  constructor(readonly error: unknown) {
+    super("authorize threw");
+  }
 }
 
 function matchPath(route: Route, path: string): readonly string[] | null {

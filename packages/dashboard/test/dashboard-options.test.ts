@@ -29,7 +29,7 @@ afterAll(async () => {
 /** The `InvalidArgument` createDashboard throws for these options. */
 function refusal(options: Record<string, unknown>): InvalidArgument {
   try {
-    void createDashboard({ store, ...options } as never).close();
+    void createDashboard({ store, ...options }).close();
   } catch (err) {
     expect(err).toBeInstanceOf(InvalidArgument);
     return err as InvalidArgument;
