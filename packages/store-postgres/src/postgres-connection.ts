@@ -184,6 +184,31 @@ function resolveTimeouts(input: Partial<PostgresTimeouts> | undefined, ownsPool:
 /** `schema` must be a plain identifier when the store puts it into SQL and `search_path` (§10). */
 const SCHEMA_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
 
+/** Postgres truncates identifiers to this many bytes (NAMEDATALEN - 1), so a longer `schema` would name another schema. */
+const MAX_IDENTIFIER_BYTES = 63;
+
+/**
+ * Refuses a `schema` no installation can live in, before anything is created: longer than 63 bytes (Postgres would
+ * create the truncated name, which `current_schema()` then never matches) or starting with `pg_` (reserved for system
+ * schemas: CREATE SCHEMA refuses it). Applies to every target: with your pool or Kysely instance such a schema could
+ * never be `current_schema()` either.
+ */
+function requireSchemaName(schema: string): void {
+  if (typeof schema !== "string") {
+    throw new InvalidArgument("schema", `schema must be a string, got ${schema === null ? "null" : typeof schema}`);
+  }
+  const bytes = Buffer.byteLength(schema, "utf8");
+  if (bytes > MAX_IDENTIFIER_BYTES) {
+    throw new InvalidArgument(
+      "schema",
+      `schema must be at most ${MAX_IDENTIFIER_BYTES} bytes (Postgres truncates longer identifiers, so the schema created would not be the one named), got ${bytes} bytes: ${JSON.stringify(schema)}`,
+    );
+  }
+  if (schema.startsWith("pg_")) {
+    throw new InvalidArgument("schema", `schema must not start with "pg_" (Postgres reserves that prefix for system schemas), got ${JSON.stringify(schema)}`);
+  }
+}
+
 /** pg's default pool size, kept as ours. */
 const DEFAULT_MAX = 10;
 
@@ -272,6 +297,7 @@ export class PostgresConnection {
    */
   constructor(target: PostgresTarget, options: PostgresConnectionOptions) {
     this.schema = options.schema;
+    if (this.schema !== null) requireSchemaName(this.schema);
     this.#onError = options.onError ?? (() => {});
     this.timeouts = resolveTimeouts(options.timeouts, typeof target === "string");
     this.#logger = options.logger;

@@ -24,6 +24,7 @@ export interface PostgresStoreOptions {
    * - Unset: nothing is touched; connecting fails with `SchemaMismatch` when
    *   CairnQ is installed in other schemas but not in `current_schema()`
    *   (it would create a second, invisible installation).
+   * - Always: at most 63 bytes and no `pg_` prefix, else `InvalidArgument`.
    * @default undefined (use `search_path` as it is)
    */
   schema?: string;

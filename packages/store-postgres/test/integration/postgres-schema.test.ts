@@ -279,6 +279,21 @@ describe("a fresh installation (§3)", () => {
     }
     expect(() => new PostgresStore(pgDsn(), { schema: "Ok_Schema$1" })).not.toThrow();
   });
+
+  it("rejects a schema Postgres would truncate (over 63 bytes) or reserves (pg_ prefix) before creating anything", async () => {
+    const long = `cq_long_${"x".repeat(56)}`; // 64 bytes: Postgres would create its first 63
+    expect(Buffer.byteLength(long)).toBe(64);
+    expect(() => new PostgresStore(pgDsn(), { schema: long })).toThrow(/at most 63 bytes/);
+    expect(() => new PostgresStore(pgDsn(), { schema: "pg_x" })).toThrow(/must not start with "pg_"/);
+    expect(() => new PostgresStore(pgDsn(), { schema: "pg_x" })).toThrow(InvalidArgument);
+    // Also with your own pool: such a schema can never be current_schema().
+    expect(() => new PostgresStore(poolFor("public"), { schema: long })).toThrow(InvalidArgument);
+    // 63 bytes is fine (and a quoted "PG_x" is not reserved: the check is case-sensitive, as Postgres's).
+    expect(() => new PostgresStore(pgDsn(), { schema: long.slice(0, 63) })).not.toThrow();
+    expect(() => new PostgresStore(pgDsn(), { schema: "PG_x" })).not.toThrow();
+    const created = await q<{ n: string }>("SELECT count(*)::text AS n FROM pg_namespace WHERE nspname = $1 OR nspname = 'pg_x'", [long.slice(0, 63)]);
+    expect(created[0]?.n).toBe("0");
+  });
 });
 
 describe("re-connecting and foreign installations", () => {
