@@ -209,6 +209,37 @@ function requireSchemaName(schema: string): void {
   }
 }
 
+/** A connection string `listen` may hold: the URL forms pg reads (a socket path or key=value string is not accepted there). */
+const LISTEN_URL = /^postgres(ql)?:\/\//i;
+
+/**
+ * Refuses a `listen` option that is not `false`, a function or a postgres:// connection string: `true`, `0`, `{}`, a
+ * port or a mistyped URL would otherwise quietly become the derived default (or a connection that can never open).
+ * `null` too, unlike `logger: null` (which has a meaning: silence): `false` is how LISTEN is turned off.
+ */
+function requireListenOption(listen: unknown): void {
+  if (listen === undefined || listen === false || typeof listen === "function") return;
+  if (typeof listen === "string") {
+    let valid = LISTEN_URL.test(listen);
+    if (valid) {
+      try {
+        new URL(listen);
+      } catch {
+        valid = false;
+      }
+    }
+    if (valid) return;
+    throw new InvalidArgument(
+      "listen",
+      `listen must be a postgres:// (or postgresql://) connection string, a function returning a connected pg.Client, or false, got ${JSON.stringify(listen)}`,
+    );
+  }
+  const hint = listen === null ? "; use listen: false to turn LISTEN off (push wakeups become plain polling)" : "";
+  const shown =
+    listen === null ? "null" : typeof listen === "number" || typeof listen === "boolean" ? `${typeof listen} ${listen}` : typeof listen === "object" ? "an object" : `a ${typeof listen}`;
+  throw new InvalidArgument("listen", `listen must be a postgres:// connection string, a function returning a connected pg.Client, or false, got ${shown}${hint}`);
+}
+
 /** pg's default pool size, kept as ours. */
 const DEFAULT_MAX = 10;
 
@@ -298,6 +329,7 @@ export class PostgresConnection {
   constructor(target: PostgresTarget, options: PostgresConnectionOptions) {
     this.schema = options.schema;
     if (this.schema !== null) requireSchemaName(this.schema);
+    requireListenOption(options.listen);
     this.#onError = options.onError ?? (() => {});
     this.timeouts = resolveTimeouts(options.timeouts, typeof target === "string");
     this.#logger = options.logger;

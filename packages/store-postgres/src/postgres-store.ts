@@ -40,6 +40,8 @@ export interface PostgresStoreOptions {
    * a connection string, a function returning a connected `pg.Client`
    * (throw `ListenUnavailable` from it to poll for good), or `false` for no
    * LISTEN (wakeups are plain sleeps; `capabilities.pushWakeups` is false).
+   * Anything else (`true`, `null`, a number, a non-postgres URL) is refused
+   * with `InvalidArgument`.
    * Give it when the pool goes through a transaction-mode pooler (LISTEN
    * needs a session: a direct or session-mode connection string), or with a
    * Kysely instance, whose connection settings the store cannot see.

@@ -94,6 +94,19 @@ describe("what the store runs on, and what it closes", () => {
     expect(() => new PostgresStore({} as never)).toThrow(InvalidArgument);
   });
 
+  it("rejects a `listen` that is not false, a function or a postgres:// connection string, for every target", () => {
+    const pool = poolFor("public");
+    for (const target of [pgDsn(), pool]) {
+      for (const bad of [true, 0, 5432, {}, "", "not a url", "mysql://root@127.0.0.1:3306/db"]) {
+        expect(() => new PostgresStore(target, { listen: bad as never })).toThrow(InvalidArgument);
+      }
+      expect(() => new PostgresStore(target, { listen: null as never })).toThrow(/use listen: false/);
+    }
+    for (const good of [false, undefined, pgDsn(), pgDsn().replace(/^postgres(ql)?:/, "postgresql:"), async () => ({}) as never]) {
+      expect(() => new PostgresStore(pgDsn(), { listen: good as never })).not.toThrow();
+    }
+  });
+
   it.each(["close", "leave-open"])("a script with top-level await exits by itself (%s): idle connections and LISTEN hold no process open, close() completes", async (mode) => {
     const child = spawnFixture("exit-child.ts", [pgDsn(), schemaName(), mode]);
     let out = "";
