@@ -39,6 +39,8 @@
 import { randomBytes } from "node:crypto";
 import type { StoreSignal, StoreSignalReason, Task } from "@cairnq/protocol";
 import { ListenUnavailable } from "@cairnq/protocol";
+import type { ListenCheck, ListenClient, ListenConnector, ListenLoan, ListenNotification, ListenState } from "./postgres-listen-client.js";
+import { refusesListen } from "./postgres-listen-client.js";
 import type { TimerHandle } from "@cairnq/runtime";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
@@ -61,8 +63,7 @@ export const LISTEN_BACKOFF_MAX_MS = 30_000;
 /** How long the check's NOTIFY has to come back (§9 is an accelerator: a LISTEN slower than this does not accelerate). */
 export const LISTEN_CHECK_TIMEOUT_MS = 5_000;
 
-/** The SQLSTATE a server (or pooler) answers LISTEN with when it cannot support it. */
-const FEATURE_NOT_SUPPORTED = "0A000";
+export type { ListenCheck, ListenClient, ListenConnector, ListenLoan, ListenNotification, ListenState } from "./postgres-listen-client.js";
 
 /** What {@link PostgresWakeups.subscribe} keeps per subscription: the listener and the signals it wants. */
 interface Subscriber {
@@ -75,73 +76,6 @@ interface Subscriber {
 interface DoneWait {
   readonly taskId: string;
   row: Task | undefined;
-}
-
-/** A NOTIFY as `pg` delivers it. */
-export interface ListenNotification {
-  readonly channel: string;
-  readonly payload?: string;
-}
-
-/**
- * The methods of a connected `pg.Client` the LISTEN side uses (a `pg.Client`
- * satisfies it).
- */
-export interface ListenClient {
-  /** Runs `LISTEN cairnq_queued; LISTEN cairnq_done`. */
-  query(sql: string): Promise<unknown>;
-  /** `notification` delivers NOTIFYs; `error` and `end` mean the connection is gone. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- EventEmitter's listener type, so pg.Client's own signatures fit
-  on(event: "notification" | "error" | "end", listener: (...args: any[]) => void): unknown;
-  /** Closes the connection. */
-  end(): Promise<void>;
-  /** The backend's process id once connected (`pg` sets it). */
-  readonly processID?: number | null;
-  /** Lets the process exit while this connection is open (`pg.Client#unref`). */
-  unref?(): void;
-  /** Undoes {@link ListenClient.unref}. */
-  ref?(): void;
-}
-
-/**
- * Opens the dedicated LISTEN connection: resolves with a **connected**
- * client, or rejects — with `ListenUnavailable` when LISTEN can never work
- * there (the store then polls for good), with anything else to be retried
- * with backoff. `signal` aborts when the store begins to close: a connect
- * still in flight should then end at once (destroy its socket), or the
- * store's `close()` waits for it.
- *
- * @example
- * const listen: ListenConnector = async () => {
- *   const client = new pg.Client(process.env.DIRECT_DATABASE_URL); // session mode, not through a transaction pooler
- *   await client.connect();
- *   return client;
- * };
- */
-export type ListenConnector = (signal?: AbortSignal) => Promise<ListenClient>;
-
-/**
- * Where the LISTEN connection stands:
- * `off` (no connector: plain sleeps), `idle` (the store has not connected
- * yet), `connecting` (opening it, LISTEN, and the check that it hears),
- * `listening`, `retrying` (dropped or failed; a reconnect is scheduled),
- * `unavailable` (LISTEN refused: polling for good), `deaf` (LISTEN accepted
- * but the check's NOTIFY never came back: polling for good), `closed`.
- */
-export type ListenState = "off" | "idle" | "connecting" | "listening" | "retrying" | "unavailable" | "deaf" | "closed";
-
-/**
- * The check that a LISTEN connection hears (see the module comment): how
- * the store sends itself a NOTIFY through its work pool, how long it waits,
- * and who hears that it failed.
- */
-export interface ListenCheck {
-  /** Sends `pg_notify(channel, payload)` through the work pool; resolves once committed. */
-  notify(channel: string, payload: string): Promise<void>;
-  /** @default {@link LISTEN_CHECK_TIMEOUT_MS} */
-  readonly timeoutMs?: number;
-  /** Told once, when the check failed and the store gave push wakeups up (besides `onError`). */
-  onDeaf?(error: ListenUnavailable): void;
 }
 
 /**
@@ -676,19 +610,4 @@ export class PostgresWakeups implements Wakeups {
       // A throwing hook must not turn a survived error into a crash.
     }
   }
-}
-
-/** The LISTEN connection lent to one statement: call `release` once it is answered (or failed). */
-export interface ListenLoan {
-  readonly client: ListenClient;
-  readonly release: () => void;
-}
-
-/** Whether `error` says LISTEN can never work on this connection (see "unavailable" in the module comment). */
-function refusesListen(error: unknown): boolean {
-  return error instanceof ListenUnavailable || sqlState(error) === FEATURE_NOT_SUPPORTED;
-}
-
-function sqlState(error: unknown): unknown {
-  return typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
 }
