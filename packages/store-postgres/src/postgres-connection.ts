@@ -86,7 +86,8 @@ export interface PostgresTimeouts {
   /**
    * Opening a connection (TCP, TLS, startup) must finish within this, or the
    * call fails (pg's `connectionTimeoutMillis`). While the server is down a
-   * call fails within this time instead of waiting.
+   * call fails within this time instead of waiting. Also bounds opening the
+   * LISTEN connection (a `listen` function included), with any target.
    * @default 10000
    */
   connectTimeoutMs: number;
@@ -134,8 +135,10 @@ export interface PostgresTimeouts {
    * wakeups are given up for good: the store polls, says so once (through
    * `onError` and its logger) and `listenState` is `deaf`. Catches a LISTEN
    * that "works" but never hears (through a transaction-mode pooler, or on
-   * another server than the pool writes to). Also applies to a caller's pool
-   * or Kysely instance.
+   * another server than the pool writes to). Each LISTEN statement of the
+   * setup must be answered within it too, or the connection is destroyed,
+   * reported and retried with backoff (a path gone dark mid-setup, a client
+   * never connected). Also applies to a caller's pool or Kysely instance.
    * @default 5000
    */
   listenCheckTimeoutMs: number;

@@ -4,7 +4,7 @@
  * one is opened, where it stands, and which errors mean LISTEN can never
  * work there. `postgres-wakeups.ts` drives it.
  */
-import { ListenUnavailable } from "@cairnq/protocol";
+import { InvalidArgument, ListenUnavailable } from "@cairnq/protocol";
 
 /** The SQLSTATE a server (or pooler) answers LISTEN with when it cannot support it. */
 const FEATURE_NOT_SUPPORTED = "0A000";
@@ -39,9 +39,10 @@ export interface ListenClient {
  * Opens the dedicated LISTEN connection: resolves with a **connected**
  * client, or rejects — with `ListenUnavailable` when LISTEN can never work
  * there (the store then polls for good), with anything else to be retried
- * with backoff. `signal` aborts when the store begins to close: a connect
- * still in flight should then end at once (destroy its socket), or the
- * store's `close()` waits for it.
+ * with backoff; it must resolve within `connectTimeoutMs`. `signal` aborts
+ * when the store begins to close or that bound passes: a connect still in
+ * flight should then end at once (destroy its socket). The store does not
+ * wait for it, and ends a client resolved too late.
  *
  * @example
  * const listen: ListenConnector = async () => {
@@ -74,6 +75,56 @@ export interface ListenCheck {
   readonly timeoutMs?: number;
   /** Told once, when the check failed and the store gave push wakeups up (besides `onError`). */
   onDeaf?(error: ListenUnavailable): void;
+}
+
+/**
+ * Bounds on opening the LISTEN connection, and who hears that it cannot be opened. Every phase of the setup is
+ * bounded, so a path that goes dark mid-way (no FIN, no RST) or a connector's client that never connected cannot
+ * leave the store `connecting` forever: on expiry the connection is destroyed, the failure reported, and the store
+ * polls and retries with backoff as after any other LISTEN failure.
+ */
+export interface ListenSetup {
+  /** The connector must resolve within this (the store's `connectTimeoutMs`); `0`: unbounded. @default 10000 */
+  readonly connectTimeoutMs?: number;
+  /** Each LISTEN statement of the setup must be answered within this (the store's `listenCheckTimeoutMs`); `0`: unbounded. @default 5000 */
+  readonly listenTimeoutMs?: number;
+  /**
+   * Told when an attempt to open the LISTEN connection failed (besides `onError`) — once, until it listens again,
+   * so a LISTEN that cannot connect is never silent, and a server that stays down is not said at every retry.
+   * `message` says what happened and what to do; `error` is the failure.
+   */
+  onUnreachable?(message: string, error: unknown): void;
+}
+
+/** A phase of opening the LISTEN connection outlived its bound: the connection is destroyed and retried with backoff. */
+export class ListenSetupTimeout extends Error {
+  override readonly name = "ListenSetupTimeout";
+}
+
+/** What the logger is told, once, when the LISTEN connection could not be opened (see {@link ListenSetup.onUnreachable}). */
+export function unreachableMessage(error: unknown): string {
+  const reason = error instanceof Error ? error.message || error.name : String(error);
+  if (error instanceof InvalidArgument) return `${reason}; push wakeups are off for good and the store polls (a task is picked up within the worker's pollIntervalMs)`;
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    `the LISTEN connection could not be opened (${reason}${typeof code === "string" && !reason.includes(code) ? `, ${code}` : ""}): ` +
+    "push wakeups are off and the store polls (a task is picked up within the worker's pollIntervalMs) while it retries with backoff " +
+    "(1 s doubling to 30 s); said once until it listens again. Check `listen` (or the connection string it defaults to), " +
+    "or pass `listen: false` to poll without this warning"
+  );
+}
+
+/** Whether a connector's answer has the methods the LISTEN side calls (a `pg.Client` does). */
+export function isListenClient(value: unknown): value is ListenClient {
+  const v = value as Partial<ListenClient> | null;
+  return typeof v === "object" && v !== null && typeof v.query === "function" && typeof v.on === "function" && typeof v.end === "function";
+}
+
+/** What a connector resolved to, for an error message: `number`, `null`, `an object without query/on/end`. */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "object") return "an object without query(), on() and end()";
+  return typeof value;
 }
 
 /** The LISTEN connection lent to one statement: call `release` once it is answered (or failed). */

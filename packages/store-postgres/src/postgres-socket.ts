@@ -42,3 +42,42 @@ export function unrefTimer(callback: () => void, ms: number): NodeJS.Timeout {
   timer.unref();
   return timer;
 }
+
+/**
+ * Settles as `promise` does, or rejects with `timeout()` once `ms` passed (`0`: never) or with a closing error once
+ * `signal` aborts — whichever comes first. A value that arrives too late goes to `late` (to end a client nobody
+ * will use); a late rejection is swallowed.
+ */
+export function bounded<T>(promise: Promise<T>, ms: number, signal: AbortSignal, timeout: () => Error, late?: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      return true;
+    };
+    const onAbort = (): void => {
+      if (finish()) reject(new Error("the store began to close while the LISTEN connection was being opened"));
+    };
+    if (ms > 0) {
+      timer = unrefTimer(() => {
+        if (finish()) reject(timeout());
+      }, ms);
+    }
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        if (finish()) resolve(value);
+        else late?.(value);
+      },
+      (error: unknown) => {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- passes the bounded promise's own rejection on unchanged
+        if (finish()) reject(error);
+      },
+    );
+  });
+}

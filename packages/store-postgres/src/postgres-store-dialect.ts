@@ -94,6 +94,12 @@ export class PostgresStoreDialect extends BaseStoreDialect {
             timeoutMs: connection.timeouts.listenCheckTimeoutMs,
             onDeaf: (error) => logSafely(connection.logger, "warn", error.message, { listenState: "deaf" }),
           },
+      {
+        connectTimeoutMs: connection.timeouts.connectTimeoutMs,
+        // The LISTEN statement is bounded like the check that follows it (or like the ping, with the check off).
+        listenTimeoutMs: connection.timeouts.listenCheckTimeoutMs > 0 ? connection.timeouts.listenCheckTimeoutMs : connection.timeouts.listenPingIntervalMs,
+        onUnreachable: (message, error) => logSafely(connection.logger, "warn", message, { error, listenState: this.wakeups.state }),
+      },
     );
     const wakeups = this.wakeups;
     this.capabilities = Object.freeze({

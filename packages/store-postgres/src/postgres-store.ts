@@ -52,6 +52,13 @@ export interface PostgresStoreOptions {
    * given up: the store polls, `listenState` is `deaf`,
    * `capabilities.pushWakeups` turns false, and it is said once through
    * `onError` and `logger`.
+   *
+   * Opening it is bounded: the connect by `timeouts.connectTimeoutMs`, each
+   * LISTEN statement by `timeouts.listenCheckTimeoutMs`; a connection that
+   * stalls is destroyed, reported and retried with backoff while the store
+   * polls. An attempt that fails is said once through `logger` (until it
+   * listens again) besides `onError`. A function that resolves to anything
+   * but a client is an `InvalidArgument`, once, and the store polls for good.
    * @default the connection string, or the pool's own client config; none for a Kysely instance
    */
   listen?: false | string | ListenConnector;
@@ -66,7 +73,7 @@ export interface PostgresStoreOptions {
   /**
    * Structural logger (`console`, pino, …) for the store's once-only
    * warnings: a LISTEN that does not hear (push wakeups given up, polling
-   * instead), a pooled connection that reached a read-only server. Without
+   * instead), a LISTEN connection that cannot be opened, a pooled connection that reached a read-only server. Without
    * it and without `onError`, those warnings go to stderr; `null` silences
    * them.
    * @default stderr when `onError` is not given, else none

@@ -38,15 +38,15 @@
  */
 import { randomBytes } from "node:crypto";
 import type { StoreSignal, StoreSignalReason, Task } from "@cairnq/protocol";
-import { ListenUnavailable } from "@cairnq/protocol";
-import type { ListenCheck, ListenClient, ListenConnector, ListenLoan, ListenNotification, ListenState } from "./postgres-listen-client.js";
-import { refusesListen } from "./postgres-listen-client.js";
+import { InvalidArgument, ListenUnavailable } from "@cairnq/protocol";
+import type { ListenCheck, ListenClient, ListenConnector, ListenLoan, ListenNotification, ListenSetup, ListenState } from "./postgres-listen-client.js";
+import { describeValue, isListenClient, ListenSetupTimeout, refusesListen, unreachableMessage } from "./postgres-listen-client.js";
 import type { TimerHandle } from "@cairnq/runtime";
 import { sleep, startTimer, WaiterSet } from "@cairnq/runtime";
 import type { Wakeups } from "@cairnq/store-kysely";
 import { decodeDoneRow, DONE_ROW_CHANNEL, doneRowId } from "./postgres-done-row.js";
 import { QueryGate } from "./postgres-query-gate.js";
-import { destroySocket, endQuietly, unrefTimer } from "./postgres-socket.js";
+import { bounded, destroySocket, endQuietly, unrefTimer } from "./postgres-socket.js";
 
 /** The channel the trigger notifies on entry into `queued`, with the queue as payload (§3.8). */
 export const QUEUED_CHANNEL = "cairnq_queued";
@@ -63,7 +63,10 @@ export const LISTEN_BACKOFF_MAX_MS = 30_000;
 /** How long the check's NOTIFY has to come back (§9 is an accelerator: a LISTEN slower than this does not accelerate). */
 export const LISTEN_CHECK_TIMEOUT_MS = 5_000;
 
-export type { ListenCheck, ListenClient, ListenConnector, ListenLoan, ListenNotification, ListenState } from "./postgres-listen-client.js";
+/** How long a connector may take when no `connectTimeoutMs` is given (the store's own default). */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+export type { ListenCheck, ListenClient, ListenConnector, ListenLoan, ListenNotification, ListenSetup, ListenState } from "./postgres-listen-client.js";
 
 /** What {@link PostgresWakeups.subscribe} keeps per subscription: the listener and the signals it wants. */
 interface Subscriber {
@@ -121,6 +124,9 @@ export class PostgresWakeups implements Wakeups {
   #pingTimer: NodeJS.Timeout | null = null;
   readonly #pingIntervalMs: number;
   readonly #check: ListenCheck | null;
+  readonly #setup: ListenSetup;
+  /** Whether the current streak of failed attempts to open the LISTEN connection was said (see `ListenSetup.onUnreachable`). */
+  #warnedUnreachable = false;
   /** This connection's private channel for the check: no other listener hears it. */
   readonly #checkChannel = `cairnq_check_${randomBytes(8).toString("hex")}`;
   /** The pending check's payload and its resolver. */
@@ -132,16 +138,19 @@ export class PostgresWakeups implements Wakeups {
    * @param pingIntervalMs - How often the LISTEN connection is proven alive with `SELECT 1` (answer
    *   within the same time, or it is dropped and reopened); `0` turns the ping off. @default 30000
    * @param check - How to prove, after each LISTEN, that the connection hears; `null`: trust it. @default null
+   * @param setup - Bounds on opening the connection, and who hears it cannot be opened. @default connect within 10000ms, LISTEN within 5000ms
    */
   constructor(
     private readonly connector: ListenConnector | null,
     private readonly onError: (error: unknown) => void = () => {},
     pingIntervalMs: number = LISTEN_PING_INTERVAL_MS,
     check: ListenCheck | null = null,
+    setup: ListenSetup = {},
   ) {
     this.#state = connector === null ? "off" : "idle";
     this.#pingIntervalMs = pingIntervalMs;
     this.#check = check;
+    this.#setup = setup;
   }
 
   /** Whether signals may come: a LISTEN source that has not been refused, found deaf or closed (what `capabilities.pushWakeups` reports). */
@@ -299,8 +308,26 @@ export class PostgresWakeups implements Wakeups {
     const generation = ++this.#generation;
     this.#state = "connecting";
     let client: ListenClient | null = null;
+    // Aborted when the connect times out or the store begins to close: a connect in flight gives up (its socket destroyed).
+    const attempt = new AbortController();
+    const abortAttempt = (): void => attempt.abort();
+    signal.addEventListener("abort", abortAttempt, { once: true });
     try {
-      client = await connector(signal);
+      const connectMs = this.#setup.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+      const opened: unknown = await bounded(
+        connector(attempt.signal),
+        connectMs,
+        signal,
+        () => {
+          attempt.abort();
+          return new ListenSetupTimeout(`the LISTEN connection was not open within ${connectMs}ms (connectTimeoutMs)`);
+        },
+        (late) => void (isListenClient(late) && endQuietly(late)),
+      );
+      if (!isListenClient(opened)) {
+        throw new InvalidArgument("listen", `the listen connector must resolve to a connected pg.Client, got ${describeValue(opened)}`);
+      }
+      client = opened;
       this.#opening = client;
       if (generation !== this.#generation) {
         await endQuietly(client);
@@ -316,7 +343,7 @@ export class PostgresWakeups implements Wakeups {
       this.#listened.clear();
       // A statement stuck on the old connection must not hold back this one's LISTEN.
       this.#gate = new QueryGate();
-      await this.#listenWanted(current, check === null ? [] : [this.#checkChannel]);
+      await this.#setupListen(current, check === null ? [] : [this.#checkChannel]);
       if (generation !== this.#generation) {
         await endQuietly(current);
         return;
@@ -338,7 +365,7 @@ export class PostgresWakeups implements Wakeups {
       // Channels wanted while the check ran; and the check's own channel goes: Postgres interrupts every
       // backend that LISTENs on anything at each commit that notifies, so a process that wants no signal
       // (a client that only submits) keeps its LISTEN backend out of that until it does.
-      await this.#listenWanted(current, [], check === null ? [] : [`UNLISTEN ${this.#checkChannel}`]);
+      await this.#setupListen(current, [], check === null ? [] : [`UNLISTEN ${this.#checkChannel}`]);
       if (generation !== this.#generation) {
         await endQuietly(current);
         return;
@@ -348,6 +375,7 @@ export class PostgresWakeups implements Wakeups {
       this.#client = current;
       this.#backendPid = typeof current.processID === "number" ? current.processID : null;
       this.#state = "listening";
+      this.#warnedUnreachable = false;
       this.#startPing(generation, current);
       this.#backoffMs = LISTEN_BACKOFF_INITIAL_MS;
       // Signals sent before LISTEN took effect (or while it was down) were missed: one spurious wake per
@@ -356,16 +384,61 @@ export class PostgresWakeups implements Wakeups {
       // Waiters that began while LISTEN was down re-read now rather than sleeping out their timeout.
       this.#releaseAll();
     } catch (error) {
-      if (client !== null) await endQuietly(client);
+      if (client !== null) {
+        // A connection that stalled (or that close() abandoned) would not answer a goodbye: its socket goes at once.
+        if (error instanceof ListenSetupTimeout || signal.aborted) {
+          destroySocket(client);
+          void endQuietly(client);
+        } else {
+          await endQuietly(client);
+        }
+      }
       if (generation !== this.#generation) return;
+      // Events of this connection (its `end` once destroyed) must not report and reschedule it a second time.
+      this.#generation += 1;
       this.#report(error);
+      if (error instanceof InvalidArgument) {
+        // The connector's own code is wrong: retrying would say the same thing every backoff.
+        this.#giveUpUnavailable();
+        this.#warnUnreachable(error);
+        return;
+      }
       if (refusesListen(error)) {
         this.#giveUpUnavailable();
         return;
       }
       this.#scheduleRetry();
+      this.#warnUnreachable(error);
     } finally {
+      signal.removeEventListener("abort", abortAttempt);
       if (this.#opening === client) this.#opening = null;
+    }
+  }
+
+  /** A LISTEN statement of the setup ({@link PostgresWakeups.#listenWanted}), bounded by `listenTimeoutMs` and by the store closing. */
+  #setupListen(client: ListenClient, extra: readonly string[], first: readonly string[] = []): Promise<void> {
+    const ms = this.#setup.listenTimeoutMs ?? LISTEN_CHECK_TIMEOUT_MS;
+    return bounded(
+      this.#listenWanted(client, extra, first),
+      ms,
+      this.#winding.signal,
+      () =>
+        new ListenSetupTimeout(
+          `the LISTEN connection did not answer its LISTEN statement within ${ms}ms (listenCheckTimeoutMs): the path to the server ` +
+            "went dark, or the listen connector returned a client it never connected (await client.connect() before returning it)",
+        ),
+    );
+  }
+
+  /** An attempt to open the LISTEN connection failed: said once through `onUnreachable` until it listens again. */
+  #warnUnreachable(error: unknown): void {
+    if (this.#warnedUnreachable) return;
+    this.#warnedUnreachable = true;
+    const message = unreachableMessage(error);
+    try {
+      this.#setup.onUnreachable?.(message, error);
+    } catch {
+      // A throwing hook must not turn a survived error into a crash.
     }
   }
 
@@ -441,7 +514,8 @@ export class PostgresWakeups implements Wakeups {
     });
     this.#checkWaiter = { payload, heard, abandon };
     try {
-      await check.notify(this.#checkChannel, payload);
+      // Bounded by the store's statement timeout on the pool; abandoned at once when the store begins to close.
+      await bounded(check.notify(this.#checkChannel, payload), 0, this.#winding.signal, () => new Error("unreachable"));
       if (generation !== this.#generation) return true;
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<false>((resolve) => {
