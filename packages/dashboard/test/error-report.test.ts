@@ -12,7 +12,7 @@ import type { TaskStore } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createErrorReporter } from "../src/error-report.js";
-import { closeDashboards, serveDashboard } from "./support/serve.js";
+import { callRaw, closeDashboards, serveDashboard } from "./support/serve.js";
 
 let dir: string;
 let store: TaskStore;
@@ -42,18 +42,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.once("error", reject);
-    req.end();
-  });
-}
 
 function serve(options: Omit<DashboardOptions, "store">): Promise<string> {
   return serveDashboard({ store: failing, ...options });
@@ -63,7 +51,7 @@ describe("internal errors", () => {
   it("answers a store error as 500 'internal error' with an id, and gives onError the error, id, method and path", async () => {
     const seen: [unknown, DashboardErrorInfo][] = [];
     const base = await serve({ onError: (error, info) => void seen.push([error, info]) });
-    const reply = await get(`${base}/api/overview`);
+    const reply = await callRaw(base, "/api/overview");
     expect(reply.status).toBe(500);
     expect(reply.body).not.toContain("hunter2");
     const body = JSON.parse(reply.body) as { error: string; errorId: string };
@@ -81,7 +69,7 @@ describe("internal errors", () => {
       },
       onError: (error) => void seen.push(error),
     });
-    const reply = await get(`${base}/api/overview`);
+    const reply = await callRaw(base, "/api/overview");
     expect(reply.status).toBe(500);
     expect(reply.body).not.toContain("hunter2");
     expect((seen[0] as Error).message).toBe("db password=hunter2 leaked");
@@ -90,15 +78,15 @@ describe("internal errors", () => {
   it("logs to logger.error without onError, to stderr without either, and nowhere with logger: null", async () => {
     const logged: [string, Record<string, unknown> | undefined][] = [];
     const withLogger = await serve({ logger: { error: (message, fields) => void logged.push([message, fields]) } });
-    const { errorId } = JSON.parse((await get(`${withLogger}/api/overview`)).body) as { errorId: string };
+    const { errorId } = JSON.parse((await callRaw(withLogger, "/api/overview")).body) as { errorId: string };
     expect(logged).toEqual([["dashboard request failed", { error: dbError, errorId, method: "GET", path: "/api/overview" }]]);
 
     const writes: string[] = [];
     vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => writes.push(String(chunk)) > 0);
     const plain = await serve({});
-    const second = JSON.parse((await get(`${plain}/api/overview`)).body) as { errorId: string };
+    const second = JSON.parse((await callRaw(plain, "/api/overview")).body) as { errorId: string };
     const silent = await serve({ logger: null });
-    expect((await get(`${silent}/api/overview`)).status).toBe(500);
+    expect((await callRaw(silent, "/api/overview")).status).toBe(500);
     vi.restoreAllMocks();
     expect(writes).toHaveLength(1);
     expect(writes[0]).toMatch(/^cairnq error: dashboard request failed \{.*"password authentication failed/);

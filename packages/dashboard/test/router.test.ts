@@ -14,6 +14,7 @@ import { HttpError, sendJson } from "../src/http.js";
 import type { ErrorReporter } from "../src/error-report.js";
 import type { Route, RouterOptions } from "../src/router.js";
 import { createRouter } from "../src/router.js";
+import { callRaw } from "./support/serve.js";
 
 const servers: Server[] = [];
 /** What the routers' reporters got, cleared after each test. */
@@ -50,20 +51,6 @@ function call(url: string, method = "GET", headers: Record<string, string> = {})
   });
 }
 
-/** A request with its target sent exactly as given (a URL string would be normalized first). */
-function callRaw(base: string, target: string): Promise<{ status: number; body: string }> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ hostname, port, path: target }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.once("error", reject);
-    req.end();
-  });
-}
 
 const metrics: Route = {
   method: "GET",

@@ -103,6 +103,18 @@ function messages(errors: unknown[]): string[] {
   return errors.map((error) => (error instanceof Error ? error.message : String(error)));
 }
 
+/** A connector that hands the store a pg.Client it never connected (breaking its contract), and how many it handed out. */
+function neverConnected(): { connector: ListenConnector; opened: () => number } {
+  let opened = 0;
+  const connector: ListenConnector = () => {
+    opened += 1;
+    const client = new pg.Client({ connectionString: pgDsn() });
+    client.on("error", () => {});
+    return Promise.resolve(client);
+  };
+  return { connector, opened: () => opened };
+}
+
 const proxies: ListenStallProxy[] = [];
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -154,16 +166,10 @@ describe("opening the LISTEN connection is bounded", () => {
   }, 60_000);
 
   it("close() resolves promptly while the LISTEN statement waits on a client the connector never connected, however long its bound", async () => {
-    let opened = 0;
-    const connector: ListenConnector = () => {
-      opened += 1;
-      const client = new pg.Client({ connectionString: pgDsn() });
-      client.on("error", () => {});
-      return Promise.resolve(client);
-    };
+    const { connector, opened } = neverConnected();
     const store = openStore(undefined, { listen: connector, timeouts: { listenCheckTimeoutMs: 120_000 } });
     await store.connect();
-    expect(await until(() => opened === 1, 20_000)).toBe(true);
+    expect(await until(() => opened() === 1, 20_000)).toBe(true);
     expect(store.listenState).toBe("connecting");
     expect(await closesWithin(store, 10_000)).toBe(true);
     expect(store.listenState).toBe("closed");
@@ -172,13 +178,7 @@ describe("opening the LISTEN connection is bounded", () => {
   it("a connector that returns a pg.Client it never connected: retrying within the bound, said once; close() resolves", async () => {
     const errors: unknown[] = [];
     const warnings: string[] = [];
-    let opened = 0;
-    const connector: ListenConnector = () => {
-      opened += 1;
-      const client = new pg.Client({ connectionString: pgDsn() });
-      client.on("error", () => {});
-      return Promise.resolve(client);
-    };
+    const { connector, opened } = neverConnected();
     const store = openStore(undefined, {
       listen: connector,
       timeouts: { listenCheckTimeoutMs: 1_000 },
@@ -188,7 +188,7 @@ describe("opening the LISTEN connection is bounded", () => {
     await store.connect();
     expect(await until(() => errors.length > 0, 20_000)).toBe(true);
     expect(messages(errors)[0]).toMatch(/never connected/);
-    expect(await until(() => opened >= 2, 20_000)).toBe(true);
+    expect(await until(() => opened() >= 2, 20_000)).toBe(true);
     expect(warnings).toHaveLength(1);
     expect(await closesWithin(store, 10_000)).toBe(true);
     expect(store.listenState).toBe("closed");
