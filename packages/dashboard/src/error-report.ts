@@ -15,6 +15,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
+import { stderrLogger } from "@cairnq/runtime";
 
 /** What {@link DashboardOptions.onError} learns besides the error. */
 export interface DashboardErrorInfo {
@@ -34,31 +35,16 @@ function newErrorId(): string {
   return randomBytes(6).toString("hex");
 }
 
-/** `cairnq error: <message> <fields>` on stderr: the default when neither `onError` nor `logger` is given. */
-function stderrError(message: string, fields: Record<string, unknown>): void {
-  let text: string;
-  try {
-    text = JSON.stringify(fields, (_key, value: unknown) => {
-      if (!(value instanceof Error)) return value;
-      const code = (value as { code?: unknown }).code;
-      return { name: value.name, message: value.message, ...(code === undefined ? {} : { code }), stack: value.stack };
-    });
-  } catch {
-    text = "[fields not printable]";
-  }
-  process.stderr.write(`cairnq error: ${message} ${text}\n`);
-}
-
 /**
  * The reporter of a dashboard's `onError` and `logger` options: `onError`
  * when given (a throw or rejection from it goes to the logger), else
  * `logger.error`, else stderr; `logger: null` with no `onError` is silent.
  */
 export function createErrorReporter(onError: ((error: unknown, info: DashboardErrorInfo) => unknown) | undefined, logger: Logger | null | undefined): ErrorReporter {
+  // Stderr (the line every CairnQ object writes without a logger) also hears a failing `onError`.
+  const sink = logger === null ? null : (logger ?? stderrLogger());
   const log = (message: string, fields: Record<string, unknown>): void => {
-    if (logger === null) return;
-    if (logger === undefined) return stderrError(message, fields);
-    logSafely(logger, "error", message, fields);
+    if (sink !== null) logSafely(sink, "error", message, fields);
   };
   return (error, where) => {
     const info: DashboardErrorInfo = { errorId: newErrorId(), ...where };
