@@ -17,7 +17,7 @@
 //      tier (real processes, Postgres, Chromium) in two lanes side by side,
 //      cairnq in one and every other package one at a time in the other (with
 //      databases of its own: NOTIFY is per database), and beside them the
-//      wait-bound lane: the few cairnq suites that mostly wait; then, alone,
+//      wait-bound lane: the few suites that mostly wait; then, alone,
 //      the cairnq suites that need both cores or their whole timeout (scripts/integration-lanes.mjs:
 //      the turbo runs leave those files out)
 //   6. stop a throwaway Postgres, print how long each phase took, what
@@ -500,8 +500,19 @@ async function main() {
           }),
         ]).then((codes) => codes.find((c) => c !== 0) ?? 0)
       : turbo(row, turboArgs, (task) => task.package, { env: restEnv });
-    const waits = phase(`wait-bound lane: cairnq ${WAIT_BOUND_FILES.map((f) => path.basename(f, ".test.ts")).join(", ")}`, () =>
-      run(PNPM, ["--filter", "cairnq", "exec", "vitest", "run", ...WAIT_BOUND_FILES], { onLine: countTests }),
+    // The wait-bound lane: each package's files (integration-lanes.mjs), one package after another.
+    const waitsTitle = Object.entries(WAIT_BOUND_FILES)
+      .map(([pkg, files]) => `${pkg} ${files.map((f) => path.basename(f, ".test.ts")).join(", ")}`)
+      .join("; ");
+    const waits = phase(
+      `wait-bound lane: ${waitsTitle}`,
+      async () => {
+        for (const [pkg, files] of Object.entries(WAIT_BOUND_FILES)) {
+          const code = await run(PNPM, ["--filter", pkg, "exec", "vitest", "run", ...files], { onLine: countTests });
+          if (code !== 0 || interrupted) return code;
+        }
+        return 0;
+      },
       1,
     );
     const [restCode, waitsCode] = await Promise.all([rest, waits]);
