@@ -11,7 +11,7 @@ import type { CaseContext, ConformanceCase } from "../case.js";
 import { DUE_LATER_MS, EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";
 
-const needsGroups = (c: { groups?: boolean; flowControl?: boolean }): string | null =>
+export const needsGroups = (c: { groups?: boolean; flowControl?: boolean }): string | null =>
   c.groups === true && c.flowControl === true ? null : "groups (per-group limits and rotation in claim)";
 
 function grouped(t: CaseContext, workerId: string, limits: FlowControl, extra: Partial<ClaimInput> = {}): Promise<Task[]> {

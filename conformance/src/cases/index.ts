@@ -3,6 +3,7 @@ import { boundaryCases } from "./boundaries.js";
 import { bulkCases } from "./bulk.js";
 import { claimCases } from "./claim.js";
 import { clientTransitionCases } from "./client-transitions.js";
+import { debounceDelayCases, delayCases, stepDelayCases } from "./delays.js";
 import { flowControlCases } from "./flow-control.js";
 import { debounceCases, groupCases } from "./groups.js";
 import { groupPagedCases } from "./groups-paged.js";
@@ -32,6 +33,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...claimCases,
   ...ownedWriteCases,
   ...inputCases,
+  ...delayCases,
   ...boundaryCases,
   ...lifecycleCases,
   ...lifecycleRandomCases,
@@ -40,6 +42,8 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...groupRandomCases,
   ...groupPagedCases,
   ...debounceCases,
+  ...debounceDelayCases,
   ...scheduleSlotCases,
   ...stepCases,
+  ...stepDelayCases,
 ];

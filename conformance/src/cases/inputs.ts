@@ -6,7 +6,7 @@
  * its own validation errors can opt out of that one case with a reason.
  */
 import type { ClaimInput, SubmitInput, Task } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { LEASE_MS } from "../case.js";
 
@@ -122,6 +122,7 @@ export const inputCases: readonly ConformanceCase[] = [
         ["conflict", "unknown conflict", () => t.store.submit({ name: "job", conflict: "upsert" as never })],
         ["maxAttempts", "maxAttempts 0", () => t.store.submit({ name: "job", maxAttempts: 0 })],
         ["runAtDelayMs", "runAtDelayMs -1", () => t.store.submit({ name: "job", runAtDelayMs: -1 })],
+        ["runAtDelayMs", "runAtDelayMs past MAX_DELAY_MS", () => t.store.submit({ name: "job", runAtDelayMs: MAX_DELAY_MS + 1 })],
         ["name", "empty name", () => t.store.submit({ name: "" })],
         ["queue", "empty queue", () => t.store.submit({ name: "job", queue: "" })],
         ["leaseMs", "claim leaseMs -1", () => t.store.claim({ queues: ["default"], workerId: t.w1, leaseMs: -1 })],

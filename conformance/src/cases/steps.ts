@@ -11,7 +11,7 @@ import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS } from "@cairnq/protocol
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 
-const needsSteps = (c: { durableSteps?: boolean }): string | null => (c.durableSteps === true ? null : "durableSteps (TaskStepStore)");
+export const needsSteps = (c: { durableSteps?: boolean }): string | null => (c.durableSteps === true ? null : "durableSteps (TaskStepStore)");
 const SPEC = "store.ts TaskStepStore, steps.ts";
 
 function steps(t: CaseContext): TaskStepStore {

@@ -62,6 +62,7 @@ export {
   isTerminalStatus,
   ListenUnavailable,
   LostLease,
+  MAX_DELAY_MS,
   PROTOCOL_VERSION,
   ProtocolVersionMismatch,
   QueueFull,

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "@cairnq/conformance";
-import { UnsupportedBackend } from "@cairnq/protocol";
+import { MAX_DELAY_MS, UnsupportedBackend } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { CairnQ } from "../src/index.js";
@@ -43,4 +43,21 @@ it("throws UnsupportedBackend on a store without transactions", () => {
   const client = new CairnQ(new MemoryStore());
   expect(() => client.withTransaction({})).toThrow(UnsupportedBackend);
   expect(() => client.withTransaction({})).toThrow(/withTransaction needs a store that writes in your transaction/);
+});
+
+it("refuses a runAtDelayMs or debounce delay past MAX_DELAY_MS, from the client and from a transaction, writing nothing", async () => {
+  const store = new SQLiteStore(join(dir, "cairnq.db"));
+  const client = new CairnQ(store);
+  const far = MAX_DELAY_MS + 1;
+  await expect(client.submit("job", {}, { runAtDelayMs: far })).rejects.toMatchObject({ name: "InvalidArgument", argument: "runAtDelayMs" });
+  await expect(client.submit("job", {}, { key: "d", debounce: { delayMs: far } })).rejects.toMatchObject({ name: "InvalidArgument", argument: "debounce.delayMs" });
+  await store.transaction(store.db, async (trx) => {
+    const bound = client.withTransaction(trx);
+    await expect(bound.submit("job", {}, { runAtDelayMs: Number.MAX_SAFE_INTEGER })).rejects.toThrow(/^runAtDelayMs asks for a delay of 9007199254740991 ms, over MAX_DELAY_MS/);
+    await bound.submit("kept", {});
+  });
+  expect((await client.list()).map((task) => task.name)).toEqual(["kept"]);
+  const atBound = await client.submit("job", {}, { runAtDelayMs: MAX_DELAY_MS });
+  expect(atBound.run_at_ms - atBound.created_at_ms).toBe(MAX_DELAY_MS);
+  await client.close();
 });

@@ -25,6 +25,7 @@
  * with the last payload, `delayMs` after the burst ends or `maxDelayMs` after
  * it began, whichever is first.
  */
+import { requireDelayMs } from "./delay.js";
 import { AlreadyExists, InvalidArgument } from "./errors.js";
 import { x } from "./expr.js";
 import type { RowTransition } from "./rules.js";
@@ -33,9 +34,9 @@ import { isTerminalStatus } from "./statuses.js";
 
 /** The submit option `debounce`. */
 export interface DebounceOptions {
-  /** Run this long after the last submit of a burst; an integer ≥ 0 (ms). */
+  /** Run this long after the last submit of a burst; an integer from 0 to `MAX_DELAY_MS` (100 years, in ms). */
   readonly delayMs: number;
-  /** But never later than this long after the burst's first submit; an integer ≥ `delayMs` (ms). @default unbounded */
+  /** But never later than this long after the burst's first submit; an integer from `delayMs` to `MAX_DELAY_MS` (ms). @default unbounded */
   readonly maxDelayMs?: number;
 }
 
@@ -43,15 +44,6 @@ export interface DebounceOptions {
 export interface NormalizedDebounce {
   readonly delayMs: number;
   readonly maxDelayMs: number | null;
-}
-
-const MAX_DELAY = 2 ** 53 - 1;
-
-function ms(value: unknown, argument: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_DELAY) {
-    throw new InvalidArgument(argument, `${argument} must be an integer number of milliseconds ≥ 0, got ${typeof value === "number" ? String(value) : typeof value}`);
-  }
-  return value;
 }
 
 /**
@@ -69,8 +61,8 @@ export function normalizeDebounce(
   for (const k of Object.keys(value)) {
     if (k !== "delayMs" && k !== "maxDelayMs") throw new InvalidArgument(`debounce.${k}`, `debounce has no option '${k}'; valid options are delayMs, maxDelayMs`);
   }
-  const delayMs = ms(value.delayMs, "debounce.delayMs");
-  const maxDelayMs = value.maxDelayMs === undefined ? null : ms(value.maxDelayMs, "debounce.maxDelayMs");
+  const delayMs = requireDelayMs(value.delayMs, "debounce.delayMs");
+  const maxDelayMs = value.maxDelayMs === undefined ? null : requireDelayMs(value.maxDelayMs, "debounce.maxDelayMs");
   if (maxDelayMs !== null && maxDelayMs < delayMs) {
     throw new InvalidArgument("debounce.maxDelayMs", `debounce.maxDelayMs (${maxDelayMs}) is below delayMs (${delayMs}); the cap must leave room for at least one delay`);
   }

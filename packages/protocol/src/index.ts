@@ -91,6 +91,7 @@ export type {
 } from "./store.js";
 export type { QueueHealth, QueueHealthGroup, QueueHealthTaskStore } from "./queue-health.js";
 export { PROTOCOL_VERSION, SCHEMA_VERSION } from "./version.js";
+export { MAX_DELAY_MS } from "./delay.js";
 export type { SubmitOptions } from "./submit-options.js";
 export type { WaitOptions } from "./wait.js";
 export type { BackpressureGateOptions, MaxQueueDepth } from "./backpressure-gate.js";

@@ -9,6 +9,7 @@ import { normalizeDebounce } from "./debounce.js";
 import type { Conflict } from "./conflict.js";
 import { CONFLICTS, isConflict } from "./conflict.js";
 import type { Params } from "./decide.js";
+import { requireDelayMs } from "./delay.js";
 import { InvalidArgument } from "./errors.js";
 import { fallbackEnvelope } from "./envelope.js";
 import { encodeJson, unstorableText } from "./json.js";
@@ -170,6 +171,11 @@ function intOr(value: unknown, fallback: number, argument: string, min: number, 
   return value === undefined || value === null ? fallback : requireInt(value, argument, min, max);
 }
 
+/** A delay ({@link requireDelayMs}: at most `MAX_DELAY_MS`), `0` when absent. */
+function delayOr(value: unknown, argument: string): number {
+  return value === undefined || value === null ? 0 : requireDelayMs(value, argument);
+}
+
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
@@ -225,7 +231,7 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
   const maxAttempts = intOr(input.maxAttempts, DEFAULT_MAX_ATTEMPTS, "maxAttempts", 1, INT32_MAX);
   const priority = intOr(input.priority, DEFAULT_PRIORITY, "priority", INT32_MIN, INT32_MAX);
   const debounce = normalizeDebounce(input.debounce, input);
-  const runAtDelayMs = debounce !== null ? debounce.delayMs : intOr(input.runAtDelayMs, 0, "runAtDelayMs", 0);
+  const runAtDelayMs = debounce !== null ? debounce.delayMs : delayOr(input.runAtDelayMs, "runAtDelayMs");
   const metadata = input.metadata ?? {};
   if (!isPlainObject(metadata)) {
     fail("metadata", `metadata must be a plain object, got ${describe(metadata)}`);
@@ -261,9 +267,9 @@ function owned(input: OwnedInput): { taskId: string; workerId: string; attempt: 
   };
 }
 
-/** Lease length: an integer ≥ 1 (ms). */
+/** Lease length: an integer ≥ 1 (ms), at most `MAX_DELAY_MS` (the lease ends `now + leaseMs`). */
 export function leaseMsOf(value: unknown): number {
-  return intOr(value, DEFAULT_LEASE_MS, "leaseMs", 1);
+  return value === undefined || value === null ? DEFAULT_LEASE_MS : requireDelayMs(requireInt(value, "leaseMs", 1), "leaseMs");
 }
 
 /** Parameters of `HEARTBEAT`. */
@@ -349,7 +355,7 @@ export function failParams(input: FailInput): Params {
   objectInput(input);
   const retryable = input.retryable ?? true;
   if (typeof retryable !== "boolean") fail("retryable", `retryable must be a boolean, got ${describe(retryable)}`);
-  return { ...owned(input), error: encodeFailError(input.error, retryable), retryable, delayMs: intOr(input.delayMs, 0, "delayMs", 0) };
+  return { ...owned(input), error: encodeFailError(input.error, retryable), retryable, delayMs: delayOr(input.delayMs, "delayMs") };
 }
 
 /** Parameters of `CANCEL` / `RETRY`. */

@@ -29,6 +29,7 @@ import { encodeJson } from "./json.js";
 import type { RowTransition } from "./rules.js";
 import { FLAG, OWNER, PARAMS } from "./rules.js";
 import { x } from "./expr.js";
+import { requireDelayMs } from "./delay.js";
 import { requireInt, requireName } from "./inputs.js";
 import { isTerminalStatus } from "./statuses.js";
 import type { OwnedInput, SubmitInput } from "./store.js";
@@ -210,7 +211,7 @@ export interface ParkStepInput extends OwnedInput {
   name: string;
   kind: "sleep" | "wait" | "join";
   seq: number;
-  /** Due this long from now (the store's clock); ignored when `untilMs` is given. */
+  /** Due this long from now (the store's clock), at most `MAX_DELAY_MS`; ignored when `untilMs` is given. */
   delayMs?: number | null;
   /** Due at this instant: a deadline recorded earlier, or {@link PARK_FOREVER_AT_MS}. */
   untilMs?: number | null;
@@ -293,9 +294,10 @@ export function parkStepParams(
 ): Params & { childIds: string[]; message: string | null; waitingFor: string | null; untilMs: number | null; delayMs: number; expired: boolean; messagesBeforeMs: number } {
   const base = ownedStep(input);
   if (input.kind !== "sleep" && input.kind !== "wait" && input.kind !== "join") throw new InvalidArgument("kind", `only a sleep, wait or join parks, got ${String(input.kind)}`);
-  // Bounded by the largest date: a wake time or deadline past it would not be exact (see requireWakeAtMs).
+  // An instant is bounded by the largest date: a wake time or deadline past it would not be exact (see requireWakeAtMs);
+  // a delay, which the store adds to its own clock, by MAX_DELAY_MS (see delay.ts).
   const until = input.untilMs === undefined || input.untilMs === null ? null : requireInt(input.untilMs, "untilMs", 0, PARK_FOREVER_AT_MS);
-  const delayMs = until === null ? requireInt(input.delayMs ?? 0, "delayMs", 0, PARK_FOREVER_AT_MS - 1) : 0;
+  const delayMs = until === null ? requireDelayMs(input.delayMs ?? 0, "delayMs") : 0;
   const message = input.kind === "wait" ? requireName(input.message, "message") : null;
   const childIds = input.kind === "join" ? [...(input.childIds ?? [])].map((id, i) => requireName(id, `childIds[${i}]`)) : [];
   const waitingFor = input.kind === "wait" ? JSON.stringify(message) : input.kind === "join" ? JSON.stringify(childIds) : null;

@@ -464,7 +464,7 @@ export interface SubmitInput<Payload = unknown> {
   /** @default the new task's id */
   rootId?: string | null;
   correlationId?: string | null;
-  /** Integer ≥ 0. @default 0 */
+  /** Due this long from now: an integer from 0 to `MAX_DELAY_MS` (100 years). @default 0 */
   runAtDelayMs?: number;
 }
 
@@ -561,7 +561,7 @@ export interface ClaimDraw {
 export interface ClaimInput {
   queues: readonly string[];
   workerId: string;
-  /** @default 30000 */
+  /** The lease runs this long from now: an integer from 1 to `MAX_DELAY_MS`. @default 30000 */
   leaseMs?: number;
   /** Probe and default-draw name filter; `null` = no filter, `[]` = claim nothing. @default null */
   names?: readonly string[] | null;
@@ -620,14 +620,14 @@ export interface OwnedInput {
 }
 
 export interface HeartbeatInput extends OwnedInput {
-  /** @default 30000 */
+  /** The lease runs this long from now: an integer from 1 to `MAX_DELAY_MS`. @default 30000 */
   leaseMs?: number;
 }
 
 export interface HeartbeatBatchInput {
   taskIds: readonly string[];
   workerId: string;
-  /** @default 30000 */
+  /** The lease runs this long from now: an integer from 1 to `MAX_DELAY_MS`. @default 30000 */
   leaseMs?: number;
 }
 
@@ -652,7 +652,7 @@ export interface FailInput extends OwnedInput {
   error?: unknown;
   /** @default true */
   retryable?: boolean;
-  /** Requeue delay (integer ≥ 0). @default 0 */
+  /** Requeue delay: an integer from 0 to `MAX_DELAY_MS` (100 years). @default 0 */
   delayMs?: number;
 }
 

@@ -20,6 +20,7 @@ import { requireGroupSupport } from "../src/submit-options.js";
 import { normalizeSubmit } from "../src/inputs.js";
 import { debounceConflict, debounceReadsJournal, debounceUpdate, resolveDebounce } from "../src/debounce.js";
 import { decideRow } from "../src/decide.js";
+import { MAX_DELAY_MS } from "../src/delay.js";
 import { queuedRow } from "./fixtures.js";
 
 const g = (group: string, n: number, allowance = Number.POSITIVE_INFINITY) => ({
@@ -165,6 +166,10 @@ describe("debounce", () => {
     expect(() => normalizeSubmit({ name: "x", key: "k", runAtDelayMs: 5, debounce: { delayMs: 1 } }, "task_0")).toThrow(/drop runAtDelayMs/);
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: 10, maxDelayMs: 5 } }, "task_0")).toThrow(/below delayMs/);
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: -1 } }, "task_0")).toThrow(InvalidArgument);
+    // Each is added to the store's clock (delayMs) or to the first submit's time (maxDelayMs): bounded as every delay.
+    expect(normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: MAX_DELAY_MS, maxDelayMs: MAX_DELAY_MS } }, "task_0").debounce).toEqual({ delayMs: MAX_DELAY_MS, maxDelayMs: MAX_DELAY_MS });
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: Number.MAX_SAFE_INTEGER } }, "task_0")).toThrow(/^debounce\.delayMs asks for a delay of 9007199254740991 ms, over MAX_DELAY_MS/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: 1, maxDelayMs: MAX_DELAY_MS + 1 } }, "task_0")).toThrow(/^debounce\.maxDelayMs asks for a delay of 3153600000001 ms, over MAX_DELAY_MS/);
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delay: 1 } as never }, "task_0")).toThrow(/no option 'delay'/);
   });
 
@@ -240,7 +245,7 @@ describe("group reads and support checks", () => {
   it("debounce input errors name the problem", () => {
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: 5 as never }, "task_0")).toThrow(/debounce must be an object/);
     expect(() => normalizeSubmit({ name: "x", key: "k", debounce: [] as never }, "task_0")).toThrow(/debounce must be an object/);
-    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: "1" } as never }, "task_0")).toThrow(/got string/);
+    expect(() => normalizeSubmit({ name: "x", key: "k", debounce: { delayMs: "1" } as never }, "task_0")).toThrow(/got "1"$/);
     expect(normalizeSubmit({ name: "x", key: "k", debounce: null }, "task_0").debounce).toBeNull();
   });
 });

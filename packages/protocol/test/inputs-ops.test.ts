@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Params } from "../src/decide.js";
+import { MAX_DELAY_MS } from "../src/delay.js";
 import { SerializationError } from "../src/errors.js";
 import { paramsOf } from "../src/expr.js";
 import type { Expr } from "../src/expr.js";
@@ -77,6 +78,11 @@ describe("heartbeat / heartbeat_batch (§5.11, §5.12)", () => {
     expectInvalid(() => heartbeatParams({ ...owned, leaseMs: 0 }), "leaseMs");
     expectInvalid(() => leaseMsOf(-5), "leaseMs");
     expectInvalid(() => leaseMsOf(1.5), "leaseMs");
+    // The lease ends now + leaseMs: bounded like every delay.
+    expect(leaseMsOf(MAX_DELAY_MS)).toBe(MAX_DELAY_MS);
+    expectInvalid(() => leaseMsOf(MAX_DELAY_MS + 1), "leaseMs", /over MAX_DELAY_MS/);
+    expectInvalid(() => heartbeatBatchParams({ taskIds: [ID], workerId: W1, leaseMs: Number.MAX_SAFE_INTEGER }), "leaseMs", /over MAX_DELAY_MS/);
+    expectInvalid(() => normalizeClaim({ queues: ["q"], workerId: W1, leaseMs: Number.MAX_SAFE_INTEGER }), "leaseMs", /over MAX_DELAY_MS/);
   });
 
   it("batch: ids list (may be empty), worker, lease; never fenced by attempt", () => {
@@ -180,6 +186,9 @@ describe("fail (§5.16)", () => {
     expectInvalid(() => failParams(loose<FailInput>({ ...owned, retryable: 1 })), "retryable");
     expectInvalid(() => failParams({ ...owned, delayMs: -1 }), "delayMs");
     expectInvalid(() => failParams({ ...owned, delayMs: 0.5 }), "delayMs");
+    expectInvalid(() => failParams({ ...owned, delayMs: MAX_DELAY_MS + 1 }), "delayMs", /over MAX_DELAY_MS/);
+    expect(failParams({ ...owned, delayMs: MAX_DELAY_MS }).delayMs).toBe(MAX_DELAY_MS);
+    expect(failParams({ ...owned, delayMs: null as never }).delayMs).toBe(0);
   });
 });
 

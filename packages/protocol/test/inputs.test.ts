@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MAX_DELAY_MS } from "../src/delay.js";
 import { SerializationError } from "../src/errors.js";
 import {
   answerReprobe,
@@ -209,6 +210,13 @@ describe("normalizeSubmit (§5.1)", () => {
       expectInvalid(bad({ runAtDelayMs: -1 }), "runAtDelayMs");
       expectInvalid(bad({ runAtDelayMs: 0.5 }), "runAtDelayMs");
       expectInvalid(bad({ runAtDelayMs: NaN }), "runAtDelayMs");
+    });
+
+    it("a runAtDelayMs past MAX_DELAY_MS (now + it would leave the Date range), naming the bound", () => {
+      expectInvalid(bad({ runAtDelayMs: Number.MAX_SAFE_INTEGER }), "runAtDelayMs", /over MAX_DELAY_MS \(3153600000000 ms/);
+      expectInvalid(bad({ runAtDelayMs: MAX_DELAY_MS + 1 }), "runAtDelayMs", /MAX_DELAY_MS/);
+      expect(normalizeSubmit({ name: "x", runAtDelayMs: MAX_DELAY_MS }, ID).params.runAtDelayMs).toBe(MAX_DELAY_MS);
+      expect(normalizeSubmit({ name: "x", runAtDelayMs: null as never }, ID).params.runAtDelayMs).toBe(0);
     });
 
     it("metadata that is not an object (or is an array)", () => {

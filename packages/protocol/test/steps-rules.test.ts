@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decideRow } from "../src/decide.js";
+import { MAX_DELAY_MS } from "../src/delay.js";
 import { InvalidArgument } from "../src/errors.js";
 import {
   decodeStepRow,
@@ -177,7 +178,10 @@ describe("parkStepParams", () => {
     // Past the largest date a wake time is no Date any more: neither an instant nor a delay may reach it.
     expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 1, message: "m", untilMs: PARK_FOREVER_AT_MS })).toMatchObject({ untilMs: PARK_FOREVER_AT_MS });
     expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, untilMs: PARK_FOREVER_AT_MS + 1 })).toThrow(/untilMs must be an integer from 0 to 8640000000000000/);
-    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, delayMs: Number.MAX_SAFE_INTEGER })).toThrow(/delayMs must be an integer from 0 to/);
+    // A delay is added to the store's clock: bounded by MAX_DELAY_MS, as every delay.
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, delayMs: Number.MAX_SAFE_INTEGER })).toThrow(/^delayMs asks for a delay of 9007199254740991 ms, over MAX_DELAY_MS/);
+    expect(() => parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, delayMs: MAX_DELAY_MS + 1 })).toThrow(/over MAX_DELAY_MS/);
+    expect(parkStepParams({ ...owned, name: "s", kind: "sleep", seq: 1, delayMs: MAX_DELAY_MS })).toMatchObject({ delayMs: MAX_DELAY_MS, untilMs: null });
   });
 });
 

@@ -3,11 +3,11 @@
  * SQLite, before anything is written or the task silently succeeds: a
  * replay that reaches a journal entry of another kind, unknown options of
  * `ctx.waitFor`, `ctx.spawn` and `ctx.submit` (checked as `client.submit`
- * checks them), step methods in a batch handler, and wake times past the
- * largest JavaScript date.
+ * checks them), step methods in a batch handler, delays past `MAX_DELAY_MS`
+ * and wake times past the largest JavaScript date.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { InvalidArgument, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import type { TestQueue } from "@cairnq/testing";
 import { createTestQueue } from "@cairnq/testing";
 import type { TaskContext } from "@cairnq/worker";
@@ -134,13 +134,16 @@ describe.each(["memory", "sqlite"] as const)("durable-step checks on the %s stor
     for (const err of errors) expect(err.message).toMatch(/^ctx\.\w+ is not available in a batch handler: a batch call runs several tasks, and a durable step belongs to one/);
   });
 
-  it("a wake time past the largest date is refused before anything is written; the latest one before it parks", async () => {
+  it("a delay past MAX_DELAY_MS or a wake time past the largest date is refused before anything is written; the latest wake time before it parks", async () => {
     const q = await open();
     const errors: Error[] = [];
     q.worker().task("far", async (ctx) => {
       errors.push(await thrown(() => ctx.sleep("z", Number.MAX_SAFE_INTEGER)));
       errors.push(await thrown(() => ctx.waitFor("m", { timeoutMs: Number.MAX_SAFE_INTEGER })));
       errors.push(await thrown(() => ctx.sleepUntil("z", new Date(PARK_FOREVER_AT_MS))));
+      errors.push(await thrown(() => ctx.spawn("kid", "child.x", {}, { runAtDelayMs: MAX_DELAY_MS + 1 })));
+      errors.push(await thrown(() => ctx.submit("child.x", {}, { runAtDelayMs: MAX_DELAY_MS + 1 })));
+      errors.push(await thrown(() => ctx.sleep("z", MAX_DELAY_MS + 1)));
       await ctx.sleepUntil("last", PARK_FOREVER_AT_MS - 1);
       return "woke";
     });
@@ -150,11 +153,18 @@ describe.each(["memory", "sqlite"] as const)("durable-step checks on the %s stor
       ["InvalidArgument", "ms"],
       ["InvalidArgument", "timeoutMs"],
       ["InvalidArgument", "until"],
+      ["InvalidArgument", "runAtDelayMs"],
+      ["InvalidArgument", "runAtDelayMs"],
+      ["InvalidArgument", "ms"],
     ]);
-    expect(errors[0]?.message).toMatch(/^ctx\.sleep\('z', 9007199254740991\) would wake at \d+ ms since the epoch, which is not before 8640000000000000/);
-    expect(errors[1]?.message).toMatch(/^ctx\.waitFor\('m', \{ timeoutMs: 9007199254740991 \}\) would wake at/);
+    expect(errors[0]?.message).toMatch(/^ctx\.sleep\('z', 9007199254740991\) asks for a delay of 9007199254740991 ms, over MAX_DELAY_MS \(3153600000000 ms, 100 years\)/);
+    expect(errors[1]?.message).toMatch(/^ctx\.waitFor\('m', \{ timeoutMs: 9007199254740991 \}\) asks for a delay of 9007199254740991 ms, over MAX_DELAY_MS/);
+    for (const err of errors.slice(3, 5)) expect(err.message).toMatch(/^runAtDelayMs asks for a delay of 3153600000001 ms, over MAX_DELAY_MS/);
+    expect(errors[5]?.message).toMatch(/^ctx\.sleep\('z', 3153600000001\) asks for a delay/);
     expect(errors[2]?.message).toMatch(/^ctx\.sleepUntil\('z', 8640000000000000\) would wake at 8640000000000000/);
     expect(await q.client.get(task.id)).toMatchObject({ status: "queued", run_at_ms: PARK_FOREVER_AT_MS - 1 });
+    // Neither refused child was written.
+    expect((await q.client.list()).map((row) => row.name)).toEqual(["far"]);
     expect((await q.client.steps(task.id)).map((s) => [s.name, s.kind, s.wakeAtMs])).toEqual([["last", "sleep", PARK_FOREVER_AT_MS - 1]]);
   });
 });

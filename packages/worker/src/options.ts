@@ -1,6 +1,6 @@
 import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { requireName } from "@cairnq/protocol/adapter";
+import { requireDelayMs, requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import type { MetricsOptions, ResolvedMetrics, ResolvedTracing, RuntimeClock, TracingOptions } from "@cairnq/runtime";
 import { checkOptions, fallbackLogger, resolveMetrics, resolveTracing, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
@@ -37,9 +37,10 @@ export interface WorkerOptions {
    */
   concurrency?: number;
   /**
-   * Lease taken by each claim and renewed by each heartbeat: an integer ≥
-   * {@link MIN_LEASE_MS}, and more than `heartbeatIntervalMs`. Any length is
-   * honoured (timers chain past 2^31 ms).
+   * Lease taken by each claim and renewed by each heartbeat: an integer from
+   * {@link MIN_LEASE_MS} to `MAX_DELAY_MS` (100 years: the store writes the
+   * lease's end as now + `leaseMs`), and more than `heartbeatIntervalMs`.
+   * Any length in that range is honoured (timers chain past 2^31 ms).
    * @default 30000
    */
   leaseMs?: number;
@@ -75,9 +76,16 @@ export interface WorkerOptions {
    * @default 0 (claim only for free slots)
    */
   prefetch?: number;
-  /** Base of the retry backoff (§6); 0 disables backoff. @default 1000 */
+  /**
+   * Base of the retry backoff (§6); 0 disables backoff. An integer from 0 to
+   * `MAX_DELAY_MS` (a retry is due now + its delay).
+   * @default 1000
+   */
   retryBackoffMs?: number;
-  /** Cap of the retry backoff window (§6). @default 30000 */
+  /**
+   * Cap of the retry backoff window (§6). An integer from 0 to `MAX_DELAY_MS`.
+   * @default 30000
+   */
   retryBackoffMaxMs?: number;
   /**
    * A handler call running longer is abandoned: its contexts lose their lease
@@ -261,7 +269,8 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
 
   const concurrency = options.concurrency === undefined ? WORKER_DEFAULTS.concurrency : requireCount(options.concurrency, "concurrency");
 
-  const leaseMs = optionalDurationMs(options.leaseMs, "leaseMs", WORKER_DEFAULTS.leaseMs, { min: MIN_LEASE_MS });
+  // Each claim and heartbeat leases until now + leaseMs: the store's bound on a delay (MAX_DELAY_MS) holds here too.
+  const leaseMs = requireDelayMs(optionalDurationMs(options.leaseMs, "leaseMs", WORKER_DEFAULTS.leaseMs, { min: MIN_LEASE_MS }), "leaseMs");
   const heartbeatIntervalMs = optionalDurationMs(options.heartbeatIntervalMs, "heartbeatIntervalMs", null, { min: 1 });
   if (heartbeatIntervalMs === null && defaultHeartbeatIntervalMs(leaseMs) >= leaseMs) {
     throw new InvalidArgument(
@@ -280,8 +289,9 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
   const pollIntervalMs = optionalDurationMs(options.pollIntervalMs, "pollIntervalMs", WORKER_DEFAULTS.pollIntervalMs, { min: 1 });
   const claimBatch = unset(options.claimBatch) ? null : requireCount(options.claimBatch, "claimBatch");
   const prefetch = optionalCount(options.prefetch, "prefetch", 0, 0);
-  const retryBackoffMs = optionalDurationMs(options.retryBackoffMs, "retryBackoffMs", WORKER_DEFAULTS.retryBackoffMs);
-  const retryBackoffMaxMs = optionalDurationMs(options.retryBackoffMaxMs, "retryBackoffMaxMs", WORKER_DEFAULTS.retryBackoffMaxMs);
+  // A retry is due now + the backoff delay, which never exceeds the larger of the two: both within MAX_DELAY_MS.
+  const retryBackoffMs = options.retryBackoffMs === undefined ? WORKER_DEFAULTS.retryBackoffMs : requireDelayMs(options.retryBackoffMs, "retryBackoffMs");
+  const retryBackoffMaxMs = options.retryBackoffMaxMs === undefined ? WORKER_DEFAULTS.retryBackoffMaxMs : requireDelayMs(options.retryBackoffMaxMs, "retryBackoffMaxMs");
   const maxRunMs = unset(options.maxRunMs) ? null : optionalDurationMs(options.maxRunMs, "maxRunMs", null, { min: 1 });
   const maxInFlightBytes = unset(options.maxInFlightBytes) ? null : optionalCount(options.maxInFlightBytes, "maxInFlightBytes", null);
   const stopTimeoutMs = optionalDurationMs(options.stopTimeoutMs, "stopTimeoutMs", DEFAULT_STOP_TIMEOUT_MS);

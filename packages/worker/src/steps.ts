@@ -26,8 +26,8 @@
  *   its own now). Its answer must not depend on that crash.
  */
 import type { StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
-import { encodeJson, requireInt, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
+import { InvalidArgument, LostLease, MAX_DELAY_MS, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
+import { encodeJson, requireDelayMs, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
 import { childLineage, envelopeFromThrown, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
 import { checkOptions } from "@cairnq/runtime";
 import type { StepSpans } from "./step-spans.js";
@@ -49,7 +49,7 @@ export interface StepInfo {
 
 /** Options of `ctx.waitFor`. */
 export interface WaitForOptions {
-  /** Resolve with `null` when no message came within this long after the wait began. @default no timeout */
+  /** Resolve with `null` when no message came within this long after the wait began; at most `MAX_DELAY_MS`. @default no timeout */
   timeoutMs?: number;
 }
 
@@ -132,31 +132,34 @@ export class CallSteps {
 
   async sleep(name: string, ms: number): Promise<void> {
     this.#refuseInBatch("sleep");
-    const delayMs = requireInt(ms, "ms", 0);
+    const delayMs = requireDelayMs(ms, "ms", `ctx.sleep('${String(name)}', ${String(ms)})`);
     requireWakeAtMs(this.#host.now() + delayMs, "ms", `ctx.sleep('${String(name)}', ${delayMs})`);
-    await this.#sleep(name, delayMs);
+    await this.#sleep(name, { delayMs });
   }
 
   async sleepUntil(name: string, until: Date | number): Promise<void> {
     this.#refuseInBatch("sleepUntil");
     const at = until instanceof Date ? until.getTime() : until;
     if (typeof at !== "number" || !Number.isFinite(at)) throw new InvalidArgument("until", "ctx.sleepUntil(name, until) needs a Date or epoch milliseconds");
-    requireWakeAtMs(Math.ceil(at), "until", `ctx.sleepUntil('${String(name)}', ${at})`);
-    await this.#sleep(name, Math.max(0, Math.ceil(at - this.#host.now())));
+    const untilMs = requireWakeAtMs(Math.ceil(at), "until", `ctx.sleepUntil('${String(name)}', ${at})`);
+    const delayMs = Math.max(0, Math.ceil(at - this.#host.now()));
+    // A store refuses a delay past MAX_DELAY_MS (it adds a delay to its own clock): an instant further out
+    // parks on the instant itself, where the skew between this clock and the store's is noise.
+    await this.#sleep(name, delayMs <= MAX_DELAY_MS ? { delayMs } : { untilMs });
   }
 
-  async #sleep(name: string, delayMs: number): Promise<void> {
+  async #sleep(name: string, due: { delayMs: number } | { untilMs: number }): Promise<void> {
     const { key, entry } = await this.#begin("sleep", name);
     try {
-      return await this.#sleepFrom(key, entry, delayMs);
+      return await this.#sleepFrom(key, entry, due);
     } finally {
       this.#inFlight.delete(name);
     }
   }
 
-  async #sleepFrom(key: string, entry: StepRecord | undefined, delayMs: number): Promise<void> {
+  async #sleepFrom(key: string, entry: StepRecord | undefined, due: { delayMs: number } | { untilMs: number }): Promise<void> {
     if (entry?.status === "done") return;
-    if (entry === undefined && delayMs === 0) {
+    if (entry === undefined && "delayMs" in due && due.delayMs === 0) {
       // Already due: parking would give the slot back only to claim the task again at once (two commits
       // and a replay of the handler; a sleep-0 round trip 5 commits → 4). Recorded done, fenced like a
       // step, so the journal shows it and a replay passes it without a write.
@@ -170,13 +173,13 @@ export class CallSteps {
       await this.#park({ name: key, kind: "sleep", seq: entry.seq, untilMs: entry.wakeAtMs });
       return;
     }
-    await this.#park({ name: key, kind: "sleep", seq: this.#nextSeq(), delayMs });
+    await this.#park({ name: key, kind: "sleep", seq: this.#nextSeq(), ...due });
   }
 
   async waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null> {
     this.#refuseInBatch("waitFor");
     const opts = checkOptions(options, "ctx.waitFor", WAIT_FOR_OPTION_KEYS) as WaitForOptions;
-    const timeoutMs = opts.timeoutMs === undefined ? null : requireInt(opts.timeoutMs, "timeoutMs", 0);
+    const timeoutMs = opts.timeoutMs === undefined ? null : requireDelayMs(opts.timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${String(opts.timeoutMs)} })`);
     if (timeoutMs !== null) requireWakeAtMs(this.#host.now() + timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${timeoutMs} })`);
     const { key, entry } = await this.#begin("wait", name);
     try {

@@ -148,7 +148,8 @@ export interface TaskContext<P = unknown, R = unknown> {
   /**
    * Parks the task for `ms`: it gives back its worker slot and lease (`queued`,
    * due at the wake time) and the handler runs again from the top then,
-   * recorded steps replaying. Parking never uses up `maxAttempts`.
+   * recorded steps replaying. Parking never uses up `maxAttempts`. `ms` is
+   * an integer from 0 to `MAX_DELAY_MS` (100 years).
    */
   sleep(name: string, ms: number): Promise<void>;
   /** {@link TaskContext.sleep} until `until` (a `Date` or epoch ms). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS } from "@cairnq/protocol";
 import { defaultHeartbeatIntervalMs, nextPollInterval, RETRY_BACKOFF_DEFAULTS } from "@cairnq/protocol/sdk";
 import { systemClock } from "@cairnq/runtime";
 import { resolveWorkerOptions } from "../src/options.js";
@@ -77,6 +77,26 @@ describe("worker options (§8.1)", () => {
     expect(resolveWorkerOptions({ leaseMs: 40, heartbeatIntervalMs: 10 }).leaseMs).toBe(40);
   });
 
+  it("bounds leaseMs, retryBackoffMs and retryBackoffMaxMs by MAX_DELAY_MS: a store writes now + each, and refuses a delay past it", () => {
+    for (const argument of ["leaseMs", "retryBackoffMs", "retryBackoffMaxMs"]) {
+      const err = (() => {
+        try {
+          resolveWorkerOptions({ [argument]: MAX_DELAY_MS + 1 });
+        } catch (caught) {
+          return caught;
+        }
+        return null;
+      })();
+      expect(err).toBeInstanceOf(InvalidArgument);
+      expect((err as InvalidArgument).argument).toBe(argument);
+      expect((err as InvalidArgument).message).toMatch(new RegExp(`^${argument} asks for a delay of 3153600000001 ms, over MAX_DELAY_MS \\(3153600000000 ms, 100 years\\)`));
+    }
+    expect(() => resolveWorkerOptions({ retryBackoffMs: Number.MAX_SAFE_INTEGER })).toThrow(/over MAX_DELAY_MS/);
+    expect(() => resolveWorkerOptions({ retryBackoffMaxMs: 1.5 })).toThrow(/retryBackoffMaxMs must be an integer number of milliseconds from 0 to 3153600000000/);
+    const o = resolveWorkerOptions({ leaseMs: MAX_DELAY_MS, retryBackoffMs: MAX_DELAY_MS, retryBackoffMaxMs: MAX_DELAY_MS });
+    expect(o).toMatchObject({ leaseMs: MAX_DELAY_MS, retryBackoffMs: MAX_DELAY_MS, retryBackoffMaxMs: MAX_DELAY_MS });
+  });
+
   it("prints warnings to stderr by default; onError or a logger replaces that, and logger: null silences it", () => {
     expect(resolveWorkerOptions().logger?.warn).toBeTypeOf("function");
     expect(resolveWorkerOptions().logger?.info).toBeUndefined();
@@ -99,6 +119,8 @@ describe("worker options (§8.1)", () => {
     ["pollIntervalMs", { pollIntervalMs: 0 }],
     ["claimBatch", { claimBatch: 0 }],
     ["retryBackoffMs", { retryBackoffMs: -1 }],
+    ["retryBackoffMs", { retryBackoffMs: null as never }],
+    ["retryBackoffMaxMs", { retryBackoffMaxMs: "30000" as never }],
     ["maxRunMs", { maxRunMs: 0 }],
     ["maxInFlightBytes", { maxInFlightBytes: 0 }],
     ["maxRunMs", { maxRunMs: 1.5 }],

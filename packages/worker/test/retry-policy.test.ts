@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument, TaskError } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS, TaskError } from "@cairnq/protocol";
 import type { TaskFailedEvent, WorkerErrorInfo } from "../src/index.js";
 import { MemoryStore, waitFor } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
@@ -27,6 +27,24 @@ describe("retry policy per task name", () => {
     }, 4);
     expect(events.slice(0, 3).map((e) => e.delayMs)).toEqual([4, 8, 10]);
     expect(events[3]?.willRetry).toBe(false);
+  });
+
+  it("a worker backoff at MAX_DELAY_MS settles: the store accepts every delay the worker's options allow", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { retryBackoffMs: MAX_DELAY_MS, retryBackoffMaxMs: MAX_DELAY_MS, random: () => 0 });
+    worker.task("flaky", () => {
+      throw new TaskError("again", { code: "again", retryable: true });
+    });
+    const events: TaskFailedEvent[] = [];
+    worker.on("task:failed", (e) => events.push(e));
+    const task = await store.submit({ name: "flaky", maxAttempts: 2 });
+    void worker.run();
+    await waitFor(() => events.length === 1, 5000, "the first failure");
+    // Window min(cap, base) = MAX_DELAY_MS; random 0 takes its lower half.
+    expect(events[0]).toMatchObject({ delayMs: MAX_DELAY_MS / 2, willRetry: true });
+    const row = await store.get(task.id);
+    expect(row).toMatchObject({ status: "queued", attempt: 1 });
+    expect(row!.run_at_ms - row!.updated_at_ms).toBe(MAX_DELAY_MS / 2);
   });
 
   it("retryBackoff(attempt, error) decides the delay, sees the attempt number and what the handler threw, and is not asked after the last attempt", async () => {
