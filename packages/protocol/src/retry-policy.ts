@@ -9,9 +9,18 @@ import { InvalidArgument } from "./errors.js";
 
 /** The retry options of one task name (task options of `worker.task`). */
 export interface RetryPolicy {
-  /** Base of this name's retry backoff (§6); 0 disables backoff. @default the worker's `retryBackoffMs` */
+  /**
+   * Base of this name's retry backoff (§6); 0 disables backoff. Refused when
+   * it is above the cap in effect, if that cap was set explicitly (here or on
+   * the worker); see {@link requireCapNotBelowBase}.
+   * @default the worker's `retryBackoffMs`
+   */
   readonly retryBackoffMs?: number;
-  /** Cap of this name's backoff window. @default the worker's `retryBackoffMaxMs` */
+  /**
+   * Cap of this name's backoff window. Refused when below the base in effect,
+   * if that base was set explicitly (here or on the worker).
+   * @default the worker's `retryBackoffMaxMs`
+   */
   readonly retryBackoffMaxMs?: number;
   /**
    * The delay in ms before retrying, computed by you: `attempt` is the number
@@ -42,14 +51,55 @@ function durationOrNull(value: unknown, argument: string): number | null {
   return value;
 }
 
+/** A backoff duration as a user set it, and how the message names it. */
+export interface NamedDuration {
+  readonly ms: number;
+  /** E.g. `retryBackoffMs`, `task 'email' options.retryBackoffMaxMs`, `the worker's retryBackoffMs`. */
+  readonly name: string;
+}
+
+/**
+ * Refuses a retry backoff whose cap is below its base. §6 clamps every
+ * window to the cap, so such a configuration runs — every retry waits
+ * between half the cap and the cap — but no retry ever waits the base that
+ * was asked for: almost certainly a mistake (the two swapped, or a unit
+ * slip). Checked only when both were set explicitly: `null` stands for a
+ * duration left to its default, so `retryBackoffMs: 600_000` alone keeps
+ * §6's default cap of 30000 and is accepted, as §6 computes it.
+ *
+ * @param argument - The input the error names: the one the caller set in the call being checked.
+ * @throws InvalidArgument naming `argument` and both values.
+ * @example
+ * ```ts
+ * requireCapNotBelowBase({ ms: 5000, name: "retryBackoffMs" }, { ms: 1000, name: "retryBackoffMaxMs" }, "retryBackoffMaxMs"); // throws
+ * ```
+ */
+export function requireCapNotBelowBase(base: NamedDuration | null, cap: NamedDuration | null, argument: string): void {
+  if (base === null || cap === null || cap.ms >= base.ms) return;
+  throw new InvalidArgument(
+    argument,
+    `${cap.name} (${cap.ms}) is below ${base.name} (${base.ms}): the cap clamps every backoff window (§6), so no retry would wait as long as the base asks; ` +
+      `raise ${cap.name} to at least ${base.ms}, or lower ${base.name}`,
+  );
+}
+
+/** The worker's backoff durations as its options set them: `null` for one left to its default. */
+export interface GivenBackoff {
+  readonly baseMs: number | null;
+  readonly capMs: number | null;
+}
+
 /**
  * Validates one name's retry options: integers ≥ 0 for the two durations, a
- * function for `retryBackoff`, never a function together with a duration.
+ * function for `retryBackoff`, never a function together with a duration,
+ * and ({@link requireCapNotBelowBase}) a cap in effect not below the base in
+ * effect, each the name's own, else the worker's when set explicitly.
  *
  * @param argument - How the caller names the options in messages, e.g. `task 'email' options`.
+ * @param worker - The worker's `retryBackoffMs` / `retryBackoffMaxMs` as given (`null`: its default). @default neither given
  * @returns `null` when none is set.
  */
-export function normalizeRetryPolicy(input: RetryPolicy, argument = "retry policy"): NormalizedRetryPolicy | null {
+export function normalizeRetryPolicy(input: RetryPolicy, argument = "retry policy", worker: GivenBackoff = { baseMs: null, capMs: null }): NormalizedRetryPolicy | null {
   const baseMs = durationOrNull(input.retryBackoffMs, `${argument}.retryBackoffMs`);
   const capMs = durationOrNull(input.retryBackoffMaxMs, `${argument}.retryBackoffMaxMs`);
   const compute = input.retryBackoff;
@@ -62,8 +112,16 @@ export function normalizeRetryPolicy(input: RetryPolicy, argument = "retry polic
       `${argument} sets retryBackoff together with retryBackoffMs/retryBackoffMaxMs; retryBackoff computes the whole delay, so set either the function or the two durations`,
     );
   }
-  if (baseMs === null && capMs === null && compute === undefined) return null;
-  return Object.freeze({ baseMs, capMs, compute: compute ?? null });
+  if (baseMs === null && capMs === null) return compute === undefined ? null : Object.freeze({ baseMs, capMs, compute });
+  const own = (ms: number | null, option: string): NamedDuration | null => (ms === null ? null : { ms, name: `${argument}.${option}` });
+  const workers = (ms: number | null, option: string): NamedDuration | null => (ms === null ? null : { ms, name: `the worker's ${option}` });
+  requireCapNotBelowBase(
+    own(baseMs, "retryBackoffMs") ?? workers(worker.baseMs, "retryBackoffMs"),
+    own(capMs, "retryBackoffMaxMs") ?? workers(worker.capMs, "retryBackoffMaxMs"),
+    // The option this call set; the cap when it set both.
+    capMs !== null ? `${argument}.retryBackoffMaxMs` : `${argument}.retryBackoffMs`,
+  );
+  return Object.freeze({ baseMs, capMs, compute: null });
 }
 
 /** What {@link policyRetryDelayMs} decided: the delay, and the problem with `retryBackoff`'s answer if it was unusable. */

@@ -49,8 +49,8 @@ export {
 } from "./envelope.js";
 export type { Failure } from "./envelope.js";
 export { RETRY_BACKOFF_DEFAULTS, retryDelayMs } from "./backoff.js";
-export { MAX_RETRY_DELAY_MS, normalizeRetryPolicy, policyRetryDelayMs } from "./retry-policy.js";
-export type { NormalizedRetryPolicy, PolicyDelay } from "./retry-policy.js";
+export { MAX_RETRY_DELAY_MS, normalizeRetryPolicy, policyRetryDelayMs, requireCapNotBelowBase } from "./retry-policy.js";
+export type { GivenBackoff, NamedDuration, NormalizedRetryPolicy, PolicyDelay } from "./retry-policy.js";
 export { defaultHeartbeatIntervalMs, WORKER_DEFAULTS } from "./worker-defaults.js";
 export type { WorkerDefaults } from "./worker-defaults.js";
 export { childLineage, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";

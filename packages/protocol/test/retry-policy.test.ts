@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument } from "../src/errors.js";
-import { MAX_RETRY_DELAY_MS, normalizeRetryPolicy, policyRetryDelayMs } from "../src/retry-policy.js";
+import { MAX_RETRY_DELAY_MS, normalizeRetryPolicy, policyRetryDelayMs, requireCapNotBelowBase } from "../src/retry-policy.js";
 
 const worker = { baseMs: 1_000, capMs: 60_000 };
 const mid = () => 0.5;
@@ -32,6 +32,76 @@ describe("normalizeRetryPolicy", () => {
     expect(() => normalizeRetryPolicy({ retryBackoff: 5 as never })).toThrow(/got number/);
     expect(() => normalizeRetryPolicy({ retryBackoff: () => 1, retryBackoffMs: 10 })).toThrow(/either the function or the two durations/);
     expect(() => normalizeRetryPolicy({ retryBackoff: () => 1, retryBackoffMaxMs: 10 })).toThrow(/either the function/);
+  });
+});
+
+describe("requireCapNotBelowBase", () => {
+  const base = { ms: 5_000, name: "retryBackoffMs" };
+  it("refuses a cap below the base, naming the argument and both values", () => {
+    let caught: unknown;
+    try {
+      requireCapNotBelowBase(base, { ms: 1_000, name: "retryBackoffMaxMs" }, "retryBackoffMaxMs");
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidArgument);
+    expect((caught as InvalidArgument).argument).toBe("retryBackoffMaxMs");
+    expect((caught as InvalidArgument).message).toBe(
+      "retryBackoffMaxMs (1000) is below retryBackoffMs (5000): the cap clamps every backoff window (§6), so no retry would wait as long as the base asks; raise retryBackoffMaxMs to at least 5000, or lower retryBackoffMs",
+    );
+  });
+
+  it("accepts a cap equal to or above the base, and anything left to its default (null)", () => {
+    expect(() => requireCapNotBelowBase(base, { ms: 5_000, name: "cap" }, "cap")).not.toThrow();
+    expect(() => requireCapNotBelowBase(base, { ms: 9_000, name: "cap" }, "cap")).not.toThrow();
+    expect(() => requireCapNotBelowBase(base, null, "cap")).not.toThrow();
+    expect(() => requireCapNotBelowBase(null, { ms: 0, name: "cap" }, "cap")).not.toThrow();
+    // A disabled backoff (base 0) is below any cap.
+    expect(() => requireCapNotBelowBase({ ms: 0, name: "base" }, { ms: 0, name: "cap" }, "cap")).not.toThrow();
+  });
+});
+
+describe("normalizeRetryPolicy: a cap below the base in effect", () => {
+  const task = "task 'email' options";
+  it("is refused when the task sets both", () => {
+    expect(() => normalizeRetryPolicy({ retryBackoffMs: 10_000, retryBackoffMaxMs: 2_000 }, task)).toThrow(
+      new InvalidArgument(
+        "task 'email' options.retryBackoffMaxMs",
+        "task 'email' options.retryBackoffMaxMs (2000) is below task 'email' options.retryBackoffMs (10000): the cap clamps every backoff window (§6), so no retry would wait as long as the base asks; raise task 'email' options.retryBackoffMaxMs to at least 10000, or lower task 'email' options.retryBackoffMs",
+      ),
+    );
+    expect(normalizeRetryPolicy({ retryBackoffMs: 2_000, retryBackoffMaxMs: 2_000 }, task)).toEqual({ baseMs: 2_000, capMs: 2_000, compute: null });
+  });
+
+  it("is refused against the worker's explicit setting, naming the task's option", () => {
+    const err = (() => {
+      try {
+        normalizeRetryPolicy({ retryBackoffMaxMs: 2_000 }, task, { baseMs: 10_000, capMs: null });
+      } catch (caught) {
+        return caught as InvalidArgument;
+      }
+      return null;
+    })();
+    expect(err?.argument).toBe("task 'email' options.retryBackoffMaxMs");
+    expect(err?.message).toMatch(/^task 'email' options\.retryBackoffMaxMs \(2000\) is below the worker's retryBackoffMs \(10000\)/);
+    expect(() => normalizeRetryPolicy({ retryBackoffMs: 60_000 }, task, { baseMs: null, capMs: 30_000 })).toThrow(
+      /^the worker's retryBackoffMaxMs \(30000\) is below task 'email' options\.retryBackoffMs \(60000\): .*raise the worker's retryBackoffMaxMs to at least 60000, or lower task 'email' options\.retryBackoffMs$/,
+    );
+    expect(() => normalizeRetryPolicy({ retryBackoffMs: 60_000 }, task, { baseMs: null, capMs: 30_000 })).toThrow(
+      expect.objectContaining({ argument: "task 'email' options.retryBackoffMs" }),
+    );
+  });
+
+  it("is accepted where a side is only a default, or the task's own value replaces the worker's", () => {
+    // No explicit cap anywhere: §6's default cap clamps it, as it does on the worker.
+    expect(normalizeRetryPolicy({ retryBackoffMs: 600_000 }, task)).toEqual({ baseMs: 600_000, capMs: null, compute: null });
+    expect(normalizeRetryPolicy({ retryBackoffMs: 600_000 }, task, { baseMs: 1_000, capMs: null })?.baseMs).toBe(600_000);
+    // The task's cap replaces the worker's (lower) one.
+    expect(normalizeRetryPolicy({ retryBackoffMs: 600_000, retryBackoffMaxMs: 900_000 }, task, { baseMs: 1_000, capMs: 30_000 })?.capMs).toBe(900_000);
+    // The task's base replaces the worker's (higher) one.
+    expect(normalizeRetryPolicy({ retryBackoffMs: 1_000 }, task, { baseMs: 60_000, capMs: 30_000 })?.baseMs).toBe(1_000);
+    // A retryBackoff function uses neither duration: nothing to compare.
+    expect(normalizeRetryPolicy({ retryBackoff: () => 1 }, task, { baseMs: 60_000, capMs: 1_000 })?.compute).toBeTypeOf("function");
   });
 });
 

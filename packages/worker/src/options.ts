@@ -1,7 +1,7 @@
 import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { requireDelayMs, requireName } from "@cairnq/protocol/adapter";
-import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
+import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, requireCapNotBelowBase, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import type { MetricsOptions, ResolvedMetrics, ResolvedTracing, RuntimeClock, TracingOptions } from "@cairnq/runtime";
 import { checkOptions, fallbackLogger, resolveMetrics, resolveTracing, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
@@ -78,12 +78,19 @@ export interface WorkerOptions {
   prefetch?: number;
   /**
    * Base of the retry backoff (§6); 0 disables backoff. An integer from 0 to
-   * `MAX_DELAY_MS` (a retry is due now + its delay).
+   * `MAX_DELAY_MS` (a retry is due now + its delay). With `retryBackoffMaxMs`
+   * also set, it must not exceed it (`InvalidArgument`). Set alone above the
+   * default cap it is accepted and clamped as §6 says: every retry waits
+   * 15–30 s — set `retryBackoffMaxMs` too for longer waits.
    * @default 1000
    */
   retryBackoffMs?: number;
   /**
-   * Cap of the retry backoff window (§6). An integer from 0 to `MAX_DELAY_MS`.
+   * Cap of the retry backoff window (§6). An integer from 0 to `MAX_DELAY_MS`;
+   * with `retryBackoffMs` also set, at least `retryBackoffMs` (a cap below
+   * the base clamps every window under it, so it is refused with
+   * `InvalidArgument`). A task's `retryBackoffMs` / `retryBackoffMaxMs` are
+   * checked against these when either side is set explicitly.
    * @default 30000
    */
   retryBackoffMaxMs?: number;
@@ -292,6 +299,10 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
   // A retry is due now + the backoff delay, which never exceeds the larger of the two: both within MAX_DELAY_MS.
   const retryBackoffMs = options.retryBackoffMs === undefined ? WORKER_DEFAULTS.retryBackoffMs : requireDelayMs(options.retryBackoffMs, "retryBackoffMs");
   const retryBackoffMaxMs = options.retryBackoffMaxMs === undefined ? WORKER_DEFAULTS.retryBackoffMaxMs : requireDelayMs(options.retryBackoffMaxMs, "retryBackoffMaxMs");
+  // Only when both are given: a base alone above the default cap is clamped as §6 says (see the TSDoc).
+  if (options.retryBackoffMs !== undefined && options.retryBackoffMaxMs !== undefined) {
+    requireCapNotBelowBase({ ms: retryBackoffMs, name: "retryBackoffMs" }, { ms: retryBackoffMaxMs, name: "retryBackoffMaxMs" }, "retryBackoffMaxMs");
+  }
   const maxRunMs = unset(options.maxRunMs) ? null : optionalDurationMs(options.maxRunMs, "maxRunMs", null, { min: 1 });
   const maxInFlightBytes = unset(options.maxInFlightBytes) ? null : optionalCount(options.maxInFlightBytes, "maxInFlightBytes", null);
   const stopTimeoutMs = optionalDurationMs(options.stopTimeoutMs, "stopTimeoutMs", DEFAULT_STOP_TIMEOUT_MS);

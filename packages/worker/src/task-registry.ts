@@ -6,7 +6,7 @@ import type { FlowControl, Logger, RetryPolicy, TaskDef } from "@cairnq/protocol
 import type { RateLimit } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { hasGroupLimits, normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
-import type { NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
+import type { GivenBackoff, NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
 import { logSafely, normalizeRetryPolicy } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
 import type { NameRule } from "./planner.js";
@@ -117,6 +117,8 @@ export interface RegistryScope {
   readonly flowControl: boolean;
   /** Whether the store enforces `groupConcurrency` / `groupRateLimit` (`capabilities.groups`). */
   readonly groups?: boolean;
+  /** The worker's `retryBackoffMs` / `retryBackoffMaxMs` as its options set them, which a task's are checked against. @default neither set */
+  readonly retryBackoff?: GivenBackoff;
 }
 
 /**
@@ -220,7 +222,7 @@ export class TaskRegistry {
         message: `task '${name}' sets globalConcurrency or rateLimit, but this store does not enforce them (capabilities.flowControl is not true); SQLiteStore and PostgresStore do`,
       });
     }
-    const retry = normalizeRetryPolicy(options, `task '${name}' options`);
+    const retry = normalizeRetryPolicy(options, `task '${name}' options`, this.#scope.retryBackoff);
     if (typeof task !== "string" && task.queue !== undefined && !queues.includes(task.queue)) {
       logSafely(logger, "warn", "task definition's queue is not one this worker claims from", {
         workerId,

@@ -150,6 +150,8 @@ export class Worker {
       logger: opts.logger,
       flowControl: store.capabilities.flowControl === true,
       groups: store.capabilities.groups === true,
+      // As given, not as resolved: a task's durations are checked only against the worker's explicit ones.
+      retryBackoff: { baseMs: options?.retryBackoffMs ?? null, capMs: options?.retryBackoffMaxMs ?? null },
     });
     this.#handlers = registry;
     this.#scheduler = new Scheduler(store, (err, schedule) => reporter.report(err, { phase: "schedule", schedule }), undefined, opts.clock);

@@ -97,6 +97,26 @@ describe("worker options (§8.1)", () => {
     expect(o).toMatchObject({ leaseMs: MAX_DELAY_MS, retryBackoffMs: MAX_DELAY_MS, retryBackoffMaxMs: MAX_DELAY_MS });
   });
 
+  it("refuses a retryBackoffMaxMs below retryBackoffMs when both are given; either alone keeps the other's default, clamped as §6 says", () => {
+    let caught: unknown;
+    try {
+      resolveWorkerOptions({ retryBackoffMs: 60_000, retryBackoffMaxMs: 10_000 });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidArgument);
+    expect((caught as InvalidArgument).argument).toBe("retryBackoffMaxMs");
+    expect((caught as InvalidArgument).message).toBe(
+      "retryBackoffMaxMs (10000) is below retryBackoffMs (60000): the cap clamps every backoff window (§6), so no retry would wait as long as the base asks; raise retryBackoffMaxMs to at least 60000, or lower retryBackoffMs",
+    );
+    expect(() => new Worker(new MemoryStore(), { retryBackoffMs: 2, retryBackoffMaxMs: 1 })).toThrow(InvalidArgument);
+    expect(resolveWorkerOptions({ retryBackoffMs: 60_000, retryBackoffMaxMs: 60_000 })).toMatchObject({ retryBackoffMs: 60_000, retryBackoffMaxMs: 60_000 });
+    expect(resolveWorkerOptions({ retryBackoffMs: 0, retryBackoffMaxMs: 0 })).toMatchObject({ retryBackoffMs: 0, retryBackoffMaxMs: 0 });
+    // Alone, each is accepted with the other's default, even across it: §6 clamps the window to the cap.
+    expect(resolveWorkerOptions({ retryBackoffMs: 10 * 60_000 })).toMatchObject({ retryBackoffMs: 600_000, retryBackoffMaxMs: 30_000 });
+    expect(resolveWorkerOptions({ retryBackoffMaxMs: 500 })).toMatchObject({ retryBackoffMs: 1_000, retryBackoffMaxMs: 500 });
+  });
+
   it("prints warnings to stderr by default; onError or a logger replaces that, and logger: null silences it", () => {
     expect(resolveWorkerOptions().logger?.warn).toBeTypeOf("function");
     expect(resolveWorkerOptions().logger?.info).toBeUndefined();

@@ -47,6 +47,41 @@ describe("retry policy per task name", () => {
     expect(row!.run_at_ms - row!.updated_at_ms).toBe(MAX_DELAY_MS / 2);
   });
 
+  it("worker.task refuses a cap below the base in effect: the task's own, else the worker's when given explicitly", () => {
+    const handler = () => null;
+    // Both on the task.
+    expect(() => makeWorker(new MemoryStore()).task("a", { retryBackoffMs: 5_000, retryBackoffMaxMs: 1_000 }, handler)).toThrow(
+      expect.objectContaining({ name: "InvalidArgument", argument: "task 'a' options.retryBackoffMaxMs" }),
+    );
+    // The task's cap under the worker's base.
+    const slow = makeWorker(new MemoryStore(), { retryBackoffMs: 10_000 });
+    let caught: unknown;
+    try {
+      slow.task("b", { retryBackoffMaxMs: 2_000 }, handler);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidArgument);
+    expect((caught as InvalidArgument).message).toMatch(/^task 'b' options\.retryBackoffMaxMs \(2000\) is below the worker's retryBackoffMs \(10000\): the cap clamps every backoff window/);
+    // The task's base over the worker's cap.
+    const capped = makeWorker(new MemoryStore(), { retryBackoffMaxMs: 30_000 });
+    expect(() => capped.task("c", { retryBackoffMs: 60_000 }, handler)).toThrow(
+      expect.objectContaining({ argument: "task 'c' options.retryBackoffMs", message: expect.stringMatching(/^the worker's retryBackoffMaxMs \(30000\) is below task 'c' options\.retryBackoffMs \(60000\)/) }),
+    );
+  });
+
+  it("worker.task accepts a base above a cap that is only a default, and a task value replacing the worker's", () => {
+    const handler = () => null;
+    // No cap given anywhere (makeWorker's options give only retryBackoffMs): §6's default cap clamps it.
+    expect(() => makeWorker(new MemoryStore()).task("a", { retryBackoffMs: 600_000 }, handler)).not.toThrow();
+    // The task's own cap replaces the worker's lower one; the task's own base replaces the worker's higher one.
+    const worker = makeWorker(new MemoryStore(), { retryBackoffMs: 60_000, retryBackoffMaxMs: 60_000 });
+    expect(() => worker.task("b", { retryBackoffMs: 600_000, retryBackoffMaxMs: 900_000 }, handler)).not.toThrow();
+    expect(() => worker.task("c", { retryBackoffMs: 1_000 }, handler)).not.toThrow();
+    expect(() => worker.task("d", { retryBackoffMaxMs: 60_000 }, handler)).not.toThrow();
+    expect(() => worker.task("e", { retryBackoff: () => 5 }, handler)).not.toThrow();
+  });
+
   it("retryBackoff(attempt, error) decides the delay, sees the attempt number and what the handler threw, and is not asked after the last attempt", async () => {
     const seen: [number, unknown][] = [];
     const events = await failures((worker) => {
