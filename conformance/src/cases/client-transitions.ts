@@ -1,6 +1,7 @@
 /**
  * Client transitions beyond §14: cancel and retry guards and assignments
- * (§5.7, §5.8), and purge's eligibility, order and limit (§5.9).
+ * (§5.7, §5.8), and purge's eligibility, order and limit (§5.9), with the
+ * extension that keeps a waiting parent's finished children (`PARENT_WAITING`).
  */
 import type { ConformanceCase } from "../case.js";
 import { ids, sortedIds } from "../case.js";
@@ -127,6 +128,34 @@ export const clientTransitionCases: readonly ConformanceCase[] = [
       t.expect(await t.store.purge({ name: "busy" })).toEqual([]);
       t.expect(await t.store.purge({ queue: "default", limit: 10 })).toEqual([]);
       t.expect(await t.all()).toHaveLength(2);
+    },
+  },
+  {
+    id: "purge-keeps-children-of-waiting-parents",
+    title: "purge keeps a finished child while its parent is queued (parked on a join) or running, and deletes it once the parent is terminal",
+    spec: "§5.9 (extension: PARENT_WAITING in store.ts purge)",
+    async run(t) {
+      // A parked parent is queued; a parent still running may join next. A finished root and a child
+      // whose parent is gone (purged) are deleted as before.
+      const parked = await t.submit("parent");
+      const running = await t.submitAndClaim(t.w1, "runner");
+      const children: string[] = [];
+      for (const parent of [parked, running]) {
+        const child = await t.submitAndClaim(t.w2, "child", { parentId: parent.id, rootId: parent.id });
+        await t.store.complete({ taskId: child.id, workerId: t.w2, result: { of: parent.id } });
+        children.push(child.id);
+      }
+      const orphan = await t.submitAndClaim(t.w2, "child", { parentId: "task_purged_parent" });
+      await t.store.complete({ taskId: orphan.id, workerId: t.w2, result: 0 });
+      await t.sleep(20);
+      t.expect(await t.store.purge({})).toEqual([orphan.id]);
+      t.expect(sortedIds(children)).toEqual(sortedIds((await t.all()).filter((row) => row.name === "child")));
+      // The parents end: their children go with the next purge whose cutoff covers them.
+      await t.store.cancel(parked.id);
+      await t.store.complete({ taskId: running.id, workerId: t.w1, result: null });
+      await t.sleep(20);
+      t.expect(sortedIds(await t.store.purge({ name: "child" }))).toEqual(sortedIds(children));
+      t.expect(sortedIds(await t.store.purge({}))).toEqual(sortedIds([parked.id, running.id]));
     },
   },
   {

@@ -452,7 +452,9 @@ export class CairnQ {
   /**
    * Deletes up to `limit` (default 1000) terminal tasks completed more than
    * `olderThanMs` ago, oldest first, freeing their keys. Loop until fewer than
-   * `limit` ids come back to delete everything eligible.
+   * `limit` ids come back to delete everything eligible. A finished child
+   * whose parent is still queued or running (parked on `ctx.join`) is kept
+   * until the parent has finished, so the join does not lose its result.
    *
    * @returns the deleted ids.
    * @example

@@ -33,6 +33,7 @@ export {
   OWNER,
   PARAMS,
   PROBE,
+  PARENT_WAITING,
   PROGRESS,
   PURGE,
   RECOVER,
@@ -65,6 +66,7 @@ export type {
   OrExpr,
   ParamExpr,
   ParamType,
+  ParentExpr,
   Value,
 } from "./expr.js";
 export { applyBranches, buildInsert, decideRow, selectRows } from "./decide.js";

@@ -66,10 +66,17 @@ export function decideRow(transition: RowTransition, row: Task | null, params: P
   return { kind: "applied", branch: applied.branch, row: applied.row };
 }
 
-/** The rows a selection picks, in its order, bounded by its limit parameter. */
+/**
+ * The rows a selection picks, in its order, bounded by its limit parameter.
+ * `rows` is the whole table: a rule that reads a task's parent looks it up there.
+ */
 export function selectRows(selection: Selection, rows: Iterable<Task>, params: Params, nowMs: number): Task[] {
+  const all = [...rows];
+  let byId: Map<string, Task> | undefined;
+  // A rule reading a parent row (PURGE's PARENT_WAITING) finds it among `rows`, which are the whole table.
+  const rowById = (id: string): Task | undefined => (byId ??= new Map(all.map((row) => [row.id, row]))).get(id);
   const picked: Task[] = [];
-  for (const row of rows) if (holds(selection.where, scopeOf(row, params, nowMs))) picked.push(row);
+  for (const row of all) if (holds(selection.where, { ...scopeOf(row, params, nowMs), rowById: rowById as EvalScope["rowById"] })) picked.push(row);
   if (selection.orderBy.length > 0) {
     picked.sort((a, b) => {
       for (const { column, direction } of selection.orderBy) {

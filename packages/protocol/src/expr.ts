@@ -25,7 +25,8 @@ export type Expr =
   | InListExpr
   | OptionalEqExpr
   | CoalesceExpr
-  | CaseExpr;
+  | CaseExpr
+  | ParentExpr;
 
 /** The current value of a column of the row being decided on. */
 export interface ColumnExpr {
@@ -151,6 +152,19 @@ export interface CaseExpr {
   readonly otherwise: Expr;
 }
 
+/**
+ * `EXISTS` a parent row: true when the row's `parent_id` names a task that
+ * exists and `where` holds on that task's row (columns inside `where` read the
+ * parent); false otherwise (no parent, parent purged, `where` false or null) —
+ * never null, as SQL's `EXISTS`. A SQL store compiles it to a correlated
+ * subquery that finds the parent by primary key; the evaluator reads the
+ * parent through {@link EvalScope.rowById}. Not nestable.
+ */
+export interface ParentExpr {
+  readonly kind: "parent";
+  readonly where: Expr;
+}
+
 /** Builders for {@link Expr} nodes, so rules read close to the spec's prose. */
 export const x = {
   col: (column: TaskColumn): ColumnExpr => ({ kind: "column", column }),
@@ -176,6 +190,7 @@ export const x = {
   optionalEq: (column: TaskColumn, param: ParamExpr): OptionalEqExpr => ({ kind: "optionalEq", column, param }),
   coalesce: (...args: Expr[]): CoalesceExpr => ({ kind: "coalesce", args }),
   case: (whens: { when: Expr; then: Expr }[], otherwise: Expr): CaseExpr => ({ kind: "case", whens, otherwise }),
+  parent: (where: Expr): ParentExpr => ({ kind: "parent", where }),
 } as const;
 
 /** A value an expression evaluates to in memory. */
@@ -186,6 +201,11 @@ export interface EvalScope {
   readonly row: Readonly<Record<string, unknown>>;
   readonly params: Readonly<Record<string, unknown>>;
   readonly nowMs: number;
+  /**
+   * The row of the task with this id, or `undefined` when there is none: what a
+   * {@link ParentExpr} reads. Only rules that read a parent need it.
+   */
+  readonly rowById?: (id: string) => Readonly<Record<string, unknown>> | undefined;
 }
 
 function compare(op: CompareOp, a: unknown, b: unknown): boolean | null {
@@ -296,6 +316,13 @@ export function evaluate(expr: Expr, scope: EvalScope): Value {
       }
       return evaluate(expr.otherwise, scope);
     }
+    case "parent": {
+      if (scope.rowById === undefined) throw new Error("protocol rule reads the parent row, and the evaluation scope has no rowById");
+      const parentId = scope.row.parent_id;
+      const parent = typeof parentId === "string" ? scope.rowById(parentId) : undefined;
+      if (parent === undefined) return false;
+      return holds(expr.where, { ...scope, row: parent });
+    }
   }
 }
 
@@ -338,6 +365,9 @@ export function paramsOf(expr: Expr, into: Map<string, ParamExpr> = new Map()): 
         paramsOf(branch.then, into);
       }
       paramsOf(expr.otherwise, into);
+      break;
+    case "parent":
+      paramsOf(expr.where, into);
       break;
     case "column":
     case "literal":

@@ -378,7 +378,22 @@ export const HEARTBEAT_BATCH: SetTransition = {
 /** The claim probe (§5.10 step 2): is there anything to draw or to recover? Read-only. */
 export const PROBE = { claimable: CLAIMABLE, expired: EXPIRED } as const;
 
-/** T15: purge eligibility (§5.9). Status is always tested, even with a status filter. */
+/**
+ * A child whose parent may still read it (extension, not in v1 §5.9): the
+ * task's parent exists and is not terminal — queued (a parent parked on
+ * `ctx.join` is queued) or running. Its `ctx.join` returns each child's row as
+ * it reads it, so a finished child deleted before the join's last read would
+ * come back as `null` (its result lost). Evaluated by primary key on the
+ * parent's id.
+ */
+export const PARENT_WAITING: Expr = x.parent(x.in(col("status"), CANCELABLE_STATUSES));
+
+/**
+ * T15: purge eligibility (§5.9). Status is always tested, even with a status
+ * filter. Extension: a child of a waiting parent ({@link PARENT_WAITING}) is
+ * kept until its parent is terminal; a v1 peer's purge, which does not test
+ * it, may still delete such a child (the join then reads `null`).
+ */
 export const PURGE: DeleteRule = {
   op: "purge",
   clock: "transaction",
@@ -390,6 +405,7 @@ export const PURGE: DeleteRule = {
       x.optionalEq("queue", p.queue),
       x.optionalEq("status", p.status),
       x.optionalEq("name", p.name),
+      x.not(PARENT_WAITING),
     ),
     orderBy: [{ column: "completed_at_ms", direction: "asc" }],
     limit: p.limit,

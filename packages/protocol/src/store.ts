@@ -190,6 +190,9 @@ export interface TaskStore {
    * them. Resolves with the deleted ids, in no particular order; callers
    * repeat it until a batch comes back shorter than `limit`. A task being
    * retried or cancelled at that moment is never deleted while live.
+   * Extension (`PARENT_WAITING`): a child whose parent exists and is queued
+   * or running is kept, so the parent's `ctx.join` still reads it; it goes
+   * with the first purge after the parent is terminal.
    */
   purge(input?: PurgeInput): Promise<string[]>;
 

@@ -386,11 +386,48 @@ describe("paramsOf", () => {
     expect(names(x.case([{ when: a, then: b }, { when: c, then: x.lit(1) }], d))).toEqual(["a", "b", "c", "d"]);
   });
 
+  it("walks the condition of a parent", () => {
+    expect(names(x.parent(x.eq(x.col("queue"), a)))).toEqual(["a"]);
+  });
+
   it("lists a parameter read twice once, and accumulates into a given map", () => {
     expect(names(x.and(a, a, x.eq(a, x.lit(1))))).toEqual(["a"]);
     const into = new Map<string, ParamExpr>([["z", x.param("z", "json")]]);
     const out = paramsOf(x.eq(a, b), into);
     expect(out).toBe(into);
     expect([...out.keys()].sort()).toEqual(["a", "b", "z"]);
+  });
+});
+
+describe("parent: EXISTS a parent row on which the condition holds", () => {
+  const queued = { id: "p1", status: "queued" };
+  const done = { id: "p2", status: "succeeded" };
+  const rows = new Map<string, Record<string, unknown>>([
+    ["p1", queued],
+    ["p2", done],
+  ]);
+  const live = x.parent(x.in(x.col("status"), ["queued", "running"]));
+  const withRows = (row: Record<string, unknown>, where: Expr = live): unknown =>
+    evaluate(where, { row, params: {}, nowMs: NOW, rowById: (id) => rows.get(id) });
+
+  it("builds a plain data node", () => {
+    expect(x.parent(T)).toEqual({ kind: "parent", where: T });
+  });
+
+  it("reads the parent's columns, not the row's", () => {
+    expect(withRows({ status: "succeeded", parent_id: "p1" })).toBe(true);
+    expect(withRows({ status: "queued", parent_id: "p2" })).toBe(false);
+  });
+
+  it("is false, never null, without a parent, for a purged parent, or when the condition is unknown", () => {
+    expect(withRows({ parent_id: null })).toBe(false);
+    expect(withRows({})).toBe(false);
+    expect(withRows({ parent_id: "gone" })).toBe(false);
+    expect(withRows({ parent_id: "p1" }, x.parent(N))).toBe(false);
+    expect(withRows({ parent_id: "p1" }, x.not(live))).toBe(false);
+  });
+
+  it("needs a row lookup in the scope", () => {
+    expect(() => ev(live, { parent_id: "p1" })).toThrow(/rowById/);
   });
 });

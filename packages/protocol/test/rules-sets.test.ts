@@ -20,6 +20,7 @@ import {
   HEARTBEAT_BATCH,
   OWNER,
   PARAMS,
+  PARENT_WAITING,
   PROBE,
   PROGRESS,
   PURGE,
@@ -301,6 +302,23 @@ describe("T15 purge (§5.9)", () => {
     expect(ids(rows, purgeParams({ queue: "jobs", status: "failed" }))).toEqual([idOf(3)]);
     expect(ids(rows, purgeParams({ queue: "jobs", status: "failed", name: "beta" }))).toEqual([]);
     expect(ids(rows, purgeParams({ queue: "unknown" }))).toEqual([]);
+  });
+
+  it("keeps a finished child while its parent is queued or running (extension: the parent's join may still read it)", () => {
+    const parent = (id: string, row: Task) => ({ ...row, id });
+    const child = (n: number, parentId: string | null) => at(NOW - 10, { id: idOf(n), parent_id: parentId });
+    const rows = [
+      parent("pq", queuedRow({ completed_at_ms: null })),
+      parent("pr", runningRow({ completed_at_ms: null })),
+      parent("pd", at(NOW - 1)),
+      child(1, "pq"),
+      child(2, "pr"),
+      child(3, "pd"),
+      child(4, "purged"),
+      child(5, null),
+    ];
+    expect(ids(rows)).toEqual([idOf(3), idOf(4), idOf(5), "pd"]);
+    expect(PARENT_WAITING).toEqual(x.parent(x.in(x.col("status"), ["queued", "running"])));
   });
 
   it("chooses rows in completed_at_ms ASC order, up to limit", () => {

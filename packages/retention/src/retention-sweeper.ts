@@ -139,7 +139,10 @@ function ruleFields(rule: RetentionRule): Record<string, unknown> {
  * sleeps again.
  *
  * Only finished tasks are ever deleted — the store tests the terminal status
- * on every purge — and a task's idempotency key goes with it. Timers are
+ * on every purge — and a task's idempotency key goes with it. A finished
+ * child whose parent is still queued or running (a parent parked on
+ * `ctx.join` is queued) is kept until the parent has finished, so the join
+ * never loses its result. Timers are
  * unref'd, so a sweeper never keeps a process alive. `stop()` interrupts the
  * sleep and waits for a sweep in flight (it issues no further batch), so
  * calling it before `store.close()` guarantees no purge outlives the store.

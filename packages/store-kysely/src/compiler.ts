@@ -117,6 +117,11 @@ function param(params: Params, name: string): unknown {
   return params[name];
 }
 
+/** The task table, the FROM of a parent condition's subquery and the outer row's name. */
+const PARENT_TABLE = "cairnq_tasks";
+/** The parent row's alias in a parent condition's subquery. */
+const PARENT_ALIAS = "cq_parent";
+
 /** Operator precedence of a fragment, loosest first; a child looser than its slot is parenthesized. */
 const Prec = { Or: 1, And: 2, Not: 3, Compare: 4, Add: 5, Atom: 6 } as const;
 type Prec = (typeof Prec)[keyof typeof Prec];
@@ -136,6 +141,8 @@ export interface Fragment {
  */
 export class ExprCompiler {
   readonly binds: Bind[] = [];
+  /** The alias columns are read through while compiling a parent condition; `null` for the row itself. */
+  #qualifier: string | null = null;
   readonly #slots = new Map<string, number>();
   readonly #TRUE: Fragment;
   readonly #FALSE: Fragment;
@@ -232,7 +239,7 @@ export class ExprCompiler {
   expr(expr: Expr): Fragment {
     switch (expr.kind) {
       case "column":
-        return { sql: expr.column, prec: Prec.Atom };
+        return { sql: this.#qualifier === null ? expr.column : `${this.#qualifier}.${expr.column}`, prec: Prec.Atom };
       case "param":
         return this.#paramFragment(expr);
       case "literal": {
@@ -326,7 +333,8 @@ export class ExprCompiler {
           const ref = this.syntax.batchRef(expr.param);
           return { sql: `(${ref} IS NULL OR ${expr.column} = ${ref})`, prec: Prec.Atom };
         }
-        return { sql: `${expr.column} = ${this.slot(expr.param)}`, prec: Prec.Compare };
+        const column = this.#qualifier === null ? expr.column : `${this.#qualifier}.${expr.column}`;
+        return { sql: `${column} = ${this.slot(expr.param)}`, prec: Prec.Compare };
       }
       case "coalesce": {
         const parts: Fragment[] = [];
@@ -366,7 +374,34 @@ export class ExprCompiler {
           nonNull: otherwise.nonNull === true && whens.every((w) => w.then.nonNull === true),
         };
       }
+      case "parent":
+        return this.#parent(expr.where);
     }
+  }
+
+  /**
+   * `coalesce((SELECT 1 FROM cairnq_tasks cq_parent WHERE cq_parent.id = cairnq_tasks.parent_id AND
+   * …), 0) = 1`: the parent found by primary key, the condition's columns read from it; true or
+   * false, never null, as `EXISTS` would be. Not written as `EXISTS`: MariaDB 10.11 turns a
+   * correlated `NOT EXISTS` into `parent_id NOT IN (…)` and materializes every queued and running
+   * id first (12,000 queued rows: 6.2 ms per 1,000-row purge pick against 3.0 ms without the
+   * condition), where a scalar subquery stays one primary-key probe per row (`eq_ref PRIMARY`);
+   * SQLite and Postgres probe the key either way (`EXPLAIN` of the purge pick over 100,000 rows).
+   * The outer row is named by the table, which every statement over tasks selects from unaliased.
+   */
+  #parent(where: Expr): Fragment {
+    if (this.#qualifier !== null) throw new Error("a parent condition cannot read its own parent");
+    this.#qualifier = PARENT_ALIAS;
+    let condition: Fragment;
+    try {
+      condition = this.expr(where);
+    } finally {
+      this.#qualifier = null;
+    }
+    if (condition.known === false || condition.known === null) return this.#FALSE;
+    const link = `${PARENT_ALIAS}.id = ${PARENT_TABLE}.parent_id`;
+    const body = condition.known === true ? link : `${link} AND ${this.#wrap(condition, Prec.And)}`;
+    return { sql: `coalesce((SELECT 1 FROM ${PARENT_TABLE} ${PARENT_ALIAS} WHERE ${body}), 0) = 1`, prec: Prec.Compare, nonNull: true };
   }
 }
 

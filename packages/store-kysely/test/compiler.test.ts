@@ -208,7 +208,9 @@ describe("set transitions, insert, purge, probe and reads", () => {
     const bare = sqlite.statement(deleteTemplate(PURGE), purge());
     expect(bare.sql).toBe(
       "DELETE FROM cairnq_tasks WHERE id IN (SELECT id FROM cairnq_tasks WHERE status IN ('succeeded', 'failed', 'canceled') AND " +
-        "completed_at_ms IS NOT NULL AND completed_at_ms < ?1 - ?2 ORDER BY completed_at_ms ASC LIMIT ?3) RETURNING id",
+        "completed_at_ms IS NOT NULL AND completed_at_ms < ?1 - ?2 AND NOT coalesce((SELECT 1 FROM cairnq_tasks cq_parent " +
+        "WHERE cq_parent.id = cairnq_tasks.parent_id AND cq_parent.status IN ('queued', 'running')), 0) = 1 " +
+        "ORDER BY completed_at_ms ASC LIMIT ?3) RETURNING id",
     );
     const filtered = sqlite.statement(deleteTemplate(PURGE), purge({ queue: "q", status: "failed", name: "n" }));
     expect(filtered.sql).toContain("queue = ?");
@@ -289,6 +291,21 @@ describe("constant folding follows three-valued logic", () => {
   it("parenthesizes by precedence", () => {
     const expr = x.and(x.or(x.eq(x.col("a" as never), x.lit(1)), x.eq(x.col("b" as never), x.lit(2))), x.not(x.and(x.isNull(x.col("c" as never)), x.isNull(x.col("d" as never)))));
     expect(fold(expr, {})).toBe("(a = 1 OR b = 2) AND NOT (c IS NULL AND d IS NULL)");
+  });
+
+  it("a parent condition is a scalar subquery by the parent's primary key, its columns read from the parent", () => {
+    const q = x.param("q", "text");
+    expect(fold(x.parent(x.optionalEq("queue", q)), { q: "v" })).toBe(
+      "coalesce((SELECT 1 FROM cairnq_tasks cq_parent WHERE cq_parent.id = cairnq_tasks.parent_id AND cq_parent.queue = ?1), 0) = 1",
+    );
+    expect(fold(x.parent(x.optionalEq("queue", q)), { q: "n" })).toBe("coalesce((SELECT 1 FROM cairnq_tasks cq_parent WHERE cq_parent.id = cairnq_tasks.parent_id), 0) = 1");
+    expect(fold(x.parent(x.eq(x.col("attempt"), p)), { p: "n" })).toBe("0");
+    expect(fold(x.and(x.col("attempt"), x.not(x.parent(x.lit(false)))), {})).toBe("attempt");
+    expect(() => fold(x.parent(x.parent(x.lit(true))), {})).toThrow(/its own parent/);
+    // The qualifier ends with the parent condition: a column after it reads the row again.
+    expect(fold(x.and(x.parent(x.col("attempt")), x.col("priority")), {})).toBe(
+      "coalesce((SELECT 1 FROM cairnq_tasks cq_parent WHERE cq_parent.id = cairnq_tasks.parent_id AND cq_parent.attempt), 0) = 1 AND priority",
+    );
   });
 
   it("CASE drops branches that can never hold", () => {

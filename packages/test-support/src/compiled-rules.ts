@@ -119,7 +119,8 @@ function randomRow(rand: Rand, i: number): Task {
     lease_until_ms: running ? pick(rand, [NOW - 10, NOW, NOW + 10, NOW + 10]) : pick(rand, [null, null, null, NOW + 10]),
     run_at_ms: pick(rand, [NOW - 5, NOW, NOW + 5]),
     cancel_requested_at_ms: pick(rand, [null, null, NOW - 20]),
-    parent_id: null,
+    // Rows of one trial point at each other (or at a purged parent), so PURGE's parent condition is reached.
+    parent_id: pick(rand, [null, null, "task_0000", "task_0001", "task_0002", "task_missing"]),
     root_id: id,
     correlation_id: pick(rand, [null, "c"]),
     created_at_ms: NOW - 100,
@@ -259,7 +260,8 @@ export function describeCompiledRules(backend: RulesBackend): void {
       const rand = prng(31);
       for (let trial = 0; trial < trials; trial++) {
         await db.reset();
-        const rows = randomRows(rand, 1, 8);
+        // Distinct completion times: purge's LIMIT keeps the oldest, and a tie would let either row go.
+        const rows = randomRows(rand, 1, 8).map((r, i) => (r.completed_at_ms === null ? r : { ...r, completed_at_ms: r.completed_at_ms - i }));
         await db.insert(rows);
         const params = randomParams(rand, rows.map((r) => r.id));
         const doomed = selectRows(PURGE.selection, rows, params, NOW).map((r) => r.id);
