@@ -93,10 +93,17 @@ export function withTraceCarrier(metadata: Record<string, unknown> | null | unde
 
 /**
  * `metadata` as its submitter wrote it: without the carrier. Returns the same
- * object when there is no carrier, so the common case allocates nothing.
+ * value when there is no carrier, so the common case allocates nothing.
+ *
+ * Any JSON value is accepted, because the v1 column holds any JSON a peer wrote
+ * (a submit turns only an absent or null input into `{}`): a value that is not
+ * an object — JSON `null`, a string, a number — has no carrier (nor has an array)
+ * and comes back as it is, never an error.
  */
-export function withoutTraceCarrier(metadata: Record<string, unknown>): Record<string, unknown> {
-  if (!Object.hasOwn(metadata, TRACE_CONTEXT_METADATA_KEY)) return metadata;
-  const { [TRACE_CONTEXT_METADATA_KEY]: _carrier, ...rest } = metadata;
+export function withoutTraceCarrier(metadata: Record<string, unknown>): Record<string, unknown>;
+export function withoutTraceCarrier(metadata: unknown): unknown;
+export function withoutTraceCarrier(metadata: unknown): unknown {
+  if (typeof metadata !== "object" || metadata === null || !Object.hasOwn(metadata, TRACE_CONTEXT_METADATA_KEY)) return metadata;
+  const { [TRACE_CONTEXT_METADATA_KEY]: _carrier, ...rest } = metadata as Record<string, unknown>;
   return rest;
 }

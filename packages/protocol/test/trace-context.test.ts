@@ -49,6 +49,14 @@ describe("the carrier in metadata", () => {
     expect(traceCarrierOf({ [TRACE_CONTEXT_METADATA_KEY]: "00-x" })).toBeNull();
     expect(traceCarrierOf(null)).toBeNull();
   });
+
+  it("metadata a peer stored as another JSON value (null, an array, a string, a number) comes back as stored, never an error", () => {
+    const list = [1, { [TRACE_CONTEXT_METADATA_KEY]: { traceparent: `00-${TRACE}-${SPAN}-01` } }];
+    for (const stored of [null, list, "text", 7, true]) {
+      expect(withoutTraceCarrier(stored)).toBe(stored);
+      expect(traceCarrierOf(stored)).toBeNull();
+    }
+  });
 });
 
 describe("a submit without metadata", () => {

@@ -102,6 +102,22 @@ export class CallRunner {
     this.#invoke(new Invocation(call, registration, span, ended, this.#handlerEnded));
   }
 
+  /**
+   * Fails, for good, a claimed task whose call could not be prepared — building its context threw (a row
+   * the worker cannot read, or a bug of the worker's own) — so the handler never ran: the error goes to
+   * `onError` (`phase: "execute"`) and the task is failed with `task_unreadable` instead of staying
+   * `running` until its lease expires and then being claimed, and failing the same way, again. Never rejects.
+   */
+  async failUnprepared(row: Task, err: unknown): Promise<void> {
+    const host = this.#host;
+    host.reporter.report(err, { phase: "execute", taskId: row.id });
+    try {
+      await host.store.fail({ taskId: row.id, workerId: host.workerId, attempt: row.attempt, error: unpreparedEnvelope(row.id, err), retryable: false, delayMs: 0 });
+    } catch (failed) {
+      if (!(failed instanceof LostLease)) host.reporter.report(failed, { phase: "execute", taskId: row.id });
+    }
+  }
+
   /** The handler's wait ended (first of: its outcome, `maxRunMs`, abandonment, a park): settle what is left. */
   readonly #handlerEnded = (invocation: Invocation, outcome: Outcome): void => {
     const { call, span, ended } = invocation;
@@ -279,6 +295,24 @@ export class CallRunner {
       if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);
     }
   }
+}
+
+/**
+ * The envelope of {@link CallRunner.failUnprepared}: not retryable, because the worker would claim the same
+ * row and fail to read it the same way; an operator fixes the row (or the worker) and retries the task.
+ */
+function unpreparedEnvelope(taskId: string, err: unknown): unknown {
+  const reason = err instanceof Error ? err.message : String(err);
+  return storableEnvelope(
+    {
+      type: "TaskUnreadable",
+      code: "task_unreadable",
+      message: `the worker could not prepare task ${taskId} for its handler (${reason}), so the handler did not run; fix the row or the worker and retry the task`,
+      retryable: false,
+      details: {},
+    },
+    false,
+  );
 }
 
 const ABANDONED: Outcome = Object.freeze({ kind: "abandoned" });

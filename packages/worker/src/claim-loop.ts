@@ -124,7 +124,8 @@ export class ClaimLoop {
         }
         if (options.prefetch === 0) {
           // Claims never overlap without prefetch (see worthOverlapping): one cycle at a time, awaited here.
-          await this.#cycle(signal, false);
+          // A throw past the dispatcher is reported, as an overlapping cycle's is below: it must not end run().
+          await this.#cycle(signal, false).catch((err: unknown) => reporter.report(err, { phase: "claim" }));
           continue;
         }
         if (cycles.size > 0 && !(cycles.size < MAX_CLAIM_STREAMS && this.#lastFull && this.#overlapAllowed() && admission.worthOverlapping())) {
@@ -163,11 +164,13 @@ export class ClaimLoop {
     }, signal);
     if (!claimed) return;
     const { rows, release } = result;
+    let failing: Promise<void> | undefined;
     try {
-      if (rows.length > 0) this.#host.dispatcher.dispatch(rows, clock.now() - startedAtMs);
+      if (rows.length > 0) failing = this.#host.dispatcher.dispatch(rows, clock.now() - startedAtMs);
     } finally {
       release();
     }
+    if (failing !== undefined) await failing;
     if (rows.length === 0 && !overlapping) {
       const { admission } = this.#host;
       if (this.#cutShort && admission.settlingCalls > 0) {

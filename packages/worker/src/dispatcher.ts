@@ -26,7 +26,7 @@ export interface DispatcherHost {
   readonly clock: RuntimeClock;
   readonly registry: Pick<TaskRegistry, "get">;
   readonly admission: Pick<Admission, "holding" | "buffered" | "payloadBytes" | "admit" | "settling" | "release">;
-  readonly runner: Pick<CallRunner, "heartbeat" | "execute" | "cancelWaiting">;
+  readonly runner: Pick<CallRunner, "heartbeat" | "execute" | "cancelWaiting" | "failUnprepared">;
   readonly reporter: Pick<Reporter, "claimed" | "report">;
   /** What every task context gets (one object for the worker). */
   readonly contexts: ContextHost;
@@ -50,8 +50,13 @@ export class Dispatcher implements CallEnded {
     };
   }
 
-  /** Splits a claim's rows into calls and starts them (or, with `prefetch`, buffers those without a free slot). */
-  dispatch(rows: readonly Task[], claimMs: number): void {
+  /**
+   * Splits a claim's rows into calls and starts them (or, with `prefetch`, buffers those without a free slot).
+   * A call whose preparation throws is not started: its tasks are failed ({@link CallRunner.failUnprepared})
+   * and the promise of those writes is returned (`undefined` when every call was prepared), so the claim
+   * cycle waits for them and the worker goes on with the claim's other calls.
+   */
+  dispatch(rows: readonly Task[], claimMs: number): Promise<void> | undefined {
     const { admission, registry, runner } = this.#host;
     let reclaimed = false;
     for (const row of rows) {
@@ -72,10 +77,20 @@ export class Dispatcher implements CallEnded {
       for (const call of calls) call.review();
     });
     const claimedAtMs = this.#host.clock.now();
-    for (const group of splitCalls(rows, (name) => registry.get(name)?.batch ?? 1)) calls.push(this.#call(group, claimMs, claimedAtMs, heartbeat));
+    let failing: Promise<void>[] | undefined;
+    for (const group of splitCalls(rows, (name) => registry.get(name)?.batch ?? 1)) {
+      try {
+        calls.push(this.#call(group, claimMs, claimedAtMs, heartbeat));
+      } catch (err) {
+        // An unexpected throw here would otherwise end run() (or, overlapping, leave the tasks running until
+        // their leases expire, to be claimed and fail the same way): it fails these tasks, not the worker.
+        (failing ??= []).push(...group.map((row) => runner.failUnprepared(row, err)));
+      }
+    }
     // Every call joined the heartbeat before any starts: a handler that returns at once ends its call (and
     // lets go of the heartbeat) within this loop, which must not stop the beat the claim's other calls need.
     for (const call of calls) this.#start(call);
+    return failing === undefined ? undefined : Promise.all(failing).then(() => undefined);
   }
 
   /** A claimed call, joined to its claim's heartbeat, not started yet. */

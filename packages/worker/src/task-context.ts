@@ -70,7 +70,11 @@ export interface TaskContext<P = unknown, R = unknown> {
   readonly parentId: string | null;
   readonly rootId: string | null;
   readonly correlationId: string | null;
-  /** The metadata the task was submitted with (the trace context CairnQ stores beside it is not shown). */
+  /**
+   * The metadata the task was submitted with (the trace context CairnQ stores beside it is not shown).
+   * An object for every task CairnQ submits; a row another writer stored with a different JSON value
+   * (JSON `null`, an array, a string, a number: the v1 column holds any JSON) shows that value as stored.
+   */
   readonly metadata: Record<string, unknown>;
   /** The worker running the task. */
   readonly workerId: string;

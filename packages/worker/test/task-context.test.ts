@@ -82,6 +82,56 @@ describe("TaskContext fields", () => {
   });
 });
 
+describe("ctx.metadata of a row another writer stored", () => {
+  it("shows JSON null, an array, a string or a number as stored (the v1 column holds any JSON), and the task runs", async () => {
+    for (const stored of [null, [1, "a"], "text", 7]) {
+      const spy = spyStore();
+      // What a row read back from a column a peer wrote holds: the store decodes it as it is.
+      spy.hooks.claim = async (_args, next) => ((await next()) as Task[]).map((row) => ({ ...row, metadata: stored as unknown as Record<string, unknown> }));
+      const { out, task } = await withContext(spy.store, (ctx) => Promise.resolve(ctx.metadata));
+      expect(out).toEqual(stored);
+      expect(task.status).toBe("succeeded");
+    }
+  });
+});
+
+describe("a claimed task the worker cannot prepare for its handler", () => {
+  it.each([0, 2])("is failed for good (task_unreadable) and reported, and the worker goes on (prefetch %i)", async (prefetch) => {
+    const spy = spyStore();
+    const bad = await spy.inner.submit({ name: "probe" });
+    // Any throw while the claimed row becomes a context (here: reading its metadata) stands for one the worker did not foresee.
+    spy.hooks.claim = async (_args, next) =>
+      ((await next()) as Task[]).map((row) =>
+        row.id !== bad.id
+          ? row
+          : Object.defineProperty({ ...row }, "metadata", {
+              enumerable: true,
+              get() {
+                throw new TypeError("unreadable metadata");
+              },
+            }),
+      );
+    const errors: unknown[] = [];
+    const worker = makeWorker(spy.store, { prefetch, onError: (err, info) => errors.push({ message: (err as Error).message, ...info }) });
+    const ran: string[] = [];
+    worker.task("probe", (ctx) => {
+      ran.push(ctx.taskId);
+    });
+    const running = worker.run();
+    await waitForStatus(spy.inner, bad.id, ["failed"]);
+    const good = await spy.inner.submit({ name: "probe" });
+    await waitForStatus(spy.inner, good.id, ["succeeded"]);
+    await worker.stop();
+    await running;
+    expect(ran).toEqual([good.id]);
+    const failed = (await spy.inner.get(bad.id)) as Task;
+    expect([failed.attempt, failed.worker_id]).toEqual([1, worker.workerId]);
+    expect(failed.error).toMatchObject({ type: "TaskUnreadable", code: "task_unreadable", retryable: false });
+    expect((failed.error as { message: string }).message).toContain(`could not prepare task ${bad.id} for its handler (unreadable metadata)`);
+    expect(errors).toEqual([{ message: "unreadable metadata", phase: "execute", taskId: bad.id }]);
+  });
+});
+
 describe("ctx.succeed / ctx.fail", () => {
   it("succeed settles now; the handler's return value is then ignored; repeats return null", async () => {
     const spy = spyStore();

@@ -166,12 +166,20 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   const pad = Math.max(...fields.map(([k]) => k.length));
   const lines = fields.map(([k, v]) => `${paint(k.padEnd(pad), "bold", io.color)}  ${v}`);
   lines.push(`${paint("payload", "bold", io.color)}\n${jsonBlock(task.payload)}`);
-  if (Object.keys(task.metadata).length > 0) lines.push(`${paint("metadata", "bold", io.color)}\n${jsonBlock(task.metadata)}`);
+  if (!isEmptyObject(task.metadata)) lines.push(`${paint("metadata", "bold", io.color)}\n${jsonBlock(task.metadata)}`);
   if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
   if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${printable(describeError(task.error) ?? "", { lines: true })}\n${jsonBlock(task.error)}`);
   const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
   if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now)}`);
   return { json: steps === null ? { task } : { task, steps }, text: lines.join("\n") };
+}
+
+/**
+ * Whether stored metadata is `{}` (not shown). The v1 column holds any JSON a peer wrote, so JSON `null`,
+ * an array, a string or a number is shown as it is, never taken for an object.
+ */
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 }
 
 /** `cairnq explain <id>`: one paragraph on why the task is where it is. */

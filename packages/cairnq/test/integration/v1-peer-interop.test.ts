@@ -8,9 +8,11 @@
  * group state stuck; and the peer's purge takes the journal and group rows with
  * the task through the foreign keys.
  */
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { CairnQ, Worker } from "cairnq";
 import pg from "pg";
@@ -22,6 +24,8 @@ import { sleep, until } from "../support/waiting.ts";
 
 interface Side {
   readonly client: CairnQ;
+  /** The `cairnq` CLI's database arguments for this side. */
+  readonly db: readonly string[];
   worker(): Worker;
   readonly peerSql: PeerSql;
   dispose(): Promise<void>;
@@ -37,6 +41,7 @@ function register(worker: Worker): Worker {
   });
   worker.task("export", { groupConcurrency: 1 }, (_ctx, p: { n: number }) => ({ exported: p.n }));
   worker.task("plain", (_ctx, p: unknown) => ({ echoed: p }));
+  worker.task("meta", (ctx) => ({ metadata: ctx.metadata }));
   return worker;
 }
 
@@ -59,6 +64,7 @@ async function sqliteSide(): Promise<Side> {
   };
   return {
     client,
+    db: ["--db", file],
     worker: () => register(Worker.sqlite(file, WORKER)),
     peerSql,
     dispose: async () => {
@@ -78,6 +84,7 @@ async function postgresSide(): Promise<Side> {
   const peerSql: PeerSql = { flavour: "postgres", run: async (text, values) => (await conn.query(text, [...values])).rows as Record<string, unknown>[] };
   return {
     client,
+    db: ["--db", pgDsn(), "--schema", schema],
     worker: () => register(Worker.postgres(pgDsn(), { ...WORKER, schema })),
     peerSql,
     dispose: async () => {
@@ -108,6 +115,17 @@ async function runWorker(side: Side, body: () => Promise<void>): Promise<void> {
 }
 
 afterAll(() => closeAdmin());
+
+const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+
+/** The built `cairnq` bin as a child process: its exit code and output. */
+function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
+    });
+  });
+}
 
 describe.each([
   ["sqlite", sqliteSide],
@@ -160,6 +178,24 @@ describe.each([
       expect(purged).toHaveLength(journeys.length + exports.length + 1 + plain.length + grouped.length + later.length);
       expect(await client.list({ limit: 100 })).toEqual([]);
       for (const table of ["cairnq_ext_steps", "cairnq_ext_messages", "cairnq_ext_task_groups"]) expect(await peer.orphans(table)).toBe(0);
+    } finally {
+      await side.dispose();
+    }
+  }, 60_000);
+
+  it("runs a peer's tasks whose metadata is JSON null, an array, a string or a number: the handler and `cairnq get` see it as stored", async () => {
+    const side = await open();
+    const peer = new V1Peer(side.peerSql);
+    try {
+      const stored: unknown[] = [null, [1, "a"], "text", 7];
+      const ids: string[] = [];
+      for (const metadata of stored) ids.push(await peer.submit("meta", {}, "default", metadata));
+      await runWorker(side, () => allSucceeded(side.client, ids));
+      for (const [i, id] of ids.entries()) expect((await side.client.get(id))?.result).toEqual({ metadata: stored[i] });
+      const shown = await cli(["get", ids[0] as string, ...side.db]);
+      expect([shown.code, shown.stderr]).toEqual([0, ""]);
+      expect(shown.stdout).toContain("metadata\n  null");
+      expect((await cli(["get", ids[1] as string, ...side.db])).stdout).toMatch(/metadata\n {2}\[\n {4}1,\n {4}"a"\n {2}\]/);
     } finally {
       await side.dispose();
     }

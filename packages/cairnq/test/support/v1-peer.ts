@@ -47,14 +47,17 @@ export class V1Peer {
     return this.sql.run(compiled, values);
   }
 
-  /** §5.1 without a key: one insert, run_at = created = updated = now. */
-  async submit(name: string, payload: unknown, queue = "default"): Promise<string> {
+  /**
+   * §5.1 without a key: one insert, run_at = created = updated = now. `metadata` is any JSON value (the
+   * v1 column holds any), written as given: a peer may store `null`, an array, a string or a number.
+   */
+  async submit(name: string, payload: unknown, queue = "default", metadata: unknown = {}): Promise<string> {
     const now = Date.now();
     const id = taskId(now);
     await this.#q(
       "INSERT INTO cairnq_tasks (id, name, queue, status, payload, metadata, max_attempts, priority, run_at_ms, root_id, created_at_ms, updated_at_ms) " +
-        "VALUES (?, ?, ?, 'queued', ?, '{}', 3, 0, ?, ?, ?, ?)",
-      [id, name, queue, JSON.stringify(payload), now, id, now, now],
+        "VALUES (?, ?, ?, 'queued', ?, ?, 3, 0, ?, ?, ?, ?)",
+      [id, name, queue, JSON.stringify(payload), JSON.stringify(metadata), now, id, now, now],
     );
     return id;
   }
