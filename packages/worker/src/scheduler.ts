@@ -245,9 +245,13 @@ export class Scheduler {
     }
   }
 
-  /** Starts the loop (idempotent). Backfill windows are measured from now. */
+  /**
+   * Starts the loop (idempotent). Backfill windows are measured from now. It starts with no schedule
+   * declared too (then it only waits, no timer): a schedule added while the worker runs joins it at once,
+   * in the context the worker started the loop in.
+   */
   start(): void {
-    if (this.#controller !== null || this.#entries.size === 0) return;
+    if (this.#controller !== null) return;
     this.#controller = new AbortController();
     for (const entry of this.#entries.values()) this.#begin(entry);
     this.#loop = this.#run(this.#controller.signal);

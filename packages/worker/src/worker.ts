@@ -264,7 +264,9 @@ export class Worker {
    * `run_at_ms` = the slot and the key
    * `cairnq:schedule:<schedule name>:<slot ms>` (the schedule name is
    * `opts.name`, else the task name). `opts.backfillMs` also submits slots
-   * missed within that window on start, each at most once. See
+   * missed within that window on start, each at most once. Declared while
+   * the worker runs, the schedule starts at once (its backfill measured from
+   * then), whether or not the worker had one when `run()` began. See
    * `scheduler.ts` for the guarantees and DST behaviour.
    *
    * @throws `InvalidArgument` for a bad spec or option (unknown keys

@@ -133,8 +133,17 @@ describe("Scheduler", () => {
     expect((await store.list({ name: "tick" })).length).toBeGreaterThan(0);
   });
 
-  it("a schedule added while running starts at once; a start with nothing declared is a no-op", async () => {
+  it("a schedule added while running starts at once, also on a scheduler started with nothing declared", async () => {
     const store = new MemoryStore();
+    const empty = new Scheduler(store, () => {});
+    empty.start();
+    await delay(20);
+    empty.add(scheduleEntry("first", { everyMs: 50 }));
+    const firstBy = Date.now() + 10_000;
+    while ((await store.list({ name: "first" })).length === 0 && Date.now() < firstBy) await delay(10);
+    await empty.stop();
+    expect((await store.list({ name: "first" })).length).toBeGreaterThan(0);
+
     const scheduler = new Scheduler(store, () => {});
     scheduler.start();
     await scheduler.stop();
