@@ -131,10 +131,30 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
   return {
     ...base,
     state: "waiting",
-    summary:
-      `${head} Workers are claiming the queue: ${busy}${competition}. If no worker has a handler for ${quoted(task.name)}, it stays queued; check the workers' task names.` +
-      lastError(task),
+    summary: `${head} Workers are claiming the queue: ${busy}${competition}. ${heldBack(task, activity.runningWithName, group)}` + lastError(task),
   };
+}
+
+/**
+ * Why a due task of a queue that workers are claiming may still wait, as far as the database can tell: what
+ * runs is recorded, a worker's per-name limits (`globalConcurrency`, `rateLimit`, `groupRateLimit`) are its
+ * own options and are not, so a limit is named as a possibility, never as the cause.
+ */
+function heldBack(task: Task, runningWithName: number, group: TaskGroupInfo | null): string {
+  const name = quoted(task.name);
+  const unrecorded = "the database records what runs, not the workers' limits, so it cannot tell";
+  if (runningWithName > 0) {
+    const groupRate = group === null ? "" : `, or group ${group.group}'s groupRateLimit`;
+    return (
+      `${runningWithName} named ${name} ${runningWithName === 1 ? "is" : "are"} running, so a worker has a handler for it: ` +
+      `the workers may be busy, or at a limit they set on ${name} (globalConcurrency, rateLimit${groupRate}), and it is claimed when that lets it; ${unrecorded} which.`
+    );
+  }
+  const groupRate = group === null ? "" : ` (or group ${group.group}'s groupRateLimit)`;
+  return (
+    `None named ${name} is running: a worker that limits ${name} by rateLimit${groupRate} may be at that limit until its window frees ` +
+    `(claims count in it even after they end); ${unrecorded} whether it is. If no worker has a handler for ${name}, it stays queued; check the workers' task names.`
+  );
 }
 
 /**

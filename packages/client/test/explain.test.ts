@@ -81,6 +81,26 @@ describe("explainTask", () => {
     expect(explainTask(row({}), { nowMs: NOW }).state).toBe("waiting");
   });
 
+  it("waiting: with its name running, the workers are busy or at a limit they set on it; with none running, a rateLimit window or a missing handler; never a limit as the cause", () => {
+    const unrecorded = "the database records what runs, not the workers' limits, so it cannot tell";
+    const busy = { runningOnQueue: 3, runningWithName: 2, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };
+    const running = explainTask(row({}), { nowMs: NOW, activity: busy }).summary;
+    expect(running).toContain(
+      "2 named 'email' are running, so a worker has a handler for it: the workers may be busy, or at a limit they set on 'email' " +
+        `(globalConcurrency, rateLimit), and it is claimed when that lets it; ${unrecorded} which.`,
+    );
+    expect(running).not.toContain("If no worker has a handler");
+    expect(explainTask(row({}), { nowMs: NOW, activity: { ...busy, runningWithName: 1 } }).summary).toContain("1 named 'email' is running");
+    const idle = { ...busy, runningWithName: 0 };
+    expect(explainTask(row({}), { nowMs: NOW, activity: idle }).summary).toContain(
+      "None named 'email' is running: a worker that limits 'email' by rateLimit may be at that limit until its window frees " +
+        `(claims count in it even after they end); ${unrecorded} whether it is. If no worker has a handler for 'email', it stays queued; check the workers' task names.`,
+    );
+    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null };
+    expect(explainTask(row({}), { nowMs: NOW, activity: idle, group }).summary).toContain("by rateLimit (or group acme's groupRateLimit) may be at that limit");
+    expect(explainTask(row({}), { nowMs: NOW, activity: busy, group }).summary).toContain("(globalConcurrency, rateLimit, or group acme's groupRateLimit)");
+  });
+
   it("running: under its worker, cancel requested, or lease expired awaiting recovery", () => {
     const running = row({ status: "running", attempt: 1, worker_id: "worker_A", lease_until_ms: NOW + 20_000, progress: 0.25, message: "step 2" });
     expect(explainTask(running, { nowMs: NOW })).toMatchObject({
@@ -311,5 +331,32 @@ describe("cairnq.explain on SQLite", () => {
     const why = await cairnq.explain(second.id);
     expect(why).toMatchObject({ state: "waiting", activity: { runningOnQueue: 0, lastFinishedAtMs: finished?.completed_at_ms, queuedOnQueue: 1 } });
     expect(why?.summary).toContain("Workers are claiming the queue: a task of the queue finished");
+  });
+
+  it("a task held back by a worker's flow control: what runs of its name, and the limits that may hold it, named as possible", async () => {
+    dir = mkdtempSync(join(tmpdir(), "cairnq-explain-"));
+    cairnq = new CairnQ(new SQLiteStore(join(dir, "cairnq.db")));
+    const store = cairnq.store;
+    const workerId = newWorkerId();
+    // A worker's claims with rateLimit 1/hour for 'rl' and globalConcurrency 1 for 'gc': one of each is taken.
+    const flowControl = { rl: { rateLimit: { max: 1, perMs: 3_600_000 } }, gc: { globalConcurrency: 1 } };
+    const rl = [await cairnq.submit("rl", {}, { queue: "q" }), await cairnq.submit("rl", {}, { queue: "q" })];
+    const gc = [await cairnq.submit("gc", {}, { queue: "q" }), await cairnq.submit("gc", {}, { queue: "q" })];
+    const claim = () => store.claim({ queues: ["q"], workerId, leaseMs: 60_000, names: ["rl", "gc"], limit: 10, flowControl });
+    const claimed = await claim();
+    expect(claimed.map((t) => t.name).sort()).toEqual(["gc", "rl"]);
+    const taken = new Set(claimed.map((t) => t.id));
+    // Submitted in one millisecond, either of a pair may be drawn first: explain the one left queued.
+    const left = (pair: { id: string }[]) => pair.find((t) => !taken.has(t.id))?.id as string;
+    await store.complete({ taskId: claimed.find((t) => t.name === "rl")?.id as string, workerId, result: null });
+    expect(await claim()).toEqual([]);
+
+    const heldByRate = await cairnq.explain(left(rl));
+    expect(heldByRate).toMatchObject({ state: "waiting", activity: { runningWithName: 0 } });
+    expect(heldByRate?.summary).toContain("None named 'rl' is running: a worker that limits 'rl' by rateLimit may be at that limit until its window frees");
+    const heldByGlobal = await cairnq.explain(left(gc));
+    expect(heldByGlobal).toMatchObject({ state: "waiting", activity: { runningWithName: 1 } });
+    expect(heldByGlobal?.summary).toContain("1 named 'gc' is running, so a worker has a handler for it: the workers may be busy, or at a limit they set on 'gc' (globalConcurrency, rateLimit)");
+    expect(heldByGlobal?.summary).not.toContain("If no worker has a handler");
   });
 });

@@ -55,6 +55,25 @@ describe("on SQLite", () => {
     expect((timeout as TaskTimeout).message).toContain("queued and never claimed");
   });
 
+  it("a TaskTimeout of a task at its group's groupConcurrency names the group's counts, read from the database", async () => {
+    const api = open();
+    const first = await api.submit("export", {}, { group: "acme" });
+    const second = await api.submit("export", {}, { group: "acme" });
+    const workerId = "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP";
+    const claim = () => api.store.claim({ queues: ["default"], workerId, leaseMs: 60_000, names: ["export"], limit: 10, flowControl: { export: { groupConcurrency: 1 } } });
+    const claimed = await claim();
+    expect(claimed).toHaveLength(1);
+    expect(await claim()).toEqual([]);
+    // Submitted in one millisecond, either may be drawn first: wait for the one left queued.
+    const left = claimed[0]?.id === first.id ? second : first;
+    const timeout = await api.wait(left.id, { timeoutMs: 30, pollMs: 5 }).catch((e: unknown) => e);
+    expect(timeout).toBeInstanceOf(TaskTimeout);
+    expect((timeout as TaskTimeout).message).toBe(
+      `task ${left.id} ('export') did not finish within 30ms: queued, waiting on its group's limit: group acme: 1 of 1 running ` +
+        `(groupConcurrency of 'export'), 1 queued — it is claimed when one of them ends`,
+    );
+  });
+
   it("waitByKey follows a replace made by another client", async () => {
     const a = open();
     const b = open();

@@ -199,7 +199,8 @@ describe("TaskTimeout", () => {
     expect(error.task).toMatchObject({ id: task.id, status: "queued", attempt: 0 });
     expect(error.message).toBe(
       `task ${task.id} ('summarize') did not finish within 30ms: queued and never claimed — ` +
-        `is a worker running with a handler for 'summarize' on queue 'llm' against this database?`,
+        `is a worker running with a handler for 'summarize' on queue 'llm' against this database? ` +
+        `If one is, it is busy or held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit), which the database does not record`,
     );
   });
 
@@ -251,7 +252,7 @@ describe("TaskTimeout", () => {
     const worker = await claimOne(store);
     await store.fail({ taskId: task.id, workerId: worker.workerId, error: { message: "flaky" }, delayMs: 0 });
     const error = await timeoutOf(client.wait(task.id, { timeoutMs: 0 }));
-    expect(error.message).toContain(": queued again after attempt 1/3 (last error: flaky) and not yet re-claimed — are workers with a handler for 'job' on queue 'default' running and free?");
+    expect(error.message).toContain(": queued again after attempt 1/3 (last error: flaky) and not yet re-claimed — are workers with a handler for 'job' on queue 'default' running and free (and not held back by a limit they set on it: globalConcurrency, rateLimit)?");
   });
 
   it("names a running task waiting for its handler to see a cancel", async () => {

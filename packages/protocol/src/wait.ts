@@ -10,8 +10,13 @@
  * an injected clock.
  */
 import { InvalidArgument, TaskTimeout } from "./errors.js";
+import type { TaskGroupInfo } from "./groups.js";
+import { hasGroupReads } from "./groups.js";
 import { requireName } from "./inputs.js";
 import { isTerminal } from "./statuses.js";
+import type { TaskStepStore } from "./step-store.js";
+import type { StepRecord } from "./steps.js";
+import { PARK_FOREVER_AT_MS } from "./steps.js";
 import type { TaskStore } from "./store.js";
 import type { Task, TaskRef } from "./task.js";
 
@@ -220,7 +225,8 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
       if (row !== null && isTerminal(row)) return row;
       if (remaining <= 0) {
         const nowMs = (deps.wallNow ?? Date.now)();
-        const message = describeTimeout({ id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs });
+        const evidence = row !== null && row.status === "queued" ? await queuedEvidence(store, row, nowMs) : null;
+        const message = describeTimeout({ id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs, ...evidence });
         throw new TaskTimeout(ref?.id ?? awaited, key, row, { message });
       }
       // A done signal that arrived during the reads above: read again at once rather than sleep through it.
@@ -244,6 +250,49 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
   }
 }
 
+/**
+ * What the store can add, at the deadline, about a queued task: the durable step it is parked on (a store
+ * with `durableSteps`), else, once due, its group's counts (a store with group reads). Read-only, and evidence
+ * only: a read that fails is left out, so the wait still ends with its `TaskTimeout`.
+ */
+async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Promise<Pick<TimeoutContext, "parked" | "group">> {
+  try {
+    if (store.capabilities.durableSteps === true) {
+      const parked = parkedStep(await (store as TaskStepStore).steps(task.id));
+      if (parked !== null) return { parked, group: null };
+    }
+    const group = task.run_at_ms <= nowMs && hasGroupReads(store) ? await store.taskGroup(task.id) : null;
+    return { parked: null, group };
+  } catch {
+    return { parked: null, group: null };
+  }
+}
+
+/** The journal entry a queued task is parked on: its latest `waiting` entry, or `null`. */
+function parkedStep(steps: readonly StepRecord[]): StepRecord | null {
+  let latest: StepRecord | null = null;
+  for (const step of steps) if (step.status === "waiting" && (latest === null || step.seq > latest.seq)) latest = step;
+  return latest;
+}
+
+/** What a parked task waits for, in the words of a `TaskTimeout` message. */
+function parkedWords(step: StepRecord, nowMs: number): string {
+  const inMs = step.wakeAtMs === null || step.wakeAtMs >= PARK_FOREVER_AT_MS ? null : Math.max(0, step.wakeAtMs - nowMs);
+  switch (step.kind) {
+    case "sleep":
+      return `sleeping in step '${step.name}'${inMs === null ? "" : `, waking in ${inMs}ms`}`;
+    case "wait":
+      return `waiting for a message '${String(step.waitingFor)}'${inMs === null ? ", with no timeout" : `, or its timeout in ${inMs}ms`}`;
+    case "join": {
+      const count = Array.isArray(step.waitingFor) ? step.waitingFor.length : 0;
+      return `joining ${count} child task${count === 1 ? "" : "s"} (step '${step.name}')`;
+    }
+    case "step":
+    case "spawn":
+      return `waiting in step '${step.name}'`;
+  }
+}
+
 /** What {@link describeTimeout} needs to know. */
 export interface TimeoutContext {
   /** The awaited id (by-id waits). */
@@ -255,6 +304,10 @@ export interface TimeoutContext {
   readonly timeoutMs: number;
   /** Wall-clock now, to say when a delayed task runs next. */
   readonly nowMs: number;
+  /** The durable step a queued task is parked on (its latest `waiting` journal entry), if read. @default null */
+  readonly parked?: StepRecord | null;
+  /** A due queued task's group and its counts, if it has one and the store reads groups. @default null */
+  readonly group?: TaskGroupInfo | null;
 }
 
 function lastError(task: Task): string {
@@ -264,10 +317,11 @@ function lastError(task: Task): string {
 
 /**
  * The message of a wait's `TaskTimeout` (§7; the wording is not contract):
- * it names where the task was stuck — not found (by id or by key); queued
- * and never claimed (no worker for that name, queue or database); delayed or
- * retrying, with the time to its next run; running with a cancel requested;
- * running.
+ * it names where the task was stuck — not found (by id or by key); parked on
+ * a durable sleep, wait or join; delayed or retrying, with the time to its next
+ * run; queued at its group's `groupConcurrency`; queued and never claimed (no
+ * worker for that name, queue or database — or a worker's limit on the name,
+ * which the database does not record); running with a cancel requested; running.
  *
  * @example
  * ```ts
@@ -295,17 +349,29 @@ export function describeTimeout(context: TimeoutContext): string {
   switch (task.status) {
     case "queued": {
       const dueInMs = task.run_at_ms - nowMs;
-      if (dueInMs > 0) {
+      const parked = context.parked ?? null;
+      const group = context.group ?? null;
+      // Per-name limits are worker options, not stored: a message can name them, never say one is reached.
+      const limits = `globalConcurrency, rateLimit${group === null ? "" : `, group ${group.group}'s groupRateLimit`}`;
+      if (parked !== null) {
+        state = `parked, ${parkedWords(parked, nowMs)} — no worker holds it meanwhile, and a worker resumes it when that ends`;
+      } else if (dueInMs > 0) {
         state =
           task.attempt === 0
             ? `delayed, ${attempts}, next run in ${dueInMs}ms`
             : `retrying after ${attempts}${lastError(task)}, next run in ${dueInMs}ms`;
+      } else if (group !== null && group.groupConcurrency !== null && group.running >= group.groupConcurrency) {
+        state =
+          `queued${task.attempt === 0 ? "" : ` again after ${attempts}${lastError(task)}`}, waiting on its group's limit: group ${group.group}: ` +
+          `${group.running} of ${group.groupConcurrency} running (groupConcurrency of '${task.name}'), ${group.queued} queued — it is claimed when one of them ends`;
       } else if (task.attempt === 0) {
-        state = `queued and never claimed — is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database?`;
+        state =
+          `queued and never claimed — is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database? ` +
+          `If one is, it is busy or held back by a limit it sets on '${task.name}' (${limits}), which the database does not record`;
       } else {
         state =
           `queued again after ${attempts}${lastError(task)} and not yet re-claimed — ` +
-          `are workers with a handler for '${task.name}' on queue '${task.queue}' running and free?`;
+          `are workers with a handler for '${task.name}' on queue '${task.queue}' running and free (and not held back by a limit they set on it: ${limits})?`;
       }
       break;
     }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument, TaskTimeout } from "../src/errors.js";
+import type { StepRecord } from "../src/steps.js";
+import { PARK_FOREVER_AT_MS } from "../src/steps.js";
 import type { TaskStore } from "../src/store.js";
 import type { Task, TaskRef } from "../src/task.js";
 import {
@@ -197,7 +199,8 @@ describe("waitForTask by id", () => {
     expect(error).toMatchObject({ taskId: ID, key: null, task: { id: ID, status: "queued" } });
     expect(error.message).toBe(
       `task ${ID} ('summarize') did not finish within 30ms: queued and never claimed — ` +
-        `is a worker running with a handler for 'summarize' on queue 'llm' against this database?`,
+        `is a worker running with a handler for 'summarize' on queue 'llm' against this database? ` +
+        `If one is, it is busy or held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit), which the database does not record`,
     );
   });
 
@@ -347,8 +350,50 @@ describe("describeTimeout", () => {
     );
     expect(describeTimeout({ ...base, key: "k", task: queuedRow({ attempt: 2, error: { message: "flaky" } }) })).toBe(
       `task ${ID} ('summarize', key 'k') did not finish within 5ms: queued again after attempt 2/3 (last error: flaky) and not yet re-claimed — ` +
-        `are workers with a handler for 'summarize' on queue 'default' running and free?`,
+        `are workers with a handler for 'summarize' on queue 'default' running and free (and not held back by a limit they set on it: globalConcurrency, rateLimit)?`,
     );
+  });
+
+  it("names a due task at its group's groupConcurrency, and a group's groupRateLimit among the limits it may be held back by", () => {
+    const full = { group: "acme", running: 2, queued: 3, groupConcurrency: 2 };
+    expect(describeTimeout({ ...base, task: queuedRow(), group: full })).toBe(
+      `task ${ID} ('summarize') did not finish within 5ms: queued, waiting on its group's limit: group acme: 2 of 2 running ` +
+        `(groupConcurrency of 'summarize'), 3 queued — it is claimed when one of them ends`,
+    );
+    expect(describeTimeout({ ...base, task: queuedRow({ attempt: 1, error: { message: "flaky" } }), group: full })).toContain(
+      ": queued again after attempt 1/3 (last error: flaky), waiting on its group's limit: group acme: 2 of 2",
+    );
+    for (const room of [{ ...full, running: 1 }, { ...full, groupConcurrency: null }]) {
+      expect(describeTimeout({ ...base, task: queuedRow(), group: room })).toContain(
+        "held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit, group acme's groupRateLimit), which the database does not record",
+      );
+    }
+  });
+
+  it("names what a parked task waits for: a sleep, a message (with or without its timeout), a join", () => {
+    const step = (fields: Partial<StepRecord>): StepRecord => ({
+      name: "nap",
+      kind: "sleep",
+      status: "waiting",
+      result: null,
+      error: null,
+      attempt: 1,
+      atMs: NOW,
+      wakeAtMs: NOW + 60_000,
+      waitingFor: null,
+      seq: 1,
+      ...fields,
+    });
+    const parked = (fields: Partial<StepRecord>) => describeTimeout({ ...base, task: queuedRow({ run_at_ms: NOW + 60_000 }), parked: step(fields) });
+    const tail = " — no worker holds it meanwhile, and a worker resumes it when that ends";
+    expect(parked({})).toBe(`task ${ID} ('summarize') did not finish within 5ms: parked, sleeping in step 'nap', waking in 60000ms${tail}`);
+    expect(parked({ wakeAtMs: null })).toContain(": parked, sleeping in step 'nap' — ");
+    expect(parked({ kind: "wait", name: "go", waitingFor: "go", wakeAtMs: PARK_FOREVER_AT_MS })).toContain(": parked, waiting for a message 'go', with no timeout — ");
+    expect(parked({ kind: "wait", name: "go", waitingFor: "go", wakeAtMs: NOW - 5 })).toContain(": parked, waiting for a message 'go', or its timeout in 0ms — ");
+    expect(parked({ kind: "join", name: "j", waitingFor: ["task_a"] })).toContain(": parked, joining 1 child task (step 'j') — ");
+    expect(parked({ kind: "join", name: "j", waitingFor: ["task_a", "task_b"] })).toContain(": parked, joining 2 child tasks (step 'j') — ");
+    expect(parked({ kind: "join", name: "j", waitingFor: null })).toContain(": parked, joining 0 child tasks (step 'j') — ");
+    expect(parked({ kind: "step", name: "s" })).toContain(": parked, waiting in step 's' — ");
   });
 
   it("names a running task: cancel requested, or its worker and progress", () => {
@@ -366,6 +411,44 @@ describe("describeTimeout", () => {
 
   it.each(["succeeded", "failed", "canceled"] as const)("names a row that turned %s only after the deadline", (status) => {
     expect(describeTimeout({ ...base, task: terminalRow(status) })).toContain(`: ${status}, but the row was read only after the deadline`);
+  });
+});
+
+describe("waitForTask's evidence for a queued task at the deadline", () => {
+  const waiting: StepRecord = { name: "nap", kind: "sleep", status: "waiting", result: null, error: null, attempt: 1, atMs: NOW, wakeAtMs: NOW + 900, waitingFor: null, seq: 2 };
+  const done: StepRecord = { ...waiting, name: "fetch", kind: "step", status: "done", wakeAtMs: null, seq: 1 };
+
+  function evidenceStore(row: Task, reads: { steps?: () => Promise<StepRecord[]>; taskGroup?: () => Promise<unknown> }) {
+    const f = fakeStore([row]);
+    const store = Object.assign(f.store, {
+      capabilities: { durableSteps: reads.steps !== undefined, groups: reads.taskGroup !== undefined },
+      ...reads,
+      groupStats: async () => [],
+    }) as unknown as TaskStore;
+    return { f, store };
+  }
+
+  it("a store with durable steps: the step the task is parked on (its latest waiting entry)", async () => {
+    const older = { ...waiting, name: "first", seq: 0 };
+    const { f, store } = evidenceStore(queuedRow({ run_at_ms: NOW + 900 }), { steps: async () => [older, done, waiting] });
+    const error = await timeoutOf(waitForTask(store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, f.deps));
+    expect(error.message).toContain(": parked, sleeping in step 'nap', waking in 900ms — no worker holds it meanwhile");
+  });
+
+  it("not parked and due: its group's counts from a store with group reads", async () => {
+    const group = { group: "acme", running: 1, queued: 1, groupConcurrency: 1 };
+    const { f, store } = evidenceStore(queuedRow(), { steps: async () => [done], taskGroup: async () => group });
+    const error = await timeoutOf(waitForTask(store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, f.deps));
+    expect(error.message).toContain(": queued, waiting on its group's limit: group acme: 1 of 1 running (groupConcurrency of 'summarize'), 1 queued");
+  });
+
+  it("a delayed task's group is not read; a read that fails leaves the evidence out and the wait still times out", async () => {
+    let groupReads = 0;
+    const delayed = evidenceStore(queuedRow({ run_at_ms: NOW + 900 }), { taskGroup: async () => (groupReads += 1) });
+    expect((await timeoutOf(waitForTask(delayed.store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, delayed.f.deps))).message).toContain(": delayed, attempt 0/3");
+    expect(groupReads).toBe(0);
+    const failing = evidenceStore(queuedRow(), { steps: () => Promise.reject(new Error("connection reset")) });
+    expect((await timeoutOf(waitForTask(failing.store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, failing.f.deps))).message).toContain(": queued and never claimed — ");
   });
 });
 
