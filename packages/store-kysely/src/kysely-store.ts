@@ -189,7 +189,9 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
    * T1 (§5.1). Validates and encodes first, then passes the backpressure
    * gate, then inserts. With a key, one write transaction: key lock, read the
    * key's task, `resolveKeyConflict`, then reuse, reject (`AlreadyExists`,
-   * nothing written) or cancel-and-insert with the key upserted.
+   * nothing written) or cancel-and-insert with the key upserted. Keyed
+   * submits of one key in flight at once on this instance take the key lock
+   * in call order, so a debounce or `replace` keeps the last one issued.
    */
   async submit(input: SubmitInput): Promise<Task> {
     return (await this.#submits.submit(input)).task;

@@ -13,6 +13,7 @@ import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, STEPS_TABLE } from "./extension-tables.js";
 import { HAS_JOURNAL_TEMPLATE } from "./steps-journal.js";
 import { recordTaskGroup } from "./group-submit.js";
+import { KeyTurns } from "./key-turns.js";
 
 /** The store a submit belongs to: the backpressure gate it passes, and the store the gate reads. */
 export interface GatedStore extends TaskStore {
@@ -26,7 +27,9 @@ export interface GatedStore extends TaskStore {
  * transaction: key lock, read the key's task, `resolveKeyConflict`, then
  * reuse, reject (`AlreadyExists`, nothing written) or cancel-and-insert with
  * the key upserted — the store's one read-then-decide step, under the key
- * lock.
+ * lock. Keyed submits of one key from this instance reach the key lock in the
+ * order they were called (see `key-turns.ts`), so the last one issued is the
+ * last one a debounce or `replace` applies.
  */
 export class SubmitPath {
   readonly #statements: StoreStatements;
@@ -35,6 +38,7 @@ export class SubmitPath {
   readonly #insert: BatchableSubmit;
   readonly #unkeyed: BatchedWriter<Params, Task>;
   readonly #extensions: StoreExtensions | null;
+  readonly #turns = new KeyTurns();
 
   /**
    * @param statements - The store's statements.
@@ -58,13 +62,25 @@ export class SubmitPath {
    */
   submit(input: SubmitInput): Promise<SubmitOutcome> {
     const submit = normalizeSubmit(input, newTaskId());
+    if (submit.key === null) return this.#run(submit, null);
+    // Taken at the call, before any await, so that call order is the order the key lock sees.
+    const turn = this.#turns.take(submit.key);
+    return this.#run(submit, turn.ready).finally(() => turn.release());
+  }
+
+  /** {@link SubmitPath.submit} after validation; a keyed submit opens its transaction once `turn` settles. */
+  #run(submit: NormalizedSubmit, turn: Promise<void> | null): Promise<SubmitOutcome> {
     return this.#lifecycle.run(async () => {
       const gate = this.#store.queueDepthGate;
       if (gate !== null) await gate.acquire(submit.queue, this.#store);
       if (submit.group !== null) await this.#groupTables().ensure(GROUP_TABLES);
       // A debounced submit reads the key's task's step journal (under the key lock: no table may be created there).
       if (submit.debounce !== null) await this.#groupTables().ensure(STEPS_TABLE);
-      if (submit.key !== null) return this.#keyed(submit, submit.key);
+      if (submit.key !== null) {
+        // Waits outside any transaction, so a submit waiting for its turn holds no pool connection.
+        await turn;
+        return this.#keyed(submit, submit.key);
+      }
       if (submit.group === null) return { task: await this.#unkeyed(submit.params), created: true };
       const { db, dialect } = this.#statements;
       const group = submit.group;

@@ -19,3 +19,5 @@ export type { GroupLeaseReport } from "./group-stress-leases.js";
 export { groupLeaseStressSeeds, runGroupLeaseStress } from "./group-stress-leases.js";
 export { eachSeedOnStores } from "./seeded.js";
 export { KIT_CASE_TIMEOUT_MS } from "./kit.js";
+export type { KeyedIssueOrderReport } from "./keyed-issue-order.js";
+export { runKeyedIssueOrder } from "./keyed-issue-order.js";
