@@ -4,8 +4,9 @@
  * `explain`, `cairnq stats --by-group` and the dashboard show. Queued counts
  * read the group rows that may hold a queued task and each task by primary
  * key; running counts read the name's running tasks (over the partial lease
- * index) and each one's group row by key, as the group claim does; the first call creates the group
- * tables if they are absent (empty), like a first submit with a group.
+ * index) and each one's group row by key, as the group claim does. Reads create nothing: on a
+ * database without the group tables (no grouped submit or grouped claim yet, which are what create
+ * them) they answer as for empty tables, after a catalog read that stops once it has found them.
  */
 import type { GroupCounts, TaskGroupInfo } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
@@ -14,6 +15,7 @@ import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js"
 import { paramsOfAll } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
+import { defaultExtensionCatalog } from "./extension-catalog.js";
 import { TASKS_TABLE } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
 
@@ -74,29 +76,68 @@ const RUNNING_IN_GROUP: StatementTemplate = {
 export class GroupReads {
   readonly #ext: StoreExtensions;
   readonly #lifecycle: StoreLifecycle;
+  /** Whether the group tables exist: once this store created or found them, without a read. */
+  #tablesFound = false;
 
   constructor(ext: StoreExtensions, lifecycle: StoreLifecycle) {
     this.#ext = ext;
     this.#lifecycle = lifecycle;
   }
 
+  /**
+   * Whether the tables the reads use exist, from the catalog (a read, no lock; the same read
+   * `ensure` does first), cached once true: tables are never dropped under a running store. A
+   * catalog read that fails (a dialect whose catalog hook does not answer) says `null`: unknown.
+   */
+  async #tablesExist(): Promise<boolean | null> {
+    if (this.#tablesFound || this.#ext.isReady(GROUP_TABLES)) return (this.#tablesFound = true);
+    const { dialect, db } = this.#ext;
+    const names = [TASK_GROUPS_TABLE, GROUPS_TABLE];
+    let found: Set<string>;
+    try {
+      const query = dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(dialect.syntax, names);
+      found = new Set((await dialect.executor.read(db, () => query)).rows.map((row) => String(row.name)));
+    } catch {
+      return null;
+    }
+    this.#tablesFound = names.every((name) => found.has(name));
+    return this.#tablesFound;
+  }
+
+  /**
+   * `read()` when the group tables exist, else `empty` without a statement on them; when the catalog
+   * could not say, `read()` with a missing-table error answered as `empty`.
+   */
+  async #whenTables<T>(empty: T, read: () => Promise<T>): Promise<T> {
+    const exist = await this.#tablesExist();
+    if (exist === false) return empty;
+    if (exist === true) return read();
+    try {
+      return await read();
+    } catch (err) {
+      if (this.#ext.dialect.missingTable?.(err) === true) return empty;
+      throw err;
+    }
+  }
+
   /** See `GroupReadStore.taskGroup`. */
   async taskGroup(taskId: string): Promise<TaskGroupInfo | null> {
     const id = requireName(taskId, "taskId");
-    return this.#lifecycle.run(async () => {
-      await this.#ext.ensure(GROUP_TABLES);
-      const row = (await this.#ext.statements.read(TASK_GROUP, { taskId: id })).rows[0];
-      if (row === undefined) return null;
-      const limit = row.concurrency_limit;
-      const group = String(row.group_key);
-      const running = (await this.#ext.statements.read(RUNNING_IN_GROUP, { name: String(row.name), group })).rows[0]?.n;
-      return {
-        group,
-        running: Number(running ?? 0),
-        queued: Number(row.queued),
-        groupConcurrency: limit === null || limit === undefined ? null : Number(limit),
-      };
-    });
+    return this.#lifecycle.run(() => this.#whenTables(null, () => this.#taskGroup(id)));
+  }
+
+  async #taskGroup(id: string): Promise<TaskGroupInfo | null> {
+    const row = (await this.#ext.statements.read(TASK_GROUP, { taskId: id })).rows[0];
+    if (row === undefined) return null;
+    const limit = row.concurrency_limit;
+    const group = String(row.group_key);
+    const running = (await this.#ext.statements.read(RUNNING_IN_GROUP, { name: String(row.name), group })).rows[0]?.n;
+    return {
+      group,
+      running: Number(running ?? 0),
+      queued: Number(row.queued),
+      groupConcurrency: limit === null || limit === undefined ? null : Number(limit),
+    };
   }
 
   /** See `GroupReadStore.groupStats`. */
@@ -104,17 +145,18 @@ export class GroupReads {
     const checked = requireLimitedText(name, "name");
     const limit = options.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1) throw new InvalidArgument("limit", `groupStats limit must be an integer ≥ 1, got ${String(limit)}`);
-    return this.#lifecycle.run(async () => {
-      await this.#ext.ensure(GROUP_TABLES);
-      const byGroup = new Map<string, { group: string; queued: number; running: number }>();
-      for (const row of (await this.#ext.statements.read(COUNTS, { name: checked })).rows) {
-        const group = String(row.group_key);
-        const entry = byGroup.get(group) ?? { group, queued: 0, running: 0 };
-        if (row.status === "queued") entry.queued += Number(row.n);
-        else entry.running += Number(row.n);
-        byGroup.set(group, entry);
-      }
-      return sortGroupCounts([...byGroup.values()], limit);
-    });
+    return this.#lifecycle.run(() => this.#whenTables([], () => this.#groupStats(checked, limit)));
+  }
+
+  async #groupStats(checked: string, limit: number): Promise<GroupCounts[]> {
+    const byGroup = new Map<string, { group: string; queued: number; running: number }>();
+    for (const row of (await this.#ext.statements.read(COUNTS, { name: checked })).rows) {
+      const group = String(row.group_key);
+      const entry = byGroup.get(group) ?? { group, queued: 0, running: 0 };
+      if (row.status === "queued") entry.queued += Number(row.n);
+      else entry.running += Number(row.n);
+      byGroup.set(group, entry);
+    }
+    return sortGroupCounts([...byGroup.values()], limit);
   }
 }

@@ -21,3 +21,5 @@ export { eachSeedOnStores } from "./seeded.js";
 export { KIT_CASE_TIMEOUT_MS } from "./kit.js";
 export type { KeyedIssueOrderReport } from "./keyed-issue-order.js";
 export { runKeyedIssueOrder } from "./keyed-issue-order.js";
+export type { GroupReadsReport } from "./group-reads-no-ddl.js";
+export { GROUP_TABLE_NAMES, runGroupReadsWithoutTables } from "./group-reads-no-ddl.js";

@@ -33,11 +33,11 @@ it("the group tables' index upgrade does not deadlock with a transaction that re
   await claim.query("BEGIN");
   await claim.query(`SELECT task_id FROM "${schema}".cairnq_ext_task_groups WHERE name = 'g'`);
 
-  // A store's first group use runs the group DDL: it waits for the claim's read to end.
+  // A store's first group use (a grouped submit; reads run no DDL) runs the group DDL: it waits for the claim's read to end.
   const upgraded = openStore(pgDsn(), { schema });
   await upgraded.connect();
-  const stats = upgraded.groupStats("g");
-  const settled = stats.then(
+  const submitted = upgraded.submit({ name: "g", group: "b" });
+  const settled = submitted.then(
     () => "ok",
     (err: unknown) => String(err),
   );
@@ -50,7 +50,7 @@ it("the group tables' index upgrade does not deadlock with a transaction that re
   );
   const updated = await update;
   await claim.query(updated === "ok" ? "COMMIT" : "ROLLBACK");
-  expect({ updated, stats: await settled }).toEqual({ updated: "ok", stats: "ok" });
+  expect({ updated, submitted: await settled }).toEqual({ updated: "ok", submitted: "ok" });
   const indexes = await q<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'cairnq_ext_task_groups' ORDER BY indexname", [schema]);
   expect(indexes.map((row) => row.indexname)).toEqual(["cairnq_ext_task_groups_pkey", "cairnq_ext_task_groups_queued_idx", "cairnq_ext_task_groups_requeued_idx"]);
 });

@@ -1,0 +1,42 @@
+/**
+ * The group reads (`taskGroup`, what `explain` shows; `groupStats`, what
+ * `stats --by-group` shows) on a database without the group tables: they
+ * answer as for empty tables and create nothing — only a grouped submit or a
+ * grouped claim creates the tables (docs/protocol.md, extension tables). Once
+ * another store created them, the same reading store sees the rows. Shared by
+ * the integration tests of store-sqlite, store-postgres and store-mysql.
+ */
+import type { GroupReadStore, TaskStore } from "@cairnq/protocol";
+
+/** The three group tables, which the reads must not create. */
+export const GROUP_TABLE_NAMES = ["cairnq_ext_groups", "cairnq_ext_task_groups", "cairnq_ext_group_rate_claims"] as const;
+
+/** What the reads answered, and which group tables existed after each step. */
+export interface GroupReadsReport {
+  /** `taskGroup` and `groupStats` of an ungrouped task, before any group table exists. */
+  readonly before: { readonly taskGroup: unknown; readonly groupStats: unknown; readonly tables: string[] };
+  /** The same reading store after `writer` submitted a grouped task. */
+  readonly after: { readonly taskGroup: unknown; readonly groupStats: unknown; readonly tables: string[] };
+}
+
+/**
+ * Runs the reads on `reader` (connected to a database without group tables),
+ * then a grouped submit on `writer` (another store on the same database),
+ * then the reads again on `reader`; `tables()` lists which of
+ * {@link GROUP_TABLE_NAMES} exist.
+ *
+ * @example
+ * const report = await runGroupReadsWithoutTables(reader, writer, () => groupTablesIn(db));
+ * expect(report.before.tables).toEqual([]);
+ */
+export async function runGroupReadsWithoutTables(
+  reader: TaskStore & GroupReadStore,
+  writer: TaskStore,
+  tables: () => Promise<string[]>,
+): Promise<GroupReadsReport> {
+  const plain = await reader.submit({ name: "plain" });
+  const before = { taskGroup: await reader.taskGroup(plain.id), groupStats: await reader.groupStats("plain"), tables: (await tables()).sort() };
+  const grouped = await writer.submit({ name: "plain", group: "g1" });
+  const after = { taskGroup: await reader.taskGroup(grouped.id), groupStats: await reader.groupStats("plain"), tables: (await tables()).sort() };
+  return { before, after };
+}
