@@ -37,6 +37,20 @@ describe("cairnq CLI --db", () => {
     );
   });
 
+  it("refuses a URL of another scheme instead of taking it for a SQLite file, listing the schemes it opens", () => {
+    expect(usageErrorOf(() => resolveDatabase("http://x", undefined, {})).message).toBe(
+      '--db "http://x" has the URL scheme http://, which the CLI cannot open: pass a postgres://, postgresql://, mysql:// or mariadb:// URL, or a SQLite file path',
+    );
+    expect(usageErrorOf(() => resolveDatabase("sqlite:///tmp/q.db", undefined, {})).message).toMatch(/^--db "sqlite:\/\/\/tmp\/q\.db" has the URL scheme sqlite:\/\//);
+    expect(resolveDatabase("./odd:name.db", undefined, {})).toMatchObject({ kind: "sqlite", target: resolve("./odd:name.db") });
+  });
+
+  it("refuses a MySQL URL that names no database", () => {
+    for (const given of ["mysql://root@127.0.0.1:3306/", "mysql://root@127.0.0.1:3306", "mariadb://root@db"]) {
+      expect(usageErrorOf(() => resolveDatabase(given, undefined, {})).message).toMatch(new RegExp(`^--db "${given.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}" names no database; put it after the host: mysql://user@`));
+    }
+  });
+
   it("refuses --schema where it does not apply, and a missing database", () => {
     expect(usageErrorOf(() => resolveDatabase("mysql://root@h/test", "jobs", {})).message).toMatch(/--schema applies to Postgres only; on MySQL/);
     expect(usageErrorOf(() => resolveDatabase("./q.db", "jobs", {})).message).toMatch(/--schema applies to Postgres only, and --db "\.\/q\.db" is a SQLite file/);

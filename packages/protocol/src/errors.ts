@@ -504,11 +504,14 @@ export class UnsupportedBackend extends CairnQError {
 /**
  * The database cannot be opened or used as a CairnQ database at all: the
  * SQLite path is a directory, a file that is not a database, a file the
- * process may not read or write, or a directory it cannot create.
+ * process may not read or write, or a directory it cannot create; on a
+ * server (Postgres, MySQL/MariaDB), the database named does not exist or the
+ * server refused the login.
  *
  * Fatal (see {@link CairnQError.fatal}): retrying cannot help until the
- * path or its permissions change, so a worker stops instead of retrying.
- * `database` names the file as resolved; `reason` says what is wrong with it.
+ * path, its permissions, the database or the credentials change, so a
+ * worker stops instead of retrying. `database` names the file as resolved
+ * (or the server database asked for); `reason` says what is wrong with it.
  */
 export class DatabaseUnusable extends CairnQError {
   static {
@@ -518,7 +521,7 @@ export class DatabaseUnusable extends CairnQError {
   /** Retrying cannot help: see {@link CairnQError.fatal}. */
   static override readonly fatalByDefault: boolean = true;
 
-  /** The database as the store resolved it (an absolute file path for SQLite). */
+  /** The database as the store resolved it (an absolute file path for SQLite, the database name on a server). */
   readonly database: string;
   /** What is wrong with it, and what to do. */
   readonly reason: string;

@@ -1,4 +1,4 @@
-import { SerializationError } from "@cairnq/protocol";
+import { DatabaseUnusable, SerializationError } from "@cairnq/protocol";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
 
 /**
@@ -40,15 +40,53 @@ export class StatementTooLarge extends SerializationError {
   }
 }
 
+/** The server's answers to a connect that retrying cannot fix: no such database, and a refused login or database grant. */
+const UNUSABLE_CODES: Readonly<Record<string, "database" | "login">> = {
+  ER_BAD_DB_ERROR: "database", // 1049 Unknown database
+  ER_ACCESS_DENIED_ERROR: "login", // 1045 Access denied for user
+  ER_DBACCESS_DENIED_ERROR: "login", // 1044 Access denied for user to database
+  ER_ACCESS_DENIED_NO_PASSWORD_ERROR: "login", // 1698 Access denied (MariaDB, for a user its auth plugin refuses)
+};
+
+/**
+ * The connect failures retrying cannot fix until the configuration or the
+ * server changes, as a fatal {@link DatabaseUnusable} (so a worker stops, as
+ * for a schema mismatch, instead of retrying forever): the database does not
+ * exist (1049), or the server refused the login (1045, 1698) or the
+ * database (1044). `null` for any other error. `address` is `host:port` when known.
+ */
+export function unusableServer(error: unknown, address: string | null): DatabaseUnusable | null {
+  if (!(error instanceof Error)) return null;
+  const code = (error as { code?: unknown }).code;
+  const kind = typeof code === "string" ? UNUSABLE_CODES[code] : undefined;
+  if (kind === undefined) return null;
+  const named = /database '([^']*)'/i.exec(error.message)?.[1] ?? null;
+  const what = named === null ? "the database" : `database '${named}'`;
+  const reason =
+    kind === "database"
+      ? `the server has no ${what}: create it (CREATE DATABASE), then run cairnq migrate on it; or fix the database name in the connection string`
+      : `the server refused the login${named === null ? "" : ` to ${what}`}: check the user and password in the connection string and the user's grants`;
+  const at = address === null ? "" : ` at ${address}`;
+  const failure = new DatabaseUnusable(named ?? (address ?? "(unnamed)"), reason, {
+    message: `could not open a connection to MySQL${at} (${error.message}): ${reason}. Nothing was written; retrying cannot help until that changes, so a worker stops`,
+    cause: error,
+  });
+  (failure as DatabaseUnusable & { code?: unknown }).code = code;
+  return failure;
+}
+
 /**
  * A connection the pool could not open, said plainly: where (`host:port`,
  * never the password), the driver's words (kept as `cause`, its `code`
  * copied), that nothing was written, and what to do. Raw, an unreachable
  * host fails after mysql2's `connectTimeout` with a bare `connect ETIMEDOUT`.
  * Not a `CairnQError`: it stays transient, so a worker retries it with
- * backoff.
+ * backoff — except a missing database or a refused login
+ * ({@link unusableServer}), which are fatal.
  */
 export function connectFailure(error: unknown, address: string): Error {
+  const unusable = unusableServer(error, address);
+  if (unusable !== null) return unusable;
   const cause = error instanceof Error ? error : new Error(String(error));
   const code = (cause as { code?: unknown }).code;
   const why =

@@ -16,7 +16,7 @@
  */
 import type { MysqlPool } from "kysely";
 import type { MySQLPool, MySQLPoolConnection } from "./mysql-driver.js";
-import { connectFailure, StatementTooLarge } from "./mysql-errors.js";
+import { connectFailure, StatementTooLarge, unusableServer } from "./mysql-errors.js";
 
 /** MySQL's ER_NET_PACKET_TOO_LARGE: the server read a packet over `max_allowed_packet` and closes the connection. */
 const ER_NET_PACKET_TOO_LARGE = 1153;
@@ -57,7 +57,7 @@ export class GuardedPool {
   getConnection(callback: (error: unknown, connection: MySQLPoolConnection) => void): void {
     this.pool.getConnection((error, raw) => {
       if (error !== null && error !== undefined) {
-        callback(this.address === null ? error : connectFailure(error, this.address), raw);
+        callback(this.address === null ? (unusableServer(error, null) ?? error) : connectFailure(error, this.address), raw);
         return;
       }
       const connection = raw as DriverConnection;

@@ -1,12 +1,48 @@
+import { DatabaseUnusable } from "@cairnq/protocol";
+
+/** SQLSTATE `invalid_catalog_name`: the database named in the connection does not exist. */
+export const INVALID_CATALOG_NAME = "3D000";
+/** SQLSTATEs of a refused login: `invalid_authorization_specification` (no such role, no pg_hba.conf entry) and `invalid_password`. */
+export const LOGIN_REFUSED: readonly string[] = ["28000", "28P01"];
+
+/**
+ * The connect failures retrying cannot fix until the configuration or the
+ * server changes, as a fatal {@link DatabaseUnusable} (so a worker stops, as
+ * for a schema mismatch, instead of retrying forever): the database does not
+ * exist (3D000), or the server refused the login (28000, 28P01). `null` for
+ * any other error. `database` names the database the connection asked for,
+ * when known.
+ */
+export function unusableServer(error: unknown, database: string | null): DatabaseUnusable | null {
+  if (!(error instanceof Error)) return null;
+  const code = (error as { code?: unknown }).code;
+  if (code !== INVALID_CATALOG_NAME && !LOGIN_REFUSED.includes(code as string)) return null;
+  const named = code === INVALID_CATALOG_NAME ? (/database "([^"]*)"/.exec(error.message)?.[1] ?? database) : database;
+  const what = named === null ? "the database" : `database "${named}"`;
+  const reason =
+    code === INVALID_CATALOG_NAME
+      ? `the server has no ${what}: create it (CREATE DATABASE, or createdb), then run cairnq migrate on it; or fix the database name in the connection string`
+      : `the server refused the login: check the user and password in the connection string (or PGUSER/PGPASSWORD) and the server's pg_hba.conf`;
+  const failure = new DatabaseUnusable(named ?? "(unnamed)", reason, {
+    message: `could not open a connection to Postgres (${error.message}, SQLSTATE ${String(code)}): ${reason}. Nothing was written; retrying cannot help until that changes, so a worker stops`,
+    cause: error,
+  });
+  (failure as DatabaseUnusable & { code?: unknown }).code = code;
+  return failure;
+}
+
 /**
  * A connection the pool could not open, said plainly: the driver's words
  * (kept as `cause`, its `code` copied), that nothing was written, and what
  * to do. Raw, a submit made while the server restarts fails with a bare
  * `connect ECONNREFUSED 127.0.0.1:5432` or `the database system is
  * shutting down`. Not a `CairnQError`: it stays transient, so a worker
- * retries it with backoff.
+ * retries it with backoff — except a missing database or a refused login
+ * ({@link unusableServer}), which are fatal.
  */
-export function connectFailure(error: unknown): Error {
+export function connectFailure(error: unknown, database: string | null = null): Error {
+  const unusable = unusableServer(error, database);
+  if (unusable !== null) return unusable;
   const cause = error instanceof Error ? error : new Error(String(error));
   const code = (cause as { code?: unknown }).code;
   const startup = /unsupported startup parameter/i.test(cause.message);

@@ -82,6 +82,22 @@ export interface DiscardingPool extends KyselyPostgresPool {
   dropIdle(): void;
 }
 
+/**
+ * The database a `pg.Pool`'s connections ask for, for connect errors: pg-pool's `options.database`, or
+ * the path of its `connectionString`; `null` when neither says (pg then uses PGDATABASE or the user name).
+ */
+function databaseOf(pool: object): string | null {
+  const options = (pool as { options?: { database?: unknown; connectionString?: unknown } }).options;
+  if (typeof options?.database === "string") return options.database;
+  if (typeof options?.connectionString !== "string") return null;
+  try {
+    const name = decodeURIComponent(new URL(options.connectionString).pathname.slice(1));
+    return name === "" ? null : name;
+  } catch {
+    return null;
+  }
+}
+
 /** How long the held client of a pool the store built may sit unused before it goes back to the pool (which then applies its own idle timeout). */
 const HELD_IDLE_MS = 1_000;
 
@@ -166,7 +182,7 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
       try {
         opened = await pool.connect();
       } catch (error) {
-        throw connectFailure(error);
+        throw connectFailure(error, databaseOf(pool));
       }
       const client = opened as PooledClient;
       if (client[WRAPPED] !== true) {

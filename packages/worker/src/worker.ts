@@ -301,7 +301,8 @@ export class Worker {
    * `stop()`); calling it while running returns the same promise.
    *
    * Errors retrying cannot fix (`isFatalError`: the SQLite path is a
-   * directory or not a database, `ProtocolVersionMismatch`,
+   * directory or not a database, a Postgres or MySQL database that does not
+   * exist or a refused login (`DatabaseUnusable`), `ProtocolVersionMismatch`,
    * `SchemaMismatch`, a store closed under the running worker) stop the worker at once — running handlers drain as
    * in `stop()` — and `run()` rejects with the error. Transient ones (a
    * refused connection, a restarting server) are reported (`onError`, or the

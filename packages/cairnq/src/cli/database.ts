@@ -1,5 +1,6 @@
 /**
- * `--db`: a SQLite file, a `postgres://` URL or a `mysql://` URL, opened as a CairnQ client.
+ * `--db`: a SQLite file, a `postgres://` URL or a `mysql://` URL, opened as a CairnQ client; a URL of
+ * another scheme is refused (not taken for a file name), and so is a MySQL URL that names no database.
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -24,6 +25,10 @@ export interface DatabaseTarget {
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 const MYSQL_URL = /^(mysql|mariadb):\/\//i;
+/** Anything written as `<scheme>://…`: a URL, never a SQLite file name. */
+const ANY_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
+/** The `--db` URL schemes the CLI opens, for the message that refuses another one. */
+const SCHEMES = "postgres://, postgresql://, mysql:// or mariadb://";
 
 /** `given` as a URL; a usage error that shows `example` when it is not one. */
 function parseDbUrl(given: string, example: string): URL {
@@ -52,7 +57,14 @@ export function resolveDatabase(db: string | undefined, schema: string | undefin
     if (schema !== undefined) {
       throw new UsageError(`--schema applies to Postgres only; on MySQL the database in the URL is the schema (mysql://user@host:3306/<database>)`);
     }
+    if (url.pathname.replace(/^\/+/, "") === "") {
+      throw new UsageError(`--db ${JSON.stringify(given)} names no database; put it after the host: mysql://user@${url.host || "host:3306"}/<database>`);
+    }
     return { kind: "mysql", target: given, schema: null, description: `MySQL ${url.host}${url.pathname}` };
+  }
+  if (ANY_URL.test(given)) {
+    const scheme = given.slice(0, given.indexOf(":"));
+    throw new UsageError(`--db ${JSON.stringify(given)} has the URL scheme ${scheme}://, which the CLI cannot open: pass a ${SCHEMES} URL, or a SQLite file path`);
   }
   if (schema !== undefined) {
     throw new UsageError(`--schema applies to Postgres only, and --db ${JSON.stringify(given)} is a SQLite file; drop --schema, or pass a postgres:// URL`);
