@@ -378,12 +378,19 @@ function jsonBlock(value, cls) {
   return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, JSON.stringify(value, null, 2));
 }
 
+/** Whether a JSON value is an object (not null, not an array). */
+function isPlainObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /**
  * The submitter's trace context CairnQ stores in the metadata (key `cairnq.trace`, docs/protocol.md), as the
  * trace id an operator pastes into their tracing tool, and the metadata without it (what the submitter wrote).
  */
 function traceOf(metadata) {
-  const carrier = metadata?.["cairnq.trace"];
+  // A v1 peer may have stored any JSON value (null, an array, a string): shown as it is, with no trace.
+  if (!isPlainObject(metadata)) return { trace: null, metadata };
+  const carrier = metadata["cairnq.trace"];
   const match = typeof carrier?.traceparent === "string" ? /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(carrier.traceparent) : null;
   if (match === null) return { trace: null, metadata };
   const { ["cairnq.trace"]: _carrier, ...rest } = metadata;
@@ -487,7 +494,7 @@ function renderDetail(data) {
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),
     task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],
     task.error === null ? null : [el("h4", {}, "Error"), el("div", { "data-testid": "error" }, jsonBlock(task.error, "error"))],
-    Object.keys(metadata).length === 0 ? null : [el("h4", {}, "Metadata"), el("div", { "data-testid": "metadata" }, jsonBlock(metadata))],
+    isPlainObject(metadata) && Object.keys(metadata).length === 0 ? null : [el("h4", {}, "Metadata"), el("div", { "data-testid": "metadata" }, jsonBlock(metadata))],
     ),
   );
   box.hidden = false;

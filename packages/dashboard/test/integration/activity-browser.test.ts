@@ -7,13 +7,15 @@
  *
  * Screenshots land in test/artifacts/ (gitignored): activity-hour.png,
  * activity-day-hooks.png, traced-task-detail.png. Also: a traced task's detail
- * shows its trace id.
+ * shows its trace id, and a task whose metadata a v1 peer stored as any JSON
+ * value opens.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import Database from "better-sqlite3";
 import { chromiumLaunchOptions, ensureChromium } from "@cairnq/test-support";
 import type { Browser } from "playwright-core";
 import { chromium } from "playwright-core";
@@ -155,6 +157,43 @@ describe("the Activity charts", () => {
       await page.reload();
       await detail.getByTestId("metadata").filter({ hasText: "globex" }).waitFor({ timeout: 10_000 });
       await expect(detail.getByTestId("trace-id").count()).resolves.toBe(0);
+    } finally {
+      await page.close();
+      await closeDashboards();
+      await store.close();
+    }
+  });
+
+  it("opens a task whose metadata a v1 peer stored as JSON null, an array or a string, showing it as stored", async () => {
+    const file = join(dir, "peer-metadata.db");
+    const store = new SQLiteStore(file);
+    const tasks = [
+      { metadata: "null", shown: "null" },
+      { metadata: '["a",1]', shown: '"a"' },
+      { metadata: '"note"', shown: '"note"' },
+    ];
+    const ids: string[] = [];
+    for (const _ of tasks) ids.push((await store.submit({ name: "peer", queue: "peer", payload: { n: ids.length } })).id);
+    // What a protocol v1 peer may write: the metadata column holds any JSON, not only an object.
+    const raw = new Database(file);
+    try {
+      tasks.forEach((t, i) => raw.prepare("UPDATE cairnq_tasks SET metadata = ? WHERE id = ?").run(t.metadata, ids[i]));
+    } finally {
+      raw.close();
+    }
+    const base = await serveDashboard({ store });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const errors: string[] = [];
+    page.on("pageerror", (err) => errors.push(err.message));
+    try {
+      for (const [i, t] of tasks.entries()) {
+        await page.goto(`${base}/#${ids[i]}`);
+        await page.reload();
+        const detail = page.locator("#detail");
+        await detail.getByTestId("payload").filter({ hasText: `"n": ${i}` }).waitFor({ timeout: 10_000 });
+        await expect(detail.getByTestId("metadata").textContent()).resolves.toContain(t.shown);
+      }
+      expect(errors).toEqual([]);
     } finally {
       await page.close();
       await closeDashboards();
