@@ -25,6 +25,7 @@ import { CompiledQuery } from "kysely";
 import type { StoreClock } from "./clock.js";
 import type { Row } from "./executor.js";
 import type { SqlSyntax } from "./sql-syntax.js";
+import { TASKS_TABLE } from "./tables.js";
 
 /** What fills one placeholder when a compiled statement runs. */
 export type Bind =
@@ -117,8 +118,6 @@ function param(params: Params, name: string): unknown {
   return params[name];
 }
 
-/** The task table, the FROM of a parent condition's subquery and the outer row's name. */
-const PARENT_TABLE = "cairnq_tasks";
 /** The parent row's alias in a parent condition's subquery. */
 const PARENT_ALIAS = "cq_parent";
 
@@ -239,7 +238,7 @@ export class ExprCompiler {
   expr(expr: Expr): Fragment {
     switch (expr.kind) {
       case "column":
-        return { sql: this.#qualifier === null ? expr.column : `${this.#qualifier}.${expr.column}`, prec: Prec.Atom };
+        return { sql: this.#column(expr.column), prec: Prec.Atom };
       case "param":
         return this.#paramFragment(expr);
       case "literal": {
@@ -331,10 +330,9 @@ export class ExprCompiler {
         if (shape === "n") return this.#TRUE;
         if (shape === "r") {
           const ref = this.syntax.batchRef(expr.param);
-          return { sql: `(${ref} IS NULL OR ${expr.column} = ${ref})`, prec: Prec.Atom };
+          return { sql: `(${ref} IS NULL OR ${this.#column(expr.column)} = ${ref})`, prec: Prec.Atom };
         }
-        const column = this.#qualifier === null ? expr.column : `${this.#qualifier}.${expr.column}`;
-        return { sql: `${column} = ${this.slot(expr.param)}`, prec: Prec.Compare };
+        return { sql: `${this.#column(expr.column)} = ${this.slot(expr.param)}`, prec: Prec.Compare };
       }
       case "coalesce": {
         const parts: Fragment[] = [];
@@ -389,6 +387,11 @@ export class ExprCompiler {
    * SQLite and Postgres probe the key either way (`EXPLAIN` of the purge pick over 100,000 rows).
    * The outer row is named by the table, which every statement over tasks selects from unaliased.
    */
+  /** A column as the expression being compiled reads it: the row's own, or inside a parent condition the parent's. */
+  #column(column: string): string {
+    return this.#qualifier === null ? column : `${this.#qualifier}.${column}`;
+  }
+
   #parent(where: Expr): Fragment {
     if (this.#qualifier !== null) throw new Error("a parent condition cannot read its own parent");
     this.#qualifier = PARENT_ALIAS;
@@ -399,9 +402,9 @@ export class ExprCompiler {
       this.#qualifier = null;
     }
     if (condition.known === false || condition.known === null) return this.#FALSE;
-    const link = `${PARENT_ALIAS}.id = ${PARENT_TABLE}.parent_id`;
+    const link = `${PARENT_ALIAS}.id = ${TASKS_TABLE}.parent_id`;
     const body = condition.known === true ? link : `${link} AND ${this.#wrap(condition, Prec.And)}`;
-    return { sql: `coalesce((SELECT 1 FROM ${PARENT_TABLE} ${PARENT_ALIAS} WHERE ${body}), 0) = 1`, prec: Prec.Compare, nonNull: true };
+    return { sql: `coalesce((SELECT 1 FROM ${TASKS_TABLE} ${PARENT_ALIAS} WHERE ${body}), 0) = 1`, prec: Prec.Compare, nonNull: true };
   }
 }
 

@@ -156,13 +156,21 @@ export class StoreExtensions {
   async #inPlace(ddl: readonly string[]): Promise<boolean> {
     try {
       const objects = extensionObjects(ddl);
-      const names = [...objects.present, ...objects.absent];
-      const query = this.dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(this.dialect.syntax, names);
-      const { rows } = await this.dialect.executor.read(this.db, () => query);
-      return objectsInPlace(objects, new Set(rows.map((row) => String(row.name))));
+      return objectsInPlace(objects, await this.catalogNames([...objects.present, ...objects.absent]));
     } catch {
       return false;
     }
+  }
+
+  /**
+   * Which of `names` (tables, indexes) the catalog shows, by the dialect's `extensionCatalog` read
+   * outside any transaction, no lock: what {@link ensure} reads first, and what a read that must not
+   * create the tables (`GroupReads`) checks instead. Rejects when the read fails.
+   */
+  async catalogNames(names: readonly string[]): Promise<Set<string>> {
+    const query = this.dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(this.dialect.syntax, names);
+    const { rows } = await this.dialect.executor.read(this.db, () => query);
+    return new Set(rows.map((row) => String(row.name)));
   }
 
   /** Whether this store created or found `table` (an {@link ensure} of it resolved): it exists. */

@@ -15,7 +15,6 @@ import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js"
 import { paramsOfAll } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
-import { defaultExtensionCatalog } from "./extension-catalog.js";
 import { TASKS_TABLE } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
 
@@ -85,18 +84,16 @@ export class GroupReads {
   }
 
   /**
-   * Whether the tables the reads use exist, from the catalog (a read, no lock; the same read
-   * `ensure` does first), cached once true: tables are never dropped under a running store. A
+   * Whether the tables the reads use exist, from the catalog (`StoreExtensions.catalogNames`: a read,
+   * no lock, the one `ensure` does first), cached once true: tables are never dropped under a running store. A
    * catalog read that fails (a dialect whose catalog hook does not answer) says `null`: unknown.
    */
   async #tablesExist(): Promise<boolean | null> {
     if (this.#tablesFound || this.#ext.isReady(GROUP_TABLES)) return (this.#tablesFound = true);
-    const { dialect, db } = this.#ext;
     const names = [TASK_GROUPS_TABLE, GROUPS_TABLE];
     let found: Set<string>;
     try {
-      const query = dialect.extensionCatalog?.(names) ?? defaultExtensionCatalog(dialect.syntax, names);
-      found = new Set((await dialect.executor.read(db, () => query)).rows.map((row) => String(row.name)));
+      found = await this.#ext.catalogNames(names);
     } catch {
       return null;
     }

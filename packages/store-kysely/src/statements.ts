@@ -27,8 +27,9 @@ import { paramsOfAll } from "./compiler.js";
 import type { ClaimProbeParts } from "./sql-syntax.js";
 import { existsClaimProbe } from "./sql-syntax.js";
 
-/** The task table (§3.1). */
-export const TASKS_TABLE = "cairnq_tasks";
+import { TASKS_TABLE } from "./tables.js";
+
+export { TASKS_TABLE };
 /** The business-key table (§3.2). */
 export const KEYS_TABLE = "cairnq_task_keys";
 /** The meta table (§3.3). */

@@ -21,5 +21,7 @@ export { eachSeedOnStores } from "./seeded.js";
 export { KIT_CASE_TIMEOUT_MS } from "./kit.js";
 export type { KeyedIssueOrderReport } from "./keyed-issue-order.js";
 export { runKeyedIssueOrder } from "./keyed-issue-order.js";
+export type { StoreWithKysely, ViewBesideWaitingReport } from "./view-beside-waiting.js";
+export { runViewBesideWaitingSubmit } from "./view-beside-waiting.js";
 export type { GroupReadsReport } from "./group-reads-no-ddl.js";
 export { GROUP_TABLE_NAMES, runGroupReadsWithoutTables } from "./group-reads-no-ddl.js";

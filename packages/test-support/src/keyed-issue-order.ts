@@ -58,3 +58,4 @@ export async function runKeyedIssueOrder(store: TaskStore, bursts: number): Prom
   }
   return report;
 }
+

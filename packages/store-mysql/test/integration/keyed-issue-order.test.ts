@@ -5,9 +5,8 @@
  * `withTransaction` view's submit never waits behind a store submit of the
  * same key that waits for the caller's own transaction.
  */
-import type { Task } from "@cairnq/protocol";
 import { MySQLStore } from "@cairnq/store-mysql";
-import { MySQLAdmin, mysqlDsn, runKeyedIssueOrder } from "@cairnq/test-support";
+import { MySQLAdmin, mysqlDsn, runKeyedIssueOrder, runViewBesideWaitingSubmit } from "@cairnq/test-support";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 /** Bursts per mode. */
@@ -40,17 +39,8 @@ describe("keyed submits issued together from one MySQL store", () => {
     const store = new MySQLStore(dsn, { max: 4 });
     stores.push(store);
     await store.connect();
-    let outside: Promise<Task> | null = null;
-    let second = "";
-    await store.db.transaction().execute(async (trx) => {
-      const view = store.withTransaction(trx);
-      await view.submit({ name: "n", key: "k", conflict: "replace", payload: { n: 1 } });
-      // Waits for the key lock the caller's transaction holds.
-      outside = store.submit({ name: "n", key: "k", conflict: "replace", payload: { n: 2 } });
-      second = (await view.submit({ name: "n", key: "k", conflict: "replace", payload: { n: 3 } })).id;
-    });
-    const last = await (outside as unknown as Promise<Task>);
-    expect(last.id).not.toBe(second);
-    expect(await store.getByKey("k")).toMatchObject({ id: last.id, payload: { n: 2 } });
+    const { outsideId, viewId, final } = await runViewBesideWaitingSubmit(store);
+    expect(outsideId).not.toBe(viewId);
+    expect(final).toMatchObject({ id: outsideId, payload: { n: 2 } });
   }, 30_000);
 });

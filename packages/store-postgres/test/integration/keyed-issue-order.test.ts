@@ -5,8 +5,7 @@
  * `withTransaction` view's submit never waits behind a store submit of the
  * same key that waits for the caller's own transaction.
  */
-import type { Task } from "@cairnq/protocol";
-import { runKeyedIssueOrder } from "@cairnq/test-support";
+import { runKeyedIssueOrder, runViewBesideWaitingSubmit } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
 import { openStore, pgDsn, schemaName } from "../helpers.js";
 
@@ -24,17 +23,8 @@ describe("keyed submits issued together from one Postgres store", () => {
   it("a view's submit inside the caller's transaction does not wait behind a store submit waiting for that transaction's key lock", async () => {
     const store = openStore(pgDsn(), { schema: schemaName(), max: 4 });
     await store.connect();
-    let outside: Promise<Task> | null = null;
-    let second = "";
-    await store.db.transaction().execute(async (trx) => {
-      const view = store.withTransaction(trx);
-      await view.submit({ name: "n", key: "k", conflict: "replace", payload: { n: 1 } });
-      // Waits for the key lock the caller's transaction holds.
-      outside = store.submit({ name: "n", key: "k", conflict: "replace", payload: { n: 2 } });
-      second = (await view.submit({ name: "n", key: "k", conflict: "replace", payload: { n: 3 } })).id;
-    });
-    const last = await (outside as unknown as Promise<Task>);
-    expect(last.id).not.toBe(second);
-    expect(await store.getByKey("k")).toMatchObject({ id: last.id, payload: { n: 2 } });
+    const { outsideId, viewId, final } = await runViewBesideWaitingSubmit(store);
+    expect(outsideId).not.toBe(viewId);
+    expect(final).toMatchObject({ id: outsideId, payload: { n: 2 } });
   }, 30_000);
 });
