@@ -6,15 +6,9 @@
  */
 import type { StepRecord, Task } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { parkedOn } from "@cairnq/protocol/sdk";
 import { formatWhen } from "@cairnq/runtime";
 import type { Verdict } from "./explain.js";
-
-/** The entry a queued task is parked on: its latest `waiting` entry, if any. */
-export function parkedOn(steps: readonly StepRecord[]): StepRecord | null {
-  let latest: StepRecord | null = null;
-  for (const step of steps) if (step.status === "waiting" && (latest === null || step.seq > latest.seq)) latest = step;
-  return latest;
-}
 
 /**
  * What a journal entry that is `waiting` waits for, in words, at `nowMs`:

@@ -40,7 +40,12 @@ export interface NormalizedRetryPolicy {
   readonly compute: ((attempt: number, error: unknown) => number) | null;
 }
 
-/** The longest retry delay a policy may ask for (the largest delay Node timers honour). */
+/**
+ * The longest retry delay a task name's policy may ask for: its durations, and what its `retryBackoff`
+ * returns (a longer answer is reported and replaced by the default backoff). The value is the largest delay
+ * a Node timer honours; the delay itself is written as the task's run time, not set as a timer, so the
+ * worker-wide options are bounded by `MAX_DELAY_MS` instead.
+ */
 export const MAX_RETRY_DELAY_MS = 2_147_483_647;
 
 function durationOrNull(value: unknown, argument: string): number | null {

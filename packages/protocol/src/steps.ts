@@ -370,3 +370,14 @@ export function joinParentsToWake(rows: readonly { readonly parent_id?: unknown;
   for (const row of rows) if (typeof row.parent_id === "string" && isTerminalStatus(String(row.status))) parents.push(row.parent_id);
   return parents;
 }
+
+/**
+ * The journal entry a queued task is parked on: its latest `waiting` entry,
+ * or `null` when it has none (not parked). What `explain` and a `TaskTimeout`
+ * say a parked task waits for.
+ */
+export function parkedOn(steps: readonly StepRecord[]): StepRecord | null {
+  let latest: StepRecord | null = null;
+  for (const step of steps) if (step.status === "waiting" && (latest === null || step.seq > latest.seq)) latest = step;
+  return latest;
+}

@@ -21,6 +21,11 @@ export interface Task<Payload = unknown, Result = unknown> {
   result: Result | null;
   /** The last error envelope (§12); kept when the task is requeued, cleared by `retry`. */
   error: unknown;
+  /**
+   * What the submitter attached (a submit stores `{}` for none), with any trace context CairnQ keeps
+   * beside it (`cairnq.trace`). An object for every task CairnQ submits; a row a protocol v1 peer wrote
+   * may hold any JSON value (`null`, an array, a string, a number), which readers show as stored.
+   */
   metadata: Record<string, unknown>;
   /** Progress reported by the handler; `1` once succeeded. No range check. */
   progress: number | null;

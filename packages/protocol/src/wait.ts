@@ -16,7 +16,7 @@ import { requireName } from "./inputs.js";
 import { isTerminal } from "./statuses.js";
 import type { TaskStepStore } from "./step-store.js";
 import type { StepRecord } from "./steps.js";
-import { PARK_FOREVER_AT_MS } from "./steps.js";
+import { PARK_FOREVER_AT_MS, parkedOn } from "./steps.js";
 import type { TaskStore } from "./store.js";
 import type { Task, TaskRef } from "./task.js";
 
@@ -258,7 +258,7 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
 async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Promise<Pick<TimeoutContext, "parked" | "group">> {
   try {
     if (store.capabilities.durableSteps === true) {
-      const parked = parkedStep(await (store as TaskStepStore).steps(task.id));
+      const parked = parkedOn(await (store as TaskStepStore).steps(task.id));
       if (parked !== null) return { parked, group: null };
     }
     const group = task.run_at_ms <= nowMs && hasGroupReads(store) ? await store.taskGroup(task.id) : null;
@@ -266,13 +266,6 @@ async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Prom
   } catch {
     return { parked: null, group: null };
   }
-}
-
-/** The journal entry a queued task is parked on: its latest `waiting` entry, or `null`. */
-function parkedStep(steps: readonly StepRecord[]): StepRecord | null {
-  let latest: StepRecord | null = null;
-  for (const step of steps) if (step.status === "waiting" && (latest === null || step.seq > latest.seq)) latest = step;
-  return latest;
 }
 
 /** What a parked task waits for, in the words of a `TaskTimeout` message. */
