@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidArgument, SerializationError, UnsupportedBackend, defineTask, scheduleSlotKey } from "@cairnq/protocol";
 import { MemoryStore } from "@cairnq/conformance";
 import { systemClock } from "@cairnq/runtime";
+import { trackTimers } from "./support/helpers.js";
 import { CronSeries, IntervalSeries, SCHEDULE_LEAD_MS, scheduleEntry, Scheduler } from "../src/scheduler.js";
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -131,6 +132,23 @@ describe("Scheduler", () => {
     await scheduler.stop();
     expect(seen).toEqual(["tick: database down", "tick: database down"]);
     expect((await store.list({ name: "tick" })).length).toBeGreaterThan(0);
+  });
+
+  it("a scheduler started with nothing declared waits without a timer until a schedule is added", async () => {
+    const timers = trackTimers();
+    try {
+      const scheduler = new Scheduler(new MemoryStore(), () => {});
+      scheduler.start();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(timers.pending()).toBe(0);
+      scheduler.add(scheduleEntry("tick", { everyMs: 60_000 }));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(timers.pending()).toBeGreaterThan(0);
+      await scheduler.stop();
+      expect(timers.pending()).toBe(0);
+    } finally {
+      timers.restore();
+    }
   });
 
   it("a schedule added while running starts at once, also on a scheduler started with nothing declared", async () => {
