@@ -25,3 +25,4 @@ export type { StoreWithKysely, ViewBesideWaitingReport } from "./view-beside-wai
 export { runViewBesideWaitingSubmit } from "./view-beside-waiting.js";
 export type { GroupReadsReport } from "./group-reads-no-ddl.js";
 export { GROUP_TABLE_NAMES, runGroupReadsWithoutTables } from "./group-reads-no-ddl.js";
+export { firstSubmitFailure } from "./first-submit-failure.js";

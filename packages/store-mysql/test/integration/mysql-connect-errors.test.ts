@@ -8,25 +8,14 @@ import { createRequire } from "node:module";
 import { DatabaseUnusable, isFatalError } from "@cairnq/protocol";
 import { MySQLStore } from "@cairnq/store-mysql";
 import type { MySQLPool } from "@cairnq/store-mysql";
-import { mysqlDsn, withDatabase } from "@cairnq/test-support";
+import { firstSubmitFailure, mysqlDsn, withDatabase } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
 
 const mysql2 = createRequire(import.meta.url)("mysql2") as { createPool(uri: string): MySQLPool & { end(cb?: () => void): void } };
 
-async function failureOf(store: MySQLStore): Promise<unknown> {
-  try {
-    await store.submit({ name: "n" });
-  } catch (err) {
-    return err;
-  } finally {
-    await store.close();
-  }
-  throw new Error("expected the submit to fail");
-}
-
 describe("MySQL connect failures retrying cannot fix", () => {
   it("a database that does not exist is a fatal DatabaseUnusable naming it and saying to create it", async () => {
-    const err = await failureOf(new MySQLStore(withDatabase(mysqlDsn(), "cairnq_no_such_db")));
+    const err = await firstSubmitFailure(new MySQLStore(withDatabase(mysqlDsn(), "cairnq_no_such_db")));
     expect(err).toBeInstanceOf(DatabaseUnusable);
     expect(isFatalError(err)).toBe(true);
     expect(err).toMatchObject({ database: "cairnq_no_such_db", code: "ER_BAD_DB_ERROR" });
@@ -38,7 +27,7 @@ describe("MySQL connect failures retrying cannot fix", () => {
     const url = new URL(withDatabase(mysqlDsn(), "cairnq_no_such_db"));
     url.username = "cairnq_no_such_user";
     url.password = "wrong";
-    const err = await failureOf(new MySQLStore(url.toString()));
+    const err = await firstSubmitFailure(new MySQLStore(url.toString()));
     expect(err).toBeInstanceOf(DatabaseUnusable);
     expect(isFatalError(err)).toBe(true);
     expect(["ER_ACCESS_DENIED_ERROR", "ER_ACCESS_DENIED_NO_PASSWORD_ERROR"]).toContain((err as { code?: unknown }).code);
@@ -48,7 +37,7 @@ describe("MySQL connect failures retrying cannot fix", () => {
   it("on a pool the caller passes too", async () => {
     const pool = mysql2.createPool(withDatabase(mysqlDsn(), "cairnq_no_such_db"));
     try {
-      const err = await failureOf(new MySQLStore(pool));
+      const err = await firstSubmitFailure(new MySQLStore(pool));
       expect(err).toBeInstanceOf(DatabaseUnusable);
       expect(err).toMatchObject({ database: "cairnq_no_such_db", code: "ER_BAD_DB_ERROR" });
     } finally {
@@ -57,7 +46,7 @@ describe("MySQL connect failures retrying cannot fix", () => {
   });
 
   it("a refused connection stays transient", async () => {
-    const err = await failureOf(new MySQLStore("mysql://root@127.0.0.1:1/x"));
+    const err = await firstSubmitFailure(new MySQLStore("mysql://root@127.0.0.1:1/x"));
     expect(isFatalError(err)).toBe(false);
     expect((err as Error).name).toBe("MySQLConnectError");
   });

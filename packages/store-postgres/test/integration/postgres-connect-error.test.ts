@@ -9,6 +9,7 @@ import pg from "pg";
 import { DatabaseUnusable, isFatalError } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../src/index.js";
+import { firstSubmitFailure } from "@cairnq/test-support";
 import { pgDsn } from "../helpers.js";
 
 /** `pgDsn()` with its database (and, when given, user) replaced. */
@@ -19,20 +20,9 @@ function dsnWith(database: string, user?: string): string {
   return url.toString();
 }
 
-async function failureOf(store: PostgresStore): Promise<unknown> {
-  try {
-    await store.submit({ name: "n" });
-  } catch (err) {
-    return err;
-  } finally {
-    await store.close();
-  }
-  throw new Error("expected the submit to fail");
-}
-
 describe("Postgres connect failures retrying cannot fix", () => {
   it("a database that does not exist is a fatal DatabaseUnusable naming it and saying to create it", async () => {
-    const err = await failureOf(new PostgresStore(dsnWith("cairnq_no_such_db")));
+    const err = await firstSubmitFailure(new PostgresStore(dsnWith("cairnq_no_such_db")));
     expect(err).toBeInstanceOf(DatabaseUnusable);
     expect(isFatalError(err)).toBe(true);
     expect(err).toMatchObject({ database: "cairnq_no_such_db", code: "3D000" });
@@ -41,7 +31,7 @@ describe("Postgres connect failures retrying cannot fix", () => {
   });
 
   it("so is a refused login (a role that does not exist), naming the database asked for", async () => {
-    const err = await failureOf(new PostgresStore(dsnWith("cairnq_no_such_db", "cairnq_no_such_role")));
+    const err = await firstSubmitFailure(new PostgresStore(dsnWith("cairnq_no_such_db", "cairnq_no_such_role")));
     expect(err).toBeInstanceOf(DatabaseUnusable);
     expect(isFatalError(err)).toBe(true);
     expect(err).toMatchObject({ database: "cairnq_no_such_db", code: "28000" });
@@ -51,7 +41,7 @@ describe("Postgres connect failures retrying cannot fix", () => {
   it("on a pool the caller passes too", async () => {
     const pool = new pg.Pool({ connectionString: dsnWith("cairnq_no_such_db") });
     try {
-      const err = await failureOf(new PostgresStore(pool));
+      const err = await firstSubmitFailure(new PostgresStore(pool));
       expect(err).toBeInstanceOf(DatabaseUnusable);
       expect(err).toMatchObject({ database: "cairnq_no_such_db", code: "3D000" });
     } finally {
@@ -60,7 +50,7 @@ describe("Postgres connect failures retrying cannot fix", () => {
   });
 
   it("a refused connection stays transient", async () => {
-    const err = await failureOf(new PostgresStore("postgresql://postgres@127.0.0.1:1/x", { timeouts: { connectTimeoutMs: 2000 } }));
+    const err = await firstSubmitFailure(new PostgresStore("postgresql://postgres@127.0.0.1:1/x", { timeouts: { connectTimeoutMs: 2000 } }));
     expect(isFatalError(err)).toBe(false);
     expect((err as Error).name).toBe("PostgresConnectError");
   });

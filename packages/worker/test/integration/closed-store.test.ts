@@ -3,22 +3,17 @@
  * before stopping the worker) stops: run() rejects with the store's error
  * instead of the claim loop retrying a closed store for ever.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isFatalError } from "@cairnq/protocol";
 import { Worker } from "../../src/index.js";
-import { POSTGRES, SQLITE } from "../support/stores.js";
-import type { Backend, OpenStore } from "../support/stores.js";
+import { POSTGRES, SQLITE, storePerTest } from "../support/stores.js";
+import type { Backend } from "../support/stores.js";
 
 describe.each([POSTGRES, SQLITE] as Backend[])("on $label", (backend) => {
-  let opened: OpenStore | null = null;
-  afterEach(async () => {
-    await opened?.close();
-    opened = null;
-  });
+  const open = storePerTest();
 
   it("a worker whose store was closed under it stops, and run() rejects with the store's closed error", async () => {
-    opened = await backend.open();
-    const store = opened.store;
+    const store = await open(backend);
     const reported: unknown[] = [];
     const worker = new Worker(store, { pollIntervalMs: 20, onError: (err) => reported.push(err), logger: null });
     worker.task("noop", () => null);

@@ -5,23 +5,18 @@
  * in-process cases are in drained.test.ts).
  */
 import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ClaimInput, TaskStore } from "@cairnq/protocol";
 import { delay, waitFor, waitForStatus } from "../support/helpers.js";
-import { POSTGRES, SQLITE } from "../support/stores.js";
-import type { Backend, OpenStore } from "../support/stores.js";
+import { POSTGRES, SQLITE, storePerTest } from "../support/stores.js";
+import type { Backend } from "../support/stores.js";
 import { makeWorker } from "../support/worker.js";
 
 describe.each([POSTGRES, SQLITE] as Backend[])("on $label", (backend) => {
-  let opened: OpenStore | null = null;
-  afterEach(async () => {
-    await opened?.close();
-    opened = null;
-  });
+  const open = storePerTest();
 
   it("a worker makes one claim per task it is woken for, none after the task, and the next submit still reaches it", async () => {
-    opened = await backend.open();
-    const store = opened.store;
+    const store = await open(backend);
     const claims: boolean[] = [];
     // Claims begun and claims still in flight: a quiet worker has none in flight and begins none.
     let begun = 0;

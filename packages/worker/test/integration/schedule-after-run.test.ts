@@ -3,22 +3,17 @@
  * fires even when the worker had no schedule at all when it started (the in-process cases are in
  * scheduler.test.ts).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitFor } from "../support/helpers.js";
-import type { Backend, OpenStore } from "../support/stores.js";
-import { BACKENDS } from "../support/stores.js";
+import type { Backend } from "../support/stores.js";
+import { BACKENDS, storePerTest } from "../support/stores.js";
 import { makeWorker } from "../support/worker.js";
 
 describe.each(BACKENDS as Backend[])("on $label", (backend) => {
-  let opened: OpenStore | null = null;
-  afterEach(async () => {
-    await opened?.close();
-    opened = null;
-  });
+  const open = storePerTest();
 
   it("a schedule added after run(), on a worker that started with none, submits its slots and they run", async () => {
-    opened = await backend.open();
-    const store = opened.store;
+    const store = await open(backend);
     const worker = makeWorker(store);
     let runs = 0;
     worker.task("tick", () => {

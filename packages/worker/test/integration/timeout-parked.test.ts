@@ -2,13 +2,13 @@
  * A wait that times out on a task parked on a durable step, on a real store: the `TaskTimeout` says what the
  * task waits for (read from its journal), not that it is "delayed".
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { TaskTimeout } from "@cairnq/protocol";
 import { waitForTask } from "@cairnq/protocol/sdk";
 import { waitFor } from "../support/helpers.js";
-import type { Backend, OpenStore } from "../support/stores.js";
-import { BACKENDS } from "../support/stores.js";
+import type { Backend } from "../support/stores.js";
+import { BACKENDS, storePerTest } from "../support/stores.js";
 import { makeWorker } from "../support/worker.js";
 
 async function timeoutOf(store: TaskStore, id: string): Promise<TaskTimeout> {
@@ -18,15 +18,10 @@ async function timeoutOf(store: TaskStore, id: string): Promise<TaskTimeout> {
 }
 
 describe.each(BACKENDS as Backend[])("on $label", (backend) => {
-  let opened: OpenStore | null = null;
-  afterEach(async () => {
-    await opened?.close();
-    opened = null;
-  });
+  const open = storePerTest();
 
   it("a TaskTimeout of a parked task names the sleep, the message or the join it waits for", async () => {
-    opened = await backend.open();
-    const store = opened.store;
+    const store = await open(backend);
     const worker = makeWorker(store);
     worker.task("sleeper", async (ctx) => {
       await ctx.sleep("nap", 3_600_000);

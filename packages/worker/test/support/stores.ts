@@ -11,6 +11,7 @@ import type { TaskStore } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { PgAdmin, pgDsn } from "@cairnq/test-support";
+import { afterEach } from "vitest";
 
 export interface OpenStore {
   readonly store: TaskStore;
@@ -58,3 +59,27 @@ export const POSTGRES: Backend = {
 };
 
 export const BACKENDS: readonly Backend[] = [SQLITE, POSTGRES];
+
+/**
+ * For a `describe` block whose tests each open one store: registers an `afterEach` that closes the store the
+ * test opened (and drops its file or schema), and returns the opener.
+ *
+ * @example
+ * describe.each(BACKENDS as Backend[])("on $label", (backend) => {
+ *   const open = storePerTest();
+ *   it("…", async () => {
+ *     const store = await open(backend);
+ *   });
+ * });
+ */
+export function storePerTest(): (backend: Backend) => Promise<TaskStore> {
+  let opened: OpenStore | null = null;
+  afterEach(async () => {
+    await opened?.close();
+    opened = null;
+  });
+  return async (backend) => {
+    opened = await backend.open();
+    return opened.store;
+  };
+}
