@@ -27,8 +27,9 @@ export const COLUMN_DEFAULTS: Readonly<Partial<Record<TaskColumn, unknown>>> = {
   priority: DEFAULT_PRIORITY,
 };
 
-function scopeOf(row: Task | Record<string, unknown>, params: Params, nowMs: number): EvalScope {
-  return { row: row as Record<string, unknown>, params, nowMs };
+function scopeOf(row: Task | Record<string, unknown>, params: Params, nowMs: number, rowById?: (id: string) => Task | undefined): EvalScope {
+  const fields = row as Record<string, unknown>;
+  return rowById === undefined ? { row: fields, params, nowMs } : { row: fields, params, nowMs, rowById: rowById as EvalScope["rowById"] };
 }
 
 /** The name of the first branch whose condition holds (the last branch is "otherwise"). */
@@ -76,7 +77,7 @@ export function selectRows(selection: Selection, rows: Iterable<Task>, params: P
   // A rule reading a parent row (PURGE's PARENT_WAITING) finds it among `rows`, which are the whole table.
   const rowById = (id: string): Task | undefined => (byId ??= new Map(all.map((row) => [row.id, row]))).get(id);
   const picked: Task[] = [];
-  for (const row of all) if (holds(selection.where, { ...scopeOf(row, params, nowMs), rowById: rowById as EvalScope["rowById"] })) picked.push(row);
+  for (const row of all) if (holds(selection.where, scopeOf(row, params, nowMs, rowById))) picked.push(row);
   if (selection.orderBy.length > 0) {
     picked.sort((a, b) => {
       for (const { column, direction } of selection.orderBy) {
