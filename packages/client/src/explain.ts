@@ -192,7 +192,7 @@ export function explainTask(task: Task, ctx: ExplainContext): Verdict {
           state: "delayed",
           atMs: task.run_at_ms,
           summary:
-            `Not due until ${formatWhen(task.run_at_ms, nowMs)}: it was submitted with a delay (or retried into one), and no worker claims it before then. ` +
+            `Not due until ${formatWhen(task.run_at_ms, nowMs)}: it was submitted with a delay (or debounced: each debounced submit under its key pushes it out; or retried into one), and no worker claims it before then. ` +
             `Then a worker on queue ${quoted(task.queue)} with a handler for ${quoted(task.name)} can claim it.`,
         };
       }

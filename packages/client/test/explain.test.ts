@@ -211,7 +211,7 @@ describe("cairnq.explain", () => {
     const why = await cairnq.explain(task.id, { nowMs: now });
     expect(why).toMatchObject({ state: "delayed", atMs: NOW + 3_600_000 });
     expect(why?.summary).toBe(
-      "Not due until 2026-12-01T11:00:00.000Z (in 1 h): it was submitted with a delay (or retried into one), and no worker claims it before then. " +
+      "Not due until 2026-12-01T11:00:00.000Z (in 1 h): it was submitted with a delay (or debounced: each debounced submit under its key pushes it out; or retried into one), and no worker claims it before then. " +
         "Then a worker on queue 'nightly' with a handler for 'report' can claim it.",
     );
   });

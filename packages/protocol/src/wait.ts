@@ -351,7 +351,7 @@ export function describeTimeout(context: TimeoutContext): string {
       } else if (dueInMs > 0) {
         state =
           task.attempt === 0
-            ? `delayed, ${attempts}, next run in ${dueInMs}ms`
+            ? `delayed${key === null ? "" : " (or debounced: a debounced submit under its key pushes it out)"}, ${attempts}, next run in ${dueInMs}ms`
             : `retrying after ${attempts}${lastError(task)}, next run in ${dueInMs}ms`;
       } else if (group !== null && group.groupConcurrency !== null && group.running >= group.groupConcurrency) {
         state =

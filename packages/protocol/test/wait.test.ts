@@ -333,6 +333,12 @@ describe("describeTimeout", () => {
     );
   });
 
+  it("names debounce beside the delay when the wait was by key (the row does not say which pushed it out)", () => {
+    expect(describeTimeout({ ...base, key: "k", task: queuedRow({ run_at_ms: NOW + 200, max_attempts: 4 }) })).toBe(
+      `task ${ID} ('summarize', key 'k') did not finish within 5ms: delayed (or debounced: a debounced submit under its key pushes it out), attempt 0/4, next run in 200ms`,
+    );
+  });
+
   it("names a retry, its last error when it has a message, and when it runs", () => {
     const retrying = (error: unknown) => queuedRow({ attempt: 1, run_at_ms: NOW + 10, error });
     expect(describeTimeout({ ...base, task: retrying({ message: "upstream 503" }) })).toMatch(
