@@ -154,6 +154,32 @@ describe("serve()", () => {
 });
 
 describe("errors the loop survives", () => {
+  it("with prefetch 0, a throw past the dispatcher is reported with phase 'claim' and run() goes on", async () => {
+    const spy = spyStore();
+    const poison = new Error("row unreadable");
+    let poisoned = false;
+    spy.hooks.claim = async (_args, next) => {
+      const rows = (await next()) as object[];
+      if (poisoned || rows.length === 0) return rows;
+      poisoned = true;
+      // A row whose id throws: the dispatcher reads it before any per-call guard, so only the cycle's catch
+      // stands between the throw and run().
+      return rows.map((row) => Object.defineProperty({ ...row }, "id", { get: () => { throw poison; } }));
+    };
+    const reports: [unknown, unknown][] = [];
+    const worker = makeWorker(spy.store, { prefetch: 0, onError: (e, i) => reports.push([e, i]) });
+    worker.task("x", () => "ok");
+    await spy.store.submit({ name: "x" });
+    const running = worker.run();
+    await waitFor(() => reports.length > 0);
+    expect(reports[0]).toEqual([poison, { phase: "claim" }]);
+    const next = await spy.store.submit({ name: "x" });
+    await waitForStatus(spy.store, next.id, ["succeeded"]);
+    expect(worker.running).toBe(true);
+    await worker.stop();
+    await running;
+  });
+
   it("a claim error is reported with phase 'claim', then the loop sleeps 250 ms and retries", async () => {
     const spy = spyStore();
     let failures = 1;
