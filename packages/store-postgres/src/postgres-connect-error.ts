@@ -67,15 +67,27 @@ export function connectFailure(error: unknown, database: string | null = null): 
 }
 
 /**
+ * Whether `code` is a SQLSTATE the server sends as it ends the session itself: class 57P, each raised
+ * FATAL — 57P01 `admin_shutdown` (`pg_terminate_backend`, or a fast shutdown or restart: `pg_ctl stop`'s
+ * default mode), 57P02 `crash_shutdown` (another backend crashed), 57P03 `cannot_connect_now`, 57P04
+ * `database_dropped`, 57P05 `idle_session_timeout`. Not 57014 `query_canceled` (class 57, but the session
+ * lives on: a statement timeout or a cancel, answered like any other statement error).
+ */
+export function endsSession(code: unknown): boolean {
+  return typeof code === "string" && code.startsWith("57P");
+}
+
+/**
  * Whether `error` says the connection ended while a statement was in flight: pg's `Connection terminated
  * unexpectedly` (the socket closed with no error from the server: a crash, an immediate shutdown, a cut
- * network path) or a socket reset. Not a refused or failed connect (nothing was sent: {@link connectFailure})
- * nor an error the server answered with (it has a SQLSTATE).
+ * network path), a socket reset, or the server ending the session with a FATAL error ({@link endsSession}:
+ * a fast shutdown or restart sends 57P01 to every backend). Not a refused or failed connect (nothing was
+ * sent: {@link connectFailure}) nor an error the server answered while the session lives on.
  */
 export function lostInFlight(error: unknown): error is Error {
   if (!(error instanceof Error) || error.name === CONNECTION_LOST) return false;
   const code = (error as { code?: unknown }).code;
-  return error.message === "Connection terminated unexpectedly" || code === "ECONNRESET" || code === "EPIPE";
+  return error.message === "Connection terminated unexpectedly" || code === "ECONNRESET" || code === "EPIPE" || endsSession(code);
 }
 
 /** The name of {@link connectionLost}'s errors. */
@@ -85,7 +97,8 @@ export const CONNECTION_LOST = "PostgresConnectionLost";
  * A connection lost while a statement was in flight, said plainly: the driver's words (kept as `cause`, its
  * `code` copied) and that the outcome is unknown — the server may have applied the statement (a lone
  * statement commits on its own; a `COMMIT` may have landed) or not. Raw, a submit made as the server stops
- * fails with a bare `Connection terminated unexpectedly`. Not a `CairnQError`: it stays transient, so a worker
+ * fails with a bare `Connection terminated unexpectedly`, or with the server's own `terminating connection due to
+ * administrator command` (57P01) on a fast shutdown or a `pg_terminate_backend`. Not a `CairnQError`: it stays transient, so a worker
  * retries it with backoff (its settlements are fenced by the lease; a retried claim finds the task taken).
  */
 export function connectionLost(error: Error): Error {

@@ -4,13 +4,15 @@
  * `DatabaseUnusable` naming the database and what to do, on a connection
  * string and on a pool the caller passes; a refused connection stays
  * transient.
+ * A session the server ends with a statement in flight (57P01, what a fast
+ * shutdown sends every backend) is a transient `PostgresConnectionLost`.
  */
 import pg from "pg";
 import { DatabaseUnusable, isFatalError } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../src/index.js";
 import { firstSubmitFailure } from "@cairnq/test-support";
-import { pgDsn } from "../helpers.js";
+import { client, openStore, pgDsn, q, schemaName, until } from "../helpers.js";
 
 /** `pgDsn()` with its database (and, when given, user) replaced. */
 function dsnWith(database: string, user?: string): string {
@@ -53,5 +55,44 @@ describe("Postgres connect failures retrying cannot fix", () => {
     const err = await firstSubmitFailure(new PostgresStore("postgresql://postgres@127.0.0.1:1/x", { timeouts: { connectTimeoutMs: 2000 } }));
     expect(isFatalError(err)).toBe(false);
     expect((err as Error).name).toBe("PostgresConnectError");
+  });
+});
+
+describe("a session the server ends with a statement in flight (SQLSTATE 57P01)", () => {
+  it("fails a submit and a claim with a transient PostgresConnectionLost, and the store works on afterwards", async () => {
+    const schema = schemaName("cq_term");
+    const store = openStore(pgDsn(), { schema, listen: false });
+    await store.connect();
+    await store.submit({ name: "queued" });
+    for (const call of ["submit", "claim"] as const) {
+      // A table lock held elsewhere keeps the call's statement waiting, so it is surely in flight when its backend is terminated.
+      const locker = await client();
+      await locker.query("BEGIN");
+      await locker.query(`LOCK TABLE "${schema}".cairnq_tasks IN EXCLUSIVE MODE`);
+      const [{ pid: lockerPid } = { pid: 0 }] = (await locker.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows;
+      const pending = (call === "submit" ? store.submit({ name: "in-flight" }) : store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000 })).then(
+        (answer): Error & { code?: unknown } => new Error(`the ${call} succeeded: ${JSON.stringify(answer)}`),
+        (err: unknown) => err as Error & { code?: unknown },
+      );
+      let blocked: number[] = [];
+      const waiting = async (): Promise<boolean> => {
+        blocked = (await q<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [lockerPid])).map((row) => row.pid);
+        return blocked.length > 0;
+      };
+      expect(await until(waiting, 10_000), call).toBe(true);
+      for (const pid of blocked) await q("SELECT pg_terminate_backend($1)", [pid]);
+      const failure = await pending;
+      await locker.query("ROLLBACK");
+      expect(failure?.name).toBe("PostgresConnectionLost");
+      expect(failure?.code).toBe("57P01");
+      expect(isFatalError(failure)).toBe(false);
+      expect(failure?.message).toMatch(/^the connection to Postgres ended while a statement was in flight \(terminating connection due to administrator command\): the server may or may not have applied it/);
+      expect((failure?.cause as { code?: unknown } | undefined)?.code).toBe("57P01");
+    }
+    // The terminated connection is gone from the pool: the store's next calls run on fresh ones.
+    const task = await store.submit({ name: "after" });
+    const claimed = await store.claim({ queues: ["default"], workerId: "w1", leaseMs: 30_000, limit: 10 });
+    expect(claimed.map((t) => t.name).sort()).toEqual(["after", "queued"]);
+    expect(claimed.some((t) => t.id === task.id)).toBe(true);
   });
 });
