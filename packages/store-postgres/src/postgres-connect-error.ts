@@ -31,6 +31,9 @@ export function unusableServer(error: unknown, database: string | null): Databas
   return failure;
 }
 
+/** SQLSTATE `too_many_connections`: the server's `max_connections`, a role's or a database's `CONNECTION LIMIT` is reached. */
+export const TOO_MANY_CONNECTIONS = "53300";
+
 /**
  * A connection the pool could not open, said plainly: the driver's words
  * (kept as `cause`, its `code` copied), that nothing was written, and what
@@ -38,7 +41,10 @@ export function unusableServer(error: unknown, database: string | null): Databas
  * `connect ECONNREFUSED 127.0.0.1:5432` or `the database system is
  * shutting down`. Not a `CairnQError`: it stays transient, so a worker
  * retries it with backoff — except a missing database or a refused login
- * ({@link unusableServer}), which are fatal.
+ * ({@link unusableServer}), which are fatal. A server out of connection
+ * slots (53300) is up and answering, so it is told apart from one that is
+ * down: connections free up as other clients close theirs, so it stays
+ * transient too.
  */
 export function connectFailure(error: unknown, database: string | null = null): Error {
   const unusable = unusableServer(error, database);
@@ -53,12 +59,21 @@ export function connectFailure(error: unknown, database: string | null = null): 
       "with `schema` (then only checked); and remove any `options` from the connection string"
     : code === "57P03"
       ? "the server is starting up or shutting down"
-      : /timeout/i.test(cause.message)
+      : code === TOO_MANY_CONNECTIONS
+        ? "the server is up but its connection budget is spent (SQLSTATE 53300: its max_connections, or the CONNECTION LIMIT of the role or the database, is reached). " +
+          "Open fewer connections: fewer or smaller pools (the `max` option; a worker needs about three whatever its concurrency), " +
+          "`listen: false` where push wakeups are not needed, or a transaction-mode pooler in front (see \"Running many workers\" in the @cairnq/store-postgres README); " +
+          "or raise the server's max_connections or the role's limit (ALTER ROLE … CONNECTION LIMIT …)"
+        : /timeout/i.test(cause.message)
         ? "the server did not answer within connectTimeoutMs"
         : "the server is down, restarting or not reachable there";
   const failure = new Error(
     `could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written` +
-      (startup ? "" : "; retry once the server answers (a worker retries by itself, with backoff)"),
+      (startup
+        ? ""
+        : code === TOO_MANY_CONNECTIONS
+          ? "; retry once connections free up (a worker retries by itself, with backoff)"
+          : "; retry once the server answers (a worker retries by itself, with backoff)"),
     { cause },
   );
   failure.name = "PostgresConnectError";

@@ -3,7 +3,7 @@
  * (SQLSTATE 3D000), the server refuses the login (28000) — are a fatal
  * `DatabaseUnusable` naming the database and what to do, on a connection
  * string and on a pool the caller passes; a refused connection stays
- * transient.
+ * transient, and so does a spent connection budget (53300), said as such.
  * A session the server ends with a statement in flight (57P01, what a fast
  * shutdown sends every backend) is a transient `PostgresConnectionLost`.
  */
@@ -11,7 +11,7 @@ import pg from "pg";
 import { DatabaseUnusable, isFatalError } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../src/index.js";
-import { firstSubmitFailure } from "@cairnq/test-support";
+import { firstSubmitFailure, randomSchemaName } from "@cairnq/test-support";
 import { client, openStore, pgDsn, q, schemaName, until } from "../helpers.js";
 
 /** `pgDsn()` with its database (and, when given, user) replaced. */
@@ -55,6 +55,31 @@ describe("Postgres connect failures retrying cannot fix", () => {
     const err = await firstSubmitFailure(new PostgresStore("postgresql://postgres@127.0.0.1:1/x", { timeouts: { connectTimeoutMs: 2000 } }));
     expect(isFatalError(err)).toBe(false);
     expect((err as Error).name).toBe("PostgresConnectError");
+  });
+});
+
+describe("a connection budget that is spent (SQLSTATE 53300)", () => {
+  it("says so, and what to do, instead of blaming a server that is down; it stays transient", async () => {
+    const role = randomSchemaName("cq_lim");
+    await q(`CREATE ROLE "${role}" LOGIN CONNECTION LIMIT 2`);
+    const held: pg.Client[] = [];
+    try {
+      // The role's two connections taken, the store's first connect is refused by a server that is up.
+      for (let i = 0; i < 2; i++) held.push(await client({ connectionString: dsnWith(new URL(pgDsn()).pathname.slice(1), role) }));
+      const err = await firstSubmitFailure(new PostgresStore(dsnWith(new URL(pgDsn()).pathname.slice(1), role), { listen: false }));
+      expect(isFatalError(err)).toBe(false);
+      expect(err).toMatchObject({ name: "PostgresConnectError", code: "53300" });
+      const message = (err as Error).message;
+      expect(message).toMatch(/^could not open a connection to Postgres \(too many connections for role "cq_lim[^"]*"\): the server is up but its connection budget is spent/);
+      expect(message).toMatch(/the `max` option/);
+      expect(message).toMatch(/Running many workers/);
+      expect(message).toMatch(/retry once connections free up/);
+      expect(message).not.toMatch(/server is down/);
+    } finally {
+      for (const c of held) await c.end();
+      await q(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, [role]);
+      await q(`DROP ROLE "${role}"`);
+    }
   });
 });
 
