@@ -124,7 +124,10 @@ export function requireReplayKind(taskId: string, key: string, recorded: StepKin
   );
 }
 
-/** The longest step name accepted, in characters (the journal's key beside the task id). */
+/**
+ * The longest step name accepted, in UTF-16 code units — JavaScript's `string.length`, so a character outside
+ * the Basic Multilingual Plane (an emoji) counts 2 (the journal's key beside the task id).
+ */
 export const MAX_STEP_NAME_LENGTH = 200;
 
 /** The journal key of the `occurrence`-th use (1-based) of `name`. */
@@ -132,7 +135,7 @@ export function stepKey(name: string, occurrence: number): string {
   return occurrence === 1 ? name : `${name}#${occurrence}`;
 }
 
-/** Checks a step name as a handler passed it: a non-empty string without `#` (reserved for occurrences), at most {@link MAX_STEP_NAME_LENGTH} characters. */
+/** Checks a step name as a handler passed it: a non-empty string without `#` (reserved for occurrences), at most {@link MAX_STEP_NAME_LENGTH} UTF-16 code units. */
 export function requireStepName(value: unknown, argument = "name"): string {
   return checkStepName(value, argument, "step name", "");
 }
@@ -140,7 +143,7 @@ export function requireStepName(value: unknown, argument = "name"): string {
 /**
  * Checks a message name given to `send`: the rule of {@link requireStepName},
  * because `ctx.waitFor(name)` waits under a step name — a message whose name
- * no step name can have (`a#2`, 201 characters) could never be taken.
+ * no step name can have (`a#2`, 201 UTF-16 code units) could never be taken.
  */
 export function requireMessageName(value: unknown, argument = "name"): string {
   return checkStepName(value, argument, "message name", ": ctx.waitFor(name) takes only messages named like a step, so none could ever take this one");
@@ -151,7 +154,7 @@ function checkStepName(value: unknown, argument: string, noun: string, why: stri
   if (name.includes("#")) {
     throw new InvalidArgument(argument, `${noun} '${name}' contains '#', which marks occurrences ('page#2' is the second 'page')${why}; choose a name without '#'`);
   }
-  if (name.length > MAX_STEP_NAME_LENGTH) throw new InvalidArgument(argument, `${noun} is ${name.length} characters; at most ${MAX_STEP_NAME_LENGTH} are allowed${why}`);
+  if (name.length > MAX_STEP_NAME_LENGTH) throw new InvalidArgument(argument, `${noun} is ${name.length} UTF-16 code units long; at most ${MAX_STEP_NAME_LENGTH} are allowed (JavaScript string length: an emoji counts 2)${why}`);
   return name;
 }
 
@@ -270,7 +273,7 @@ function ownedStep(input: OwnedInput & { name: unknown; seq: unknown }): Params 
   const workerId = requireName(input.workerId, "workerId");
   const attempt = input.attempt === undefined || input.attempt === null ? null : requireInt(input.attempt, "attempt", 0);
   const name = requireName(input.name, "name");
-  if (name.length > MAX_STEP_NAME_LENGTH + 12) throw new InvalidArgument("name", `step name is ${name.length} characters; at most ${MAX_STEP_NAME_LENGTH} are allowed`);
+  if (name.length > MAX_STEP_NAME_LENGTH + 12) throw new InvalidArgument("name", `step name is ${name.length} UTF-16 code units long; at most ${MAX_STEP_NAME_LENGTH} are allowed (JavaScript string length: an emoji counts 2)`);
   return { taskId, workerId, attempt, stepName: name, seq: requireInt(input.seq, "seq", 1) };
 }
 

@@ -37,11 +37,18 @@ describe("step names and journal keys", () => {
     expect(() => requireStepName(7, "step")).toThrow(/step/);
   });
 
+  it("the limit counts UTF-16 code units (JavaScript string length), and the refusal says so: an emoji counts 2", () => {
+    expect(requireStepName("🎉".repeat(MAX_STEP_NAME_LENGTH / 2))).toHaveLength(MAX_STEP_NAME_LENGTH);
+    expect(() => requireStepName("🎉".repeat(MAX_STEP_NAME_LENGTH))).toThrow(
+      `step name is ${2 * MAX_STEP_NAME_LENGTH} UTF-16 code units long; at most ${MAX_STEP_NAME_LENGTH} are allowed (JavaScript string length: an emoji counts 2)`,
+    );
+  });
+
   it("a message name follows the step name rule, since ctx.waitFor waits under a step name", () => {
     expect(requireMessageName("shipped")).toBe("shipped");
     expect(() => requireMessageName("a#2")).toThrow(/message name 'a#2' contains '#'.*none could ever take this one/);
     const long = "n".repeat(MAX_STEP_NAME_LENGTH + 1);
-    expect(() => requireMessageName(long)).toThrow(new RegExp(`message name is ${MAX_STEP_NAME_LENGTH + 1} characters; at most ${MAX_STEP_NAME_LENGTH}`));
+    expect(() => requireMessageName(long)).toThrow(new RegExp(`message name is ${MAX_STEP_NAME_LENGTH + 1} UTF-16 code units long; at most ${MAX_STEP_NAME_LENGTH} are allowed \\(JavaScript string length: an emoji counts 2\\)`));
     expect(requireMessageName("n".repeat(MAX_STEP_NAME_LENGTH))).toHaveLength(MAX_STEP_NAME_LENGTH);
     expect(() => requireMessageName("")).toThrow(InvalidArgument);
   });
@@ -141,7 +148,7 @@ describe("recordStepParams", () => {
     expect(() => recordStepParams({ ...ok, kind: "nap" as never })).toThrow(/kind must be one of/);
     expect(() => recordStepParams({ ...ok, status: "waiting" as never })).toThrow(/'done' or 'failed'/);
     expect(() => recordStepParams({ ...ok, seq: 0 })).toThrow(/seq/);
-    expect(() => recordStepParams({ ...ok, name: "x".repeat(MAX_STEP_NAME_LENGTH + 13) })).toThrow(/at most/);
+    expect(() => recordStepParams({ ...ok, name: "x".repeat(MAX_STEP_NAME_LENGTH + 13) })).toThrow(/step name is 213 UTF-16 code units long; at most 200 are allowed \(JavaScript string length: an emoji counts 2\)/);
     expect(() => recordStepParams({ ...ok, result: () => 1 })).toThrow(/cannot encode step result as JSON/);
   });
 });
@@ -199,7 +206,7 @@ describe("sendParams", () => {
 
   it("refuses a message name no wait can have: with '#', or longer than a step name", () => {
     expect(() => sendParams({ taskId: ID, name: "a#2" })).toThrow(/message name 'a#2' contains '#'/);
-    expect(() => sendParams({ taskId: ID, name: "n".repeat(1000) })).toThrow(/message name is 1000 characters/);
+    expect(() => sendParams({ taskId: ID, name: "n".repeat(1000) })).toThrow(/message name is 1000 UTF-16 code units long/);
   });
 });
 
