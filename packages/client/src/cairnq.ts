@@ -84,9 +84,10 @@ export class CairnQ {
     }
     const opts = checkOptions(options, "new CairnQ(store, options)", CLIENT_OPTION_KEYS) as CairnQOptions;
     this.store = store;
+    // `null` is silence, as it is for the worker, the stores and the dashboard, so one options bag (`CairnQ.postgres(dsn, { logger: null })`) silences them all.
     this.#logger = opts.logger ?? undefined;
-    if (opts.logger !== undefined && (typeof opts.logger !== "object" || opts.logger === null)) {
-      throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console");
+    if (opts.logger !== undefined && opts.logger !== null && typeof opts.logger !== "object") {
+      throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console, or null to silence the client");
     }
     const clock = optionalClock(opts.clock, "clock");
     this.#clock = clock;

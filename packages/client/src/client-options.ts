@@ -40,8 +40,13 @@ export interface CairnQOptions {
    * ```
    */
   retention?: RetentionSweeperOptions | RetentionHook | null | undefined;
-  /** Structural logger (`console`, pino, …). @default undefined (silent) */
-  logger?: Logger | undefined;
+  /**
+   * Structural logger (`console`, pino, …); `null` silences the client, as
+   * it silences the worker, the stores and the dashboard (so one options
+   * bag, such as `CairnQ.postgres`'s, can say `logger: null` to all).
+   * @default undefined (silent)
+   */
+  logger?: Logger | null | undefined;
   /**
    * The clock the client reads the time from and sleeps on: `wait`, `call`
    * and `waitByKey` deadlines and poll sleeps, the `maxQueueDepth` gate's

@@ -28,6 +28,7 @@ describe("construction", () => {
     ["retention options with an unknown key", { retention: { olderThan: 5 } }, "olderThan"],
     ["retention that is neither options nor a sweeper", { retention: "weekly" }, "retention"],
     ["a logger that is not an object", { logger: "console" }, "logger"],
+    ["a logger that is a function", { logger: () => {} }, "logger"],
     ["a store-style clock function", { clock: () => 0 }, "clock"],
     ["a clock without timers", { clock: { now: () => 0, monotonicMs: () => 0 } }, "clock"],
   ])("rejects %s", (_what, options, argument) => {
@@ -44,6 +45,21 @@ describe("construction", () => {
     expect(() => new CairnQ(new MemoryStore(), undefined)).not.toThrow();
     expect(() => new CairnQ(new MemoryStore(), null as never)).not.toThrow();
     expect(() => new CairnQ(new MemoryStore(), { retention: null, logger: undefined })).not.toThrow();
+  });
+
+  it("takes logger: null as silence, as the worker, the stores and the dashboard do", async () => {
+    const store = new MemoryStore();
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      new CairnQ(store, { maxQueueDepth: 10 });
+      // Replacing another client's gate is what the client warns about; with null it says nothing, anywhere.
+      const client = new CairnQ(store, { logger: null, maxQueueDepth: 5 });
+      expect((await client.submit("n", {})).status).toBe("queued");
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
+    expect(() => new CairnQ(new MemoryStore(), { logger: null })).not.toThrow();
   });
 });
 
