@@ -41,9 +41,9 @@ const STATISTICS_INTERVAL_MS = 60_000;
  */
 const CHECKPOINTER_AFTER_WRITES = 200;
 
-/** True for `:memory:`, the anonymous `""` database and URIs with `mode=memory` (§3.9). */
+/** True for `:memory:` and the anonymous `""` database (§3.9); `file:` URIs are refused before opening (`refusedPath`). */
 export function isMemoryFilename(filename: string): boolean {
-  return filename === ":memory:" || filename === "" || (filename.startsWith("file:") && /[?&]mode=memory(&|$)/.test(filename));
+  return filename === ":memory:" || filename === "";
 }
 
 /**
@@ -63,7 +63,7 @@ const QUEUED_IN = "SELECT 1 FROM cairnq_tasks WHERE status = 'queued' AND queue 
 export class SQLiteConnection implements QueueConnection, WakeupSource {
   /** The file as resolved (or the name of an in-memory database), for messages and the queue key. */
   readonly file: string;
-  /** True for in-memory databases: one connection, no WAL, a private write queue (unless a shared URI). */
+  /** True for in-memory databases: one connection, no WAL, a private write queue. */
   readonly memory: boolean;
   /** The busy budget of this connection's statements (§13). */
   readonly busyTimeoutMs: number;
@@ -102,6 +102,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
     readonly driverChoice?: SQLiteDriverName | SQLiteDriver,
   ) {
     this.memory = isMemoryFilename(filename);
+    // A `file:` URI is kept as given, so its refusal (`refusedPath`, before anything opens) names what the caller wrote.
     this.file = this.memory || filename.startsWith("file:") ? filename : path.resolve(filename);
     this.busyTimeoutMs = busyTimeoutMs;
     const writer = this.#writer;
@@ -156,7 +157,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
    */
   async open(): Promise<void> {
     try {
-      if (!this.memory && !this.filename.startsWith("file:")) fs.mkdirSync(path.dirname(this.file), { recursive: true });
+      if (!this.memory) fs.mkdirSync(path.dirname(this.file), { recursive: true });
       const driver = typeof this.driverChoice === "object" ? this.driverChoice : loadSQLiteDriver(this.driverChoice);
       this.#driver = driver;
       const writer = driver.openConnection(this.filename, this.busyTimeoutMs);
@@ -190,7 +191,7 @@ export class SQLiteConnection implements QueueConnection, WakeupSource {
           });
         }
       } else {
-        this.#queueKey = this.filename.startsWith("file:") ? this.filename : null;
+        this.#queueKey = null;
       }
       this.#queue = acquireWriteQueue(this.#queueKey);
     } catch (err) {

@@ -37,6 +37,8 @@ export class SQLiteSchemaManager extends MigratingSchemaManager {
   }
 
   protected override async beforeMigrations(): Promise<void> {
+    const refused = refusedPath(this.connection.filename, this.connection.file);
+    if (refused !== null) throw refused;
     await this.connection.open();
   }
 
@@ -49,6 +51,55 @@ export class SQLiteSchemaManager extends MigratingSchemaManager {
     this.wakeups?.close();
     await this.connection.close();
   }
+}
+
+/**
+ * A {@link DatabaseUnusable} for a path SQLite must not be given at all, checked before anything is
+ * opened (so nothing is created beside it): a `file:` URI, which not every driver reads (better-sqlite3
+ * creates a file literally named `file:…` in the working directory, and treats `?mode=memory` as part of
+ * that name), and an existing path that is neither a regular file nor a directory — a device such as
+ * `/dev/null`, a FIFO, a socket — on which SQLite fails with a bare `disk I/O error` that a worker would
+ * retry forever. `null` for any other path (a directory is left to SQLite, whose refusal
+ * {@link unusableDatabase} explains). `filename` is the path as given, `file` as resolved.
+ */
+export function refusedPath(filename: string, file: string): DatabaseUnusable | null {
+  if (filename.startsWith("file:")) {
+    const instead = /[?&]mode=memory(&|$)/.test(filename) ? "':memory:' (a private in-memory database)" : `a plain path${plainPathOf(filename)}`;
+    return new DatabaseUnusable(filename, `SQLite URI filenames ('file:…') are not supported, since not every driver reads them; give ${instead} instead`);
+  }
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    return null;
+  }
+  if (stat.isFile() || stat.isDirectory()) return null;
+  const kind = stat.isCharacterDevice()
+    ? "a character device"
+    : stat.isBlockDevice()
+      ? "a block device"
+      : stat.isFIFO()
+        ? "a named pipe (FIFO)"
+        : stat.isSocket()
+          ? "a socket"
+          : "not a regular file";
+  return new DatabaseUnusable(
+    file,
+    `it is ${kind}, not a regular file: SQLite keeps a database in a regular file (and writes its -wal and -shm files beside it), so give the path of one (it is created if missing)`,
+  );
+}
+
+/** `' (such as '/a/b.db')'` for the path a `file:` URI names, or `''` when it names none. */
+function plainPathOf(uri: string): string {
+  let rest = uri.slice("file:".length).replace(/[?#].*$/s, "");
+  // `file://host/path`: the authority (empty or `localhost`) is no part of the path.
+  if (rest.startsWith("//")) rest = rest.slice(2).replace(/^[^/]*/, "");
+  try {
+    rest = decodeURIComponent(rest);
+  } catch {
+    // A malformed escape: show the path as written.
+  }
+  return rest === "" ? "" : ` (such as '${rest}')`;
 }
 
 /** SQLite result codes (primary and extended) that say the file itself cannot be used. */

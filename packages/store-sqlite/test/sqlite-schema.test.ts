@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
@@ -6,6 +7,7 @@ import { TASK_COLUMNS } from "@cairnq/protocol/adapter";
 import { describe, expect, it } from "vitest";
 import type { SQLiteDialect } from "../src/index.js";
 import { SQLiteStore } from "../src/index.js";
+import { refusedPath } from "../src/sqlite-schema.js";
 import { openStore, tempFile } from "./helpers.js";
 import type { Described } from "./schema.js";
 import { describeSchema, INDEXES, LEDGER, ledger, TABLES } from "./schema.js";
@@ -343,6 +345,30 @@ describe("open errors name the file and say what is wrong (fatal: retrying canno
     fs.writeFileSync(file, "x");
     const err = await openError(path.join(file, "sub", "cairnq.db"));
     expect(err.reason).toMatch(/part of its directory path is a file/);
+  });
+
+  it("a path that is not a regular file (a FIFO), refused before SQLite opens it: nothing is created beside it", async () => {
+    const fifo = tempFile("fifo");
+    execFileSync("mkfifo", [fifo]);
+    const err = await openError(fifo);
+    expect(err.reason).toMatch(/^it is a named pipe \(FIFO\), not a regular file: SQLite keeps a database in a regular file/);
+    expect(fs.readdirSync(path.dirname(fifo))).toEqual(["fifo"]);
+  });
+
+  it("a character device such as /dev/null (only looked at, never opened)", () => {
+    const err = refusedPath("/dev/null", "/dev/null");
+    expect(err).toBeInstanceOf(DatabaseUnusable);
+    expect(err?.message).toMatch(/^cannot use '\/dev\/null' as a CairnQ database: it is a character device, not a regular file/);
+    expect(refusedPath(tempFile(), tempFile())).toBeNull();
+  });
+
+  it("a file: URI, named as given, with the path to give instead; nothing is created", async () => {
+    const file = tempFile();
+    const uri = `file://${file}?mode=rwc`;
+    const err = await openError(uri);
+    expect(err.reason).toBe(`SQLite URI filenames ('file:…') are not supported, since not every driver reads them; give a plain path (such as '${file}') instead`);
+    expect(fs.readdirSync(path.dirname(file))).toEqual([]);
+    expect(refusedPath("file:jobs?mode=memory&cache=shared", "file:jobs?mode=memory&cache=shared")?.reason).toMatch(/give ':memory:' \(a private in-memory database\) instead$/);
   });
 
   it("leaves errors that are not about the file as they are (a protocol-version mismatch stays one)", async () => {

@@ -75,7 +75,7 @@ export interface SQLiteDriver {
   /** Which binding this is (`store.driver` reports it). */
   readonly name: SQLiteDriverName;
   /**
-   * Opens `filename` (a path, `:memory:`, `""` or a `file:` URI) read-write,
+   * Opens `filename` (a path, `:memory:` or `""`; the store never passes a `file:` URI) read-write,
    * creating it if absent, with SQLite's busy handler set to `busyTimeoutMs`.
    */
   openConnection(filename: string, busyTimeoutMs: number): SQLiteDriverConnection;
