@@ -96,7 +96,13 @@ export interface WorkerTelemetryHost {
   slotsUsed(): number;
 }
 
+/**
+ * `cairnq.task.outcome` by the status a settlement wrote. `queued` is a retry only with a failure: without one it is
+ * a durable sleep, wait or join parking the task ({@link PARKED}), which is not a retry.
+ */
 const OUTCOME_OF_STATUS: Partial<Record<TaskStatus, string>> = { succeeded: "succeeded", queued: "retried", failed: "failed", canceled: "canceled" };
+/** The outcome of a park: the attempt ended without a settlement, and the task runs again when the park is over. */
+const PARKED = "parked";
 
 /** The worker's spans and instruments. @internal */
 export class WorkerTelemetry {
@@ -240,7 +246,7 @@ export class WorkerTelemetry {
     instruments.processDuration.record((performance.now() - call.startedAt) / 1000, attributes);
   }
 
-  /** A settlement was written: its outcome is counted, and a failure the handler settled itself marks its open span. */
+  /** A settlement (or park) was written: its outcome is counted, and a failure the handler settled itself marks its open span. */
   settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown } | null): void {
     const call = ctx.callSpan;
     if (failure !== null && call !== null && !call.ended) {
@@ -249,7 +255,8 @@ export class WorkerTelemetry {
       if (call.span !== null) markError(this.#telemetry.api, call.span, failure.envelope, type);
     }
     const instruments = this.#current();
-    const outcome = OUTCOME_OF_STATUS[status];
+    // The same test the reporter makes for `task parked`: `queued` without a failure is a park (`steps.ts`).
+    const outcome = status === "queued" && failure === null ? PARKED : OUTCOME_OF_STATUS[status];
     if (instruments === null || outcome === undefined) return;
     const attributes = call === null ? this.#attributesOf(ctx.queue, ctx.name) : call.attributes;
     increment(instruments.outcomes, attributes.outcome(outcome), 1);
@@ -308,7 +315,7 @@ export class WorkerTelemetry {
       for (const [attributes, count] of consumed) result.observe(count, attributes);
     });
     meter
-      .createObservableCounter(METRIC_NAMES.outcomes, { description: "Settlements by outcome: succeeded, retried, failed, canceled", unit: "{task}" })
+      .createObservableCounter(METRIC_NAMES.outcomes, { description: "Settlements and parks by outcome: succeeded, retried, failed, canceled, parked", unit: "{task}" })
       .addCallback((result) => {
         for (const [attributes, count] of outcomes) result.observe(count, attributes);
       });

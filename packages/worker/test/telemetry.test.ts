@@ -389,6 +389,51 @@ describe("metrics", () => {
     expect(metrics.has("cairnq.worker.slots.used")).toBe(true);
   });
 
+  it("counts a durable sleep, wait or join that parks its task as `parked`, not `retried`; a failed attempt that will retry is `retried`", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: { meterProvider: otel.meterProvider } });
+    let parentParked = (): void => {};
+    const joining = new Promise<void>((resolve) => {
+      parentParked = resolve;
+    });
+    worker.on("task:parked", (event) => {
+      if (event.name === "joins") parentParked();
+    });
+    worker.task("sleeps", async (ctx) => {
+      await ctx.sleep("nap", 20);
+      return null;
+    });
+    worker.task("waits", async (ctx) => {
+      await ctx.waitFor("never-sent", { timeoutMs: 20 });
+      return null;
+    });
+    worker.task("joins", async (ctx) => {
+      const id = await ctx.spawn("kid", "kid", {});
+      await ctx.join("kid", [id]);
+      return null;
+    });
+    // The child finishes only after its parent parked on the join, so the join parks every time.
+    worker.task("kid", async () => {
+      await joining;
+      return null;
+    });
+    let attempts = 0;
+    worker.task("flaky", () => {
+      attempts += 1;
+      if (attempts === 1) throw new Error("first attempt fails");
+      return null;
+    });
+    const tasks = await Promise.all(["sleeps", "waits", "joins", "flaky"].map((name) => store.submit({ name, maxAttempts: 2 })));
+    void worker.run();
+    for (const task of tasks) await waitForStatus(store, task.id, ["succeeded"]);
+    await delay(20);
+    const outcomes = (await otel.collect()).get("cairnq.task.outcomes");
+    const counted = (name: string) =>
+      Object.fromEntries(["succeeded", "retried", "failed", "canceled", "parked"].map((outcome) => [outcome, counterTotal(outcomes, { "cairnq.task.name": name, "cairnq.task.outcome": outcome })]));
+    for (const name of ["sleeps", "waits", "joins"]) expect(counted(name), name).toEqual({ succeeded: 1, retried: 0, failed: 0, canceled: 0, parked: 1 });
+    expect(counted("flaky")).toEqual({ succeeded: 1, retried: 1, failed: 0, canceled: 0, parked: 0 });
+  });
+
   it("counts a lease lost under a running handler", async () => {
     const store = new MemoryStore();
     const worker = makeWorker(store, { metrics: { meterProvider: otel.meterProvider } });
