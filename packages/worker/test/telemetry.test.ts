@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Task } from "@cairnq/protocol";
@@ -387,6 +388,22 @@ describe("metrics", () => {
     expect(buckets.buckets.boundaries[0]).toBe(0.001);
     expect(buckets.buckets.boundaries.at(-1)).toBe(3600);
     expect(metrics.has("cairnq.worker.slots.used")).toBe(true);
+  });
+
+  it("the slots gauge carries messaging.system only, as docs/telemetry.md's metrics table says", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { metrics: { meterProvider: otel.meterProvider } });
+    worker.task("x", () => null);
+    const task = await store.submit({ name: "x" });
+    void worker.run();
+    // The instruments are made at the first claim.
+    await waitForStatus(store, task.id, ["succeeded"]);
+    const gauge = (await otel.collect()).get("cairnq.worker.slots.used");
+    expect(gauge?.dataPoints.map((point) => point.attributes)).toEqual([{ "messaging.system": "cairnq" }]);
+    const docs = await readFile(new URL("../../../docs/telemetry.md", import.meta.url), "utf8");
+    const row = docs.split("\n").find((line) => line.startsWith("| `cairnq.worker.slots.used` |"));
+    // | instrument | kind | unit | attributes | recorded by |
+    expect(row?.split(" | ")[3]).toBe("`messaging.system`");
   });
 
   it("counts a durable sleep, wait or join that parks its task as `parked`, not `retried`; a failed attempt that will retry is `retried`", async () => {
