@@ -183,7 +183,7 @@ describe("consumer spans", () => {
     });
   });
 
-  it("a failed handler's span has status ERROR and error.type (thrown, TaskError, ctx.fail)", async () => {
+  it("a failed handler's span has status ERROR, error.type and the error's message as its status message (thrown, TaskError, ctx.fail)", async () => {
     const store = new MemoryStore();
     const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider } });
     worker.task("throws", () => {
@@ -201,13 +201,13 @@ describe("consumer spans", () => {
     for (const id of ids) await waitForStatus(store, id, ["failed"]);
     await waitFor(() => processSpans().length === 3);
     const byName = new Map(processSpans().map((span) => [span.attributes["cairnq.task.name"], span]));
-    for (const [name, type] of [
-      ["throws", "RangeError"],
-      ["task-error", "BadInput"],
-      ["ctx-fail", "TypeError"],
+    for (const [name, type, message] of [
+      ["throws", "RangeError", "out of range"],
+      ["task-error", "BadInput", "bad input"],
+      ["ctx-fail", "TypeError", "nope"],
     ] as const) {
       const span = byName.get(name);
-      expect(span?.status.code, name).toBe(SpanStatusCode.ERROR);
+      expect(span?.status, name).toEqual({ code: SpanStatusCode.ERROR, message });
       expect(span?.attributes["error.type"], name).toBe(type);
     }
     expect(byName.get("throws")?.events.some((event) => event.name === "exception")).toBe(true);
