@@ -25,8 +25,14 @@ export interface CallSpan {
   readonly startedAt: number;
   /** The metric attributes of the call's queue and task name. */
   readonly attributes: TaskAttributes;
-  /** The `error.type` of a failure the handler settled itself (`ctx.fail`), while the span is open. */
+  /** The `error.type` of a failure the handler settled itself (`ctx.fail`), or of a lease lost, while the span is open. */
   failedType: string | null;
+  /**
+   * A task of the call lost its lease while the span was open: the span is ERROR with `error.type` `LostLease`
+   * whatever the handler did next (returned, or threw — most often because its signal aborted), as the task is not
+   * this call's to settle any more.
+   */
+  leaseLost: boolean;
   ended: boolean;
   /** `trace_id` and `span_id` for log records, made on the first record that asks. */
   logFields: { trace_id: string; span_id: string } | null;
@@ -101,6 +107,8 @@ export interface WorkerTelemetryHost {
  * a durable sleep, wait or join parking the task ({@link PARKED}), which is not a retry.
  */
 const OUTCOME_OF_STATUS: Partial<Record<TaskStatus, string>> = { succeeded: "succeeded", queued: "retried", failed: "failed", canceled: "canceled" };
+/** The `error.type` of a call whose lease was lost under it: the class of the error its signal aborted with. */
+const LOST_LEASE_TYPE = "LostLease";
 /** The outcome of a park: the attempt ended without a settlement, and the task runs again when the park is over. */
 const PARKED = "parked";
 
@@ -165,7 +173,7 @@ export class WorkerTelemetry {
       span = opened.span;
       context = opened.context;
     }
-    const call: CallSpan = { span, context, startedAt: performance.now(), attributes, failedType: null, ended: false, logFields: null };
+    const call: CallSpan = { span, context, startedAt: performance.now(), attributes, failedType: null, leaseLost: false, ended: false, logFields: null };
     // Kept on the context (for `ctx.fail` statuses and log fields) rather than in a WeakMap: an entry per task
     // there cost a hash and an ephemeron for the collector, where a field costs a store.
     for (const ctx of contexts) ctx.callSpan = call;
@@ -213,31 +221,38 @@ export class WorkerTelemetry {
     return call.context === null ? fn() : this.#telemetry.api.context.with(call.context, fn);
   }
 
-  /** The handler's wait ended: its duration is recorded, and its span ends with ERROR unless it returned. */
+  /**
+   * The handler's wait ended: its duration is recorded, and its span ends with ERROR unless it returned or parked
+   * (or ERROR already, its lease lost: see {@link WorkerTelemetry.lost}).
+   */
   handlerEnded(call: CallSpan, outcome: Outcome): void {
     if (call.ended) return;
     call.ended = true;
     const api = this.#telemetry.api;
     let errorType: string | null = call.failedType;
-    switch (outcome.kind) {
-      case "returned":
-        break;
-      case "parked":
-        // A parked task (a durable sleep, wait or join) ended its call without an error; it runs again later.
-        break;
-      case "threw": {
-        errorType = thrownType(outcome.error);
-        if (call.span !== null) markError(api, call.span, outcome.error, errorType);
-        break;
+    // A lease lost under the call already marked its span: the loss is why the call ended as it did (a handler
+    // most often throws because its signal aborted), and the task is not this call's to settle any more.
+    if (!call.leaseLost) {
+      switch (outcome.kind) {
+        case "returned":
+          break;
+        case "parked":
+          // A parked task (a durable sleep, wait or join) ended its call without an error; it runs again later.
+          break;
+        case "threw": {
+          errorType = thrownType(outcome.error);
+          if (call.span !== null) markError(api, call.span, outcome.error, errorType);
+          break;
+        }
+        case "timeout":
+          errorType = "HandlerTimeout";
+          if (call.span !== null) markError(api, call.span, new Error("the handler exceeded maxRunMs"), errorType);
+          break;
+        case "abandoned":
+          errorType = "Abandoned";
+          if (call.span !== null) markError(api, call.span, new Error("the worker stopped and let go of the call at its stop deadline"), errorType);
+          break;
       }
-      case "timeout":
-        errorType = "HandlerTimeout";
-        if (call.span !== null) markError(api, call.span, new Error("the handler exceeded maxRunMs"), errorType);
-        break;
-      case "abandoned":
-        errorType = "Abandoned";
-        if (call.span !== null) markError(api, call.span, new Error("the worker stopped and let go of the call at its stop deadline"), errorType);
-        break;
     }
     call.span?.end();
     const instruments = this.#current();
@@ -262,9 +277,20 @@ export class WorkerTelemetry {
     increment(instruments.outcomes, attributes.outcome(outcome), 1);
   }
 
-  /** A context became lost: a real lease loss is counted (not the worker letting go at a timeout or stop). */
+  /**
+   * A context became lost: a real lease loss (not the worker letting go at a timeout or stop) is counted, and
+   * marks its call's span, while open, ERROR with `error.type` `LostLease` and the loss's message.
+   */
   lost(ctx: Context, reason: LostReason): void {
     if (reason !== "heartbeat" && reason !== "write" && reason !== "reclaimed") return;
+    const call = ctx.callSpan;
+    if (call !== null && !call.ended && !call.leaseLost) {
+      call.leaseLost = true;
+      call.failedType = LOST_LEASE_TYPE;
+      // The signal aborted with the LostLease that says why (markLost), before this was called.
+      const why: unknown = ctx.signal.reason;
+      if (call.span !== null) markFailed(this.#telemetry.api, call.span, LOST_LEASE_TYPE, why instanceof Error ? why.message : LOST_LEASE_TYPE);
+    }
     const instruments = this.#metrics();
     if (instruments === null) return;
     instruments.leaseLost.add(1, { ...this.#attributesOf(ctx.queue, ctx.name).process, [TELEMETRY_ATTRIBUTES.lostReason]: reason });

@@ -7,7 +7,7 @@ import { TRACE_CONTEXT_METADATA_KEY } from "@cairnq/protocol/sdk";
 import type { OtelHarness } from "@cairnq/test-support/otel";
 import { counterTotal, histogramCount, otelHarness } from "@cairnq/test-support/otel";
 import { Worker } from "../src/index.js";
-import type { WorkerErrorInfo } from "../src/index.js";
+import type { TaskContext, WorkerErrorInfo } from "../src/index.js";
 import { delay, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
 
@@ -336,6 +336,37 @@ describe("errors and lost leases of a traced task", () => {
     const fields = { trace_id: ids.traceId, span_id: ids.spanId };
     expect(records.find((r) => r.msg === "beat failed")?.fields).toMatchObject({ taskId: task.id, ...fields });
     expect(records.find((r) => r.msg.startsWith("lease lost"))?.fields).toMatchObject({ taskId: task.id, ...fields });
+  });
+
+  it("a call whose lease was lost ends its span ERROR with error.type LostLease and the loss's message, whether the handler then returned or threw", async () => {
+    const store = new MemoryStore();
+    const worker = makeWorker(store, { tracing: { tracerProvider: otel.tracerProvider }, metrics: { meterProvider: otel.meterProvider } });
+    const stolen = async (ctx: TaskContext): Promise<void> => {
+      // Another worker takes the task over: this worker's next heartbeat finds the lease gone.
+      await store.fail({ taskId: ctx.taskId, workerId: ctx.workerId, attempt: ctx.attempt, error: {}, retryable: false, delayMs: 0 });
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+    };
+    worker.task("returns", async (ctx) => {
+      await stolen(ctx);
+      return null;
+    });
+    worker.task("throws", async (ctx) => {
+      await stolen(ctx);
+      throw new Error("gave up: the signal aborted");
+    });
+    const ids = await Promise.all(["returns", "throws"].map(async (name) => (await store.submit({ name })).id));
+    void worker.run();
+    await waitFor(() => processSpans().length === 2);
+    for (const id of ids) {
+      const span = processSpans().find((s) => s.attributes["messaging.message.id"] === id);
+      const name = String(span?.attributes["cairnq.task.name"]);
+      expect(span?.status.code, name).toBe(SpanStatusCode.ERROR);
+      expect(span?.status.message, name).toBe(`the lease on task ${id} was not renewed (it expired or the task was settled elsewhere); stop working on it`);
+      expect(span?.attributes["error.type"], name).toBe("LostLease");
+    }
+    const durations = (await otel.collect()).get("messaging.process.duration");
+    expect(histogramCount(durations, { "error.type": "LostLease" })).toBe(2);
+    expect(histogramCount(durations)).toBe(2);
   });
 
   it("without tracing, onError's info has no trace ids", async () => {
