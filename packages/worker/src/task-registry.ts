@@ -9,6 +9,7 @@ import { hasGroupLimits, normalizeFlowControl, requireName } from "@cairnq/proto
 import type { GivenBackoff, NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
 import { logSafely, normalizeRetryPolicy } from "@cairnq/protocol/sdk";
 import { checkOptions, requireCount } from "@cairnq/runtime";
+import { argumentsAfter, describeArgument } from "./arguments.js";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";
 
@@ -177,19 +178,30 @@ export class TaskRegistry {
    *
    * @throws `InvalidArgument` for a bad name, option or undeclared resource.
    */
-  register(task: TaskDef | string, optionsOrHandler: TaskOptions | AnyHandler, maybeHandler?: AnyHandler): void {
+  register(task: TaskDef | string, optionsOrHandler: unknown, rest: readonly unknown[]): void {
     const name = requireName(typeof task === "string" ? task : (task as TaskDef | null)?.name, "name");
+    const shapes = `worker.task('${name}', handler) or worker.task('${name}', options, handler)`;
     let options: TaskOptions;
     let handler: unknown;
+    // Every argument is checked: one after the handler (options put last, say) would otherwise be dropped unread.
     if (typeof optionsOrHandler === "function") {
+      if (rest.length > 0) {
+        throw new InvalidArgument(
+          "options",
+          `worker.task('${name}', handler, …) got ${argumentsAfter(rest)} after its handler, which would be ignored; the options come before the handler: ${shapes}`,
+        );
+      }
       options = {};
       handler = optionsOrHandler;
     } else {
       options = checkOptions(optionsOrHandler, `worker.task('${name}', options, handler)`, TASK_OPTION_KEYS);
-      handler = maybeHandler;
+      handler = rest[0];
+      if (rest.length > 1) {
+        throw new InvalidArgument("handler", `worker.task('${name}', options, handler, …) got ${argumentsAfter(rest.slice(1))} after its handler, which would be ignored; call ${shapes}`);
+      }
     }
     if (typeof handler !== "function") {
-      throw new InvalidArgument("handler", `worker.task('${name}', …) needs a handler function`);
+      throw new InvalidArgument("handler", `worker.task('${name}', …) needs a handler function, got ${describeArgument(handler)}; call ${shapes}`);
     }
     const batch = options.batch === undefined ? null : requireCount(options.batch, "batch");
     const concurrency = options.concurrency === undefined ? null : requireCount(options.concurrency, "concurrency");

@@ -15,6 +15,7 @@ import { BackpressureGateCore, logSafely, policyRetryDelayMs, requireGroupSuppor
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
+import { argumentsAfter, describeArgument } from "./arguments.js";
 import { CallRunner } from "./call-runner.js";
 import { ClaimLoop } from "./claim-loop.js";
 import { Dispatcher } from "./dispatcher.js";
@@ -221,7 +222,8 @@ export class Worker {
    * `concurrency` caps this name's calls at once; `resource` makes each call
    * hold one unit of a resource declared in the worker's `resources`.
    *
-   * @throws `InvalidArgument` for a bad name, option or undeclared resource.
+   * @throws `InvalidArgument` for a bad name, option or undeclared resource, a handler that is not a function,
+   *   or an argument after the handler (`worker.task(name, handler, options)`: the options come first).
    * @example
    * ```ts
    * worker.task(resize, async (ctx, payload) => ({ ok: true }));
@@ -235,8 +237,8 @@ export class Worker {
   task<D extends TaskDef | string, P = unknown, R = unknown>(task: D, options: TaskOptions & { batch: number }, handler: BatchHandlerFor<D, P, R>): this;
   task<D extends TaskDef | string, P = unknown, R = unknown>(task: D, options: TaskOptions & { batch?: undefined }, handler: HandlerFor<D, P, R>): this;
   task<D extends TaskDef | string, P = unknown, R = unknown>(task: D, handler: HandlerFor<D, P, R>): this;
-  task(task: TaskDef | string, optionsOrHandler: TaskOptions | AnyHandler, maybeHandler?: AnyHandler): this {
-    this.#handlers.register(task, optionsOrHandler, maybeHandler);
+  task(task: TaskDef | string, optionsOrHandler: TaskOptions | AnyHandler, ...rest: unknown[]): this {
+    this.#handlers.register(task, optionsOrHandler, rest);
     return this;
   }
 
@@ -250,9 +252,17 @@ export class Worker {
     return this.#handlers.remove(task);
   }
 
-  /** Subscribes to a lifecycle event. A throwing listener is logged and ignored. */
-  on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
-    this.#reporter.on(event, listener);
+  /**
+   * Subscribes to a lifecycle event. A throwing listener is logged and ignored.
+   *
+   * @throws `InvalidArgument` when `listener` is not a function, or for an argument after it.
+   */
+  on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this;
+  on(event: WorkerEventName, listener: unknown, ...rest: unknown[]): this {
+    const call = `worker.on(${JSON.stringify(event)}, listener)`;
+    if (typeof listener !== "function") throw new InvalidArgument("listener", `${call} needs a listener function, got ${describeArgument(listener)}`);
+    if (rest.length > 0) throw new InvalidArgument("listener", `${call} got ${argumentsAfter(rest)} after its listener, which would be ignored; it takes the event name and the listener only`);
+    this.#reporter.on(event, listener as WorkerEventListener<WorkerEventName>);
     return this;
   }
 
@@ -270,7 +280,7 @@ export class Worker {
    * `scheduler.ts` for the guarantees and DST behaviour.
    *
    * @throws `InvalidArgument` for a bad spec or option (unknown keys
-   *   included), `SerializationError` for a payload that cannot be stored,
+   *   included) or an argument after the options, `SerializationError` for a payload that cannot be stored,
    *   `UnsupportedBackend` when the store lacks `capabilities.schedules`.
    * @example
    * ```ts
@@ -278,7 +288,14 @@ export class Worker {
    * worker.schedule("cache.refresh", { everyMs: 60_000 });
    * ```
    */
-  schedule<P = unknown>(task: TaskDef<P> | string, spec: ScheduleSpec, options?: ScheduleOptions<P>): this {
+  schedule<P = unknown>(task: TaskDef<P> | string, spec: ScheduleSpec, options?: ScheduleOptions<P>): this;
+  schedule(task: TaskDef | string, spec: ScheduleSpec, options?: ScheduleOptions, ...rest: unknown[]): this {
+    if (rest.length > 0) {
+      throw new InvalidArgument(
+        "options",
+        `worker.schedule(name, spec, options) got ${argumentsAfter(rest)} after its options, which would be ignored; every option goes in the one options object`,
+      );
+    }
     const entry = scheduleEntry(task, spec, options);
     requireGroupSupport(this.store, entry.task);
     this.#scheduler.add(entry);

@@ -233,6 +233,54 @@ describe("registration (§8.2)", () => {
     expect(() => worker().task("a", { resource: "cpu" }, () => 1)).toThrow(/declared: gpu/);
   });
 
+  it("refuses an argument after the handler (options put last are not dropped), naming the two call shapes", () => {
+    const shapes = "call worker.task('a', handler) or worker.task('a', options, handler)";
+    // The calls JavaScript (or a cast) can make, which the overloads refuse to compile.
+    const task = (w: Worker) => w.task.bind(w) as (...args: unknown[]) => unknown;
+    const refusals: [(w: Worker) => unknown, string, string][] = [
+      [
+        (w) => task(w)("a", () => 1, { concurrency: 2 }),
+        "options",
+        "worker.task('a', handler, …) got 1 argument (an object) after its handler, which would be ignored; the options come before the handler: worker.task('a', handler) or worker.task('a', options, handler)",
+      ],
+      [(w) => task(w)("a", () => 1, undefined), "options", "got 1 argument (undefined) after its handler"],
+      [
+        (w) => task(w)("a", { concurrency: 2 }, () => 1, { batch: 4 }),
+        "handler",
+        `worker.task('a', options, handler, …) got 1 argument (an object) after its handler, which would be ignored; ${shapes}`,
+      ],
+      [(w) => task(w)({ name: "a" }, {}, () => 1, 1, 2), "handler", "got 2 arguments after its handler"],
+      [(w) => task(w)("a", {}, "run"), "handler", `worker.task('a', …) needs a handler function, got a string; ${shapes}`],
+      [(w) => task(w)("a", { concurrency: 2 }), "handler", `needs a handler function, got undefined; ${shapes}`],
+    ];
+    for (const [register, argument, message] of refusals) {
+      const w = worker();
+      let thrown: unknown;
+      try {
+        register(w);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown, message).toBeInstanceOf(InvalidArgument);
+      expect((thrown as InvalidArgument).argument, message).toBe(argument);
+      expect((thrown as InvalidArgument).message, message).toContain(message);
+      // Nothing was registered.
+      expect(w.removeTask("a"), message).toBe(false);
+    }
+  });
+
+  it("worker.schedule refuses an argument after its options, and worker.on a listener that is no function or an argument after it", () => {
+    const w = new Worker(new MemoryStore());
+    const schedule = w.schedule.bind(w) as (...args: unknown[]) => unknown;
+    expect(() => schedule("tick", { everyMs: 60_000 }, { queue: "cron" }, { payload: { a: 1 } })).toThrow(
+      "worker.schedule(name, spec, options) got 1 argument (an object) after its options, which would be ignored; every option goes in the one options object",
+    );
+    expect(() => w.on("task:failed", "log" as never)).toThrow(new InvalidArgument("listener", 'worker.on("task:failed", listener) needs a listener function, got a string'));
+    const on = w.on.bind(w) as (...args: unknown[]) => unknown;
+    expect(() => on("task:failed", () => {}, { once: true })).toThrow(/worker\.on\("task:failed", listener\) got 1 argument \(an object\) after its listener/);
+    expect(() => w.on("task:failed", () => {})).not.toThrow();
+  });
+
   it("warns through the logger when a TaskDef's queue is not claimed", () => {
     const warnings: string[] = [];
     const w = new Worker(new MemoryStore(), { queues: ["a"], logger: { warn: (m) => warnings.push(m) } });
