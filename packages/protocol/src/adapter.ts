@@ -145,6 +145,9 @@ export {
   GROUP_RUNNING,
   wakeGroupTask,
   headGroupRowAction,
+  GROUP_PRUNE_BATCH,
+  GROUP_PRUNE_INTERVAL_MS,
+  groupPruneDue,
 } from "./groups.js";
 export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState, GroupWalkTask } from "./groups.js";
 export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";

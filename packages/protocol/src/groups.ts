@@ -134,17 +134,58 @@ export function wakeGroupTask(status: string): GroupTaskState {
 
 /**
  * What a group claim does with a task of its name found among the first {@link GROUP_HEAD_ROWS} rows of the
- * plain claim order that has a group row (`state`), in a group whose `active` flag is `groupActive`:
+ * plain claim order that has a group row (`state`), in a group whose `active` flag is `groupActive` (`null`:
+ * the group has no row — a claim pruned it while it was idle, {@link GROUP_PRUNE_BATCH} — which is read as
+ * an idle group):
  * - `requeue`: its row is not in the walk (`claimed` or `requeued`: a claim without group limits, lease
  *   recovery or a v1 peer sent the task back without marking it, or it was marked) — the row goes back
  *   to `queued` and the group wakes;
  * - `wake`: the row is in the walk but its group went idle meanwhile (a task a claim without group
- *   limits took came back with no mark) — the group wakes;
+ *   limits took came back with no mark), or has no row — the group wakes (a wake creates a missing row);
  * - `none`: the group's walk already serves it.
  */
-export function headGroupRowAction(state: string, groupActive: boolean): "requeue" | "wake" | "none" {
+export function headGroupRowAction(state: string, groupActive: boolean | null): "requeue" | "wake" | "none" {
   if (state !== GROUP_TASK_STATES.queued) return "requeue";
-  return groupActive ? "none" : "wake";
+  return groupActive === true ? "none" : "wake";
+}
+
+/**
+ * How long one store instance waits between two prunes of one name's idle group rows, on the store's clock
+ * ({@link groupPruneDue}). A prune is one statement of a group claim's transaction: once a minute it costs
+ * the claims of the name nothing measurable, and a table of idle groups shrinks by up to
+ * {@link GROUP_PRUNE_BATCH} rows a minute per worker process.
+ */
+export const GROUP_PRUNE_INTERVAL_MS = 60_000;
+
+/**
+ * The most group rows (`cairnq_ext_groups`) of one name one prune deletes: a bound on the one statement's
+ * work and locks, taken inside a claim's transaction. The rule a row must meet to go — each condition
+ * read by the prune statement itself, under the name's flow lock (so no group claim of the name runs
+ * beside it), its rows found through indexes:
+ * 1. the row is idle: `active = 0`, re-checked on the row as the delete locks it. Every statement that
+ *    sets `active = 1` creates the row when it is missing (a grouped submit, a group claim's wake of a
+ *    requeued task or of a task at the head of the plain order: {@link headGroupRowAction}), in the same
+ *    statement, and a missing row is read as an idle one everywhere, so a delete that races one of them
+ *    either misses the row (it is active again) or deletes it before that statement, which then inserts
+ *    it afresh as a new group (`served_seq` 0: first in the rotation);
+ * 2. no group row of the group is `requeued`, nor `queued` with its task `queued` (work the group's walk
+ *    would still serve: its place in the served order is kept);
+ * 3. no task of the name and group is running ({@link GROUP_RUNNING}): its row keeps the
+ *    `groupConcurrency` last enforced, which `explain` shows.
+ *
+ * Rows of tasks a group claim took (`claimed`) stay, and do not hold their group: a task among them that
+ * comes back (`retry`, a v1 peer's requeue) is marked `requeued` or found at the head of the plain order,
+ * and the claim that wakes its group creates the row again.
+ */
+export const GROUP_PRUNE_BATCH = 1_000;
+
+/**
+ * Whether a store instance that last pruned a name's idle group rows at `lastAtMs` (`undefined`: never, since
+ * it opened) prunes them again at `nowMs`: on its first group claim of the name, then once
+ * {@link GROUP_PRUNE_INTERVAL_MS} has passed — or the clock went back by as much, which starts the wait again.
+ */
+export function groupPruneDue(lastAtMs: number | undefined, nowMs: number): boolean {
+  return lastAtMs === undefined || Math.abs(nowMs - lastAtMs) >= GROUP_PRUNE_INTERVAL_MS;
 }
 
 /**

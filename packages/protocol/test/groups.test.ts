@@ -8,6 +8,8 @@ import {
   GROUP_RUNNING,
   groupAllowance,
   groupClaimsInWindow,
+  GROUP_PRUNE_INTERVAL_MS,
+  groupPruneDue,
   groupReadDepth,
   hasGroupReads,
   headGroupRowAction,
@@ -129,6 +131,21 @@ describe("group limits", () => {
     expect(headGroupRowAction(GROUP_TASK_STATES.done, true)).toBe("requeue");
     expect(headGroupRowAction(GROUP_TASK_STATES.queued, false)).toBe("wake");
     expect(headGroupRowAction(GROUP_TASK_STATES.queued, true)).toBe("none");
+  });
+
+  it("a grouped task whose group has no row (pruned while idle) is read as in an idle group: its group wakes", () => {
+    expect(headGroupRowAction(GROUP_TASK_STATES.queued, null)).toBe("wake");
+    expect(headGroupRowAction(GROUP_TASK_STATES.claimed, null)).toBe("requeue");
+  });
+
+  it("a store prunes a name's idle group rows on its first group claim of the name, then once an interval has passed", () => {
+    expect(groupPruneDue(undefined, 5)).toBe(true);
+    expect(groupPruneDue(1_000, 1_000)).toBe(false);
+    expect(groupPruneDue(1_000, 1_000 + GROUP_PRUNE_INTERVAL_MS - 1)).toBe(false);
+    expect(groupPruneDue(1_000, 1_000 + GROUP_PRUNE_INTERVAL_MS)).toBe(true);
+    // A clock moved back by less than the interval waits on; by more, the wait starts again from now.
+    expect(groupPruneDue(1_000_000, 1_000_000 - GROUP_PRUNE_INTERVAL_MS + 1)).toBe(false);
+    expect(groupPruneDue(1_000_000, 1_000_000 - GROUP_PRUNE_INTERVAL_MS)).toBe(true);
   });
 
   it("GROUP_RUNNING holds for the running rows with a lease of the name", () => {
