@@ -9,6 +9,7 @@ import type { TakenWrites } from "./write-batching.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { FlowControlStep } from "./flow-control-step.js";
 import type { ClaimEnd } from "./group-draw.js";
+import { GroupPrune } from "./group-prune.js";
 import { decodeTask } from "./rows.js";
 import { PROBE_TEMPLATE, setTransitionTemplate } from "./statements.js";
 import type { SettlementsInFlight } from "./settlements-in-flight.js";
@@ -39,6 +40,8 @@ export class ClaimCycle {
   readonly #lifecycle: StoreLifecycle;
   readonly #extensions: StoreExtensions;
   readonly #inFlight: SettlementsInFlight | null;
+  /** When this store last pruned each grouped name's idle group rows (`group-prune.ts`): one per store, as the store's claims share it. */
+  readonly #groupPrune: GroupPrune;
 
   /**
    * @param statements - The store's statements.
@@ -51,13 +54,14 @@ export class ClaimCycle {
     this.#lifecycle = lifecycle;
     this.#extensions = extensions;
     this.#inFlight = inFlight;
+    this.#groupPrune = new GroupPrune(extensions);
   }
 
   /** One claim cycle; see the class comment. `async`: an invalid input rejects before anything runs. */
   async claim(input: ClaimInput): Promise<Task[]> {
     const claim = normalizeClaim(input);
     // The settlements in flight as the claim begins: a group draw does not count their tasks as running.
-    const flow = FlowControlStep.of(input, this.#extensions, this.#inFlight?.fences() ?? []);
+    const flow = FlowControlStep.of(input, this.#extensions, this.#inFlight?.fences() ?? [], this.#groupPrune);
     if (flow?.drawsGroups === true) this.#inFlight?.follow();
     const probed = probeParams(claim);
     return this.#lifecycle.run(async () => {

@@ -33,6 +33,7 @@ import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
 import type { ClaimEnd, GroupFirstPage, GroupFirstReads } from "./group-draw.js";
 import { GroupDraw } from "./group-draw.js";
+import type { GroupPrune } from "./group-prune.js";
 import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
 import { TASKS_TABLE } from "./statements.js";
@@ -84,11 +85,12 @@ export class FlowControlStep {
   /** The first reads the head brought, by grouped name, until that name's first draw uses its own. */
   readonly #firstReads = new Map<string, GroupFirstReads>();
 
-  private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions, settling: readonly string[]) {
+  private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions, settling: readonly string[], prune: GroupPrune | null) {
     this.#limits = limits;
     this.#ext = ext;
     for (const [name, l] of limits) {
-      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, { groupConcurrency: l.groupConcurrency ?? null, groupRateLimit: l.groupRateLimit ?? null }, settling));
+      const groupLimits = { groupConcurrency: l.groupConcurrency ?? null, groupRateLimit: l.groupRateLimit ?? null };
+      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, groupLimits, settling, prune));
     }
   }
 
@@ -164,10 +166,11 @@ export class FlowControlStep {
   /**
    * The step for `input`, or `null` when it carries no limits. Validates `input.flowControl` (an `InvalidArgument` before anything runs).
    * `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the group draws do not count as running.
+   * `prune`: the store's prune of idle group rows (`group-prune.ts`), which the group draws run when it is due.
    */
-  static of(input: ClaimInput, ext: StoreExtensions, settling: readonly string[] = []): FlowControlStep | null {
+  static of(input: ClaimInput, ext: StoreExtensions, settling: readonly string[] = [], prune: GroupPrune | null = null): FlowControlStep | null {
     const limits = claimFlowControl(input);
-    return limits === null ? null : new FlowControlStep(limits, ext, settling);
+    return limits === null ? null : new FlowControlStep(limits, ext, settling, prune);
   }
 
   /** Outside the transaction: creates the rate-claims table on first use. */

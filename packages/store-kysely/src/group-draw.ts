@@ -13,7 +13,8 @@
  *    handlers ended). Bounded by what runs; whichever claim took a task, it
  *    counts. With them, the name's `requeued` group rows (tasks a fail, a
  *    retry, a park or lease recovery sent back: `group-requeue.ts`), which
- *    go back to their group's walk (`queued`, and the group wakes), or to
+ *    go back to their group's walk (`queued`, and the group wakes — its row
+ *    created when a prune deleted it: `group-prune.ts`), or to
  *    `claimed` when their task is no longer queued. So a task that ends
  *    needs no write here: the claim's one write per task is the one that
  *    takes it out of its group's walk (`queued` → `claimed`).
@@ -51,7 +52,7 @@
  *    concurrent submit is never lost); the groups read in pages that gave no
  *    work whose queued tasks are none of them due go to the back of the
  *    served order (`PASSED`), so they never fill the pages of the claims
- *    after it.
+ *    after it. Once a minute per store and name, the prune ends the batch.
  *
  * The read of steps 1 and 2 depends only on the claim's queues, and the first
  * page of step 3 only on them and the size of the claim's first draw (a group
@@ -91,6 +92,8 @@ import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
+import type { GroupPrune } from "./group-prune.js";
+import { WAKE } from "./group-prune.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
@@ -166,14 +169,6 @@ function setClaimed(taken: boolean): StatementTemplate {
       (taken ? ` AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = ${TASK_GROUPS_TABLE}.task_id) = ${env.syntax.literal("running")}` : ""),
   };
 }
-
-/** Marks groups of `:name` as possibly having queued work. */
-const ACTIVATE: StatementTemplate = {
-  params: [NAME, GROUPS],
-  clock: null,
-  build: (c, env) =>
-    `UPDATE ${GROUPS_TABLE} SET active = 1, touched = touched + 1 WHERE name = ${c.slot(NAME)} AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
-};
 
 /**
  * Steps 1 and 2 in one read: the name's running tasks with their group (`kind` 0: from the task rows,
@@ -496,13 +491,18 @@ export class GroupDraw {
   readonly #name: string;
   readonly #limits: GroupLimits;
   readonly #settling: readonly string[];
+  readonly #prune: GroupPrune | null;
 
-  /** `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the running counts leave out. */
-  constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[] = []) {
+  /**
+   * `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the running counts leave out.
+   * `prune`: the store's prune of idle group rows (`group-prune.ts`), whose statement, when due, ends the draw's batch.
+   */
+  constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[] = [], prune: GroupPrune | null = null) {
     this.#ext = ext;
     this.#name = name;
     this.#limits = limits;
     this.#settling = settling;
+    this.#prune = prune;
   }
 
   /**
@@ -558,6 +558,7 @@ export class GroupDraw {
     const running = new Map<string, number>();
     const requeued = new Set<string>();
     const stale: string[] = [];
+    /** The tasks whose groups wake (by task id: the wake creates a group's row when it is missing). */
     const wake = new Set<string>();
     const ungrouped: string[] = [];
     for (const row of first?.head ?? (await tx.executeQuery(this.firstRead(queues))).rows) {
@@ -568,20 +569,21 @@ export class GroupDraw {
       } else if (kind === 2) {
         if (wakeGroupTask(String(row.status)) === QUEUED) {
           requeued.add(String(row.id));
-          wake.add(String(group));
+          wake.add(String(row.id));
         } else stale.push(String(row.id));
       } else if (typeof group !== "string") ungrouped.push(String(row.id));
       else {
-        const action = headGroupRowAction(String(row.state), Number(row.active) !== 0);
+        // A group without a row (pruned while idle) reads `active` as null: an idle group, which the wake recreates.
+        const action = headGroupRowAction(String(row.state), row.active === null || row.active === undefined ? null : Number(row.active) !== 0);
         if (action === "requeue") requeued.add(String(row.id));
-        if (action !== "none") wake.add(group);
+        if (action !== "none") wake.add(String(row.id));
       }
     }
     // Requeued rows go back to their group's walk (and their groups wake); stale marks go to `claimed`.
     const woken: CompiledQuery<Row>[] = [];
     if (requeued.size > 0) woken.push(this.#query(SET_STATE, { state: QUEUED, taskIds: [...requeued] }));
     if (stale.length > 0) woken.push(this.#query(SET_STATE, { state: CLAIMED, taskIds: stale }));
-    if (wake.size > 0) woken.push(this.#query(ACTIVATE, { name, groups: [...wake] }));
+    if (wake.size > 0) woken.push(this.#query(WAKE, { name, taskIds: [...wake], groupConcurrency: this.#limits.groupConcurrency }));
 
     // 3. Pages of eligible groups with their best due tasks.
     const full: string[] = [];
@@ -673,6 +675,9 @@ export class GroupDraw {
       writes.push(this.#query(PASSED[span], { name, groups: empty.map((g) => g.group), guards, moved, ...bounds }));
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
+    // Once a minute per store and name, the prune of idle group rows ends the batch (group-prune.ts); else nothing more.
+    const prune = this.#prune?.take(name) ?? null;
+    if (prune !== null) writes.push(prune);
     if (writes.length === 0) return [];
     let results: QueryResult<Row>[];
     if (end === null) results = await this.#ext.dialect.executor.batch(tx, writes);

@@ -37,8 +37,8 @@ function waitingSelects(c: ExprCompiler, env: CompileEnv, alias: string, columns
   );
 }
 
-/** The running tasks of `:name` (`GROUP_RUNNING`, over the partial lease index) with their group, or a null group. */
-function runningWithGroup(c: ExprCompiler): string {
+/** The running tasks of `:name` (`GROUP_RUNNING`, over the partial lease index) with their group, or a null group (also read by the prune, `group-prune.ts`). */
+export function runningWithGroup(c: ExprCompiler): string {
   return `SELECT (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE tg.task_id = r.id) AS group_key FROM ${TASKS_TABLE} r WHERE ${c.condition(GROUP_RUNNING) ?? "TRUE"}`;
 }
 
