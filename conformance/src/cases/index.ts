@@ -6,6 +6,7 @@ import { clientTransitionCases } from "./client-transitions.js";
 import { debounceDelayCases, delayCases, stepDelayCases } from "./delays.js";
 import { flowControlCases } from "./flow-control.js";
 import { debounceCases, groupCases } from "./groups.js";
+import { groupIdleCases } from "./groups-idle.js";
 import { groupPagedCases } from "./groups-paged.js";
 import { groupRandomCases } from "./groups-random.js";
 import { inputCases } from "./inputs.js";
@@ -41,6 +42,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...groupCases,
   ...groupRandomCases,
   ...groupPagedCases,
+  ...groupIdleCases,
   ...debounceCases,
   ...debounceDelayCases,
   ...scheduleSlotCases,
