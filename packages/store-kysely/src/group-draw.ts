@@ -676,7 +676,7 @@ export class GroupDraw {
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
     // Once a minute per store and name, the prune of idle group rows ends the batch (group-prune.ts); else nothing more.
-    const prune = this.#prune?.take(name) ?? null;
+    const prune = (await this.#prune?.take(tx, name)) ?? null;
     if (prune !== null) writes.push(prune);
     if (writes.length === 0) return [];
     let results: QueryResult<Row>[];
