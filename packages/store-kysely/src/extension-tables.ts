@@ -21,7 +21,7 @@
  * | `cairnq_ext_steps` | durable steps (`ctx.step`, `ctx.sleep`, …) | one per step occurrence of a task, deleted with the task (foreign key, `ON DELETE CASCADE`) |
  * | `cairnq_ext_messages` | `cairnq.send` / `ctx.waitFor` | one per message sent to a task, deleted with the task |
  * | `cairnq_ext_task_groups` | submit option `group` | one per task submitted with a group (deleted with the task): its name, group, priority and state: in its group's walk (`queued`), taken by a group claim (`claimed`, kept after the task ends), or sent back to `queued` since (`requeued`) |
- * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, whether it may have queued work, and the `groupConcurrency` last enforced (for `explain`); kept when its tasks are purged (docs/protocol.md, "Groups": why, and how to delete idle ones) |
+ * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, whether it may have queued work, and the `groupConcurrency` last enforced (for `explain`); kept when its tasks are purged, deleted by a group claim once idle with no waiting or running task (`group-prune.ts`; docs/protocol.md, "Groups") |
  * | `cairnq_ext_group_rate_claims` | task option `groupRateLimit` | one per recent claim of a rate-limited group, pruned once outside the window |
  *
  * The three group tables are created together (`ensure(GROUP_TABLES)`), by
