@@ -52,7 +52,8 @@
  *    concurrent submit is never lost); the groups read in pages that gave no
  *    work whose queued tasks are none of them due go to the back of the
  *    served order (`PASSED`), so they never fill the pages of the claims
- *    after it. Once a minute per store and name, the prune ends the batch.
+ *    after it. Once a minute per store and name, a prune (`group-prune.ts`)
+ *    reads the idle rows that may go before the batch, deleted at its end.
  *
  * The read of steps 1 and 2 depends only on the claim's queues, and the first
  * page of step 3 only on them and the size of the claim's first draw (a group
@@ -495,7 +496,7 @@ export class GroupDraw {
 
   /**
    * `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the running counts leave out.
-   * `prune`: the store's prune of idle group rows (`group-prune.ts`), whose statement, when due, ends the draw's batch.
+   * `prune`: the store's prune of idle group rows (`group-prune.ts`): when due, its read runs before the draw's batch and its delete ends it.
    */
   constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[] = [], prune: GroupPrune | null = null) {
     this.#ext = ext;
@@ -675,7 +676,7 @@ export class GroupDraw {
       writes.push(this.#query(PASSED[span], { name, groups: empty.map((g) => g.group), guards, moved, ...bounds }));
     }
     if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
-    // Once a minute per store and name, the prune of idle group rows ends the batch (group-prune.ts); else nothing more.
+    // Once a minute per store and name, the prune of idle group rows (a read now, its delete last in the batch); else nothing.
     const prune = (await this.#prune?.take(tx, name)) ?? null;
     if (prune !== null) writes.push(prune);
     if (writes.length === 0) return [];
