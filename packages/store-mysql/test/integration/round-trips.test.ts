@@ -48,12 +48,22 @@ async function queriesWithValuesDuring(fn: () => Promise<unknown>): Promise<{ sq
   return sent;
 }
 
-it("a group claim is the probe, the head, and the draw's writes with the commit: three queries", async () => {
+it("a group claim is the probe, the head, and the draw's writes with the commit: three queries (the store's first of a name reads what it may prune: four)", async () => {
   const store = new MySQLStore(dsn);
   try {
     await store.connect();
     for (let i = 0; i < 20; i++) await store.submit({ name: "job", payload: { i }, group: `g${i % 4}` });
     const input = { queues: ["default"], workerId: "w1", leaseMs: 30_000, names: ["job"], limit: 8, flowControl: { job: { groupConcurrency: 2 } } };
+    // The store's first group claim of a name also reads the idle group rows it may prune (none here, so no delete):
+    // one query more, once a minute per name (group-prune.ts). The claims after it are the ordinary ones.
+    let warm: Awaited<ReturnType<MySQLStore["claim"]>> = [];
+    const pruning = await queriesDuring(async () => {
+      warm = await store.claim(input);
+    });
+    expect(warm).toHaveLength(8);
+    expect(pruning).toHaveLength(4);
+    expect(pruning[2]).toMatch(/^SELECT g\.group_key AS group_key FROM cairnq_ext_groups g WHERE/);
+    for (const task of warm) await store.complete({ taskId: task.id, workerId: "w1", attempt: task.attempt, result: null });
     let claimed = 0;
     const sent = await queriesDuring(async () => {
       claimed = (await store.claim(input)).length;
