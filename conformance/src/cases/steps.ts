@@ -260,7 +260,7 @@ export const stepCases: readonly ConformanceCase[] = [
   },
   {
     id: "steps-send-refused",
-    title: "send refuses, before it writes, a message name no wait can have ('#', over 200 characters) and a succeeded task; a failed task keeps the message for its retry",
+    title: "send refuses, before it writes, a message name no wait can have ('#', over 200 UTF-16 code units) and a succeeded task; a failed task keeps the message for its retry",
     spec: SPEC,
     skipUnless: needsSteps,
     async run(t) {
