@@ -11,6 +11,13 @@
  *   workers claim again and the waits look again. The queue kicks after
  *   every write that may have made work due or a task terminal, at every
  *   stop of the clock, and when a drain begins.
+ * - a call is **parked** while the store's backpressure gate
+ *   (`queueDepthGate`, the client's `maxQueueDepth`) holds it: a submit to a
+ *   full queue sleeps on the virtual clock between depth probes, so it waits
+ *   for time like a delayed task does and is not in flight meanwhile (were
+ *   it, the queue would never be quiet and the clock could never move to
+ *   the probe that lets it through or fails it with `QueueFull`). Its
+ *   probes, made through the proxy, are in flight as any read.
  *
  * A store's wake-ups are sleeps of the system clock (or push signals), and a
  * poll interval of virtual time would make `advance` stop every 500 ms of
@@ -23,7 +30,7 @@
  * a rate-limit window ending — happens only at instants the clock stops at
  * and kicks.
  */
-import type { ClaimInput, StoreCapabilities, Task, TaskStore } from "@cairnq/protocol";
+import type { ClaimInput, QueueDepthGate, StoreCapabilities, Task, TaskStore } from "@cairnq/protocol";
 
 /** Calls that can make nothing due and no task terminal: they do not kick. */
 const QUIET_METHODS = new Set([
@@ -67,8 +74,12 @@ export class WatchedStore {
   /** The store behind the proxy, for reads the queue makes for itself (they must not count as activity). */
   readonly inner: TaskStore;
   #inFlight = 0;
+  /** Calls in flight that the backpressure gate holds (see "parked" in the file's opening block). */
+  #parked = 0;
   #activity = 0;
   readonly #waiters = new Set<Waiter>();
+  /** The gate as installed through the proxy, which reads of `queueDepthGate` return (the client and worker compare it). */
+  #gate: QueueDepthGate | null = null;
 
   constructor(inner: TaskStore, hooks: WatchedStoreHooks) {
     this.inner = inner;
@@ -80,6 +91,7 @@ export class WatchedStore {
       get: (target, prop) => {
         if (prop === "capabilities") return capabilities;
         if (prop === "claimWake" || prop === "taskDoneWake") return wait;
+        if (prop === "queueDepthGate") return this.#gate ?? (Reflect.get(target, prop, target) as unknown);
         // Getters run on the store itself: its private fields are not on the proxy.
         const value = Reflect.get(target, prop, target) as unknown;
         if (typeof value !== "function") return value;
@@ -90,13 +102,17 @@ export class WatchedStore {
         }
         return fn;
       },
-      set: (target, prop, value) => Reflect.set(target, prop, value, target),
+      set: (target, prop, value) => {
+        if (prop !== "queueDepthGate") return Reflect.set(target, prop, value, target);
+        this.#gate = (value as QueueDepthGate | null | undefined) ?? null;
+        return Reflect.set(target, prop, this.#gate === null ? null : this.#parking(this.#gate), target);
+      },
     });
   }
 
-  /** Store calls passed on whose promise has not settled yet. */
+  /** Store calls passed on whose promise has not settled yet, less those the backpressure gate holds. */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight - this.#parked;
   }
 
   /** Grows with every call start and end; equal readings with nothing in flight mean nothing happened between them. */
@@ -110,6 +126,27 @@ export class WatchedStore {
     const waiters = [...this.#waiters];
     this.#waiters.clear();
     for (const waiter of waiters) waiter.wake();
+  }
+
+  /**
+   * The gate the store calls: `gate`, with the submit it holds parked while
+   * it waits (see the file's opening block), and its probes of the store
+   * sent through the proxy so that they count as in flight (a probe of a
+   * transaction's store stays in that transaction).
+   */
+  #parking(gate: QueueDepthGate): QueueDepthGate {
+    return {
+      acquire: async (queue: string, store: TaskStore): Promise<void> => {
+        this.#parked += 1;
+        this.#activity += 1;
+        try {
+          await gate.acquire(queue, store === this.inner ? this.store : store);
+        } finally {
+          this.#parked -= 1;
+          this.#activity += 1;
+        }
+      },
+    };
   }
 
   #wait(signal: AbortSignal | undefined): Promise<void> {

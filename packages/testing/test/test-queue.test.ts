@@ -4,8 +4,8 @@
  * out, schedules, and waits — each without waiting for real time.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { InvalidArgument, SchemaMismatch, TaskTimeout } from "@cairnq/protocol";
-import type { TestQueue } from "@cairnq/testing";
+import { CairnQError, InvalidArgument, QueueFull, SchemaMismatch, TaskTimeout } from "@cairnq/protocol";
+import type { TestQueue, TestQueueOptions } from "@cairnq/testing";
 import { createTestQueue, MemoryStore } from "@cairnq/testing";
 
 const START = Date.UTC(2030, 0, 1);
@@ -16,8 +16,8 @@ const never = (): Promise<never> => new Promise(() => {});
 
 describe.each(["memory", "sqlite"] as const)("a test queue on the %s store", (store) => {
   let queue: TestQueue;
-  const open = async (): Promise<TestQueue> => {
-    queue = await createTestQueue({ store, now: START });
+  const open = async (client?: TestQueueOptions["client"]): Promise<TestQueue> => {
+    queue = await createTestQueue({ store, now: START, client });
     return queue;
   };
 
@@ -209,6 +209,51 @@ describe.each(["memory", "sqlite"] as const)("a test queue on the %s store", (st
     const { ran, running } = await q.drain();
     expect(ran).toMatchObject([{ taskId: task.id, outcome: "succeeded" }]);
     expect(running).toEqual([]);
+  });
+
+  /** How a promise stands now: what it resolved with, the class of what it rejected with, or "pending". */
+  const state = async (promise: Promise<unknown>): Promise<unknown> => {
+    const pending = Symbol("pending");
+    const settled = await Promise.race([promise.catch((err: unknown) => (err as Error).constructor.name), new Promise((resolve) => setImmediate(resolve, pending))]);
+    return settled === pending ? "pending" : settled;
+  };
+
+  it("a submit the maxQueueDepth gate holds waits on the virtual clock: QueueFull once advance reaches maxQueueWaitMs, not before", async () => {
+    const q = await open({ maxQueueDepth: 1, maxQueueWaitMs: 1000 });
+    await q.client.submit("job");
+    const gated = q.client.submit("job").then((task) => task.id);
+    gated.catch(() => {});
+    await q.advance(999);
+    expect(await state(gated)).toBe("pending");
+    expect(q.clock.now()).toBe(START + 999);
+    await q.advance(1);
+    await expect(gated).rejects.toThrow(QueueFull);
+    expect(await q.client.list({ status: "queued" })).toHaveLength(1);
+  });
+
+  it("a submit the gate holds goes through at its next probe once a worker drained the queue", async () => {
+    const q = await open({ maxQueueDepth: 1, maxQueueWaitMs: 60_000 });
+    const first = await q.client.submit("job", { n: 1 });
+    const gated = q.client.submit("job", { n: 2 });
+    q.worker().task("job", (_ctx, { n }: { n: number }) => n);
+    // The drain runs the first task; the gated submit sleeps until its next probe, 250 ms (queuePollIntervalMs) of virtual time.
+    const drained = await q.drain();
+    expect(drained.ran).toMatchObject([{ taskId: first.id, outcome: "succeeded" }]);
+    expect(await state(gated)).toBe("pending");
+    const { ran } = await q.advance(250);
+    const second = await gated;
+    expect(second.created_at_ms).toBe(START + 250);
+    expect(ran).toMatchObject([{ taskId: second.id, outcome: "succeeded", endedAtMs: START + 250 }]);
+  });
+
+  it("close() ends a submit the gate holds: it rejects and nothing is written", async () => {
+    const q = await open({ maxQueueDepth: 1 });
+    await q.client.submit("job");
+    const gated = q.client.submit("job");
+    gated.catch(() => {});
+    await q.drain();
+    await q.close();
+    await expect(gated).rejects.toThrow(CairnQError);
   });
 
   it("a cancel reaches a running handler at its next heartbeat of virtual time", async () => {

@@ -89,8 +89,35 @@ describe("WatchedStore", () => {
       },
     };
     store.queueDepthGate = gate;
-    expect(inner.queueDepthGate).toBe(gate);
+    // Reads through the proxy give the gate back (the client and the worker compare it before they uninstall theirs).
+    expect(store.queueDepthGate).toBe(gate);
     await store.submit({ name: "job", queue: "mail" });
     expect(asked).toEqual(["mail"]);
+    store.queueDepthGate = null;
+    expect(inner.queueDepthGate).toBeNull();
+    expect(store.queueDepthGate).toBeNull();
+  });
+
+  it("does not count a submit the gate holds as in flight while the gate waits, and counts the gate's probes", async () => {
+    const { watched, store } = watch();
+    let release = (): void => {};
+    let probed: number | null = null;
+    let inFlightWhileProbing: number | null = null;
+    store.queueDepthGate = {
+      acquire: async (queue, gated) => {
+        const probe = gated.queueDepth(queue, 10);
+        inFlightWhileProbing = watched.inFlight;
+        probed = await probe;
+        await new Promise<void>((resolve) => (release = resolve));
+      },
+    };
+    const submitting = store.submit({ name: "job" });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([probed, inFlightWhileProbing]).toEqual([10, 1]);
+    expect(watched.inFlight).toBe(0);
+    release();
+    await submitting;
+    expect(watched.inFlight).toBe(0);
+    expect(await store.list({})).toHaveLength(1);
   });
 });
