@@ -27,7 +27,7 @@ import type * as StoreSqlite from "@cairnq/store-sqlite";
 import { DueInstants } from "./due-instants.js";
 import type { RunningTask, TaskRun } from "./run-log.js";
 import { RunLog } from "./run-log.js";
-import { VirtualClock } from "./virtual-clock.js";
+import { requireAdvanceMs, VirtualClock } from "./virtual-clock.js";
 import { WatchedStore } from "./watched-store.js";
 
 /** Builds the store of a test queue on its clock; the queue closes it in `close()`. */
@@ -46,7 +46,7 @@ export interface TestQueueOptions {
    * @default "memory"
    */
   store?: "memory" | "sqlite" | TestStoreFactory | undefined;
-  /** The virtual clock's wall time at the start: a `Date` or epoch milliseconds. @default the system clock's now */
+  /** The virtual clock's wall time at the start: a `Date` or an integer of epoch milliseconds within a `Date`'s range. @default the system clock's now */
   now?: Date | number | undefined;
   /**
    * Options of the queue's client (`maxQueueDepth`, `logger`, …), except
@@ -255,10 +255,15 @@ export class TestQueue {
    * each the workers claim and run what is due, so a task retried three
    * times within the span runs three times.
    *
+   * @param ms - An integer number of milliseconds from 0 to `MAX_DELAY_MS`
+   *   (`@cairnq/protocol`, 100 years), the bound of every delay in CairnQ.
    * @returns the runs that ended since the last drain or advance, and those still going.
-   * @throws InvalidArgument for a negative or non-finite `ms`; the error that stopped a worker for good, if one did.
+   * @throws InvalidArgument for an `ms` that is not such an integer (the message says what it got) or that would move
+   *   the wall clock past the last instant a `Date` holds; the error that stopped a worker for good, if one did.
    */
   async advance(ms: number): Promise<DrainResult> {
+    // Checked before the queue kicks its workers into starting: a call refused does nothing.
+    requireAdvanceMs(ms, this.clock.now());
     return this.#moving(ms);
   }
 

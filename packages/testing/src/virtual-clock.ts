@@ -14,14 +14,14 @@
  *   nothing (settling is a few event-loop turns); a test queue
  *   (`createTestQueue`) drives its store and workers through it.
  */
-import { InvalidArgument } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS } from "@cairnq/protocol";
 import type { RuntimeClock, SleepOptions, TimerHandle, TimerOptions } from "@cairnq/runtime";
 import { sleepOn } from "@cairnq/runtime";
 import { setImmediate as nextImmediate } from "node:timers";
 
 /** Options of {@link VirtualClock}. */
 export interface VirtualClockOptions {
-  /** The wall time the clock starts at: a `Date` or epoch milliseconds. @default the system clock's now */
+  /** The wall time the clock starts at: a `Date` or an integer of epoch milliseconds within a `Date`'s range. @default the system clock's now */
   now?: Date | number | undefined;
 }
 
@@ -36,6 +36,13 @@ export interface ClockDriver {
   /** The clock stopped at an instant and fired its timers: wake whatever watches the time. */
   stopped(): void;
 }
+
+/**
+ * The last instant a JavaScript `Date` holds, in epoch milliseconds (and,
+ * negated, the first): the wall clock stays within it, so that every row
+ * stamped with its time is a valid `Date`.
+ */
+const DATE_LIMIT_MS = 8_640_000_000_000_000;
 
 /** Event-loop turns a bare clock lets pass after each timer it fires. */
 const BARE_SETTLE_TURNS = 3;
@@ -183,6 +190,8 @@ export class VirtualClock implements RuntimeClock {
    * Rows compare their times with the wall clock, so a delayed task may be
    * due after a `set`; timers (heartbeats, sleeps, deadlines) are not. Use
    * {@link VirtualClock.advance} to let time pass.
+   *
+   * @throws InvalidArgument unless `dateOrMs` is a valid `Date` or an integer of epoch milliseconds within a `Date`'s range.
    */
   set(dateOrMs: Date | number): void {
     this.#offsetMs = wallMs(dateOrMs, "dateOrMs") - this.#monotonicMs;
@@ -195,16 +204,18 @@ export class VirtualClock implements RuntimeClock {
    * letting the promises and I/O each sets off run before the next, and
    * ends at now + `ms`. Calls made while one runs wait for it.
    *
-   * @throws InvalidArgument for a negative or non-finite `ms`; rejects with
-   *   the error a timer callback threw (the timers after it stay pending).
+   * @param ms - An integer from 0 to `MAX_DELAY_MS` (`@cairnq/protocol`, 100
+   *   years), the bound of every delay in CairnQ.
+   * @throws InvalidArgument (as a rejection) for an `ms` that is not such an
+   *   integer, or that would move the wall clock past the last instant a
+   *   `Date` holds; rejects with the error a timer callback threw (the
+   *   timers after it stay pending).
    */
-  advance(ms: number): Promise<void> {
-    if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) {
-      return Promise.reject(new InvalidArgument("ms", `advance(ms) takes a finite number of milliseconds ≥ 0, got ${String(ms)}`));
-    }
+  async advance(ms: number): Promise<void> {
+    requireAdvanceMs(ms, this.now());
     const run = this.#moving.then(() => this.#advance(ms));
     this.#moving = run.catch(() => {});
-    return run;
+    await run;
   }
 
   /** Hands the clock to what it drives (a test queue). @internal */
@@ -213,6 +224,8 @@ export class VirtualClock implements RuntimeClock {
   }
 
   async #advance(ms: number): Promise<void> {
+    // Again, from where the advances queued before this one left the clock.
+    requireAdvanceMs(ms, this.now());
     const driver = this.#driver;
     const targetMs = this.#monotonicMs + ms;
     await driver.settle();
@@ -298,10 +311,40 @@ function before(a: VirtualTimer, b: VirtualTimer): boolean {
   return a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq);
 }
 
+/** A value as an error message shows it: its type, and the value itself where that is short and safe to print. */
+function describe(value: unknown): string {
+  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === "number") return String(value);
+  if (typeof value === "bigint") return `the bigint ${value}n (pass a number)`;
+  if (value === null || value === undefined || typeof value === "boolean") return String(value);
+  if (value instanceof Date) return "an invalid Date";
+  return Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+/** Checks `advance(ms)`'s argument against the clock's wall time now. @internal */
+export function requireAdvanceMs(ms: unknown, nowMs: number): void {
+  if (typeof ms !== "number" || !Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) {
+    const over = typeof ms === "number" && ms > MAX_DELAY_MS ? ", which is over that bound" : "";
+    throw new InvalidArgument(
+      "ms",
+      `advance(ms) takes an integer number of milliseconds from 0 to ${MAX_DELAY_MS} (MAX_DELAY_MS, 100 years: the bound of every delay in CairnQ), got ${describe(ms)}${over}`,
+    );
+  }
+  if (nowMs + ms > DATE_LIMIT_MS) {
+    throw new InvalidArgument(
+      "ms",
+      `advance(${ms}) would move the wall clock from ${nowMs} to ${nowMs + ms}, past the last instant a JavaScript Date holds (${DATE_LIMIT_MS}); advance less, or set() the clock back first`,
+    );
+  }
+}
+
 function wallMs(value: Date | number, argument: string): number {
   const ms = value instanceof Date ? value.getTime() : value;
-  if (typeof ms !== "number" || !Number.isFinite(ms)) {
-    throw new InvalidArgument(argument, `${argument} must be a valid Date or a finite number of epoch milliseconds, got ${String(value)}`);
+  if (typeof ms !== "number" || !Number.isInteger(ms) || Math.abs(ms) > DATE_LIMIT_MS) {
+    throw new InvalidArgument(
+      argument,
+      `${argument} must be a valid Date or an integer number of epoch milliseconds within a Date's range (±${DATE_LIMIT_MS}), got ${describe(value)}`,
+    );
   }
-  return Math.floor(ms);
+  return ms;
 }

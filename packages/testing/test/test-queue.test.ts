@@ -323,6 +323,19 @@ describe("createTestQueue", () => {
     }
   });
 
+  it("advance refuses a string or a span past MAX_DELAY_MS, saying what it got; the clock stays put", async () => {
+    const queue = await createTestQueue({ now: START });
+    try {
+      queue.worker().task("job", () => "ran");
+      await expect(queue.advance("10" as never)).rejects.toThrow(/^advance\(ms\) takes an integer number of milliseconds from 0 to 3153600000000 \(MAX_DELAY_MS.*got the string "10"$/);
+      await expect(queue.advance(2 ** 53)).rejects.toThrow(expect.objectContaining({ argument: "ms", message: expect.stringMatching(/got 9007199254740992, which is over that bound$/) }));
+      expect(queue.clock.now()).toBe(START);
+      expect((await queue.drain()).ran).toEqual([]);
+    } finally {
+      await queue.close();
+    }
+  });
+
   it("after close(), drain, advance and worker() throw: the queue cannot run again", async () => {
     const queue = await createTestQueue();
     await queue.close();

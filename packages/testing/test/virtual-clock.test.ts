@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS } from "@cairnq/protocol";
 import { VirtualClock } from "@cairnq/testing";
 
 const START = Date.UTC(2030, 0, 1);
@@ -158,6 +158,30 @@ describe("VirtualClock", () => {
     await expect(clock.advance(Number.POSITIVE_INFINITY)).rejects.toThrow(InvalidArgument);
     expect(() => new VirtualClock({ now: Number.NaN })).toThrow(InvalidArgument);
     expect(() => clock.set(new Date("not a date"))).toThrow(InvalidArgument);
+  });
+
+  it("takes an advance of an integer number of ms up to MAX_DELAY_MS, and says what it got otherwise", async () => {
+    const clock = new VirtualClock({ now: START });
+    await expect(clock.advance("10" as never)).rejects.toThrow(
+      new InvalidArgument("ms", `advance(ms) takes an integer number of milliseconds from 0 to ${MAX_DELAY_MS} (MAX_DELAY_MS, 100 years: the bound of every delay in CairnQ), got the string "10"`),
+    );
+    await expect(clock.advance(2 ** 53)).rejects.toThrow(/from 0 to 3153600000000 \(MAX_DELAY_MS, 100 years.*got 9007199254740992, which is over that bound$/);
+    await expect(clock.advance(1.5)).rejects.toThrow(/an integer number of milliseconds .* got 1\.5$/);
+    await expect(clock.advance(10n as never)).rejects.toThrow(/got the bigint 10n/);
+    expect(clock.now()).toBe(START);
+    await clock.advance(MAX_DELAY_MS);
+    expect(clock.now()).toBe(START + MAX_DELAY_MS);
+  });
+
+  it("keeps the wall clock within a Date's range: no advance, set or start past it", async () => {
+    const lastMs = 8_640_000_000_000_000;
+    const clock = new VirtualClock({ now: lastMs - 1000 });
+    await expect(clock.advance(1001)).rejects.toThrow(/past the last instant a JavaScript Date holds \(8640000000000000\)/);
+    await clock.advance(1000);
+    expect(new Date(clock.now()).getTime()).toBe(lastMs);
+    expect(() => clock.set(lastMs + 1)).toThrow(/within a Date's range .* got 8640000000000001$/);
+    expect(() => new VirtualClock({ now: "2030-01-01" as never })).toThrow(/got the string "2030-01-01"$/);
+    expect(() => clock.set(START + 0.5)).toThrow(InvalidArgument);
   });
 
   it("an advance rejects with the error a timer threw; later timers stay pending", async () => {
