@@ -41,8 +41,9 @@ import type {
   StepRecord,
   TaskStepStore,
 } from "@cairnq/protocol";
+import { MemoryRows } from "./memory-rows.js";
 import { MemorySteps } from "./memory-steps.js";
-import type { GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
+import type { Expr, GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
 import {
@@ -148,7 +149,8 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   };
   queueDepthGate: QueueDepthGate | null = null;
 
-  readonly #tasks = new Map<string, Task>();
+  /** The rows, indexed by status (`memory-rows.ts`): a claim reads only the statuses its rules require. */
+  readonly #tasks = new MemoryRows();
   readonly #keys = new Map<string, { task_id: string; created_at_ms: number; updated_at_ms: number }>();
   readonly #clock: () => number;
   /** Recorded claims of rate-limited names (the `cairnq_ext_rate_claims` of the SQL stores). */
@@ -169,11 +171,11 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     this.#clock = options.clock ?? Date.now;
     this.#steps = new MemorySteps({
       get: (id) => this.#tasks.get(id),
-      set: (row) => this.#tasks.set(row.id, row),
+      set: (row) => this.#tasks.set(row),
       now: () => this.#clock(),
       insert: (input) => {
         const row = buildInsert(SUBMIT, decoded(normalizeSubmit(input, newTaskId()).params), this.#clock());
-        this.#tasks.set(row.id, row);
+        this.#tasks.set(row);
         return row;
       },
     });
@@ -236,7 +238,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       if (decision.cancelExisting && existing !== null) this.#applyRow(CANCEL, existing.id, { taskId: existing.id }, now);
     }
     const row = buildInsert(SUBMIT, decoded(submit.params), now);
-    this.#tasks.set(row.id, row);
+    this.#tasks.set(row);
     if (submit.key !== null) this.#upsertKey(submit.key, row.id, now);
     if (submit.group !== null) this.#taskGroups.set(row.id, submit.group);
     return { task: copy(row), created: true };
@@ -276,7 +278,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   async list(input: ListInput = {}): Promise<Task[]> {
     const q = normalizeList(input);
     const params = q as unknown as Params;
-    const rows = [...this.#tasks.values()].filter((t) => holds(LIST_ROWS, { row: t as never, params, nowMs: 0 }));
+    const rows = this.#tasks.candidates(LIST_ROWS, params).filter((t) => holds(LIST_ROWS, { row: t as never, params, nowMs: 0 }));
     const byId = (a: Task, b: Task): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
     rows.sort(q.order === "id" ? byId : (a, b) => b.created_at_ms - a.created_at_ms || byId(a, b));
     return rows.slice(q.offset, q.offset + q.limit).map(copy);
@@ -299,7 +301,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   async queueDepth(queue: string, maxDepth: number): Promise<number> {
     const args = queueDepthArgs(queue, maxDepth);
     let queued = 0;
-    for (const t of this.#tasks.values()) {
+    for (const t of this.#tasks.candidates(QUEUE_DEPTH_ROWS, args)) {
       if (queued >= args.maxDepth) break;
       if (holds(QUEUE_DEPTH_ROWS, { row: t as never, params: args, nowMs: 0 })) queued += 1;
     }
@@ -310,7 +312,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     const decision = decideRow(transition, this.#tasks.get(id) ?? null, decoded(params), now);
     switch (decision.kind) {
       case "applied":
-        this.#tasks.set(id, decision.row);
+        this.#tasks.set(decision.row);
         return copy(decision.row);
       case "lost-lease":
         throw new LostLease(id);
@@ -361,8 +363,8 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   /** The batch's selection, then the single rule's branches on each picked row, through the rule evaluator. */
   #batch(rule: SetTransition, params: Params): string[] {
     const now = this.#clock();
-    const picked = selectRows(rule.selection, this.#tasks.values(), params, now);
-    for (const row of picked) this.#tasks.set(row.id, applyBranches(rule.branches, row, params, now).row);
+    const picked = selectRows(rule.selection, this.#tasks.candidates(rule.selection.where, params), params, now);
+    for (const row of picked) this.#tasks.set(applyBranches(rule.branches, row, params, now).row);
     return picked.map((row) => row.id);
   }
 
@@ -380,23 +382,25 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     const claim = normalizeClaim(input);
     const limits = claimFlowControl(input);
     const now = this.#clock();
-    const rows = () => this.#tasks.values();
+    // Each rule is handed the rows with the statuses it requires (memory-rows.ts), and still evaluated in full on them.
+    const rows = (where: Expr, params: Params): Task[] => this.#tasks.candidates(where, params);
     const probe = probeParams(claim);
     const anything = (): boolean =>
-      [...rows()].some((t) => holds(PROBE.claimable, { row: t as never, params: probe, nowMs: now }) || holds(PROBE.expired, { row: t as never, params: probe, nowMs: now }));
+      rows(PROBE.claimable, probe).some((t) => holds(PROBE.claimable, { row: t as never, params: probe, nowMs: now })) ||
+      rows(PROBE.expired, probe).some((t) => holds(PROBE.expired, { row: t as never, params: probe, nowMs: now }));
     if (!anything()) {
       answerReprobe(claim, false);
       return [];
     }
-    for (const row of selectRows(RECOVER.selection, rows(), {}, now)) {
-      this.#tasks.set(row.id, applyBranches(RECOVER.branches, row, {}, now).row);
+    for (const row of selectRows(RECOVER.selection, rows(RECOVER.selection.where, {}), {}, now)) {
+      this.#tasks.set(applyBranches(RECOVER.branches, row, {}, now).row);
     }
     const claimed: Task[] = [];
     let draws = claim.draws;
     if (limits !== null) {
       const allowance = new Map<string, number>();
       for (const [name, limit] of limits) {
-        const running = [...rows()].filter((t) => holds(RUNNING_OF_NAME, { row: t as never, params: { name }, nowMs: now })).length;
+        const running = rows(RUNNING_OF_NAME, { name }).filter((t) => holds(RUNNING_OF_NAME, { row: t as never, params: { name }, nowMs: now })).length;
         const perMs = limit.rateLimit?.perMs ?? 0;
         const inWindow = this.#rateClaims.filter((c) => c.name === name && inRateWindow(c.claimed_at_ms, now, perMs)).length;
         allowance.set(name, flowAllowance(limit, running, inWindow));
@@ -414,9 +418,9 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
         claimed.push(...this.#groupDraw(single, grouped as NormalizedFlowControl, params, now));
         continue;
       }
-      for (const row of selectRows(DRAW.selection, rows(), params, now)) {
+      for (const row of selectRows(DRAW.selection, rows(DRAW.selection.where, params), params, now)) {
         const next = applyBranches(DRAW.branches, row, params, now).row;
-        this.#tasks.set(next.id, next);
+        this.#tasks.set(next);
         claimed.push(copy(next));
       }
     }
@@ -469,7 +473,8 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       const group = this.#taskGroups.get(t.id);
       if (group !== undefined && t.name === name && t.status === "running") running.set(group, (running.get(group) ?? 0) + 1);
     }
-    const due = selectRows(DRAW.selection, this.#tasks.values(), { ...params, limit: null }, now);
+    const drawAll = { ...params, limit: null };
+    const due = selectRows(DRAW.selection, this.#tasks.candidates(DRAW.selection.where, drawAll), drawAll, now);
     const ungrouped = due.slice(0, GROUP_HEAD_ROWS).filter((t) => !this.#taskGroups.has(t.id)).map((t) => t.id);
     const byGroup = new Map<string, Task[]>();
     for (const t of due) {
@@ -496,7 +501,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     const out: Task[] = [];
     for (const id of rotation.taskIds) {
       const next = applyBranches(DRAW.branches, this.#tasks.get(id) as Task, params, now).row;
-      this.#tasks.set(id, next);
+      this.#tasks.set(next);
       out.push(copy(next));
       const group = rotation.groupOf.get(id);
       if (group !== undefined && rate !== null) this.#groupClaims.push({ name, group, claimed_at_ms: now });
@@ -537,7 +542,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     for (const slot of prepared) {
       if (!todo.has(slot.slotMs) || this.#keyTask(slot.key) !== null) continue;
       const row = buildInsert(SCHEDULED_SUBMIT, decoded({ ...slot.submit.params, runAtMs: slot.slotMs }), now);
-      this.#tasks.set(row.id, row);
+      this.#tasks.set(row);
       this.#upsertKey(slot.key, row.id, now);
       if (slot.submit.group !== null) this.#taskGroups.set(row.id, slot.submit.group);
       submitted.push(copy(row));
@@ -558,9 +563,9 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     if (params.taskIds.length === 0) return new Map();
     const now = this.#clock();
     const renewed: Task[] = [];
-    for (const row of selectRows(HEARTBEAT_BATCH.selection, this.#tasks.values(), params, now)) {
+    for (const row of selectRows(HEARTBEAT_BATCH.selection, this.#tasks.candidates(HEARTBEAT_BATCH.selection.where, params), params, now)) {
       const next = applyBranches(HEARTBEAT_BATCH.branches, row, params, now).row;
-      this.#tasks.set(next.id, next);
+      this.#tasks.set(next);
       renewed.push(next);
     }
     return heartbeatBatchResult(params.taskIds, renewed);
