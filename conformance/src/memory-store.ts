@@ -44,7 +44,7 @@ import type {
 import { MemoryRows } from "./memory-rows.js";
 import { MemorySteps } from "./memory-steps.js";
 import type { Expr, GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import { AlreadyExists, CairnQError, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
 import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
 import {
   answerReprobe,
@@ -148,6 +148,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     durableSteps: true, groups: true,
   };
   queueDepthGate: QueueDepthGate | null = null;
+  #closed = false;
 
   /** The rows, indexed by status (`memory-rows.ts`): a claim reads only the statuses its rules require. */
   readonly #tasks = new MemoryRows();
@@ -185,39 +186,69 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   readonly #steps: MemorySteps;
 
   async steps(taskId: string): Promise<StepRecord[]> {
+    this.#open();
     return this.#steps.steps(taskId);
   }
 
   async recordStep(input: RecordStepInput): Promise<void> {
+    this.#open();
     this.#steps.recordStep(input);
   }
 
   async parkStep(input: ParkStepInput): Promise<ParkOutcome> {
+    this.#open();
     return this.#steps.parkStep(input);
   }
 
   async spawnStep(input: SpawnStepInput): Promise<string> {
+    this.#open();
     return this.#steps.spawnStep(input);
   }
 
   async send(input: SendInput): Promise<SendOutcome> {
+    this.#open();
     return this.#steps.send(input);
   }
 
   async wakeJoin(parentId: string): Promise<boolean> {
+    this.#open();
     return this.#steps.wakeJoin(parentId);
   }
 
-  async connect(): Promise<void> {}
-  async close(): Promise<void> {}
+  /** Rejects once the store is closed, as every later call does. */
+  async connect(): Promise<void> {
+    this.#open();
+  }
+
+  /**
+   * Closes the store: every later call but the wake-up waits (plain sleeps,
+   * as on SQLite) and `subscribe` rejects with a fatal `CairnQError`, as a
+   * closed SQL store's do. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  /** Throws once closed; fatal, so a worker whose store was closed under it stops instead of retrying for ever. */
+  #open(): void {
+    if (this.#closed) {
+      throw new CairnQError("this memory store is closed, so the call was not run; create a new MemoryStore (the rows of a closed one are gone with it)", { fatal: true });
+    }
+  }
 
   async submit(input: SubmitInput): Promise<Task> {
+    this.#open();
     return (await this.submitOutcome(input)).task;
   }
 
   async submitOutcome(input: SubmitInput): Promise<SubmitOutcome> {
+    this.#open();
     const submit = normalizeSubmit(input, newTaskId());
-    if (this.queueDepthGate !== null) await this.queueDepthGate.acquire(submit.queue, this);
+    if (this.queueDepthGate !== null) {
+      await this.queueDepthGate.acquire(submit.queue, this);
+      // The store may have closed while the gate held the submit: it writes nothing then.
+      this.#open();
+    }
     const now = this.#clock();
     if (submit.key !== null && submit.debounce !== null) {
       const existing = this.#keyTask(submit.key);
@@ -256,26 +287,31 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async get(id: string): Promise<Task | null> {
+    this.#open();
     const row = this.#tasks.get(requireName(id, "id"));
     return row === undefined ? null : copy(row);
   }
 
   async getByKey(key: string): Promise<Task | null> {
+    this.#open();
     const row = this.#keyTask(requireKey(key));
     return row === null ? null : copy(row);
   }
 
   async getStatus(id: string): Promise<TaskRef | null> {
+    this.#open();
     const row = this.#tasks.get(requireName(id, "id"));
     return row === undefined ? null : { id: row.id, status: row.status };
   }
 
   async getStatusByKey(key: string): Promise<TaskRef | null> {
+    this.#open();
     const row = this.#keyTask(requireKey(key));
     return row === null ? null : { id: row.id, status: row.status };
   }
 
   async list(input: ListInput = {}): Promise<Task[]> {
+    this.#open();
     const q = normalizeList(input);
     const params = q as unknown as Params;
     const rows = this.#tasks.candidates(LIST_ROWS, params).filter((t) => holds(LIST_ROWS, { row: t as never, params, nowMs: 0 }));
@@ -285,6 +321,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async stats(queue?: string): Promise<QueueStats> {
+    this.#open();
     const wanted = queue === undefined ? null : requireLimitedText(queue, "queue");
     const out: QueueStats = {};
     const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as QueueStats[string];
@@ -299,6 +336,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async queueDepth(queue: string, maxDepth: number): Promise<number> {
+    this.#open();
     const args = queueDepthArgs(queue, maxDepth);
     let queued = 0;
     for (const t of this.#tasks.candidates(QUEUE_DEPTH_ROWS, args)) {
@@ -326,6 +364,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async cancel(id: string): Promise<Task | null> {
+    this.#open();
     const row = this.#applyRow(CANCEL, requireName(id, "id"), { taskId: id }, this.#clock());
     if (row !== null) this.#wakeJoinsOf([row]);
     return row;
@@ -337,26 +376,31 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async cancelByKey(key: string): Promise<Task | null> {
+    this.#open();
     const row = this.#keyTask(requireKey(key));
     return row === null ? null : this.cancel(row.id);
   }
 
   async retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    this.#open();
     return this.#applyRow(RETRY, requireName(id, "id"), retryParams(id, options), this.#clock());
   }
 
   async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    this.#open();
     const row = this.#keyTask(requireKey(key));
     return row === null ? null : this.retry(row.id, options);
   }
 
   async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
+    this.#open();
     const ids = this.#batch(CANCEL_BATCH, cancelBatchParams(input));
     this.#wakeJoinsOf(ids.map((id) => this.#tasks.get(id) as Task));
     return ids;
   }
 
   async retryBatch(input?: RetryBatchInput): Promise<string[]> {
+    this.#open();
     return this.#batch(RETRY_BATCH, retryBatchParams(input));
   }
 
@@ -369,6 +413,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async purge(input?: PurgeInput): Promise<string[]> {
+    this.#open();
     const params = purgeParams(input);
     const doomed = selectRows(PURGE.selection, this.#tasks.values(), params, this.#clock());
     for (const row of doomed) {
@@ -379,6 +424,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async claim(input: ClaimInput): Promise<Task[]> {
+    this.#open();
     const claim = normalizeClaim(input);
     const limits = claimFlowControl(input);
     const now = this.#clock();
@@ -437,6 +483,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
 
   /** The group of task `taskId` with its counts (`GroupReadStore.taskGroup`), or `null`. */
   async taskGroup(taskId: string): Promise<TaskGroupInfo | null> {
+    this.#open();
     const task = this.#tasks.get(requireName(taskId, "taskId"));
     const group = this.#taskGroups.get(taskId);
     if (task === undefined || group === undefined) return null;
@@ -446,6 +493,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
 
   /** Queued and running tasks of `name` per group (`GroupReadStore.groupStats`). */
   async groupStats(name: string, options: { readonly limit?: number } = {}): Promise<GroupCounts[]> {
+    this.#open();
     const checked = requireLimitedText(name, "name");
     const limit = options.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1) throw new InvalidArgument("limit", `groupStats limit must be an integer ≥ 1, got ${String(limit)}`);
@@ -530,6 +578,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async submitScheduleSlots(input: ScheduleSlotsInput): Promise<ScheduleSlotsResult> {
+    this.#open();
     const batch = normalizeScheduleSlots(input);
     const prepared = batch.slotsMs.map((slotMs) => {
       const key = scheduleSlotKey(batch.schedule, slotMs);
@@ -555,10 +604,12 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async heartbeat(input: HeartbeatInput): Promise<Task> {
+    this.#open();
     return this.#owned(HEARTBEAT, heartbeatParams(input));
   }
 
   async heartbeatBatch(input: HeartbeatBatchInput): Promise<Map<string, boolean>> {
+    this.#open();
     const params = heartbeatBatchParams(input);
     if (params.taskIds.length === 0) return new Map();
     const now = this.#clock();
@@ -572,18 +623,22 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async progress(input: ProgressInput): Promise<Task> {
+    this.#open();
     return this.#owned(PROGRESS, progressParams(input));
   }
 
   async succeed(input: SucceedInput): Promise<Task> {
+    this.#open();
     return this.#owned(SUCCEED, succeedParams(input));
   }
 
   async complete(input: CompleteInput): Promise<Task> {
+    this.#open();
     return this.#owned(COMPLETE, completeParams(input));
   }
 
   async fail(input: FailInput): Promise<Task> {
+    this.#open();
     return this.#owned(FAIL, failParams(input));
   }
 

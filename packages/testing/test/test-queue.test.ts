@@ -256,6 +256,15 @@ describe.each(["memory", "sqlite"] as const)("a test queue on the %s store", (st
     await expect(gated).rejects.toThrow(CairnQError);
   });
 
+  it("after close(), the client and the store reject, saying the store is closed", async () => {
+    const q = await open();
+    const task = await q.client.submit("job");
+    await q.close();
+    for (const call of [() => q.client.submit("job"), () => q.client.list({}), () => q.client.get(task.id), () => q.store.submit({ name: "job" })]) {
+      await expect(call()).rejects.toThrow(expect.objectContaining({ fatal: true, message: expect.stringMatching(new RegExp(`^this ${store} store is closed`)) }));
+    }
+  });
+
   it("a cancel reaches a running handler at its next heartbeat of virtual time", async () => {
     const q = await open();
     q.worker({ leaseMs: 30_000 }).task("long", (ctx) => new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as Error))));
