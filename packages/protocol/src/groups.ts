@@ -134,9 +134,9 @@ export function wakeGroupTask(status: string): GroupTaskState {
 
 /**
  * What a group claim does with a task of its name found among the first {@link GROUP_HEAD_ROWS} rows of the
- * plain claim order that has a group row (`state`), in a group whose `active` flag is `groupActive` (`null`:
- * the group has no row — a claim pruned it while it was idle, {@link GROUP_PRUNE_BATCH} — which is read as
- * an idle group):
+ * plain claim order that has a group row (`state`), in a group whose `active` flag is `groupActive` (a group
+ * without a row — a claim pruned it while it was idle, {@link GROUP_PRUNE_BATCH} — reads as idle: its
+ * `active` is SQL NULL, which is not 1):
  * - `requeue`: its row is not in the walk (`claimed` or `requeued`: a claim without group limits, lease
  *   recovery or a v1 peer sent the task back without marking it, or it was marked) — the row goes back
  *   to `queued` and the group wakes;
@@ -144,23 +144,23 @@ export function wakeGroupTask(status: string): GroupTaskState {
  *   limits took came back with no mark), or has no row — the group wakes (a wake creates a missing row);
  * - `none`: the group's walk already serves it.
  */
-export function headGroupRowAction(state: string, groupActive: boolean | null): "requeue" | "wake" | "none" {
+export function headGroupRowAction(state: string, groupActive: boolean): "requeue" | "wake" | "none" {
   if (state !== GROUP_TASK_STATES.queued) return "requeue";
-  return groupActive === true ? "none" : "wake";
+  return groupActive ? "none" : "wake";
 }
 
 /**
  * How long one store instance waits between two prunes of one name's idle group rows, on the store's clock
- * ({@link groupPruneDue}). A prune is one statement of a group claim's transaction: once a minute it costs
+ * ({@link groupPruneDue}). A prune is a read and a delete in a group claim's transaction: once a minute it costs
  * the claims of the name nothing measurable, and a table of idle groups shrinks by up to
  * {@link GROUP_PRUNE_BATCH} rows a minute per worker process.
  */
 export const GROUP_PRUNE_INTERVAL_MS = 60_000;
 
 /**
- * The most group rows (`cairnq_ext_groups`) of one name one prune deletes: a bound on the one statement's
- * work and locks, taken inside a claim's transaction. The rule a row must meet to go — each condition
- * read by the prune statement itself, under the name's flow lock (so no group claim of the name runs
+ * The most group rows (`cairnq_ext_groups`) of one name one prune deletes: a bound on the work and locks
+ * of its read and its delete, taken inside a claim's transaction. The rule a row must meet to go — each
+ * condition checked by the prune's read, under the name's flow lock (so no group claim of the name runs
  * beside it), its rows found through indexes:
  * 1. the row is idle: `active = 0`, re-checked on the row as the delete locks it. Every statement that
  *    sets `active = 1` creates the row when it is missing (a grouped submit, a group claim's wake of a

@@ -133,11 +133,6 @@ describe("group limits", () => {
     expect(headGroupRowAction(GROUP_TASK_STATES.queued, true)).toBe("none");
   });
 
-  it("a grouped task whose group has no row (pruned while idle) is read as in an idle group: its group wakes", () => {
-    expect(headGroupRowAction(GROUP_TASK_STATES.queued, null)).toBe("wake");
-    expect(headGroupRowAction(GROUP_TASK_STATES.claimed, null)).toBe("requeue");
-  });
-
   it("a store prunes a name's idle group rows on its first group claim of the name, then once an interval has passed", () => {
     expect(groupPruneDue(undefined, 5)).toBe(true);
     expect(groupPruneDue(1_000, 1_000)).toBe(false);

@@ -574,8 +574,8 @@ export class GroupDraw {
         } else stale.push(String(row.id));
       } else if (typeof group !== "string") ungrouped.push(String(row.id));
       else {
-        // A group without a row (pruned while idle) reads `active` as null: an idle group, which the wake recreates.
-        const action = headGroupRowAction(String(row.state), row.active === null || row.active === undefined ? null : Number(row.active) !== 0);
+        // A group without a row (pruned while idle) reads `active` as null, which is 0 here: an idle group, which the wake recreates.
+        const action = headGroupRowAction(String(row.state), Number(row.active) !== 0);
         if (action === "requeue") requeued.add(String(row.id));
         if (action !== "none") wake.add(String(row.id));
       }
