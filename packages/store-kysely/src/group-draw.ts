@@ -94,7 +94,7 @@ import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import type { GroupPrune } from "./group-prune.js";
-import { WAKE } from "./group-prune.js";
+import { DELETE_IDLE_GROUPS, WAKE } from "./group-prune.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
@@ -433,7 +433,7 @@ const RECORD: StatementTemplate = {
 };
 
 /** Step 4: deletes the name's group claims outside every window still to be checked. */
-const PRUNE: StatementTemplate = {
+const PRUNE_GROUP_RATE_CLAIMS: StatementTemplate = {
   params: [NAME, PER_MS],
   clock: "statement",
   build: (c) => `DELETE FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
@@ -675,10 +675,10 @@ export class GroupDraw {
       const { span, params: bounds } = spanOf(empty);
       writes.push(this.#query(PASSED[span], { name, groups: empty.map((g) => g.group), guards, moved, ...bounds }));
     }
-    if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE, { name, perMs: this.#limits.groupRateLimit.perMs }));
+    if (this.#limits.groupRateLimit !== null) writes.push(this.#query(PRUNE_GROUP_RATE_CLAIMS, { name, perMs: this.#limits.groupRateLimit.perMs }));
     // Once a minute per store and name, the prune of idle group rows (a read now, its delete last in the batch); else nothing.
     const prune = (await this.#prune?.take(tx, name)) ?? null;
-    if (prune !== null) writes.push(prune);
+    if (prune !== null) writes.push(this.#query(DELETE_IDLE_GROUPS, prune));
     if (writes.length === 0) return [];
     let results: QueryResult<Row>[];
     if (end === null) results = await this.#ext.dialect.executor.batch(tx, writes);

@@ -15,7 +15,7 @@
  *   `GROUP_PRUNE_INTERVAL_MS` per store instance and name ({@link GroupPrune},
  *   on the store's clock), a read of up to `GROUP_PRUNE_BATCH` idle rows of the
  *   claim's name that may go ({@link PRUNABLE}, before the draw's last batch)
- *   and their delete ({@link PRUNE}, at the end of that batch). A claim that
+ *   and their delete ({@link DELETE_IDLE_GROUPS}, at the end of that batch). A claim that
  *   does not prune sends exactly the statements it sent before pruning existed.
  *
  * Why a missing row is safe: every read treats it as an idle group (the head
@@ -69,15 +69,15 @@
  * each pair timed in a transaction rolled back), once a minute per store and
  * name inside one claim; every other claim sends nothing more.
  */
-import type { CompiledQuery } from "kysely";
 import type { Params } from "@cairnq/protocol/adapter";
 import { GROUP_PRUNE_BATCH, GROUP_RUNNING, GROUP_TASK_STATES, groupPruneDue, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
-import type { QueryRunner, Row } from "./executor.js";
+import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { runningWithGroup } from "./group-reads.js";
+import { ACTIVATE_ON_CONFLICT } from "./group-submit.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const NAME = x.param("name", "text");
@@ -103,8 +103,7 @@ export const WAKE: StatementTemplate = {
     return (
       `INSERT INTO ${GROUPS_TABLE} (name, group_key, served_seq, active, touched${limit ? ", concurrency_limit" : ""}) ` +
       `SELECT DISTINCT tg.name, tg.group_key, 0, 1, 0${limit ? `, ${c.slot(CONCURRENCY)}` : ""} FROM ${TASK_GROUPS_TABLE} tg ` +
-      `WHERE tg.name = ${c.slot(NAME)} AND ${env.syntax.inList("tg.task_id", c.slot(TASK_IDS))} ` +
-      `ON CONFLICT (name, group_key) DO UPDATE SET active = 1, touched = ${GROUPS_TABLE}.touched + 1`
+      `WHERE tg.name = ${c.slot(NAME)} AND ${env.syntax.inList("tg.task_id", c.slot(TASK_IDS))} ${ACTIVATE_ON_CONFLICT}`
     );
   },
 };
@@ -155,7 +154,7 @@ export const PRUNABLE: StatementTemplate = {
  * scan of its 100,000 rows: 10 ms of the 19 ms statement), and MariaDB before 11.1 has no semi-join for a single-table
  * `DELETE`; by a bound list every dialect probes the primary key.
  */
-export const PRUNE: StatementTemplate = {
+export const DELETE_IDLE_GROUPS: StatementTemplate = {
   params: [NAME, GROUPS],
   clock: null,
   build: (c, env) => `DELETE FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 0 AND ${env.syntax.inList("group_key", c.slot(GROUPS))}`,
@@ -177,15 +176,14 @@ export class GroupPrune {
 
   /**
    * When a prune of `name` is due: reads its prunable rows in the claim transaction `tx` (one statement) and
-   * returns their delete, for the claim's last batch; `null` when none is due or no row may go (nothing is sent).
+   * returns the params of their delete ({@link DELETE_IDLE_GROUPS}), for the claim's last batch; `null` when none is
+   * due or no row may go (nothing is sent).
    */
-  async take(tx: QueryRunner, name: string): Promise<CompiledQuery<Row> | null> {
+  async take(tx: QueryRunner, name: string): Promise<Params | null> {
     const now = this.#ext.dialect.clock.nowMs();
     if (!groupPruneDue(this.#lastAtMs.get(name), now)) return null;
     this.#lastAtMs.set(name, now);
     const { rows } = await this.#ext.exec(tx, PRUNABLE, { name, limit: GROUP_PRUNE_BATCH });
-    if (rows.length === 0) return null;
-    const params: Params = { name, groups: rows.map((row) => String(row.group_key)) };
-    return this.#ext.statements.compiler.statement(PRUNE, params).query(params);
+    return rows.length === 0 ? null : { name, groups: rows.map((row) => String(row.group_key)) };
   }
 }

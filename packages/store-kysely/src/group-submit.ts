@@ -25,12 +25,17 @@ const INSERT_TASK_GROUP: StatementTemplate = {
     `INSERT INTO ${TASK_GROUPS_TABLE} (task_id, name, group_key, priority, state) VALUES (${c.slot(TASK_ID)}, ${c.slot(NAME)}, ${c.slot(GROUP)}, ${c.slot(PRIORITY)}, ${env.syntax.literal(GROUP_TASK_STATES.queued)})`,
 };
 
+/**
+ * How every statement that sets a group active ends: the row, inserted as a new group when missing, else woken with
+ * `touched` bumped in the same statement — the fence a prune of idle rows relies on (`group-prune.ts`).
+ */
+export const ACTIVATE_ON_CONFLICT = `ON CONFLICT (name, group_key) DO UPDATE SET active = 1, touched = ${GROUPS_TABLE}.touched + 1`;
+
 const TOUCH_GROUP: StatementTemplate = {
   params: [NAME, GROUP],
   clock: null,
   build: (c) =>
-    `INSERT INTO ${GROUPS_TABLE} (name, group_key, served_seq, active, touched) VALUES (${c.slot(NAME)}, ${c.slot(GROUP)}, 0, 1, 0) ` +
-    `ON CONFLICT (name, group_key) DO UPDATE SET active = 1, touched = ${GROUPS_TABLE}.touched + 1`,
+    `INSERT INTO ${GROUPS_TABLE} (name, group_key, served_seq, active, touched) VALUES (${c.slot(NAME)}, ${c.slot(GROUP)}, 0, 1, 0) ${ACTIVATE_ON_CONFLICT}`,
 };
 
 /** Records `task`'s `group` inside the submit's open transaction `tx` (the group tables must exist: `ensure(GROUP_TABLES)` first). */
