@@ -95,6 +95,7 @@ import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import type { GroupPrune } from "./group-prune.js";
 import { DELETE_IDLE_GROUPS, WAKE } from "./group-prune.js";
+import { groupRowIn } from "./group-reads.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
@@ -418,8 +419,7 @@ const PASSED: Readonly<Record<Span, StatementTemplate>> = { same: passed("same")
 function idleCondition(c: ExprCompiler, env: CompileEnv, groups: typeof GROUPS): string {
   return (
     `${env.syntax.inList("group_key", c.slot(groups))} AND ${env.syntax.inList(`(group_key || '#' || touched)`, c.slot(GUARDS))} ` +
-    `AND (SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(QUEUED)} ` +
-    `AND tg.group_key = ${GROUPS_TABLE}.group_key AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")} LIMIT 1) IS NULL`
+    `AND ${groupRowIn(env, c.slot(NAME), `${GROUPS_TABLE}.group_key`, QUEUED, true)} IS NULL`
   );
 }
 

@@ -76,9 +76,8 @@ import { paramsOfAll } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
-import { runningWithGroup } from "./group-reads.js";
+import { groupRowIn, runningWithGroup } from "./group-reads.js";
 import { ACTIVATE_ON_CONFLICT } from "./group-submit.js";
-import { TASKS_TABLE } from "./statements.js";
 
 const NAME = x.param("name", "text");
 const TASK_IDS = x.param("taskIds", "textList");
@@ -118,11 +117,7 @@ export const WAKE: StatementTemplate = {
  * ANALYZE`, where the read itself takes 2 ms); `<> 1` is estimated at 99.5 %.
  */
 function noneIn(c: ExprCompiler, env: CompileEnv, state: string, taskQueued: boolean): string {
-  const queued = taskQueued ? ` AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")}` : "";
-  return (
-    `COALESCE((SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${c.slot(NAME)} AND tg.state = ${env.syntax.literal(state)} ` +
-    `AND tg.group_key = g.group_key${queued} LIMIT 1), 0) <> 1`
-  );
+  return `COALESCE(${groupRowIn(env, c.slot(NAME), "g.group_key", state, taskQueued)}, 0) <> 1`;
 }
 
 /**

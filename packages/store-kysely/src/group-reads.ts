@@ -37,6 +37,17 @@ function waitingSelects(c: ExprCompiler, env: CompileEnv, alias: string, columns
   );
 }
 
+/**
+ * A scalar probe of one state's partial index: 1 when group `groupKey` of the name at `nameSlot` has a group row in
+ * `state` (with `taskQueued`, one whose task is `queued`), else NULL. What the draw's idle check and the prune's read
+ * (`group-prune.ts`) ask of a group, as a probe rather than `NOT EXISTS` (a planner without statistics on a fresh group
+ * table ran that as an anti-join over every queued row of the name).
+ */
+export function groupRowIn(env: CompileEnv, nameSlot: string, groupKey: string, state: string, taskQueued: boolean): string {
+  const queued = taskQueued ? ` AND (SELECT t.status FROM ${TASKS_TABLE} t WHERE t.id = tg.task_id) = ${env.syntax.literal("queued")}` : "";
+  return `(SELECT 1 FROM ${TASK_GROUPS_TABLE} tg WHERE tg.name = ${nameSlot} AND tg.state = ${env.syntax.literal(state)} AND tg.group_key = ${groupKey}${queued} LIMIT 1)`;
+}
+
 /** The running tasks of `:name` (`GROUP_RUNNING`, over the partial lease index) with their group, or a null group (also read by the prune, `group-prune.ts`). */
 export function runningWithGroup(c: ExprCompiler): string {
   return `SELECT (SELECT tg.group_key FROM ${TASK_GROUPS_TABLE} tg WHERE tg.task_id = r.id) AS group_key FROM ${TASKS_TABLE} r WHERE ${c.condition(GROUP_RUNNING) ?? "TRUE"}`;
