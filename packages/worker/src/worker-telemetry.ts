@@ -12,7 +12,7 @@
  */
 import type { SubmitInput, Task, TaskStatus } from "@cairnq/protocol";
 import { envelopeFromThrown } from "@cairnq/protocol/sdk";
-import type { OtelApi, OtelAttributes, OtelContext, OtelCounter, OtelHistogram, OtelSpan, OtelSpanContext, OtelSpanOptions, OtelTracer, Telemetry } from "@cairnq/runtime";
+import type { MarkErrorOptions, OtelAttributes, OtelContext, OtelCounter, OtelHistogram, OtelSpan, OtelSpanContext, OtelSpanOptions, OtelTracer, Telemetry } from "@cairnq/runtime";
 import { ByTask, DURATION_BUCKETS_SECONDS, markError, messagingAttributes, MESSAGING_SYSTEM, METRIC_NAMES, TELEMETRY_ATTRIBUTES } from "@cairnq/runtime";
 import type { Outcome } from "./call-runner.js";
 import type { Context, LostReason } from "./task-context.js";
@@ -111,6 +111,9 @@ const OUTCOME_OF_STATUS: Partial<Record<TaskStatus, string>> = { succeeded: "suc
 const LOST_LEASE_TYPE = "LostLease";
 /** The outcome of a park: the attempt ended without a settlement, and the task runs again when the park is over. */
 const PARKED = "parked";
+
+/** A lost lease marks its call's span without an exception event: the loss is why the call ended, not a throw. */
+const NO_EXCEPTION_EVENT: MarkErrorOptions = { recordException: false };
 
 /** The worker's spans and instruments. @internal */
 export class WorkerTelemetry {
@@ -267,7 +270,7 @@ export class WorkerTelemetry {
     if (failure !== null && call !== null && !call.ended) {
       const type = envelopeType(failure.envelope);
       call.failedType = type;
-      if (call.span !== null) markFailed(this.#telemetry.api, call.span, type, envelopeMessage(failure.envelope, type));
+      if (call.span !== null) markError(this.#telemetry.api, call.span, failure.envelope, type);
     }
     const instruments = this.#current();
     // The same test the reporter makes for `task parked`: `queued` without a failure is a park (`steps.ts`).
@@ -289,7 +292,7 @@ export class WorkerTelemetry {
       call.failedType = LOST_LEASE_TYPE;
       // The signal aborted with the LostLease that says why (markLost), before this was called.
       const why: unknown = ctx.signal.reason;
-      if (call.span !== null) markFailed(this.#telemetry.api, call.span, LOST_LEASE_TYPE, why instanceof Error ? why.message : LOST_LEASE_TYPE);
+      if (call.span !== null) markError(this.#telemetry.api, call.span, why, LOST_LEASE_TYPE, NO_EXCEPTION_EVENT);
     }
     const instruments = this.#metrics();
     if (instruments === null) return;
@@ -383,21 +386,6 @@ function thrownType(error: unknown): string {
   } catch {
     return "Error";
   }
-}
-
-/**
- * Marks `span` failed with `error.type` and a status message, for a failure that is no thrown `Error` (an envelope
- * from `ctx.fail`): `markError` would make its message the type, where a thrown error's is its message.
- */
-function markFailed(api: OtelApi, span: OtelSpan, errorType: string, message: string): void {
-  span.setAttribute(TELEMETRY_ATTRIBUTES.errorType, errorType);
-  span.setStatus({ code: api.SpanStatusCode.ERROR, message });
-}
-
-/** An envelope's `message`, or `fallback` when it has none. */
-function envelopeMessage(envelope: unknown, fallback: string): string {
-  const message = typeof envelope === "object" && envelope !== null ? (envelope as { message?: unknown }).message : undefined;
-  return typeof message === "string" && message !== "" ? message : fallback;
 }
 
 function envelopeType(envelope: unknown): string {

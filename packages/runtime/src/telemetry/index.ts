@@ -28,4 +28,4 @@ export {
   Telemetry,
   TELEMETRY_ATTRIBUTES,
 } from "./telemetry.js";
-export type { TelemetryHost } from "./telemetry.js";
+export type { MarkErrorOptions, TelemetryHost } from "./telemetry.js";

@@ -333,12 +333,33 @@ export function carrierOf(spanContext: OtelSpanContext): TraceCarrier | null {
   return tracestate === undefined || tracestate === "" ? { traceparent } : { traceparent, tracestate };
 }
 
-/** Sets ERROR status, `error.type` and the exception event on `span`. */
-export function markError(api: OtelApi, span: OtelSpan, err: unknown, type?: string): void {
+/** How {@link markError} marks a span. */
+export interface MarkErrorOptions {
+  /**
+   * Whether a thrown `Error` also gets the span's exception event. A worker marking a lost lease passes `false`:
+   * the loss is why the call ended, not an exception the handler raised.
+   * @default true
+   */
+  recordException?: boolean;
+}
+
+/**
+ * Sets ERROR status and `error.type` on `span`, and records the exception event for an `Error`. The status message
+ * is the error's message: an `Error`'s own, a non-empty string `message` of any other object (a failure envelope
+ * from `ctx.fail`), else the error type.
+ */
+export function markError(api: OtelApi, span: OtelSpan, err: unknown, type?: string, options?: MarkErrorOptions): void {
   const errorType = type ?? errorTypeOf(err);
   span.setAttribute(TELEMETRY_ATTRIBUTES.errorType, errorType);
-  span.setStatus({ code: api.SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(errorType) });
-  if (err instanceof Error) span.recordException(err);
+  span.setStatus({ code: api.SpanStatusCode.ERROR, message: err instanceof Error ? err.message : (objectMessage(err) ?? errorType) });
+  if (err instanceof Error && options?.recordException !== false) span.recordException(err);
+}
+
+/** A non-`Error` value's non-empty string `message`, if it has one. */
+function objectMessage(err: unknown): string | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const message = (err as { message?: unknown }).message;
+  return typeof message === "string" && message !== "" ? message : undefined;
 }
 
 function errorTypeOf(err: unknown): string {
