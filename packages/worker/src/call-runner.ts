@@ -218,7 +218,7 @@ export class CallRunner {
     }
     const host = this.#host;
     return written.then(
-      ({ status }) => host.contexts.settled(ctx, status, null),
+      ({ status }) => host.contexts.settled(ctx, status, null, false),
       (err: unknown) => this.#completeFailed(ctx, err),
     );
   }
@@ -250,7 +250,7 @@ export class CallRunner {
     written.then(
       ({ status }) => {
         try {
-          host.contexts.settled(ctx, status, null);
+          host.contexts.settled(ctx, status, null, false);
         } catch (err) {
           ended.callEnded(call, err);
           return;
@@ -290,7 +290,7 @@ export class CallRunner {
         retryable,
         delayMs,
       });
-      host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs });
+      host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs }, false);
     } catch (err) {
       if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);
     }

@@ -61,10 +61,8 @@ export class Reporter {
     for (const ctx of contexts) this.emit("task:claimed", this.#taskEvent(ctx, claimMs));
   }
 
-  /** A settlement write was applied: its event and log line, built only when a listener or the logger takes them. */
-  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void {
-    // `queued` without a failure is a durable step parking the task (`steps.ts`), not a settlement.
-    const parked = status === "queued" && failure === null;
+  /** A settlement or park was written (`ContextHost.settled`): its event and log line, built only when a listener or the logger takes them. */
+  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null, parked: boolean): void {
     const name = status === "succeeded" ? "task:succeeded" : status === "canceled" ? "task:canceled" : parked ? "task:parked" : "task:failed";
     const level = status === "succeeded" || parked ? "debug" : "info";
     const logger = this.#logger !== undefined && typeof this.#logger[level] === "function" ? this.#logger : undefined;

@@ -193,8 +193,12 @@ export interface ContextHost {
   readonly clock: RuntimeClock;
   /** The §6 delay for a fail of `ctx` (0 when not retryable), by its name's retry policy or the worker's; `error` is what the handler failed with. */
   failDelayMs(ctx: Context, retryable: boolean, error: unknown): number;
-  /** A settlement write was applied. */
-  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null): void;
+  /**
+   * A settlement write was applied, or a durable step's park (`parked`: the task waits `queued` for its sleep, wait
+   * or join, and this attempt is over without a settlement; a park the store answered with `canceled` is the cancel
+   * settlement it wrote, not a park).
+   */
+  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown; retryable: boolean; delayMs: number } | null, parked: boolean): void;
   /** A context just became lost. */
   lost(ctx: Context, reason: LostReason): void;
   /** Writes a child submit; with tracing on, inside a producer span whose context is stored with the task. */
@@ -311,7 +315,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
       markLost: () => this.markLost("write"),
       parked: (status) => {
         this.#settled = true;
-        host.settled(this, status, null);
+        host.settled(this, status, null, status === "queued");
         this.#onParked?.parked();
       },
     });
@@ -488,7 +492,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#settled = true;
     try {
       const row = await this.#write(() => this.#host.store.complete({ ...this.#owned(), result }));
-      this.#host.settled(this, row.status, null);
+      this.#host.settled(this, row.status, null, false);
       return row;
     } catch (err) {
       // Encoding fails before anything is written: the handler may settle again.
@@ -508,7 +512,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     const row = await this.#write(() =>
       this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }),
     );
-    this.#host.settled(this, row.status, { envelope, retryable, delayMs });
+    this.#host.settled(this, row.status, { envelope, retryable, delayMs }, false);
     return row;
   }
 
@@ -522,7 +526,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#settled = true;
     try {
       const out = await this.#write(() => (store as TransactionalTaskStore<Tx>).completeIn(this.#owned(), fn));
-      this.#host.settled(this, out.task.status, null);
+      this.#host.settled(this, out.task.status, null, false);
       return out;
     } catch (err) {
       // The transaction rolled back: nothing was settled, so the call's end still settles the task.

@@ -103,8 +103,8 @@ export interface WorkerTelemetryHost {
 }
 
 /**
- * `cairnq.task.outcome` by the status a settlement wrote. `queued` is a retry only with a failure: without one it is
- * a durable sleep, wait or join parking the task ({@link PARKED}), which is not a retry.
+ * `cairnq.task.outcome` by the status a settlement wrote: `queued` is a retry. A durable sleep, wait or join parking
+ * the task also leaves it `queued`, but the host says so (`parked`) and it counts as {@link PARKED}, not a retry.
  */
 const OUTCOME_OF_STATUS: Partial<Record<TaskStatus, string>> = { succeeded: "succeeded", queued: "retried", failed: "failed", canceled: "canceled" };
 /** The `error.type` of a call whose lease was lost under it: the class of the error its signal aborted with. */
@@ -264,8 +264,8 @@ export class WorkerTelemetry {
     instruments.processDuration.record((performance.now() - call.startedAt) / 1000, attributes);
   }
 
-  /** A settlement (or park) was written: its outcome is counted, and a failure the handler settled itself marks its open span. */
-  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown } | null): void {
+  /** A settlement or park was written (`ContextHost.settled`): its outcome is counted, and a failure the handler settled itself marks its open span. */
+  settled(ctx: Context, status: TaskStatus, failure: { envelope: unknown } | null, parked: boolean): void {
     const call = ctx.callSpan;
     if (failure !== null && call !== null && !call.ended) {
       const type = envelopeType(failure.envelope);
@@ -273,8 +273,7 @@ export class WorkerTelemetry {
       if (call.span !== null) markError(this.#telemetry.api, call.span, failure.envelope, type);
     }
     const instruments = this.#current();
-    // The same test the reporter makes for `task parked`: `queued` without a failure is a park (`steps.ts`).
-    const outcome = status === "queued" && failure === null ? PARKED : OUTCOME_OF_STATUS[status];
+    const outcome = parked ? PARKED : OUTCOME_OF_STATUS[status];
     if (instruments === null || outcome === undefined) return;
     const attributes = call === null ? this.#attributesOf(ctx.queue, ctx.name) : call.attributes;
     increment(instruments.outcomes, attributes.outcome(outcome), 1);

@@ -123,15 +123,15 @@ export class Worker {
       },
       settled:
         telemetry === null
-          ? (ctx, status, failure) => {
+          ? (ctx, status, failure, parked) => {
               ctx.settlementWritten();
-              reporter.settled(ctx, status, failure);
+              reporter.settled(ctx, status, failure, parked);
               wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             }
-          : (ctx, status, failure) => {
+          : (ctx, status, failure, parked) => {
               ctx.settlementWritten();
-              telemetry.settled(ctx, status, failure);
-              reporter.settled(ctx, status, failure);
+              telemetry.settled(ctx, status, failure, parked);
+              reporter.settled(ctx, status, failure, parked);
               wakeJoiningParent(store, ctx.parentId, status, (err) => reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx));
             },
       lost:
