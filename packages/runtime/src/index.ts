@@ -22,6 +22,7 @@ export type { Waiter, WaiterSetOptions } from "./waiter-set.js";
 export {
   checkOptions,
   closest,
+  describeKind,
   MAX_DURATION_MS,
   optionalCount,
   optionalDurationMs,

@@ -96,10 +96,30 @@ export interface DurationRule {
   max?: number;
 }
 
+/**
+ * What kind of value `value` is, in a few words with its article, for an error message that refuses it:
+ * `null`, `undefined`, "an array", "an object", "a string", "a function", … One wording for every package
+ * (worker registration calls, the virtual clock, the option checks here), so a mistake reads the same wherever
+ * it is made.
+ *
+ * @example
+ * ```ts
+ * throw new InvalidArgument("handler", `needs a handler function, got ${describeKind(handler)}`);
+ * ```
+ */
+export function describeKind(value: unknown): string {
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  return type === "object" ? "an object" : `a ${type}`;
+}
+
+/** An option's value as its refusal shows it: a string or bigint as written, an object or array by {@link describeKind}. */
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "bigint") return `${value}n`;
-  if (typeof value === "object" && value !== null) return Array.isArray(value) ? "an array" : "an object";
+  if (typeof value === "object" && value !== null) return describeKind(value);
   return String(value);
 }
 

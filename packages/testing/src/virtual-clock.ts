@@ -16,7 +16,7 @@
  */
 import { InvalidArgument, MAX_DELAY_MS } from "@cairnq/protocol";
 import type { RuntimeClock, SleepOptions, TimerHandle, TimerOptions } from "@cairnq/runtime";
-import { sleepOn } from "@cairnq/runtime";
+import { describeKind, sleepOn } from "@cairnq/runtime";
 import { setImmediate as nextImmediate } from "node:timers";
 
 /** Options of {@link VirtualClock}. */
@@ -318,7 +318,7 @@ function describe(value: unknown): string {
   if (typeof value === "bigint") return `the bigint ${value}n (pass a number)`;
   if (value === null || value === undefined || typeof value === "boolean") return String(value);
   if (value instanceof Date) return "an invalid Date";
-  return Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`;
+  return describeKind(value);
 }
 
 /** Checks `advance(ms)`'s argument against the clock's wall time now. @internal */

@@ -8,8 +8,8 @@ import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { hasGroupLimits, normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
 import type { GivenBackoff, NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
 import { logSafely, normalizeRetryPolicy } from "@cairnq/protocol/sdk";
-import { checkOptions, requireCount } from "@cairnq/runtime";
-import { argumentsAfter, describeArgument } from "./arguments.js";
+import { checkOptions, describeKind, requireCount } from "@cairnq/runtime";
+import { argumentsAfter } from "./arguments.js";
 import type { NameRule } from "./planner.js";
 import type { TaskContext } from "./task-context.js";
 
@@ -201,7 +201,7 @@ export class TaskRegistry {
       }
     }
     if (typeof handler !== "function") {
-      throw new InvalidArgument("handler", `worker.task('${name}', …) needs a handler function, got ${describeArgument(handler)}; call ${shapes}`);
+      throw new InvalidArgument("handler", `worker.task('${name}', …) needs a handler function, got ${describeKind(handler)}; call ${shapes}`);
     }
     const batch = options.batch === undefined ? null : requireCount(options.batch, "batch");
     const concurrency = options.concurrency === undefined ? null : requireCount(options.concurrency, "concurrency");

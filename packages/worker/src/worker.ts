@@ -13,9 +13,9 @@ import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { BackpressureGateCore, logSafely, policyRetryDelayMs, requireGroupSupport, retryDelayMs } from "@cairnq/protocol/sdk";
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
-import { deferred, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
+import { deferred, describeKind, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
-import { argumentsAfter, describeArgument } from "./arguments.js";
+import { argumentsAfter } from "./arguments.js";
 import { CallRunner } from "./call-runner.js";
 import { ClaimLoop } from "./claim-loop.js";
 import { Dispatcher } from "./dispatcher.js";
@@ -260,7 +260,7 @@ export class Worker {
   on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this;
   on(event: WorkerEventName, listener: unknown, ...rest: unknown[]): this {
     const call = `worker.on(${JSON.stringify(event)}, listener)`;
-    if (typeof listener !== "function") throw new InvalidArgument("listener", `${call} needs a listener function, got ${describeArgument(listener)}`);
+    if (typeof listener !== "function") throw new InvalidArgument("listener", `${call} needs a listener function, got ${describeKind(listener)}`);
     if (rest.length > 0) throw new InvalidArgument("listener", `${call} got ${argumentsAfter(rest)} after its listener, which would be ignored; it takes the event name and the listener only`);
     this.#reporter.on(event, listener as WorkerEventListener<WorkerEventName>);
     return this;
