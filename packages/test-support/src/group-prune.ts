@@ -42,6 +42,24 @@ export interface GroupPruneReport {
   readonly recreated: boolean;
 }
 
+/**
+ * What every store's report must read, through {@link prunedSummary}: the name's idle groups and the four held or
+ * retried ones before the prune, none of them waiting; after it only the held ones (busy one active); the retried
+ * group's tasks taken two, none, then one under `groupConcurrency` 2; and its row recreated.
+ */
+export const GROUP_PRUNE_EXPECTED = {
+  groupsBefore: IDLE_GROUPS + 4,
+  waitingBefore: 0,
+  after: { busy: 1, running: 0, waiting: 0 },
+  retried: [2, 0, 1],
+  recreated: true,
+} as const;
+
+/** The parts of `report` {@link GROUP_PRUNE_EXPECTED} pins, shaped as it is. */
+export function prunedSummary(report: GroupPruneReport): Record<keyof typeof GROUP_PRUNE_EXPECTED, unknown> {
+  return { groupsBefore: Object.keys(report.before).length, waitingBefore: report.before.waiting, after: report.after, retried: report.retried, recreated: report.recreated };
+}
+
 const LIMITS = { groupConcurrency: 2 };
 /** Leases that outlast the clock moves of the scenario (SQLite's leases read the moved clock). */
 const LONG_LEASE_MS = 10 * GROUP_PRUNE_INTERVAL_MS;
@@ -54,7 +72,7 @@ const groupOf = (task: Task): string => (task.payload as { group: string }).grou
  *
  * @example
  * const report = await runGroupPrune(store, { groupRows, advance: (ms) => (offset += ms) });
- * expect(report.after).toEqual({ busy: 1, running: 0, waiting: 0 });
+ * expect(prunedSummary(report)).toEqual(GROUP_PRUNE_EXPECTED);
  */
 export async function runGroupPrune(store: TaskStore, hooks: GroupPruneHooks): Promise<GroupPruneReport> {
   const workerId = newWorkerId();

@@ -27,4 +27,4 @@ export type { GroupReadsReport } from "./group-reads-no-ddl.js";
 export { GROUP_TABLE_NAMES, runGroupReadsWithoutTables } from "./group-reads-no-ddl.js";
 export { firstSubmitFailure } from "./first-submit-failure.js";
 export type { GroupPruneHooks, GroupPruneReport, GroupRow } from "./group-prune.js";
-export { IDLE_GROUPS, PRUNE_NAME, runGroupPrune } from "./group-prune.js";
+export { GROUP_PRUNE_EXPECTED, IDLE_GROUPS, PRUNE_NAME, prunedSummary, runGroupPrune } from "./group-prune.js";
