@@ -221,9 +221,9 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   /**
-   * Closes the store: every later call but the wake-up waits (plain sleeps,
-   * as on SQLite) and `subscribe` rejects with a fatal `CairnQError`, as a
-   * closed SQL store's do. Idempotent.
+   * Closes the store: every later call rejects with a fatal `CairnQError`, as
+   * a closed SQL store's do, except the wake-up waits (plain sleeps, as on
+   * SQLite) and `subscribe`, which stay as they were. Idempotent.
    */
   async close(): Promise<void> {
     this.#closed = true;
@@ -237,7 +237,6 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   }
 
   async submit(input: SubmitInput): Promise<Task> {
-    this.#open();
     return (await this.submitOutcome(input)).task;
   }
 
