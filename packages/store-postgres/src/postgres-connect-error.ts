@@ -51,34 +51,39 @@ export function connectFailure(error: unknown, database: string | null = null): 
   if (unusable !== null) return unusable;
   const cause = error instanceof Error ? error : new Error(String(error));
   const code = (cause as { code?: unknown }).code;
-  const startup = /unsupported startup parameter/i.test(cause.message);
-  const why = startup
-    ? "a connection pooler in front of the server (PgBouncer in transaction mode, for one) refuses that startup parameter. " +
-      "CairnQ sends `options` only to set search_path for the `schema` option with a connection string: behind such a pooler " +
-      "set search_path on the role or database (ALTER ROLE … SET search_path = …) and leave `schema` out, or give your own pg.Pool " +
-      "with `schema` (then only checked); and remove any `options` from the connection string"
-    : code === "57P03"
-      ? "the server is starting up or shutting down"
-      : code === TOO_MANY_CONNECTIONS
-        ? "the server is up but its connection budget is spent (SQLSTATE 53300: its max_connections, or the CONNECTION LIMIT of the role or the database, is reached). " +
-          "Open fewer connections: fewer or smaller pools (the `max` option; a worker needs about three whatever its concurrency), " +
-          "`listen: false` where push wakeups are not needed, or a transaction-mode pooler in front (see \"Running many workers\" in the @cairnq/store-postgres README); " +
-          "or raise the server's max_connections or the role's limit (ALTER ROLE … CONNECTION LIMIT …)"
-        : /timeout/i.test(cause.message)
-        ? "the server did not answer within connectTimeoutMs"
-        : "the server is down, restarting or not reachable there";
-  const failure = new Error(
-    `could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written` +
-      (startup
-        ? ""
-        : code === TOO_MANY_CONNECTIONS
-          ? "; retry once connections free up (a worker retries by itself, with backoff)"
-          : "; retry once the server answers (a worker retries by itself, with backoff)"),
-    { cause },
-  );
+  const { why, retry } = connectFailureWords(cause.message, code);
+  const failure = new Error(`could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written${retry}`, { cause });
   failure.name = "PostgresConnectError";
   if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
   return failure;
+}
+
+/** Why a connect failed (the driver's `message` and SQLSTATE `code`) and the retry hint that ends the message (none for a pooler's refusal). */
+function connectFailureWords(message: string, code: unknown): { why: string; retry: string } {
+  const answers = "; retry once the server answers (a worker retries by itself, with backoff)";
+  if (/unsupported startup parameter/i.test(message)) {
+    return {
+      why:
+        "a connection pooler in front of the server (PgBouncer in transaction mode, for one) refuses that startup parameter. " +
+        "CairnQ sends `options` only to set search_path for the `schema` option with a connection string: behind such a pooler " +
+        "set search_path on the role or database (ALTER ROLE … SET search_path = …) and leave `schema` out, or give your own pg.Pool " +
+        "with `schema` (then only checked); and remove any `options` from the connection string",
+      retry: "",
+    };
+  }
+  if (code === "57P03") return { why: "the server is starting up or shutting down", retry: answers };
+  if (code === TOO_MANY_CONNECTIONS) {
+    return {
+      why:
+        "the server is up but its connection budget is spent (SQLSTATE 53300: its max_connections, or the CONNECTION LIMIT of the role or the database, is reached). " +
+        "Open fewer connections: fewer or smaller pools (the `max` option; a worker needs about three whatever its concurrency), " +
+        "`listen: false` where push wakeups are not needed, or a transaction-mode pooler in front (see \"Running many workers\" in the @cairnq/store-postgres README); " +
+        "or raise the server's max_connections or the role's limit (ALTER ROLE … CONNECTION LIMIT …)",
+      retry: "; retry once connections free up (a worker retries by itself, with backoff)",
+    };
+  }
+  if (/timeout/i.test(message)) return { why: "the server did not answer within connectTimeoutMs", retry: answers };
+  return { why: "the server is down, restarting or not reachable there", retry: answers };
 }
 
 /**
