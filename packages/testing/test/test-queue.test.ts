@@ -246,7 +246,7 @@ describe.each(["memory", "sqlite"] as const)("a test queue on the %s store", (st
     expect(ran).toMatchObject([{ taskId: second.id, outcome: "succeeded", endedAtMs: START + 250 }]);
   });
 
-  it("close() ends a submit the gate holds: it rejects and nothing is written", async () => {
+  it("close() ends a submit the gate holds: it rejects with a CairnQError (that it writes nothing: conformance memory-store-close.test.ts)", async () => {
     const q = await open({ maxQueueDepth: 1 });
     await q.client.submit("job");
     const gated = q.client.submit("job");
