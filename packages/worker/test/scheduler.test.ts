@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidArgument, SerializationError, UnsupportedBackend, defineTask, scheduleSlotKey } from "@cairnq/protocol";
 import { MemoryStore } from "@cairnq/conformance";
 import { systemClock } from "@cairnq/runtime";
-import { trackTimers } from "./support/helpers.js";
+import { trackTimers, waitFor } from "./support/helpers.js";
 import { CronSeries, IntervalSeries, SCHEDULE_LEAD_MS, scheduleEntry, Scheduler } from "../src/scheduler.js";
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -127,8 +127,7 @@ describe("Scheduler", () => {
     });
     scheduler.add(scheduleEntry("tick", { everyMs: 50 }));
     scheduler.start();
-    const deadline = Date.now() + 10_000;
-    while ((await store.list({ name: "tick" })).length === 0 && Date.now() < deadline) await delay(20);
+    await waitFor(async () => (await store.list({ name: "tick" })).length > 0, 10_000, "the tick schedule's submit");
     await scheduler.stop();
     expect(seen).toEqual(["tick: database down", "tick: database down"]);
     expect((await store.list({ name: "tick" })).length).toBeGreaterThan(0);
@@ -157,8 +156,7 @@ describe("Scheduler", () => {
     empty.start();
     await delay(20);
     empty.add(scheduleEntry("first", { everyMs: 50 }));
-    const firstBy = Date.now() + 10_000;
-    while ((await store.list({ name: "first" })).length === 0 && Date.now() < firstBy) await delay(10);
+    await waitFor(async () => (await store.list({ name: "first" })).length > 0, 10_000, "the first schedule's submit");
     await empty.stop();
     expect((await store.list({ name: "first" })).length).toBeGreaterThan(0);
 
@@ -169,8 +167,7 @@ describe("Scheduler", () => {
     scheduler.start();
     await delay(20);
     scheduler.add(scheduleEntry("tick", { everyMs: 50 }));
-    const deadline = Date.now() + 10_000;
-    while ((await store.list({ name: "tick" })).length === 0 && Date.now() < deadline) await delay(10);
+    await waitFor(async () => (await store.list({ name: "tick" })).length > 0, 10_000, "the tick schedule's submit");
     await scheduler.stop();
     expect((await store.list({ name: "tick" })).length).toBeGreaterThan(0);
   });
@@ -207,8 +204,7 @@ describe("Scheduler clocks", () => {
       const scheduler = new Scheduler(store, () => {}, () => {}, { ...systemClock, now: () => now });
       scheduler.add(scheduleEntry("tick", { everyMs: 100 }, { backfillMs }));
       scheduler.start();
-      const deadline = Date.now() + 10_000;
-      while ((await store.list({ name: "tick", limit: 1000 })).length === 0 && Date.now() < deadline) await delay(10);
+      await waitFor(async () => (await store.list({ name: "tick", limit: 1000 })).length > 0, 10_000, "the tick schedule's submit");
       await scheduler.stop();
       const slots = (await store.list({ name: "tick", limit: 1000 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
       expect(slots[0]).toBe(earliest);
