@@ -83,6 +83,25 @@ export interface WorkerEvents {
 /** A name of {@link WorkerEvents}. */
 export type WorkerEventName = keyof WorkerEvents;
 
+/**
+ * Every name of {@link WorkerEvents}, for checking a name given at run time
+ * (a misspelt event would otherwise get a listener that never fires). The
+ * `satisfies` clause keeps it in step with the interface: a name added there
+ * and not here fails to compile.
+ */
+export const WORKER_EVENT_NAMES = Object.freeze(
+  Object.keys({
+    "task:claimed": true,
+    "task:succeeded": true,
+    "task:failed": true,
+    "task:canceled": true,
+    "task:parked": true,
+    "lease:lost": true,
+    "worker:stopping": true,
+    "worker:stopped": true,
+  } satisfies Record<WorkerEventName, true>),
+) as readonly WorkerEventName[];
+
 /** A listener of event `E`. */
 export type WorkerEventListener<E extends WorkerEventName> = (payload: WorkerEvents[E]) => void;
 

@@ -15,7 +15,7 @@ import { BackpressureGateCore, logSafely, policyRetryDelayMs, requireGroupSuppor
 import type { Deferred, KeepAlive, TimerHandle } from "@cairnq/runtime";
 import { deferred, describeKind, keepAlive, nextTurn, Telemetry } from "@cairnq/runtime";
 import { Admission } from "./admission.js";
-import { argumentsAfter } from "./arguments.js";
+import { argumentsAfter, requireEventName } from "./arguments.js";
 import { CallRunner } from "./call-runner.js";
 import { ClaimLoop } from "./claim-loop.js";
 import { Dispatcher } from "./dispatcher.js";
@@ -255,11 +255,13 @@ export class Worker {
   /**
    * Subscribes to a lifecycle event. A throwing listener is logged and ignored.
    *
-   * @throws `InvalidArgument` when `listener` is not a function, or for an argument after it.
+   * @throws `InvalidArgument` for an event name not in {@link WorkerEvents} (a misspelt one would
+   *   never fire), when `listener` is not a function, or for an argument after it.
    */
   on<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this;
   on(event: WorkerEventName, listener: unknown, ...rest: unknown[]): this {
     const call = `worker.on(${JSON.stringify(event)}, listener)`;
+    requireEventName(event, "on");
     if (typeof listener !== "function") throw new InvalidArgument("listener", `${call} needs a listener function, got ${describeKind(listener)}`);
     if (rest.length > 0) throw new InvalidArgument("listener", `${call} got ${argumentsAfter(rest)} after its listener, which would be ignored; it takes the event name and the listener only`);
     this.#reporter.on(event, listener as WorkerEventListener<WorkerEventName>);
@@ -304,6 +306,7 @@ export class Worker {
 
   /** Unsubscribes a listener added with {@link Worker.on}. */
   off<E extends WorkerEventName>(event: E, listener: WorkerEventListener<E>): this {
+    requireEventName(event, "off");
     this.#reporter.off(event, listener);
     return this;
   }

@@ -3,6 +3,7 @@ import { InvalidArgument, MAX_DELAY_MS } from "@cairnq/protocol";
 import { defaultHeartbeatIntervalMs, nextPollInterval, RETRY_BACKOFF_DEFAULTS } from "@cairnq/protocol/sdk";
 import { systemClock } from "@cairnq/runtime";
 import { resolveWorkerOptions } from "../src/options.js";
+import { WORKER_EVENT_NAMES } from "../src/events.js";
 import { Worker } from "../src/index.js";
 import { MemoryStore } from "./support/helpers.js";
 
@@ -279,6 +280,19 @@ describe("registration (§8.2)", () => {
     const on = w.on.bind(w) as (...args: unknown[]) => unknown;
     expect(() => on("task:failed", () => {}, { once: true })).toThrow(/worker\.on\("task:failed", listener\) got 1 argument \(an object\) after its listener/);
     expect(() => w.on("task:failed", () => {})).not.toThrow();
+  });
+
+  it("worker.on and worker.off refuse an event name the worker never emits, naming the events; every listed event is accepted", () => {
+    const w = new Worker(new MemoryStore());
+    const on = w.on.bind(w) as (...args: unknown[]) => unknown;
+    const off = w.off.bind(w) as (...args: unknown[]) => unknown;
+    const listed = "task:claimed, task:succeeded, task:failed, task:canceled, task:parked, lease:lost, worker:stopping, worker:stopped";
+    expect(() => on("task:sucess", () => {})).toThrow(
+      new InvalidArgument("event", `worker.on(event, listener) got the event "task:sucess", which a worker never emits; the events are ${listed}`),
+    );
+    expect(() => off("error", () => {})).toThrow(/^worker\.off\(event, listener\) got the event "error", which a worker never emits/);
+    expect(() => on(Symbol("x"), () => {})).toThrow(/got the event a symbol, which a worker never emits/);
+    for (const event of WORKER_EVENT_NAMES) expect(() => w.on(event, () => {}).off(event, () => {})).not.toThrow();
   });
 
   it("warns through the logger when a TaskDef's queue is not claimed", () => {
