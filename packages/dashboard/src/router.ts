@@ -95,7 +95,7 @@ export function createRouter(options: RouterOptions): (req: IncomingMessage, res
     }
     const method = req.method ?? "GET";
     const asked = method === "HEAD" ? "GET" : method;
-    let known = path.startsWith("/api/");
+    let known = false;
     for (const candidate of routes) {
       const params = matchPath(candidate, path);
       if (params === null) continue;
@@ -109,7 +109,8 @@ export function createRouter(options: RouterOptions): (req: IncomingMessage, res
       await candidate.handle(req, res, params);
       return;
     }
-    throw new HttpError(known ? 405 : 404, known ? `${method} is not allowed here` : "no such dashboard page");
+    if (known) throw new HttpError(405, `${method} is not allowed here`);
+    throw new HttpError(404, path.startsWith("/api/") ? "no such dashboard API endpoint" : "no such dashboard page");
   };
 
   return (req, res) => {

@@ -111,12 +111,13 @@ describe("createRouter", () => {
     expect(await call(`${readOnly}/api/touch`, "POST", { origin: "https://evil.example" })).toEqual({ status: 403, body: '{"error":"this dashboard is read-only"}' });
   });
 
-  it("answers 405 for a known path with another method (HEAD counts as GET), 404 for an unknown page, 421 for another host", async () => {
+  it("answers 405 for a known path with another method (HEAD counts as GET), 404 for an unknown page or API endpoint, 421 for another host", async () => {
     const base = await serve([metrics, touch]);
     expect((await call(`${base}/metrics`, "POST", { origin: base, "content-type": "application/json" })).status).toBe(405);
     expect((await call(`${base}/api/touch`)).status).toBe(405);
     expect((await call(`${base}/metrics`, "HEAD")).status).toBe(200);
-    expect((await call(`${base}/api/nothing-here`)).status).toBe(405);
+    expect(await call(`${base}/api/nothing-here`)).toEqual({ status: 404, body: '{"error":"no such dashboard API endpoint"}' });
+    expect(await call(`${base}/api/tasks/%2e%2e`)).toEqual({ status: 404, body: '{"error":"no such dashboard API endpoint"}' });
     expect((await call(`${base}/nothing-here`)).status).toBe(404);
     const guarded = await serve([metrics], { allowedHosts: ["dashboard.test"] });
     expect((await call(`${guarded}/metrics`)).status).toBe(421);
