@@ -4,7 +4,7 @@
  * `completeIn` (capability `transactionalComplete`).
  */
 import type { RefCompleteTaskStore, ScheduleTaskStore, StoreSignal, TaskStepStore, TransactionalTaskStore } from "@cairnq/protocol";
-import { LostLease } from "@cairnq/protocol";
+import { CairnQError, isFatalError, LostLease } from "@cairnq/protocol";
 import type { ConformanceCase } from "../case.js";
 
 /** How long a push signal may take to arrive (a LISTEN connection starts in the background, §9). */
@@ -25,7 +25,7 @@ function waitFor(signals: StoreSignal[], match: (s: StoreSignal) => boolean, tim
 export const lifecycleCases: readonly ConformanceCase[] = [
   {
     id: "connect-lazy-and-idempotent",
-    title: "every method connects lazily; connect and close are idempotent",
+    title: "every method connects lazily; connect and close are idempotent; after close a call rejects with a fatal error",
     spec: "store.ts connect()/close(), design: TaskStore contract",
     async run(t) {
       const task = await t.submit("before-connect");
@@ -34,6 +34,16 @@ export const lifecycleCases: readonly ConformanceCase[] = [
       t.fields(await t.get(task.id), { status: "queued" });
       await t.store.close();
       await t.store.close();
+      // Fatal (`isFatalError`), so a worker whose store was closed under it stops instead of retrying for ever.
+      const calls: [string, () => Promise<unknown>][] = [
+        ["submit", () => t.submit("after-close")],
+        ["get", () => t.store.get(task.id)],
+        ["claim", () => t.claim(t.w1, { limit: 1 })],
+      ];
+      for (const [what, call] of calls) {
+        const err = await t.rejects(call(), CairnQError, `${what} after close()`);
+        t.expect(isFatalError(err)).toBe(true);
+      }
     },
   },
   {

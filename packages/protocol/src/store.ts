@@ -64,7 +64,7 @@ export interface TaskStore {
    * Waits for the calls in flight to settle, then releases what the store
    * opened itself — never a pool, Kysely instance or transaction the caller
    * passed in. Idempotent: a second call waits for the first. Every later call
-   * of another method rejects, saying the store is closed.
+   * of another method rejects with a fatal `CairnQError` saying the store is closed.
    */
   close(): Promise<void>;
 
