@@ -13,7 +13,8 @@ import type { DashboardHandler } from "@cairnq/dashboard";
 import { createDashboard } from "@cairnq/dashboard";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dashboardAllowedHosts, isLoopbackHost } from "../src/cli/dashboard-command.js";
+import { allowedHostValue } from "../src/cli/allowed-host.js";
+import { dashboardAllowedHosts, isLoopbackHost, unguardedWarning } from "../src/cli/dashboard-command.js";
 
 describe("isLoopbackHost", () => {
   it("counts every spelling of the loopback interface", () => {
@@ -43,9 +44,31 @@ describe("dashboardAllowedHosts", () => {
     expect(dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 80)).toEqual(["127.0.0.1:80", "127.0.0.1", "localhost:80", "localhost", "[::1]:80", "[::1]"]);
   });
 
-  it("guards nothing off loopback", () => {
+  it("guards nothing off loopback without --allowed-host", () => {
     expect(dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000)).toBeUndefined();
     expect(dashboardAllowedHosts("10.0.0.5", "10.0.0.5", 80)).toBeUndefined();
+    expect(unguardedWarning("0.0.0.0")).toMatch(/^warning: listening on 0\.0\.0\.0, the dashboard answers any Host header, .* DNS rebinding; pass --allowed-host <name>/);
+  });
+
+  it("answers each --allowed-host as given and with the port, beside the loopback names on loopback", () => {
+    expect(dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000, ["queue.internal", "10.0.0.5:443"])).toEqual(["queue.internal", "queue.internal:4000", "10.0.0.5:443", "10.0.0.5:443:4000"]);
+    expect(dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 4000, ["queue.internal"])).toEqual(["queue.internal", "queue.internal:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]);
+  });
+});
+
+describe("allowedHostValue", () => {
+  it("takes a host as a browser's Host header spells it, with an optional port", () => {
+    expect(allowedHostValue("Queue.Internal")).toBe("queue.internal");
+    expect(allowedHostValue("queue.internal:4000")).toBe("queue.internal:4000");
+    expect(allowedHostValue("queue.internal:80")).toBe("queue.internal:80");
+    expect(allowedHostValue("127.1")).toBe("127.0.0.1");
+    expect(allowedHostValue("[::1]:4000")).toBe("[::1]:4000");
+  });
+
+  it("refuses what is not a host", () => {
+    for (const value of ["", "http://queue.internal/", "queue.internal/admin", "user@queue.internal", "queue internal", "queue.internal:99999", "[bad", "a\\b"]) {
+      expect(allowedHostValue(value), value).toBeNull();
+    }
   });
 });
 
@@ -73,9 +96,9 @@ describe("a loopback dashboard's Host check", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The status of GET /api/overview with this Host header, from a dashboard guarded as `cairnq dashboard --host <host> --port <listenPort>` would guard it. */
-  function statusFor(host: string, listenHost: string, address: string, listenPort: number): Promise<number> {
-    const allowedHosts = dashboardAllowedHosts(listenHost, address, listenPort);
+  /** The status of GET /api/overview with this Host header, from a dashboard guarded as `cairnq dashboard --host <host> --port <listenPort> [--allowed-host …]` would guard it. */
+  function statusFor(host: string, listenHost: string, address: string, listenPort: number, allowed: readonly string[] = []): Promise<number> {
+    const allowedHosts = dashboardAllowedHosts(listenHost, address, listenPort, allowed);
     current = createDashboard({ store, ...(allowedHosts === undefined ? {} : { allowedHosts }) });
     dashboards.push(current);
     return new Promise((resolve, reject) => {
@@ -92,6 +115,14 @@ describe("a loopback dashboard's Host check", () => {
     expect(await statusFor("127.0.0.1", "127.0.0.1", "127.0.0.1", 80)).toBe(200);
     expect(await statusFor("localhost", "127.0.0.1", "127.0.0.1", 80)).toBe(200);
     expect(await statusFor("attacker.example", "127.0.0.1", "127.0.0.1", 80)).toBe(421);
+  });
+
+  it("off loopback answers only the --allowed-host names, with or without the port", async () => {
+    const statusWith = (host: string): Promise<number> => statusFor(host, "0.0.0.0", "0.0.0.0", 4000, ["queue.internal"]);
+    expect(await statusWith("queue.internal")).toBe(200);
+    expect(await statusWith("queue.internal:4000")).toBe(200);
+    expect(await statusWith("attacker.example:4000")).toBe(421);
+    expect(await statusFor("attacker.example:4000", "0.0.0.0", "0.0.0.0", 4000)).toBe(200);
   });
 
   it("guards every loopback listen address against a rebound name", async () => {

@@ -45,19 +45,30 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /**
- * The `Host` header values a dashboard listening on the loopback `host`
- * (bound to `address`, port `port`) answers: that host as given and as a
+ * The `Host` header values a dashboard listening on `host` (bound to
+ * `address`, port `port`) answers. On loopback: that host as given and as a
  * browser spells it, the bound address, and 127.0.0.1, localhost and [::1],
  * each with `:port` — and without it on port 80, where browsers leave the
- * default port out. `undefined` (answer any host) off loopback.
+ * default port out. Besides those, each of `allowed` (`--allowed-host`) as
+ * given and with `:port` (a proxy in front may send it either way). Off
+ * loopback without `allowed`: `undefined`, any host.
  *
  * @example
  * ```ts
  * dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 80); // [..., "127.0.0.1:80", "127.0.0.1", ...]
+ * dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000, ["queue.internal"]); // ["queue.internal", "queue.internal:4000"]
  * ```
  */
-export function dashboardAllowedHosts(host: string, address: string, port: number): string[] | undefined {
-  if (!isLoopbackHost(host) && !isLoopbackHost(address)) return undefined;
+export function dashboardAllowedHosts(host: string, address: string, port: number, allowed: readonly string[] = []): string[] | undefined {
+  const loopback = isLoopbackHost(host) || isLoopbackHost(address);
+  if (!loopback && allowed.length === 0) return undefined;
+  const answered = new Set<string>();
+  for (const name of allowed) {
+    const spelled = name.toLowerCase();
+    answered.add(spelled);
+    answered.add(`${spelled}:${port}`);
+  }
+  if (!loopback) return [...answered];
   const names = new Set<string>();
   for (const spelled of [host, address]) {
     names.add((spelled.includes(":") && !spelled.startsWith("[") ? `[${spelled}]` : spelled).toLowerCase());
@@ -65,14 +76,20 @@ export function dashboardAllowedHosts(host: string, address: string, port: numbe
     if (canonical !== null) names.add(canonical);
   }
   for (const name of LOOPBACK_NAMES) names.add(name);
-  return [...names].flatMap((name) => (port === 80 ? [`${name}:${port}`, name] : [`${name}:${port}`]));
+  for (const name of names) for (const value of port === 80 ? [`${name}:${port}`, name] : [`${name}:${port}`]) answered.add(value);
+  return [...answered];
+}
+
+/** What `cairnq dashboard` prints (to stderr) when it answers any `Host` header: off loopback without `--allowed-host`. */
+export function unguardedWarning(host: string): string {
+  return `warning: listening on ${host}, the dashboard answers any Host header, so a web page that a browser able to reach it opens could use it through DNS rebinding; pass --allowed-host <name> for each name it is reached by`;
 }
 
 /** Serves the dashboard for `client` and resolves once a signal stopped it and the database is closed. */
 export async function serveDashboard(
   client: CairnQ,
   io: CliIo,
-  options: { port: number; host: string; readOnly: boolean; description: string },
+  options: { port: number; host: string; readOnly: boolean; description: string; allowedHosts?: readonly string[] },
 ): Promise<void> {
   try {
     await client.connect();
@@ -95,9 +112,10 @@ export async function serveDashboard(
     throw new OperationFailed(`cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}; pick another --port`, "listen_failed");
   }
   const { port, address } = server.address() as AddressInfo;
-  // On a loopback address, answer only loopback host names: a web page cannot
+  // On a loopback address, answer only loopback host names (and --allowed-host): a web page cannot
   // reach the dashboard through DNS rebinding (its Host header would differ).
-  const allowedHosts = dashboardAllowedHosts(options.host, address, port);
+  const allowedHosts = dashboardAllowedHosts(options.host, address, port, options.allowedHosts);
+  if (allowedHosts === undefined) io.err(`${unguardedWarning(options.host)}\n`);
   dashboard = createDashboard({ client, readOnly: options.readOnly, ...(allowedHosts === undefined ? {} : { allowedHosts }) });
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   io.out(

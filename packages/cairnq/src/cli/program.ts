@@ -23,6 +23,7 @@ import {
 import type { DatabaseTarget } from "./database.js";
 import { openClient, requireInstalled, resolveDatabase } from "./database.js";
 import { parseDuration } from "./duration.js";
+import { allowedHostValue } from "./allowed-host.js";
 import type { CliIo } from "./output.js";
 import { json } from "./output.js";
 import { metricsCommand } from "./metrics-command.js";
@@ -65,6 +66,12 @@ function port(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > 65535) throw new InvalidArgumentError("expected a port number from 0 to 65535 (0 picks a free port), for example 4000");
   return n;
+}
+
+function allowedHost(value: string, previous: readonly string[]): string[] {
+  const name = allowedHostValue(value);
+  if (name === null) throw new InvalidArgumentError("expected a host name or address as a Host header carries it, optionally with :port, for example queue.internal or queue.internal:4000");
+  return [...previous, name];
 }
 
 function statusOption(statuses: readonly string[], description: string): Option {
@@ -214,13 +221,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option("--port <port>", "port to listen on (0 picks a free one)", port, 4000)
     .option("--host <host>", "address to listen on; keep 127.0.0.1 unless a proxy with authentication is in front", "127.0.0.1")
     .option("--read-only", "no retry or cancel buttons; mutations are refused")
-    .action(async (options: DbOptions & { port: number; host: string; readOnly?: boolean }) => {
+    .option("--allowed-host <name>", "a Host name (optionally name:port) to answer; repeat for each name the dashboard is reached by; others get 421", allowedHost, [])
+    .action(async (options: DbOptions & { port: number; host: string; readOnly?: boolean; allowedHost: string[] }) => {
       const target = resolveDatabase(options.db, options.schema, io.env);
       await requireInstalled(target);
       // Loaded here so that only this command loads the dashboard (which reads its page's files when imported).
       const { serveDashboard } = await import("./dashboard-command.js");
       const client = openClient(target, { create: false, listen: true });
-      await serveDashboard(client, io, { port: options.port, host: options.host, readOnly: options.readOnly === true, description: target.description });
+      await serveDashboard(client, io, {
+        port: options.port,
+        host: options.host,
+        readOnly: options.readOnly === true,
+        description: target.description,
+        allowedHosts: options.allowedHost,
+      });
     });
 
   try {
