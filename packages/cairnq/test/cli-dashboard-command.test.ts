@@ -51,7 +51,8 @@ describe("dashboardAllowedHosts", () => {
   });
 
   it("answers each --allowed-host as given and with the port, beside the loopback names on loopback", () => {
-    expect(dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000, ["queue.internal", "10.0.0.5:443"])).toEqual(["queue.internal", "queue.internal:4000", "10.0.0.5:443", "10.0.0.5:443:4000"]);
+    expect(dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000, ["queue.internal", "10.0.0.5:443"])).toEqual(["queue.internal", "queue.internal:4000", "10.0.0.5:443"]);
+    expect(dashboardAllowedHosts("0.0.0.0", "0.0.0.0", 4000, ["[::1]:8080", "[fd00::5]"])).toEqual(["[::1]:8080", "[fd00::5]", "[fd00::5]:4000"]);
     expect(dashboardAllowedHosts("127.0.0.1", "127.0.0.1", 4000, ["queue.internal"])).toEqual(["queue.internal", "queue.internal:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]);
   });
 });

@@ -50,7 +50,8 @@ export function isLoopbackHost(host: string): boolean {
  * browser spells it, the bound address, and 127.0.0.1, localhost and [::1],
  * each with `:port` — and without it on port 80, where browsers leave the
  * default port out. Besides those, each of `allowed` (`--allowed-host`) as
- * given and with `:port` (a proxy in front may send it either way). Off
+ * given and, when it has no port of its own, with `:port` (a proxy in front
+ * may send it either way). Off
  * loopback without `allowed`: `undefined`, any host.
  *
  * @example
@@ -66,7 +67,8 @@ export function dashboardAllowedHosts(host: string, address: string, port: numbe
   for (const name of allowed) {
     const spelled = name.toLowerCase();
     answered.add(spelled);
-    answered.add(`${spelled}:${port}`);
+    // A name given with its port (`name:443`, `[::1]:8080`) is answered only as given.
+    if (!/(?:^[^:]*|\]):\d+$/.test(spelled)) answered.add(`${spelled}:${port}`);
   }
   if (!loopback) return [...answered];
   const names = new Set<string>();
@@ -82,7 +84,7 @@ export function dashboardAllowedHosts(host: string, address: string, port: numbe
 
 /** What `cairnq dashboard` prints (to stderr) when it answers any `Host` header: off loopback without `--allowed-host`. */
 export function unguardedWarning(host: string): string {
-  return `warning: listening on ${host}, the dashboard answers any Host header, so a web page that a browser able to reach it opens could use it through DNS rebinding; pass --allowed-host <name> for each name it is reached by`;
+  return `warning: listening on ${host}, the dashboard answers any Host header, so any web page opened in a browser that can reach it could drive it through DNS rebinding; pass --allowed-host <name> for each name it is reached by`;
 }
 
 /** Serves the dashboard for `client` and resolves once a signal stopped it and the database is closed. */
