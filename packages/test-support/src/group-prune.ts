@@ -63,7 +63,11 @@ export function prunedSummary(report: GroupPruneReport): Record<keyof typeof GRO
 const LIMITS = { groupConcurrency: 2 };
 /** Leases that outlast the clock moves of the scenario (SQLite's leases read the moved clock). */
 const LONG_LEASE_MS = 10 * GROUP_PRUNE_INTERVAL_MS;
-const SHORT_LEASE_MS = 150;
+/**
+ * The plain claim's lease: it must outlast the twelve submits and the group claim after it (on a loaded machine
+ * those took more than 150 ms, the lease ran out early and that group claim's recovery woke the group) and then run out.
+ */
+const SHORT_LEASE_MS = 1_500;
 
 const groupOf = (task: Task): string => (task.payload as { group: string }).group;
 
@@ -99,10 +103,13 @@ export async function runGroupPrune(store: TaskStore, hooks: GroupPruneHooks): P
   // behind more than the head's rows of the plain order (the busy group's tasks), so no group claim wakes its group.
   const waiting = await submit("waiting");
   const [plain] = await claim({ limit: 1, leaseMs: SHORT_LEASE_MS });
+  const claimedAt = Date.now();
   if (plain?.id !== waiting.id) throw new Error(`the claim without group limits took ${plain?.id ?? "nothing"}, not the waiting task`);
   for (let i = 0; i < 12; i++) await submit("busy", 5);
   const first = await grouped(1);
-  await new Promise((resolve) => setTimeout(resolve, 2 * SHORT_LEASE_MS));
+  const early = Date.now() - claimedAt;
+  if (early >= SHORT_LEASE_MS) throw new Error(`the scenario needs the plain claim's ${SHORT_LEASE_MS} ms lease to outlast 12 submits and a claim; they took ${early} ms`);
+  await new Promise((resolve) => setTimeout(resolve, SHORT_LEASE_MS - early + 200));
   await store.submit({ name: "other" });
   await store.claim({ queues: ["default"], names: ["other"], limit: 1, leaseMs: LONG_LEASE_MS, workerId });
 
