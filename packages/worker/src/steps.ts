@@ -13,6 +13,14 @@
  *   `canceled`), the context is settled, the call's slot and heartbeat are
  *   let go of, and the handler's promise is left pending for ever — the
  *   handler runs again from the top when the task is claimed next.
+ * - A park first waits for the call's **running** steps and spawns (begun
+ *   before it, e.g. `Promise.all([ctx.step(…), ctx.sleep(…)])`) to record.
+ *   The owned-write fence compares the worker and the attempt, and parking
+ *   does not bump the attempt: a step recording after the park could land
+ *   under the next call of the same worker, which had already run the step
+ *   itself. Recording first keeps "a step's code runs once to a recorded
+ *   result"; a step begun while a park is being written waits for its
+ *   outcome (parked: the step does not run in this call).
  * - A sleep already due when reached (`sleep(name, 0)`, `sleepUntil` a past
  *   instant) does not park: it is recorded `done` and the call goes on.
  * - A sleep or a wait's deadline is known to have passed when the claimed
@@ -25,7 +33,7 @@
  *   lease delayed the resume past the deadline (lease recovery requeues at
  *   its own now). Its answer must not depend on that crash.
  */
-import type { StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { ParkOutcome, StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, MAX_DELAY_MS, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
 import { encodeJson, requireDelayMs, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
 import { childLineage, envelopeFromThrown, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
@@ -95,14 +103,23 @@ export class CallSteps {
   readonly #inFlight = new Set<string>();
   #seq = 0;
   #parked = false;
+  /** Steps and spawns of this call from their call to their settling: a park waits for them to record. */
+  readonly #running = new Set<Promise<unknown>>();
+  /** The park write in flight, if any: a step begun meanwhile waits for it. */
+  #parking: Promise<unknown> | null = null;
 
   constructor(host: StepHost) {
     this.#host = host;
   }
 
-  async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
+    return this.#track(this.#step(name, fn));
+  }
+
+  async #step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
     this.#refuseInBatch("step");
     if (typeof fn !== "function") throw new InvalidArgument("fn", `ctx.step('${String(name)}', fn) needs a function to run`);
+    await this.#afterParking();
     const { key, occurrence, entry } = await this.#begin("step", name);
     try {
       if (entry?.status === "done") return entry.result as T;
@@ -201,7 +218,11 @@ export class CallSteps {
     return (await this.#park({ name: key, kind: "wait", seq: this.#nextSeq(), message: name, ...first })) as T | null;
   }
 
-  async spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
+  spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
+    return this.#track(this.#spawn(name, task, payload, options));
+  }
+
+  async #spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
     this.#refuseInBatch("spawn");
     // The check client.submit makes: a misspelt option would otherwise be dropped.
     checkOptions(options, "ctx.spawn", SUBMIT_OPTION_KEYS);
@@ -211,6 +232,7 @@ export class CallSteps {
       ...options,
       ...childLineage({ id: this.#host.taskId, root_id: this.#host.rootId, correlation_id: this.#host.correlationId }, options),
     });
+    await this.#afterParking();
     const { key, entry } = await this.#begin("spawn", name);
     try {
       if (entry?.status === "done") return entry.result as string;
@@ -296,11 +318,40 @@ export class CallSteps {
     childIds?: readonly string[];
     expired?: boolean;
   }): Promise<unknown> {
-    const out = await this.#write(() => this.#store().parkStep({ ...this.#owned(), ...input }));
+    // Steps running beside the park record first (see the file's opening block); one begun meanwhile joins the wait.
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+    // Let the handler react to those steps first: one that threw may have failed the call (then nothing parks).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.#host.throwIfGone(`the park of '${input.name}'`);
+    const parking = this.#write(() => this.#store().parkStep({ ...this.#owned(), ...input }));
+    this.#parking = parking;
+    let out: ParkOutcome;
+    try {
+      out = await parking;
+    } finally {
+      this.#parking = null;
+    }
     if (out.kind === "ready") return out.result;
     this.#parked = true;
     this.#host.parked(out.status);
     return NEVER;
+  }
+
+  /** Keeps `run` in {@link CallSteps.#running} until it settles. */
+  #track<T>(run: Promise<T>): Promise<T> {
+    this.#running.add(run);
+    const done = (): void => {
+      this.#running.delete(run);
+    };
+    run.then(done, done);
+    return run;
+  }
+
+  /** A step or spawn begun while a park is being written waits for it: parked, it does not run in this call. */
+  async #afterParking(): Promise<void> {
+    if (this.#parking === null) return;
+    await this.#parking.catch(() => undefined);
+    if (this.#parked) throw new LostLease(this.#host.taskId, { message: `task ${this.#host.taskId} is parked; its handler runs again from the top when it resumes` });
   }
 
   async #recordFailure(key: string, entry: StepRecord | undefined, err: unknown): Promise<void> {
