@@ -34,7 +34,7 @@
  *   its own now). Its answer must not depend on that crash.
  */
 import type { ParkOutcome, StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, LostLease, MAX_DELAY_MS, PARK_FOREVER_AT_MS, stepKey, UnsupportedBackend } from "@cairnq/protocol";
+import { InvalidArgument, LostLease, MAX_DELAY_MS, PARK_FOREVER_AT_MS, stepKey, TaskError, UnsupportedBackend } from "@cairnq/protocol";
 import { encodeJson, requireDelayMs, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
 import { childLineage, envelopeFromThrown, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
 import { checkOptions } from "@cairnq/runtime";
@@ -141,7 +141,16 @@ export class CallSteps {
       throw err;
     }
     // Through the JSON boundary, as a task result: a replay returns exactly what the first run returned.
-    const encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
+    let encoded: string;
+    try {
+      encoded = encodeJson(value === undefined ? null : value, `the result of step '${key}'`);
+    } catch (err) {
+      // The function ran (its side effect is done) and would most likely return the same value again: a retry would
+      // only repeat the side effect. Fails for good, as a handler's unserializable result does.
+      const unstorable = unserializableStepResult(this.#host.taskId, key, err);
+      await this.#recordFailure(key, entry, unstorable);
+      throw unstorable;
+    }
     const result: unknown = JSON.parse(encoded);
     await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
     return result as T;
@@ -401,6 +410,15 @@ export function wakeJoiningParent(store: TaskStore, parentId: string | null, sta
   if (parentId === null || store.capabilities.durableSteps !== true) return;
   if (status !== "succeeded" && status !== "failed" && status !== "canceled") return;
   (store as TaskStepStore).wakeJoin(parentId).catch(report);
+}
+
+/** The non-retryable error of a step whose result cannot be encoded as JSON (code `unserializable_result`, the handler's rule). */
+function unserializableStepResult(taskId: string, key: string, err: unknown): TaskError {
+  const reason = err instanceof Error ? err.message : String(err);
+  return new TaskError(
+    `step '${key}' of task ${taskId} returned a value that cannot be stored as JSON (${reason}); its function ran once and its result was not recorded, so the task fails for good rather than run the step again: return plain JSON from a step (a BigInt as a string, no NaN, cycles, functions or symbols)`,
+    { code: "unserializable_result", type: "SerializationError", retryable: false, details: { step: key }, cause: err },
+  );
 }
 
 function backendName(store: TaskStore): string {

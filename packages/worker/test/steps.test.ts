@@ -182,3 +182,23 @@ it("two steps of one name at once fail the attempt with InvalidArgument, and the
   expect((late as Error).name).toBe("LostLease");
   expect(lost).toEqual([]);
 });
+
+it("a step whose result cannot be stored as JSON fails the task for good (unserializable_result) after its function's one run", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  let charges = 0;
+  worker.task("step-bigint", async (ctx) => {
+    await ctx.step("charge", () => {
+      charges += 1;
+      return { amount: 10n };
+    });
+    return "ok";
+  });
+  const task = await store.submit({ name: "step-bigint", maxAttempts: 5 });
+  // Before the fix: a retryable handler_error, the charge run on each of the 5 attempts and never recorded.
+  const failed = await waitForStatus(store, task.id, ["failed"], 5000);
+  const error = failed.error as { code: string; retryable: boolean; message: string };
+  expect({ attempt: failed.attempt, code: error.code, retryable: error.retryable, charges }).toEqual({ attempt: 1, code: "unserializable_result", retryable: false, charges: 1 });
+  expect(error.message).toMatch(/step 'charge'.*cannot be stored as JSON/);
+  expect((await store.steps(task.id)).map((s) => [s.name, s.status])).toEqual([["charge", "failed"]]);
+});
