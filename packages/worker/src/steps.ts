@@ -107,6 +107,10 @@ export class CallSteps {
   readonly #running = new Set<Promise<unknown>>();
   /** The park write in flight, if any: a step begun meanwhile waits for it. */
   #parking: Promise<unknown> | null = null;
+  /** The sleep, wait or join of this call not settled yet (a parked one never is). */
+  #waiting: { readonly what: string } | null = null;
+  /** Set when a second sleep, wait or join began beside a pending one: neither parks, the call fails with it. */
+  #refusal: TaskError | null = null;
 
   constructor(host: StepHost) {
     this.#host = host;
@@ -160,7 +164,7 @@ export class CallSteps {
     this.#refuseInBatch("sleep");
     const delayMs = requireDelayMs(ms, "ms", `ctx.sleep('${String(name)}', ${String(ms)})`);
     requireWakeAtMs(this.#host.now() + delayMs, "ms", `ctx.sleep('${String(name)}', ${delayMs})`);
-    await this.#sleep(name, { delayMs });
+    await this.#oneAtATime(`ctx.sleep('${name}')`, () => this.#sleep(name, { delayMs }));
   }
 
   async sleepUntil(name: string, until: Date | number): Promise<void> {
@@ -171,7 +175,7 @@ export class CallSteps {
     const delayMs = Math.max(0, Math.ceil(at - this.#host.now()));
     // A store refuses a delay past MAX_DELAY_MS (it adds a delay to its own clock): an instant further out
     // parks on the instant itself, where the skew between this clock and the store's is noise.
-    await this.#sleep(name, delayMs <= MAX_DELAY_MS ? { delayMs } : { untilMs });
+    await this.#oneAtATime(`ctx.sleepUntil('${String(name)}')`, () => this.#sleep(name, delayMs <= MAX_DELAY_MS ? { delayMs } : { untilMs }));
   }
 
   async #sleep(name: string, due: { delayMs: number } | { untilMs: number }): Promise<void> {
@@ -207,12 +211,14 @@ export class CallSteps {
     const opts = checkOptions(options, "ctx.waitFor", WAIT_FOR_OPTION_KEYS) as WaitForOptions;
     const timeoutMs = opts.timeoutMs === undefined ? null : requireDelayMs(opts.timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${String(opts.timeoutMs)} })`);
     if (timeoutMs !== null) requireWakeAtMs(this.#host.now() + timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${timeoutMs} })`);
-    const { key, entry } = await this.#begin("wait", name);
-    try {
-      return await this.#waitFrom<T>(name, key, entry, timeoutMs);
-    } finally {
-      this.#inFlight.delete(name);
-    }
+    return this.#oneAtATime(`ctx.waitFor('${String(name)}')`, async () => {
+      const { key, entry } = await this.#begin("wait", name);
+      try {
+        return await this.#waitFrom<T>(name, key, entry, timeoutMs);
+      } finally {
+        this.#inFlight.delete(name);
+      }
+    });
   }
 
   async #waitFrom<T>(name: string, key: string, entry: StepRecord | undefined, timeoutMs: number | null): Promise<T | null> {
@@ -257,12 +263,35 @@ export class CallSteps {
   async join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]> {
     this.#refuseInBatch("join");
     if (!Array.isArray(ids)) throw new InvalidArgument("ids", `ctx.join('${String(name)}', ids) needs an array of task ids (what ctx.spawn returned)`);
-    const { key, entry } = await this.#begin("join", name);
+    return this.#oneAtATime(`ctx.join('${String(name)}')`, async () => {
+      const { key, entry } = await this.#begin("join", name);
+      try {
+        if (entry?.status === "done") return entry.result as (Task<unknown, R> | null)[];
+        return (await this.#park({ name: key, kind: "join", seq: entry?.seq ?? this.#nextSeq(), childIds: ids, delayMs: JOIN_RECHECK_MS })) as (Task<unknown, R> | null)[];
+      } finally {
+        this.#inFlight.delete(name);
+      }
+    });
+  }
+
+  /**
+   * Runs a sleep, wait or join, refusing one begun while another of this call is pending (`Promise.race` or
+   * `Promise.all` of two): a task parks on one of them, and a later run parks on the same first one again, so the
+   * other would never be written and could never wake it (a race of a wait and a sleep parked for ever). The
+   * refusal fails the task for good, and the pending one does not park either.
+   */
+  async #oneAtATime<T>(what: string, run: () => Promise<T>): Promise<T> {
+    const pending = this.#waiting;
+    if (pending !== null && !this.#parked) {
+      this.#refusal ??= concurrentWaits(this.#host.taskId, pending.what, what);
+      throw this.#refusal;
+    }
+    const mine = { what };
+    this.#waiting = mine;
     try {
-      if (entry?.status === "done") return entry.result as (Task<unknown, R> | null)[];
-      return (await this.#park({ name: key, kind: "join", seq: entry?.seq ?? this.#nextSeq(), childIds: ids, delayMs: JOIN_RECHECK_MS })) as (Task<unknown, R> | null)[];
+      return await run();
     } finally {
-      this.#inFlight.delete(name);
+      if (this.#waiting === mine) this.#waiting = null;
     }
   }
 
@@ -327,10 +356,12 @@ export class CallSteps {
     childIds?: readonly string[];
     expired?: boolean;
   }): Promise<unknown> {
+    this.#throwIfRefused();
     // Steps running beside the park record first (see the file's opening block); one begun meanwhile joins the wait.
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
     // Let the handler react to those steps first: one that threw may have failed the call (then nothing parks).
     await new Promise<void>((resolve) => setImmediate(resolve));
+    this.#throwIfRefused();
     this.#host.throwIfGone(`the park of '${input.name}'`);
     const parking = this.#write(() => this.#store().parkStep({ ...this.#owned(), ...input }));
     this.#parking = parking;
@@ -344,6 +375,11 @@ export class CallSteps {
     this.#parked = true;
     this.#host.parked(out.status);
     return NEVER;
+  }
+
+  /** A sleep, wait or join refused beside this one (see {@link CallSteps.#oneAtATime}): this one does not park either. */
+  #throwIfRefused(): void {
+    if (this.#refusal !== null) throw this.#refusal;
   }
 
   /** Keeps `run` in {@link CallSteps.#running} until it settles. */
@@ -410,6 +446,15 @@ export function wakeJoiningParent(store: TaskStore, parentId: string | null, sta
   if (parentId === null || store.capabilities.durableSteps !== true) return;
   if (status !== "succeeded" && status !== "failed" && status !== "canceled") return;
   (store as TaskStepStore).wakeJoin(parentId).catch(report);
+}
+
+/** The non-retryable error of a sleep, wait or join begun while another of the same call was pending. */
+function concurrentWaits(taskId: string, pending: string, began: string): TaskError {
+  return new TaskError(
+    `${began} began while ${pending} of the same handler call (task ${taskId}) was still pending: a task parks on one sleep, wait or join at a time, so a Promise.race or Promise.all of two of them would park on the first only and never wake for the other. ` +
+      `For a wait with a deadline use ctx.waitFor(name, { timeoutMs }) (it resolves null at the deadline); for several children one ctx.join of all their ids; await sleeps one after another`,
+    { code: "concurrent_waits", type: "InvalidArgument", retryable: false, details: { pending, began } },
+  );
 }
 
 /** The non-retryable error of a step whose result cannot be encoded as JSON (code `unserializable_result`, the handler's rule). */

@@ -202,3 +202,20 @@ it("a step whose result cannot be stored as JSON fails the task for good (unseri
   expect(error.message).toMatch(/step 'charge'.*cannot be stored as JSON/);
   expect((await store.steps(task.id)).map((s) => [s.name, s.status])).toEqual([["charge", "failed"]]);
 });
+
+it("a race of a wait and a sleep fails the task for good, naming both and pointing at waitFor's timeoutMs, instead of parking for ever", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  worker.task("race", async (ctx) => {
+    const approved = await Promise.race([ctx.waitFor("approve"), ctx.sleep("deadline", 500).then(() => "timed out")]);
+    return approved;
+  });
+  const task = await store.submit({ name: "race", maxAttempts: 3 });
+  // Before the fix: parked on 'approve' for ever, the sleep never written.
+  const failed = await waitForStatus(store, task.id, ["failed"], 5000);
+  const error = failed.error as { code: string; retryable: boolean; message: string };
+  expect({ attempt: failed.attempt, code: error.code, retryable: error.retryable }).toEqual({ attempt: 1, code: "concurrent_waits", retryable: false });
+  expect(error.message).toMatch(/ctx\.sleep\('deadline'\) began while ctx\.waitFor\('approve'\)/);
+  expect(error.message).toMatch(/timeoutMs/);
+  expect(await store.steps(task.id)).toEqual([]);
+});
