@@ -111,6 +111,8 @@ export class CallSteps {
   #waiting: { readonly what: string } | null = null;
   /** Set when a second sleep, wait or join began beside a pending one: neither parks, the call fails with it. */
   #refusal: TaskError | null = null;
+  /** The key of the step whose function is being called synchronously now: a step method called then is nested. */
+  #callingFn: string | null = null;
 
   constructor(host: StepHost) {
     this.#host = host;
@@ -139,7 +141,7 @@ export class CallSteps {
   async #runStep<T>(key: string, entry: StepRecord | undefined, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
     let value: T;
     try {
-      value = await fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
+      value = await this.#call(key, fn);
     } catch (err) {
       await this.#recordFailure(key, entry, err);
       throw err;
@@ -158,6 +160,16 @@ export class CallSteps {
     const result: unknown = JSON.parse(encoded);
     await this.#write(() => this.#store().recordStep({ ...this.#owned(), name: key, kind: "step", status: "done", seq: entry?.seq ?? this.#nextSeq(), result }));
     return result as T;
+  }
+
+  /** Calls a step's function with {@link CallSteps.#callingFn} set while it runs synchronously (its part before its first `await`). */
+  #call<T>(key: string, fn: (info: StepInfo) => T | Promise<T>): T | Promise<T> {
+    this.#callingFn = key;
+    try {
+      return fn({ idempotencyKey: `${this.#host.taskId}:${key}`, attempt: this.#host.attempt });
+    } finally {
+      this.#callingFn = null;
+    }
   }
 
   async sleep(name: string, ms: number): Promise<void> {
@@ -295,8 +307,14 @@ export class CallSteps {
     }
   }
 
-  /** First in every step method, so a batch handler is told why whatever it passed. */
+  /**
+   * First in every step method, so a batch handler is told why whatever it passed; then refuses a step method
+   * called from inside a step's function (steps do not nest: a replayed outer step does not call its function, so
+   * the steps inside it would not be reached and every later occurrence of their names would read another's record).
+   * Seen when the call happens before the function's first `await`; one after it is not seen (see durable-steps.md).
+   */
   #refuseInBatch(method: "step" | "sleep" | "sleepUntil" | "waitFor" | "spawn" | "join"): void {
+    if (this.#callingFn !== null) throw nestedStep(this.#host.taskId, this.#callingFn, method);
     if (!this.#host.inBatch) return;
     throw new InvalidArgument(
       method,
@@ -446,6 +464,15 @@ export function wakeJoiningParent(store: TaskStore, parentId: string | null, sta
   if (parentId === null || store.capabilities.durableSteps !== true) return;
   if (status !== "succeeded" && status !== "failed" && status !== "canceled") return;
   (store as TaskStepStore).wakeJoin(parentId).catch(report);
+}
+
+/** The non-retryable error of a step method called inside a step's function. */
+function nestedStep(taskId: string, outer: string, method: string): TaskError {
+  return new TaskError(
+    `ctx.${method} was called inside the function of step '${outer}' (task ${taskId}): steps do not nest, since a replayed step returns its recorded value without calling its function, so the steps inside it would not be reached and later steps of the same names would read their records. ` +
+      `Call ctx.${method} beside the step in the handler, or do that work in plain code inside the step`,
+    { code: "nested_step", type: "InvalidArgument", retryable: false, details: { step: outer, method } },
+  );
 }
 
 /** The non-retryable error of a sleep, wait or join begun while another of the same call was pending. */

@@ -219,3 +219,27 @@ it("a race of a wait and a sleep fails the task for good, naming both and pointi
   expect(error.message).toMatch(/timeoutMs/);
   expect(await store.steps(task.id)).toEqual([]);
 });
+
+it("a step method called inside a step's function fails the task for good (steps do not nest) rather than replay another step's record", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  let inner = 0;
+  worker.task("nested", async (ctx) => {
+    const outer = await ctx.step("outer", async () => {
+      const config = await ctx.step("load", () => {
+        inner += 1;
+        return "inner-config";
+      });
+      return `outer saw ${config}`;
+    });
+    const top = await ctx.step("load", () => "top-level-user");
+    await ctx.sleep("pause", 50);
+    return { outer, top };
+  });
+  const task = await store.submit({ name: "nested", maxAttempts: 3 });
+  // Before the fix: it succeeded, the replay's top-level 'load' returning the inner step's "inner-config".
+  const failed = await waitForStatus(store, task.id, ["failed", "succeeded"], 5000);
+  const error = failed.error as { code: string; retryable: boolean; message: string } | null;
+  expect({ status: failed.status, attempt: failed.attempt, code: error?.code, retryable: error?.retryable, inner }).toEqual({ status: "failed", attempt: 1, code: "nested_step", retryable: false, inner: 0 });
+  expect(error?.message).toMatch(/ctx\.step was called inside the function of step 'outer'/);
+});
