@@ -376,9 +376,12 @@ export class CallSteps {
   }): Promise<unknown> {
     this.#throwIfRefused();
     // Steps running beside the park record first (see the file's opening block); one begun meanwhile joins the wait.
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
-    // Let the handler react to those steps first: one that threw may have failed the call (then nothing parks).
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // After each wait, a turn lets the handler react to those steps (one that threw may have failed the call: then
+    // nothing parks); a step it began in that turn is waited for too, so none runs beside the park's write.
+    do {
+      while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    } while (this.#running.size > 0);
     this.#throwIfRefused();
     this.#host.throwIfGone(`the park of '${input.name}'`);
     const parking = this.#write(() => this.#store().parkStep({ ...this.#owned(), ...input }));

@@ -111,6 +111,38 @@ for (const backend of [MEMORY, SQLITE]) {
       await close();
     }
   });
+
+  it(`${backend.label}: a step begun in the turn after a step beside a sleep recorded still records before the park, and runs once`, async () => {
+    const { store, close } = await backend.open();
+    try {
+      const worker = start(new Worker(store, { concurrency: 2, pollIntervalMs: 10, leaseMs: 30_000 }));
+      let bodies = 0;
+      worker.task("step-then-step", async (ctx) => {
+        let second: Promise<string> | null = null;
+        const first = ctx.step("first", () => "one");
+        // Begun one event-loop turn after the first step settles: the park, which waited for the first step, must wait for it too.
+        void first.then(() =>
+          setImmediate(() => {
+            second = ctx.step("second", async () => {
+              bodies += 1;
+              await new Promise((resolve) => setTimeout(resolve, 150));
+              return "two";
+            });
+            second.catch(() => undefined);
+          }),
+        );
+        await Promise.all([first, ctx.sleep("nap", 30)]);
+        await new Promise((resolve) => setImmediate(resolve));
+        return await (second as unknown as Promise<string>);
+      });
+      const task = await store.submit({ name: "step-then-step", maxAttempts: 1 });
+      const done = await waitForStatus(store, task.id, ["succeeded", "failed"], 10_000);
+      expect({ status: done.status, result: done.result, bodies }).toEqual({ status: "succeeded", result: "two", bodies: 1 });
+    } finally {
+      await stopAll();
+      await close();
+    }
+  });
 }
 
 it("refuses steps with UnsupportedBackend on a store without durableSteps, failing the attempt", async () => {
