@@ -16,6 +16,7 @@
 export { KyselyStore } from "./kysely-store.js";
 export type { KyselyStoreOptions } from "./kysely-store.js";
 export { BaseStoreDialect, TransactionViewDialect } from "./dialect.js";
+export { transactionViewGate } from "./transaction-view-gate.js";
 export { missingTable } from "./missing-table.js";
 export type { StoreDialect } from "./dialect.js";
 export { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";

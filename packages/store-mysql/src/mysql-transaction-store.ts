@@ -1,7 +1,7 @@
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
 import type { QueryRunner, QueryThunk, Row, SchemaManager, Wakeups } from "@cairnq/store-kysely";
-import { BaseStoreExecutor, KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
+import { BaseStoreExecutor, KyselyStore, TransactionViewDialect, transactionViewGate } from "@cairnq/store-kysely";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { QueryResult, Transaction } from "kysely";
@@ -71,6 +71,7 @@ export class MySQLTransactionStore extends KyselyStore {
       );
     }
     super(trx, new MySQLTransactionDialect(dialect, store, trx));
-    this.queueDepthGate = store.queueDepthGate;
+    // Checks once, never waits: a wait would hold the caller's transaction open (see transactionViewGate).
+    this.queueDepthGate = transactionViewGate(store.queueDepthGate);
   }
 }

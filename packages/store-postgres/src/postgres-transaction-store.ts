@@ -1,7 +1,7 @@
 import { InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
 import type { SchemaManager, StatementKeyLock } from "@cairnq/store-kysely";
-import { KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
+import { KyselyStore, TransactionViewDialect, transactionViewGate } from "@cairnq/store-kysely";
 import type { AnyTransaction } from "./postgres-executor.js";
 import { PostgresTransactionExecutor } from "./postgres-executor.js";
 import { BLOCKING_KEY_LOCK } from "./postgres-key-lock.js";
@@ -52,6 +52,7 @@ export class PostgresTransactionStore extends KyselyStore {
       );
     }
     super(trx, new PostgresTransactionDialect(dialect, store, trx));
-    this.queueDepthGate = store.queueDepthGate;
+    // Checks once, never waits: a wait would hold the caller's transaction open (see transactionViewGate).
+    this.queueDepthGate = transactionViewGate(store.queueDepthGate);
   }
 }

@@ -3,7 +3,7 @@ import { CompiledQuery } from "kysely";
 import { CairnQError, InvalidArgument } from "@cairnq/protocol";
 import type { TaskStore } from "@cairnq/protocol";
 import type { AnyKysely, QueryRunner, QueryThunk, Row, SchemaManager, Wakeups } from "@cairnq/store-kysely";
-import { BaseStoreExecutor, KyselyStore, TransactionViewDialect } from "@cairnq/store-kysely";
+import { BaseStoreExecutor, KyselyStore, TransactionViewDialect, transactionViewGate } from "@cairnq/store-kysely";
 import type { SQLiteDialect } from "./sqlite-dialect.js";
 
 /**
@@ -126,6 +126,7 @@ export class SQLiteTransactionStore extends KyselyStore {
       );
     }
     super(trx as AnyKysely, new SQLiteTransactionDialect(dialect, store, trx));
-    this.queueDepthGate = store.queueDepthGate;
+    // Checks once, never waits: a wait would hold the caller's transaction open (see transactionViewGate).
+    this.queueDepthGate = transactionViewGate(store.queueDepthGate);
   }
 }
