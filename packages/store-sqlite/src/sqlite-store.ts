@@ -7,6 +7,8 @@ import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import { checkOptions } from "@cairnq/runtime";
 import { retryBusy } from "./busy.js";
+import type { AppTransactionState } from "./sqlite-app-transaction.js";
+import { boundTransaction } from "./sqlite-app-transaction.js";
 import type { SQLiteDriver, SQLiteDriverName } from "./drivers/sqlite-driver.js";
 import { SQLITE_DRIVER_NAMES } from "./drivers/sqlite-driver.js";
 import { SQLiteDialect } from "./sqlite-dialect.js";
@@ -172,6 +174,9 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
    * by another process is waited for on an awaited backoff (`busyTimeoutMs`,
    * then `DatabaseBusy`). Writes of this process through the store wait until
    * `fn` settles: keep it short, and inside it write only through `trx`.
+   * Once the transaction has committed or rolled back, `trx` refuses every
+   * statement (and `withTransaction(trx)` every call) with a `CairnQError`,
+   * as Kysely's own transactions do: nothing sent late runs outside it.
    *
    * @example
    * ```ts
@@ -190,14 +195,18 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
     await this.connect();
     const connection = this.#sqlite.connection;
     return connection.queue.exclusive(connection, () =>
-      db.connection().execute(async (trx) => {
-        await retryBusy(() => trx.executeQuery(CompiledQuery.raw("BEGIN IMMEDIATE")), connection.file, connection.busyTimeoutMs);
+      db.getExecutor().provideConnection(async (conn) => {
+        await retryBusy(() => conn.executeQuery(CompiledQuery.raw("BEGIN IMMEDIATE")), connection.file, connection.busyTimeoutMs);
+        // Ended before COMMIT / ROLLBACK is sent: a statement still queued on trx must not run after it, in autocommit.
+        const state: AppTransactionState = { ended: null };
         let value: T;
         try {
-          value = await fn(trx);
-          await trx.executeQuery(CompiledQuery.raw("COMMIT"));
+          value = await fn(boundTransaction(db, conn, state));
+          state.ended = "committed";
+          await conn.executeQuery(CompiledQuery.raw("COMMIT"));
         } catch (err) {
-          await trx.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
+          state.ended = "rolled back";
+          await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => {});
           throw err;
         }
         return value;

@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import { InvalidArgument, LostLease } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
-import { Kysely, sql, SqliteDialect } from "kysely";
+import { CompiledQuery, Kysely, sql, SqliteDialect } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the app's tables are created by the test.
@@ -122,6 +122,40 @@ describe("withTransaction and transaction(db, fn)", () => {
       return view.taskDoneWake(task.id, 5_000);
     });
     expect(woke).toEqual(await store.get(task.id));
+  });
+
+  it("once the transaction has rolled back or committed, its trx refuses every statement (Kysely's, raw, and withTransaction's) and writes nothing", async () => {
+    const { store, app } = open();
+    await sql`CREATE TABLE orders (id integer PRIMARY KEY)`.execute(app);
+    const ended: { trx: AnyDb; how: string }[] = [];
+    await expect(
+      store.transaction(app, async (trx) => {
+        ended.push({ trx, how: "rolled back" });
+        throw new Error("payment declined");
+      }),
+    ).rejects.toThrow("payment declined");
+    await store.transaction(app, async (trx) => {
+      ended.push({ trx, how: "committed" });
+    });
+    for (const [i, { trx, how }] of ended.entries()) {
+      const refused = new RegExp(`already ${how}, so this statement was not run`);
+      await expect(trx.insertInto("orders").values({ id: i }).execute()).rejects.toThrow(refused);
+      await expect(sql`INSERT INTO orders (id) VALUES (${i})`.execute(trx)).rejects.toThrow(refused);
+      await expect(trx.executeQuery(CompiledQuery.raw("INSERT INTO orders (id) VALUES (?)", [i]))).rejects.toThrow(refused);
+      await expect(store.withTransaction(trx).submit({ name: "late" })).rejects.toThrow(refused);
+      await expect(trx.transaction().execute(() => Promise.resolve())).rejects.toThrow(/nested transaction/);
+    }
+    // A statement fn scheduled without awaiting it, reaching trx after the COMMIT, is refused too (not run in autocommit).
+    let late: Promise<unknown> = Promise.resolve();
+    await store.transaction(app, async (trx) => {
+      await trx.insertInto("orders").values({ id: 10 }).execute();
+      late = new Promise((resolve) => setImmediate(resolve)).then(() => trx.insertInto("orders").values({ id: 11 }).execute());
+    });
+    await expect(late).rejects.toThrow(/already committed/);
+    expect([(await app.selectFrom("orders").select("id").execute()).map((r) => r.id), await store.list({ name: "late" })]).toEqual([[10], []]);
+    // The app's connection is free again for its own statements.
+    await app.insertInto("orders").values({ id: 12 }).execute();
+    expect(await count(app, "orders")).toBe(2);
   });
 
   it("checks that the transaction is on the store's file, and refuses bad arguments", async () => {
