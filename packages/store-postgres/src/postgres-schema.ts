@@ -127,6 +127,8 @@ const CREATE_ATTEMPTS = 3;
  * once —; the protocol-version guard; then LISTEN starts in the background.
  */
 export class PostgresSchemaManager extends MigratingSchemaManager {
+  #installedSchema: string | null = null;
+
   constructor(
     private readonly connection: PostgresConnection,
     private readonly wakeups: PostgresWakeups,
@@ -142,10 +144,20 @@ export class PostgresSchemaManager extends MigratingSchemaManager {
     if (this.connection.managesSchema && schema !== null) {
       await createIfAbsent(db, executor, `CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     }
-    checkInstallation(schema, await readInstallations(db, executor));
+    const found = await readInstallations(db, executor);
+    checkInstallation(schema, found);
+    this.#installedSchema = found.currentSchema;
     // The runner creates the ledger too (§3.7 step 1); creating it here first absorbs the one race it cannot:
     // two cold starts running CREATE TABLE IF NOT EXISTS at once, where the loser fails on the catalog's unique index.
     await createIfAbsent(db, executor, this.options.ledgerDdl);
+  }
+
+  /**
+   * The schema this store's tables live in (the connection's `current_schema()`, which the
+   * installation guard checked), known once connected; `null` before.
+   */
+  get installedSchema(): string | null {
+    return this.#installedSchema;
   }
 
   protected override afterGuards(): Promise<void> {

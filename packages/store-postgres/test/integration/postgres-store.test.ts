@@ -492,6 +492,31 @@ describe("withTransaction: submit inside the caller's transaction", () => {
     expect((view as unknown as { completeIn?: unknown }).completeIn).toBeUndefined();
   });
 
+  it("refuses a transaction whose search_path resolves to another CairnQ installation, or to none, naming both schemas; nothing is written", async () => {
+    const store = openStore();
+    const other = openStore();
+    await Promise.all([store.connect(), other.connect()]);
+    const otherDb = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: poolFor(other.schema as string) }) });
+    const failed = await otherDb
+      .transaction()
+      .execute((trx) => store.withTransaction(trx).submit({ name: "lost" }))
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(InvalidArgument);
+    expect((failed as Error).message).toContain(`resolves CairnQ's tables to schema "${other.schema as string}"`);
+    expect((failed as Error).message).toContain(`not to this store's schema "${store.schema as string}"`);
+    expect([await store.list(), await other.list()]).toEqual([[], []]);
+
+    const empty = await freshSchema();
+    const emptyDb = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: poolFor(empty) }) });
+    await expect(emptyDb.transaction().execute((trx) => store.withTransaction(trx).submit({ name: "lost" }))).rejects.toThrow(/resolves CairnQ's tables to no schema/);
+    // The client's pattern: a view per call, in a transaction that was checked once.
+    const ok = await store.db.transaction().execute(async (trx) => {
+      await store.withTransaction(trx).submit({ name: "kept" });
+      return store.withTransaction(trx).submit({ name: "kept" });
+    });
+    expect(await store.get(ok.id)).toMatchObject({ status: "queued" });
+  });
+
   it("rejects anything but an open Kysely transaction", () => {
     const store = openStore();
     expect(() => store.withTransaction(store.db as never)).toThrow(InvalidArgument);
