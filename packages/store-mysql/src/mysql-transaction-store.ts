@@ -40,7 +40,11 @@ class MySQLTransactionExecutor extends BaseStoreExecutor {
   }
 }
 
-/** The dialect of a transaction view: the store's syntax, clock, key lock and wake-ups; statements on the caller's transaction, each on its own (no write combining). */
+/**
+ * The dialect of a transaction view: the store's syntax, clock, key lock and wake-ups; statements on the caller's
+ * transaction, each on its own (no write combining). Connecting connects the store, then checks the transaction's
+ * session `sql_mode`.
+ */
 class MySQLTransactionDialect extends TransactionViewDialect {
   override readonly keyLock = MYSQL_KEY_LOCK;
   override readonly executor: MySQLTransactionExecutor;
@@ -52,8 +56,39 @@ class MySQLTransactionDialect extends TransactionViewDialect {
     super(parent);
     this.wakeups = parent.wakeups;
     this.executor = new MySQLTransactionExecutor(trx);
-    this.schema = { connect: () => store.connect(), close: () => Promise.resolve() };
+    this.schema = {
+      connect: async () => {
+        await store.connect();
+        await checkSqlMode(trx);
+      },
+      close: () => Promise.resolve(),
+    };
   }
+}
+
+/** Transactions whose session `sql_mode` was checked: a transaction checks once, however many views it gets. */
+const checked = new WeakSet<object>();
+
+/**
+ * Refuses a transaction whose session has `NO_BACKSLASH_ESCAPES`: mysql2 escapes the values it binds
+ * with backslashes, which that mode keeps, so every JSON value holding a quote would be written as
+ * invalid JSON. The store's own pool removes the mode on each connection; the caller's session is
+ * theirs to change.
+ */
+async function checkSqlMode(trx: AnyTransaction): Promise<void> {
+  if (checked.has(trx)) return;
+  const row = (await trx.executeQuery(CompiledQuery.raw("SELECT @@SESSION.sql_mode AS mode"))).rows[0] as { mode?: unknown } | undefined;
+  const modes = typeof row?.mode === "string" ? row.mode.split(",") : [];
+  if (modes.includes("NO_BACKSLASH_ESCAPES")) {
+    throw new InvalidArgument(
+      "trx",
+      "the transaction given to withTransaction is on a connection whose sql_mode has NO_BACKSLASH_ESCAPES, under which the values " +
+        "mysql2 binds (escaped with backslashes) are stored with their backslashes, so task payloads would be written as invalid JSON; " +
+        "remove NO_BACKSLASH_ESCAPES from that connection's sql_mode (in your pool's connection setup), as the store's own pool does " +
+        "on each of its connections",
+    );
+  }
+  checked.add(trx);
 }
 
 /**
