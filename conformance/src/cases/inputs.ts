@@ -105,6 +105,22 @@ export const inputCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "input-purge-cutoff-bound",
+    title: "purge refuses an olderThanMs over MAX_DELAY_MS with InvalidArgument before the store subtracts it from its clock, deleting nothing",
+    spec: "§5.9",
+    async run(t) {
+      const task = await t.submitAndClaim(t.w1);
+      await t.store.complete({ taskId: task.id, workerId: t.w1, result: null });
+      t.expect((await t.store.purge({ olderThanMs: MAX_DELAY_MS })).length).toBe(0);
+      for (const olderThanMs of [MAX_DELAY_MS + 1, 1e20, Number.MAX_VALUE]) {
+        const err = await t.rejects(t.store.purge({ olderThanMs }), InvalidArgument, `purge with olderThanMs ${olderThanMs}`);
+        t.expect(err.argument).toBe("olderThanMs");
+        t.expect(err.message).toContain(`${MAX_DELAY_MS} (MAX_DELAY_MS`);
+      }
+      t.expect(await t.all()).toHaveLength(1);
+    },
+  },
+  {
     id: "input-bad-queue-depth",
     title: "queueDepth rejects a negative or fractional maxDepth",
     spec: "§5.6",

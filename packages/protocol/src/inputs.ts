@@ -9,7 +9,7 @@ import { normalizeDebounce } from "./debounce.js";
 import type { Conflict } from "./conflict.js";
 import { CONFLICTS, isConflict } from "./conflict.js";
 import type { Params } from "./decide.js";
-import { requireDelayMs } from "./delay.js";
+import { MAX_DELAY_MS, requireDelayMs } from "./delay.js";
 import { InvalidArgument } from "./errors.js";
 import { fallbackEnvelope } from "./envelope.js";
 import { encodeJson, unstorableText } from "./json.js";
@@ -471,14 +471,24 @@ function listBeforeId(input: ListInput): string | null {
 
 /**
  * A purge cutoff (§5.9): how long ago, in milliseconds, a task must have
- * finished to be deleted — a finite number ≥ 0. Retention policies check
- * their cutoffs with it too.
+ * finished to be deleted — a finite number from 0 to `MAX_DELAY_MS` (100
+ * years). Retention policies check their cutoffs with it too.
+ *
+ * The store subtracts the cutoff from its clock (`now - olderThanMs`, a
+ * BIGINT parameter on Postgres), so an unbounded one passed here and then
+ * failed in the database on one backend ("out of range for type bigint")
+ * while the others deleted nothing; 100 years, the bound of every duration
+ * the store adds to its clock, keeps that difference in range everywhere
+ * and still means "nothing finished that long ago".
  *
  * @param argument - How the input is named in the error. @default "olderThanMs"
  */
 export function requireCutoffMs(value: unknown, argument = "olderThanMs"): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    fail(argument, `${argument} must be a finite number of milliseconds ≥ 0 (how long after a task finished it may be deleted), got ${describe(value)}`);
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > MAX_DELAY_MS) {
+    fail(
+      argument,
+      `${argument} must be a finite number of milliseconds from 0 to ${MAX_DELAY_MS} (MAX_DELAY_MS, 100 years; how long after a task finished it may be deleted), got ${describe(value)}`,
+    );
   }
   return value;
 }

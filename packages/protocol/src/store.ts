@@ -540,7 +540,7 @@ export interface RetryOptions {
 }
 
 export interface PurgeInput {
-  /** Only rows completed more than this long ago. @default 0 */
+  /** Only rows completed more than this long ago: from 0 to `MAX_DELAY_MS` (100 years). @default 0 */
   olderThanMs?: number;
   queue?: string;
   status?: TerminalStatus;

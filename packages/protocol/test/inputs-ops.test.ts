@@ -23,6 +23,7 @@ import {
   probeParams,
   progressParams,
   purgeParams,
+  requireCutoffMs,
   queueDepthArgs,
   requireKey,
   requireLimitedText,
@@ -329,7 +330,15 @@ describe("purge (§5.9)", () => {
   });
 
   it.each([[-1], [NaN], [Infinity], ["5"]])("rejects older_than %s", (olderThanMs) => {
-    expectInvalid(() => purgeParams(loose<PurgeInput>({ olderThanMs })), "olderThanMs", /finite number of milliseconds ≥ 0/);
+    expectInvalid(() => purgeParams(loose<PurgeInput>({ olderThanMs })), "olderThanMs", /finite number of milliseconds from 0 to 3153600000000 \(MAX_DELAY_MS/);
+  });
+
+  it("bounds older_than by MAX_DELAY_MS, so now - older_than fits every backend's BIGINT", () => {
+    expect(purgeParams({ olderThanMs: MAX_DELAY_MS }).olderThanMs).toBe(MAX_DELAY_MS);
+    for (const olderThanMs of [MAX_DELAY_MS + 1, 1e20, Number.MAX_VALUE]) {
+      expectInvalid(() => purgeParams({ olderThanMs }), "olderThanMs", new RegExp(`from 0 to ${MAX_DELAY_MS} \\(MAX_DELAY_MS, 100 years.*got ${String(olderThanMs).replace(/[.+]/g, "\\$&")}$`));
+    }
+    expectInvalid(() => requireCutoffMs(1e20, "olderThanMs.failed"), "olderThanMs.failed", /olderThanMs\.failed must be .*MAX_DELAY_MS/);
   });
 
   it.each([["queued"], ["running"], ["done"]])("rejects the non-terminal status %s", (status) => {

@@ -33,7 +33,10 @@ describe("normalizeRetentionPolicy", () => {
   });
 
   const invalid: [string, unknown, string, RegExp][] = [
-    ["a negative cutoff", -1, "olderThanMs", /finite number of milliseconds ≥ 0.*got -1/],
+    ["a negative cutoff", -1, "olderThanMs", /finite number of milliseconds from 0 to 3153600000000 \(MAX_DELAY_MS.*got -1/],
+    ["a cutoff past MAX_DELAY_MS (now - cutoff would overflow a BIGINT)", 1e20, "olderThanMs", /from 0 to 3153600000000 \(MAX_DELAY_MS, 100 years.*got 100000000000000000000/],
+    ["a map cutoff past MAX_DELAY_MS", { failed: Number.MAX_VALUE }, "olderThanMs.failed", /olderThanMs.failed must be .*MAX_DELAY_MS.*got 1.7976931348623157e\+308/],
+    ["a rule cutoff past MAX_DELAY_MS", [{ olderThanMs: 3_153_600_000_001 }], "olderThanMs[0].olderThanMs", /MAX_DELAY_MS.*got 3153600000001/],
     ["an infinite cutoff", Number.POSITIVE_INFINITY, "olderThanMs", /got Infinity/],
     ["NaN", Number.NaN, "olderThanMs", /got NaN/],
     ["a string", "7d", "olderThanMs", /cutoff in ms.*got "7d"/],
