@@ -78,7 +78,7 @@ export const inputCases: readonly ConformanceCase[] = [
   },
   {
     id: "input-bad-list",
-    title: "list rejects an unknown status or order, a negative limit or offset, and beforeId without order 'id'",
+    title: "list rejects an unknown status or order, a negative limit or offset, beforeId without order 'id', and a key it does not take (InvalidArgument naming it)",
     spec: "§5.4",
     async run(t) {
       await t.submit("job");
@@ -87,6 +87,10 @@ export const inputCases: readonly ConformanceCase[] = [
       await t.rejectsAny(t.store.list({ offset: -1 }), "list with offset -1");
       await t.rejectsAny(t.store.list({ order: "newest" as never }), "list with order 'newest'");
       await t.rejectsAny(t.store.list({ beforeId: "task_0" }), "list with beforeId but without order 'id'");
+      for (const key of ["parentId", "stauts"]) {
+        const err = await t.rejects(t.store.list({ [key]: "queued" }), InvalidArgument, `list with the unknown key '${key}'`);
+        t.expect(err.argument).toBe(key);
+      }
     },
   },
   {

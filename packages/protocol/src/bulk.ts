@@ -21,7 +21,7 @@ import type { Params } from "./decide.js";
 import { InvalidArgument } from "./errors.js";
 import type { Expr, InExpr } from "./expr.js";
 import { x } from "./expr.js";
-import { requireInt, requireName } from "./inputs.js";
+import { requireInt, requireKnownKeys, requireName } from "./inputs.js";
 import type { SetTransition } from "./rules.js";
 import { CANCEL, CANCELABLE, PARAMS, RETRY, RETRYABLE } from "./rules.js";
 import type { TaskStatus } from "./statuses.js";
@@ -95,11 +95,7 @@ function batchParams(input: unknown, op: string, guard: Expr, keys: readonly str
     throw new InvalidArgument("input", `${op} takes an object of filters, got ${Array.isArray(input) ? "an array" : typeof input}`);
   }
   const given = input as Record<string, unknown>;
-  for (const key of Object.keys(given)) {
-    if (given[key] !== undefined && !keys.includes(key)) {
-      throw new InvalidArgument(key, `'${key}' is not an option of ${op}; the options are ${keys.join(", ")}`);
-    }
-  }
+  requireKnownKeys(given, keys, op);
   const status = given.status ?? null;
   const allowed = guardStatuses(guard);
   if (status !== null && (!isTaskStatus(status) || !allowed.includes(status))) {

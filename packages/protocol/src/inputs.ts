@@ -189,6 +189,20 @@ function objectInput<T>(input: T, argument = "input"): NonNullable<T> {
   return input;
 }
 
+/**
+ * `InvalidArgument` naming the first key of `given` (set, not `undefined`)
+ * that is not in `keys`: a misspelt or unsupported filter silently ignored
+ * would widen a read or a bulk change to every task.
+ */
+export function requireKnownKeys(given: object, keys: readonly string[], op: string): void {
+  const record = given as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (record[key] !== undefined && !keys.includes(key)) {
+      fail(key, `'${key}' is not an option of ${op}; the options are ${keys.join(", ")}`);
+    }
+  }
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== "object") return false;
   const proto = Object.getPrototypeOf(value);
@@ -435,9 +449,16 @@ export interface NormalizedList {
   readonly beforeId: string | null;
 }
 
-/** Validates `list` filters; `status` must be one of the five; `beforeId` needs `order: "id"`. */
+/** The keys `list` takes (§5.4 and the extensions `order`, `beforeId`). */
+const LIST_KEYS = ["status", "queue", "name", "rootId", "correlationId", "limit", "offset", "order", "beforeId"] as const satisfies readonly (keyof ListInput)[];
+
+/**
+ * Validates `list` filters; `status` must be one of the five; `beforeId`
+ * needs `order: "id"`; a key `list` does not take (`parentId`, a typo such
+ * as `stauts`) is refused rather than ignored, which would list every task.
+ */
 export function normalizeList(input: ListInput = {}): NormalizedList {
-  objectInput(input);
+  requireKnownKeys(objectInput(input), LIST_KEYS, "list");
   if (input.status !== undefined && input.status !== null && !isTaskStatus(input.status)) {
     fail("status", `status must be one of ${STATUSES.join(", ")}, got ${describe(input.status)}`);
   }

@@ -309,6 +309,13 @@ describe("list (§5.4)", () => {
     expectInvalid(() => normalizeList({ offset: -1 }), "offset");
     expectInvalid(() => normalizeList({ offset: 0.5 }), "offset");
   });
+
+  it("refuses a key list does not take, naming it and the accepted ones, instead of listing every task", () => {
+    for (const key of ["parentId", "stauts", "group"]) {
+      expectInvalid(() => normalizeList(loose<ListInput>({ [key]: "x" })), key, new RegExp(`^'${key}' is not an option of list; the options are status, queue, name, rootId, correlationId, limit, offset, order, beforeId$`));
+    }
+    expect(normalizeList(loose<ListInput>({ parentId: undefined })).limit).toBe(100);
+  });
 });
 
 describe("purge (§5.9)", () => {
