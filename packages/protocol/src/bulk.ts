@@ -21,7 +21,8 @@ import type { Params } from "./decide.js";
 import { InvalidArgument } from "./errors.js";
 import type { Expr, InExpr } from "./expr.js";
 import { x } from "./expr.js";
-import { requireInt, requireKnownKeys, requireName } from "./inputs.js";
+import type { LimitedTextField } from "./inputs.js";
+import { requireInt, requireKnownKeys, requireLimitedText } from "./inputs.js";
 import type { SetTransition } from "./rules.js";
 import { CANCEL, CANCELABLE, PARAMS, RETRY, RETRYABLE } from "./rules.js";
 import type { TaskStatus } from "./statuses.js";
@@ -80,8 +81,9 @@ function describe(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : typeof value;
 }
 
-function optionalText(value: unknown, argument: string): string | null {
-  return value === undefined || value === null ? null : requireName(value, argument);
+/** A filter held to the same `TEXT_LIMITS` as `list`'s and `purge`'s (the cursor, a task id, to the id columns'). */
+function optionalText(value: unknown, field: LimitedTextField, argument: string = field): string | null {
+  return value === undefined || value === null ? null : requireLimitedText(value, field, argument);
 }
 
 /**
@@ -109,7 +111,7 @@ function batchParams(input: unknown, op: string, guard: Expr, keys: readonly str
     rootId: optionalText(given.rootId, "rootId"),
     correlationId: optionalText(given.correlationId, "correlationId"),
     limit: given.limit === undefined ? DEFAULT_BULK_LIMIT : requireInt(given.limit, "limit", 1),
-    afterId: optionalText(given.afterId, "afterId"),
+    afterId: optionalText(given.afterId, "rootId", "afterId"),
   };
 }
 

@@ -82,6 +82,21 @@ describe("bulk batches", () => {
     expect(() => retryBatchParams({ resetAttempt: 1 as never })).toThrow(/got number/);
   });
 
+  it("hold every filter to the same TEXT_LIMITS as list and purge", () => {
+    const cases: [string, number, () => unknown][] = [
+      ["queue", 256, () => cancelBatchParams({ queue: "q".repeat(2000) })],
+      ["name", 1024, () => retryBatchParams({ name: "n".repeat(2000) })],
+      ["rootId", 1024, () => cancelBatchParams({ rootId: "r".repeat(2000) })],
+      ["correlationId", 1024, () => cancelBatchParams({ correlationId: "c".repeat(2000) })],
+      ["afterId", 1024, () => retryBatchParams({ afterId: "a".repeat(2000) })],
+    ];
+    for (const [argument, limit, call] of cases) {
+      expect(call).toThrow(InvalidArgument);
+      expect(call).toThrow(new RegExp(`^${argument} is 2000 bytes long in UTF-8, over the limit of ${limit} bytes`));
+    }
+    expect(cancelBatchParams({ queue: "q".repeat(256) }).queue).toHaveLength(256);
+  });
+
   it("move the cursor to the greatest id changed", () => {
     expect(nextBatchCursor([])).toBeNull();
     expect(nextBatchCursor([idOf(3), idOf(7), idOf(5)])).toBe(idOf(7));
