@@ -18,6 +18,19 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * A body's `limit`: absent is `fallback`; otherwise a JSON integer from 1 to
+ * `max`, or 400 naming it. Never `Number()`: that read "0x10", `true`, `[3]`,
+ * " 2 " and "1e1" as page sizes.
+ */
+export function bodyLimit(value: unknown, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > max) {
+    throw new HttpError(400, `limit must be a JSON integer from 1 to ${max}, got ${JSON.stringify(value) ?? typeof value}`);
+  }
+  return value;
+}
+
 /** Answers with `body` and the headers every dashboard response carries (no caching, no sniffing, no framing, no referrer). */
 export function send(res: ServerResponse, status: number, body: string, type: string, extra: Record<string, string> = {}): void {
   res.writeHead(status, {

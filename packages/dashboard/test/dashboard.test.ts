@@ -127,6 +127,17 @@ describe("createDashboard over HTTP", () => {
     expect(byCorrelation.tasks.map((t: { id: string }) => t.id)).toEqual([keyed.id]);
     expect((await post(base, "/api/tasks", { filter: { status: "done" } })).status).toBe(400);
     expect((await post(base, "/api/tasks", { filter: { payload: "x" } })).status).toBe(400);
+    // limit is a JSON integer in range, never coerced; a garbage cursor is 400 in every filter mode.
+    for (const limit of ["0x10", true, [3], " 2 ", "1e1", "4", 2.5, 0, 201, null]) {
+      const res = await post(base, "/api/tasks", { filter: { queue: "paging" }, limit });
+      expect(res.status, JSON.stringify(limit)).toBe(400);
+      expect(JSON.parse(res.body).error).toMatch(/^limit must be a JSON integer from 1 to 200, got /);
+    }
+    for (const filter of [{ key: "customer-42@example.com" }, { queue: "paging" }, {}]) {
+      const res = await post(base, "/api/tasks", { filter, beforeId: "garbage" });
+      expect(res.status, JSON.stringify(filter)).toBe(400);
+      expect(JSON.parse(res.body).error).toBe("beforeId must be a task id");
+    }
 
     const detail = JSON.parse((await call(`${base}/api/tasks/${failed.id}`)).body);
     expect(detail.task.error.code).toBe("declined");

@@ -54,6 +54,12 @@ it("answers queued and running per group of a name, most queued first", async ()
   expect(JSON.parse((await post(base, { name: "export", limit: 1 })).body).groups).toHaveLength(1);
   expect((await post(base, { limit: 1 })).status).toBe(400);
   expect((await post(base, { name: "export", limit: 0 })).status).toBe(400);
+  // A JSON integer only: Number() used to read these as page sizes.
+  for (const limit of ["0x10", true, [3], " 2 ", "1e1"]) {
+    const res = await post(base, { name: "export", limit });
+    expect(res.status, JSON.stringify(limit)).toBe(400);
+    expect(JSON.parse(res.body).error).toMatch(/^limit must be a JSON integer from 1 to \d+, got /);
+  }
 });
 
 it("answers 501 on a store that does not record groups", async () => {

@@ -3,7 +3,7 @@
  * with `capabilities.groups` tells through its group reads.
  */
 import { hasGroupReads } from "@cairnq/protocol";
-import { HttpError, readBody, sendJson } from "../http.js";
+import { bodyLimit, HttpError, readBody, sendJson } from "../http.js";
 import type { Route, RouteContext } from "../router.js";
 
 const GROUPS_LIMIT_DEFAULT = 50;
@@ -20,8 +20,7 @@ export function groupRoutes(ctx: RouteContext): Route[] {
       async handle(req, res) {
         const b = ((await readBody(req)) ?? {}) as Record<string, unknown>;
         if (typeof b.name !== "string" || b.name === "") throw new HttpError(400, "name must be the task name whose groups to count");
-        const limit = b.limit === undefined ? GROUPS_LIMIT_DEFAULT : Number(b.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > GROUPS_LIMIT_MAX) throw new HttpError(400, `limit must be an integer from 1 to ${GROUPS_LIMIT_MAX}`);
+        const limit = bodyLimit(b.limit, GROUPS_LIMIT_DEFAULT, GROUPS_LIMIT_MAX);
         const store = client.store;
         if (!hasGroupReads(store)) throw new HttpError(501, "this store does not record groups (capabilities.groups is not true)");
         sendJson(res, 200, { name: b.name, groups: await store.groupStats(b.name, { limit }) });

@@ -4,7 +4,7 @@
  */
 import type { ListInput, Task } from "@cairnq/protocol";
 import { isTaskId } from "@cairnq/protocol/adapter";
-import { HttpError, readBody, sendJson } from "../http.js";
+import { bodyLimit, HttpError, readBody, sendJson } from "../http.js";
 import type { Route, RouteContext } from "../router.js";
 import { matchesFilter, parseFilter } from "../task-filter.js";
 import { taskSummary } from "../task-summary.js";
@@ -46,12 +46,14 @@ export function taskRoutes(ctx: RouteContext): Route[] {
     async handle(req, res) {
       const b = ((await readBody(req)) ?? {}) as Record<string, unknown>;
       const filter = parseFilter(b.filter);
-      const limit = b.limit === undefined ? PAGE_LIMIT_DEFAULT : Number(b.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) throw new HttpError(400, `limit must be an integer from 1 to ${PAGE_LIMIT_MAX}`);
+      const limit = bodyLimit(b.limit, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX);
+      // Checked before the filter modes split, so a garbage cursor is 400 with a key filter too.
+      const beforeId = b.beforeId === undefined || b.beforeId === null ? undefined : b.beforeId;
+      if (beforeId !== undefined && (typeof beforeId !== "string" || !isTaskId(beforeId))) throw new HttpError(400, "beforeId must be a task id");
       if (filter.key !== undefined) {
         // A key points at one task (§3.2): show it if it passes the other filters.
         const task = await client.getByKey(filter.key);
-        sendJson(res, 200, { tasks: task !== null && matchesFilter(task, filter) && b.beforeId === undefined ? [taskSummary(task)] : [], nextBeforeId: null });
+        sendJson(res, 200, { tasks: task !== null && matchesFilter(task, filter) && beforeId === undefined ? [taskSummary(task)] : [], nextBeforeId: null });
         return;
       }
       const input: ListInput = { order: "id", limit };
@@ -59,10 +61,7 @@ export function taskRoutes(ctx: RouteContext): Route[] {
       if (filter.queue !== undefined) input.queue = filter.queue;
       if (filter.name !== undefined) input.name = filter.name;
       if (filter.correlationId !== undefined) input.correlationId = filter.correlationId;
-      if (b.beforeId !== undefined && b.beforeId !== null) {
-        if (typeof b.beforeId !== "string" || !isTaskId(b.beforeId)) throw new HttpError(400, "beforeId must be a task id");
-        input.beforeId = b.beforeId;
-      }
+      if (beforeId !== undefined) input.beforeId = beforeId;
       const tasks = await client.list(input);
       sendJson(res, 200, { tasks: tasks.map(taskSummary), nextBeforeId: tasks.length === limit ? (tasks[tasks.length - 1]?.id ?? null) : null });
     },
