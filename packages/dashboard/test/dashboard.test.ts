@@ -145,6 +145,25 @@ describe("createDashboard over HTTP", () => {
     expect((await call(`${base}/api/tasks/task_nope`)).status).toBe(404);
   });
 
+  it("shows a task's children however many newer tasks its tree holds, and says when the list is cut", async () => {
+    const base = await serve();
+    const root = await store.submit({ name: "tree.root", queue: "tree" });
+    const child = await store.submit({ name: "tree.child", queue: "tree", parentId: root.id, rootId: root.id });
+    const own: string[] = [];
+    for (let i = 0; i < 3; i++) own.push((await store.submit({ name: "tree.grandchild", queue: "tree", parentId: child.id, rootId: root.id })).id);
+    for (let i = 0; i < 250; i++) await store.submit({ name: "tree.sibling", queue: "tree", parentId: root.id, rootId: root.id });
+    const detailOf = async (id: string) => JSON.parse((await call(`${base}/api/tasks/${id}`)).body) as { children: { id: string }[]; childrenCut: string | null };
+
+    const ofChild = await detailOf(child.id);
+    expect(ofChild.children.map((c) => c.id).sort()).toEqual([...own].sort());
+    expect(ofChild.childrenCut).toBeNull();
+    const ofRoot = await detailOf(root.id);
+    expect(ofRoot.children).toHaveLength(200);
+    expect(ofRoot.childrenCut).toBe("children");
+    const leaf = await detailOf(own[0] ?? "");
+    expect(leaf).toMatchObject({ children: [], childrenCut: null });
+  });
+
   it("shows a task's durable-steps journal, and what a parked task waits for, in its detail", async () => {
     const base = await serve();
     const steps = store as TaskStepStore;

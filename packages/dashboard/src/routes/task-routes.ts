@@ -6,6 +6,7 @@ import type { ListInput, Task } from "@cairnq/protocol";
 import { isTaskId } from "@cairnq/protocol/adapter";
 import { bodyLimit, HttpError, readBody, sendJson } from "../http.js";
 import type { Route, RouteContext } from "../router.js";
+import { childrenOf } from "../task-children.js";
 import { matchesFilter, parseFilter } from "../task-filter.js";
 import { taskSummary } from "../task-summary.js";
 
@@ -77,8 +78,8 @@ export function taskRoutes(ctx: RouteContext): Route[] {
       const explained = await client.explain(id, { nowMs: now });
       if (explained === null) throw new HttpError(404, `no task ${id} (it may have been purged)`);
       const { task, activity: _activity, ...explanation } = explained;
-      const [children, parent] = await Promise.all([
-        client.list({ rootId: task.root_id ?? task.id, order: "id", limit: PAGE_LIMIT_MAX }),
+      const [{ children, cut }, parent] = await Promise.all([
+        childrenOf(client, task),
         task.parent_id === null ? Promise.resolve(null) : client.get(task.parent_id),
       ]);
       sendJson(res, 200, {
@@ -86,7 +87,8 @@ export function taskRoutes(ctx: RouteContext): Route[] {
         task,
         explanation,
         parent: parent === null ? null : taskSummary(parent),
-        children: children.filter((c) => c.parent_id === task.id).map(taskSummary),
+        children: children.map(taskSummary),
+        childrenCut: cut,
       });
     },
   };
