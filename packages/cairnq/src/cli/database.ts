@@ -98,15 +98,16 @@ export function openClient(target: DatabaseTarget, options: { create: boolean; l
 }
 
 /**
- * On Postgres, connecting migrates: a typo in `--schema` (or a URL naming
- * the wrong database) would quietly create an empty CairnQ installation
- * there. Every command but `migrate` first checks that the schema holds
- * CairnQ's tasks table, and otherwise says how to create it. A server that
- * does not answer is left to the store, whose message says why.
+ * Connecting a store migrates: a typo in `--db` or `--schema` (or a URL
+ * naming the wrong database, or an application's own SQLite file) would
+ * quietly get an empty CairnQ installation. Every command but `migrate`
+ * first checks that the database holds CairnQ's tasks table, and otherwise
+ * says how to create it. A server that does not answer, or a file SQLite
+ * cannot read, is left to the store, whose message says why.
  */
 export async function requireInstalled(target: DatabaseTarget): Promise<void> {
   if (target.kind === "mysql") return requireInstalledMySQL(target);
-  if (target.kind !== "postgres") return;
+  if (target.kind === "sqlite") return requireInstalledSQLite(target);
   const Client = (createRequire(import.meta.url)("pg") as typeof pg).Client;
   const client = new Client({ connectionString: target.target, connectionTimeoutMillis: 10_000 });
   client.on("error", () => {});
@@ -129,6 +130,59 @@ export async function requireInstalled(target: DatabaseTarget): Promise<void> {
     }
   } finally {
     await client.end().catch(() => {});
+  }
+}
+
+/** The minimum of a SQLite binding (better-sqlite3, `node:sqlite`) the check below uses. */
+interface ReadOnlySQLite {
+  prepare(sql: string): { get(): unknown };
+  close(): void;
+}
+
+/**
+ * `file` opened read-only (never created, never written: not even its
+ * journal mode changes) with better-sqlite3, else `node:sqlite`; `null` when
+ * neither loads (the store then says how to install a driver).
+ */
+function openReadOnly(file: string): ReadOnlySQLite | null {
+  const require = createRequire(import.meta.url);
+  let betterSqlite3: new (file: string, options: { readonly: boolean; fileMustExist: boolean }) => ReadOnlySQLite;
+  try {
+    betterSqlite3 = require("better-sqlite3") as typeof betterSqlite3;
+  } catch {
+    try {
+      const { DatabaseSync } = require("node:sqlite") as { DatabaseSync: new (file: string, options: { readOnly: boolean }) => ReadOnlySQLite };
+      return new DatabaseSync(file, { readOnly: true });
+    } catch {
+      return null;
+    }
+  }
+  return new betterSqlite3(file, { readonly: true, fileMustExist: true });
+}
+
+/**
+ * {@link requireInstalled} on SQLite: the file must hold `cairnq_tasks`. It is
+ * read through a read-only handle, so a refused file is left byte for byte as
+ * it was. A missing file is refused by {@link openClient}; one SQLite cannot
+ * read (not a database, a directory) is left to the store's explanation.
+ */
+function requireInstalledSQLite(target: DatabaseTarget): void {
+  if (!existsSync(target.target)) return;
+  let installed: boolean;
+  try {
+    const db = openReadOnly(target.target);
+    if (db === null) return;
+    try {
+      const row = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'cairnq_tasks'").get() as { n: number | bigint } | undefined;
+      installed = Number(row?.n) === 1;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return;
+  }
+  if (!installed) {
+    throw new UsageError(`no CairnQ tables in ${target.description}; check --db, or create them with: cairnq migrate --db ${JSON.stringify(target.target)}`);
   }
 }
 
