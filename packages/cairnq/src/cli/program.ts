@@ -1,7 +1,7 @@
 /**
  * The `cairnq` command line: commander parses, the commands in
  * `commands.ts` act, and {@link runCli} turns the outcome into an exit code
- * (0 ok, 1 the operation failed, 2 bad usage).
+ * (0 ok, 1 the operation failed, 2 bad usage; main.ts ends with 141 when stdout closes early).
  */
 import type { CairnQ } from "@cairnq/client";
 import type { TaskStatus, TerminalStatus } from "@cairnq/protocol";
@@ -103,7 +103,7 @@ Examples:
   cairnq dashboard --db ./cairnq.db --port 4000
   cairnq metrics --db ./cairnq.db
 
-Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`;
+Exit codes: 0 ok, 1 the operation failed, 2 bad usage, 141 stdout closed early (| head).`;
 
 /**
  * Runs the `cairnq` command line with `argv` (the arguments after the
