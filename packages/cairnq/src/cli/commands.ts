@@ -201,11 +201,13 @@ export async function cancelCommand(client: CairnQ, io: CliIo, id: string): Prom
     const current = await existing(client, id);
     throw new OperationFailed(`task ${id} is already ${current.status}; only ${CANCELABLE_STATUSES.join(" or ")} tasks can be canceled`, "not_cancelable");
   }
-  const text =
-    task.status === "canceled"
-      ? `canceled 1 task: ${task.id} (it was queued)`
-      : `requested cancel of 1 running task: ${task.id} (worker ${task.worker_id ?? "?"}); it ends canceled when its handler sees the cancel at its next heartbeat`;
-  return { json: { command: "cancel", changed: 1, task }, text: paint(text, "green", io.color) };
+  if (task.status === "canceled") return { json: { command: "cancel", changed: 1, task }, text: paint(`canceled 1 task: ${task.id} (it was queued)`, "green", io.color) };
+  // How a running task ends depends on its lease: a live handler sees the cancel at its next heartbeat, while
+  // an expired lease (its worker died) leaves it to the next claim's lease recovery. `explain` says which, in
+  // the one wording the dashboard and `cairnq explain` use.
+  const explained = await client.explain(task.id, { nowMs: io.now() });
+  const text = paint(`requested cancel of 1 running task: ${task.id}`, "green", io.color);
+  return { json: { command: "cancel", changed: 1, task }, text: explained === null ? text : `${text}\n${printable(explained.summary, { lines: true })}` };
 }
 
 /** `cairnq retry <id>`. */
