@@ -11,10 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DashboardHandler } from "@cairnq/dashboard";
 import { createDashboard } from "@cairnq/dashboard";
+import { CairnQ } from "@cairnq/client";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowedHostValue } from "../src/cli/allowed-host.js";
-import { dashboardAllowedHosts, isLoopbackHost, unguardedWarning } from "../src/cli/dashboard-command.js";
+import { dashboardAllowedHosts, isLoopbackHost, listenFailure, serveDashboard, unguardedWarning } from "../src/cli/dashboard-command.js";
 
 describe("isLoopbackHost", () => {
   it("counts every spelling of the loopback interface", () => {
@@ -132,5 +133,51 @@ describe("a loopback dashboard's Host check", () => {
       expect(await statusFor("localhost:4000", host, address, 4000), host).toBe(200);
     }
     expect(await statusFor("127.0.0.2:4000", "127.0.0.2", "127.0.0.2", 4000)).toBe(200);
+  });
+});
+
+describe("cairnq dashboard that cannot listen", () => {
+  const io = { out: (): void => {}, err: (): void => {}, color: false, env: {}, now: () => Date.now() };
+
+  async function failure(host: string, port: number): Promise<Error> {
+    const dir = mkdtempSync(join(tmpdir(), "cairnq-dash-listen-"));
+    try {
+      const err = await serveDashboard(new CairnQ(new SQLiteStore(join(dir, "q.db"))), io, { port, host, readOnly: true, description: "test" }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(Error);
+      return err as Error;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("says to pick another --port when the port is taken", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      expect((await failure("127.0.0.1", port)).message).toMatch(new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*; pick another --port$`));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it("says to check --host when the address is not this machine's", async () => {
+    // 192.0.2.1 (TEST-NET-1, RFC 5737) is no machine's address: binding it fails at once, without DNS.
+    const message = (await failure("192.0.2.1", 0)).message;
+    expect(message).toMatch(/EADDRNOTAVAIL.*; check --host: /);
+    expect(message).not.toContain("--port");
+  });
+
+  it("names the option that fits each cause", () => {
+    const withCode = (code: string): Error => Object.assign(new Error(`listen ${code}`), { code });
+    expect(listenFailure("999.1.1.1", 0, withCode("ENOTFOUND")).message).toBe(
+      "cannot listen on 999.1.1.1:0: listen ENOTFOUND; check --host: it must be an address of this machine, or a name that resolves to one (127.0.0.1 by default)",
+    );
+    expect(listenFailure("127.0.0.1", 80, withCode("EACCES")).message).toMatch(/; pick another --port$/);
+    expect(listenFailure("127.0.0.1", 80, withCode("EMFILE")).message).toMatch(/; check --host and --port$/);
+    expect(listenFailure("127.0.0.1", 80, withCode("EMFILE")).code).toBe("listen_failed");
   });
 });

@@ -87,6 +87,32 @@ export function unguardedWarning(host: string): string {
   return `warning: listening on ${host}, the dashboard answers any Host header, so any web page opened in a browser that can reach it could drive it through DNS rebinding; pass --allowed-host <name> for each name it is reached by`;
 }
 
+/** `listen` error codes an other `--port` fixes: the port is taken, or needs privileges (below 1024). */
+const PORT_CODES = new Set(["EADDRINUSE", "EACCES"]);
+/** `listen` error codes an other `--host` fixes: the name does not resolve, or the address is not this machine's. */
+const HOST_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EADDRNOTAVAIL"]);
+
+/**
+ * What `cairnq dashboard` says when it cannot listen on `host:port`: the
+ * cause, and the option to change for it — `--port` for a taken or
+ * privileged port, `--host` for a name that does not resolve or an address
+ * that is not this machine's.
+ *
+ * @example
+ * ```ts
+ * listenFailure("999.1.1.1", 4000, err).message; // "cannot listen on 999.1.1.1:4000: getaddrinfo ENOTFOUND 999.1.1.1; check --host: …"
+ * ```
+ */
+export function listenFailure(host: string, port: number, err: unknown): OperationFailed {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  const hint = PORT_CODES.has(String(code))
+    ? "pick another --port"
+    : HOST_CODES.has(String(code))
+      ? "check --host: it must be an address of this machine, or a name that resolves to one (127.0.0.1 by default)"
+      : "check --host and --port";
+  return new OperationFailed(`cannot listen on ${host}:${port}: ${err instanceof Error ? err.message : String(err)}; ${hint}`, "listen_failed");
+}
+
 /** Serves the dashboard for `client` and resolves once a signal stopped it and the database is closed. */
 export async function serveDashboard(
   client: CairnQ,
@@ -111,7 +137,7 @@ export async function serveDashboard(
     });
   } catch (err) {
     await client.close();
-    throw new OperationFailed(`cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}; pick another --port`, "listen_failed");
+    throw listenFailure(options.host, options.port, err);
   }
   const { port, address } = server.address() as AddressInfo;
   // On a loopback address, answer only loopback host names (and --allowed-host): a web page cannot
