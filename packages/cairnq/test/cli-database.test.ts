@@ -45,6 +45,14 @@ describe("cairnq CLI --db", () => {
     expect(resolveDatabase("./odd:name.db", undefined, {})).toMatchObject({ kind: "sqlite", target: resolve("./odd:name.db") });
   });
 
+  it("refuses a SQLite URI filename ('file:…') with the store's advice, instead of resolving it as a path", () => {
+    for (const given of ["file:./s1.db", "file:///tmp/q.db", "file:q.db?mode=ro", "FILE:q.db"]) {
+      expect(usageErrorOf(() => resolveDatabase(given, undefined, {})).message).toBe(
+        `--db ${JSON.stringify(given)} is a SQLite URI filename ('file:…'), which is not supported since not every driver reads them; give a plain path instead (for example --db ./cairnq.db)`,
+      );
+    }
+  });
+
   it("refuses a MySQL URL that names no database", () => {
     for (const given of ["mysql://root@127.0.0.1:3306/", "mysql://root@127.0.0.1:3306", "mariadb://root@db"]) {
       expect(usageErrorOf(() => resolveDatabase(given, undefined, {})).message).toMatch(new RegExp(`^--db "${given.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}" names no database; put it after the host: mysql://user@`));

@@ -62,6 +62,13 @@ export function resolveDatabase(db: string | undefined, schema: string | undefin
     }
     return { kind: "mysql", target: given, schema: null, description: `MySQL ${url.host}${url.pathname}` };
   }
+  // Resolved as a path, `file:./q.db` would name a file in a directory `file:.` that migrate creates; the
+  // SQLite store refuses URI filenames for the same reason (not every driver reads them), and so does the CLI.
+  if (/^file:/i.test(given)) {
+    throw new UsageError(
+      `--db ${JSON.stringify(given)} is a SQLite URI filename ('file:…'), which is not supported since not every driver reads them; give a plain path instead (for example --db ./cairnq.db)`,
+    );
+  }
   if (ANY_URL.test(given)) {
     const scheme = given.slice(0, given.indexOf(":"));
     throw new UsageError(`--db ${JSON.stringify(given)} has the URL scheme ${scheme}://, which the CLI cannot open: pass a ${SCHEMES} URL, or a SQLite file path`);

@@ -80,4 +80,13 @@ describe("cairnq on a SQLite file without CairnQ's tables", () => {
     expect(readFileSync(file).length).toBe(0);
     expect(existsSync(`${file}-wal`)).toBe(false);
   });
+
+  it("refuses a SQLite URI filename with exit 2, for migrate too, and creates nothing", async () => {
+    for (const command of ["stats", "migrate"]) {
+      const run = await cli([command, "--db", "file:./s1.db"], dir);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain("is a SQLite URI filename ('file:…'), which is not supported since not every driver reads them; give a plain path instead");
+    }
+    expect(existsSync(join(dir, "file:."))).toBe(false);
+  });
 });
