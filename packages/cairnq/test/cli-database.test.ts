@@ -53,6 +53,11 @@ describe("cairnq CLI --db", () => {
     }
   });
 
+  it("refuses :memory:, which would otherwise be a file of that name", () => {
+    expect(usageErrorOf(() => resolveDatabase(":memory:", undefined, {})).message).toMatch(/^--db ":memory:" names a private in-memory SQLite database, .*\(for example --db \.\/cairnq\.db\)$/);
+    expect(resolveDatabase("./:memory:", undefined, {})).toMatchObject({ kind: "sqlite", target: resolve("./:memory:") });
+  });
+
   it("refuses a MySQL URL that names no database", () => {
     for (const given of ["mysql://root@127.0.0.1:3306/", "mysql://root@127.0.0.1:3306", "mariadb://root@db"]) {
       expect(usageErrorOf(() => resolveDatabase(given, undefined, {})).message).toMatch(new RegExp(`^--db "${given.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}" names no database; put it after the host: mysql://user@`));

@@ -69,6 +69,13 @@ export function resolveDatabase(db: string | undefined, schema: string | undefin
       `--db ${JSON.stringify(given)} is a SQLite URI filename ('file:…'), which is not supported since not every driver reads them; give a plain path instead (for example --db ./cairnq.db)`,
     );
   }
+  // Resolved as a path, `:memory:` would be a file of that name: a private in-memory database ends with
+  // the command, so there is nothing for the CLI to open.
+  if (given === ":memory:") {
+    throw new UsageError(
+      '--db ":memory:" names a private in-memory SQLite database, which exists only inside the process that opens it, so there is nothing for the CLI to read; give the file your workers use (for example --db ./cairnq.db)',
+    );
+  }
   if (ANY_URL.test(given)) {
     const scheme = given.slice(0, given.indexOf(":"));
     throw new UsageError(`--db ${JSON.stringify(given)} has the URL scheme ${scheme}://, which the CLI cannot open: pass a ${SCHEMES} URL, or a SQLite file path`);
