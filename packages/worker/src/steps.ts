@@ -176,7 +176,7 @@ export class CallSteps {
     this.#refuseInBatch("sleep");
     const delayMs = requireDelayMs(ms, "ms", `ctx.sleep('${String(name)}', ${String(ms)})`);
     requireWakeAtMs(this.#host.now() + delayMs, "ms", `ctx.sleep('${String(name)}', ${delayMs})`);
-    await this.#oneAtATime(`ctx.sleep('${name}')`, () => this.#sleep(name, { delayMs }));
+    await this.#oneAtATime(`ctx.sleep('${String(name)}')`, () => this.#sleep(name, { delayMs }));
   }
 
   async sleepUntil(name: string, until: Date | number): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { afterEach, expect, it } from "vitest";
 import type { StepRecord, TaskStepStore } from "@cairnq/protocol";
-import { UnsupportedBackend } from "@cairnq/protocol";
+import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
 import { Worker } from "../src/index.js";
 import { MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import type { Backend } from "./support/stores.js";
@@ -213,6 +213,23 @@ it("two steps of one name at once fail the attempt with InvalidArgument, and the
   await waitFor(() => late !== null, 3000, "the slow step to end");
   expect((late as Error).name).toBe("LostLease");
   expect(lost).toEqual([]);
+});
+
+it("a sleep whose name is a symbol fails the attempt with the step name's InvalidArgument, not a TypeError", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  let thrown: unknown = null;
+  worker.task("symbol-sleep", async (ctx) => {
+    try {
+      await ctx.sleep(Symbol("nap") as unknown as string, 10);
+    } catch (err) {
+      thrown = err;
+      throw err;
+    }
+  });
+  const task = await store.submit({ name: "symbol-sleep", maxAttempts: 1 });
+  await waitForStatus(store, task.id, ["failed"], 3000);
+  expect(thrown).toBeInstanceOf(InvalidArgument);
 });
 
 it("a step whose result cannot be stored as JSON fails the task for good (unserializable_result) after its function's one run", async () => {
