@@ -123,7 +123,7 @@ export class CallSteps {
   }
 
   async #step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T> {
-    this.#refuseInBatch("step");
+    this.#refuseMisuse("step");
     if (typeof fn !== "function") throw new InvalidArgument("fn", `ctx.step('${String(name)}', fn) needs a function to run`);
     await this.#afterParking();
     const { key, occurrence, entry } = await this.#begin("step", name);
@@ -173,14 +173,14 @@ export class CallSteps {
   }
 
   async sleep(name: string, ms: number): Promise<void> {
-    this.#refuseInBatch("sleep");
+    this.#refuseMisuse("sleep");
     const delayMs = requireDelayMs(ms, "ms", `ctx.sleep('${String(name)}', ${String(ms)})`);
     requireWakeAtMs(this.#host.now() + delayMs, "ms", `ctx.sleep('${String(name)}', ${delayMs})`);
     await this.#oneAtATime(`ctx.sleep('${String(name)}')`, () => this.#sleep(name, { delayMs }));
   }
 
   async sleepUntil(name: string, until: Date | number): Promise<void> {
-    this.#refuseInBatch("sleepUntil");
+    this.#refuseMisuse("sleepUntil");
     const at = until instanceof Date ? until.getTime() : until;
     if (typeof at !== "number" || !Number.isFinite(at)) throw new InvalidArgument("until", "ctx.sleepUntil(name, until) needs a Date or epoch milliseconds");
     const untilMs = requireWakeAtMs(Math.ceil(at), "until", `ctx.sleepUntil('${String(name)}', ${at})`);
@@ -219,7 +219,7 @@ export class CallSteps {
   }
 
   async waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null> {
-    this.#refuseInBatch("waitFor");
+    this.#refuseMisuse("waitFor");
     const opts = checkOptions(options, "ctx.waitFor", WAIT_FOR_OPTION_KEYS) as WaitForOptions;
     const timeoutMs = opts.timeoutMs === undefined ? null : requireDelayMs(opts.timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${String(opts.timeoutMs)} })`);
     if (timeoutMs !== null) requireWakeAtMs(this.#host.now() + timeoutMs, "timeoutMs", `ctx.waitFor('${String(name)}', { timeoutMs: ${timeoutMs} })`);
@@ -250,7 +250,7 @@ export class CallSteps {
   }
 
   async #spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
-    this.#refuseInBatch("spawn");
+    this.#refuseMisuse("spawn");
     // The check client.submit makes: a misspelt option would otherwise be dropped.
     checkOptions(options, "ctx.spawn", SUBMIT_OPTION_KEYS);
     options ??= {};
@@ -273,7 +273,7 @@ export class CallSteps {
   }
 
   async join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]> {
-    this.#refuseInBatch("join");
+    this.#refuseMisuse("join");
     if (!Array.isArray(ids)) throw new InvalidArgument("ids", `ctx.join('${String(name)}', ids) needs an array of task ids (what ctx.spawn returned)`);
     return this.#oneAtATime(`ctx.join('${String(name)}')`, async () => {
       const { key, entry } = await this.#begin("join", name);
@@ -308,12 +308,12 @@ export class CallSteps {
   }
 
   /**
-   * First in every step method, so a batch handler is told why whatever it passed; then refuses a step method
-   * called from inside a step's function (steps do not nest: a replayed outer step does not call its function, so
+   * First in every step method: refuses a step method of a batch handler (so it is told why whatever it passed)
+   * and one called from inside a step's function (steps do not nest: a replayed outer step does not call its function, so
    * the steps inside it would not be reached and every later occurrence of their names would read another's record).
    * Seen when the call happens before the function's first `await`; one after it is not seen (see durable-steps.md).
    */
-  #refuseInBatch(method: "step" | "sleep" | "sleepUntil" | "waitFor" | "spawn" | "join"): void {
+  #refuseMisuse(method: "step" | "sleep" | "sleepUntil" | "waitFor" | "spawn" | "join"): void {
     if (this.#callingFn !== null) throw nestedStep(this.#host.taskId, this.#callingFn, method);
     if (!this.#host.inBatch) return;
     throw new InvalidArgument(
@@ -333,7 +333,7 @@ export class CallSteps {
         `step '${name}' is already running in this handler: two steps with one name at once cannot be told apart when the task resumes; give each its own name (e.g. '${name}:' plus an index or an id)`,
       );
     }
-    if (this.#parked) throw new LostLease(host.taskId, { message: `task ${host.taskId} is parked; its handler runs again from the top when it resumes` });
+    if (this.#parked) throw this.#parkedError();
     host.throwIfGone(what);
     this.#inFlight.add(name);
     const occurrence = (this.#occurrences.get(name) ?? 0) + 1;
@@ -398,6 +398,12 @@ export class CallSteps {
     return NEVER;
   }
 
+  /** What a step method of a call that parked throws: the handler runs again from the top when the task resumes. */
+  #parkedError(): LostLease {
+    const taskId = this.#host.taskId;
+    return new LostLease(taskId, { message: `task ${taskId} is parked; its handler runs again from the top when it resumes` });
+  }
+
   /** A sleep, wait or join refused beside this one (see {@link CallSteps.#oneAtATime}): this one does not park either. */
   #throwIfRefused(): void {
     if (this.#refusal !== null) throw this.#refusal;
@@ -417,7 +423,7 @@ export class CallSteps {
   async #afterParking(): Promise<void> {
     if (this.#parking === null) return;
     await this.#parking.catch(() => undefined);
-    if (this.#parked) throw new LostLease(this.#host.taskId, { message: `task ${this.#host.taskId} is parked; its handler runs again from the top when it resumes` });
+    if (this.#parked) throw this.#parkedError();
   }
 
   async #recordFailure(key: string, entry: StepRecord | undefined, err: unknown): Promise<void> {
