@@ -205,7 +205,8 @@ export async function cancelCommand(client: CairnQ, io: CliIo, id: string): Prom
   // How a running task ends depends on its lease: a live handler sees the cancel at its next heartbeat, while
   // an expired lease (its worker died) leaves it to the next claim's lease recovery. `explain` says which, in
   // the one wording the dashboard and `cairnq explain` use.
-  const explained = await client.explain(task.id, { nowMs: io.now() });
+  // The cancel is written: a failed explain must not turn it into a reported failure (the plain line stands alone).
+  const explained = await client.explain(task.id, { nowMs: io.now() }).catch(() => null);
   const text = paint(`requested cancel of 1 running task: ${task.id}`, "green", io.color);
   return { json: { command: "cancel", changed: 1, task }, text: explained === null ? text : `${text}\n${printable(explained.summary, { lines: true })}` };
 }
