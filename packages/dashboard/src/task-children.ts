@@ -62,5 +62,7 @@ export async function childrenOf(client: TreeReader, task: Task): Promise<TaskCh
     if (page.length < limit) return { children, cut: null };
     beforeId = page[page.length - 1]?.id;
   }
-  return { children, cut: "tree" };
+  // The bound was reached on a full page: a tree of exactly TREE_SCAN_MAX tasks ends there, with every child seen.
+  const older = await client.list({ rootId, order: "id", limit: 1, ...(beforeId === undefined ? {} : { beforeId }) });
+  return { children, cut: older.length === 0 ? null : "tree" };
 }

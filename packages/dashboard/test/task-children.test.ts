@@ -44,6 +44,12 @@ describe("childrenOf", () => {
     const rows = [row(0, null), row(1, 0), row(2, 1), ...Array.from({ length: TREE_SCAN_MAX }, (_, i) => row(3 + i, 0))];
     const client = fakeClient(rows);
     expect(await childrenOf(client, row(1, 0))).toEqual({ children: [], cut: "tree" });
-    expect(client.calls.reduce((n, c) => n + (c.limit ?? 0), 0)).toBe(TREE_SCAN_MAX);
+    // The bound's rows, and one more to tell a longer tree from one that ends at the bound.
+    expect(client.calls.reduce((n, c) => n + (c.limit ?? 0), 0)).toBe(TREE_SCAN_MAX + 1);
+  });
+
+  it("reports no cut for a tree of exactly TREE_SCAN_MAX tasks, all read", async () => {
+    const rows = [row(0, null), row(1, 0), ...Array.from({ length: TREE_SCAN_MAX - 2 }, (_, i) => row(2 + i, 0))];
+    expect(await childrenOf(fakeClient(rows), row(1, 0))).toEqual({ children: [], cut: null });
   });
 });
