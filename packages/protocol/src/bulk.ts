@@ -21,8 +21,7 @@ import type { Params } from "./decide.js";
 import { InvalidArgument } from "./errors.js";
 import type { Expr, InExpr } from "./expr.js";
 import { x } from "./expr.js";
-import type { LimitedTextField } from "./inputs.js";
-import { requireInt, requireKnownKeys, requireLimitedText } from "./inputs.js";
+import { optionalText, requireInt, requireKnownKeys } from "./inputs.js";
 import type { SetTransition } from "./rules.js";
 import { CANCEL, CANCELABLE, PARAMS, RETRY, RETRYABLE } from "./rules.js";
 import type { TaskStatus } from "./statuses.js";
@@ -79,11 +78,6 @@ const RETRY_KEYS = [...BATCH_KEYS, "resetAttempt"] as const;
 
 function describe(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : typeof value;
-}
-
-/** A filter held to the same `TEXT_LIMITS` as `list`'s and `purge`'s (the cursor, a task id, to the id columns'). */
-function optionalText(value: unknown, field: LimitedTextField, argument: string = field): string | null {
-  return value === undefined || value === null ? null : requireLimitedText(value, field, argument);
 }
 
 /**

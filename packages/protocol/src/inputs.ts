@@ -145,9 +145,10 @@ export function requireKey(value: unknown, argument = "key"): string {
   return requireLimitedText(value, "key", argument);
 }
 
-function optionalText(value: unknown, field: LimitedTextField): string | null {
+/** {@link requireLimitedText}, or `null` for an absent value (`undefined` or `null`). */
+export function optionalText(value: unknown, field: LimitedTextField, argument: string = field): string | null {
   if (value === undefined || value === null) return null;
-  return requireLimitedText(value, field);
+  return requireLimitedText(value, field, argument);
 }
 
 /** A message written to the `message` column, or `null`. */
@@ -483,7 +484,7 @@ function listOrder(order: unknown): ListOrder {
 
 function listBeforeId(input: ListInput): string | null {
   // A cursor is a task id (or any string bounding one): held to the id columns' limit.
-  const beforeId = input.beforeId === undefined || input.beforeId === null ? null : requireLimitedText(input.beforeId, "rootId", "beforeId");
+  const beforeId = optionalText(input.beforeId, "rootId", "beforeId");
   if (beforeId !== null && input.order !== "id") {
     fail("beforeId", 'beforeId pages through the id order: pass order: "id" with it (list({ order: "id", beforeId }))');
   }
