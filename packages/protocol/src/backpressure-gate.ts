@@ -250,6 +250,19 @@ export class BackpressureGateCore implements QueueDepthGate {
   }
 
   /**
+   * One check of `queue`'s depth, never waiting: the gate of a submit inside
+   * a caller's transaction (`withTransaction`), where a wait would hold the
+   * transaction open (see {@link requireRoomNow}). Resolves at once for an
+   * ungated queue; spends no grant.
+   *
+   * @throws QueueFull (`waitedMs` 0) when the queue has no room.
+   */
+  async acquireOnce(queue: string, store: TaskStore): Promise<void> {
+    const maxDepth = this.limitFor(queue);
+    if (maxDepth !== null) await requireRoomNow(store, queue, maxDepth);
+  }
+
+  /**
    * Waits until a submit to `queue` may proceed; resolves at once for an
    * ungated queue or while a grant lasts.
    *
@@ -346,4 +359,29 @@ export class BackpressureGateCore implements QueueDepthGate {
     );
     return state.probe;
   }
+}
+
+/**
+ * The queue's headroom from one `store.queueDepth(queue, maxDepth)` — read
+ * through the caller's transaction when `store` is a transaction view, so its
+ * own uncommitted submits count — or `QueueFull` (`waitedMs` 0, nothing
+ * written) when there is none. Inside a caller's transaction the gate does
+ * not wait (§5.6): waiting would hold that transaction open — on SQLite the
+ * database's write lock, so no worker could drain the queue; under MySQL's
+ * REPEATABLE READ the snapshot would never see the room.
+ *
+ * @example
+ * ```ts
+ * await requireRoomNow(view, "emails", 1000); // QueueFull at once when 1000 are queued
+ * ```
+ */
+export async function requireRoomNow(store: TaskStore, queue: string, maxDepth: number): Promise<number> {
+  const headroom = await store.queueDepth(queue, maxDepth);
+  if (headroom > 0) return headroom;
+  throw new QueueFull(queue, maxDepth, 0, {
+    message:
+      `queue '${queue}' is full (${maxDepth} queued tasks, the maxQueueDepth limit), so nothing was submitted; inside withTransaction ` +
+      "a submit does not wait for room, because waiting would hold your transaction (on SQLite, the database's write lock) open while " +
+      `workers try to drain the queue; retry the transaction later, submit after it commits, or add workers for '${queue}'`,
+  });
 }

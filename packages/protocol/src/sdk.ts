@@ -36,6 +36,7 @@ export {
   MAX_GRANT,
   MAX_QUEUE_POLL_INTERVAL_MS,
   normalizeMaxQueueDepth,
+  requireRoomNow,
   resolveGateTiming,
 } from "./backpressure-gate.js";
 export type { BackpressureGateDeps } from "./backpressure-gate.js";

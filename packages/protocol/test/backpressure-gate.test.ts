@@ -6,6 +6,7 @@ import {
   MAX_GRANT,
   MAX_QUEUE_POLL_INTERVAL_MS,
   normalizeMaxQueueDepth,
+  requireRoomNow,
   resolveGateTiming,
 } from "../src/backpressure-gate.js";
 import type { BackpressureGateDeps, BackpressureGateOptions } from "../src/backpressure-gate.js";
@@ -100,6 +101,23 @@ describe("resolveGateTiming", () => {
     expect(error).toBeInstanceOf(InvalidArgument);
     expect((error as InvalidArgument).argument).toBe(argument);
     expect((error as Error).message).toMatch(/must be an integer/);
+  });
+});
+
+describe("acquireOnce and requireRoomNow (a submit inside a caller's transaction)", () => {
+  it("check the depth once and never sleep: room passes, none is QueueFull with waitedMs 0 saying why; an ungated queue is not read", async () => {
+    const room = fakeStore([1]);
+    await room.gate({ maxQueueDepth: { gated: 2 } }).acquireOnce("gated", room.store);
+    expect(room.probes).toEqual([{ queue: "gated", maxDepth: 2, at: 0 }]);
+    const full = fakeStore([0]);
+    const gate = full.gate({ maxQueueDepth: { gated: 2 } });
+    const err = await gate.acquireOnce("gated", full.store).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(QueueFull);
+    expect(err).toMatchObject({ queue: "gated", maxDepth: 2, waitedMs: 0 });
+    expect((err as Error).message).toMatch(/inside withTransaction a submit does not wait for room/);
+    await gate.acquireOnce("free", full.store);
+    expect([full.probes.length, full.sleeps]).toEqual([1, []]);
+    expect(await requireRoomNow(room.store, "gated", 5)).toBe(1);
   });
 });
 
