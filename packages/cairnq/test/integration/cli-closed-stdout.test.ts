@@ -8,11 +8,9 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+import { CLI_BIN as BIN } from "../support/cli.js";
 
 /** Runs the CLI with its stdout closed by the reader before anything is read; resolves with its exit status and stderr. */
 function cliIntoClosedPipe(args: readonly string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {

@@ -2,24 +2,19 @@
  * `cairnq stats --by-group <name>` on a SQLite file, through the built CLI:
  * queued and running tasks of a name per group, most queued first.
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { runCli } from "../support/cli.js";
+import type { CliRun } from "../support/cli.js";
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 let dir = "";
 let file = "";
 
-function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
-    });
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCli(args, { env: { NO_COLOR: "1" } });
 }
 
 beforeAll(async () => {

@@ -5,28 +5,16 @@
  * `migrate` line to type — and left byte for byte as it was. Only `migrate`
  * creates the tables.
  */
-import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../support/cli.js";
+import type { CliRun } from "../support/cli.js";
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: readonly string[], cwd?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
-    });
-  });
+function cli(args: readonly string[], cwd?: string): Promise<CliRun> {
+  return runCli(args, { cwd });
 }
 
 function tables(file: string): string[] {

@@ -4,11 +4,9 @@
  * for. The task is parked through the store's own operations (as a worker
  * would), then read by the built CLI in another process.
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { TaskStepStore } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
@@ -16,15 +14,11 @@ import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "../support/postgres.js";
+import { runCli } from "../support/cli.js";
+import type { CliRun } from "../support/cli.js";
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
-
-function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1" } }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : 1, stdout, stderr });
-    });
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCli(args, { env: { NO_COLOR: "1" } });
 }
 
 async function parkedTask(store: TaskStepStore): Promise<string> {

@@ -10,7 +10,6 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Task, TaskStore } from "@cairnq/protocol";
 import { newTaskId } from "@cairnq/protocol/adapter";
 import { MySQLStore } from "@cairnq/store-mysql";
@@ -21,22 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "../support/postgres.js";
 import type { Seeded } from "../support/seed.js";
 import { seed } from "../support/seed.js";
+import { CLI_BIN as BIN, runCli } from "../support/cli.js";
+import type { CliRun } from "../support/cli.js";
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === "number" ? err.code : -1;
-      resolve({ code, stdout, stderr });
-    });
-  });
+function cli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  return runCli(args, { env });
 }
 
 async function cliJson<T = Record<string, unknown>>(args: readonly string[], expectedCode = 0): Promise<T> {
@@ -408,7 +396,7 @@ describe("cairnq colours", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   /** Runs the bin with its stdout on a pseudo-terminal (util-linux `script`), as a person at a terminal would. */
-  function onTty(args: readonly string[], env: Record<string, string | undefined>): Promise<Run> {
+  function onTty(args: readonly string[], env: Record<string, string | undefined>): Promise<CliRun> {
     const command = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
     return new Promise((resolve) => {
       execFile("script", ["-qec", command, "/dev/null"], { env: { ...process.env, TERM: "xterm", NO_COLOR: undefined, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {

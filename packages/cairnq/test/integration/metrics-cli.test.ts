@@ -3,11 +3,9 @@
  * and a real Postgres schema: it prints the Prometheus text the dashboard
  * serves at `GET <mount>/metrics`, and its counts are the table's.
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { prometheusText } from "@cairnq/dashboard";
 import type { TaskStore } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
@@ -15,15 +13,11 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 import { parsePrometheus } from "@cairnq/test-support";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "../support/postgres.js";
+import { runCli } from "../support/cli.js";
+import type { CliRun } from "../support/cli.js";
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
-
-function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
-    });
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCli(args);
 }
 
 const dir = mkdtempSync(join(tmpdir(), "cairnq-metrics-cli-"));

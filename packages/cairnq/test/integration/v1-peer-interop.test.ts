@@ -8,11 +8,9 @@
  * group state stuck; and the peer's purge takes the journal and group rows with
  * the task through the foreign keys.
  */
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { CairnQ, Worker } from "cairnq";
 import pg from "pg";
@@ -21,6 +19,8 @@ import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "../support/postg
 import type { PeerSql } from "../support/v1-peer.ts";
 import { V1Peer } from "../support/v1-peer.ts";
 import { sleep, until } from "../support/waiting.ts";
+import { runCli } from "../support/cli.ts";
+import type { CliRun } from "../support/cli.ts";
 
 interface Side {
   readonly client: CairnQ;
@@ -116,15 +116,9 @@ async function runWorker(side: Side, body: () => Promise<void>): Promise<void> {
 
 afterAll(() => closeAdmin());
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
-
 /** The built `cairnq` bin as a child process: its exit code and output. */
-function cli(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
-    });
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCli(args, { env: { NO_COLOR: "1" } });
 }
 
 describe.each([

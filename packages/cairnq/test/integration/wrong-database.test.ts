@@ -4,21 +4,16 @@
  * `DatabaseUnusable`, and a worker stops on it — `run()` rejects — instead
  * of retrying forever as if the server were down.
  */
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { CairnQ, DatabaseUnusable, Worker, isFatalError } from "cairnq";
 import { mysqlDsn, pgDsn, withDatabase } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../support/cli.js";
+import type { CliRun } from "../support/cli.js";
 
-const BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 const MISSING = "cairnq_no_such_db";
 
-function cli(args: readonly string[]): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined }, timeout: 30_000 }, (err, _stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stderr });
-    });
-  });
+function cli(args: readonly string[]): Promise<CliRun> {
+  return runCli(args);
 }
 
 const backends = [
