@@ -83,16 +83,19 @@ let mysqlBeside = async () => {
 };
 /** The databases of the integration tier's second lane (`integrationLanes`), or null to run one lane. */
 let secondLane = null;
+/** The wait-bound lane's databases, or null: it then uses the run's own (beside the first lane). */
+let waitsLane = null;
 let exiting = false;
 
 async function finish(code) {
   if (exiting) return;
   exiting = true;
-  if (secondLane) {
+  for (const [lane, dbs] of [["second lane", secondLane], ["wait-bound lane", waitsLane]]) {
+    if (!dbs) continue;
     try {
-      await secondLane.drop();
+      await dbs.drop();
     } catch (err) {
-      console.error(`test: dropping the second lane's Postgres database failed: ${err.message}`);
+      console.error(`test: dropping the ${lane}'s Postgres database failed: ${err.message}`);
     }
   }
   if (pgStop) {
@@ -422,6 +425,22 @@ async function checks() {
       }
       return 0;
     });
+    // The wait-bound lane too: it runs conformance kits (scripts/integration-lanes.mjs), whose push cases
+    // count signals, beside the first lane's workers. Without them it shares the run's databases.
+    await phase("databases of the wait-bound lane", async (row) => {
+      try {
+        const pgLane = await createDatabaseBeside(pg.dsn, "waits");
+        waitsLane = { pgDsn: pgLane.dsn, mysqlDsn: "", drop: pgLane.drop };
+        waitsLane.mysqlDsn = await mysqlBeside("waits");
+        row.note = `${new URL(pgLane.dsn).pathname.slice(1)} on both servers`;
+      } catch (err) {
+        row.note = `none (${err.message}): the lane uses the run's databases`;
+        console.error(`test: no databases for the wait-bound lane, so it uses the run's: ${err.message}`);
+        if (waitsLane) await waitsLane.drop().catch(() => {});
+        waitsLane = null;
+      }
+      return 0;
+    });
   }
 
   // Lint is one ESLint run over every package's lint paths (scripts/lint.mjs, the root task
@@ -508,7 +527,8 @@ async function main() {
       `wait-bound lane: ${waitsTitle}`,
       async () => {
         for (const [pkg, files] of Object.entries(WAIT_BOUND_FILES)) {
-          const code = await run(PNPM, ["--filter", pkg, "exec", "vitest", "run", ...files], { onLine: countTests });
+          const env = waitsLane ? { ...process.env, CAIRNQ_TEST_PG_DSN: waitsLane.pgDsn, CAIRNQ_TEST_MYSQL_DSN: waitsLane.mysqlDsn } : process.env;
+          const code = await run(PNPM, ["--filter", pkg, "exec", "vitest", "run", ...files], { onLine: countTests, env });
           if (code !== 0 || interrupted) return code;
         }
         return 0;
