@@ -17,6 +17,9 @@ export const CHILDREN_SHOWN_MAX = 200;
 /** The most rows of a tree read to find them: 25 pages of 200, a bounded cost per page view. */
 export const TREE_SCAN_MAX = 5000;
 
+/** The bounds above as the task route sends them (`childrenLimits`), so the page's note names the server's numbers. */
+export const CHILDREN_LIMITS = Object.freeze({ children: CHILDREN_SHOWN_MAX, treeRows: TREE_SCAN_MAX });
+
 const PAGE_ROWS = 200;
 
 /** The one method read here: a `CairnQ` client fits, and so does a test's fake. */

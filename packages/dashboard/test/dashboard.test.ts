@@ -152,7 +152,8 @@ describe("createDashboard over HTTP", () => {
     const own: string[] = [];
     for (let i = 0; i < 3; i++) own.push((await store.submit({ name: "tree.grandchild", queue: "tree", parentId: child.id, rootId: root.id })).id);
     for (let i = 0; i < 250; i++) await store.submit({ name: "tree.sibling", queue: "tree", parentId: root.id, rootId: root.id });
-    const detailOf = async (id: string) => JSON.parse((await call(`${base}/api/tasks/${id}`)).body) as { children: { id: string }[]; childrenCut: string | null };
+    const detailOf = async (id: string) =>
+      JSON.parse((await call(`${base}/api/tasks/${id}`)).body) as { children: { id: string }[]; childrenCut: string | null; childrenLimits: { children: number; treeRows: number } };
 
     const ofChild = await detailOf(child.id);
     expect(ofChild.children.map((c) => c.id).sort()).toEqual([...own].sort());
@@ -160,6 +161,8 @@ describe("createDashboard over HTTP", () => {
     const ofRoot = await detailOf(root.id);
     expect(ofRoot.children).toHaveLength(200);
     expect(ofRoot.childrenCut).toBe("children");
+    // The bounds the page's note names come from the server, not from the page's own copy of them.
+    expect(ofRoot.childrenLimits).toEqual({ children: 200, treeRows: 5000 });
     const leaf = await detailOf(own[0] ?? "");
     expect(leaf).toMatchObject({ children: [], childrenCut: null });
   });

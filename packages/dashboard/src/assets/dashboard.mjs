@@ -433,15 +433,15 @@ function stepsTimeline(steps) {
   ];
 }
 
-/** Says why a children list is partial: the server stops at 200 children or 5000 tasks of the tree. */
-function childrenNote(cut, shown) {
+/** Says why a children list is partial: the server stops at `limits.children` children or `limits.treeRows` tasks of the tree. */
+function childrenNote(cut, shown, limits) {
   if (cut === "children") return el("p", { class: "dim", "data-testid": "children-cut" }, `showing the newest ${shown} children; the task has more`);
-  if (cut === "tree") return el("p", { class: "dim", "data-testid": "children-cut" }, `showing ${shown} children found among the newest 5000 tasks of its tree; older children are not shown`);
+  if (cut === "tree") return el("p", { class: "dim", "data-testid": "children-cut" }, `showing ${shown} children found among the newest ${limits.treeRows} tasks of its tree; older children are not shown`);
   return null;
 }
 
 function renderDetail(data) {
-  const { task, explanation, parent, children, childrenCut } = data;
+  const { task, explanation, parent, children, childrenCut, childrenLimits } = data;
   const { trace, metadata } = traceOf(task.metadata);
   const box = $("detail");
   const actions = [];
@@ -495,7 +495,7 @@ function renderDetail(data) {
     ),
     children.length === 0 && childrenCut === null
       ? null
-      : [el("h4", {}, childrenCut === null ? `Children (${children.length})` : `Children (showing ${children.length})`), childrenNote(childrenCut, children.length), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), el("span", { class: "dim" }, c.name))))],
+      : [el("h4", {}, childrenCut === null ? `Children (${children.length})` : `Children (showing ${children.length})`), childrenNote(childrenCut, children.length, childrenLimits), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), el("span", { class: "dim" }, c.name))))],
     stepsTimeline(explanation.steps),
     el("h4", {}, "Payload"),
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),

@@ -6,7 +6,7 @@ import type { ListInput, Task } from "@cairnq/protocol";
 import { isTaskId } from "@cairnq/protocol/adapter";
 import { bodyLimit, HttpError, readBody, sendJson } from "../http.js";
 import type { Route, RouteContext } from "../router.js";
-import { childrenOf } from "../task-children.js";
+import { CHILDREN_LIMITS, childrenOf } from "../task-children.js";
 import { matchesFilter, parseFilter } from "../task-filter.js";
 import { taskSummary } from "../task-summary.js";
 
@@ -89,6 +89,7 @@ export function taskRoutes(ctx: RouteContext): Route[] {
         parent: parent === null ? null : taskSummary(parent),
         children: children.map(taskSummary),
         childrenCut: cut,
+        childrenLimits: CHILDREN_LIMITS,
       });
     },
   };
