@@ -202,10 +202,11 @@ describe("lost lease", () => {
 
   it("the same worker re-claims the expired task: the older attempt is lost and cannot settle the new one", async () => {
     const spy = spyStore();
-    // Attempt 1's lease (40 ms) runs out while it works.
+    // Attempt 1's lease (200 ms) runs out while it works.
     // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
+    // (With 40 ms, attempt 2's own lease ran out too, on a loaded machine, between two of its 5 ms renewals.)
     spy.hooks.heartbeatBatch = () => new Promise(() => {});
-    const worker = makeWorker(spy.store, { concurrency: 2, leaseMs: 40, heartbeatIntervalMs: 10 });
+    const worker = makeWorker(spy.store, { concurrency: 2, leaseMs: 200, heartbeatIntervalMs: 10 });
     const reasons: string[] = [];
     worker.on("lease:lost", (e) => reasons.push(`${e.attempt}:${e.reason}`));
     const firstDone = gate();
