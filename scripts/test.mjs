@@ -357,6 +357,30 @@ async function fastTier() {
 }
 
 /**
+ * Databases of its own for a lane of the integration tier, `<the run's database>_<suffix>` on both servers
+ * (made in one phase row, "databases of <lane>"), or null when a server will not make them: the row then
+ * says so and what happens `without` them.
+ */
+async function laneDatabases(pg, lane, suffix, without) {
+  let made = null;
+  await phase(`databases of ${lane}`, async (row) => {
+    try {
+      const pgLane = await createDatabaseBeside(pg.dsn, suffix);
+      made = { pgDsn: pgLane.dsn, mysqlDsn: "", drop: pgLane.drop };
+      made.mysqlDsn = await mysqlBeside(suffix);
+      row.note = `${new URL(pgLane.dsn).pathname.slice(1)} on both servers`;
+    } catch (err) {
+      row.note = `none (${err.message}): ${without}`;
+      console.error(`test: no databases for ${lane}, so ${without}: ${err.message}`);
+      if (made) await made.drop().catch(() => {});
+      made = null;
+    }
+    return 0;
+  });
+  return made;
+}
+
+/**
  * Postgres, then the checks, and (unless filtered) the consumer test in the same turbo run: its
  * npm installs and compile measure no time, so they can share the cores with typecheck and lint.
  */
@@ -411,36 +435,10 @@ async function checks() {
   // The integration tier's second lane (step 5) gets databases of its own beside the run's: NOTIFY is
   // delivered per database. A server that will not make them leaves the tier in one lane.
   if (!filtered) {
-    await phase("databases of the integration tier's second lane", async (row) => {
-      try {
-        const pgLane = await createDatabaseBeside(pg.dsn, "lane2");
-        secondLane = { pgDsn: pgLane.dsn, mysqlDsn: "", drop: pgLane.drop };
-        secondLane.mysqlDsn = await mysqlBeside("lane2");
-        row.note = `${new URL(pgLane.dsn).pathname.slice(1)} on both servers`;
-      } catch (err) {
-        row.note = `none (${err.message}): the integration tier runs in one lane`;
-        console.error(`test: no databases for a second integration lane, so one lane runs: ${err.message}`);
-        if (secondLane) await secondLane.drop().catch(() => {});
-        secondLane = null;
-      }
-      return 0;
-    });
+    secondLane = await laneDatabases(pg, "the integration tier's second lane", "lane2", "the integration tier runs in one lane");
     // The wait-bound lane too: it runs conformance kits (scripts/integration-lanes.mjs), whose push cases
     // count signals, beside the first lane's workers. Without them it shares the run's databases.
-    await phase("databases of the wait-bound lane", async (row) => {
-      try {
-        const pgLane = await createDatabaseBeside(pg.dsn, "waits");
-        waitsLane = { pgDsn: pgLane.dsn, mysqlDsn: "", drop: pgLane.drop };
-        waitsLane.mysqlDsn = await mysqlBeside("waits");
-        row.note = `${new URL(pgLane.dsn).pathname.slice(1)} on both servers`;
-      } catch (err) {
-        row.note = `none (${err.message}): the lane uses the run's databases`;
-        console.error(`test: no databases for the wait-bound lane, so it uses the run's: ${err.message}`);
-        if (waitsLane) await waitsLane.drop().catch(() => {});
-        waitsLane = null;
-      }
-      return 0;
-    });
+    waitsLane = await laneDatabases(pg, "the wait-bound lane", "waits", "the wait-bound lane uses the run's databases");
   }
 
   // Lint is one ESLint run over every package's lint paths (scripts/lint.mjs, the root task
