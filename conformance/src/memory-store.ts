@@ -45,7 +45,7 @@ import { MemoryRows } from "./memory-rows.js";
 import { MemorySteps } from "./memory-steps.js";
 import type { Expr, GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
 import { AlreadyExists, CairnQError, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
-import type { GroupCounts, GroupReadStore, TaskGroupInfo } from "@cairnq/protocol";
+import type { FlowReadStore, GroupCounts, GroupReadStore, RateLimit, RateWindow, TaskGroupInfo } from "@cairnq/protocol";
 import {
   answerReprobe,
   applyBranches,
@@ -69,6 +69,7 @@ import {
   GROUP_HEAD_ROWS,
   groupAllowance,
   groupClaimsInWindow,
+  rateWindowAt,
   hasGroupLimits,
   HEARTBEAT,
   HEARTBEAT_BATCH,
@@ -137,7 +138,7 @@ function copy<T>(value: T): T {
  * const store = new MemoryStore();
  * const task = await store.submit({ name: "email", payload: { to: "a@b.c" } });
  */
-export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadStore {
+export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadStore, FlowReadStore {
   readonly capabilities: StoreCapabilities = {
     pushWakeups: false,
     transactionalComplete: false,
@@ -164,6 +165,8 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   readonly #groupLimits = new Map<string, number | null>();
   /** Recorded claims of rate-limited groups (the `cairnq_ext_group_rate_claims` of the SQL stores). */
   #groupClaims: { name: string; group: string; claimed_at_ms: number }[] = [];
+  /** The limit the last claim recording claims under it enforced, per `<scope>\u0000name` (the `cairnq_ext_rate_limits` of the SQL stores). */
+  readonly #rateLimits = new Map<string, RateLimit>();
   /** Last submitted slot per schedule (the `cairnq_ext_schedules` of the SQL stores). */
   readonly #lastSlots = new Map<string, number>();
 
@@ -470,7 +473,11 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       }
     }
     if (limits !== null) {
-      for (const row of claimed) if (limits.get(row.name)?.rateLimit != null) this.#rateClaims.push({ name: row.name, claimed_at_ms: now });
+      for (const row of claimed) {
+        const rate = limits.get(row.name)?.rateLimit ?? null;
+        if (rate !== null) this.#rateClaims.push({ name: row.name, claimed_at_ms: now });
+        if (rate !== null) this.#rateLimits.set(`name\u0000${row.name}`, rate);
+      }
       this.#rateClaims = this.#rateClaims.filter((c) => {
         const perMs = limits.get(c.name)?.rateLimit?.perMs;
         return perMs === undefined || inRateWindow(c.claimed_at_ms, now, perMs);
@@ -487,7 +494,21 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     const group = this.#taskGroups.get(taskId);
     if (task === undefined || group === undefined) return null;
     const counts = this.#groupCounts(task.name).find((g) => g.group === group) ?? { queued: 0, running: 0 };
-    return { group, queued: counts.queued, running: counts.running, groupConcurrency: this.#groupLimits.get(`${task.name}\u0000${group}`) ?? null };
+    const groupConcurrency = this.#groupLimits.get(`${task.name}\u0000${group}`) ?? null;
+    const claims = this.#groupClaims.filter((c) => c.name === task.name && c.group === group).map((c) => c.claimed_at_ms);
+    return { group, queued: counts.queued, running: counts.running, groupConcurrency, groupRateWindow: this.#rateWindow("group", task.name, claims) };
+  }
+
+  /** The rate window of `name` under its recorded `rateLimit` (`FlowReadStore.rateWindow`), or `null`. */
+  async rateWindow(name: string): Promise<RateWindow | null> {
+    this.#open();
+    const checked = requireLimitedText(name, "name");
+    return this.#rateWindow("name", checked, this.#rateClaims.filter((c) => c.name === checked).map((c) => c.claimed_at_ms));
+  }
+
+  #rateWindow(scope: "name" | "group", name: string, claimedAtMs: readonly number[]): RateWindow | null {
+    const limit = this.#rateLimits.get(`${scope}\u0000${name}`);
+    return limit === undefined ? null : rateWindowAt(limit, claimedAtMs, this.#clock());
   }
 
   /** Queued and running tasks of `name` per group (`GroupReadStore.groupStats`). */
@@ -552,6 +573,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       out.push(copy(next));
       const group = rotation.groupOf.get(id);
       if (group !== undefined && rate !== null) this.#groupClaims.push({ name, group, claimed_at_ms: now });
+      if (group !== undefined && rate !== null) this.#rateLimits.set(`group\u0000${name}`, rate);
     }
     let highest = 0;
     for (const [key, seq] of this.#served) if (key.startsWith(`${name}\u0000`)) highest = Math.max(highest, seq);

@@ -13,6 +13,7 @@ import { inputCases } from "./inputs.js";
 import { lifecycleCases } from "./lifecycle.js";
 import { lifecycleRandomCases } from "./lifecycle-random.js";
 import { ownedWriteCases } from "./owned-writes.js";
+import { rateWindowCases } from "./rate-windows.js";
 import { readCases } from "./reads.js";
 import { scenarioCases } from "./scenarios.js";
 import { scenarioReadCases } from "./scenarios-reads.js";
@@ -43,6 +44,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...groupRandomCases,
   ...groupPagedCases,
   ...groupIdleCases,
+  ...rateWindowCases,
   ...debounceCases,
   ...debounceDelayCases,
   ...scheduleSlotCases,

@@ -96,7 +96,7 @@ describe("explainTask", () => {
       "None named 'email' is running: a worker that limits 'email' by rateLimit may be at that limit until its window frees " +
         `(claims count in it even after they end); ${unrecorded} whether it is. If no worker has a handler for 'email', it stays queued; check the workers' task names.`,
     );
-    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null };
+    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null, groupRateWindow: null };
     expect(explainTask(row({}), { nowMs: NOW, activity: idle, group }).summary).toContain("by rateLimit (or group acme's groupRateLimit) may be at that limit");
     expect(explainTask(row({}), { nowMs: NOW, activity: busy, group }).summary).toContain("(globalConcurrency, rateLimit, or group acme's groupRateLimit)");
   });

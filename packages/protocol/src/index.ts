@@ -101,6 +101,8 @@ export type { RetryPolicy } from "./retry-policy.js";
 export type { DebounceOptions } from "./debounce.js";
 export { hasGroupReads } from "./groups.js";
 export type { GroupCounts, GroupReadStore, TaskGroupInfo } from "./groups.js";
+export { hasFlowReads } from "./rate-windows.js";
+export type { FlowReadStore, RateWindow } from "./rate-windows.js";
 export { SCHEDULE_KEY_PREFIX, scheduleSlotKey } from "./schedule.js";
 export type { ScheduleSlotsInput, ScheduleSlotsResult, ScheduleTaskInput } from "./schedule.js";
 export { PARK_FOREVER_AT_MS, STEP_KINDS, stepKey } from "./steps.js";

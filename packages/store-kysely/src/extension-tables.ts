@@ -23,9 +23,13 @@
  * | `cairnq_ext_task_groups` | submit option `group` | one per task submitted with a group (deleted with the task): its name, group, priority and state: in its group's walk (`queued`), taken by a group claim (`claimed`, kept after the task ends), or sent back to `queued` since (`requeued`) |
  * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, whether it may have queued work, and the `groupConcurrency` last enforced (for `explain`); kept when its tasks are purged, deleted by a group claim once idle with no waiting or running task (`group-prune.ts`; docs/protocol.md, "Groups") |
  * | `cairnq_ext_group_rate_claims` | task option `groupRateLimit` | one per recent claim of a rate-limited group, pruned once outside the window |
+ * | `cairnq_ext_rate_limits` | task options `rateLimit`, `groupRateLimit` | one per name and scope (`name`: its `rateLimit`, `group`: its `groupRateLimit`): the limit the last claim that recorded claims of it enforced (for `explain`: `rate-window-reads.ts`) |
  *
  * The three group tables are created together (`ensure(GROUP_TABLES)`), by
- * the first submit with a group or the first claim with group limits.
+ * the first submit with a group or the first claim with group limits;
+ * `cairnq_ext_rate_limits` by the first claim with a `rateLimit` or a
+ * `groupRateLimit` (a database whose rate-claims tables an earlier store
+ * created gets it then, beside them: nothing else changes).
  */
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
@@ -54,9 +58,17 @@ export const GROUPS_TABLE = "cairnq_ext_groups";
 export const GROUP_RATE_CLAIMS_TABLE = "cairnq_ext_group_rate_claims";
 /** The group tables, created as one feature. */
 export const GROUP_TABLES = "cairnq_ext_groups*";
+/** Per name and scope, the `rateLimit` or `groupRateLimit` the last claim that recorded claims under it enforced. */
+export const RATE_LIMITS_TABLE = "cairnq_ext_rate_limits";
 
 /** The extension tables by feature. */
-export type ExtensionTable = typeof SCHEDULES_TABLE | typeof RATE_CLAIMS_TABLE | typeof STEPS_TABLE | typeof MESSAGES_TABLE | typeof GROUP_TABLES;
+export type ExtensionTable =
+  | typeof SCHEDULES_TABLE
+  | typeof RATE_CLAIMS_TABLE
+  | typeof STEPS_TABLE
+  | typeof MESSAGES_TABLE
+  | typeof GROUP_TABLES
+  | typeof RATE_LIMITS_TABLE;
 
 /** The DDL of each extension table, re-runnable. */
 export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> = {
@@ -66,6 +78,11 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
   [RATE_CLAIMS_TABLE]: [
     `CREATE TABLE IF NOT EXISTS ${RATE_CLAIMS_TABLE} (name text NOT NULL, claimed_at_ms bigint NOT NULL, task_id text NOT NULL)`,
     `CREATE INDEX IF NOT EXISTS ${RATE_CLAIMS_TABLE}_name_idx ON ${RATE_CLAIMS_TABLE} (name, claimed_at_ms)`,
+  ],
+  // Its own feature, not a part of the two rate-claims features: each is created under its own key lock, and two
+  // features creating one table under two locks could race on Postgres's type catalog.
+  [RATE_LIMITS_TABLE]: [
+    `CREATE TABLE IF NOT EXISTS ${RATE_LIMITS_TABLE} (name text NOT NULL, scope text NOT NULL, max_claims bigint NOT NULL, per_ms bigint NOT NULL, PRIMARY KEY (name, scope))`,
   ],
   [GROUP_TABLES]: [
     `CREATE TABLE IF NOT EXISTS ${TASK_GROUPS_TABLE} (task_id text PRIMARY KEY REFERENCES cairnq_tasks(id) ON DELETE CASCADE, name text NOT NULL, group_key text NOT NULL, priority integer NOT NULL, state text NOT NULL)`,

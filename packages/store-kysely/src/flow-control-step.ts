@@ -18,8 +18,9 @@
  *    `groupRateLimit`) is picked by that name's {@link GroupDraw} instead of
  *    the plain draw (fair rotation across groups, per-group limits).
  * 3. `end`: record each claimed row of a rate-limited name in
- *    `cairnq_ext_rate_claims` at a `now` read after its draw, and delete that
- *    name's records outside the window.
+ *    `cairnq_ext_rate_claims` at a `now` read after its draw, with the
+ *    `rateLimit` it was counted against in `cairnq_ext_rate_limits`, and
+ *    delete that name's records outside the window.
  */
 import type { ClaimInput, Task } from "@cairnq/protocol";
 import type { DrawPlanner, NormalizedClaim, NormalizedFlowControl } from "@cairnq/protocol/adapter";
@@ -30,12 +31,13 @@ import { paramsOfAll } from "./compiler.js";
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { QueryRunner, Row } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
-import { GROUP_TABLES, RATE_CLAIMS_TABLE } from "./extension-tables.js";
+import { GROUP_TABLES, RATE_CLAIMS_TABLE, RATE_LIMITS_TABLE } from "./extension-tables.js";
 import type { ClaimEnd, GroupFirstPage, GroupFirstReads } from "./group-draw.js";
 import { GroupDraw } from "./group-draw.js";
 import type { GroupPrune } from "./group-prune.js";
 import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
+import { RATE_LIMIT_SCOPES, RECORD_RATE_LIMIT, rateLimitParams } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -173,12 +175,12 @@ export class FlowControlStep {
     return limits === null ? null : new FlowControlStep(limits, ext, settling, prune);
   }
 
-  /** Outside the transaction: creates the rate-claims table on first use. */
+  /** Outside the transaction: creates the tables the claim's limits use on first use (rate claims, group tables, recorded rate limits). */
   async prepare(): Promise<void> {
     if (this.#groups.size > 0) await this.#ext.ensure(GROUP_TABLES);
-    for (const limits of this.#limits.values()) {
-      if (limits.rateLimit !== null) return this.#ext.ensure(RATE_CLAIMS_TABLE);
-    }
+    const limits = [...this.#limits.values()];
+    if (limits.some((l) => l.rateLimit !== null)) await this.#ext.ensure(RATE_CLAIMS_TABLE);
+    if (limits.some((l) => l.rateLimit !== null || (l.groupRateLimit ?? null) !== null)) await this.#ext.ensure(RATE_LIMITS_TABLE);
   }
 
   /**
@@ -221,13 +223,19 @@ export class FlowControlStep {
     return flowLimitedDraws(draws, allowance);
   }
 
-  /** Records the cycle's claims of rate-limited names and prunes their old records; call after the last draw. */
+  /**
+   * Records the cycle's claims of rate-limited names with the limit they were counted against (for `explain`:
+   * `rate-window-reads.ts`) and prunes their old records, in one batch; call after the last draw.
+   */
   async end(tx: QueryRunner, claimed: readonly Task[]): Promise<void> {
+    const writes: CompiledQuery<Row>[] = [];
+    const query = (template: StatementTemplate, params: Params): CompiledQuery<Row> => this.#ext.statements.compiler.statement(template, params).query(params);
     for (const [name, limits] of this.#limits) {
       if (limits.rateLimit === null) continue;
       const taskIds = claimed.filter((row) => row.name === name).map((row) => row.id);
-      if (taskIds.length > 0) await this.#ext.exec(tx, RECORD_TEMPLATE, { name, taskIds });
-      await this.#ext.exec(tx, PRUNE_TEMPLATE, { name, perMs: limits.rateLimit.perMs });
+      if (taskIds.length > 0) writes.push(query(RECORD_TEMPLATE, { name, taskIds }), query(RECORD_RATE_LIMIT, rateLimitParams(name, RATE_LIMIT_SCOPES.name, limits.rateLimit)));
+      writes.push(query(PRUNE_TEMPLATE, { name, perMs: limits.rateLimit.perMs }));
     }
+    if (writes.length > 0) await this.#ext.dialect.executor.batch(tx, writes);
   }
 }

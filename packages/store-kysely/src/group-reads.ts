@@ -4,7 +4,8 @@
  * `explain`, `cairnq stats --by-group` and the dashboard show. Queued counts
  * read the group rows that may hold a queued task and each task by primary
  * key; running counts read the name's running tasks (over the partial lease
- * index) and each one's group row by key, as the group claim does. Reads create nothing: on a
+ * index) and each one's group row by key, as the group claim does; a group's rate window is
+ * `rate-window-reads.ts`'s. Reads create nothing: on a
  * database without the group tables (no grouped submit or grouped claim yet, which are what create
  * them) they answer as for empty tables, after a catalog read that stops once it has found them.
  */
@@ -15,6 +16,7 @@ import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js"
 import { paramsOfAll } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
+import type { RateWindowReads } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
 
@@ -86,12 +88,14 @@ const RUNNING_IN_GROUP: StatementTemplate = {
 export class GroupReads {
   readonly #ext: StoreExtensions;
   readonly #lifecycle: StoreLifecycle;
+  readonly #rateWindows: RateWindowReads;
   /** Whether the group tables exist: once this store created or found them, without a read. */
   #tablesFound = false;
 
-  constructor(ext: StoreExtensions, lifecycle: StoreLifecycle) {
+  constructor(ext: StoreExtensions, lifecycle: StoreLifecycle, rateWindows: RateWindowReads) {
     this.#ext = ext;
     this.#lifecycle = lifecycle;
+    this.#rateWindows = rateWindows;
   }
 
   /**
@@ -145,6 +149,7 @@ export class GroupReads {
       running: Number(running ?? 0),
       queued: Number(row.queued),
       groupConcurrency: limit === null || limit === undefined ? null : Number(limit),
+      groupRateWindow: await this.#rateWindows.groupWindow(String(row.name), group),
     };
   }
 

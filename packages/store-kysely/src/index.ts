@@ -70,7 +70,7 @@ export {
   STATS_TEMPLATE,
   TASKS_TABLE,
 } from "./statements.js";
-export { EXTENSION_DDL, RATE_CLAIMS_TABLE, SCHEDULES_TABLE } from "./extension-tables.js";
+export { EXTENSION_DDL, RATE_CLAIMS_TABLE, RATE_LIMITS_TABLE, SCHEDULES_TABLE } from "./extension-tables.js";
 export type { ExtensionTable } from "./extension-tables.js";
 export { defaultExtensionCatalog, extensionObjects, objectsInPlace, postgresCatalogQuery, sqliteCatalogQuery } from "./extension-catalog.js";
 export type { ExtensionObjects } from "./extension-catalog.js";

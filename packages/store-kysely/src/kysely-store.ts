@@ -1,6 +1,8 @@
 import type {
+  FlowReadStore,
   GroupCounts,
   GroupReadStore,
+  RateWindow,
   TaskGroupInfo,
   BulkBatchInput,
   ClaimInput,
@@ -55,6 +57,7 @@ import { StoreLifecycle } from "./store-lifecycle.js";
 import { StoreStatements } from "./store-statements.js";
 import { SubmitPath } from "./submit-path.js";
 import { GroupReads } from "./group-reads.js";
+import { RateWindowReads } from "./rate-window-reads.js";
 import { TaskReads } from "./task-reads.js";
 
 /** Options of {@link KyselyStore}. */
@@ -93,7 +96,7 @@ export interface KyselyStoreOptions {
  * const store = new KyselyStore(db, new MyDialect());
  * const task = await store.submit({ name: "email", payload: { to: "a@example.com" } });
  */
-export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, QueueHealthTaskStore, TaskStepStore, GroupReadStore {
+export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, QueueHealthTaskStore, TaskStepStore, GroupReadStore, FlowReadStore {
   /** What this backend can do beyond the contract's floor, from the dialect's flags. */
   readonly capabilities: StoreCapabilities;
   /** The backpressure gate every submit passes after validation (§5.6); installed by the client. */
@@ -111,6 +114,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
   /** Extension tables and statements beyond protocol v1 (flow control, schedule slots). */
   readonly #extensions: StoreExtensions;
   readonly #groupReads: GroupReads;
+  readonly #rateWindows: RateWindowReads;
   /** Durable steps: the journal, parking, messages (see `steps-journal.ts`). */
   readonly #steps: StepJournal;
 
@@ -158,7 +162,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     this.#reads = new TaskReads(statements, this.#lifecycle);
     this.#transitions = new ClientTransitions(statements, this.#lifecycle, (parentIds) => this.#steps.wakeJoins(parentIds), requeued);
     this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions, inFlight);
-    this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle);
+    this.#rateWindows = new RateWindowReads(this.#extensions);
+    this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle, this.#rateWindows);
     this.#steps = new StepJournal(this.#extensions);
   }
 
@@ -313,6 +318,11 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
   /** Queued and running tasks of `name` per group, most queued first (see `group-reads.ts`). */
   groupStats(name: string, options?: { readonly limit?: number }): Promise<GroupCounts[]> {
     return this.#groupReads.groupStats(name, options);
+  }
+
+  /** The rate window of `name` under its recorded `rateLimit`, or `null` (see `rate-window-reads.ts`); creates nothing. */
+  rateWindow(name: string): Promise<RateWindow | null> {
+    return this.#lifecycle.run(() => this.#rateWindows.nameWindow(name));
   }
 
   // --------------------------------------------------------------- schedules

@@ -154,6 +154,9 @@ export const MYSQL_EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly strin
     `CREATE TABLE IF NOT EXISTS cairnq_ext_rate_claims (name ${T.text} NOT NULL, claimed_at_ms BIGINT NOT NULL, task_id ${T.id} NOT NULL) ${TABLE_OPTIONS}`,
     `CREATE INDEX IF NOT EXISTS cairnq_ext_rate_claims_name_idx ON cairnq_ext_rate_claims (name, claimed_at_ms)`,
   ],
+  cairnq_ext_rate_limits: [
+    `CREATE TABLE IF NOT EXISTS cairnq_ext_rate_limits (name ${T.text} NOT NULL, scope ${T.word} NOT NULL, max_claims BIGINT NOT NULL, per_ms BIGINT NOT NULL, PRIMARY KEY (name, scope)) ${TABLE_OPTIONS}`,
+  ],
   "cairnq_ext_groups*": [
     `CREATE TABLE IF NOT EXISTS cairnq_ext_task_groups (task_id ${T.id} PRIMARY KEY, name ${T.text} NOT NULL, group_key ${T.text} NOT NULL, priority INT NOT NULL, state ${T.word} NOT NULL, ` +
       `CONSTRAINT cairnq_ext_task_groups_task_fk FOREIGN KEY (task_id) REFERENCES cairnq_tasks (id) ON DELETE CASCADE) ${TABLE_OPTIONS}`,

@@ -74,4 +74,40 @@ describe("extension tables on SQLite (extension-tables.ts, extension-catalog.ts)
     await store.submit({ name: "g", group: "c" }); // a group write: reads run no DDL
     expect(groupIndexes(file)).toEqual(before);
   });
+
+  it("a database whose rate-claims and group tables an earlier release created (no cairnq_ext_rate_limits): reads answer null and create nothing; the next rate-limited claims add the table and record their limits", async () => {
+    const file = await groupedDatabase();
+    const earlier = openStore(file);
+    await earlier.connect();
+    await earlier.submit({ name: "rl" });
+    const flowControl = { rl: { rateLimit: { max: 1, perMs: 3_600_000 } }, g: { groupRateLimit: { max: 1, perMs: 3_600_000 } } };
+    expect(await earlier.claim({ queues: ["default"], names: ["rl", "g"], limit: 10, workerId: "w", leaseMs: 60_000, flowControl })).toHaveLength(2);
+    await earlier.close();
+    const db = new Database(file);
+    db.exec("DROP TABLE cairnq_ext_rate_limits");
+    db.close();
+    const tables = (): string[] => {
+      const reader = new Database(file, { readonly: true });
+      try {
+        return (reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cairnq_ext_rate%' ORDER BY name").all() as { name: string }[]).map((row) => row.name);
+      } finally {
+        reader.close();
+      }
+    };
+    expect(tables()).toEqual(["cairnq_ext_rate_claims"]);
+
+    const store = openStore(file);
+    await store.connect();
+    const waiting = await store.submit({ name: "g", group: "a" });
+    expect(await store.rateWindow("rl")).toBeNull();
+    expect((await store.taskGroup(waiting.id))?.groupRateWindow).toBeNull();
+    expect(tables()).toEqual(["cairnq_ext_rate_claims"]);
+    await store.submit({ name: "rl" });
+    await store.submit({ name: "g", group: "b" });
+    expect(await store.claim({ queues: ["default"], names: ["rl", "g"], limit: 10, workerId: "w", leaseMs: 60_000, flowControl: { ...flowControl, rl: { rateLimit: { max: 2, perMs: 3_600_000 } } } })).toHaveLength(2);
+    expect(tables()).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits"]);
+    expect(await store.rateWindow("rl")).toMatchObject({ limit: { max: 2, perMs: 3_600_000 }, claims: 2 });
+    expect((await store.taskGroup(waiting.id))?.groupRateWindow).toMatchObject({ limit: { max: 1, perMs: 3_600_000 }, claims: 1 });
+    await store.close();
+  });
 });

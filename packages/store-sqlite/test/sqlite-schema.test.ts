@@ -409,10 +409,10 @@ describe("extension tables (schedules, rate limits) beside the v1 tables", () =>
     expect(extTables(describeSchema(file))).toEqual([]);
     await store.submit({ name: "limited" });
     expect(await store.claim({ queues: ["default"], names: ["limited"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } })).toHaveLength(1);
-    expect(extTables(describeSchema(file))).toEqual(["cairnq_ext_rate_claims"]);
+    expect(extTables(describeSchema(file))).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits"]);
     await store.submitScheduleSlots({ schedule: "tick", slotsMs: [1000, 2000], task: { name: "tick" } });
     const after = describeSchema(file);
-    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits", "cairnq_ext_schedules"]);
     expect(v1Part(after)).toEqual(v1);
     expect(v1Part(after).tables).toEqual(TABLES);
     expect(ledger(file)).toEqual(ledgerBefore);
@@ -431,7 +431,7 @@ describe("extension tables (schedules, rate limits) beside the v1 tables", () =>
     await store.claim({ queues: ["default"], names: ["limited", "tick"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } });
     const after = describeSchema(file);
     expect(v1Part(after)).toEqual(v1);
-    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits", "cairnq_ext_schedules"]);
     // The peer reads the slot task as an ordinary keyed row.
     const reader = new Database(file, { readonly: true });
     try {

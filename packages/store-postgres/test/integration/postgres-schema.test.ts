@@ -619,10 +619,10 @@ describe("extension tables (schedules, rate limits) beside the v1 tables", () =>
     expect(extTables(await describeSchema(schema))).toEqual([]);
     await store.submit({ name: "limited" });
     expect(await store.claim({ queues: ["default"], names: ["limited"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } })).toHaveLength(1);
-    expect(extTables(await describeSchema(schema))).toEqual(["cairnq_ext_rate_claims"]);
+    expect(extTables(await describeSchema(schema))).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits"]);
     await store.submitScheduleSlots({ schedule: "tick", slotsMs: [1000, 2000], task: { name: "tick" } });
     const after = await describeSchema(schema);
-    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits", "cairnq_ext_schedules"]);
     expect(v1Part(after)).toEqual(v1);
     expectFinalSchema(schema, v1Part(after));
     expect(await ledger(schema)).toEqual(ledgerBefore);
@@ -639,7 +639,7 @@ describe("extension tables (schedules, rate limits) beside the v1 tables", () =>
     await store.claim({ queues: ["default"], names: ["limited", "tick"], workerId: "w", leaseMs: 60_000, flowControl: { limited: { rateLimit: { max: 5, perMs: 1000 } } } });
     const after = await describeSchema(schema);
     expect(v1Part(after)).toEqual(v1);
-    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_schedules"]);
+    expect(extTables(after)).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits", "cairnq_ext_schedules"]);
     // The peer reads the slot task as an ordinary keyed row.
     expect(
       await q(`SELECT t.name, t.run_at_ms::text AS run_at_ms FROM "${schema}".cairnq_task_keys k JOIN "${schema}".cairnq_tasks t ON t.id = k.task_id WHERE k."key" = $1`, ["cairnq:schedule:tick:1000"]),
