@@ -5,11 +5,11 @@
  * it. `cairnq.explain(id)`, the `cairnq explain` command and the dashboard's
  * task page all say the same thing this way.
  */
-import type { GroupReadStore, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
-import { hasGroupReads, InvalidArgument } from "@cairnq/protocol";
-import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
+import type { FlowReadStore, GroupReadStore, RateWindow, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import { hasFlowReads, hasGroupReads, InvalidArgument } from "@cairnq/protocol";
+import { applyBranches, rateWindowFull, RECOVER } from "@cairnq/protocol/adapter";
 import type { RuntimeClock } from "@cairnq/runtime";
-import { checkOptions, describeError, formatDuration, formatWhen, systemClock } from "@cairnq/runtime";
+import { checkOptions, describeError, formatDuration, formatInstant, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
 import { readQueueActivity } from "./queue-activity.js";
 import { parkedVerdict } from "./explain-steps.js";
@@ -19,7 +19,10 @@ export type ExplainState =
   | "delayed"
   | "backing-off"
   | "waiting"
+  /** Due, but its group is at `groupConcurrency`, or its group's `groupRateLimit` window is full. */
   | "group-limit"
+  /** Due, but its name's `rateLimit` window is full. */
+  | "rate-limit"
   | "unclaimed"
   | "running"
   | "lease-expired"
@@ -66,6 +69,8 @@ export interface ExplainContext {
   readonly recentMs?: number;
   /** The task's group and its counts, from a store with group reads; `null` when it has no group. @default null */
   readonly group?: TaskGroupInfo | null;
+  /** The rate window of the task's name, from a store with flow-control reads; `null` when no claim recorded a `rateLimit` for it. @default null */
+  readonly rateWindow?: RateWindow | null;
 }
 
 /** What {@link explainTask} says: the {@link Explanation} without the row and the evidence it was given. */
@@ -105,6 +110,23 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
         lastError(task),
     };
   }
+  const rate = fullRateWindow(ctx);
+  if (rate !== null) {
+    const window = `${rate.window.claims} of ${rate.window.limit.max} claims in the current ${formatDuration(rate.window.limit.perMs)} window`;
+    // In ms when it is that close ("just now" says nothing of a 1 s window).
+    const room = `the window has room again in ${formatDuration(rate.window.roomAtMs - nowMs)} (at ${formatInstant(rate.window.roomAtMs)})`;
+    const summary =
+      rate.of === "group"
+        ? `waiting on its group's limit: group ${(group as TaskGroupInfo).group}: ${window} (groupRateLimit of ${quoted(task.name)}), ${(group as TaskGroupInfo).queued} queued; ${room}. ` +
+          `Its group's next task (by priority, then the oldest) is claimed then; other groups keep running meanwhile.`
+        : `waiting on its name's rate limit: ${quoted(task.name)}: ${window} (rateLimit of ${quoted(task.name)}); ${room}. ` +
+          `A claim of ${quoted(task.name)} then takes the next of its tasks (by priority, then due time); other names keep running meanwhile.`;
+    return {
+      ...base,
+      state: rate.of === "group" ? "group-limit" : "rate-limit",
+      summary: `Queued${requeued} in queue ${quoted(task.queue)} and due since ${formatWhen(task.run_at_ms, nowMs)}, ${summary}` + lastError(task),
+    };
+  }
   const inGroup = group === null ? "" : ` It is in group ${group.group} (${group.running} running${group.groupConcurrency === null ? "" : ` of ${group.groupConcurrency}`}).`;
   const head = `Queued${requeued} in queue ${quoted(task.queue)} and due since ${formatWhen(task.run_at_ms, nowMs)}, waiting for a worker with a handler for ${quoted(task.name)} to claim it.${inGroup}`;
   if (activity === null) return { ...base, state: "waiting", summary: head + lastError(task) };
@@ -136,9 +158,25 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
 }
 
 /**
+ * The full rate window that holds a due task back at `ctx.nowMs`, as the store recorded it: its group's
+ * (`groupRateLimit`) or its name's (`rateLimit`); when both are full, the one that has room last, since
+ * a claim needs room in both.
+ */
+function fullRateWindow(ctx: ExplainContext): { of: "group" | "name"; window: RateWindow & { readonly roomAtMs: number } } | null {
+  const groupWindow = ctx.group?.groupRateWindow ?? null;
+  const nameWindow = ctx.rateWindow ?? null;
+  const ofGroup = rateWindowFull(groupWindow, ctx.nowMs) ? { of: "group" as const, window: groupWindow } : null;
+  const ofName = rateWindowFull(nameWindow, ctx.nowMs) ? { of: "name" as const, window: nameWindow } : null;
+  if (ofGroup === null || ofName === null) return ofGroup ?? ofName;
+  return ofName.window.roomAtMs > ofGroup.window.roomAtMs ? ofName : ofGroup;
+}
+
+/**
  * Why a due task of a queue that workers are claiming may still wait, as far as the database can tell: what
- * runs is recorded, a worker's per-name limits (`globalConcurrency`, `rateLimit`, `groupRateLimit`) are its
- * own options and are not, so a limit is named as a possibility, never as the cause.
+ * runs is recorded, and so are the rate limits the last claims enforced (a full window is said before this,
+ * {@link fullRateWindow}); a worker's `globalConcurrency` is its own option and is not, nor is a limit a store
+ * without the reads keeps, or one a worker has set since its last claim, so a limit is named as a possibility,
+ * never as the cause.
  */
 function heldBack(task: Task, runningWithName: number, group: TaskGroupInfo | null): string {
   const name = quoted(task.name);
@@ -304,6 +342,8 @@ export async function explain(
   const parked = steps === null ? null : parkedVerdict(task, steps, nowMs);
   if (parked !== null) return { ...parked, activity: null, task, steps };
   const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
-  const group = task.status === "queued" && task.run_at_ms <= nowMs && hasGroupReads(store as TaskStore) ? await (store as TaskStore & GroupReadStore).taskGroup(task.id) : null;
-  return { ...explainTask(task, { nowMs, activity, group }), activity, task, steps };
+  const due = task.status === "queued" && task.run_at_ms <= nowMs;
+  const group = due && hasGroupReads(store as TaskStore) ? await (store as TaskStore & GroupReadStore).taskGroup(task.id) : null;
+  const rateWindow = due && hasFlowReads(store as TaskStore) ? await (store as TaskStore & FlowReadStore).rateWindow(task.name) : null;
+  return { ...explainTask(task, { nowMs, activity, group, rateWindow }), activity, task, steps };
 }

@@ -333,7 +333,7 @@ describe("cairnq.explain on SQLite", () => {
     expect(why?.summary).toContain("Workers are claiming the queue: a task of the queue finished");
   });
 
-  it("a task held back by a worker's flow control: what runs of its name, and the limits that may hold it, named as possible", async () => {
+  it("a task held back by a worker's flow control: its name's full rateLimit window as recorded; what runs of its name, and the limits that may hold it, named as possible", async () => {
     dir = mkdtempSync(join(tmpdir(), "cairnq-explain-"));
     cairnq = new CairnQ(new SQLiteStore(join(dir, "cairnq.db")));
     const store = cairnq.store;
@@ -352,8 +352,8 @@ describe("cairnq.explain on SQLite", () => {
     expect(await claim()).toEqual([]);
 
     const heldByRate = await cairnq.explain(left(rl));
-    expect(heldByRate).toMatchObject({ state: "waiting", activity: { runningWithName: 0 } });
-    expect(heldByRate?.summary).toContain("None named 'rl' is running: a worker that limits 'rl' by rateLimit may be at that limit until its window frees");
+    expect(heldByRate).toMatchObject({ state: "rate-limit", activity: { runningWithName: 0 } });
+    expect(heldByRate?.summary).toContain("waiting on its name's rate limit: 'rl': 1 of 1 claims in the current 1 h window (rateLimit of 'rl'); the window has room again in 59 min");
     const heldByGlobal = await cairnq.explain(left(gc));
     expect(heldByGlobal).toMatchObject({ state: "waiting", activity: { runningWithName: 1 } });
     expect(heldByGlobal?.summary).toContain("1 named 'gc' is running, so a worker has a handler for it: the workers may be busy, or at a limit they set on 'gc' (globalConcurrency, rateLimit)");

@@ -1,0 +1,150 @@
+/**
+ * `explain` of a due task held back by a full rate window — its group's
+ * `groupRateLimit` or its name's `rateLimit` — as the store recorded it: the
+ * claims in the window, the limit the last claim enforced, and when the
+ * window has room again. First as a pure function of the evidence, then on a
+ * SQLite file whose claims recorded the windows.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { RateWindow, Task, TaskGroupInfo } from "@cairnq/protocol";
+import { newWorkerId } from "@cairnq/protocol/adapter";
+import { SQLiteStore } from "@cairnq/store-sqlite";
+import { afterEach, describe, expect, it } from "vitest";
+import { explainTask } from "../src/explain.js";
+import { CairnQ } from "../src/index.js";
+
+const NOW = Date.UTC(2026, 11, 1, 10, 0, 0);
+const DUE = "Queued in queue 'mail' and due since 2026-12-01T09:59:55.000Z (5 s ago), ";
+
+function row(fields: Partial<Task> = {}): Task {
+  return {
+    id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
+    name: "send",
+    queue: "mail",
+    status: "queued",
+    payload: {},
+    result: null,
+    error: null,
+    metadata: {},
+    progress: null,
+    message: null,
+    attempt: 0,
+    max_attempts: 3,
+    priority: 0,
+    worker_id: null,
+    lease_until_ms: null,
+    run_at_ms: NOW - 5000,
+    cancel_requested_at_ms: null,
+    parent_id: null,
+    root_id: null,
+    correlation_id: null,
+    created_at_ms: NOW - 5000,
+    updated_at_ms: NOW - 5000,
+    completed_at_ms: null,
+    ...fields,
+  };
+}
+
+const busy = { runningOnQueue: 1, runningWithName: 0, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };
+
+function window(max: number, perMs: number, claims: number, roomInMs: number | null): RateWindow {
+  return { limit: { max, perMs }, claims, roomAtMs: roomInMs === null ? null : NOW + roomInMs };
+}
+
+function group(groupRateWindow: RateWindow | null, fields: Partial<TaskGroupInfo> = {}): TaskGroupInfo {
+  return { group: "acme", running: 0, queued: 3, groupConcurrency: null, groupRateWindow, ...fields };
+}
+
+describe("explainTask with rate windows", () => {
+  it("a full groupRateLimit window: group-limit, with its claims, limit and when it has room again", () => {
+    const verdict = explainTask(row(), { nowMs: NOW, activity: busy, group: group(window(10, 1000, 10, 420)) });
+    expect(verdict.state).toBe("group-limit");
+    expect(verdict.summary).toBe(
+      `${DUE}waiting on its group's limit: group acme: 10 of 10 claims in the current 1 s window (groupRateLimit of 'send'), 3 queued; ` +
+        "the window has room again in 420 ms (at 2026-12-01T10:00:00.420Z). Its group's next task (by priority, then the oldest) is claimed then; other groups keep running meanwhile.",
+    );
+  });
+
+  it("a full rateLimit window of its name: rate-limit, with its claims, limit and when it has room again", () => {
+    const verdict = explainTask(row({ attempt: 1, error: { message: "503" } }), { nowMs: NOW, activity: busy, rateWindow: window(2, 60_000, 2, 41_500) });
+    expect(verdict.state).toBe("rate-limit");
+    expect(verdict.summary).toBe(
+      "Queued after attempt 1 of 3 in queue 'mail' and due since 2026-12-01T09:59:55.000Z (5 s ago), waiting on its name's rate limit: " +
+        "'send': 2 of 2 claims in the current 1 min window (rateLimit of 'send'); the window has room again in 41 s (at 2026-12-01T10:00:41.500Z). " +
+        "A claim of 'send' then takes the next of its tasks (by priority, then due time); other names keep running meanwhile. The last error was \"503\".",
+    );
+  });
+
+  it("both full: the window that has room last, since a claim needs room in both; groupConcurrency first", () => {
+    const groupWindow = window(10, 1000, 10, 420);
+    expect(explainTask(row(), { nowMs: NOW, group: group(groupWindow), rateWindow: window(2, 60_000, 2, 41_500) }).state).toBe("rate-limit");
+    expect(explainTask(row(), { nowMs: NOW, group: group(groupWindow), rateWindow: window(2, 300, 2, 100) }).state).toBe("group-limit");
+    const atConcurrency = explainTask(row(), { nowMs: NOW, group: group(groupWindow, { running: 2, groupConcurrency: 2 }), rateWindow: window(2, 300, 2, 100) });
+    expect(atConcurrency.summary).toContain("group acme: 2 of 2 running (groupConcurrency of 'send')");
+  });
+
+  it("a window with room, or whose room came by now, holds nothing: waiting as before", () => {
+    for (const rateWindow of [window(2, 1000, 1, null), window(2, 1000, 2, 0), window(2, 1000, 2, -5)]) {
+      expect(explainTask(row(), { nowMs: NOW, activity: busy, rateWindow, group: group(rateWindow) }).state).toBe("waiting");
+    }
+  });
+});
+
+describe("cairnq.explain of a full rate window on SQLite", () => {
+  let dir: string | undefined;
+  let cairnq: CairnQ | undefined;
+  let store: SQLiteStore;
+
+  afterEach(async () => {
+    await cairnq?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    cairnq = undefined;
+    dir = undefined;
+  });
+
+  function open(): CairnQ {
+    dir = mkdtempSync(join(tmpdir(), "cairnq-explain-rate-"));
+    store = new SQLiteStore(join(dir, "cairnq.db"));
+    return (cairnq = new CairnQ(store));
+  }
+
+  it("(a) group acme's groupRateLimit window is full: group-limit, 2 of 2 claims in the current 1 min window, and when it has room again", async () => {
+    const client = open();
+    for (let i = 0; i < 3; i++) await client.submit("send", { i }, { group: "acme" });
+    const flowControl = { send: { groupRateLimit: { max: 2, perMs: 60_000 } } };
+    const workerId = newWorkerId();
+    const claimed = await client.store.claim({ queues: ["default"], workerId, names: ["send"], limit: 5, flowControl });
+    expect(claimed).toHaveLength(2);
+    // Settling gives no rate back: the window stays full.
+    for (const task of claimed) await client.store.complete({ taskId: task.id, workerId, result: null });
+    const waiting = (await client.list({ name: "send", status: "queued" }))[0] as Task;
+    const roomAtMs = (await store.taskGroup(waiting.id))?.groupRateWindow?.roomAtMs as number;
+    const why = await client.explain(waiting.id, { nowMs: roomAtMs - 420 });
+    expect(why?.state).toBe("group-limit");
+    expect(why?.summary).toContain(
+      `waiting on its group's limit: group acme: 2 of 2 claims in the current 1 min window (groupRateLimit of 'send'), 1 queued; ` +
+        `the window has room again in 420 ms (at ${new Date(roomAtMs).toISOString()}).`,
+    );
+    expect((await client.explain(waiting.id, { nowMs: roomAtMs }))?.state).toBe("waiting");
+  });
+
+  it("(b) the rateLimit window of 'rl' is full: rate-limit, 1 of 1 claims in the current 1 h window, and when it has room again", async () => {
+    const client = open();
+    const first = await client.submit("rl", {}, { queue: "q" });
+    const second = await client.submit("rl", {}, { queue: "q" });
+    const workerId = newWorkerId();
+    const claim = () => client.store.claim({ queues: ["q"], workerId, leaseMs: 60_000, names: ["rl"], limit: 10, flowControl: { rl: { rateLimit: { max: 1, perMs: 3_600_000 } } } });
+    const [taken] = await claim();
+    expect(taken?.id).toBe(first.id);
+    await client.store.complete({ taskId: first.id, workerId, result: null });
+    expect(await claim()).toEqual([]);
+    const roomAtMs = (await store.rateWindow("rl"))?.roomAtMs as number;
+    const why = await client.explain(second.id, { nowMs: roomAtMs - 61_000 });
+    expect(why?.state).toBe("rate-limit");
+    expect(why?.summary).toContain(
+      `waiting on its name's rate limit: 'rl': 1 of 1 claims in the current 1 h window (rateLimit of 'rl'); the window has room again in 1 min 1 s (at ${new Date(roomAtMs).toISOString()}).`,
+    );
+  });
+});
