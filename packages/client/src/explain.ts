@@ -153,7 +153,7 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
   return {
     ...base,
     state: "waiting",
-    summary: `${head} Workers are claiming the queue: ${busy}${competition}. ${heldBack(task, activity.runningWithName, group)}` + lastError(task),
+    summary: `${head} Workers are claiming the queue: ${busy}${competition}. ${heldBack(task, activity.runningWithName, group, ctx.rateWindow ?? null)}` + lastError(task),
   };
 }
 
@@ -173,25 +173,31 @@ function fullRateWindow(ctx: ExplainContext): { of: "group" | "name"; window: Ra
 
 /**
  * Why a due task of a queue that workers are claiming may still wait, as far as the database can tell: what
- * runs is recorded, and so are the rate limits the last claims enforced (a full window is said before this,
- * {@link fullRateWindow}); a worker's `globalConcurrency` is its own option and is not, nor is a limit a store
- * without the reads keeps, or one a worker has set since its last claim, so a limit is named as a possibility,
+ * runs is recorded, and so are the rate limits the last claims enforced, with their windows (a full one is said
+ * before this, {@link fullRateWindow}; one read with room is no cause, so it is not named). A worker's
+ * `globalConcurrency` is its own option and is not recorded, nor is a rate limit no claim has recorded yet (a
+ * store without the reads, or a limit a worker set since its last claim): those are named as possibilities,
  * never as the cause.
  */
-function heldBack(task: Task, runningWithName: number, group: TaskGroupInfo | null): string {
+function heldBack(task: Task, runningWithName: number, group: TaskGroupInfo | null, nameWindow: RateWindow | null): string {
   const name = quoted(task.name);
-  const unrecorded = "the database records what runs, not the workers' limits, so it cannot tell";
+  const unrecorded = "the database records what runs and the rate windows claims counted, not every limit a worker sets, so it cannot tell";
+  // The rate limits that may still hold it back: those without a recorded window (a recorded one has room here).
+  const nameRate = nameWindow === null;
+  const groupRate = group !== null && group.groupRateWindow === null;
   if (runningWithName > 0) {
-    const groupRate = group === null ? "" : `, or group ${group.group}'s groupRateLimit`;
+    const limits = ["globalConcurrency", ...(nameRate ? ["rateLimit"] : [])].join(", ") + (groupRate ? `, or group ${group.group}'s groupRateLimit` : "");
     return (
       `${runningWithName} named ${name} ${runningWithName === 1 ? "is" : "are"} running, so a worker has a handler for it: ` +
-      `the workers may be busy, or at a limit they set on ${name} (globalConcurrency, rateLimit${groupRate}), and it is claimed when that lets it; ${unrecorded} which.`
+      `the workers may be busy, or at a limit they set on ${name} (${limits}), and it is claimed when that lets it; ${unrecorded} which.`
     );
   }
-  const groupRate = group === null ? "" : ` (or group ${group.group}'s groupRateLimit)`;
+  const handler = `If no worker has a handler for ${name}, it stays queued; check the workers' task names.`;
+  if (!nameRate && !groupRate) return `None named ${name} is running, and the rate windows its claims recorded have room. ${handler}`;
+  const by = nameRate ? `rateLimit${groupRate ? ` (or group ${group.group}'s groupRateLimit)` : ""}` : `group ${(group as TaskGroupInfo).group}'s groupRateLimit`;
   return (
-    `None named ${name} is running: a worker that limits ${name} by rateLimit${groupRate} may be at that limit until its window frees ` +
-    `(claims count in it even after they end); ${unrecorded} whether it is. If no worker has a handler for ${name}, it stays queued; check the workers' task names.`
+    `None named ${name} is running: a worker that limits ${name} by ${by} may be at that limit until its window frees ` +
+    `(claims count in it even after they end); ${unrecorded} whether it is. ${handler}`
   );
 }
 

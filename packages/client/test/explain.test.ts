@@ -82,7 +82,7 @@ describe("explainTask", () => {
   });
 
   it("waiting: with its name running, the workers are busy or at a limit they set on it; with none running, a rateLimit window or a missing handler; never a limit as the cause", () => {
-    const unrecorded = "the database records what runs, not the workers' limits, so it cannot tell";
+    const unrecorded = "the database records what runs and the rate windows claims counted, not every limit a worker sets, so it cannot tell";
     const busy = { runningOnQueue: 3, runningWithName: 2, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };
     const running = explainTask(row({}), { nowMs: NOW, activity: busy }).summary;
     expect(running).toContain(
@@ -99,6 +99,25 @@ describe("explainTask", () => {
     const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null, groupRateWindow: null };
     expect(explainTask(row({}), { nowMs: NOW, activity: idle, group }).summary).toContain("by rateLimit (or group acme's groupRateLimit) may be at that limit");
     expect(explainTask(row({}), { nowMs: NOW, activity: busy, group }).summary).toContain("(globalConcurrency, rateLimit, or group acme's groupRateLimit)");
+  });
+
+  it("waiting: a rate limit whose recorded window has room is not named as a possible cause", () => {
+    const busy = { runningOnQueue: 3, runningWithName: 2, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };
+    const idle = { ...busy, runningWithName: 0 };
+    const room = { limit: { max: 5, perMs: 1000 }, claims: 2, roomAtMs: null };
+    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null, groupRateWindow: room };
+    // Both windows recorded, both with room: only globalConcurrency (not recorded) is left while some run.
+    expect(explainTask(row({}), { nowMs: NOW, activity: busy, group, rateWindow: room }).summary).toContain("at a limit they set on 'email' (globalConcurrency), and it is claimed");
+    const none = explainTask(row({}), { nowMs: NOW, activity: idle, group, rateWindow: room }).summary;
+    expect(none).toContain("None named 'email' is running, and the rate windows its claims recorded have room. If no worker has a handler for 'email', it stays queued");
+    expect(none).not.toContain("may be at that limit");
+    // Only the group's window recorded: the name's rateLimit is still a possibility, the group's is not.
+    const nameOnly = explainTask(row({}), { nowMs: NOW, activity: idle, group }).summary;
+    expect(nameOnly).toContain("a worker that limits 'email' by rateLimit may be at that limit");
+    expect(nameOnly).not.toContain("groupRateLimit");
+    // Only the name's window recorded: the group's groupRateLimit is the one left.
+    const groupOnly = explainTask(row({}), { nowMs: NOW, activity: idle, group: { ...group, groupRateWindow: null }, rateWindow: room }).summary;
+    expect(groupOnly).toContain("a worker that limits 'email' by group acme's groupRateLimit may be at that limit");
   });
 
   it("running: under its worker, cancel requested, or lease expired awaiting recovery", () => {

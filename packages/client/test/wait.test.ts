@@ -200,7 +200,7 @@ describe("TaskTimeout", () => {
     expect(error.message).toBe(
       `task ${task.id} ('summarize') did not finish within 30ms: queued and never claimed — ` +
         `is a worker running with a handler for 'summarize' on queue 'llm' against this database? ` +
-        `If one is, it is busy or held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit), which the database does not record`,
+        `If one is, it is busy or held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit), which this message does not check (explain tells a full rate window)`,
     );
   });
 

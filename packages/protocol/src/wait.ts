@@ -314,7 +314,8 @@ function lastError(task: Task): string {
  * a durable sleep, wait or join; delayed or retrying, with the time to its next
  * run; queued at its group's `groupConcurrency`; queued and never claimed (no
  * worker for that name, queue or database — or a worker's limit on the name,
- * which the database does not record); running with a cancel requested; running.
+ * which this read does not check: `explain` reads a full rate window); running
+ * with a cancel requested; running.
  *
  * @example
  * ```ts
@@ -344,7 +345,7 @@ export function describeTimeout(context: TimeoutContext): string {
       const dueInMs = task.run_at_ms - nowMs;
       const parked = context.parked ?? null;
       const group = context.group ?? null;
-      // Per-name limits are worker options, not stored: a message can name them, never say one is reached.
+      // Per-name limits are worker options; this read checks none of them: a message can name them, never say one is reached.
       const limits = `globalConcurrency, rateLimit${group === null ? "" : `, group ${group.group}'s groupRateLimit`}`;
       if (parked !== null) {
         state = `parked, ${parkedWords(parked, nowMs)} — no worker holds it meanwhile, and a worker resumes it when that ends`;
@@ -360,7 +361,7 @@ export function describeTimeout(context: TimeoutContext): string {
       } else if (task.attempt === 0) {
         state =
           `queued and never claimed — is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database? ` +
-          `If one is, it is busy or held back by a limit it sets on '${task.name}' (${limits}), which the database does not record`;
+          `If one is, it is busy or held back by a limit it sets on '${task.name}' (${limits}), which this message does not check (explain tells a full rate window)`;
       } else {
         state =
           `queued again after ${attempts}${lastError(task)} and not yet re-claimed — ` +

@@ -200,7 +200,7 @@ describe("waitForTask by id", () => {
     expect(error.message).toBe(
       `task ${ID} ('summarize') did not finish within 30ms: queued and never claimed — ` +
         `is a worker running with a handler for 'summarize' on queue 'llm' against this database? ` +
-        `If one is, it is busy or held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit), which the database does not record`,
+        `If one is, it is busy or held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit), which this message does not check (explain tells a full rate window)`,
     );
   });
 
@@ -371,7 +371,7 @@ describe("describeTimeout", () => {
     );
     for (const room of [{ ...full, running: 1 }, { ...full, groupConcurrency: null }]) {
       expect(describeTimeout({ ...base, task: queuedRow(), group: room })).toContain(
-        "held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit, group acme's groupRateLimit), which the database does not record",
+        "held back by a limit it sets on 'summarize' (globalConcurrency, rateLimit, group acme's groupRateLimit), which this message does not check (explain tells a full rate window)",
       );
     }
   });
