@@ -87,8 +87,6 @@ describe("plan", () => {
   it("guards every assignment of a conditional upsert by its condition on the old row, returning nulls it drops", () => {
     const planned = plan("INSERT INTO s (k, v) SELECT id, ?1 FROM cairnq_tasks WHERE id = ?2 ON CONFLICT (k) DO UPDATE SET v = excluded.v WHERE s.v <> 'done' RETURNING k");
     expect(planned.dropNullRows).toBe(true);
-    // One statement writes: no transaction around it (the executor still sends both steps on one connection).
-    expect(planned.transactional).toBe(false);
     expect(planned.steps.map((s) => s.sql)).toEqual([
       "SET @cq_cond = 1",
       "INSERT INTO s (k, v) SELECT id, ? FROM cairnq_tasks WHERE id = ? ON DUPLICATE KEY UPDATE s.v = IF((@cq_cond := COALESCE(s.v <> 'done', 0)) IS NULL, s.v, s.v), " +
