@@ -9,12 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.js";
-import type { CliRun } from "../support/cli.js";
-
-function cli(args: readonly string[]): Promise<CliRun> {
-  return runCli(args);
-}
+import { runCli as cli } from "../support/cli.js";
 
 describe("cairnq cancel of a running task", () => {
   let dir = "";

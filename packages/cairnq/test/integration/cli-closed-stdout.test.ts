@@ -10,12 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_BIN as BIN } from "../support/cli.js";
+import { CLI_BIN as BIN, cliEnv } from "../support/cli.js";
 
 /** Runs the CLI with its stdout closed by the reader before anything is read; resolves with its exit status and stderr. */
 function cliIntoClosedPipe(args: readonly string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined } });
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"], env: cliEnv() });
     child.stdout.destroy();
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));

@@ -10,12 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.js";
-import type { CliRun } from "../support/cli.js";
-
-function cli(args: readonly string[], cwd?: string): Promise<CliRun> {
-  return runCli(args, { cwd });
-}
+import { runCli as cli } from "../support/cli.js";
 
 function tables(file: string): string[] {
   const db = new Database(file, { readonly: true, fileMustExist: true });
@@ -71,7 +66,7 @@ describe("cairnq on a SQLite file without CairnQ's tables", () => {
 
   it("refuses a SQLite URI filename with exit 2, for migrate too, and creates nothing", async () => {
     for (const command of ["stats", "migrate"]) {
-      const run = await cli([command, "--db", "file:./s1.db"], dir);
+      const run = await cli([command, "--db", "file:./s1.db"], { cwd: dir });
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toContain("is a SQLite URI filename ('file:…'), which is not supported since not every driver reads them; give a plain path instead");
     }

@@ -20,12 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, freshSchemaName, pgDsn, q } from "../support/postgres.js";
 import type { Seeded } from "../support/seed.js";
 import { seed } from "../support/seed.js";
-import { CLI_BIN as BIN, runCli } from "../support/cli.js";
+import { CLI_BIN as BIN, cliEnv, runCli as cli } from "../support/cli.js";
 import type { CliRun } from "../support/cli.js";
-
-function cli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
-  return runCli(args, { env });
-}
 
 async function cliJson<T = Record<string, unknown>>(args: readonly string[], expectedCode = 0): Promise<T> {
   const run = await cli([...args, "--json"]);
@@ -331,7 +327,7 @@ describe("cairnq CLI usage", () => {
       expect(missing.code).toBe(2);
       expect(missing.stderr).toContain("cairnq migrate --db");
       expect(existsSync(file)).toBe(false);
-      const migrated = await cli(["migrate", "--json"], { CAIRNQ_DB: file });
+      const migrated = await cli(["migrate", "--json"], { env: { CAIRNQ_DB: file } });
       expect(migrated.code).toBe(0);
       expect(JSON.parse(migrated.stdout)).toMatchObject({ command: "migrate", protocolVersion: 1, schemaVersion: 10 });
       expect(existsSync(file)).toBe(true);
@@ -399,7 +395,7 @@ describe("cairnq colours", () => {
   function onTty(args: readonly string[], env: Record<string, string | undefined>): Promise<CliRun> {
     const command = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
     return new Promise((resolve) => {
-      execFile("script", ["-qec", command, "/dev/null"], { env: { ...process.env, TERM: "xterm", NO_COLOR: undefined, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+      execFile("script", ["-qec", command, "/dev/null"], { env: cliEnv({ TERM: "xterm", ...env }), timeout: 30_000 }, (err, stdout, stderr) => {
         resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
       });
     });

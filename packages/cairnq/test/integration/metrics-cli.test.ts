@@ -13,12 +13,7 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 import { parsePrometheus } from "@cairnq/test-support";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeAdmin, dropSchema, freshSchemaName, pgDsn } from "../support/postgres.js";
-import { runCli } from "../support/cli.js";
-import type { CliRun } from "../support/cli.js";
-
-function cli(args: readonly string[]): Promise<CliRun> {
-  return runCli(args);
-}
+import { runCli as cli } from "../support/cli.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cairnq-metrics-cli-"));
 const schemas: string[] = [];

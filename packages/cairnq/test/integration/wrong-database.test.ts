@@ -7,14 +7,9 @@
 import { CairnQ, DatabaseUnusable, Worker, isFatalError } from "cairnq";
 import { mysqlDsn, pgDsn, withDatabase } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../support/cli.js";
-import type { CliRun } from "../support/cli.js";
+import { runCli as cli } from "../support/cli.js";
 
 const MISSING = "cairnq_no_such_db";
-
-function cli(args: readonly string[]): Promise<CliRun> {
-  return runCli(args);
-}
 
 const backends = [
   { name: "Postgres", url: (): string => withDatabase(pgDsn(), MISSING), client: CairnQ.postgres, worker: Worker.postgres, says: /the server has no database "cairnq_no_such_db": create it/ },

@@ -11,12 +11,16 @@ export interface CliRun {
   readonly stderr: string;
 }
 
+/** The environment a CLI run gets: this process's without `CAIRNQ_DB` and `NO_COLOR`, then `env` (an entry set to `undefined` removes that variable). */
+export function cliEnv(env: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined, ...env };
+}
+
 /**
- * Runs `cairnq <args>` ({@link CLI_BIN}) to its end, at most 30 s, without the caller's `CAIRNQ_DB` and
- * `NO_COLOR` unless `env` sets them (an entry set to `undefined` removes that variable).
+ * Runs `cairnq <args>` ({@link CLI_BIN}) to its end, at most 30 s, in {@link cliEnv}`(options.env)`.
  */
 export function runCli(args: readonly string[], options: { readonly cwd?: string; readonly env?: Readonly<Record<string, string | undefined>> } = {}): Promise<CliRun> {
-  const env = { ...process.env, NO_COLOR: undefined, CAIRNQ_DB: undefined, ...options.env };
+  const env = cliEnv(options.env);
   return new Promise((resolve) => {
     execFile(process.execPath, [CLI_BIN, ...args], { cwd: options.cwd, env, timeout: 30_000 }, (err, stdout, stderr) => {
       resolve({ code: err === null ? 0 : typeof err.code === "number" ? err.code : -1, stdout, stderr });
