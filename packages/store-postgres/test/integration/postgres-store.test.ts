@@ -259,7 +259,9 @@ describe("killed pool connections never crash the process", () => {
     expect(await q("SELECT pg_terminate_backend($1) AS killed", [await pidOf])).toEqual([{ killed: true }]);
     const error = await outcome;
     expect(error).toBeInstanceOf(Error);
-    expect(String((error as Error).message)).toMatch(/terminat/i);
+    // The server's "terminating connection" message, or, when the socket's reset arrives before that message
+    // is read (seen on a loaded machine), the store's word for a connection that ended under a statement.
+    expect(String((error as Error).message)).toMatch(/terminat|the connection to Postgres ended while a statement was in flight/i);
     expect(await q(`SELECT count(*)::int AS n FROM "${schema}".app_rows`)).toEqual([{ n: 0 }]);
     expect(await store.get(task.id)).toMatchObject({ status: "running", worker_id: W });
     const done = await store.complete({ taskId: task.id, workerId: W, result: 1 });
