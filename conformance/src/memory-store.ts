@@ -44,8 +44,8 @@ import type {
 import { MemoryRows } from "./memory-rows.js";
 import { MemorySteps } from "./memory-steps.js";
 import type { Expr, GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
-import { AlreadyExists, CairnQError, InvalidArgument, LostLease, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
-import type { FlowReadStore, GroupCounts, GroupReadStore, RateLimit, RateWindow, TaskGroupInfo } from "@cairnq/protocol";
+import { AlreadyExists, CairnQError, InvalidArgument, LostLease, RATE_LIMIT_SCOPES, scheduleSlotKey, STATUSES } from "@cairnq/protocol";
+import type { FlowReadStore, GroupCounts, GroupReadStore, RateLimit, RateLimitScope, RateWindow, RateWindows, TaskGroupInfo } from "@cairnq/protocol";
 import {
   answerReprobe,
   applyBranches,
@@ -476,7 +476,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       for (const row of claimed) {
         const rate = limits.get(row.name)?.rateLimit ?? null;
         if (rate !== null) this.#rateClaims.push({ name: row.name, claimed_at_ms: now });
-        if (rate !== null) this.#rateLimits.set(`name\u0000${row.name}`, rate);
+        if (rate !== null) this.#rateLimits.set(`${RATE_LIMIT_SCOPES.name}\u0000${row.name}`, rate);
       }
       this.#rateClaims = this.#rateClaims.filter((c) => {
         const perMs = limits.get(c.name)?.rateLimit?.perMs;
@@ -494,21 +494,26 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
     const group = this.#taskGroups.get(taskId);
     if (task === undefined || group === undefined) return null;
     const counts = this.#groupCounts(task.name).find((g) => g.group === group) ?? { queued: 0, running: 0 };
-    const groupConcurrency = this.#groupLimits.get(`${task.name}\u0000${group}`) ?? null;
-    const claims = this.#groupClaims.filter((c) => c.name === task.name && c.group === group).map((c) => c.claimed_at_ms);
-    return { group, queued: counts.queued, running: counts.running, groupConcurrency, groupRateWindow: this.#rateWindow("group", task.name, claims) };
+    return { group, queued: counts.queued, running: counts.running, groupConcurrency: this.#groupLimits.get(`${task.name}\u0000${group}`) ?? null };
   }
 
-  /** The rate window of `name` under its recorded `rateLimit` (`FlowReadStore.rateWindow`), or `null`. */
-  async rateWindow(name: string): Promise<RateWindow | null> {
+  /** The rate windows of `name` and of its group `group` under their recorded limits (`FlowReadStore.rateWindows`). */
+  async rateWindows(name: string, group: string | null): Promise<RateWindows> {
     this.#open();
     const checked = requireLimitedText(name, "name");
-    return this.#rateWindow("name", checked, this.#rateClaims.filter((c) => c.name === checked).map((c) => c.claimed_at_ms));
+    const groupKey = group === null ? null : requireName(group, "group");
+    const now = this.#clock();
+    const nameClaims = this.#rateClaims.filter((c) => c.name === checked).map((c) => c.claimed_at_ms);
+    const groupClaims = this.#groupClaims.filter((c) => c.name === checked && c.group === groupKey).map((c) => c.claimed_at_ms);
+    return {
+      name: this.#rateWindow(RATE_LIMIT_SCOPES.name, checked, nameClaims, now),
+      group: groupKey === null ? null : this.#rateWindow(RATE_LIMIT_SCOPES.group, checked, groupClaims, now),
+    };
   }
 
-  #rateWindow(scope: "name" | "group", name: string, claimedAtMs: readonly number[]): RateWindow | null {
+  #rateWindow(scope: RateLimitScope, name: string, claimedAtMs: readonly number[], now: number): RateWindow | null {
     const limit = this.#rateLimits.get(`${scope}\u0000${name}`);
-    return limit === undefined ? null : rateWindowAt(limit, claimedAtMs, this.#clock());
+    return limit === undefined ? null : rateWindowAt(limit, claimedAtMs, now);
   }
 
   /** Queued and running tasks of `name` per group (`GroupReadStore.groupStats`). */
@@ -573,7 +578,7 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       out.push(copy(next));
       const group = rotation.groupOf.get(id);
       if (group !== undefined && rate !== null) this.#groupClaims.push({ name, group, claimed_at_ms: now });
-      if (group !== undefined && rate !== null) this.#rateLimits.set(`group\u0000${name}`, rate);
+      if (group !== undefined && rate !== null) this.#rateLimits.set(`${RATE_LIMIT_SCOPES.group}\u0000${name}`, rate);
     }
     let highest = 0;
     for (const [key, seq] of this.#served) if (key.startsWith(`${name}\u0000`)) highest = Math.max(highest, seq);

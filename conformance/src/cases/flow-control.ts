@@ -9,7 +9,8 @@ import { InvalidArgument } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
 import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 
-const needsFlowControl = (c: { flowControl?: boolean }): string | null => (c.flowControl === true ? null : "flowControl (cross-process globalConcurrency / rateLimit in claim)");
+/** Why a case needs `capabilities.flowControl`, or `null` when the store has it. */
+export const needsFlowControl = (c: { flowControl?: boolean }): string | null => (c.flowControl === true ? null : "flowControl (cross-process globalConcurrency / rateLimit in claim)");
 
 function limited(t: CaseContext, workerId: string, flowControl: Record<string, FlowControl>, extra: Partial<ClaimInput> = {}): Promise<Task[]> {
   return t.claim(workerId, { names: Object.keys(flowControl), limit: 10, flowControl, ...extra });

@@ -410,10 +410,10 @@ export const groupCases: readonly ConformanceCase[] = [
       await submitTo(t, "a", 3);
       const [waiting] = await submitTo(t, "b", 1);
       await t.submit("g", { payload: { group: "-" } });
-      t.expect(await store.taskGroup((waiting as Task).id)).toEqual({ group: "b", running: 0, queued: 1, groupConcurrency: null, groupRateWindow: null });
+      t.expect(await store.taskGroup((waiting as Task).id)).toEqual({ group: "b", running: 0, queued: 1, groupConcurrency: null });
       await grouped(t, t.w1, { groupConcurrency: 2 });
       const [stillQueued] = (await t.all()).filter((row) => row.status === "queued" && (row.payload as { group: string }).group === "a");
-      t.expect(await store.taskGroup((stillQueued as Task).id)).toEqual({ group: "a", running: 2, queued: 1, groupConcurrency: 2, groupRateWindow: null });
+      t.expect(await store.taskGroup((stillQueued as Task).id)).toEqual({ group: "a", running: 2, queued: 1, groupConcurrency: 2 });
       t.expect(await store.groupStats("g")).toEqual([
         { group: "a", queued: 1, running: 2 },
         { group: "b", queued: 0, running: 1 },

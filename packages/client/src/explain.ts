@@ -5,9 +5,9 @@
  * it. `cairnq.explain(id)`, the `cairnq explain` command and the dashboard's
  * task page all say the same thing this way.
  */
-import type { FlowReadStore, GroupReadStore, RateWindow, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
-import { hasFlowReads, hasGroupReads, InvalidArgument } from "@cairnq/protocol";
-import { applyBranches, rateWindowFull, RECOVER } from "@cairnq/protocol/adapter";
+import type { FlowReadStore, GroupReadStore, RateWindows, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import { hasFlowReads, hasGroupReads, holdingRateWindow, InvalidArgument } from "@cairnq/protocol";
+import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatInstant, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
@@ -69,8 +69,11 @@ export interface ExplainContext {
   readonly recentMs?: number;
   /** The task's group and its counts, from a store with group reads; `null` when it has no group. @default null */
   readonly group?: TaskGroupInfo | null;
-  /** The rate window of the task's name, from a store with flow-control reads; `null` when no claim recorded a `rateLimit` for it. @default null */
-  readonly rateWindow?: RateWindow | null;
+  /**
+   * The rate windows of the task's name and of its group, from a store with flow-control reads (`FlowReadStore.rateWindows`);
+   * a window is `null` when no claim recorded its limit. @default null (neither)
+   */
+  readonly rateWindows?: RateWindows | null;
 }
 
 /** What {@link explainTask} says: the {@link Explanation} without the row and the evidence it was given. */
@@ -110,11 +113,14 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
         lastError(task),
     };
   }
-  const rate = fullRateWindow(ctx);
+  const windows = ctx.rateWindows ?? null;
+  // A group's window is about the task's group: without one, there is none to name.
+  const rate = holdingRateWindow(windows?.name ?? null, group === null ? null : (windows?.group ?? null));
   if (rate !== null) {
     const window = `${rate.window.claims} of ${rate.window.limit.max} claims in the current ${formatDuration(rate.window.limit.perMs)} window`;
     // In ms when it is that close ("just now" says nothing of a 1 s window).
-    const room = `the window has room again in ${formatDuration(rate.window.roomAtMs - nowMs)} (at ${formatInstant(rate.window.roomAtMs)})`;
+    // Measured on the store's clock, which counted the window (the caller's nowMs may differ from it).
+    const room = `the window has room again in ${formatDuration(rate.window.roomAtMs - rate.window.readAtMs)} (at ${formatInstant(rate.window.roomAtMs)})`;
     const summary =
       rate.of === "group"
         ? `waiting on its group's limit: group ${(group as TaskGroupInfo).group}: ${window} (groupRateLimit of ${quoted(task.name)}), ${(group as TaskGroupInfo).queued} queued; ${room}. ` +
@@ -153,38 +159,24 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
   return {
     ...base,
     state: "waiting",
-    summary: `${head} Workers are claiming the queue: ${busy}${competition}. ${heldBack(task, activity.runningWithName, group, ctx.rateWindow ?? null)}` + lastError(task),
+    summary: `${head} Workers are claiming the queue: ${busy}${competition}. ${heldBack(task, activity.runningWithName, group, windows)}` + lastError(task),
   };
-}
-
-/**
- * The full rate window that holds a due task back at `ctx.nowMs`, as the store recorded it: its group's
- * (`groupRateLimit`) or its name's (`rateLimit`); when both are full, the one that has room last, since
- * a claim needs room in both.
- */
-function fullRateWindow(ctx: ExplainContext): { of: "group" | "name"; window: RateWindow & { readonly roomAtMs: number } } | null {
-  const groupWindow = ctx.group?.groupRateWindow ?? null;
-  const nameWindow = ctx.rateWindow ?? null;
-  const ofGroup = rateWindowFull(groupWindow, ctx.nowMs) ? { of: "group" as const, window: groupWindow } : null;
-  const ofName = rateWindowFull(nameWindow, ctx.nowMs) ? { of: "name" as const, window: nameWindow } : null;
-  if (ofGroup === null || ofName === null) return ofGroup ?? ofName;
-  return ofName.window.roomAtMs > ofGroup.window.roomAtMs ? ofName : ofGroup;
 }
 
 /**
  * Why a due task of a queue that workers are claiming may still wait, as far as the database can tell: what
  * runs is recorded, and so are the rate limits the last claims enforced, with their windows (a full one is said
- * before this, {@link fullRateWindow}; one read with room is no cause, so it is not named). A worker's
+ * before this, `holdingRateWindow`; one read with room is no cause, so it is not named). A worker's
  * `globalConcurrency` is its own option and is not recorded, nor is a rate limit no claim has recorded yet (a
  * store without the reads, or a limit a worker set since its last claim): those are named as possibilities,
  * never as the cause.
  */
-function heldBack(task: Task, runningWithName: number, group: TaskGroupInfo | null, nameWindow: RateWindow | null): string {
+function heldBack(task: Task, runningWithName: number, group: TaskGroupInfo | null, windows: RateWindows | null): string {
   const name = quoted(task.name);
   const unrecorded = "the database records what runs and the rate windows claims counted, not every limit a worker sets, so it cannot tell";
   // The rate limits that may still hold it back: those without a recorded window (a recorded one has room here).
-  const nameRate = nameWindow === null;
-  const groupRate = group !== null && group.groupRateWindow === null;
+  const nameRate = (windows?.name ?? null) === null;
+  const groupRate = group !== null && (windows?.group ?? null) === null;
   if (runningWithName > 0) {
     const limits = ["globalConcurrency", ...(nameRate ? ["rateLimit"] : [])].join(", ") + (groupRate ? `, or group ${group.group}'s groupRateLimit` : "");
     return (
@@ -350,6 +342,6 @@ export async function explain(
   const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
   const due = task.status === "queued" && task.run_at_ms <= nowMs;
   const group = due && hasGroupReads(store as TaskStore) ? await (store as TaskStore & GroupReadStore).taskGroup(task.id) : null;
-  const rateWindow = due && hasFlowReads(store as TaskStore) ? await (store as TaskStore & FlowReadStore).rateWindow(task.name) : null;
-  return { ...explainTask(task, { nowMs, activity, group, rateWindow }), activity, task, steps };
+  const rateWindows = due && hasFlowReads(store as TaskStore) ? await (store as TaskStore & FlowReadStore).rateWindows(task.name, group?.group ?? null) : null;
+  return { ...explainTask(task, { nowMs, activity, group, rateWindows }), activity, task, steps };
 }

@@ -67,7 +67,7 @@ it("explainTask names the group of a due task that is not at its limit", () => {
     updated_at_ms: 1000,
     completed_at_ms: null,
   };
-  const verdict = explainTask(task, { nowMs: 2000, group: { group: "acme", running: 1, queued: 4, groupConcurrency: 2, groupRateWindow: null } });
+  const verdict = explainTask(task, { nowMs: 2000, group: { group: "acme", running: 1, queued: 4, groupConcurrency: 2 } });
   expect(verdict.state).toBe("waiting");
   expect(verdict.summary).toContain("It is in group acme (1 running of 2).");
 });

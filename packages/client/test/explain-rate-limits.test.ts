@@ -49,17 +49,18 @@ function row(fields: Partial<Task> = {}): Task {
 
 const busy = { runningOnQueue: 1, runningWithName: 0, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };
 
-function window(max: number, perMs: number, claims: number, roomInMs: number | null): RateWindow {
-  return { limit: { max, perMs }, claims, roomAtMs: roomInMs === null ? null : NOW + roomInMs };
+/** A window the store read at `readAtMs` (its clock, `NOW` unless said), having room again `roomInMs` after that. */
+function window(max: number, perMs: number, claims: number, roomInMs: number | null, readAtMs = NOW): RateWindow {
+  return { limit: { max, perMs }, claims, roomAtMs: roomInMs === null ? null : readAtMs + roomInMs, readAtMs };
 }
 
-function group(groupRateWindow: RateWindow | null, fields: Partial<TaskGroupInfo> = {}): TaskGroupInfo {
-  return { group: "acme", running: 0, queued: 3, groupConcurrency: null, groupRateWindow, ...fields };
+function group(fields: Partial<TaskGroupInfo> = {}): TaskGroupInfo {
+  return { group: "acme", running: 0, queued: 3, groupConcurrency: null, ...fields };
 }
 
 describe("explainTask with rate windows", () => {
   it("a full groupRateLimit window: group-limit, with its claims, limit and when it has room again", () => {
-    const verdict = explainTask(row(), { nowMs: NOW, activity: busy, group: group(window(10, 1000, 10, 420)) });
+    const verdict = explainTask(row(), { nowMs: NOW, activity: busy, group: group(), rateWindows: { name: null, group: window(10, 1000, 10, 420) } });
     expect(verdict.state).toBe("group-limit");
     expect(verdict.summary).toBe(
       `${DUE}waiting on its group's limit: group acme: 10 of 10 claims in the current 1 s window (groupRateLimit of 'send'), 3 queued; ` +
@@ -68,7 +69,7 @@ describe("explainTask with rate windows", () => {
   });
 
   it("a full rateLimit window of its name: rate-limit, with its claims, limit and when it has room again", () => {
-    const verdict = explainTask(row({ attempt: 1, error: { message: "503" } }), { nowMs: NOW, activity: busy, rateWindow: window(2, 60_000, 2, 41_500) });
+    const verdict = explainTask(row({ attempt: 1, error: { message: "503" } }), { nowMs: NOW, activity: busy, rateWindows: { name: window(2, 60_000, 2, 41_500), group: null } });
     expect(verdict.state).toBe("rate-limit");
     expect(verdict.summary).toBe(
       "Queued after attempt 1 of 3 in queue 'mail' and due since 2026-12-01T09:59:55.000Z (5 s ago), waiting on its name's rate limit: " +
@@ -79,16 +80,27 @@ describe("explainTask with rate windows", () => {
 
   it("both full: the window that has room last, since a claim needs room in both; groupConcurrency first", () => {
     const groupWindow = window(10, 1000, 10, 420);
-    expect(explainTask(row(), { nowMs: NOW, group: group(groupWindow), rateWindow: window(2, 60_000, 2, 41_500) }).state).toBe("rate-limit");
-    expect(explainTask(row(), { nowMs: NOW, group: group(groupWindow), rateWindow: window(2, 300, 2, 100) }).state).toBe("group-limit");
-    const atConcurrency = explainTask(row(), { nowMs: NOW, group: group(groupWindow, { running: 2, groupConcurrency: 2 }), rateWindow: window(2, 300, 2, 100) });
+    expect(explainTask(row(), { nowMs: NOW, group: group(), rateWindows: { name: window(2, 60_000, 2, 41_500), group: groupWindow } }).state).toBe("rate-limit");
+    expect(explainTask(row(), { nowMs: NOW, group: group(), rateWindows: { name: window(2, 300, 2, 100), group: groupWindow } }).state).toBe("group-limit");
+    const atConcurrency = explainTask(row(), { nowMs: NOW, group: group({ running: 2, groupConcurrency: 2 }), rateWindows: { name: window(2, 300, 2, 100), group: groupWindow } });
     expect(atConcurrency.summary).toContain("group acme: 2 of 2 running (groupConcurrency of 'send')");
   });
 
-  it("a window with room, or whose room came by now, holds nothing: waiting as before", () => {
-    for (const rateWindow of [window(2, 1000, 1, null), window(2, 1000, 2, 0), window(2, 1000, 2, -5)]) {
-      expect(explainTask(row(), { nowMs: NOW, activity: busy, rateWindow, group: group(rateWindow) }).state).toBe("waiting");
-    }
+  it("a window with room holds nothing: waiting as before; a group window without the task's group is not named", () => {
+    const room = window(2, 1000, 1, null);
+    expect(explainTask(row(), { nowMs: NOW, activity: busy, group: group(), rateWindows: { name: room, group: room } }).state).toBe("waiting");
+    expect(explainTask(row(), { nowMs: NOW, activity: busy, rateWindows: { name: room, group: window(2, 1000, 2, 300) } }).state).toBe("waiting");
+  });
+
+  it("one clock: full and its room again are the store's read, whatever the caller's nowMs says", () => {
+    // The store read the window 10 min before the caller's clock, 300 ms before it has room: still full, room in 300 ms.
+    const stale = window(2, 1000, 2, 300, NOW - 600_000);
+    const verdict = explainTask(row(), { nowMs: NOW, activity: busy, rateWindows: { name: stale, group: null } });
+    expect(verdict.state).toBe("rate-limit");
+    expect(verdict.summary).toContain("the window has room again in 300 ms (at 2026-12-01T09:50:00.300Z)");
+    // And a caller's clock behind the store's does not stretch it.
+    const ahead = window(2, 1000, 2, 250, NOW + 3_600_000);
+    expect(explainTask(row(), { nowMs: NOW, activity: busy, group: group(), rateWindows: { name: null, group: ahead } }).summary).toContain("the window has room again in 250 ms");
   });
 });
 
@@ -104,9 +116,13 @@ describe("cairnq.explain of a full rate window on SQLite", () => {
     dir = undefined;
   });
 
+  /** The store's clock (the database's, for this store), set by each case; the caller's nowMs stays apart from it. */
+  let storeNow = NOW;
+
   function open(): CairnQ {
     dir = mkdtempSync(join(tmpdir(), "cairnq-explain-rate-"));
-    store = new SQLiteStore(join(dir, "cairnq.db"));
+    storeNow = NOW;
+    store = new SQLiteStore(join(dir, "cairnq.db"), { clock: () => storeNow });
     return (cairnq = new CairnQ(store));
   }
 
@@ -120,14 +136,19 @@ describe("cairnq.explain of a full rate window on SQLite", () => {
     // Settling gives no rate back: the window stays full.
     for (const task of claimed) await client.store.complete({ taskId: task.id, workerId, result: null });
     const waiting = (await client.list({ name: "send", status: "queued" }))[0] as Task;
-    const roomAtMs = (await store.taskGroup(waiting.id))?.groupRateWindow?.roomAtMs as number;
-    const why = await client.explain(waiting.id, { nowMs: roomAtMs - 420 });
+    const roomAtMs = (await store.rateWindows("send", "acme")).group?.roomAtMs as number;
+    expect(roomAtMs).toBe(NOW + 60_000);
+    storeNow = roomAtMs - 420;
+    // The caller's clock is an hour off the store's: the store's read says how long.
+    const why = await client.explain(waiting.id, { nowMs: roomAtMs + 3_600_000 });
     expect(why?.state).toBe("group-limit");
     expect(why?.summary).toContain(
       `waiting on its group's limit: group acme: 2 of 2 claims in the current 1 min window (groupRateLimit of 'send'), 1 queued; ` +
         `the window has room again in 420 ms (at ${new Date(roomAtMs).toISOString()}).`,
     );
-    expect((await client.explain(waiting.id, { nowMs: roomAtMs }))?.state).toBe("waiting");
+    storeNow = roomAtMs;
+    // The store has room at its clock; a caller whose clock is behind it (before roomAtMs) hears so too.
+    expect((await client.explain(waiting.id, { nowMs: NOW + 1000 }))?.state).toBe("waiting");
   });
 
   it("(b) the rateLimit window of 'rl' is full: rate-limit, 1 of 1 claims in the current 1 h window, and when it has room again", async () => {
@@ -140,8 +161,10 @@ describe("cairnq.explain of a full rate window on SQLite", () => {
     expect(taken?.id).toBe(first.id);
     await client.store.complete({ taskId: first.id, workerId, result: null });
     expect(await claim()).toEqual([]);
-    const roomAtMs = (await store.rateWindow("rl"))?.roomAtMs as number;
-    const why = await client.explain(second.id, { nowMs: roomAtMs - 61_000 });
+    const roomAtMs = (await store.rateWindows("rl", null)).name?.roomAtMs as number;
+    expect(roomAtMs).toBe(NOW + 3_600_000);
+    storeNow = roomAtMs - 61_000;
+    const why = await client.explain(second.id, { nowMs: NOW });
     expect(why?.state).toBe("rate-limit");
     expect(why?.summary).toContain(
       `waiting on its name's rate limit: 'rl': 1 of 1 claims in the current 1 h window (rateLimit of 'rl'); the window has room again in 1 min 1 s (at ${new Date(roomAtMs).toISOString()}).`,

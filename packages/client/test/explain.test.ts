@@ -96,7 +96,7 @@ describe("explainTask", () => {
       "None named 'email' is running: a worker that limits 'email' by rateLimit may be at that limit until its window frees " +
         `(claims count in it even after they end); ${unrecorded} whether it is. If no worker has a handler for 'email', it stays queued; check the workers' task names.`,
     );
-    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null, groupRateWindow: null };
+    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null };
     expect(explainTask(row({}), { nowMs: NOW, activity: idle, group }).summary).toContain("by rateLimit (or group acme's groupRateLimit) may be at that limit");
     expect(explainTask(row({}), { nowMs: NOW, activity: busy, group }).summary).toContain("(globalConcurrency, rateLimit, or group acme's groupRateLimit)");
   });
@@ -104,19 +104,19 @@ describe("explainTask", () => {
   it("waiting: a rate limit whose recorded window has room is not named as a possible cause", () => {
     const busy = { runningOnQueue: 3, runningWithName: 2, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };
     const idle = { ...busy, runningWithName: 0 };
-    const room = { limit: { max: 5, perMs: 1000 }, claims: 2, roomAtMs: null };
-    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null, groupRateWindow: room };
+    const room = { limit: { max: 5, perMs: 1000 }, claims: 2, roomAtMs: null, readAtMs: NOW };
+    const group = { group: "acme", running: 0, queued: 2, groupConcurrency: null };
     // Both windows recorded, both with room: only globalConcurrency (not recorded) is left while some run.
-    expect(explainTask(row({}), { nowMs: NOW, activity: busy, group, rateWindow: room }).summary).toContain("at a limit they set on 'email' (globalConcurrency), and it is claimed");
-    const none = explainTask(row({}), { nowMs: NOW, activity: idle, group, rateWindow: room }).summary;
+    expect(explainTask(row({}), { nowMs: NOW, activity: busy, group, rateWindows: { name: room, group: room } }).summary).toContain("at a limit they set on 'email' (globalConcurrency), and it is claimed");
+    const none = explainTask(row({}), { nowMs: NOW, activity: idle, group, rateWindows: { name: room, group: room } }).summary;
     expect(none).toContain("None named 'email' is running, and the rate windows its claims recorded have room. If no worker has a handler for 'email', it stays queued");
     expect(none).not.toContain("may be at that limit");
     // Only the group's window recorded: the name's rateLimit is still a possibility, the group's is not.
-    const nameOnly = explainTask(row({}), { nowMs: NOW, activity: idle, group }).summary;
+    const nameOnly = explainTask(row({}), { nowMs: NOW, activity: idle, group, rateWindows: { name: null, group: room } }).summary;
     expect(nameOnly).toContain("a worker that limits 'email' by rateLimit may be at that limit");
     expect(nameOnly).not.toContain("groupRateLimit");
     // Only the name's window recorded: the group's groupRateLimit is the one left.
-    const groupOnly = explainTask(row({}), { nowMs: NOW, activity: idle, group: { ...group, groupRateWindow: null }, rateWindow: room }).summary;
+    const groupOnly = explainTask(row({}), { nowMs: NOW, activity: idle, group, rateWindows: { name: room, group: null } }).summary;
     expect(groupOnly).toContain("a worker that limits 'email' by group acme's groupRateLimit may be at that limit");
   });
 

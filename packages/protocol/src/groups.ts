@@ -47,7 +47,6 @@
  */
 import { InvalidArgument } from "./errors.js";
 import type { RateLimit } from "./flow-control.js";
-import type { RateWindow } from "./rate-windows.js";
 import { inRateWindow } from "./flow-control.js";
 import { x } from "./expr.js";
 import type { Expr } from "./expr.js";
@@ -315,11 +314,6 @@ export interface TaskGroupInfo {
   readonly queued: number;
   /** The `groupConcurrency` the last group-aware claim of the group enforced, or `null` when none did. */
   readonly groupConcurrency: number | null;
-  /**
-   * The group's rate window under the name's recorded `groupRateLimit` (the one the last claim that recorded
-   * claims of the name's groups enforced: see `rate-windows.ts`), or `null` when none is recorded.
-   */
-  readonly groupRateWindow: RateWindow | null;
 }
 
 /** Queued and running tasks of one group of a name (`GroupReadStore.groupStats`). */
@@ -331,8 +325,7 @@ export interface GroupCounts {
 
 /**
  * The reads a store with `capabilities.groups` offers to show groups:
- * `explain` ("group acme: 2 of 2 running", "group acme: 10 of 10 claims in its
- * 1 s window"), `cairnq stats --by-group` and
+ * `explain` ("group acme: 2 of 2 running"), `cairnq stats --by-group` and
  * the dashboard.
  */
 export interface GroupReadStore {

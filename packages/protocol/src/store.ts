@@ -350,7 +350,7 @@ export interface StoreCapabilities {
    * `globalConcurrency` tasks `running` and at most `rateLimit.max` claims in
    * any `rateLimit.perMs` window, across every process claiming from the
    * database — exactly, inside the claim transaction (see `flow-control.ts`);
-   * it is also a `FlowReadStore` (`rateWindow`: the `rateLimit` its last claims
+   * it is also a `FlowReadStore` (`rateWindows`: the `rateLimit` its last claims
    * enforced and its window, see `rate-windows.ts`), which `explain` reads.
    * A store without it must not be given limits; the worker refuses them.
    * Optional so stores written before the flag keep compiling. @default false

@@ -361,7 +361,7 @@ describe("describeTimeout", () => {
   });
 
   it("names a due task at its group's groupConcurrency, and a group's groupRateLimit among the limits it may be held back by", () => {
-    const full = { group: "acme", running: 2, queued: 3, groupConcurrency: 2, groupRateWindow: null };
+    const full = { group: "acme", running: 2, queued: 3, groupConcurrency: 2 };
     expect(describeTimeout({ ...base, task: queuedRow(), group: full })).toBe(
       `task ${ID} ('summarize') did not finish within 5ms: queued, waiting on its group's limit: group acme: 2 of 2 running ` +
         `(groupConcurrency of 'summarize'), 3 queued — it is claimed when one of them ends`,

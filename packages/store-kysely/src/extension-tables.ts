@@ -33,6 +33,7 @@
  */
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
+import { RateLimitRecords } from "./rate-limit-records.js";
 import type { StoreDialect } from "./dialect.js";
 import { defaultExtensionCatalog, extensionObjects, objectsInPlace } from "./extension-catalog.js";
 import type { AnyKysely, QueryRunner, Row } from "./executor.js";
@@ -124,6 +125,10 @@ export class StoreExtensions {
   readonly #ready = new Map<ExtensionTable, Promise<void>>();
   /** The tables this store created or found (their `ensure` resolved). */
   readonly #present = new Set<ExtensionTable>();
+  /** The features a read found in the catalog ({@link whenTables}). */
+  readonly #found = new Set<ExtensionTable>();
+  /** The rate limits this store wrote to `cairnq_ext_rate_limits`, so claims write them only when due. */
+  readonly rateLimits = new RateLimitRecords();
 
   /** @param statements - The store's statements (its Kysely instance, dialect and compiler). */
   constructor(readonly statements: StoreStatements) {}
@@ -193,6 +198,36 @@ export class StoreExtensions {
   /** Whether this store created or found `table` (an {@link ensure} of it resolved): it exists. */
   isReady(table: ExtensionTable): boolean {
     return this.#present.has(table);
+  }
+
+  /**
+   * `read()` when the tables `names` of `feature` exist, else `empty` without a statement on them: what a
+   * read that must not create its tables (`GroupReads`, `RateWindowReads`) runs. Whether they exist is this
+   * store's `ensure` of the feature or a catalog read ({@link catalogNames}: no lock), cached once true:
+   * tables are never dropped under a running store. When the catalog read fails (a dialect whose catalog
+   * hook does not answer), `read()` runs with a missing-table error answered as `empty`.
+   */
+  async whenTables<T>(feature: ExtensionTable, names: readonly string[], empty: T, read: () => Promise<T>): Promise<T> {
+    let exist: boolean | null = this.#found.has(feature) || this.isReady(feature);
+    if (!exist) {
+      try {
+        const found = await this.catalogNames(names);
+        exist = names.every((name) => found.has(name));
+      } catch {
+        exist = null;
+      }
+    }
+    if (exist === false) return empty;
+    if (exist === true) {
+      this.#found.add(feature);
+      return read();
+    }
+    try {
+      return await read();
+    } catch (err) {
+      if (this.dialect.missingTable?.(err) === true) return empty;
+      throw err;
+    }
   }
 
   /** Runs `template` with `params` on the open transaction `tx`. */

@@ -23,6 +23,7 @@
  *    delete that name's records outside the window.
  */
 import type { ClaimInput, Task } from "@cairnq/protocol";
+import { RATE_LIMIT_SCOPES } from "@cairnq/protocol";
 import type { DrawPlanner, NormalizedClaim, NormalizedFlowControl } from "@cairnq/protocol/adapter";
 import { claimFlowControl, FLOW_NAME, flowAllowance, flowLimitedDraws, flowLockKey, hasGroupLimits, RUNNING_OF_NAME, x } from "@cairnq/protocol/adapter";
 import type { Params } from "@cairnq/protocol/adapter";
@@ -37,7 +38,7 @@ import { GroupDraw } from "./group-draw.js";
 import type { GroupPrune } from "./group-prune.js";
 import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
-import { RATE_LIMIT_SCOPES, RECORD_RATE_LIMIT, rateLimitParams } from "./rate-window-reads.js";
+import { RECORD_RATE_LIMIT, rateLimitParams } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -230,11 +231,17 @@ export class FlowControlStep {
   async end(tx: QueryRunner, claimed: readonly Task[]): Promise<void> {
     const writes: CompiledQuery<Row>[] = [];
     const query = (template: StatementTemplate, params: Params): CompiledQuery<Row> => this.#ext.statements.compiler.statement(template, params).query(params);
-    for (const [name, limits] of this.#limits) {
-      if (limits.rateLimit === null) continue;
+    // In sorted name order, as the flow locks are taken: two claims' row locks come in one order.
+    for (const name of [...this.#limits.keys()].sort()) {
+      const rateLimit = (this.#limits.get(name) as NormalizedFlowControl).rateLimit;
+      if (rateLimit === null) continue;
       const taskIds = claimed.filter((row) => row.name === name).map((row) => row.id);
-      if (taskIds.length > 0) writes.push(query(RECORD_TEMPLATE, { name, taskIds }), query(RECORD_RATE_LIMIT, rateLimitParams(name, RATE_LIMIT_SCOPES.name, limits.rateLimit)));
-      writes.push(query(PRUNE_TEMPLATE, { name, perMs: limits.rateLimit.perMs }));
+      if (taskIds.length > 0) writes.push(query(RECORD_TEMPLATE, { name, taskIds }));
+      // The limit's row only when this store has not written it lately (`rate-limit-records.ts`).
+      if (taskIds.length > 0 && this.#ext.rateLimits.take(name, RATE_LIMIT_SCOPES.name, rateLimit)) {
+        writes.push(query(RECORD_RATE_LIMIT, rateLimitParams(name, RATE_LIMIT_SCOPES.name, rateLimit)));
+      }
+      writes.push(query(PRUNE_TEMPLATE, { name, perMs: rateLimit.perMs }));
     }
     if (writes.length > 0) await this.#ext.dialect.executor.batch(tx, writes);
   }

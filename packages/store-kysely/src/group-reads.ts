@@ -4,8 +4,7 @@
  * `explain`, `cairnq stats --by-group` and the dashboard show. Queued counts
  * read the group rows that may hold a queued task and each task by primary
  * key; running counts read the name's running tasks (over the partial lease
- * index) and each one's group row by key, as the group claim does; a group's rate window is
- * `rate-window-reads.ts`'s. Reads create nothing: on a
+ * index) and each one's group row by key, as the group claim does. Reads create nothing: on a
  * database without the group tables (no grouped submit or grouped claim yet, which are what create
  * them) they answer as for empty tables, after a catalog read that stops once it has found them.
  */
@@ -16,7 +15,6 @@ import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js"
 import { paramsOfAll } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
-import type { RateWindowReads } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
 
@@ -88,48 +86,15 @@ const RUNNING_IN_GROUP: StatementTemplate = {
 export class GroupReads {
   readonly #ext: StoreExtensions;
   readonly #lifecycle: StoreLifecycle;
-  readonly #rateWindows: RateWindowReads;
-  /** Whether the group tables exist: once this store created or found them, without a read. */
-  #tablesFound = false;
 
-  constructor(ext: StoreExtensions, lifecycle: StoreLifecycle, rateWindows: RateWindowReads) {
+  constructor(ext: StoreExtensions, lifecycle: StoreLifecycle) {
     this.#ext = ext;
     this.#lifecycle = lifecycle;
-    this.#rateWindows = rateWindows;
   }
 
-  /**
-   * Whether the tables the reads use exist, from the catalog (`StoreExtensions.catalogNames`: a read,
-   * no lock, the one `ensure` does first), cached once true: tables are never dropped under a running store. A
-   * catalog read that fails (a dialect whose catalog hook does not answer) says `null`: unknown.
-   */
-  async #tablesExist(): Promise<boolean | null> {
-    if (this.#tablesFound || this.#ext.isReady(GROUP_TABLES)) return (this.#tablesFound = true);
-    const names = [TASK_GROUPS_TABLE, GROUPS_TABLE];
-    let found: Set<string>;
-    try {
-      found = await this.#ext.catalogNames(names);
-    } catch {
-      return null;
-    }
-    this.#tablesFound = names.every((name) => found.has(name));
-    return this.#tablesFound;
-  }
-
-  /**
-   * `read()` when the group tables exist, else `empty` without a statement on them; when the catalog
-   * could not say, `read()` with a missing-table error answered as `empty`.
-   */
-  async #whenTables<T>(empty: T, read: () => Promise<T>): Promise<T> {
-    const exist = await this.#tablesExist();
-    if (exist === false) return empty;
-    if (exist === true) return read();
-    try {
-      return await read();
-    } catch (err) {
-      if (this.#ext.dialect.missingTable?.(err) === true) return empty;
-      throw err;
-    }
+  /** `read()` when the group tables exist, else `empty` (`StoreExtensions.whenTables`). */
+  #whenTables<T>(empty: T, read: () => Promise<T>): Promise<T> {
+    return this.#ext.whenTables(GROUP_TABLES, [TASK_GROUPS_TABLE, GROUPS_TABLE], empty, read);
   }
 
   /** See `GroupReadStore.taskGroup`. */
@@ -149,7 +114,6 @@ export class GroupReads {
       running: Number(running ?? 0),
       queued: Number(row.queued),
       groupConcurrency: limit === null || limit === undefined ? null : Number(limit),
-      groupRateWindow: await this.#rateWindows.groupWindow(String(row.name), group),
     };
   }
 

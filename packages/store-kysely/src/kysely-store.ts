@@ -2,7 +2,7 @@ import type {
   FlowReadStore,
   GroupCounts,
   GroupReadStore,
-  RateWindow,
+  RateWindows,
   TaskGroupInfo,
   BulkBatchInput,
   ClaimInput,
@@ -163,7 +163,7 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     this.#transitions = new ClientTransitions(statements, this.#lifecycle, (parentIds) => this.#steps.wakeJoins(parentIds), requeued);
     this.#claims = new ClaimCycle(statements, this.#lifecycle, this.#extensions, inFlight);
     this.#rateWindows = new RateWindowReads(this.#extensions);
-    this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle, this.#rateWindows);
+    this.#groupReads = new GroupReads(this.#extensions, this.#lifecycle);
     this.#steps = new StepJournal(this.#extensions);
   }
 
@@ -320,9 +320,9 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     return this.#groupReads.groupStats(name, options);
   }
 
-  /** The rate window of `name` under its recorded `rateLimit`, or `null` (see `rate-window-reads.ts`); creates nothing. */
-  rateWindow(name: string): Promise<RateWindow | null> {
-    return this.#lifecycle.run(() => this.#rateWindows.nameWindow(name));
+  /** The rate windows of `name` (and of its group `group`) under their recorded limits (see `rate-window-reads.ts`); creates nothing. */
+  rateWindows(name: string, group: string | null): Promise<RateWindows> {
+    return this.#lifecycle.run(() => this.#rateWindows.rateWindows(name, group));
   }
 
   // --------------------------------------------------------------- schedules

@@ -1,39 +1,34 @@
 /**
- * The rate-window reads (`FlowReadStore.rateWindow` and
- * `TaskGroupInfo.groupRateWindow` in `@cairnq/protocol` `rate-windows.ts`) —
- * what `explain` shows of a full `rateLimit` or `groupRateLimit` window — and
- * the one write they depend on.
+ * The rate-window read (`FlowReadStore.rateWindows` in `@cairnq/protocol`
+ * `rate-windows.ts`) — what `explain` shows of a full `rateLimit` or
+ * `groupRateLimit` window — and the one write it depends on.
  *
- * Terminology:
- * - **scope**: which limit of a name a `cairnq_ext_rate_limits` row holds:
- *   `name` (its `rateLimit`) or `group` (its `groupRateLimit`, the same for
- *   every group of the name).
- * - **recorded limit**: the row's `max_claims` and `per_ms`, upserted by every
- *   claim that records claims under that limit ({@link RECORD_RATE_LIMIT}, in
- *   the statements that record them: `flow-control-step.ts`, `group-draw.ts`),
- *   inside the claim transaction under the name's flow lock, so it is the
- *   limit the window's last claim was counted against.
+ * Terminology (scopes as `RATE_LIMIT_SCOPES` in `rate-windows.ts`):
+ * - **recorded limit**: the row's `max_claims` and `per_ms`: a limit a claim
+ *   of this name enforced within the last minute or so. A claim that records
+ *   claims under a limit upserts it ({@link RECORD_RATE_LIMIT}, in the
+ *   statements that record them: `flow-control-step.ts`, `group-draw.ts`,
+ *   inside the claim transaction under the name's flow lock) only when its
+ *   store has not written that limit in the last
+ *   `RATE_LIMIT_REFRESH_MS` (60 s; `rate-limit-records.ts`), not on every
+ *   claim: so with two limits in use at once the row may show either, and a
+ *   changed limit shows from the first claim under it of each store. All
+ *   workers of a name must declare the same limits (as `explain` assumes).
  *
- * A read is the row, then the window's count and its `max`-th newest claim in
- * one statement over the claims index (`(name[, group_key], claimed_at_ms)`),
- * on the store's clock. Reads create nothing: without the table (no claim with
- * a rate limit since the store that writes it) they answer `null`, as for a
- * name no claim limited, after a catalog read that stops once it found it.
+ * A read is the name's rows (both scopes, one statement), then each window
+ * asked for: its count, its `max`-th newest claim and the store's clock in one
+ * statement over the claims index (`(name[, group_key], claimed_at_ms)`). Reads
+ * create nothing: without the table (no claim with a rate limit since the store
+ * that writes it) they answer `null` windows, as for a name no claim limited,
+ * after a catalog read that stops once it found it.
  */
-import type { RateWindow } from "@cairnq/protocol";
-import { rateWindowOf, requireLimitedText, x } from "@cairnq/protocol/adapter";
-import type { RateLimit } from "@cairnq/protocol";
+import type { RateLimit, RateLimitScope, RateWindow, RateWindows } from "@cairnq/protocol";
+import { RATE_LIMIT_SCOPES } from "@cairnq/protocol";
+import { FLOW_NAME, rateWindowOf, requireLimitedText, requireName, x } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, RATE_CLAIMS_TABLE, RATE_LIMITS_TABLE } from "./extension-tables.js";
 
-/** The scopes of `cairnq_ext_rate_limits` rows (see the module comment). */
-export const RATE_LIMIT_SCOPES = Object.freeze({ name: "name", group: "group" } as const);
-
-/** One of {@link RATE_LIMIT_SCOPES}. */
-export type RateLimitScope = (typeof RATE_LIMIT_SCOPES)[keyof typeof RATE_LIMIT_SCOPES];
-
-const NAME = x.param("name", "text");
 const SCOPE = x.param("scope", "text");
 const MAX = x.param("max", "int");
 const PER_MS = x.param("perMs", "int");
@@ -42,10 +37,10 @@ const SKIP = x.param("skip", "int");
 
 /** Records `:max` claims per `:perMs` as the limit of `:name` in `:scope` (see the module comment). */
 export const RECORD_RATE_LIMIT: StatementTemplate = {
-  params: [NAME, SCOPE, MAX, PER_MS],
+  params: [FLOW_NAME, SCOPE, MAX, PER_MS],
   clock: null,
   build: (c) =>
-    `INSERT INTO ${RATE_LIMITS_TABLE} (name, scope, max_claims, per_ms) VALUES (${c.slot(NAME)}, ${c.slot(SCOPE)}, ${c.slot(MAX)}, ${c.slot(PER_MS)}) ` +
+    `INSERT INTO ${RATE_LIMITS_TABLE} (name, scope, max_claims, per_ms) VALUES (${c.slot(FLOW_NAME)}, ${c.slot(SCOPE)}, ${c.slot(MAX)}, ${c.slot(PER_MS)}) ` +
     `ON CONFLICT (name, scope) DO UPDATE SET max_claims = excluded.max_claims, per_ms = excluded.per_ms`,
 };
 
@@ -54,22 +49,26 @@ export function rateLimitParams(name: string, scope: RateLimitScope, limit: Rate
   return { name, scope, max: limit.max, perMs: limit.perMs };
 }
 
-const LIMIT_OF: StatementTemplate = {
-  params: [NAME, SCOPE],
+const LIMITS_OF: StatementTemplate = {
+  params: [FLOW_NAME],
   clock: null,
-  build: (c) => `SELECT max_claims, per_ms FROM ${RATE_LIMITS_TABLE} WHERE name = ${c.slot(NAME)} AND scope = ${c.slot(SCOPE)}`,
+  build: (c) => `SELECT scope, max_claims, per_ms FROM ${RATE_LIMITS_TABLE} WHERE name = ${c.slot(FLOW_NAME)}`,
 };
 
-/** The claims of `:name` (of `:group` in the group table) in the window `(now − :perMs, now]`: their count and the one `:skip` places below the newest. */
+/**
+ * The claims of `:name` (of `:group` in the group table) in the window `(now − :perMs, now]`: their count, the one
+ * `:skip` places below the newest, and `now` itself (the store's clock the window was counted at).
+ */
 function windowRead(table: string, grouped: boolean): StatementTemplate {
   return {
-    params: grouped ? [NAME, GROUP, PER_MS, SKIP] : [NAME, PER_MS, SKIP],
+    params: grouped ? [FLOW_NAME, GROUP, PER_MS, SKIP] : [FLOW_NAME, PER_MS, SKIP],
     clock: "statement",
     build: (c) => {
-      const where = `name = ${c.slot(NAME)}${grouped ? ` AND group_key = ${c.slot(GROUP)}` : ""} AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)}`;
+      const where = `name = ${c.slot(FLOW_NAME)}${grouped ? ` AND group_key = ${c.slot(GROUP)}` : ""} AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)}`;
       return (
         `SELECT (SELECT count(*) FROM ${table} WHERE ${where}) AS n, ` +
-        `(SELECT claimed_at_ms FROM ${table} WHERE ${where} ORDER BY claimed_at_ms DESC LIMIT 1 OFFSET ${c.slot(SKIP)}) AS nth`
+        `(SELECT claimed_at_ms FROM ${table} WHERE ${where} ORDER BY claimed_at_ms DESC LIMIT 1 OFFSET ${c.slot(SKIP)}) AS nth, ` +
+        `${c.now()} AS now_ms`
       );
     },
   };
@@ -78,53 +77,39 @@ function windowRead(table: string, grouped: boolean): StatementTemplate {
 const NAME_WINDOW = windowRead(RATE_CLAIMS_TABLE, false);
 const GROUP_WINDOW = windowRead(GROUP_RATE_CLAIMS_TABLE, true);
 
-/** The rate-window reads of one store. */
+const NO_WINDOWS: RateWindows = Object.freeze({ name: null, group: null });
+
+/** The rate-window read of one store. */
 export class RateWindowReads {
   readonly #ext: StoreExtensions;
-  /** Whether `cairnq_ext_rate_limits` exists: once this store created or found it, without a read. */
-  #tableFound = false;
 
   constructor(ext: StoreExtensions) {
     this.#ext = ext;
   }
 
-  /** See `FlowReadStore.rateWindow`. */
-  nameWindow(name: string): Promise<RateWindow | null> {
-    return this.#window(RATE_LIMIT_SCOPES.name, requireLimitedText(name, "name"), null);
+  /** See `FlowReadStore.rateWindows`. */
+  rateWindows(name: string, group: string | null): Promise<RateWindows> {
+    const checked = requireLimitedText(name, "name");
+    const groupKey = group === null ? null : requireName(group, "group");
+    return this.#ext.whenTables(RATE_LIMITS_TABLE, [RATE_LIMITS_TABLE], NO_WINDOWS, () => this.#read(checked, groupKey));
   }
 
-  /** The window of group `group` of `name` under the name's recorded `groupRateLimit` (`TaskGroupInfo.groupRateWindow`). */
-  groupWindow(name: string, group: string): Promise<RateWindow | null> {
-    return this.#window(RATE_LIMIT_SCOPES.group, name, group);
-  }
-
-  /** Whether the table exists, from the catalog (as `GroupReads` checks its tables), cached once true; `null`: the catalog could not say. */
-  async #tableExists(): Promise<boolean | null> {
-    if (this.#tableFound || this.#ext.isReady(RATE_LIMITS_TABLE)) return (this.#tableFound = true);
-    try {
-      this.#tableFound = (await this.#ext.catalogNames([RATE_LIMITS_TABLE])).has(RATE_LIMITS_TABLE);
-    } catch {
-      return null;
+  async #read(name: string, group: string | null): Promise<RateWindows> {
+    const limits = new Map<string, RateLimit>();
+    for (const row of (await this.#ext.statements.read(LIMITS_OF, { name })).rows) {
+      limits.set(String(row.scope), { max: Number(row.max_claims), perMs: Number(row.per_ms) });
     }
-    return this.#tableFound;
+    const nameLimit = limits.get(RATE_LIMIT_SCOPES.name);
+    const groupLimit = group === null ? undefined : limits.get(RATE_LIMIT_SCOPES.group);
+    return {
+      name: nameLimit === undefined ? null : await this.#window(NAME_WINDOW, nameLimit, { name }),
+      group: groupLimit === undefined ? null : await this.#window(GROUP_WINDOW, groupLimit, { name, group }),
+    };
   }
 
-  async #window(scope: RateLimitScope, name: string, group: string | null): Promise<RateWindow | null> {
-    const exists = await this.#tableExists();
-    if (exists === false) return null;
-    let row;
-    try {
-      row = (await this.#ext.statements.read(LIMIT_OF, { name, scope })).rows[0];
-    } catch (err) {
-      if (exists === null && this.#ext.dialect.missingTable?.(err) === true) return null;
-      throw err;
-    }
-    if (row === undefined) return null;
-    const limit = { max: Number(row.max_claims), perMs: Number(row.per_ms) };
-    const params = { name, perMs: limit.perMs, skip: limit.max - 1 };
-    const read = group === null ? this.#ext.statements.read(NAME_WINDOW, params) : this.#ext.statements.read(GROUP_WINDOW, { ...params, group });
-    const counts = (await read).rows[0];
-    const nth = counts?.nth;
-    return rateWindowOf(limit, Number(counts?.n ?? 0), nth === null || nth === undefined ? null : Number(nth));
+  async #window(template: StatementTemplate, limit: RateLimit, params: Record<string, unknown>): Promise<RateWindow> {
+    const row = (await this.#ext.statements.read(template, { ...params, perMs: limit.perMs, skip: limit.max - 1 })).rows[0];
+    const nth = row?.nth;
+    return rateWindowOf(limit, Number(row?.n ?? 0), nth === null || nth === undefined ? null : Number(nth), Number(row?.now_ms));
   }
 }

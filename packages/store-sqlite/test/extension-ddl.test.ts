@@ -98,16 +98,16 @@ describe("extension tables on SQLite (extension-tables.ts, extension-catalog.ts)
 
     const store = openStore(file);
     await store.connect();
-    const waiting = await store.submit({ name: "g", group: "a" });
-    expect(await store.rateWindow("rl")).toBeNull();
-    expect((await store.taskGroup(waiting.id))?.groupRateWindow).toBeNull();
+    await store.submit({ name: "g", group: "a" });
+    expect(await store.rateWindows("rl", null)).toEqual({ name: null, group: null });
+    expect(await store.rateWindows("g", "a")).toEqual({ name: null, group: null });
     expect(tables()).toEqual(["cairnq_ext_rate_claims"]);
     await store.submit({ name: "rl" });
     await store.submit({ name: "g", group: "b" });
     expect(await store.claim({ queues: ["default"], names: ["rl", "g"], limit: 10, workerId: "w", leaseMs: 60_000, flowControl: { ...flowControl, rl: { rateLimit: { max: 2, perMs: 3_600_000 } } } })).toHaveLength(2);
     expect(tables()).toEqual(["cairnq_ext_rate_claims", "cairnq_ext_rate_limits"]);
-    expect(await store.rateWindow("rl")).toMatchObject({ limit: { max: 2, perMs: 3_600_000 }, claims: 2 });
-    expect((await store.taskGroup(waiting.id))?.groupRateWindow).toMatchObject({ limit: { max: 1, perMs: 3_600_000 }, claims: 1 });
+    expect((await store.rateWindows("rl", null)).name).toMatchObject({ limit: { max: 2, perMs: 3_600_000 }, claims: 2 });
+    expect((await store.rateWindows("g", "a")).group).toMatchObject({ limit: { max: 1, perMs: 3_600_000 }, claims: 1 });
     await store.close();
   });
 });
