@@ -24,7 +24,7 @@ export { runKeyedIssueOrder } from "./keyed-issue-order.js";
 export type { StoreWithKysely, ViewBesideWaitingReport } from "./view-beside-waiting.js";
 export { runViewBesideWaitingSubmit } from "./view-beside-waiting.js";
 export type { GroupReadsReport } from "./group-reads-no-ddl.js";
-export { GROUP_TABLE_NAMES, runGroupReadsWithoutTables } from "./group-reads-no-ddl.js";
+export { GROUP_TABLE_NAMES, RATE_LIMITS_TABLE_NAME, READ_TABLE_NAMES, runGroupReadsWithoutTables } from "./group-reads-no-ddl.js";
 export { firstSubmitFailure } from "./first-submit-failure.js";
 export type { GroupPruneHooks, GroupPruneReport, GroupRow } from "./group-prune.js";
 export { GROUP_PRUNE_EXPECTED, IDLE_GROUPS, PRUNE_NAME, prunedSummary, runGroupPrune } from "./group-prune.js";

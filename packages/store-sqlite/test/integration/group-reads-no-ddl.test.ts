@@ -1,10 +1,11 @@
 /**
  * `explain` and per-group stats on a database without the group tables
- * answer as for empty tables and create none of them (only a grouped submit
+ * (and the rate-window read, without cairnq_ext_rate_limits) answer as for
+ * empty tables and create none of them (only a grouped submit
  * or claim does).
  */
 import Database from "better-sqlite3";
-import { GROUP_TABLE_NAMES, runGroupReadsWithoutTables } from "@cairnq/test-support";
+import { GROUP_TABLE_NAMES, READ_TABLE_NAMES, runGroupReadsWithoutTables } from "@cairnq/test-support";
 import { describe, expect, it } from "vitest";
 import { openStore, tempFile } from "../helpers.js";
 
@@ -16,14 +17,14 @@ describe("group reads on a SQLite database without the group tables", () => {
     const tables = (): Promise<string[]> => {
       const db = new Database(file, { readonly: true });
       try {
-        const rows = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (${GROUP_TABLE_NAMES.map(() => "?").join(", ")})`).all(...GROUP_TABLE_NAMES) as { name: string }[];
+        const rows = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (${READ_TABLE_NAMES.map(() => "?").join(", ")})`).all(...READ_TABLE_NAMES) as { name: string }[];
         return Promise.resolve(rows.map((row) => row.name));
       } finally {
         db.close();
       }
     };
     const report = await runGroupReadsWithoutTables(reader, writer, tables);
-    expect(report.before).toEqual({ taskGroup: null, groupStats: [], tables: [] });
-    expect(report.after).toEqual({ taskGroup: { group: "g1", running: 0, queued: 1, groupConcurrency: null }, groupStats: [{ group: "g1", queued: 1, running: 0 }], tables: [...GROUP_TABLE_NAMES].sort() });
+    expect(report.before).toEqual({ taskGroup: null, groupStats: [], rateWindows: { name: null, group: null }, tables: [] });
+    expect(report.after).toEqual({ taskGroup: { group: "g1", running: 0, queued: 1, groupConcurrency: null }, groupStats: [{ group: "g1", queued: 1, running: 0 }], rateWindows: { name: null, group: null }, tables: [...GROUP_TABLE_NAMES].sort() });
   });
 });
