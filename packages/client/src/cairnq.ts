@@ -294,15 +294,20 @@ export class CairnQ {
 
   /**
    * Says why task `id` is where it is: its `state` (`delayed`,
-   * `backing-off`, `waiting`, `unclaimed`, `running`, `lease-expired`,
-   * `cancel-requested`, `succeeded`, `failed`, `canceled`, and `parked` for a
-   * task parked on a durable sleep, wait or join: what it waits for) and one
+   * `backing-off`, `waiting`, `group-limit` (due, but its group is at
+   * `groupConcurrency` or its `groupRateLimit` window is full), `rate-limit`
+   * (due, but its name's `rateLimit` window is full), `unclaimed`, `running`,
+   * `lease-expired`, `cancel-requested`, `succeeded`, `failed`, `canceled`,
+   * and `parked` for a task parked on a durable sleep, wait or join: what it
+   * waits for) and one
    * paragraph for people, with the row, its durable-steps journal (`steps`;
    * `null` on a store without them) and, for a queued task, the evidence read
    * about its queue (is anything claiming it?). `null` when there is no such task.
    * The `cairnq explain` command and the dashboard's task page show the same.
    *
-   * Reads the row, and for a queued task a few bounded rows of its queue.
+   * Reads the row, and for a queued task a few bounded rows of its queue
+   * (and, when it is due, its group and its rate windows, on a store that
+   * has those reads).
    *
    * @example
    * ```ts
