@@ -11,6 +11,7 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterEach, expect, it } from "vitest";
 import { explainTask } from "../src/explain.js";
 import { CairnQ } from "../src/index.js";
+import { taskRow } from "./task-row.js";
 
 let dir: string | null = null;
 let cairnq: CairnQ | null = null;
@@ -42,31 +43,7 @@ it("says 'group acme: 2 of 2 running' when the task waits on its group's limit, 
 });
 
 it("explainTask names the group of a due task that is not at its limit", () => {
-  const task = {
-    id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
-    name: "export",
-    queue: "default",
-    status: "queued" as const,
-    payload: {},
-    result: null,
-    error: null,
-    metadata: {},
-    progress: null,
-    message: null,
-    attempt: 0,
-    max_attempts: 3,
-    priority: 0,
-    worker_id: null,
-    lease_until_ms: null,
-    run_at_ms: 1000,
-    cancel_requested_at_ms: null,
-    parent_id: null,
-    root_id: null,
-    correlation_id: null,
-    created_at_ms: 1000,
-    updated_at_ms: 1000,
-    completed_at_ms: null,
-  };
+  const task = taskRow({ name: "export", queue: "default", run_at_ms: 1000, created_at_ms: 1000, updated_at_ms: 1000 });
   const verdict = explainTask(task, { nowMs: 2000, group: { group: "acme", running: 1, queued: 4, groupConcurrency: 2 } });
   expect(verdict.state).toBe("waiting");
   expect(verdict.summary).toContain("It is in group acme (1 running of 2).");

@@ -14,37 +14,13 @@ import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { explainTask } from "../src/explain.js";
 import { CairnQ } from "../src/index.js";
+import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
-const NOW = Date.UTC(2026, 11, 1, 10, 0, 0);
+const NOW = EXPLAIN_NOW;
 const DUE = "Queued in queue 'mail' and due since 2026-12-01T09:59:55.000Z (5 s ago), ";
 
 function row(fields: Partial<Task> = {}): Task {
-  return {
-    id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
-    name: "send",
-    queue: "mail",
-    status: "queued",
-    payload: {},
-    result: null,
-    error: null,
-    metadata: {},
-    progress: null,
-    message: null,
-    attempt: 0,
-    max_attempts: 3,
-    priority: 0,
-    worker_id: null,
-    lease_until_ms: null,
-    run_at_ms: NOW - 5000,
-    cancel_requested_at_ms: null,
-    parent_id: null,
-    root_id: null,
-    correlation_id: null,
-    created_at_ms: NOW - 5000,
-    updated_at_ms: NOW - 5000,
-    completed_at_ms: null,
-    ...fields,
-  };
+  return taskRow({ name: "send", ...fields });
 }
 
 const busy = { runningOnQueue: 1, runningWithName: 0, lastFinishedAtMs: NOW - 1000, queuedOnQueue: 4 };

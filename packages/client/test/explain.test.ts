@@ -15,36 +15,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { explainTask } from "../src/explain.js";
 import { CairnQ } from "../src/index.js";
 import { MemoryStore } from "./support.js";
+import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
-const NOW = Date.UTC(2026, 11, 1, 10, 0, 0);
+const NOW = EXPLAIN_NOW;
 
 function row(fields: Partial<Task>): Task {
-  return {
-    id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
-    name: "email",
-    queue: "mail",
-    status: "queued",
-    payload: {},
-    result: null,
-    error: null,
-    metadata: {},
-    progress: null,
-    message: null,
-    attempt: 0,
-    max_attempts: 3,
-    priority: 0,
-    worker_id: null,
-    lease_until_ms: null,
-    run_at_ms: NOW - 5000,
-    cancel_requested_at_ms: null,
-    parent_id: null,
-    root_id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP",
-    correlation_id: null,
-    created_at_ms: NOW - 5000,
-    updated_at_ms: NOW - 5000,
-    completed_at_ms: null,
-    ...fields,
-  };
+  return taskRow({ root_id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", ...fields });
 }
 
 const ENVELOPE = { type: "TaskError", code: "upstream", message: "503", retryable: true, details: {} };
