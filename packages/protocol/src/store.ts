@@ -346,14 +346,11 @@ export interface StoreCapabilities {
    */
   readonly databaseClock: boolean;
   /**
-   * `claim` enforces `ClaimInput.flowControl` — per task name, at most
-   * `globalConcurrency` tasks `running` and at most `rateLimit.max` claims in
-   * any `rateLimit.perMs` window, across every process claiming from the
-   * database — exactly, inside the claim transaction (see `flow-control.ts`);
-   * it is also a `FlowReadStore` (`rateWindows`: the `rateLimit` its last claims
-   * enforced and its window, see `rate-windows.ts`), which `explain` reads.
-   * A store without it must not be given limits; the worker refuses them.
-   * Optional so stores written before the flag keep compiling. @default false
+   * `claim` enforces `ClaimInput.flowControl` — per task name, at most `globalConcurrency` tasks
+   * `running` and at most `rateLimit.max` claims in any `rateLimit.perMs` window, across every process
+   * claiming from the database — exactly, inside the claim transaction (see `flow-control.ts`) — and is
+   * a `FlowReadStore` (`rateWindows`, for `explain`). A store without it must not be given limits; the
+   * worker refuses them. Optional so stores written before the flag keep compiling. @default false
    */
   readonly flowControl?: boolean;
   /**

@@ -38,7 +38,7 @@ import { GroupDraw } from "./group-draw.js";
 import type { GroupPrune } from "./group-prune.js";
 import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
-import { RECORD_RATE_LIMIT, rateLimitParams } from "./rate-window-reads.js";
+import { RECORD_RATE_LIMIT, rateLimitWrites } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -236,11 +236,9 @@ export class FlowControlStep {
       const rateLimit = (this.#limits.get(name) as NormalizedFlowControl).rateLimit;
       if (rateLimit === null) continue;
       const taskIds = claimed.filter((row) => row.name === name).map((row) => row.id);
-      if (taskIds.length > 0) writes.push(query(RECORD_TEMPLATE, { name, taskIds }));
       // The limit's row only when this store has not written it lately (`rate-limit-records.ts`).
-      if (taskIds.length > 0 && this.#ext.rateLimits.take(name, RATE_LIMIT_SCOPES.name, rateLimit)) {
-        writes.push(query(RECORD_RATE_LIMIT, rateLimitParams(name, RATE_LIMIT_SCOPES.name, rateLimit)));
-      }
+      const limitRow = taskIds.length > 0 ? rateLimitWrites(this.#ext, name, RATE_LIMIT_SCOPES.name, rateLimit) : [];
+      if (taskIds.length > 0) writes.push(query(RECORD_TEMPLATE, { name, taskIds }), ...limitRow.map((p) => query(RECORD_RATE_LIMIT, p)));
       writes.push(query(PRUNE_TEMPLATE, { name, perMs: rateLimit.perMs }));
     }
     if (writes.length > 0) await this.#ext.dialect.executor.batch(tx, writes);

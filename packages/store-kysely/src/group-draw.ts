@@ -45,7 +45,7 @@
  *    taken tasks become `claimed` (out of the walk), the
  *    served groups move to the back of the served order (`served_seq` = the
  *    highest + 1, and the `groupConcurrency` enforced is noted for
- *    `explain`), their claims are recorded for `groupRateLimit` (and the limit, for `explain`), and groups
+ *    `explain`), their claims are recorded for `groupRateLimit` (and the limit, for `explain`, when due), and groups
  *    found without any queued task — or whose due work the draw took to the
  *    last task, in the same statement as their served order — go inactive
  *    (guarded by `touched`, which every submit to the group bumps, so a
@@ -69,8 +69,7 @@
  * `requeued` right after the locks (`group-requeue.ts`, by the ids recovery
  * returns), and the draw then reads afresh.
  */
-import type { Task } from "@cairnq/protocol";
-import { RATE_LIMIT_SCOPES } from "@cairnq/protocol";
+import { RATE_LIMIT_SCOPES, type Task } from "@cairnq/protocol";
 import type { CompiledQuery, QueryResult } from "kysely";
 import type { GroupCandidates, GroupLimits, ParamExpr, Params } from "@cairnq/protocol/adapter";
 import {
@@ -97,7 +96,7 @@ import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./exte
 import type { GroupPrune } from "./group-prune.js";
 import { DELETE_IDLE_GROUPS, WAKE } from "./group-prune.js";
 import { groupRowIn } from "./group-reads.js";
-import { RECORD_RATE_LIMIT, rateLimitParams } from "./rate-window-reads.js";
+import { RECORD_RATE_LIMIT, rateLimitWrites } from "./rate-window-reads.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
@@ -670,10 +669,7 @@ export class GroupDraw {
       const { span, params: bounds } = spanOf(seen.filter((g) => servedSet.has(g.group)));
       const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards, ...bounds };
       writes.push(this.#query(SERVED[span], served));
-      const rate = this.#limits.groupRateLimit;
-      if (rate !== null) writes.push(this.#query(RECORD, { taskIds: grouped }));
-      // The limit's row only when this store has not written it lately (`rate-limit-records.ts`).
-      if (rate !== null && this.#ext.rateLimits.take(name, RATE_LIMIT_SCOPES.group, rate)) writes.push(this.#query(RECORD_RATE_LIMIT, rateLimitParams(name, RATE_LIMIT_SCOPES.group, rate)));
+      if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }), ...rateLimitWrites(this.#ext, name, RATE_LIMIT_SCOPES.group, this.#limits.groupRateLimit).map((p) => this.#query(RECORD_RATE_LIMIT, p)));
     }
     if (empty.length > 0) {
       const guards = empty.map((g) => `${g.group}#${g.touched}`);

@@ -49,6 +49,11 @@ export function rateLimitParams(name: string, scope: RateLimitScope, limit: Rate
   return { name, scope, max: limit.max, perMs: limit.perMs };
 }
 
+/** The {@link RECORD_RATE_LIMIT} parameters of `limit` for `name` in `scope`: one set when this store's claims should write it now (`rate-limit-records.ts`), else none. */
+export function rateLimitWrites(ext: StoreExtensions, name: string, scope: RateLimitScope, limit: RateLimit): ReturnType<typeof rateLimitParams>[] {
+  return ext.rateLimits.take(name, scope, limit) ? [rateLimitParams(name, scope, limit)] : [];
+}
+
 const LIMITS_OF: StatementTemplate = {
   params: [FLOW_NAME],
   clock: null,
