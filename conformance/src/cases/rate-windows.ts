@@ -1,8 +1,8 @@
 /**
  * The rate-window reads (an extension of v1; rules in `@cairnq/protocol`
  * `rate-windows.ts`): what a store tells `explain` of a `rateLimit` or
- * `groupRateLimit` window — the limit the last claim that recorded claims
- * under it enforced, the claims in the window, and when it has room again.
+ * `groupRateLimit` window — a limit a claim that recorded claims under it
+ * enforced, the claims in the window, and when it has room again.
  */
 import type { FlowReadStore, RateWindow, Task } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
@@ -47,7 +47,7 @@ function expectFull(t: CaseContext, window: RateWindow | null, limit: { max: num
 export const rateWindowCases: readonly ConformanceCase[] = [
   {
     id: "flow-rate-window-read",
-    title: "rateWindows gives a name's rateLimit as the last claim recording claims enforced it, its claims in the window, when it has room again and the store's clock",
+    title: "rateWindows gives a name's rateLimit as a claim recording claims enforced it, its claims in the window, when it has room again and the store's clock",
     spec: "store.ts StoreCapabilities.flowControl, rate-windows.ts FlowReadStore",
     skipUnless: needsFlowControl,
     async run(t) {
@@ -75,7 +75,7 @@ export const rateWindowCases: readonly ConformanceCase[] = [
   },
   {
     id: "group-rate-window-read",
-    title: "rateWindows gives a group's window under the name's groupRateLimit as the last claim recording claims enforced it; each group its own",
+    title: "rateWindows gives a group's window under the name's groupRateLimit as a claim recording claims enforced it; each group its own",
     spec: "store.ts StoreCapabilities.groups, rate-windows.ts FlowReadStore.rateWindows",
     skipUnless: needsGroups,
     async run(t) {

@@ -165,7 +165,7 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
 
 /**
  * Why a due task of a queue that workers are claiming may still wait, as far as the database can tell: what
- * runs is recorded, and so are the rate limits the last claims enforced, with their windows (a full one is said
+ * runs is recorded, and so are the rate limits claims enforced (within about a minute), with their windows (a full one is said
  * before this, `holdingRateWindow`; one read with room is no cause, so it is not named). A worker's
  * `globalConcurrency` is its own option and is not recorded, nor is a rate limit no claim has recorded yet (a
  * store without the reads, or a limit a worker set since its last claim): those are named as possibilities,

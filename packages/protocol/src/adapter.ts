@@ -127,7 +127,7 @@ export {
   RUNNING_OF_NAME,
 } from "./flow-control.js";
 export type { DrawPlanner, NormalizedFlowControl } from "./flow-control.js";
-export { rateWindowAt, rateWindowFull, rateWindowOf } from "./rate-windows.js";
+export { RATE_LIMIT_REFRESH_MS, rateLimitRowDue, rateWindowAt, rateWindowFull, rateWindowOf } from "./rate-windows.js";
 export { DEBOUNCE, DEBOUNCE_CAPPED, debounceConflict, debounceReadsJournal, debounceUpdate, normalizeDebounce, resolveDebounce } from "./debounce.js";
 export type { DebounceDecision, DebounceKeyTask, NormalizedDebounce } from "./debounce.js";
 export {

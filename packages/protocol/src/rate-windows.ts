@@ -9,7 +9,7 @@
  *   claim which recorded claims of it enforced lately. A claim carries the
  *   limits (`ClaimInput.flowControl`), so a store keeps one it used beside
  *   the recorded claims (a SQL store rewrites it when it changes, and else at
- *   most once a minute: `RATE_LIMIT_REFRESH_MS` in `@cairnq/store-kysely`);
+ *   most once a minute: {@link RATE_LIMIT_REFRESH_MS}, {@link rateLimitRowDue});
  *   the window counted under it is the one that held the claims back. Every
  *   worker claiming a limited name must declare the same limits, so it is the
  *   limit in force.
@@ -40,7 +40,7 @@ export type RateLimitScope = (typeof RATE_LIMIT_SCOPES)[keyof typeof RATE_LIMIT_
 
 /** One rate window as a store reads it ({@link FlowReadStore.rateWindows}). */
 export interface RateWindow {
-  /** The recorded limit: what the last claim that recorded claims in this window enforced. */
+  /** The recorded limit: one a claim of the name enforced within about a minute ({@link rateLimitRowDue}). */
   readonly limit: RateLimit;
   /** Recorded claims in the window `(readAtMs − perMs, readAtMs]`. */
   readonly claims: number;
@@ -116,4 +116,17 @@ export interface FlowReadStore {
 export function hasFlowReads(store: { readonly capabilities: { readonly flowControl?: boolean } }): store is typeof store & FlowReadStore {
   const s = store as Partial<FlowReadStore> & { readonly capabilities: { readonly flowControl?: boolean } };
   return s.capabilities.flowControl === true && typeof s.rateWindows === "function";
+}
+
+/** How long a limit row a store wrote stands before a claim under the same limit writes it again: 60 s. */
+export const RATE_LIMIT_REFRESH_MS = 60_000;
+
+/**
+ * Whether a claim that took tasks under `limit` should write the name's limit row, given what its store last
+ * wrote for that name and scope and when (`last`, on a monotonic clock, `undefined` when it wrote none since it
+ * started): when it wrote none, wrote another limit, or wrote it {@link RATE_LIMIT_REFRESH_MS} ago or more — so
+ * the row is a limit a claim of the name enforced within about a minute, written at once when the limit changes.
+ */
+export function rateLimitRowDue(last: { readonly max: number; readonly perMs: number; readonly atMs: number } | undefined, limit: RateLimit, nowMs: number): boolean {
+  return last === undefined || last.max !== limit.max || last.perMs !== limit.perMs || nowMs - last.atMs >= RATE_LIMIT_REFRESH_MS;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hasFlowReads, holdingRateWindow, RATE_LIMIT_SCOPES, rateWindowAt, rateWindowFull, rateWindowOf } from "../src/rate-windows.js";
+import { hasFlowReads, holdingRateWindow, RATE_LIMIT_REFRESH_MS, RATE_LIMIT_SCOPES, rateLimitRowDue, rateWindowAt, rateWindowFull, rateWindowOf } from "../src/rate-windows.js";
 
 describe("rate windows", () => {
   const limit = { max: 2, perMs: 1000 };
@@ -42,5 +42,17 @@ describe("rate windows", () => {
     expect(hasFlowReads({ capabilities: { flowControl: true }, rateWindows } as never)).toBe(true);
     expect(hasFlowReads({ capabilities: { flowControl: false }, rateWindows } as never)).toBe(false);
     expect(hasFlowReads({ capabilities: { flowControl: true } })).toBe(false);
+  });
+});
+
+describe("rateLimitRowDue", () => {
+  it("is due when nothing was written, when the limit differs, and once RATE_LIMIT_REFRESH_MS passed", () => {
+    const limit = { max: 2, perMs: 1000 };
+    expect(rateLimitRowDue(undefined, limit, 0)).toBe(true);
+    const last = { max: 2, perMs: 1000, atMs: 100 };
+    expect(rateLimitRowDue(last, limit, 100 + RATE_LIMIT_REFRESH_MS - 1)).toBe(false);
+    expect(rateLimitRowDue(last, limit, 100 + RATE_LIMIT_REFRESH_MS)).toBe(true);
+    expect(rateLimitRowDue(last, { max: 3, perMs: 1000 }, 200)).toBe(true);
+    expect(rateLimitRowDue(last, { max: 2, perMs: 999 }, 200)).toBe(true);
   });
 });

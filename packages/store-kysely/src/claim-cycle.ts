@@ -77,6 +77,7 @@ export class ClaimCycle {
       const { db, dialect } = this.#statements;
       if (flow !== null || dialect.writes.takeSettlements === undefined) {
         const claimed = await dialect.executor.writeTransactionWith(db, transaction.head, transaction.body);
+        flow?.committed();
         answerReprobe(claim, transaction.claimable);
         return claimed;
       }

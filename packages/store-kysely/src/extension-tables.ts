@@ -23,7 +23,7 @@
  * | `cairnq_ext_task_groups` | submit option `group` | one per task submitted with a group (deleted with the task): its name, group, priority and state: in its group's walk (`queued`), taken by a group claim (`claimed`, kept after the task ends), or sent back to `queued` since (`requeued`) |
  * | `cairnq_ext_groups` | submit option `group` | one per name and group: its place in the served order, whether it may have queued work, and the `groupConcurrency` last enforced (for `explain`); kept when its tasks are purged, deleted by a group claim once idle with no waiting or running task (`group-prune.ts`; docs/protocol.md, "Groups") |
  * | `cairnq_ext_group_rate_claims` | task option `groupRateLimit` | one per recent claim of a rate-limited group, pruned once outside the window |
- * | `cairnq_ext_rate_limits` | task options `rateLimit`, `groupRateLimit` | one per name and scope (`name`: its `rateLimit`, `group`: its `groupRateLimit`): the limit the last claim that recorded claims of it enforced (for `explain`: `rate-window-reads.ts`) |
+ * | `cairnq_ext_rate_limits` | task options `rateLimit`, `groupRateLimit` | one per name and scope (`name`: its `rateLimit`, `group`: its `groupRateLimit`): a limit a claim that recorded claims of it enforced (for `explain`: `rate-window-reads.ts`) |
  *
  * The three group tables are created together (`ensure(GROUP_TABLES)`), by
  * the first submit with a group or the first claim with group limits;
@@ -59,7 +59,7 @@ export const GROUPS_TABLE = "cairnq_ext_groups";
 export const GROUP_RATE_CLAIMS_TABLE = "cairnq_ext_group_rate_claims";
 /** The group tables, created as one feature. */
 export const GROUP_TABLES = "cairnq_ext_groups*";
-/** Per name and scope, the `rateLimit` or `groupRateLimit` the last claim that recorded claims under it enforced. */
+/** Per name and scope, a `rateLimit` or `groupRateLimit` a claim that recorded claims under it enforced within about a minute (`rateLimitRowDue`). */
 export const RATE_LIMITS_TABLE = "cairnq_ext_rate_limits";
 
 /** The extension tables by feature. */

@@ -38,7 +38,8 @@ import { GroupDraw } from "./group-draw.js";
 import type { GroupPrune } from "./group-prune.js";
 import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
-import { RECORD_RATE_LIMIT, rateLimitWrites } from "./rate-window-reads.js";
+import { RateLimitWrites } from "./rate-limit-records.js";
+import { RECORD_RATE_LIMIT } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -87,13 +88,16 @@ export class FlowControlStep {
   #heads: { readonly name: string; readonly page: GroupFirstPage | null }[] = [];
   /** The first reads the head brought, by grouped name, until that name's first draw uses its own. */
   readonly #firstReads = new Map<string, GroupFirstReads>();
+  /** The limit rows this claim writes (`rate-limit-records.ts`): noted as written once it commits ({@link committed}). */
+  readonly #limitWrites: RateLimitWrites;
 
   private constructor(limits: ReadonlyMap<string, NormalizedFlowControl>, ext: StoreExtensions, settling: readonly string[], prune: GroupPrune | null) {
     this.#limits = limits;
     this.#ext = ext;
+    this.#limitWrites = new RateLimitWrites(ext.rateLimits);
     for (const [name, l] of limits) {
       const groupLimits = { groupConcurrency: l.groupConcurrency ?? null, groupRateLimit: l.groupRateLimit ?? null };
-      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, groupLimits, settling, prune));
+      if (hasGroupLimits(l)) this.#groups.set(name, new GroupDraw(ext, name, groupLimits, settling, prune, this.#limitWrites));
     }
   }
 
@@ -237,10 +241,15 @@ export class FlowControlStep {
       if (rateLimit === null) continue;
       const taskIds = claimed.filter((row) => row.name === name).map((row) => row.id);
       // The limit's row only when this store has not written it lately (`rate-limit-records.ts`).
-      const limitRow = taskIds.length > 0 ? rateLimitWrites(this.#ext, name, RATE_LIMIT_SCOPES.name, rateLimit) : [];
+      const limitRow = taskIds.length > 0 ? this.#limitWrites.plan(name, RATE_LIMIT_SCOPES.name, rateLimit) : [];
       if (taskIds.length > 0) writes.push(query(RECORD_TEMPLATE, { name, taskIds }), ...limitRow.map((p) => query(RECORD_RATE_LIMIT, p)));
       writes.push(query(PRUNE_TEMPLATE, { name, perMs: rateLimit.perMs }));
     }
     if (writes.length > 0) await this.#ext.dialect.executor.batch(tx, writes);
   }
+  /** The claim's transaction committed: the limit rows it wrote are noted (`rate-limit-records.ts`). */
+  committed(): void {
+    this.#limitWrites.committed();
+  }
+
 }

@@ -96,7 +96,8 @@ import { GROUP_RATE_CLAIMS_TABLE, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./exte
 import type { GroupPrune } from "./group-prune.js";
 import { DELETE_IDLE_GROUPS, WAKE } from "./group-prune.js";
 import { groupRowIn } from "./group-reads.js";
-import { RECORD_RATE_LIMIT, rateLimitWrites } from "./rate-window-reads.js";
+import type { RateLimitWrites } from "./rate-limit-records.js";
+import { RECORD_RATE_LIMIT } from "./rate-window-reads.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
@@ -494,13 +495,12 @@ export class GroupDraw {
   readonly #limits: GroupLimits;
   readonly #settling: readonly string[];
   readonly #prune: GroupPrune | null;
+  readonly #limitWrites: RateLimitWrites;
 
-  /**
-   * `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the running counts leave out.
-   * `prune`: the store's prune of idle group rows (`group-prune.ts`): when due, its read runs before the draw's batch and its delete ends it.
-   */
-  constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[] = [], prune: GroupPrune | null = null) {
+  /** `settling`: the fences of the store's settlements in flight (`SettlementsInFlight`), whose tasks the running counts leave out; `prune`: the store's prune of idle group rows (`group-prune.ts`: when due, its read runs before the draw's batch and its delete ends it); `limitWrites`: the claim's limit rows (`rate-limit-records.ts`). */
+  constructor(ext: StoreExtensions, name: string, limits: GroupLimits, settling: readonly string[], prune: GroupPrune | null, limitWrites: RateLimitWrites) {
     this.#ext = ext;
+    this.#limitWrites = limitWrites;
     this.#name = name;
     this.#limits = limits;
     this.#settling = settling;
@@ -669,7 +669,7 @@ export class GroupDraw {
       const { span, params: bounds } = spanOf(seen.filter((g) => servedSet.has(g.group)));
       const served = { name, groups: rotation.served, limit: this.#limits.groupConcurrency, idle: idle.map((g) => g.group), guards, ...bounds };
       writes.push(this.#query(SERVED[span], served));
-      if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }), ...rateLimitWrites(this.#ext, name, RATE_LIMIT_SCOPES.group, this.#limits.groupRateLimit).map((p) => this.#query(RECORD_RATE_LIMIT, p)));
+      if (this.#limits.groupRateLimit !== null) writes.push(this.#query(RECORD, { taskIds: grouped }), ...this.#limitWrites.plan(name, RATE_LIMIT_SCOPES.group, this.#limits.groupRateLimit).map((p) => this.#query(RECORD_RATE_LIMIT, p)));
     }
     if (empty.length > 0) {
       const guards = empty.map((g) => `${g.group}#${g.touched}`);

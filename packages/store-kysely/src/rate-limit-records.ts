@@ -1,22 +1,23 @@
 /**
- * What this store last wrote to `cairnq_ext_rate_limits`, so a claim writes
- * the row only when it would change something (`rate-window-reads.ts`).
+ * What this store wrote to `cairnq_ext_rate_limits`, so a claim writes a
+ * name's limit row only when it is due (`rateLimitRowDue` in
+ * `@cairnq/protocol`: new to this store, changed, or written a minute ago),
+ * not on every claim: a write per claim held the row's lock until the claim
+ * committed, left a dead tuple per claim on Postgres and, on MariaDB, took
+ * next-key locks that could deadlock claims of two names.
  *
- * Every claim that takes a task of a rate-limited name used to upsert the
- * name's row: a row lock held until the claim commits, a dead tuple per
- * claim on Postgres, and on MariaDB next-key locks that can deadlock two
- * claims of different names. The row only tells `explain` the limit, which
- * every worker of a name declares the same, so a claim writes it when this
- * store has not written that key, wrote another limit for it, or wrote it
- * more than {@link RATE_LIMIT_REFRESH_MS} ago. The last one repairs, within
- * that time, a write whose claim rolled back and a database recreated under
- * a running store.
+ * A write counts as done only once its claim committed ({@link
+ * RateLimitWrites.committed}): a claim's transaction body runs again after a
+ * deadlock, a busy database or a key lock it could not take, and a rolled-back
+ * write noted at planning would have kept the next attempts from writing it.
  */
+import type { RateLimit, RateLimitScope } from "@cairnq/protocol";
+import { rateLimitRowDue } from "@cairnq/protocol/adapter";
 
-/** How long a written limit stands before a claim under it writes it again: 60 s. */
-export const RATE_LIMIT_REFRESH_MS = 60_000;
+/** The parameters of `RECORD_RATE_LIMIT` (`rate-window-reads.ts`) for `limit` of `name` in `scope` (a type, not an interface: statement parameters are a record). */
+export type RateLimitRow = { readonly name: string; readonly scope: RateLimitScope; readonly max: number; readonly perMs: number };
 
-/** The limits this store wrote, per name and scope, with when (a monotonic clock). */
+/** The limits this store's committed claims wrote, per name and scope, with when (a monotonic clock). */
 export class RateLimitRecords {
   readonly #written = new Map<string, { readonly max: number; readonly perMs: number; readonly atMs: number }>();
   readonly #clock: () => number;
@@ -26,16 +27,35 @@ export class RateLimitRecords {
     this.#clock = clock;
   }
 
-  /**
-   * Whether a claim enforcing `limit` on `name` in `scope` should write it, and if so notes it as written now:
-   * the key is new to this store, its limit differs, or it was written {@link RATE_LIMIT_REFRESH_MS} ago or more.
-   */
-  take(name: string, scope: string, limit: { readonly max: number; readonly perMs: number }): boolean {
-    const key = `${scope}\u0000${name}`;
-    const now = this.#clock();
-    const last = this.#written.get(key);
-    if (last !== undefined && last.max === limit.max && last.perMs === limit.perMs && now - last.atMs < RATE_LIMIT_REFRESH_MS) return false;
-    this.#written.set(key, { max: limit.max, perMs: limit.perMs, atMs: now });
-    return true;
+  /** Whether a claim enforcing `limit` on `name` in `scope` should write its row now (`rateLimitRowDue`); notes nothing. */
+  due(name: string, scope: RateLimitScope, limit: RateLimit): boolean {
+    return rateLimitRowDue(this.#written.get(`${scope}\u0000${name}`), limit, this.#clock());
+  }
+
+  /** Notes that a committed claim wrote `limit` as the row of `name` in `scope`, now. */
+  wrote(name: string, scope: RateLimitScope, limit: RateLimit): void {
+    this.#written.set(`${scope}\u0000${name}`, { max: limit.max, perMs: limit.perMs, atMs: this.#clock() });
+  }
+}
+
+/** The limit rows one claim writes: planned in its transaction body (which may run again), noted once it committed. */
+export class RateLimitWrites {
+  readonly #records: RateLimitRecords;
+  readonly #planned = new Map<string, { readonly name: string; readonly scope: RateLimitScope; readonly limit: RateLimit }>();
+
+  constructor(records: RateLimitRecords) {
+    this.#records = records;
+  }
+
+  /** The upsert's parameters (`RECORD_RATE_LIMIT`) when the row of `name` in `scope` is due, in a list of one; else none. */
+  plan(name: string, scope: RateLimitScope, limit: RateLimit): RateLimitRow[] {
+    if (!this.#records.due(name, scope, limit)) return [];
+    this.#planned.set(`${scope}\u0000${name}`, { name, scope, limit });
+    return [{ name, scope, max: limit.max, perMs: limit.perMs }];
+  }
+
+  /** The claim committed: the rows it planned are written. */
+  committed(): void {
+    for (const { name, scope, limit } of this.#planned.values()) this.#records.wrote(name, scope, limit);
   }
 }

@@ -9,8 +9,8 @@
  *   claims under a limit upserts it ({@link RECORD_RATE_LIMIT}, in the
  *   statements that record them: `flow-control-step.ts`, `group-draw.ts`,
  *   inside the claim transaction under the name's flow lock) only when its
- *   store has not written that limit in the last
- *   `RATE_LIMIT_REFRESH_MS` (60 s; `rate-limit-records.ts`), not on every
+ *   store's committed claims have not written that limit in the last
+ *   `RATE_LIMIT_REFRESH_MS` (60 s; `rateLimitRowDue`, `rate-limit-records.ts`), not on every
  *   claim: so with two limits in use at once the row may show either, and a
  *   changed limit shows from the first claim under it of each store. All
  *   workers of a name must declare the same limits (as `explain` assumes).
@@ -22,7 +22,7 @@
  * that writes it) they answer `null` windows, as for a name no claim limited,
  * after a catalog read that stops once it found it.
  */
-import type { RateLimit, RateLimitScope, RateWindow, RateWindows } from "@cairnq/protocol";
+import type { RateLimit, RateWindow, RateWindows } from "@cairnq/protocol";
 import { RATE_LIMIT_SCOPES } from "@cairnq/protocol";
 import { FLOW_NAME, rateWindowOf, requireLimitedText, requireName, x } from "@cairnq/protocol/adapter";
 import type { StatementTemplate } from "./compiler.js";
@@ -43,16 +43,6 @@ export const RECORD_RATE_LIMIT: StatementTemplate = {
     `INSERT INTO ${RATE_LIMITS_TABLE} (name, scope, max_claims, per_ms) VALUES (${c.slot(FLOW_NAME)}, ${c.slot(SCOPE)}, ${c.slot(MAX)}, ${c.slot(PER_MS)}) ` +
     `ON CONFLICT (name, scope) DO UPDATE SET max_claims = excluded.max_claims, per_ms = excluded.per_ms`,
 };
-
-/** The parameters of {@link RECORD_RATE_LIMIT} for `limit`. */
-export function rateLimitParams(name: string, scope: RateLimitScope, limit: RateLimit): { name: string; scope: string; max: number; perMs: number } {
-  return { name, scope, max: limit.max, perMs: limit.perMs };
-}
-
-/** The {@link RECORD_RATE_LIMIT} parameters of `limit` for `name` in `scope`: one set when this store's claims should write it now (`rate-limit-records.ts`), else none. */
-export function rateLimitWrites(ext: StoreExtensions, name: string, scope: RateLimitScope, limit: RateLimit): ReturnType<typeof rateLimitParams>[] {
-  return ext.rateLimits.take(name, scope, limit) ? [rateLimitParams(name, scope, limit)] : [];
-}
 
 const LIMITS_OF: StatementTemplate = {
   params: [FLOW_NAME],

@@ -30,6 +30,16 @@ describe("rate-limit rows on SQLite: written when due, not per claim", () => {
     }
   }
 
+  /** Runs `sql` on `file` from another connection. */
+  function exec(file: string, sql: string): void {
+    const db = new Database(file);
+    try {
+      db.exec(sql);
+    } finally {
+      db.close();
+    }
+  }
+
   function rows(file: string): { name: string; scope: string; max_claims: number }[] {
     const db = new Database(file, { readonly: true });
     try {
@@ -65,5 +75,28 @@ describe("rate-limit rows on SQLite: written when due, not per claim", () => {
     expect(rows(file).map((r) => r.max_claims)).toEqual([99, 99]);
     expect(await claim(6)).toEqual(["rl", "g"]);
     expect(rows(file).map((r) => r.max_claims)).toEqual([6, 6]);
+  });
+
+  it("a claim whose transaction rolls back after planning the row leaves it due: the next claim under the same limit writes it", async () => {
+    const file = tempFile();
+    const s = (store = openStore(file));
+    await s.connect();
+    for (let i = 0; i < 2; i++) await s.submit({ name: "rl" });
+    await s.submit({ name: "other" });
+    const claimOf = (name: string) =>
+      s.claim({ queues: ["default"], names: [name], limit: 1, workerId: "w", leaseMs: 60_000, flowControl: { [name]: { rateLimit: { max: 5, perMs: HOUR_MS } } } });
+    // A rate-limited claim of another name makes the table.
+    expect(await claimOf("other")).toHaveLength(1);
+    // Another connection makes the row of 'rl' fail to insert: that claim's transaction rolls back whole.
+    exec(file, "CREATE TRIGGER refuse_rl BEFORE INSERT ON cairnq_ext_rate_limits WHEN NEW.name = 'rl' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    await expect(claimOf("rl")).rejects.toThrow(/refused by the test/);
+    expect(rows(file).map((r) => r.name)).toEqual(["other"]);
+    exec(file, "DROP TRIGGER refuse_rl");
+    // Within the minute, under the same limit: the rolled-back write was never noted, so this claim writes the row.
+    expect((await claimOf("rl")).map((t) => t.name)).toEqual(["rl"]);
+    expect(rows(file)).toEqual([
+      { name: "other", scope: "name", max_claims: 5 },
+      { name: "rl", scope: "name", max_claims: 5 },
+    ]);
   });
 });
