@@ -39,7 +39,7 @@ import type { GroupPrune } from "./group-prune.js";
 import { markRequeued } from "./group-requeue.js";
 import type { KeyLockStatement } from "./key-lock.js";
 import { RateLimitWrites } from "./rate-limit-records.js";
-import { RECORD_RATE_LIMIT } from "./rate-window-reads.js";
+import { rateWindowSql, RECORD_RATE_LIMIT } from "./rate-window-reads.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const CAP = x.param("cap", "int");
@@ -57,7 +57,7 @@ const RUNNING_COUNT_TEMPLATE: StatementTemplate = {
 const WINDOW_COUNT_TEMPLATE: StatementTemplate = {
   params: [FLOW_NAME, PER_MS],
   clock: "statement",
-  build: (c) => `SELECT count(*) AS n FROM ${RATE_CLAIMS_TABLE} WHERE name = ${c.slot(FLOW_NAME)} AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)}`,
+  build: (c) => `SELECT count(*) AS n FROM ${RATE_CLAIMS_TABLE} WHERE name = ${c.slot(FLOW_NAME)} AND ${rateWindowSql(c, PER_MS)}`,
 };
 
 /** Records the claimed rows `:taskIds` of `:name` at `now` (read after the draw). */
@@ -73,7 +73,7 @@ const RECORD_TEMPLATE: StatementTemplate = {
 const PRUNE_TEMPLATE: StatementTemplate = {
   params: [FLOW_NAME, PER_MS],
   clock: "statement",
-  build: (c) => `DELETE FROM ${RATE_CLAIMS_TABLE} WHERE name = ${c.slot(FLOW_NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
+  build: (c) => `DELETE FROM ${RATE_CLAIMS_TABLE} WHERE name = ${c.slot(FLOW_NAME)} AND ${rateWindowSql(c, PER_MS, { outside: true })}`,
 };
 
 /** One claim cycle's flow control; see the module comment. */

@@ -97,7 +97,7 @@ import type { GroupPrune } from "./group-prune.js";
 import { DELETE_IDLE_GROUPS, WAKE } from "./group-prune.js";
 import { groupRowIn } from "./group-reads.js";
 import type { RateLimitWrites } from "./rate-limit-records.js";
-import { RECORD_RATE_LIMIT } from "./rate-window-reads.js";
+import { rateWindowSql, RECORD_RATE_LIMIT } from "./rate-window-reads.js";
 import { decodeTask } from "./rows.js";
 import { inSubqueryJoin } from "./sql-syntax.js";
 import { setTransitionByIdsTemplate, TASKS_TABLE } from "./statements.js";
@@ -236,7 +236,7 @@ const PAGE_WITH_BEST: StatementTemplate = {
     // The group's claims in the window: a range of the rate index, at most `max` rows (older ones are pruned by each claim).
     const inWindow = c.has(RATE_MAX)
       ? `(SELECT count(*) FROM ${GROUP_RATE_CLAIMS_TABLE} rc WHERE rc.name = ${c.slot(NAME)} AND rc.group_key = ${GROUPS_TABLE}.group_key ` +
-        `AND rc.claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)})`
+        `AND ${rateWindowSql(c, PER_MS, { column: "rc.claimed_at_ms" })})`
       : null;
     const page =
       `SELECT group_key, served_seq, touched, ${inWindow ?? "0"} AS rate_n FROM ${GROUPS_TABLE} WHERE name = ${c.slot(NAME)} AND active = 1 ` +
@@ -438,7 +438,7 @@ const RECORD: StatementTemplate = {
 const PRUNE_GROUP_RATE_CLAIMS: StatementTemplate = {
   params: [NAME, PER_MS],
   clock: "statement",
-  build: (c) => `DELETE FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND claimed_at_ms <= ${c.now()} - ${c.slot(PER_MS)}`,
+  build: (c) => `DELETE FROM ${GROUP_RATE_CLAIMS_TABLE} WHERE name = ${c.slot(NAME)} AND ${rateWindowSql(c, PER_MS, { outside: true })}`,
 };
 
 /** The draw by the picked ids, found by primary key whatever the planner knows (see `setTransitionByIdsTemplate`). */

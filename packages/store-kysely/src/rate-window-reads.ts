@@ -24,8 +24,9 @@
  */
 import type { RateLimit, RateWindow, RateWindows } from "@cairnq/protocol";
 import { RATE_LIMIT_SCOPES } from "@cairnq/protocol";
+import type { ParamExpr } from "@cairnq/protocol/adapter";
 import { FLOW_NAME, rateWindowOf, requireLimitedText, requireName, x } from "@cairnq/protocol/adapter";
-import type { StatementTemplate } from "./compiler.js";
+import type { ExprCompiler, StatementTemplate } from "./compiler.js";
 import type { StoreExtensions } from "./extension-tables.js";
 import { GROUP_RATE_CLAIMS_TABLE, RATE_CLAIMS_TABLE, RATE_LIMITS_TABLE } from "./extension-tables.js";
 
@@ -44,6 +45,16 @@ export const RECORD_RATE_LIMIT: StatementTemplate = {
     `ON CONFLICT (name, scope) DO UPDATE SET max_claims = excluded.max_claims, per_ms = excluded.per_ms`,
 };
 
+/**
+ * A recorded claim is in its rate window, as SQL on the statement's clock: `claimed_at_ms > now − :perMs`
+ * (protocol `inRateWindow`). Every statement that counts a window (the claim's checks, the group page, the
+ * reads for `explain`) writes it with this; `outside` gives the complement, what a prune deletes.
+ * @param column - The `claimed_at_ms` column, qualified where the statement needs it.
+ */
+export function rateWindowSql(c: ExprCompiler, perMs: ParamExpr, { column = "claimed_at_ms", outside = false } = {}): string {
+  return `${column} ${outside ? "<=" : ">"} ${c.now()} - ${c.slot(perMs)}`;
+}
+
 const LIMITS_OF: StatementTemplate = {
   params: [FLOW_NAME],
   clock: null,
@@ -59,7 +70,7 @@ function windowRead(table: string, grouped: boolean): StatementTemplate {
     params: grouped ? [FLOW_NAME, GROUP, PER_MS, SKIP] : [FLOW_NAME, PER_MS, SKIP],
     clock: "statement",
     build: (c) => {
-      const where = `name = ${c.slot(FLOW_NAME)}${grouped ? ` AND group_key = ${c.slot(GROUP)}` : ""} AND claimed_at_ms > ${c.now()} - ${c.slot(PER_MS)}`;
+      const where = `name = ${c.slot(FLOW_NAME)}${grouped ? ` AND group_key = ${c.slot(GROUP)}` : ""} AND ${rateWindowSql(c, PER_MS)}`;
       return (
         `SELECT (SELECT count(*) FROM ${table} WHERE ${where}) AS n, ` +
         `(SELECT claimed_at_ms FROM ${table} WHERE ${where} ORDER BY claimed_at_ms DESC LIMIT 1 OFFSET ${c.slot(SKIP)}) AS nth, ` +
