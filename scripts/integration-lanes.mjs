@@ -9,7 +9,7 @@
 //
 // The opposite kind runs alone, after the lanes: a suite that keeps both cores
 // busy for a minute and holds a bound on latency, which the other lanes would
-// break (the PgBouncer fleet: 25 processes; its idle pickup by polling must
+// break (the PgBouncer fleet: 21 processes; its idle pickup by polling must
 // stay within two poll intervals, and beside the other lanes its p99 reached
 // 1.8 s against 1 s), or that takes nearly its whole timeout even alone (the
 // durable-steps kill test on Postgres: ~20 s of its file's 20-22 s against a
