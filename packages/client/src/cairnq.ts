@@ -13,7 +13,7 @@ import { readSteps, sendMessage } from "./steps.js";
 import { BackpressureGate } from "./backpressure-gate.js";
 import { bulkOptions, runBatches } from "./bulk.js";
 import type { BulkOptions, CairnQOptions, CallOptions, PurgeOptions, RetryManyOptions, TaskFor, TaskListInput, TaskWaitOptions } from "./client-options.js";
-import { BULK_KEYS, CALL_KEYS, CLIENT_OPTION_KEYS, RETRY_MANY_KEYS, SUBMIT_KEYS, WAIT_KEYS } from "./client-options.js";
+import { BULK_KEYS, CALL_KEYS, CLIENT_OPTION_KEYS, PURGE_KEYS, RETRY_MANY_KEYS, SUBMIT_KEYS, WAIT_KEYS } from "./client-options.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
 import { explain } from "./explain.js";
 import type { RetentionHook } from "./retention-hook.js";
@@ -463,12 +463,15 @@ export class CairnQ {
    * until the parent has finished, so the join does not lose its result.
    *
    * @returns the deleted ids.
+   * @throws InvalidArgument without `olderThanMs`, or for an unknown key (a misspelt filter, `queues` or `stauts`,
+   *   would otherwise be dropped and every terminal task deleted).
    * @example
    * ```ts
    * const ids = await client.purge({ olderThanMs: 7 * 24 * 3600_000, status: "succeeded" });
    * ```
    */
   async purge(options: PurgeOptions): Promise<string[]> {
+    if (typeof options === "object" && options !== null) checkOptions(options, "purge", PURGE_KEYS);
     if (typeof options !== "object" || options === null || options.olderThanMs === undefined) {
       throw new InvalidArgument(
         "olderThanMs",

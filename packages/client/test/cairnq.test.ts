@@ -220,6 +220,20 @@ describe("delegation", () => {
     expect(store.purge).toHaveBeenCalledWith({ olderThanMs: 0 });
   });
 
+  it("purge refuses an unknown key, as cancelMany does: a misspelt filter would delete every terminal task", async () => {
+    const store = spyStore();
+    const client = new CairnQ(store);
+    await expect(client.purge({ olderThanMs: 0, queues: ["scratch"] } as never)).rejects.toMatchObject({
+      name: "InvalidArgument",
+      argument: "queues",
+      message: expect.stringContaining("'queues' is not an option of purge (did you mean 'queue'?); the options are olderThanMs, queue, status, name, limit"),
+    });
+    await expect(client.purge({ olderThanMs: 0, stauts: "failed" } as never)).rejects.toMatchObject({ argument: "stauts", message: expect.stringContaining("did you mean 'status'?") });
+    await expect(client.purge({ queue: "q", olderThanMS: 0 } as never)).rejects.toMatchObject({ argument: "olderThanMS" });
+    await expect(client.purge([] as never)).rejects.toThrow(/purge options must be an object, got an array/);
+    expect(store.purge).not.toHaveBeenCalled();
+  });
+
   it("works end to end on a real store", async () => {
     const store = new MemoryStore();
     const client = new CairnQ(store);
