@@ -13,13 +13,13 @@ import { readSteps, sendMessage } from "./steps.js";
 import { BackpressureGate } from "./backpressure-gate.js";
 import { bulkOptions, runBatches } from "./bulk.js";
 import type { BulkOptions, CairnQOptions, CallOptions, PurgeOptions, RetryManyOptions, TaskFor, TaskListInput, TaskWaitOptions } from "./client-options.js";
-import { BULK_KEYS, CALL_KEYS, CLIENT_OPTION_KEYS, PURGE_KEYS, RETRY_MANY_KEYS, SUBMIT_KEYS, WAIT_KEYS } from "./client-options.js";
+import { BULK_KEYS, CALL_KEYS, CLIENT_OPTION_KEYS, PURGE_KEYS, RETRY_KEYS, RETRY_MANY_KEYS, SUBMIT_KEYS, WAIT_KEYS } from "./client-options.js";
 import type { ExplainOptions, Explanation } from "./explain.js";
 import { explain } from "./explain.js";
 import type { RetentionHook } from "./retention-hook.js";
 import { retentionHook } from "./retention-hook.js";
 import { submitOutcomeTraced, submitTraced } from "./submit-telemetry.js";
-import { resolveTask, typedRow } from "./typed-task.js";
+import { optionalTaskDef, resolveTask, typedRow } from "./typed-task.js";
 import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
@@ -267,19 +267,21 @@ export class CairnQ {
    * The full row of task `id`, or `null`. Given the task's {@link TaskDef},
    * the row is typed from it (and a task of another name is refused).
    *
-   * @throws InvalidArgument when `task` is given and the row is a task of another name.
+   * @throws InvalidArgument when `task` is not a TaskDef (a name string types nothing), or the row is a task of another name.
    * @example
    * ```ts
    * const row = await client.get(id, summarize); // Task<{ url: string }, { summary: string }> | null
    * ```
    */
   async get<D extends TaskDef = TaskDef>(id: string, task?: D): Promise<TaskFor<D> | null> {
-    return typedRow(await this.store.get(id), task, "get") as TaskFor<D> | null;
+    const def = optionalTaskDef(task, "get(id, task)");
+    return typedRow(await this.store.get(id), def, "get") as TaskFor<D> | null;
   }
 
   /** The full row the key currently points at, or `null`; typed from `task` as {@link CairnQ.get} is. */
   async getByKey<D extends TaskDef = TaskDef>(key: string, task?: D): Promise<TaskFor<D> | null> {
-    return typedRow(await this.store.getByKey(key), task, "getByKey") as TaskFor<D> | null;
+    const def = optionalTaskDef(task, "getByKey(key, task)");
+    return typedRow(await this.store.getByKey(key), def, "getByKey") as TaskFor<D> | null;
   }
 
   /** `{ id, status }` of task `id` (a cheap probe), or `null`. */
@@ -403,13 +405,16 @@ export class CairnQ {
    * `resetAttempt` an exhausted task gets exactly one more attempt.
    *
    * @returns the requeued row, or `null` unless the task was failed or canceled.
+   * @throws InvalidArgument for an unknown key (`{ reset: true }` would requeue without resetting the attempts).
    */
-  retry(id: string, options?: RetryOptions): Promise<Task | null> {
+  async retry(id: string, options?: RetryOptions): Promise<Task | null> {
+    checkOptions(options, "retry", RETRY_KEYS);
     return this.store.retry(id, options);
   }
 
   /** {@link CairnQ.retry} for the task the key points at. */
-  retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+  async retryByKey(key: string, options?: RetryOptions): Promise<Task | null> {
+    checkOptions(options, "retryByKey", RETRY_KEYS);
     return this.store.retryByKey(key, options);
   }
 
@@ -498,7 +503,8 @@ export class CairnQ {
   async wait<D extends TaskDef = TaskDef>(id: string, options: TaskWaitOptions<D> = {}): Promise<TaskFor<D>> {
     this.#refuseInTransaction("wait");
     const { task, ...wait } = checkOptions(options, "wait", WAIT_KEYS) as TaskWaitOptions<D>;
-    return typedRow(await waitForTask(this.store, { id }, resolveWaitOptions(wait), this.#clock), task, "wait") as TaskFor<D>;
+    const def = optionalTaskDef(task, "wait(id, { task })");
+    return typedRow(await waitForTask(this.store, { id }, resolveWaitOptions(wait), this.#clock), def, "wait") as TaskFor<D>;
   }
 
   /**
@@ -511,7 +517,8 @@ export class CairnQ {
   async waitByKey<D extends TaskDef = TaskDef>(key: string, options: TaskWaitOptions<D> = {}): Promise<TaskFor<D>> {
     this.#refuseInTransaction("waitByKey");
     const { task, ...wait } = checkOptions(options, "waitByKey", WAIT_KEYS) as TaskWaitOptions<D>;
-    return typedRow(await waitForTask(this.store, { key }, resolveWaitOptions(wait), this.#clock), task, "waitByKey") as TaskFor<D>;
+    const def = optionalTaskDef(task, "waitByKey(key, { task })");
+    return typedRow(await waitForTask(this.store, { key }, resolveWaitOptions(wait), this.#clock), def, "waitByKey") as TaskFor<D>;
   }
 
   /**

@@ -4,6 +4,7 @@
  */
 import type { Task, TaskDef } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
+import { describeKind } from "@cairnq/runtime";
 
 /** What a call takes from the task it names: the name, and a `TaskDef`'s defaults. */
 export interface ResolvedTask {
@@ -23,6 +24,21 @@ export function resolveTask(task: unknown): ResolvedTask {
     "name",
     "the first argument must be a task name (a non-empty string) or a TaskDef from defineTask(...): workers find handlers by that name",
   );
+}
+
+/**
+ * The `TaskDef` a read is typed by, checked before the read: absent, or a
+ * definition from `defineTask`. A name string types nothing (`getByKey(key,
+ * "charge")` is not a filter), so it is refused rather than passed over.
+ *
+ * @param what - How the caller wrote the call, for the message: `"getByKey(key, task)"`.
+ * @throws InvalidArgument (`argument: "task"`) for anything else.
+ */
+export function optionalTaskDef(task: unknown, what: string): TaskDef | undefined {
+  if (task === undefined) return undefined;
+  if (typeof task === "object" && task !== null && typeof (task as { name?: unknown }).name === "string" && (task as TaskDef).name !== "") return task as TaskDef;
+  const given = typeof task === "string" ? `the string ${JSON.stringify(task)}` : describeKind(task);
+  throw new InvalidArgument("task", `${what}: task must be a TaskDef from defineTask(...), which types the row read, got ${given}; leave it out to read an untyped row`);
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { Logger, StoreSignal, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
+import { checkOptions } from "@cairnq/runtime";
 
 /**
  * A "re-read" signal: a task was queued on `queue`, task `taskId` reached a
@@ -26,6 +27,8 @@ export interface WatchOptions {
   pollMs?: number;
 }
 
+const WATCH_KEYS = ["queues", "pollMs"] as const satisfies readonly (keyof WatchOptions)[];
+
 /** Default of {@link WatchOptions.pollMs} (§9). */
 export const DEFAULT_WATCH_POLL_MS = 2_000;
 
@@ -40,7 +43,7 @@ export type StopWatching = () => void;
  * Exceptions and rejections from `onSignal` go to `logger.error` and do not
  * stop the watch.
  *
- * @throws InvalidArgument for a bad option.
+ * @throws InvalidArgument for a bad or unknown option.
  */
 export function watchStore(
   store: TaskStore,
@@ -54,6 +57,8 @@ export function watchStore(
   if (typeof onSignal !== "function") {
     throw new InvalidArgument("onSignal", "watch needs a callback: watch(options, (signal) => { ... })");
   }
+  // An unknown key (`queue: ["emails"]`) would watch every queue.
+  checkOptions(options, "watch", WATCH_KEYS);
   const pollMs = options.pollMs ?? DEFAULT_WATCH_POLL_MS;
   if (typeof pollMs !== "number" || !Number.isInteger(pollMs) || pollMs < 1) {
     throw new InvalidArgument("pollMs", `pollMs must be an integer ≥ 1 (milliseconds between poll signals), got ${String(pollMs)}`);

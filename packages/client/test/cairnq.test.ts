@@ -234,6 +234,35 @@ describe("delegation", () => {
     expect(store.purge).not.toHaveBeenCalled();
   });
 
+  it("retry and retryByKey refuse an unknown key: { reset: true } would requeue without resetting the attempts", async () => {
+    const store = spyStore();
+    const client = new CairnQ(store);
+    await expect(client.retry("task_1", { reset: true } as never)).rejects.toMatchObject({
+      name: "InvalidArgument",
+      argument: "reset",
+      message: expect.stringContaining("'reset' is not an option of retry; the options are resetAttempt"),
+    });
+    await expect(client.retryByKey("k", { resetAtempt: true } as never)).rejects.toMatchObject({
+      argument: "resetAtempt",
+      message: expect.stringContaining("'resetAtempt' is not an option of retryByKey (did you mean 'resetAttempt'?)"),
+    });
+    expect(store.retry).not.toHaveBeenCalled();
+    expect(store.retryByKey).not.toHaveBeenCalled();
+  });
+
+  it("get and getByKey refuse a second argument that is not a TaskDef (a name string types nothing), before reading", async () => {
+    const store = spyStore();
+    const client = new CairnQ(store);
+    await expect(client.getByKey("k1", "charge" as never)).rejects.toMatchObject({
+      name: "InvalidArgument",
+      argument: "task",
+      message: expect.stringContaining('getByKey(key, task): task must be a TaskDef from defineTask(...), which types the row read, got the string "charge"'),
+    });
+    await expect(client.get("task_1", 5 as never)).rejects.toMatchObject({ argument: "task", message: expect.stringContaining("got a number") });
+    expect(store.getByKey).not.toHaveBeenCalled();
+    expect(store.get).not.toHaveBeenCalled();
+  });
+
   it("works end to end on a real store", async () => {
     const store = new MemoryStore();
     const client = new CairnQ(store);
@@ -626,5 +655,6 @@ describe("reads typed from a TaskDef", () => {
     expect((await client.waitByKey("k1", { task: summarize, pollMs: 5 })).id).toBe(task.id);
     await expect(client.wait(task.id, { task: other, pollMs: 5 })).rejects.toMatchObject({ argument: "task" });
     await expect(client.wait(task.id, { tsak: summarize } as never)).rejects.toMatchObject({ argument: "tsak" });
+    await expect(client.waitByKey("k1", { task: "summarize" } as never)).rejects.toMatchObject({ argument: "task", message: expect.stringMatching(/^waitByKey\(key, \{ task \}\): task must be a TaskDef/) });
   });
 });

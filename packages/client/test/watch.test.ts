@@ -40,6 +40,15 @@ describe("watch", () => {
     ]);
   });
 
+  it("refuses an unknown option, naming it: { queue: [...] } would watch every queue", () => {
+    const store = new RecordingStore();
+    const client = new CairnQ(store);
+    expect(() => client.watch({ queue: ["emails"] } as never, () => {})).toThrow(
+      expect.objectContaining({ name: "InvalidArgument", argument: "queue", message: expect.stringContaining("'queue' is not an option of watch (did you mean 'queues'?); the options are queues, pollMs") }),
+    );
+    expect(store.listeners.size).toBe(0);
+  });
+
   it("emits poll every pollMs (default 2000) until stopped", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     const store = new RecordingStore();
