@@ -117,10 +117,11 @@ function explainDue(task: Task, ctx: ExplainContext): Verdict {
   // A group's window is about the task's group: without one, there is none to name.
   const rate = holdingRateWindow(windows?.name ?? null, group === null ? null : (windows?.group ?? null));
   if (rate !== null) {
-    const window = `${rate.window.claims} of ${rate.window.limit.max} claims in the current ${formatDuration(rate.window.limit.perMs)} window`;
-    // In ms when it is that close ("just now" says nothing of a 1 s window).
+    // The window's length as configured ("1.5 s", never "1 s"); when it has room again rounded up ("2.7 s" for
+    // 2 670 ms, in ms below a second), so the text is never early.
     // Measured on the store's clock, which counted the window (the caller's nowMs may differ from it).
-    const room = `the window has room again in ${formatDuration(rate.window.roomAtMs - rate.window.readAtMs)} (at ${formatInstant(rate.window.roomAtMs)})`;
+    const window = `${rate.window.claims} of ${rate.window.limit.max} claims in the current ${formatDuration(rate.window.limit.perMs, "exact")} window`;
+    const room = `the window has room again in ${formatDuration(rate.window.roomAtMs - rate.window.readAtMs, "up")} (at ${formatInstant(rate.window.roomAtMs)})`;
     const summary =
       rate.of === "group"
         ? `waiting on its group's limit: group ${(group as TaskGroupInfo).group}: ${window} (groupRateLimit of ${quoted(task.name)}), ${(group as TaskGroupInfo).queued} queued; ${room}. ` +

@@ -49,9 +49,18 @@ describe("explainTask with rate windows", () => {
     expect(verdict.state).toBe("rate-limit");
     expect(verdict.summary).toBe(
       "Queued after attempt 1 of 3 in queue 'mail' and due since 2026-12-01T09:59:55.000Z (5 s ago), waiting on its name's rate limit: " +
-        "'send': 2 of 2 claims in the current 1 min window (rateLimit of 'send'); the window has room again in 41 s (at 2026-12-01T10:00:41.500Z). " +
+        "'send': 2 of 2 claims in the current 1 min window (rateLimit of 'send'); the window has room again in 41.5 s (at 2026-12-01T10:00:41.500Z). " +
         "A claim of 'send' then takes the next of its tasks (by priority, then due time); other names keep running meanwhile. The last error was \"503\".",
     );
+  });
+
+  it("the window's length as configured, and room again never early: 1.5 s, not 1 s; 2.7 s for 2 670 ms, not 2 s", () => {
+    const odd = (perMs: number, roomInMs: number) =>
+      explainTask(row(), { nowMs: NOW, activity: busy, rateWindows: { name: window(1, perMs, 1, roomInMs), group: null } }).summary;
+    expect(odd(1500, 1200)).toContain("'send': 1 of 1 claims in the current 1.5 s window (rateLimit of 'send'); the window has room again in 1.2 s (at 2026-12-01T10:00:01.200Z)");
+    expect(odd(2500, 2_670)).toContain("in the current 2.5 s window (rateLimit of 'send'); the window has room again in 2.7 s (at 2026-12-01T10:00:02.670Z)");
+    expect(odd(59_999, 59_950)).toContain("in the current 59.999 s window (rateLimit of 'send'); the window has room again in 1 min (at 2026-12-01T10:00:59.950Z)");
+    expect(odd(90_500, 61_001)).toContain("in the current 1 min 30.5 s window (rateLimit of 'send'); the window has room again in 1 min 2 s (at ");
   });
 
   it("both full: the window that has room last, since a claim needs room in both; groupConcurrency first", () => {

@@ -12,16 +12,46 @@ const UNITS: readonly (readonly [ms: number, label: string])[] = [
 ];
 
 /**
+ * How {@link formatDuration} drops what its units cannot show:
+ * - `"down"`: at most two units, the rest dropped — for how long ago or how
+ *   long something took, where "4 min 10 s" for 4 min 10.8 s is fine;
+ * - `"up"`: never less than the duration — to say when something will be so
+ *   (a wait it must not undercut): tenths of a second below a minute
+ *   (`"2.7 s"` for 2 670 ms), else two units with the last rounded up
+ *   (`"1 min 2 s"` for 61 001 ms);
+ * - `"exact"`: every unit needed, seconds with their milliseconds
+ *   (`"1.5 s"`, `"59.999 s"`, `"1 min 30.5 s"`) — for a configured length,
+ *   such as a rate limit's window, which must be shown as it is.
+ */
+export type DurationRounding = "down" | "up" | "exact";
+
+/**
  * A duration for people: `"850 ms"`, `"12 s"`, `"4 min 10 s"`, `"3 h 5 min"`,
- * `"2 d 4 h"` (at most two units, rounded down).
+ * `"2 d 4 h"` (at most two units, rounded down), unless `rounding` says
+ * otherwise ({@link DurationRounding}). Below a second it is always in ms.
  *
+ * @param rounding - What to do with what two units cannot show. @default "down"
  * @example
  * ```ts
  * formatDuration(250_000); // "4 min 10 s"
+ * formatDuration(2_670, "up"); // "2.7 s": never early
+ * formatDuration(1_500, "exact"); // "1.5 s"
  * ```
  */
-export function formatDuration(ms: number): string {
-  const abs = Math.abs(Math.round(ms));
+export function formatDuration(ms: number, rounding: DurationRounding = "down"): string {
+  if (rounding === "exact") return exactDuration(Math.abs(Math.round(ms)));
+  if (rounding === "down") return twoUnits(Math.abs(Math.round(ms)));
+  const abs = Math.ceil(Math.abs(ms));
+  if (abs < 1000) return `${abs} ms`;
+  // Rounded up to the last unit shown, the value is exactly two units (or, when it carried into the next
+  // unit, exactly that one: 59 999 ms is 1 min), so the two-unit form then drops nothing.
+  const step = abs < 60_000 ? 100 : abs < 3_600_000 ? 1000 : abs < 86_400_000 ? 60_000 : 3_600_000;
+  const up = Math.ceil(abs / step) * step;
+  return up < 60_000 ? `${up / 1000} s` : twoUnits(up);
+}
+
+/** At most two units, the rest dropped; `abs` ≥ 0. */
+function twoUnits(abs: number): string {
   if (abs < 1000) return `${abs} ms`;
   const first = UNITS.findIndex(([unit]) => abs >= unit);
   const [unit, label] = UNITS[first] as readonly [number, string];
@@ -30,6 +60,19 @@ export function formatDuration(ms: number): string {
   if (next === undefined) return `${n} ${label}`;
   const m = Math.floor((abs - n * unit) / next[0]);
   return m === 0 ? `${n} ${label}` : `${n} ${label} ${m} ${next[1]}`;
+}
+
+/** Every unit with a count, seconds with their milliseconds as decimals; `abs` ≥ 0, whole ms. */
+function exactDuration(abs: number): string {
+  if (abs < 1000) return `${abs} ms`;
+  const parts: string[] = [];
+  let rest = abs;
+  for (const [unit, label] of UNITS) {
+    const n = unit === 1000 ? rest / 1000 : Math.floor(rest / unit);
+    if (n > 0) parts.push(`${n} ${label}`);
+    rest -= unit === 1000 ? rest : n * unit;
+  }
+  return parts.join(" ");
 }
 
 /**

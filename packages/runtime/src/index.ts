@@ -34,5 +34,6 @@ export { fallbackLogger, stderrLogger } from "./stderr-logger.js";
 export { loadDriver } from "./driver.js";
 export type { DriverSpec } from "./driver.js";
 export { formatDuration, formatInstant, formatRelative, formatWhen } from "./format.js";
+export type { DurationRounding } from "./format.js";
 export { describeError } from "./describe-error.js";
 export * from "./telemetry/index.js";

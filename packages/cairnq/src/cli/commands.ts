@@ -249,7 +249,7 @@ export async function purgeCommand(
     if (ids.length < limit) break;
   }
   const what = options.status ?? "terminal";
-  const text = `deleted ${changed} ${what} task${changed === 1 ? "" : "s"} completed more than ${formatDuration(options.olderThanMs)} ago`;
+  const text = `deleted ${changed} ${what} task${changed === 1 ? "" : "s"} completed more than ${formatDuration(options.olderThanMs, "exact")} ago`;
   return { json: { command: "purge", changed, olderThanMs: options.olderThanMs }, text: paint(text, changed > 0 ? "green" : "dim", io.color) };
 }
 
