@@ -29,6 +29,9 @@ import { json } from "./output.js";
 import { metricsCommand } from "./metrics-command.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
 
+/** How many groups `stats --by-group` prints without `--limit`. */
+const GROUP_STATS_LIMIT = 50;
+
 /** Exit codes of the `cairnq` command. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
@@ -142,12 +145,24 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .description("task counts per queue and status")
     .option("--queue <queue>", "only this queue (shown even when empty)")
     .option("--by-group <name>", "queued and running tasks of this task name per group (most queued first)")
-    .option("--limit <n>", "with --by-group: at most this many groups (1–1000)", positiveInt(1000), 50)
-    .action((options: FilterOptions & { byGroup?: string; limit: number }) =>
-      run(options, {}, (client) =>
-        options.byGroup === undefined ? statsCommand(client, io, options.queue) : groupStatsCommand(client, io, options.byGroup, options.limit),
-      ),
-    );
+    .option("--limit <n>", `with --by-group: at most this many groups (1–1000, default ${GROUP_STATS_LIMIT})`, positiveInt(1000))
+    .action((options: FilterOptions & { byGroup?: string; limit?: number }) => {
+      // Refused rather than ignored: the group counts are read across every queue (the store's group read
+      // takes no queue), and the queue counts are never cut, so either would print something else than asked.
+      if (options.byGroup === undefined) {
+        if (options.limit !== undefined) {
+          throw new UsageError(`stats --limit caps the groups of --by-group and takes nothing else: cairnq stats --by-group <task name> --limit ${options.limit}, or cairnq stats for every queue`);
+        }
+        return run(options, {}, (client) => statsCommand(client, io, options.queue));
+      }
+      if (options.queue !== undefined) {
+        throw new UsageError(
+          `stats --by-group counts the groups of '${options.byGroup}' across every queue, so it takes no --queue: cairnq stats --by-group ${options.byGroup}, or cairnq stats --queue ${options.queue} for that queue's counts`,
+        );
+      }
+      const byGroup = options.byGroup;
+      return run(options, {}, (client) => groupStatsCommand(client, io, byGroup, options.limit ?? GROUP_STATS_LIMIT));
+    });
 
   withDb(program.command("list"))
     .description("tasks, newest first (by id); page with --before")

@@ -69,3 +69,17 @@ it("shows group names escaped and cut in the table, whole in JSON", async () => 
   const json = JSON.parse((await cli(["stats", "--db", file, "--by-group", "weird", "--json"])).stdout) as { groups: { group: string }[] };
   expect(json.groups.map((g) => g.group).sort()).toEqual(["\u001b[31mRED\tx\ny", "g".repeat(300)].sort());
 });
+
+it("refuses --queue with --by-group (the groups are counted across every queue) and --limit without it, exit 2 saying what to type", async () => {
+  const queued = await cli(["stats", "--db", file, "--by-group", "export", "--queue", "nope"]);
+  expect(queued.code).toBe(2);
+  expect(queued.stdout).toBe("");
+  expect(queued.stderr).toContain(
+    "error: stats --by-group counts the groups of 'export' across every queue, so it takes no --queue: cairnq stats --by-group export, or cairnq stats --queue nope for that queue's counts",
+  );
+  const limited = await cli(["stats", "--db", file, "--limit", "1", "--json"]);
+  expect(limited.code).toBe(2);
+  expect(JSON.parse(limited.stdout)).toEqual({
+    error: { code: "usage", message: "stats --limit caps the groups of --by-group and takes nothing else: cairnq stats --by-group <task name> --limit 1, or cairnq stats for every queue" },
+  });
+});
