@@ -328,8 +328,8 @@ export class CairnQ {
    * the file's commit on SQLite); a message sent before the wait is kept
    * until a wait of that name takes it (one message per wait, oldest first).
    * Works from any process, and inside `withTransaction` (the message
-   * commits with your transaction). Resolves with `{ woke }`: whether the
-   * task was parked waiting for it.
+   * commits with your transaction). Resolves with `{ taskId, name, woke }`:
+   * `woke` says whether the task was parked waiting for it.
    *
    * @throws InvalidArgument when no task has this id.
    * @throws UnsupportedBackend when the store has no durable steps.

@@ -41,7 +41,11 @@ export interface Explanation {
   readonly state: ExplainState;
   /** One paragraph, for people. */
   readonly summary: string;
-  /** The instant the state is about (due at, lease until, completed at), or `null`. */
+  /**
+   * The instant the state is about, or `null`: due at (`delayed`, `backing-off`; and when it became due for
+   * `unclaimed`, `waiting`, `group-limit` and `rate-limit`, not when a limit lets it run: the summary says
+   * that), lease until, cancel requested at, completed at, a parked task's wake-up (`null` without one).
+   */
   readonly atMs: number | null;
   /** What the store told about the task's queue: read for a queued task only, else `null`. */
   readonly activity: QueueActivity | null;

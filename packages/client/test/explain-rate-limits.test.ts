@@ -63,6 +63,15 @@ describe("explainTask with rate windows", () => {
     expect(odd(90_500, 61_001)).toContain("in the current 1 min 30.5 s window (rateLimit of 'send'); the window has room again in 1 min 2 s (at ");
   });
 
+  it("atMs of group-limit and rate-limit is when the task became due (run_at_ms), as for waiting; when the window has room is in the summary", () => {
+    const due = row();
+    const byGroup = explainTask(due, { nowMs: NOW, activity: busy, group: group(), rateWindows: { name: null, group: window(10, 1000, 10, 420) } });
+    const byName = explainTask(due, { nowMs: NOW, activity: busy, rateWindows: { name: window(2, 60_000, 2, 41_500), group: null } });
+    expect([byGroup.state, byGroup.atMs]).toEqual(["group-limit", due.run_at_ms]);
+    expect([byName.state, byName.atMs]).toEqual(["rate-limit", due.run_at_ms]);
+    expect(explainTask(due, { nowMs: NOW, activity: busy }).atMs).toBe(due.run_at_ms);
+  });
+
   it("both full: the window that has room last, since a claim needs room in both; groupConcurrency first", () => {
     const groupWindow = window(10, 1000, 10, 420);
     expect(explainTask(row(), { nowMs: NOW, group: group(), rateWindows: { name: window(2, 60_000, 2, 41_500), group: groupWindow } }).state).toBe("rate-limit");
