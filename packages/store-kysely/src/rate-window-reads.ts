@@ -5,7 +5,8 @@
  *
  * Terminology (scopes as `RATE_LIMIT_SCOPES` in `rate-windows.ts`):
  * - **recorded limit**: the row's `max_claims` and `per_ms`: a limit a claim
- *   of this name enforced within the last minute or so. A claim that records
+ *   of this name enforced last (by up to a minute, one another store enforced
+ *   before it; a claim without the limit writes nothing). A claim that records
  *   claims under a limit upserts it ({@link RECORD_RATE_LIMIT}, in the
  *   statements that record them: `flow-control-step.ts`, `group-draw.ts`,
  *   inside the claim transaction under the name's flow lock) only when its
