@@ -11,7 +11,7 @@ import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Ta
 import type { StepInfo, WaitForOptions } from "./steps.js";
 import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
-import { cancelRequested, LostLease, SerializationError, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
+import { cancelRequested, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
 import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
@@ -444,6 +444,23 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     }
   }
 
+  /**
+   * A settlement the handler asked for (`succeed`, `fail`, `succeedIn`): the context is settled while it is in
+   * flight, so a second one returns `null` and heartbeats stop. Anything but `LostLease` from the store means
+   * nothing was written — an argument it refuses (`retryable: "yes"`), a result it cannot encode, a statement
+   * too large, a database error — so the context is unsettled again: what the handler then does (settle
+   * again, return, throw) is still recorded, instead of the task staying `running` until its lease expires.
+   */
+  async #settleBy<T>(write: () => Promise<T>): Promise<T> {
+    this.#settled = true;
+    try {
+      return await this.#write(write);
+    } catch (err) {
+      if (!(err instanceof LostLease)) this.#settled = false;
+      throw err;
+    }
+  }
+
   async progress(fraction: number | null = null, message: string | null = null): Promise<void> {
     this.#throwIfGone("progress");
     await this.#write(() => this.#host.store.progress({ ...this.#owned(), progress: fraction, message }));
@@ -489,16 +506,9 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   async succeed(result?: R): Promise<Task | null> {
     if (this.#settled) return null;
     this.#throwIfLost();
-    this.#settled = true;
-    try {
-      const row = await this.#write(() => this.#host.store.complete({ ...this.#owned(), result }));
-      this.#host.settled(this, row.status, null, false);
-      return row;
-    } catch (err) {
-      // Encoding fails before anything is written: the handler may settle again.
-      if (err instanceof SerializationError) this.#settled = false;
-      throw err;
-    }
+    const row = await this.#settleBy(() => this.#host.store.complete({ ...this.#owned(), result }));
+    this.#host.settled(this, row.status, null, false);
+    return row;
   }
 
   async fail(reason?: unknown, options: FailOptions = {}): Promise<Task | null> {
@@ -508,10 +518,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     const retryable = failure.retryable;
     const envelope = storableEnvelope(failure.envelope, retryable);
     const delayMs = this.#host.failDelayMs(this, retryable, reason);
-    this.#settled = true;
-    const row = await this.#write(() =>
-      this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }),
-    );
+    const row = await this.#settleBy(() => this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }));
     this.#host.settled(this, row.status, { envelope, retryable, delayMs }, false);
     return row;
   }
@@ -523,16 +530,10 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     }
     if (this.#settled) return null;
     this.#throwIfLost();
-    this.#settled = true;
-    try {
-      const out = await this.#write(() => (store as TransactionalTaskStore<Tx>).completeIn(this.#owned(), fn));
-      this.#host.settled(this, out.task.status, null, false);
-      return out;
-    } catch (err) {
-      // The transaction rolled back: nothing was settled, so the call's end still settles the task.
-      if (!(err instanceof LostLease)) this.#settled = false;
-      throw err;
-    }
+    // A transaction that throws rolled back: nothing was settled, so the call's end still settles the task.
+    const out = await this.#settleBy(() => (store as TransactionalTaskStore<Tx>).completeIn(this.#owned(), fn));
+    this.#host.settled(this, out.task.status, null, false);
+    return out;
   }
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { OwnedInput, Task, TaskStore } from "@cairnq/protocol";
-import { defineTask, LostLease, SerializationError, TaskCanceled, TaskError, TaskTimeout, UnsupportedBackend } from "@cairnq/protocol";
+import { defineTask, InvalidArgument, LostLease, SerializationError, TaskCanceled, TaskError, TaskTimeout, UnsupportedBackend } from "@cairnq/protocol";
 import type { TaskContext } from "../src/index.js";
 import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
@@ -202,6 +202,29 @@ describe("ctx.succeed / ctx.fail", () => {
     expect(out.settled).toBe(false);
     expect(out.retry).toBe("succeeded");
     expect(task.result).toEqual({ ok: true });
+  });
+
+  it("a fail the store refuses (retryable: \"yes\") leaves the context unsettled: the handler's own outcome is recorded", async () => {
+    const store = new MemoryStore();
+    const bad = { retryable: "yes" } as unknown as { retryable: boolean };
+    const caught = await withContext(store, async (ctx) => {
+      const err = await ctx.fail("bad", bad).catch((e: unknown) => e);
+      return { err, settled: ctx.settled };
+    }, { maxAttempts: 1 });
+    expect(caught.out.err).toBeInstanceOf(InvalidArgument);
+    expect(caught.out.settled).toBe(false);
+    // The handler caught the refusal and returned: the task completed, not left running to its lease expiry.
+    expect(caught.task.status).toBe("succeeded");
+
+    const worker = makeWorker(store);
+    worker.task("rethrows", async (ctx) => {
+      await ctx.fail("bad", bad);
+    });
+    const task = await store.submit({ name: "rethrows", maxAttempts: 1 });
+    void worker.run();
+    const row = await waitForStatus(store, task.id, ["failed"]);
+    await worker.stop();
+    expect(row.error).toMatchObject({ type: "InvalidArgument", code: "handler_error" });
   });
 
   it("progress records fraction and message; null keeps the previous value", async () => {
