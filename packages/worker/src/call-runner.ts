@@ -275,7 +275,11 @@ export class CallRunner {
     return undefined;
   }
 
-  /** The worker's own `fail`, straight to the store; `LostLease` is swallowed (nothing more to write). */
+  /**
+   * The worker's own `fail`, straight to the store. `LostLease` marks the context lost (`lease:lost`, reason
+   * `write`, as a `complete` does: a handler that threw or ran past `maxRunMs` may have lost its lease as well);
+   * nothing more is written.
+   */
   async #finalFail(ctx: Context, thrownEnvelope: unknown, retryable: boolean, delayMs: number): Promise<void> {
     const host = this.#host;
     ctx.beginSettle();
@@ -292,7 +296,8 @@ export class CallRunner {
       });
       host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs }, false);
     } catch (err) {
-      if (!(err instanceof LostLease)) host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);
+      if (err instanceof LostLease) ctx.markLost("write");
+      else host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);
     }
   }
 }

@@ -382,10 +382,20 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     this.#written = true;
   }
 
-  /** Marks the context lost (idempotent) and aborts its signal; a write's `LostLease` after its settlement was written is not a loss. */
+  /**
+   * Marks the context lost (idempotent) and aborts its signal; a write's `LostLease` after its settlement was
+   * written is not a loss. A `write` loss after a `timeout` is still told: `maxRunMs` let go of the handler, and
+   * the worker's fail then found the lease gone too — a real loss, which `lease:lost` and the metric count.
+   */
   markLost(reason: LostReason): void {
-    if (this.#lost !== null) return;
     if (reason === "write" && this.#written) return;
+    if (this.#lost !== null) {
+      if (reason === "write" && this.#lost === "timeout") {
+        this.#lost = reason;
+        this.#host.lost(this, reason);
+      }
+      return;
+    }
     this.#lost = reason;
     this.#abortController().abort(new LostLease(this.taskId, { message: LOST_MESSAGES[reason](this.taskId) }));
     this.#host.lost(this, reason);

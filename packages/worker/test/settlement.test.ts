@@ -225,7 +225,7 @@ describe("settlement table (§8.4)", () => {
     expect(row?.result).toBeNull();
   });
 
-  it("LostLease from the worker's fail is swallowed: no onError, no lease:lost", async () => {
+  it("LostLease from the worker's fail of a throwing handler marks the context lost (lease:lost, reason write), not onError", async () => {
     const spy = spyStore();
     const onError = vi.fn();
     // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
@@ -241,9 +241,26 @@ describe("settlement table (§8.4)", () => {
     void worker.run();
     await waitFor(() => spy.callsOf("fail").length > 0);
     await delay(20);
-    // A 10 ms beat on a loaded machine may be reported late (EventLoopBlocked); only the LostLease must stay unreported.
+    // A 10 ms beat on a loaded machine may be reported late (EventLoopBlocked); the LostLease must not reach onError.
     expect(onError.mock.calls.filter(([err]) => !(err instanceof EventLoopBlocked))).toEqual([]);
-    expect(lost).not.toHaveBeenCalled();
+    expect(lost.mock.calls.map(([e]) => (e as { reason: string }).reason)).toEqual(["write"]);
+  });
+
+  it("LostLease from the worker's fail at maxRunMs is a lease loss too (lease:lost, reason write)", async () => {
+    const spy = spyStore();
+    // The first beat never returns (and a beat in flight is never doubled), so the lease simply runs out.
+    spy.hooks.heartbeatBatch = () => new Promise(() => {});
+    const worker = makeWorker(spy.store, { leaseMs: 30, heartbeatIntervalMs: 10, maxRunMs: 80 });
+    const lost: string[] = [];
+    worker.on("lease:lost", (e) => lost.push(e.reason));
+    worker.task("x", () => delay(300));
+    const task = await spy.store.submit({ name: "x" });
+    void worker.run();
+    await waitFor(() => spy.callsOf("fail").length > 0);
+    await waitFor(() => lost.length > 0);
+    expect(lost).toEqual(["write"]);
+    // Nothing was written: the expired attempt's fail matched nothing (the task is recovered, not failed by it).
+    expect((await spy.store.get(task.id))?.error).toBeNull();
   });
 
   it("other settlement write errors go to onError with phase execute and the task id", async () => {
