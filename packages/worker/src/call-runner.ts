@@ -13,7 +13,7 @@ import type { RuntimeClock, TimerHandle } from "@cairnq/runtime";
 import type { Call } from "./call.js";
 import { Heartbeat } from "./heartbeat.js";
 import type { Reporter } from "./reporter.js";
-import { storableEnvelope } from "./storable-outcome.js";
+import { storableEnvelope, writeFailure } from "./storable-outcome.js";
 import type { ContextHost, TaskContext } from "./task-context.js";
 import type { Context } from "./task-context.js";
 import type { Registration } from "./task-registry.js";
@@ -112,7 +112,7 @@ export class CallRunner {
     const host = this.#host;
     host.reporter.report(err, { phase: "execute", taskId: row.id });
     try {
-      await host.store.fail({ taskId: row.id, workerId: host.workerId, attempt: row.attempt, error: unpreparedEnvelope(row.id, err), retryable: false, delayMs: 0 });
+      await writeFailure(host.store, { taskId: row.id, workerId: host.workerId, attempt: row.attempt, error: unpreparedEnvelope(row.id, err), retryable: false, delayMs: 0 });
     } catch (failed) {
       if (!(failed instanceof LostLease)) host.reporter.report(failed, { phase: "execute", taskId: row.id });
     }
@@ -286,15 +286,8 @@ export class CallRunner {
     // Made storable before the write (sanitised text, the representable part of details), so the failure is recorded.
     const envelope = storableEnvelope(thrownEnvelope, retryable);
     try {
-      const row: Task = await host.store.fail({
-        taskId: ctx.taskId,
-        workerId: host.workerId,
-        attempt: ctx.attempt,
-        error: envelope,
-        retryable,
-        delayMs,
-      });
-      host.contexts.settled(ctx, row.status, { envelope, retryable, delayMs }, false);
+      const { row, error } = await writeFailure(host.store, { taskId: ctx.taskId, workerId: host.workerId, attempt: ctx.attempt, error: envelope, retryable, delayMs });
+      host.contexts.settled(ctx, row.status, { envelope: error, retryable, delayMs }, false);
     } catch (err) {
       if (err instanceof LostLease) ctx.markLost("write");
       else host.reporter.report(err, { phase: "execute", taskId: ctx.taskId }, ctx);

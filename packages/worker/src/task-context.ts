@@ -17,7 +17,7 @@ import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KE
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
-import { storableEnvelope } from "./storable-outcome.js";
+import { storableEnvelope, writeFailure } from "./storable-outcome.js";
 import type { CallSpan } from "./worker-telemetry.js";
 
 /**
@@ -528,8 +528,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     const retryable = failure.retryable;
     const envelope = storableEnvelope(failure.envelope, retryable);
     const delayMs = this.#host.failDelayMs(this, retryable, reason);
-    const row = await this.#settleBy(() => this.#host.store.fail({ ...this.#owned(), error: envelope, retryable, delayMs }));
-    this.#host.settled(this, row.status, { envelope, retryable, delayMs }, false);
+    const { row, error } = await this.#settleBy(() => writeFailure(this.#host.store, { ...this.#owned(), error: envelope, retryable, delayMs }));
+    this.#host.settled(this, row.status, { envelope: error, retryable, delayMs }, false);
     return row;
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import type { CompleteInput, Task, TaskRef } from "@cairnq/protocol";
-import { EventLoopBlocked, LostLease, TaskError } from "@cairnq/protocol";
+import { EventLoopBlocked, LostLease, SerializationError, TaskError } from "@cairnq/protocol";
 import type { WorkerErrorInfo } from "../src/index.js";
 import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
@@ -261,6 +261,41 @@ describe("settlement table (§8.4)", () => {
     expect(lost).toEqual(["write"]);
     // Nothing was written: the expired attempt's fail matched nothing (the task is recovered, not failed by it).
     expect((await spy.store.get(task.id))?.error).toBeNull();
+  });
+
+  it("a failure too large for the store (SerializationError from fail, e.g. MySQL's StatementTooLarge) is recorded cut down, by a throw and by ctx.fail", async () => {
+    const spy = spyStore();
+    // A store whose statements hold at most 100 KB, as MySQL's max_allowed_packet bounds them: nothing is written.
+    spy.hooks.fail = (args, next) =>
+      JSON.stringify((args[0] as { error: unknown }).error).length > 100_000
+        ? Promise.reject(new SerializationError("error", "the statement carrying it would be too large"))
+        : next();
+    const errors: unknown[] = [];
+    const worker = makeWorker(spy.store, { onError: (err) => errors.push(err) });
+    const big = "x".repeat(200_000);
+    worker.task("throws", () => {
+      throw new TypeError(big);
+    });
+    let failed: unknown = "not called";
+    worker.task("fails", async (ctx) => {
+      failed = await ctx.fail(new TaskError(big, { code: "too_big", retryable: true }));
+      return "ignored";
+    });
+    const thrown = await spy.store.submit({ name: "throws", maxAttempts: 1 });
+    const explicit = await spy.store.submit({ name: "fails", maxAttempts: 1 });
+    void worker.run();
+    const a = await waitForStatus(spy.store, thrown.id, ["failed"]);
+    const b = await waitForStatus(spy.store, explicit.id, ["failed"]);
+    await worker.stop();
+    expect(a.error).toMatchObject({ type: "TypeError", code: "handler_error", retryable: true, details: {} });
+    expect(b.error).toMatchObject({ type: "TaskError", code: "too_big", retryable: true });
+    for (const row of [a, b]) {
+      const message = (row.error as { message: string }).message;
+      expect(message.startsWith("x".repeat(8192) + "… (200000 characters) [not stored as given, the store refused it: cannot encode error")).toBe(true);
+      expect(message.length).toBeLessThan(9000);
+    }
+    expect(failed).toMatchObject({ status: "failed" });
+    expect(errors.filter((err) => !(err instanceof EventLoopBlocked))).toEqual([]);
   });
 
   it("other settlement write errors go to onError with phase execute and the task id", async () => {
