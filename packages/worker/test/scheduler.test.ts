@@ -42,6 +42,27 @@ describe("scheduleEntry", () => {
     expect(() => scheduleEntry(name, spec, opts)).toThrow(message);
   });
 
+  it("refuses a name whose slot keys would be over the key limit (1024 bytes), naming the option; the longest that fits is accepted", () => {
+    // cairnq:schedule:<name>:<slot ms>: 16 bytes of prefix, a colon, and up to 16 digits of the latest slot.
+    const fits = "n".repeat(1024 - 16 - 1 - 16);
+    expect(scheduleEntry("report", { everyMs: 200 }, { name: fits }).name).toBe(fits);
+    const long = (): unknown => scheduleEntry("report", { everyMs: 200 }, { name: `${fits}n` });
+    expect(long).toThrow(InvalidArgument);
+    expect(long).toThrow(/schedule's name option is too long: .* up to 1025 bytes .*at most 991 bytes/);
+    let refused: unknown = null;
+    try {
+      long();
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toMatchObject({ argument: "name" });
+    // A valid task name (at most 1024 bytes) with no name option names the schedule: still too long for its slot keys.
+    const task = `report.${"x".repeat(1000)}`;
+    expect(() => scheduleEntry(task, { everyMs: 200 })).toThrow(/the task name \(a schedule is named after its task when no name option is given\) is too long/);
+    expect(scheduleEntry(task, { everyMs: 200 }, { name: "report" }).task.name).toBe(task);
+    expect(scheduleSlotKey(fits, 8_640_000_000_000_000)).toHaveLength(1024);
+  });
+
   it("rejects a payload that cannot be stored, before any slot", () => {
     expect(() => scheduleEntry("report", "* * * * *", { payload: { n: 1n } })).toThrow(SerializationError);
   });
