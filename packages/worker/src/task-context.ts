@@ -11,11 +11,11 @@ import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Ta
 import type { StepInfo, WaitForOptions } from "./steps.js";
 import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
-import { cancelRequested, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
+import { cancelRequested, InvalidArgument, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
 import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
-import { checkOptions } from "@cairnq/runtime";
+import { checkOptions, describeKind } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope, writeFailure } from "./storable-outcome.js";
 import type { CallSpan } from "./worker-telemetry.js";
@@ -37,6 +37,15 @@ export interface FailOptions {
    */
   retryable?: boolean;
 }
+
+/** Every key of {@link FailOptions}, for the unknown-key check (a record, so a new option cannot be left out). */
+const FAIL_OPTION_KEYS = Object.keys({ retryable: true } satisfies Record<keyof FailOptions, true>);
+
+/**
+ * Every key of the protocol's `WaitOptions` that `ctx.wait` takes (the client's `wait` takes these and `task`); a
+ * record, so a key the protocol adds cannot be left out.
+ */
+const WAIT_OPTION_KEYS = Object.keys({ timeoutMs: true, pollMs: true, maxPollMs: true, signal: true } satisfies Record<keyof WaitOptions, true>);
 
 /**
  * The handle a handler gets for one task: its row's fields, an abort signal,
@@ -507,7 +516,9 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
   }
 
-  wait(id: string, options: WaitOptions = {}): Promise<Task> {
+  async wait(id: string, given?: WaitOptions): Promise<Task> {
+    // The check client.wait makes: a misspelt option (`timeout: 5`) would otherwise be dropped, and the wait last 30 s.
+    const options = checkOptions(given, "ctx.wait(id, options)", WAIT_OPTION_KEYS) as WaitOptions;
     // By id only, so every sleep is the store's taskDoneWake: no sleep of the worker's is needed.
     const clock = this.#host.clock;
     return waitForTask(this.#host.store, { id }, { ...options, signal: options.signal ?? this.signal }, { now: () => clock.monotonicMs(), wallNow: () => clock.now() });
@@ -521,7 +532,12 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return row;
   }
 
-  async fail(reason?: unknown, options: FailOptions = {}): Promise<Task | null> {
+  async fail(reason?: unknown, given?: FailOptions): Promise<Task | null> {
+    // Checked before anything else: `{ retry: false }` dropped would retry, and a TaskError reason ignores `retryable`.
+    const options = checkOptions(given, "ctx.fail(reason, options)", FAIL_OPTION_KEYS) as FailOptions;
+    if (options.retryable !== undefined && typeof options.retryable !== "boolean") {
+      throw new InvalidArgument("retryable", `ctx.fail(reason, { retryable }): retryable must be a boolean, got ${describeKind(options.retryable)}`);
+    }
     if (this.#settled) return null;
     this.#throwIfLost();
     const failure = envelopeForCtxFail(reason, options);

@@ -204,11 +204,18 @@ describe("ctx.succeed / ctx.fail", () => {
     expect(task.result).toEqual({ ok: true });
   });
 
-  it("a fail the store refuses (retryable: \"yes\") leaves the context unsettled: the handler's own outcome is recorded", async () => {
-    const store = new MemoryStore();
-    const bad = { retryable: "yes" } as unknown as { retryable: boolean };
-    const caught = await withContext(store, async (ctx) => {
-      const err = await ctx.fail("bad", bad).catch((e: unknown) => e);
+  it("a fail the store refuses (anything but LostLease) leaves the context unsettled: the handler's own outcome is recorded", async () => {
+    const spy = spyStore();
+    const refused = new Set<string>();
+    // The store refuses each task's first fail, writing nothing (an argument it rejects, a database error, …).
+    spy.hooks.fail = (args, next) => {
+      const { taskId } = args[0] as { taskId: string };
+      if (refused.has(taskId)) return next();
+      refused.add(taskId);
+      return Promise.reject(new InvalidArgument("error", "refused by the store"));
+    };
+    const caught = await withContext(spy.store, async (ctx) => {
+      const err = await ctx.fail("bad").catch((e: unknown) => e);
       return { err, settled: ctx.settled };
     }, { maxAttempts: 1 });
     expect(caught.out.err).toBeInstanceOf(InvalidArgument);
@@ -216,15 +223,29 @@ describe("ctx.succeed / ctx.fail", () => {
     // The handler caught the refusal and returned: the task completed, not left running to its lease expiry.
     expect(caught.task.status).toBe("succeeded");
 
-    const worker = makeWorker(store);
+    const worker = makeWorker(spy.store);
     worker.task("rethrows", async (ctx) => {
-      await ctx.fail("bad", bad);
+      await ctx.fail("bad");
     });
-    const task = await store.submit({ name: "rethrows", maxAttempts: 1 });
+    const task = await spy.store.submit({ name: "rethrows", maxAttempts: 1 });
     void worker.run();
-    const row = await waitForStatus(store, task.id, ["failed"]);
+    const row = await waitForStatus(spy.store, task.id, ["failed"]);
     await worker.stop();
-    expect(row.error).toMatchObject({ type: "InvalidArgument", code: "handler_error" });
+    expect(row.error).toMatchObject({ type: "InvalidArgument", code: "handler_error", message: "refused by the store" });
+  });
+
+  it("fail refuses an unknown option or a retryable that is not a boolean, before settling", async () => {
+    const store = new MemoryStore();
+    const { out, task } = await withContext(store, async (ctx) => {
+      const unknown = await ctx.fail("x", { retry: false } as unknown as { retryable: boolean }).catch((e: unknown) => e);
+      const notBoolean = await ctx.fail(new TaskError("verdict"), { retryable: "yes" } as unknown as { retryable: boolean }).catch((e: unknown) => e);
+      return { unknown, notBoolean, settled: ctx.settled };
+    }, { maxAttempts: 1 });
+    expect(out.unknown).toMatchObject({ name: "InvalidArgument", argument: "retry" });
+    expect((out.unknown as Error).message).toContain("'retry' is not an option of ctx.fail(reason, options); the options are retryable");
+    expect(out.notBoolean).toMatchObject({ name: "InvalidArgument", argument: "retryable" });
+    expect(out.settled).toBe(false);
+    expect(task.status).toBe("succeeded");
   });
 
   it("progress records fraction and message; null keeps the previous value", async () => {
@@ -322,6 +343,15 @@ describe("ctx.submit / ctx.wait", () => {
     );
     expect(out).toBeInstanceOf(TaskTimeout);
     expect((out as TaskTimeout).task).toBeNull();
+  });
+
+  it("wait refuses an unknown option, as client.wait does", async () => {
+    const store = new MemoryStore();
+    const { out } = await withContext(store, async (ctx) =>
+      ctx.wait(ctx.taskId, { timeout: 5 } as unknown as { timeoutMs: number }).catch((e: unknown) => e),
+    );
+    expect(out).toMatchObject({ name: "InvalidArgument", argument: "timeout" });
+    expect((out as Error).message).toContain("'timeout' is not an option of ctx.wait(id, options)");
   });
 
   it("wait polls with growing intervals (§7)", async () => {
