@@ -85,3 +85,33 @@ it("a step result over max_allowed_packet fails the attempt with StatementTooLar
   expect(done.status).toBe("succeeded");
   expect(done.result).toEqual({ small: true });
 });
+
+it("a thrown error over max_allowed_packet, and a ctx.fail with one, fail the task once with the error cut down, not left running", async () => {
+  const { client, worker, errors } = open();
+  let runs = 0;
+  worker.task("throws", () => {
+    runs++;
+    throw new Error(BIG);
+  });
+  worker.task("fails", async (ctx) => {
+    runs++;
+    await ctx.fail(new Error(BIG), { retryable: false });
+    return "unreachable";
+  });
+  void worker.run();
+  for (const name of ["throws", "fails"]) {
+    const task = await client.submit(name, {}, { maxAttempts: 1 });
+    const ended = await client.wait(task.id, { timeoutMs: 10_000 });
+    expect(ended.status).toBe("failed");
+    const message = String((ended.error as { message?: unknown }).message);
+    expect(ended.error).toMatchObject({ type: "Error" });
+    // Cut to the worker's bound with the reason, not the 20 MB the handler threw.
+    expect(message.length).toBeLessThan(20_000);
+    expect(message.startsWith("rrrr")).toBe(true);
+    expect(message).toContain("max_allowed_packet");
+  }
+  // Past the lease: neither ran again (a fail that threw would have left them running).
+  await new Promise((resolve) => setTimeout(resolve, WORKER.leaseMs + 500));
+  expect(runs).toBe(2);
+  expect(errors).toEqual([]);
+});
