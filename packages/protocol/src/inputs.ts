@@ -210,6 +210,21 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/**
+ * A submit's `metadata`: a plain object, `{}` when absent or `null`. An array,
+ * a primitive or a class instance (a `Map`, a `Date`) is refused rather than
+ * stored as JSON would turn it (`{}`, `{"0": …}`, a string), so that whatever
+ * is added to metadata before the store writes it (the trace carrier) cannot
+ * hide a value the submit would otherwise refuse.
+ *
+ * @throws InvalidArgument naming `metadata`.
+ */
+export function requireMetadata(value: unknown): Record<string, unknown> {
+  const metadata = value ?? {};
+  if (!isPlainObject(metadata)) fail("metadata", `metadata must be a plain object, got ${describe(metadata)}`);
+  return metadata;
+}
+
 function stringList(value: unknown, argument: string, field: LimitedTextField | null = null): string[] {
   if (!Array.isArray(value)) fail(argument, `${argument} must be an array of non-empty strings, got ${describe(value)}`);
   return value.map((item, i) =>
@@ -247,10 +262,7 @@ export function normalizeSubmit(input: SubmitInput, taskId: string): NormalizedS
   const priority = intOr(input.priority, DEFAULT_PRIORITY, "priority", INT32_MIN, INT32_MAX);
   const debounce = normalizeDebounce(input.debounce, input);
   const runAtDelayMs = debounce !== null ? debounce.delayMs : delayOr(input.runAtDelayMs, "runAtDelayMs");
-  const metadata = input.metadata ?? {};
-  if (!isPlainObject(metadata)) {
-    fail("metadata", `metadata must be a plain object, got ${describe(metadata)}`);
-  }
+  const metadata = requireMetadata(input.metadata);
   return {
     key,
     group: input.group === undefined || input.group === null ? null : requireLimitedText(input.group, "key", "group"),

@@ -61,6 +61,7 @@ export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
 export {
   formatTraceparent,
   parseTraceparent,
+  requireTraceableMetadata,
   TRACE_CONTEXT_METADATA_KEY,
   traceCarrierOf,
   withoutTraceCarrier,

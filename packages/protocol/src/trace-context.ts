@@ -18,6 +18,9 @@
  * store it where the application never chose to.
  */
 
+import { InvalidArgument } from "./errors.js";
+import { requireMetadata } from "./inputs.js";
+
 /** The `metadata` key that holds the carrier. Reserved: a submit's own metadata may not use it while tracing is on. */
 export const TRACE_CONTEXT_METADATA_KEY = "cairnq.trace";
 
@@ -84,6 +87,25 @@ export function traceCarrierOf(metadata: unknown): ReadTraceCarrier | null {
   const parent = parseTraceparent(traceparent);
   if (parent === null) return null;
   return typeof tracestate === "string" && tracestate !== "" ? { traceparent: traceparent as string, tracestate, parent } : { traceparent: traceparent as string, parent };
+}
+
+/**
+ * A traced submit's own `metadata`, checked before the carrier is added to it: what the submit accepts without
+ * tracing (a plain object, `{}` when absent — see {@link requireMetadata}), and without the reserved
+ * {@link TRACE_CONTEXT_METADATA_KEY}. Check before the carrier is added: spreading an array, a string or a `Map`
+ * into an object would turn it into one the store accepts, and the submit would store what it refuses untraced.
+ *
+ * @throws InvalidArgument naming `metadata`.
+ */
+export function requireTraceableMetadata(metadata: unknown): Record<string, unknown> {
+  const checked = requireMetadata(metadata);
+  if (Object.hasOwn(checked, TRACE_CONTEXT_METADATA_KEY)) {
+    throw new InvalidArgument(
+      "metadata",
+      `metadata key '${TRACE_CONTEXT_METADATA_KEY}' is reserved: with tracing on, CairnQ stores the submitter's trace context under it; rename your key`,
+    );
+  }
+  return checked;
 }
 
 /** `metadata` with the carrier added under {@link TRACE_CONTEXT_METADATA_KEY}; the caller's object is not changed. */

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { InvalidArgument } from "../src/errors.js";
 import {
   formatTraceparent,
   parseTraceparent,
+  requireTraceableMetadata,
   TRACE_CONTEXT_METADATA_KEY,
   traceCarrierOf,
   withoutTraceCarrier,
@@ -64,6 +66,34 @@ describe("a submit without metadata", () => {
     const carrier = { traceparent: formatTraceparent({ traceId: TRACE, spanId: SPAN, traceFlags: 1 }) };
     expect(withTraceCarrier(null, carrier)).toEqual({ [TRACE_CONTEXT_METADATA_KEY]: carrier });
     expect(withTraceCarrier(undefined, carrier)).toEqual({ [TRACE_CONTEXT_METADATA_KEY]: carrier });
+  });
+});
+
+describe("a traced submit's own metadata", () => {
+  it("is what an untraced submit accepts: a plain object, {} when absent", () => {
+    const mine = { tenant: "acme" };
+    expect(requireTraceableMetadata(mine)).toBe(mine);
+    const bare = Object.create(null) as Record<string, unknown>;
+    expect(requireTraceableMetadata(bare)).toBe(bare);
+    expect(requireTraceableMetadata(undefined)).toEqual({});
+    expect(requireTraceableMetadata(null)).toEqual({});
+  });
+
+  // Spread into an object beside the carrier, each would be stored as an object ({"0":1,"1":2}, {}) the untraced submit refuses.
+  it.each([
+    ["an array", [1, 2], /got an array/],
+    ["a string", "hello", /got "hello"/],
+    ["a number", 7, /got 7/],
+    ["a Map", new Map([["a", 1]]), /got object/],
+    ["a Date", new Date(0), /got object/],
+  ])("refuses %s with the untraced submit's InvalidArgument", (_what, metadata, message) => {
+    expect(() => requireTraceableMetadata(metadata)).toThrow(InvalidArgument);
+    expect(() => requireTraceableMetadata(metadata)).toThrow(/^metadata must be a plain object, /);
+    expect(() => requireTraceableMetadata(metadata)).toThrow(message);
+  });
+
+  it("refuses the reserved key", () => {
+    expect(() => requireTraceableMetadata({ [TRACE_CONTEXT_METADATA_KEY]: 1 })).toThrow(/'cairnq\.trace' is reserved/);
   });
 });
 

@@ -98,3 +98,59 @@ describe("Telemetry.contextWithSpan", () => {
     expect(api.trace.getSpan(context)).toBe(span);
   });
 });
+
+describe("Telemetry.send with tracing on", () => {
+  const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const SPAN = "00f067aa0ba902b7";
+
+  /** A Telemetry with tracing on, on a tracer that records the spans it starts and ends. */
+  function traced(): { telemetry: Telemetry; spans: string[] } {
+    const spans: string[] = [];
+    const api = fakeApi(Symbol("span key"));
+    const span = {
+      spanContext: () => ({ traceId: TRACE, spanId: SPAN, traceFlags: 1 }),
+      setAttribute: () => span,
+      setStatus: () => span,
+      recordException: () => undefined,
+      end: () => spans.push("end"),
+    } as unknown as OtelSpan;
+    const tracer = { startSpan: (name: string) => (spans.push(`start ${name}`), span) };
+    Object.assign(api, { context: { active: () => api.ROOT_CONTEXT, with: (_c: unknown, fn: () => unknown) => fn() }, SpanKind: { PRODUCER: 3 } });
+    const Ctor = Telemetry as unknown as new (api: OtelApi, tracing: unknown, metrics: null) => Telemetry;
+    const telemetry = new Ctor(api, { tracerProvider: { getTracer: () => tracer }, relation: "link" }, null);
+    return { telemetry, spans };
+  }
+
+  it("adds the carrier to plain-object metadata (or to {} when there is none)", async () => {
+    const { telemetry, spans } = traced();
+    const written: unknown[] = [];
+    const write = (input: { metadata?: unknown }) => (written.push(input.metadata), Promise.resolve({ id: "t1" }));
+    await telemetry.send({ name: "m", metadata: { a: 1 } }, write, (out) => out);
+    await telemetry.send({ name: "m" }, write, (out) => out);
+    const carrier = { traceparent: `00-${TRACE}-${SPAN}-01` };
+    expect(written).toEqual([{ a: 1, "cairnq.trace": carrier }, { "cairnq.trace": carrier }]);
+    expect(spans).toEqual(["start send default", "end", "start send default", "end"]);
+  });
+
+  // Spread beside the carrier, each would become an object the store accepts: tracing would store what it refuses untraced.
+  it.each([
+    ["an array", [1, 2], /got an array/],
+    ["a string", "hello", /got "hello"/],
+    ["a number", 7, /got 7/],
+    ["a Map", new Map([["a", 1]]), /got object/],
+    ["a Date", new Date(0), /got object/],
+  ])("refuses metadata that is %s, as the untraced submit does, before any span or write", async (_what, metadata, message) => {
+    const { telemetry, spans } = traced();
+    let writes = 0;
+    const send = telemetry.send(
+      { name: "m", metadata: metadata as unknown as Record<string, unknown> },
+      () => ((writes += 1), Promise.resolve({ id: "t1" })),
+      (out) => out,
+    );
+    await expect(send).rejects.toThrow(InvalidArgument);
+    await expect(send).rejects.toThrow(/^metadata must be a plain object, /);
+    await expect(send).rejects.toThrow(message);
+    expect(writes).toBe(0);
+    expect(spans).toEqual([]);
+  });
+});

@@ -11,9 +11,8 @@
  *   (`@cairnq/protocol`'s `trace-context.ts`).
  */
 import type { SubmitInput } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
 import type { ReadTraceCarrier, TraceCarrier } from "@cairnq/protocol/sdk";
-import { formatTraceparent, parseTraceparent, TRACE_CONTEXT_METADATA_KEY, withTraceCarrier } from "@cairnq/protocol/sdk";
+import { formatTraceparent, parseTraceparent, requireTraceableMetadata, withTraceCarrier } from "@cairnq/protocol/sdk";
 import type { OtelApi, OtelAttributes, OtelContext, OtelCounter, OtelMeter, OtelSpan, OtelSpanContext, OtelTracer } from "./otel-api.js";
 import { loadOpenTelemetry } from "./otel-api.js";
 import type { ResolvedMetrics, ResolvedTracing } from "./telemetry-options.js";
@@ -182,7 +181,7 @@ export class Telemetry {
    * tracing on), whose context is stored in the task's metadata in the same
    * write; counts the submit (with metrics on).
    *
-   * @throws InvalidArgument when the submit's own metadata uses the reserved key.
+   * @throws InvalidArgument when the submit's own metadata is not a plain object, or uses the reserved key.
    */
   async send<T>(input: SubmitInput, write: (input: SubmitInput) => Promise<T>, rowOf: (out: T) => { readonly id: string }): Promise<T> {
     const tracer = this.tracer();
@@ -192,13 +191,9 @@ export class Telemetry {
       this.#countSent(queue, input.name);
       return out;
     }
-    const metadata = input.metadata;
-    if (typeof metadata === "object" && metadata !== null && Object.hasOwn(metadata, TRACE_CONTEXT_METADATA_KEY)) {
-      throw new InvalidArgument(
-        "metadata",
-        `metadata key '${TRACE_CONTEXT_METADATA_KEY}' is reserved: with tracing on, CairnQ stores the submitter's trace context under it; rename your key`,
-      );
-    }
+    // Checked before the span starts: the carrier is spread into the metadata, which would turn an array or a Map
+    // the store refuses into an object it stores.
+    const metadata = requireTraceableMetadata(input.metadata);
     const api = this.api;
     const parent = api.context.active();
     const span = tracer.startSpan(
