@@ -20,6 +20,7 @@ import type { AnyKysely } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
 import { checkOptions } from "@cairnq/runtime";
+import { connectionStringProblem, redacted, requireConnectionString } from "./postgres-connection-string.js";
 import { loadPgDriver } from "./postgres-driver.js";
 import type { DiscardingPool } from "./postgres-pool.js";
 import { discardingPool, isDiscarded } from "./postgres-pool.js";
@@ -212,29 +213,20 @@ function requireSchemaName(schema: string): void {
   }
 }
 
-/** A connection string `listen` may hold: the URL forms pg reads (a socket path or key=value string is not accepted there). */
-const LISTEN_URL = /^postgres(ql)?:\/\//i;
-
 /**
- * Refuses a `listen` option that is not `false`, a function or a postgres:// connection string: `true`, `0`, `{}`, a
- * port or a mistyped URL would otherwise quietly become the derived default (or a connection that can never open).
- * `null` too, unlike `logger: null` (which has a meaning: silence): `false` is how LISTEN is turned off.
+ * Refuses a `listen` option that is not `false`, a function or a connection string pg reads (as the target's,
+ * {@link connectionStringProblem}): `true`, `0`, `{}`, a port or a mistyped URL would otherwise quietly become the
+ * derived default (or a connection that can never open). `null` too, unlike `logger: null` (which has a meaning:
+ * silence): `false` is how LISTEN is turned off.
  */
 function requireListenOption(listen: unknown): void {
   if (listen === undefined || listen === false || typeof listen === "function") return;
   if (typeof listen === "string") {
-    let valid = LISTEN_URL.test(listen);
-    if (valid) {
-      try {
-        new URL(listen);
-      } catch {
-        valid = false;
-      }
-    }
-    if (valid) return;
+    const problem = connectionStringProblem(listen);
+    if (problem === null) return;
     throw new InvalidArgument(
       "listen",
-      `listen must be a postgres:// (or postgresql://) connection string, a function returning a connected pg.Client, or false, got ${JSON.stringify(listen)}`,
+      `listen must be a postgres:// (or postgresql://) connection string, a function returning a connected pg.Client, or false, got ${redacted(listen)}: ${problem}`,
     );
   }
   const hint = listen === null ? "; use listen: false to turn LISTEN off (push wakeups become plain polling)" : "";
@@ -345,7 +337,7 @@ export class PostgresConnection {
       transactionSetup: ownsPool && idleInTransactionTimeoutMs > 0 ? `SET LOCAL idle_in_transaction_session_timeout = ${idleInTransactionTimeoutMs}` : null,
     };
     if (typeof target === "string") {
-      if (target.length === 0) throw new InvalidArgument("connectionString", "the connection string is empty; pass e.g. 'postgres://user@host:5432/db'");
+      requireConnectionString(target);
       if (this.schema !== null && !SCHEMA_IDENTIFIER.test(this.schema)) {
         throw new InvalidArgument(
           "schema",
