@@ -3,8 +3,8 @@
  * normalizing what drivers hand back.
  *
  * `JSON.stringify` silently coerces (`NaN` → `null`, an `undefined` array
- * element → `null`, a top-level `undefined` → no output) and reports cycles
- * without saying where. A task queue must not store something other than what
+ * element → `null`, a top-level `undefined` → no output, a `Map` or `Set` →
+ * `{}`) and reports cycles without saying where. A task queue must not store something other than what
  * the caller submitted, so `encodeJson` rejects those cases with a
  * `SerializationError` naming the path, and otherwise produces exactly what
  * `JSON.stringify` would.
@@ -110,7 +110,9 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
  * array element or as the whole value; strings or keys holding U+0000 or a
  * lone surrogate, and nesting deeper than {@link MAX_JSON_DEPTH} (what some
  * backend cannot store, see the module comment); a getter, `toJSON` or
- * proxy trap that throws (the error is the `cause`). Object properties holding
+ * proxy trap that throws (the error is the `cause`); a `Map`, `Set`, typed
+ * array, `ArrayBuffer` or `RegExp` without `toJSON`, which `JSON.stringify`
+ * would write as `{}` (or numbered keys). Object properties holding
  * `undefined`/function/symbol are omitted, and `toJSON` is honoured (its
  * output is checked too), as in `JSON.stringify`. The same object may appear
  * twice as long as it does not contain itself.
@@ -166,6 +168,10 @@ class Encoder {
       else if (value instanceof String) value = String(value);
       else if (value instanceof Boolean) value = value.valueOf();
       else if (value instanceof BigInt) value = value.valueOf();
+      else if (!Array.isArray(value) && !isPlainPrototype(value)) {
+        const lost = lostByJson(value);
+        if (lost !== null) throw this.error(lost);
+      }
     }
     switch (typeof value) {
       case "string":
@@ -268,6 +274,31 @@ class Encoder {
     }
     return path;
   }
+}
+
+function isPlainPrototype(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Why `JSON.stringify` would store something other than `value` (a built-in object without `toJSON` whose content
+ * lives where JSON does not look), or `null`. A `Map` or `Set` would be stored as `{}`, a typed array as
+ * `{"0":…}`: the task would run with data it was never given. A `Date` is not here: its `toJSON` gives the ISO
+ * string, as §2.2 documents. Other class instances keep their own fields, which is what they hold.
+ */
+function lostByJson(value: object): string | null {
+  if (value instanceof Map || value instanceof WeakMap) {
+    return `a ${value instanceof Map ? "Map" : "WeakMap"}, whose entries JSON.stringify drops (it writes {}); send a plain object (Object.fromEntries(map)) or an array of [key, value] pairs`;
+  }
+  if (value instanceof Set || value instanceof WeakSet) {
+    return `a ${value instanceof Set ? "Set" : "WeakSet"}, whose members JSON.stringify drops (it writes {}); send an array ([...set])`;
+  }
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
+    return `binary data (${value.constructor.name}), which JSON.stringify writes as an object of numbered keys or {}; send it as a base64 string or an array of numbers`;
+  }
+  if (value instanceof RegExp) return "a RegExp, which JSON.stringify writes as {}; send its source as a string";
+  return null;
 }
 
 /** A thrown value, briefly, for a message: `TypeError: boom`; never throws itself. */

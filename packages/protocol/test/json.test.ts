@@ -35,9 +35,15 @@ describe("encodeJson: agrees with JSON.stringify on encodable values", () => {
     new Date(0),
     { at: new Date(86_400_000) },
     [new Date(1)],
-    new Map([["a", 1]]),
-    new Uint8Array([1, 2]),
     Object.create(null) as object,
+    // A class instance keeps its own fields; a Buffer its toJSON form.
+    new (class Point {
+      constructor(
+        readonly x = 1,
+        readonly y = 2,
+      ) {}
+    })(),
+    Buffer.from([1, 2]),
   ];
 
   for (const value of samples) {
@@ -179,6 +185,28 @@ describe("encodeJson: rejections name the path and the reason", () => {
       expect(err.path).toBe("payload.list[1]");
       expect(err.reason).toContain(`an array element is ${word}`);
     }
+  });
+
+  it.each([
+    ["a Map", { tags: new Map([["a", 1]]) }, "payload.tags", /a Map, whose entries JSON.stringify drops \(it writes \{\}\); send a plain object/],
+    ["a Set", { ids: [1, new Set([1, 2])] }, "payload.ids[1]", /a Set, whose members JSON.stringify drops .*\[\.\.\.set\]/],
+    ["a WeakMap", { w: new WeakMap() }, "payload.w", /a WeakMap/],
+    ["a WeakSet", { w: new WeakSet() }, "payload.w", /a WeakSet/],
+    ["a Map at the root", new Map(), "payload", /a Map/],
+    ["a typed array", { bytes: new Uint8Array([1, 2]) }, "payload.bytes", /binary data \(Uint8Array\), .*base64/],
+    ["an ArrayBuffer", { raw: new ArrayBuffer(2) }, "payload.raw", /binary data \(ArrayBuffer\)/],
+    ["a DataView", { v: new DataView(new ArrayBuffer(2)) }, "payload.v", /binary data \(DataView\)/],
+    ["a RegExp", { re: /a+/ }, "payload.re", /a RegExp, which JSON.stringify writes as \{\}/],
+  ])("rejects %s, which JSON.stringify would store as {} or numbered keys", (_what, value, path, message) => {
+    const err = rejection(() => encodeJson(value, "payload"));
+    expect(err.path).toBe(path);
+    expect(err.reason).toMatch(message);
+    expect(err.message).toContain(`cannot encode ${path} as JSON`);
+  });
+
+  it("honours toJSON on a Map (or any object), as JSON.stringify does", () => {
+    const map = Object.assign(new Map([["a", 1]]), { toJSON: () => ({ a: 1 }) });
+    expect(encodeJson({ map }, "payload")).toBe('{"map":{"a":1}}');
   });
 
   it("rejects array holes, which read as undefined", () => {
