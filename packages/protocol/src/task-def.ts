@@ -8,7 +8,9 @@
  */
 
 import { InvalidArgument } from "./errors.js";
+import { requireKnownKeys } from "./inputs.js";
 import type { JsonProblem } from "./json-type.js";
+import { SUBMIT_OPTION_KEYS } from "./submit-options.js";
 
 /** Submit defaults a definition may carry; each is overridable per submit. */
 export interface TaskDefOptions {
@@ -64,13 +66,47 @@ export type ResultFor<D, R = never> = [R] extends [never] ? (D extends TaskDef<u
  */
 export type IfJson<P, R, T> = [JsonProblem<P, "payload">] extends [never] ? ([JsonProblem<R, "result">] extends [never] ? T : JsonProblem<R, "result">) : JsonProblem<P, "payload">;
 
+/** Every key of {@link TaskDefOptions}: a definition carries these defaults and nothing else. */
+const TASK_DEF_OPTION_KEYS: readonly string[] = Object.freeze(["queue", "maxAttempts", "priority"] satisfies (keyof TaskDefOptions)[]);
+
+/**
+ * Refuses options that are not an object of {@link TASK_DEF_OPTION_KEYS} (`null` reads as none, as for a
+ * submit's options): a misspelt `queu` or a per-submit `key` would otherwise be dropped, and every task of the
+ * definition would go to the 'default' queue.
+ */
+function requireTaskDefOptions(name: string, options: unknown): Record<string, unknown> {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== "object" || Array.isArray(options)) {
+    const got = Array.isArray(options)
+      ? "an array"
+      : typeof options === "string"
+        ? JSON.stringify(options)
+        : typeof options === "number" || typeof options === "boolean" || typeof options === "bigint"
+          ? `${typeof options} ${options}`
+          : `a ${typeof options}`;
+    throw new InvalidArgument("options", `task '${name}': defineTask's options must be an object of ${TASK_DEF_OPTION_KEYS.join(", ")}, got ${got}`);
+  }
+  const given = options as Record<string, unknown>;
+  for (const key of Object.keys(given)) {
+    if (given[key] !== undefined && !TASK_DEF_OPTION_KEYS.includes(key) && (SUBMIT_OPTION_KEYS as readonly string[]).includes(key)) {
+      throw new InvalidArgument(
+        key,
+        `task '${name}': '${key}' is a per-submit option, not a default a definition carries; pass it to each submit (submit(def, payload, { ${key} })). defineTask's options are ${TASK_DEF_OPTION_KEYS.join(", ")}`,
+      );
+    }
+  }
+  requireKnownKeys(given, TASK_DEF_OPTION_KEYS, `defineTask('${name}')`);
+  return given;
+}
+
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
 /**
  * Defines a task type: a frozen `{ name, queue?, maxAttempts?, priority? }`.
  *
- * Options are validated here, at definition time, so a bad default fails when
+ * Options are validated here, at definition time, so a bad default (or a key
+ * that is not one of them: a misspelt `queu`, a per-submit `key`) fails when
  * the module loads rather than on the first submit (`InvalidArgument`). Only the options given
  * appear as keys.
  *
@@ -95,7 +131,7 @@ export function defineTask<P = unknown, R = unknown>(taskName: IfJson<P, R, stri
     );
   }
   const def: { name: string; queue?: string; maxAttempts?: number; priority?: number } = { name };
-  const { queue, maxAttempts, priority } = options;
+  const { queue, maxAttempts, priority } = requireTaskDefOptions(name, options) as TaskDefOptions;
   if (queue !== undefined) {
     if (typeof queue !== "string" || queue === "") {
       throw new InvalidArgument("queue", `task '${name}': queue must be a non-empty string; omit it to use the 'default' queue`);

@@ -59,6 +59,34 @@ describe("defineTask", () => {
     }
   });
 
+  it("rejects a key that is not one of its options, so a typo does not send every task to 'default'", () => {
+    const typo = invalid(() => defineTask("a", { queu: "mail" } as never));
+    expect(typo.argument).toBe("queu");
+    expect(typo.message).toBe("'queu' is not an option of defineTask('a'); the options are queue, maxAttempts, priority");
+    for (const perSubmit of ["key", "runAtDelayMs", "metadata"]) {
+      const err = invalid(() => defineTask("a", { [perSubmit]: 5 }));
+      expect(err.argument).toBe(perSubmit);
+      expect(err.message).toContain(`task 'a': '${perSubmit}' is a per-submit option, not a default a definition carries; pass it to each submit`);
+    }
+    // A key set to undefined is as good as absent, as in a submit's options.
+    expect(defineTask("a", { queue: "q", other: undefined } as never)).toEqual({ name: "a", queue: "q" });
+  });
+
+  it("rejects options that are not an object; null is none", () => {
+    for (const [bad, shown] of [
+      [5, "number 5"],
+      ["mail", '"mail"'],
+      [true, "boolean true"],
+      [["mail"], "an array"],
+      [() => ({ queue: "q" }), "a function"],
+    ] as const) {
+      const err = invalid(() => defineTask("a", bad as never));
+      expect(err.argument).toBe("options");
+      expect(err.message).toBe(`task 'a': defineTask's options must be an object of queue, maxAttempts, priority, got ${shown}`);
+    }
+    expect(defineTask("a", null as never)).toEqual({ name: "a" });
+  });
+
   it("carries payload and result types for inference", () => {
     const summarize = defineTask<{ url: string }, { summary: string }>("summarize");
     expectTypeOf(summarize).toEqualTypeOf<TaskDef<{ url: string }, { summary: string }>>();
