@@ -1,4 +1,5 @@
 import { InvalidArgument } from "@cairnq/protocol";
+import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely } from "@cairnq/store-kysely";
 import { Kysely, MysqlDialect } from "kysely";
 import { parseConnectionString } from "./mysql-connection-string.js";
@@ -43,7 +44,9 @@ export class MySQLConnection {
         throw new InvalidArgument("target", `a MySQL connection string starts with mysql:// (got ${JSON.stringify(target.slice(0, 12))}…)`);
       }
       const { options, address } = parseConnectionString(target);
-      this.db = new Kysely({ dialect: new MysqlDialect({ pool: () => Promise.resolve().then(() => new GuardedPool(buildPool(options, max ?? 10), true, address).asKyselyPool()) }) });
+      // Checked here, as the Postgres store does: the pool is built on the first statement, and a bad size found there would fail every call instead of the construction.
+      const size = max === undefined ? 10 : requireInt(max, "max", 1);
+      this.db = new Kysely({ dialect: new MysqlDialect({ pool: () => Promise.resolve().then(() => new GuardedPool(buildPool(options, size), true, address).asKyselyPool()) }) });
       this.owned = true;
       this.multipleStatements = true;
     } else if (isKysely(target)) {
@@ -68,7 +71,6 @@ function isKysely(value: unknown): value is AnyKysely {
 }
 
 function buildPool(connection: Readonly<Record<string, unknown>>, max: number): MySQLPool {
-  if (!Number.isInteger(max) || max < 1) throw new InvalidArgument("max", `max must be an integer ≥ 1, got ${String(max)}`);
   const pool = loadMySQLDriver().createPool({
     ...connection,
     connectionLimit: max,
