@@ -132,3 +132,28 @@ export function connectionLost(error: Error): Error {
   if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
   return failure;
 }
+
+/** SQLSTATEs of a named prepared statement the session does not hold as the client believes: `invalid_sql_statement_name` (gone) and `duplicate_prepared_statement` (there already). */
+const LOST_PREPARED = new Set(["26000", "42P05"]);
+/** The names the store gives its prepared statements (`postgres-prepared.ts`): an application's own are left alone. */
+const STORE_PREPARED = /prepared statement "cairnq_\d+"/;
+const PREPARED_HINT =
+  "; CairnQ sends its statements as named prepared statements, and this session does not keep them between transactions — " +
+  "behind a transaction-mode pooler that cannot (PgBouncer before 1.21 or without max_prepared_statements, Supavisor, RDS Proxy) set the store's option preparedStatements: false";
+
+/**
+ * A failed statement's error as the store rethrows it: a connection lost in flight said plainly
+ * ({@link connectionLost}); one of the store's prepared statements missing (26000) or already there (42P05) —
+ * what a transaction-mode pooler that hands each transaction another server session answers — with the
+ * `preparedStatements: false` hint added to the driver's own error (its class and `code` kept); any other
+ * error as it is.
+ */
+export function statementFailure(error: Error): Error;
+export function statementFailure(error: unknown): unknown;
+export function statementFailure(error: unknown): unknown {
+  if (lostInFlight(error)) return connectionLost(error);
+  if (error instanceof Error && LOST_PREPARED.has((error as { code?: unknown }).code as string) && STORE_PREPARED.test(error.message) && !error.message.endsWith(PREPARED_HINT)) {
+    error.message += PREPARED_HINT;
+  }
+  return error;
+}

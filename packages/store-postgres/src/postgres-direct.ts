@@ -19,7 +19,7 @@
  * string, a `pg.Pool`): with a caller's Kysely instance, its plugins and
  * hooks must see every statement, so everything goes through it.
  */
-import { connectionLost, lostInFlight } from "./postgres-connect-error.js";
+import { statementFailure } from "./postgres-connect-error.js";
 import type { CompiledQuery, PostgresPool, QueryResult } from "kysely";
 import type { QueryRunner, Row } from "@cairnq/store-kysely";
 
@@ -49,7 +49,7 @@ export async function runOnClient(client: DirectClient, query: CompiledQuery<unk
   try {
     return kyselyResult(await client.query<Row>(query.sql, [...query.parameters]));
   } catch (error) {
-    throw lostInFlight(error) ? connectionLost(error) : error;
+    throw statementFailure(error);
   }
 }
 

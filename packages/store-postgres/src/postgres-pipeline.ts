@@ -24,7 +24,7 @@
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { Row } from "@cairnq/store-kysely";
-import { connectionLost, lostInFlight } from "./postgres-connect-error.js";
+import { statementFailure } from "./postgres-connect-error.js";
 import { loadPgDriver } from "./postgres-driver.js";
 import { wireQueryClass } from "./postgres-wire-query.js";
 import type { WireResult } from "./postgres-wire-query.js";
@@ -119,7 +119,7 @@ export function runOnWire<T>(
     if (timeoutMs !== undefined) query.query_timeout = timeoutMs;
     // Set before query(): pg wraps the callback with its read timeout.
     query.callback = (error, results) => {
-      if (error !== null && error !== undefined) reject(lostInFlight(error) ? connectionLost(error) : error);
+      if (error !== null && error !== undefined) reject(statementFailure(error));
       else resolve(answer(results as PipelinedResult[]));
     };
     send.call(client, query);

@@ -17,7 +17,7 @@
  *   another failed write.
  */
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
-import { connectFailure, connectionLost, lostInFlight } from "./postgres-connect-error.js";
+import { connectFailure, statementFailure } from "./postgres-connect-error.js";
 import { destroySocket } from "./postgres-socket.js";
 
 /** SQLSTATE `read_only_sql_transaction`: a write reached a server (or session) that is read-only. */
@@ -201,7 +201,7 @@ export function discardingPool(pool: DiscardablePool, options: DiscardingPoolOpt
                 dropSuspects();
                 onReadOnly?.(error);
               }
-              throw lostInFlight(error) ? connectionLost(error) : error;
+              throw statementFailure(error);
             });
           }
           return result;
