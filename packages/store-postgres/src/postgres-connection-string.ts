@@ -6,31 +6,29 @@
  * (`:543O`) or another database's URL (`mysql://…`) forever. Refused here,
  * with `InvalidArgument`, it fails once, at construction.
  *
- * Accepted are the forms pg's parser (pg-connection-string) reads as a
- * server to reach: a `postgres://` or `postgresql://` URL (a socket directory
- * as `?host=/var/run/postgresql` or as an encoded host, `user@/db` for no
- * host, spaces and stray `%` as pg encodes them), a `socket:` URL, and pg's
- * short form `<socket directory> [database]`. Anything else pg would resolve
- * against a placeholder host, or fail to parse when it connects.
+ * Read by pg's own parser, pg-connection-string (what pg does when it
+ * connects), after a scheme check, since that parser reads any scheme as
+ * Postgres: accepted are `postgres://` and `postgresql://` URLs, `socket:`
+ * URLs and pg's short form `<socket directory> [database]`, exactly as pg
+ * reads them.
  */
 import { InvalidArgument } from "@cairnq/protocol";
+import { parse } from "pg-connection-string";
 
 const CONNECTION_URL = /^(postgres(ql)?:\/\/|socket:)/i;
 
-/**
- * Why pg could not connect with `dsn` whatever the server's state, or `null`
- * when it reads it. The URL is read as pg reads it: spaces and stray `%`
- * encoded first, and `user@/db` (no host) given a placeholder host.
- */
+/** Why pg could not connect with `dsn` whatever the server's state, or `null` when it reads it. */
 export function connectionStringProblem(dsn: string): string | null {
-  if (dsn.startsWith("/")) return null;
-  if (!CONNECTION_URL.test(dsn)) {
+  if (!dsn.startsWith("/") && !CONNECTION_URL.test(dsn)) {
     const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(dsn)?.[0];
     return scheme === undefined ? "it is not a URL" : `its scheme is ${scheme}, not postgres:// or postgresql://`;
   }
-  const text = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(dsn) ? encodeURI(dsn).replace(/%25(\d\d)/g, "%$1") : dsn;
-  if (URL.canParse(text) || URL.canParse(text.replace("@/", "@___DUMMY___/"))) return null;
-  return "it is not a valid URL (is the port a number?)";
+  try {
+    parse(dsn);
+    return null;
+  } catch {
+    return "it is not a valid URL (is the port a number?)";
+  }
 }
 
 /**
