@@ -3,7 +3,7 @@
  * the unknown-key checks read.
  */
 import type { ListInput, Logger, MaxQueueDepth, PayloadFor, PurgeInput, ResultFor, RetryOptions, SubmitOptions, Task, TaskDef, TaskFilter, WaitOptions } from "@cairnq/protocol";
-import { SUBMIT_OPTION_KEYS } from "@cairnq/protocol/sdk";
+import { SUBMIT_OPTION_KEYS, WAIT_OPTION_KEYS } from "@cairnq/protocol/sdk";
 import type { RetentionSweeperOptions } from "@cairnq/retention";
 import type { MetricsOptions, RuntimeClock, TracingOptions } from "@cairnq/runtime";
 import type { RetentionHook } from "./retention-hook.js";
@@ -121,7 +121,7 @@ export interface TaskListInput<D extends TaskDef = TaskDef> extends ListInput {
 
 export const SUBMIT_KEYS = SUBMIT_OPTION_KEYS;
 export const CALL_KEYS = [...SUBMIT_KEYS, "waitTimeoutMs", "pollMs", "maxPollMs", "signal"] as const satisfies readonly (keyof CallOptions)[];
-export const WAIT_KEYS = ["timeoutMs", "pollMs", "maxPollMs", "signal", "task"] as const satisfies readonly (keyof TaskWaitOptions)[];
+export const WAIT_KEYS = [...WAIT_OPTION_KEYS, "task"] as const satisfies readonly (keyof TaskWaitOptions)[];
 /** Every key of {@link CairnQOptions}, for the unknown-key check (the umbrella's factories list them too). */
 export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitMs", "queuePollIntervalMs", "retention", "logger", "clock", "tracing", "metrics"] as const satisfies readonly (keyof CairnQOptions)[]);
 

@@ -26,6 +26,7 @@ export {
   nextPollInterval,
   resolveWaitOptions,
   WAIT_DEFAULTS,
+  WAIT_OPTION_KEYS,
   waitForTask,
 } from "./wait.js";
 export type { ResolvedWaitOptions, TimeoutContext, WaitDeps, WaitTarget } from "./wait.js";

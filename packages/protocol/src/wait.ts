@@ -38,6 +38,15 @@ export interface WaitOptions {
   signal?: AbortSignal | undefined;
 }
 
+/**
+ * Every key of {@link WaitOptions}, for the unknown-key checks of `client.wait` and `ctx.wait` (a misspelt
+ * option would otherwise be dropped and the wait last its default 30 s). A record's keys, so an option added
+ * to the interface cannot be left out.
+ */
+export const WAIT_OPTION_KEYS: readonly (keyof WaitOptions)[] = Object.freeze(
+  Object.keys({ timeoutMs: true, pollMs: true, maxPollMs: true, signal: true } satisfies Record<keyof WaitOptions, true>) as (keyof WaitOptions)[],
+);
+
 /** Default of {@link WaitOptions.timeoutMs} (§7). */
 export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
 /** Default of {@link WaitOptions.pollMs} (§7). */

@@ -13,7 +13,7 @@ import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, InvalidArgument, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
-import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, WAIT_OPTION_KEYS, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeKind } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
@@ -40,12 +40,6 @@ export interface FailOptions {
 
 /** Every key of {@link FailOptions}, for the unknown-key check (a record, so a new option cannot be left out). */
 const FAIL_OPTION_KEYS = Object.keys({ retryable: true } satisfies Record<keyof FailOptions, true>);
-
-/**
- * Every key of the protocol's `WaitOptions` that `ctx.wait` takes (the client's `wait` takes these and `task`); a
- * record, so a key the protocol adds cannot be left out.
- */
-const WAIT_OPTION_KEYS = Object.keys({ timeoutMs: true, pollMs: true, maxPollMs: true, signal: true } satisfies Record<keyof WaitOptions, true>);
 
 /**
  * The handle a handler gets for one task: its row's fields, an abort signal,
