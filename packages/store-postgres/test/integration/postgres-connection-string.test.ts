@@ -54,3 +54,11 @@ describe("the connection string, checked when the store is built", () => {
     );
   });
 });
+
+describe("the onError hook, checked when the store is built", () => {
+  it.each([5, "log", { error: () => {} }])("refuses %j: connection and LISTEN failures would be reported nowhere", (hook) => {
+    const build = () => new PostgresStore("postgres://app@127.0.0.1:5432/app", { onError: hook as never });
+    expect(build).toThrow(InvalidArgument);
+    expect(build).toThrow(/onError must be a function \(err, \{ source \}\) => void, got /);
+  });
+});
