@@ -8,7 +8,7 @@
  * `CAIRNQ_TEST_MYSQL_DSN` names the server; without it the tests fail.
  */
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { CairnQ, Worker } from "cairnq";
+import { CairnQ, EventLoopBlocked, Worker } from "cairnq";
 import { StatementTooLarge } from "@cairnq/store-mysql";
 import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 
@@ -113,5 +113,6 @@ it("a thrown error over max_allowed_packet, and a ctx.fail with one, fail the ta
   // Past the lease: neither ran again (a fail that threw would have left them running).
   await new Promise((resolve) => setTimeout(resolve, WORKER.leaseMs + 500));
   expect(runs).toBe(2);
-  expect(errors).toEqual([]);
+  // Encoding 20 MB may hold the event loop past a heartbeat on a busy machine: that warning is not what this checks.
+  expect(errors.filter((error) => !(error instanceof EventLoopBlocked))).toEqual([]);
 });
