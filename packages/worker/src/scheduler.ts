@@ -47,6 +47,7 @@
 import type { ScheduleTaskInput, ScheduleTaskStore, TaskDef, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, SCHEDULE_KEY_PREFIX, scheduleSlotKey, UnsupportedBackend } from "@cairnq/protocol";
 import { normalizeSubmit, requireKey, TEXT_LIMITS } from "@cairnq/protocol/adapter";
+import { submitInputOf } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, requireDurationMs, systemClock } from "@cairnq/runtime";
 import { Cron } from "croner";
@@ -67,11 +68,11 @@ export interface ScheduleOptions<Payload = unknown> {
   timezone?: string;
   /** The payload of every slot task (JSON). @default {} */
   payload?: Payload;
-  /** @default "default" */
+  /** The queue of every slot task; overrides a TaskDef's `queue`, as for `submit(def)`. @default the TaskDef's queue, else "default" */
   queue?: string;
-  /** @default 0 */
+  /** Overrides a TaskDef's `priority`, as for `submit(def)`. @default the TaskDef's priority, else 0 */
   priority?: number;
-  /** @default 3 */
+  /** Overrides a TaskDef's `maxAttempts`, as for `submit(def)`. @default the TaskDef's maxAttempts, else 3 */
   maxAttempts?: number;
   /** The group of every slot task (the submit option `group`); needs a store with `capabilities.groups`. @default null */
   group?: string;
@@ -153,11 +154,14 @@ export function scheduleEntry(nameOrTaskDef: string | TaskDef, spec: unknown, op
   const name = opts.name === undefined ? taskName : opts.name;
   if (typeof name !== "string" || name.length === 0) throw new InvalidArgument("name", "schedule option name must be a non-empty string");
   const backfillMs = opts.backfillMs === undefined ? 0 : requireDurationMs(opts.backfillMs, "backfillMs");
+  // A TaskDef's queue, maxAttempts and priority are defaults the options override, exactly as for submit(def).
+  const def: TaskDef = typeof nameOrTaskDef === "string" ? { name: taskName } : nameOrTaskDef;
+  const resolved = submitInputOf(def, opts.payload, { queue: opts.queue, priority: opts.priority, maxAttempts: opts.maxAttempts });
   const task: ScheduleTaskInput = { name: taskName };
   if (opts.payload !== undefined) task.payload = opts.payload;
-  if (opts.queue !== undefined) task.queue = opts.queue;
-  if (opts.priority !== undefined) task.priority = opts.priority;
-  if (opts.maxAttempts !== undefined) task.maxAttempts = opts.maxAttempts;
+  if (resolved.queue !== undefined) task.queue = resolved.queue;
+  if (resolved.priority !== undefined) task.priority = resolved.priority;
+  if (resolved.maxAttempts !== undefined) task.maxAttempts = resolved.maxAttempts;
   if (opts.group !== undefined) task.group = opts.group;
   // The same validation and encoding a submit does, now rather than at the first slot.
   normalizeSubmit({ ...task, key: scheduleSlotKey("check", 0) }, "task_00000000000000000000000000");

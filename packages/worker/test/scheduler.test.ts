@@ -3,6 +3,7 @@ import { InvalidArgument, SerializationError, UnsupportedBackend, defineTask, sc
 import { MemoryStore } from "@cairnq/conformance";
 import { systemClock } from "@cairnq/runtime";
 import { trackTimers, waitFor } from "./support/helpers.js";
+import { makeWorker } from "./support/worker.js";
 import { CronSeries, IntervalSeries, SCHEDULE_LEAD_MS, scheduleEntry, Scheduler } from "../src/scheduler.js";
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -16,6 +17,13 @@ describe("scheduleEntry", () => {
     expect(entry.backfillMs).toBe(10);
     expect(scheduleEntry(defineTask("report"), "0 * * * *", { name: "hourly" }).name).toBe("hourly");
     expect(scheduleEntry("report", "0 * * * *").backfillMs).toBe(0);
+  });
+
+  it("takes a TaskDef's queue, maxAttempts and priority as defaults, as submit(def) does; options given win", () => {
+    const def = defineTask("report.build", { queue: "reports", maxAttempts: 5, priority: 7 });
+    expect(scheduleEntry(def, { everyMs: 200 }).task).toEqual({ name: "report.build", queue: "reports", maxAttempts: 5, priority: 7 });
+    expect(scheduleEntry(def, { everyMs: 200 }, { queue: "urgent", priority: 1 }).task).toEqual({ name: "report.build", queue: "urgent", maxAttempts: 5, priority: 1 });
+    expect(scheduleEntry(defineTask("plain"), { everyMs: 200 }).task).toEqual({ name: "plain" });
   });
 
   it.each([
@@ -191,6 +199,23 @@ describe("Scheduler", () => {
     await waitFor(async () => (await store.list({ name: "tick" })).length > 0, 10_000, "the tick schedule's submit");
     await scheduler.stop();
     expect((await store.list({ name: "tick" })).length).toBeGreaterThan(0);
+  });
+});
+
+describe("worker.schedule(taskDef)", () => {
+  it("submits its slots to the TaskDef's queue with its maxAttempts and priority, so a worker on that queue runs them", async () => {
+    const store = new MemoryStore();
+    const def = defineTask("report.build", { queue: "reports", maxAttempts: 5, priority: 7 });
+    const worker = makeWorker(store, { queues: ["reports"] });
+    let runs = 0;
+    worker.task(def, () => ++runs);
+    worker.schedule(def, { everyMs: 50 });
+    const running = worker.run();
+    await waitFor(() => runs > 0, 10_000, "a run of a report.build slot");
+    await worker.stop();
+    await running;
+    const rows = await store.list({ name: "report.build", limit: 1000 });
+    expect(new Set(rows.map((r) => `${r.queue}/${r.max_attempts}/${r.priority}`))).toEqual(new Set(["reports/5/7"]));
   });
 });
 
