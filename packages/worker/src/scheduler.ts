@@ -11,8 +11,8 @@
  *   the submitting worker is briefly slow, and another worker starting or
  *   restarting meanwhile sees the schedule as live.
  * - **cursor**: per worker and schedule, the latest slot this worker has
- *   offered; it starts at `start − max(backfillMs, SCHEDULE_LEAD_MS)` and
- *   jumps to the schedule's last submitted slot whenever the store reports a
+ *   offered; it starts at `start − max(backfillMs, SCHEDULE_LEAD_MS)` (or
+ *   the epoch, if that is earlier: no slot is before it) and jumps to the schedule's last submitted slot whenever the store reports a
  *   later one.
  * - **start tolerance**: a worker that starts offers the slots of the last
  *   {@link SCHEDULE_LEAD_MS} too, even without `backfillMs`. Its first batch
@@ -45,7 +45,7 @@
  * slot is a distinct instant, so its key is distinct too.
  */
 import type { ScheduleTaskInput, ScheduleTaskStore, TaskDef, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, SCHEDULE_KEY_PREFIX, scheduleSlotKey, UnsupportedBackend } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS, SCHEDULE_KEY_PREFIX, scheduleSlotKey, UnsupportedBackend } from "@cairnq/protocol";
 import { normalizeSubmit, requireKey, TEXT_LIMITS } from "@cairnq/protocol/adapter";
 import { submitInputOf } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
@@ -81,7 +81,10 @@ export interface ScheduleOptions<Payload = unknown> {
    * submitted — each at most once, across restarts and workers. Below
    * `SCHEDULE_LEAD_MS` (1 s) it makes no difference: a start always submits
    * the slots due within that much before it (what absorbs small clock
-   * differences between workers).
+   * differences between workers). At most `MAX_DELAY_MS` (100 years); a
+   * window reaching back before the Unix epoch starts at the epoch, so
+   * `MAX_DELAY_MS` means "every slot since 1970" — for a short interval,
+   * that many tasks.
    * @default 0
    */
   backfillMs?: number;
@@ -153,7 +156,7 @@ export function scheduleEntry(nameOrTaskDef: string | TaskDef, spec: unknown, op
   const opts = checkOptions(options, "worker.schedule(name, spec, options)", SCHEDULE_OPTION_KEYS) as ScheduleOptions;
   const name = opts.name === undefined ? taskName : opts.name;
   if (typeof name !== "string" || name.length === 0) throw new InvalidArgument("name", "schedule option name must be a non-empty string");
-  const backfillMs = opts.backfillMs === undefined ? 0 : requireDurationMs(opts.backfillMs, "backfillMs");
+  const backfillMs = opts.backfillMs === undefined ? 0 : requireDurationMs(opts.backfillMs, "backfillMs", { max: MAX_DELAY_MS });
   // A TaskDef's queue, maxAttempts and priority are defaults the options override, exactly as for submit(def).
   const def: TaskDef = typeof nameOrTaskDef === "string" ? { name: taskName } : nameOrTaskDef;
   const resolved = submitInputOf(def, opts.payload, { queue: opts.queue, priority: opts.priority, maxAttempts: opts.maxAttempts });
@@ -261,7 +264,7 @@ export class Scheduler {
   add(entry: ScheduleEntry): void {
     if (this.store.capabilities.schedules !== true || typeof (this.store as Partial<ScheduleTaskStore>).submitScheduleSlots !== "function") {
       throw new UnsupportedBackend("worker.schedule", "store's", {
-        message: "worker.schedule needs a store with capabilities.schedules (submitScheduleSlots); SQLiteStore and PostgresStore have it, this store does not",
+        message: "worker.schedule needs a store with capabilities.schedules (submitScheduleSlots); SQLiteStore, PostgresStore, MySQLStore and MemoryStore have it, this store does not",
       });
     }
     if (this.#entries.has(entry.name)) {
@@ -297,8 +300,11 @@ export class Scheduler {
   }
 
   #begin(entry: ScheduleEntry): void {
-    // The start tolerance (module comment): never look back less than the lead.
-    this.#running.set(entry.name, { entry, cursor: this.clock.now() - Math.max(entry.backfillMs, SCHEDULE_LEAD_MS) - 1, retryAtMs: 0 });
+    // The start tolerance (module comment): never look back less than the lead. A backfill reaching past the
+    // epoch starts there (cursor -1, so a slot at 0 is offered): the store refuses a slot before it, and
+    // every batch would fail, submitting nothing, forever.
+    const from = this.clock.now() - Math.max(entry.backfillMs, SCHEDULE_LEAD_MS) - 1;
+    this.#running.set(entry.name, { entry, cursor: Math.max(from, -1), retryAtMs: 0 });
   }
 
   async #run(signal: AbortSignal): Promise<void> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidArgument, SerializationError, UnsupportedBackend, defineTask, scheduleSlotKey } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS, SerializationError, UnsupportedBackend, defineTask, scheduleSlotKey } from "@cairnq/protocol";
 import { MemoryStore } from "@cairnq/conformance";
 import { systemClock } from "@cairnq/runtime";
 import { trackTimers, waitFor } from "./support/helpers.js";
@@ -41,6 +41,8 @@ describe("scheduleEntry", () => {
     [["report", {}], "needs everyMs"],
     [["report", 5], "cron string"],
     [["report", "* * * * *", { backfillMs: -1 }], "backfillMs must be"],
+    [["report", "* * * * *", { backfillMs: MAX_DELAY_MS + 1 }], "backfillMs must be an integer number of milliseconds from 0 to 3153600000000"],
+    [["report", "* * * * *", { backfillMs: 1e15 }], "backfillMs must be"],
     [["report", "* * * * *", { name: "" }], "non-empty"],
     [["", "* * * * *"], "task name"],
     [["report", "* * * * *", { maxAttempts: 0 }], "maxAttempts"],
@@ -256,5 +258,25 @@ describe("Scheduler clocks", () => {
       expect(slots[0]).toBe(earliest);
       expect(slots[slots.length - 1]).toBe(now + SCHEDULE_LEAD_MS);
     }
+  });
+
+  it("a backfill reaching back before 1970 (up to MAX_DELAY_MS) submits every slot since the epoch, without an error", async () => {
+    const now = Date.parse("2026-01-01T00:00:00.000Z");
+    const store = new MemoryStore();
+    const errors: unknown[] = [];
+    const scheduler = new Scheduler(store, (err) => errors.push(err), () => {}, { ...systemClock, now: () => now });
+    scheduler.add(scheduleEntry("yearly", "0 0 1 1 *", { backfillMs: MAX_DELAY_MS }));
+    scheduler.add(scheduleEntry("daily", { everyMs: 86_400_000 }, { backfillMs: MAX_DELAY_MS }));
+    scheduler.start();
+    await waitFor(async () => (await store.list({ name: "daily", limit: 1 })).length > 0 || errors.length > 0, 10_000, "the daily schedule's submit");
+    await waitFor(async () => (await store.list({ name: "yearly", limit: 100 })).length === 57 || errors.length > 0, 10_000, "the yearly schedule's submit");
+    await scheduler.stop();
+    expect(errors).toEqual([]);
+    const yearly = (await store.list({ name: "yearly", limit: 100 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
+    expect(yearly).toHaveLength(57);
+    expect([yearly[0], yearly[56]]).toEqual([0, now]);
+    const daily = (await store.list({ name: "daily", limit: 30_000 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
+    expect(daily).toHaveLength(now / 86_400_000 + 1);
+    expect([daily[0], daily[daily.length - 1]]).toEqual([0, now]);
   });
 });
