@@ -275,6 +275,15 @@ export class CallSteps {
   async join<R = unknown>(name: string, ids: readonly string[]): Promise<(Task<unknown, R> | null)[]> {
     this.#refuseMisuse("join");
     if (!Array.isArray(ids)) throw new InvalidArgument("ids", `ctx.join('${String(name)}', ids) needs an array of task ids (what ctx.spawn returned)`);
+    const own = ids.indexOf(this.#host.taskId);
+    if (own !== -1) {
+      // The task would wait for itself to finish: parked, re-checking every 30 s, for ever.
+      throw new InvalidArgument(
+        "ids",
+        `ctx.join('${String(name)}', ids): ids[${own}] is this task's own id (${this.#host.taskId}); a task cannot wait for itself to finish, ` +
+          "so the join would park for ever; pass the ids of other tasks (what ctx.spawn returned)",
+      );
+    }
     return this.#oneAtATime(`ctx.join('${String(name)}')`, async () => {
       const { key, entry } = await this.#begin("join", name);
       try {

@@ -292,3 +292,27 @@ it("a step method called inside a step's function fails the task for good (steps
   expect({ status: failed.status, attempt: failed.attempt, code: error?.code, retryable: error?.retryable, inner }).toEqual({ status: "failed", attempt: 1, code: "nested_step", retryable: false, inner: 0 });
   expect(error?.message).toMatch(/ctx\.step was called inside the function of step 'outer'/);
 });
+
+it("a join on the task's own id fails its attempts with InvalidArgument instead of parking for ever", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  let thrown: unknown = null;
+  worker.task("self-join", async (ctx) => {
+    const child = await ctx.spawn("child", "noop", {});
+    try {
+      return await ctx.join("all", [child, ctx.taskId]);
+    } catch (err) {
+      thrown = err;
+      throw err;
+    }
+  });
+  worker.task("noop", () => 1);
+  const task = await store.submit({ name: "self-join", maxAttempts: 3 });
+  // Before the fix: parked, waiting for itself, re-checked every 30 s.
+  const settled = await waitForStatus(store, task.id, ["failed", "succeeded"], 5000);
+  expect({ status: settled.status, attempt: settled.attempt }).toEqual({ status: "failed", attempt: 3 });
+  expect(thrown).toBeInstanceOf(InvalidArgument);
+  expect(thrown).toMatchObject({ argument: "ids" });
+  expect((thrown as Error).message).toMatch(/ids\[1\] is this task's own id .*cannot wait for itself/);
+  expect((await store.steps(task.id)).map((s) => s.name)).toEqual(["child"]);
+});
