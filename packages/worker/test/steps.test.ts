@@ -316,3 +316,35 @@ it("a join on the task's own id fails its attempts with InvalidArgument instead 
   expect((thrown as Error).message).toMatch(/ids\[1\] is this task's own id .*cannot wait for itself/);
   expect((await store.steps(task.id)).map((s) => s.name)).toEqual(["child"]);
 });
+
+it("a retried parent replays a completed join's rows; a join named per attempt (durable-steps.md) reads the children again", async () => {
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  let fixed = false;
+  const seen: Record<string, string[]> = { fixed: [], perAttempt: [] };
+  worker.task("kid", () => {
+    if (!fixed) throw new Error("kid broken");
+    return "kid ok";
+  });
+  for (const variant of ["fixed", "perAttempt"] as const) {
+    worker.task(`parent-${variant}`, async (ctx) => {
+      const kid = await ctx.spawn("kid", "kid", {}, { maxAttempts: 1 });
+      const [row] = await ctx.join(variant === "fixed" ? "kids" : `kids@${ctx.attempt}`, [kid]);
+      seen[variant]?.push(String(row?.status));
+      if (row?.status !== "succeeded") throw new Error("kid did not succeed");
+      return row.result;
+    });
+  }
+  const parents = await Promise.all(["fixed", "perAttempt"].map((v) => store.submit({ name: `parent-${v}`, maxAttempts: 1 })));
+  for (const p of parents) await waitForStatus(store, p.id, ["failed"], 5000);
+  fixed = true;
+  for (const kid of await store.list({ name: "kid" })) {
+    await store.retry(kid.id);
+    await waitForStatus(store, kid.id, ["succeeded"], 5000);
+  }
+  for (const p of parents) await store.retry(p.id);
+  const [replayed, reread] = await Promise.all(parents.map((p) => waitForStatus(store, p.id, ["failed", "succeeded"], 5000)));
+  await waitFor(() => seen.perAttempt?.length === 2 && seen.fixed?.length === 2, 5000, "both parents' second runs");
+  expect(seen).toEqual({ fixed: ["failed", "failed"], perAttempt: ["failed", "succeeded"] });
+  expect([replayed?.status, reread?.status, reread?.result]).toEqual(["failed", "succeeded", "kid ok"]);
+});
