@@ -151,7 +151,7 @@ export {
   groupPruneDue,
 } from "./groups.js";
 export type { GroupCandidates, GroupLimits, GroupRotation, GroupTaskState, GroupWalkTask } from "./groups.js";
-export { normalizeScheduleSlots, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
+export { normalizeScheduleSlots, requireScheduleName, RUN_AT_MS, SCHEDULED_SUBMIT, scheduleLockKey, slotsToSubmit } from "./schedule.js";
 export { brandErrorClass } from "./errors.js";
 export { LIST_BEFORE_ID, LIST_ROWS, QUEUE_DEPTH_ROWS, READ_PARAMS, STATS_ROWS } from "./reads.js";
 export { FLAGGABLE_STATUSES } from "./statuses.js";

@@ -21,6 +21,7 @@
  * live row, then advance the last slot.
  */
 import { InvalidArgument } from "./errors.js";
+import { requireKey, TEXT_LIMITS, utf8Length } from "./inputs.js";
 import type { InsertRule } from "./rules.js";
 import { SUBMIT } from "./rules.js";
 import { x } from "./expr.js";
@@ -32,6 +33,32 @@ export const SCHEDULE_KEY_PREFIX = "cairnq:schedule:";
 /** The key of the task of `scheduleName`'s slot at `slotMs`: `cairnq:schedule:<schedule name>:<slot ms>`. */
 export function scheduleSlotKey(scheduleName: string, slotMs: number): string {
   return `${SCHEDULE_KEY_PREFIX}${scheduleName}:${slotMs}`;
+}
+
+/** The latest instant a `Date` holds: no slot is later, so its key is the longest a schedule's slots can have. */
+const LAST_SLOT_MS = 8_640_000_000_000_000;
+
+/**
+ * Refuses a schedule name whose slot keys ({@link scheduleSlotKey}) could not be task keys, checking the
+ * longest of them: over `TEXT_LIMITS.key` bytes in UTF-8, or holding a character no backend stores.
+ * Accepted, every slot of the schedule would fail at run time.
+ *
+ * @param whose - What the name is, for the message (`"worker.schedule: the schedule's name option"`).
+ * @throws InvalidArgument naming `name`, with the longest name that fits.
+ */
+export function requireScheduleName(name: string, whose: string): void {
+  const longest = scheduleSlotKey(name, LAST_SLOT_MS);
+  const bytes = utf8Length(longest);
+  if (bytes > TEXT_LIMITS.key) {
+    const room = TEXT_LIMITS.key - (bytes - utf8Length(name));
+    throw new InvalidArgument(
+      "name",
+      `${whose} is too long: its slot keys (${SCHEDULE_KEY_PREFIX}<name>:<slot ms>) would be up to ${bytes} bytes in UTF-8, ` +
+        `over the task key limit of ${TEXT_LIMITS.key} (TEXT_LIMITS.key), so every slot would fail; give a name option of at most ${room} bytes`,
+    );
+  }
+  // Characters no backend stores (U+0000, a lone surrogate): refused with the name's own words.
+  requireKey(longest, "name");
 }
 
 /** The key a store locks to serialise slot submissions of one schedule. */

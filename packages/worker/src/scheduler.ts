@@ -45,8 +45,8 @@
  * slot is a distinct instant, so its key is distinct too.
  */
 import type { ScheduleTaskInput, ScheduleTaskStore, TaskDef, TaskStore } from "@cairnq/protocol";
-import { InvalidArgument, MAX_DELAY_MS, SCHEDULE_KEY_PREFIX, scheduleSlotKey, UnsupportedBackend } from "@cairnq/protocol";
-import { normalizeSubmit, requireKey, TEXT_LIMITS } from "@cairnq/protocol/adapter";
+import { InvalidArgument, MAX_DELAY_MS, scheduleSlotKey, UnsupportedBackend } from "@cairnq/protocol";
+import { normalizeSubmit, requireScheduleName } from "@cairnq/protocol/adapter";
 import { submitInputOf } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, requireDurationMs, systemClock } from "@cairnq/runtime";
@@ -168,32 +168,11 @@ export function scheduleEntry(nameOrTaskDef: string | TaskDef, spec: unknown, op
   if (opts.group !== undefined) task.group = opts.group;
   // The same validation and encoding a submit does, now rather than at the first slot.
   normalizeSubmit({ ...task, key: scheduleSlotKey("check", 0) }, "task_00000000000000000000000000");
-  requireSlotKeys(name, opts.name !== undefined);
+  requireScheduleName(
+    name,
+    opts.name !== undefined ? "worker.schedule: the schedule's name option" : "worker.schedule: the task name (a schedule is named after its task when no name option is given)",
+  );
   return { name, series: seriesOf(spec, opts.timezone), task, backfillMs };
-}
-
-/** The latest instant a `Date` holds: no slot is later, so its key is the longest a schedule's slots can have. */
-const LAST_SLOT_MS = 8_640_000_000_000_000;
-
-/**
- * Refuses a schedule name whose slot keys (`cairnq:schedule:<name>:<slot ms>`) may not fit a task key
- * (`TEXT_LIMITS.key`), checking the longest of them: accepted, it would fail every slot at run time. Without a
- * `name` option the schedule is named after its task, and a valid task name may still be too long for that.
- */
-function requireSlotKeys(name: string, named: boolean): void {
-  const longest = scheduleSlotKey(name, LAST_SLOT_MS);
-  const bytes = new TextEncoder().encode(longest).length;
-  if (bytes > TEXT_LIMITS.key) {
-    const room = TEXT_LIMITS.key - (bytes - new TextEncoder().encode(name).length);
-    const whose = named ? "the schedule's name option" : "the task name (a schedule is named after its task when no name option is given)";
-    throw new InvalidArgument(
-      "name",
-      `worker.schedule: ${whose} is too long: its slot keys (${SCHEDULE_KEY_PREFIX}<name>:<slot ms>) would be up to ${bytes} bytes in UTF-8, ` +
-        `over the task key limit of ${TEXT_LIMITS.key} (TEXT_LIMITS.key), so every slot would fail; give a name option of at most ${room} bytes`,
-    );
-  }
-  // Characters no backend stores (U+0000, a lone surrogate): refused with the name's own words.
-  requireKey(longest, "name");
 }
 
 function seriesOf(spec: unknown, timezone: unknown): SlotSeries {
