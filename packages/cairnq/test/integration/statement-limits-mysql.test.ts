@@ -8,7 +8,7 @@
  * `CAIRNQ_TEST_MYSQL_DSN` names the server; without it the tests fail.
  */
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { CairnQ, EventLoopBlocked, Worker } from "cairnq";
+import { CairnQ, EventLoopBlocked, TaskError, Worker } from "cairnq";
 import { StatementTooLarge } from "@cairnq/store-mysql";
 import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 
@@ -91,7 +91,7 @@ it("a thrown error over max_allowed_packet, and a ctx.fail with one, fail the ta
   let runs = 0;
   worker.task("throws", () => {
     runs++;
-    throw new Error(BIG);
+    throw new TaskError(BIG, { retryable: false });
   });
   worker.task("fails", async (ctx) => {
     runs++;
@@ -100,11 +100,12 @@ it("a thrown error over max_allowed_packet, and a ctx.fail with one, fail the ta
   });
   void worker.run();
   for (const name of ["throws", "fails"]) {
-    const task = await client.submit(name, {}, { maxAttempts: 1 });
+    // Two attempts allowed, retryable: false — had the fail been left running, the lease's expiry would run it again.
+    const task = await client.submit(name, {}, { maxAttempts: 2 });
     const ended = await client.wait(task.id, { timeoutMs: 10_000 });
     expect(ended.status).toBe("failed");
     const message = String((ended.error as { message?: unknown }).message);
-    expect(ended.error).toMatchObject({ type: "Error" });
+    expect(ended.error).toMatchObject({ type: name === "throws" ? "TaskError" : "Error" });
     // Cut to the worker's bound with the reason, not the 20 MB the handler threw.
     expect(message.length).toBeLessThan(20_000);
     expect(message.startsWith("rrrr")).toBe(true);
