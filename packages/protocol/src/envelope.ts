@@ -6,8 +6,9 @@
  * run on the worker's settlement path, where an exception would leave a task
  * to lease expiry instead of recording why it failed.
  */
+import { describe } from "./describe.js";
 import type { ErrorEnvelope } from "./errors.js";
-import { TaskError } from "./errors.js";
+import { InvalidArgument, TaskError } from "./errors.js";
 import { sanitizeText } from "./json.js";
 
 /** A failure ready to write: the error JSON for `fail` and its `retryable` flag. */
@@ -167,6 +168,17 @@ export function envelopeFromThrown(err: unknown): Failure {
 }
 
 /**
+ * A failure's `retryable` flag (§8.6): a boolean, `true` when absent; anything
+ * else is refused, so `"no"` never reads as a retry. Shared by `FAIL`'s
+ * parameters and `ctx.fail`.
+ */
+export function requireRetryable(value: unknown): boolean {
+  const retryable = value ?? true;
+  if (typeof retryable !== "boolean") throw new InvalidArgument("retryable", `retryable must be a boolean, got ${describe(retryable)}`);
+  return retryable;
+}
+
+/**
  * Maps the reason given to `ctx.fail(reason, { retryable })` to the failure to write (§8.6).
  *
  * - string → `TaskError`-shaped envelope with the caller's flag.
@@ -174,6 +186,9 @@ export function envelopeFromThrown(err: unknown): Failure {
  * - any other `Error` → `handler_error` with the caller's flag.
  * - plain object → stored as-is, with the caller's flag.
  * - `null`/`undefined` → the default reason; other primitives → their string form.
+ *
+ * `options.retryable` is checked first, whatever the reason ({@link requireRetryable}): a
+ * `TaskError` ignores the flag, but a non-boolean flag is still a caller's mistake.
  *
  * @example
  * ```ts
@@ -184,7 +199,7 @@ export function envelopeForCtxFail(
   reason: unknown = "task failed",
   options: { retryable?: boolean } = {},
 ): Failure<ErrorEnvelope | Record<string, unknown>> {
-  const retryable = options.retryable ?? true;
+  const retryable = requireRetryable(options.retryable);
   if (isInstance(reason, TaskError)) {
     return { envelope: reason.envelope(), retryable: reason.retryable };
   }

@@ -11,7 +11,8 @@ import { CONFLICTS, isConflict } from "./conflict.js";
 import type { Params } from "./decide.js";
 import { MAX_DELAY_MS, requireDelayMs } from "./delay.js";
 import { InvalidArgument } from "./errors.js";
-import { fallbackEnvelope } from "./envelope.js";
+import { describe } from "./describe.js";
+import { fallbackEnvelope, requireRetryable } from "./envelope.js";
 import { encodeJson, unstorableText } from "./json.js";
 import { isTaskStatus, isTerminalStatus, TERMINAL_STATUSES, STATUSES } from "./statuses.js";
 import type { TerminalStatus } from "./statuses.js";
@@ -175,13 +176,6 @@ function intOr(value: unknown, fallback: number, argument: string, min: number, 
 /** A delay ({@link requireDelayMs}: at most `MAX_DELAY_MS`), `0` when absent. */
 function delayOr(value: unknown, argument: string): number {
   return value === undefined || value === null ? 0 : requireDelayMs(value, argument);
-}
-
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
-  if (typeof value === "bigint") return `${value}n`;
-  return Array.isArray(value) ? "an array" : typeof value;
 }
 
 /** The input object of an operation; `null` or a primitive is rejected, not dereferenced. */
@@ -380,8 +374,7 @@ export function encodeFailError(error: unknown, retryable: boolean): string {
 /** Parameters of `FAIL`. */
 export function failParams(input: FailInput): Params {
   objectInput(input);
-  const retryable = input.retryable ?? true;
-  if (typeof retryable !== "boolean") fail("retryable", `retryable must be a boolean, got ${describe(retryable)}`);
+  const retryable = requireRetryable(input.retryable);
   return { ...owned(input), error: encodeFailError(input.error, retryable), retryable, delayMs: delayOr(input.delayMs, "delayMs") };
 }
 

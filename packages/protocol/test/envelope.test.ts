@@ -193,6 +193,14 @@ describe("envelopeForCtxFail (§8.6)", () => {
     expect(envelopeForCtxFail("again", {}).retryable).toBe(true);
   });
 
+  it("refuses a retryable that is not a boolean, even when a TaskError's own flag wins", () => {
+    for (const reason of [new TaskError("verdict"), "x"]) {
+      expect(() => envelopeForCtxFail(reason, { retryable: "yes" as never })).toThrow(
+        expect.objectContaining({ name: "InvalidArgument", argument: "retryable", message: 'retryable must be a boolean, got "yes"' }),
+      );
+    }
+  });
+
   it("other primitives use their string form", () => {
     expect(envelopeForCtxFail(7).envelope).toMatchObject({ message: "7", code: "task_error" });
   });

@@ -11,11 +11,11 @@ import type { PayloadArgs, PayloadFor, ResultFor, SubmitInput, SubmitOptions, Ta
 import type { StepInfo, WaitForOptions } from "./steps.js";
 import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
-import { cancelRequested, InvalidArgument, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
+import { cancelRequested, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
 import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, WAIT_OPTION_KEYS, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
-import { checkOptions, describeKind } from "@cairnq/runtime";
+import { checkOptions } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
 import { storableEnvelope, writeFailure } from "./storable-outcome.js";
 import type { CallSpan } from "./worker-telemetry.js";
@@ -527,14 +527,12 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   }
 
   async fail(reason?: unknown, given?: FailOptions): Promise<Task | null> {
-    // Checked before anything else: `{ retry: false }` dropped would retry, and a TaskError reason ignores `retryable`.
+    // Checked before anything else: `{ retry: false }` dropped would retry; envelopeForCtxFail refuses a
+    // non-boolean `retryable` even for a TaskError reason, whose own flag wins.
     const options = checkOptions(given, "ctx.fail(reason, options)", FAIL_OPTION_KEYS) as FailOptions;
-    if (options.retryable !== undefined && typeof options.retryable !== "boolean") {
-      throw new InvalidArgument("retryable", `ctx.fail(reason, { retryable }): retryable must be a boolean, got ${describeKind(options.retryable)}`);
-    }
+    const failure = envelopeForCtxFail(reason, options);
     if (this.#settled) return null;
     this.#throwIfLost();
-    const failure = envelopeForCtxFail(reason, options);
     const retryable = failure.retryable;
     const envelope = storableEnvelope(failure.envelope, retryable);
     const delayMs = this.#host.failDelayMs(this, retryable, reason);
