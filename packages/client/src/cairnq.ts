@@ -476,8 +476,8 @@ export class CairnQ {
    * ```
    */
   async purge(options: PurgeOptions): Promise<string[]> {
-    if (typeof options === "object" && options !== null) checkOptions(options, "purge", PURGE_KEYS);
-    if (typeof options !== "object" || options === null || options.olderThanMs === undefined) {
+    const o = checkOptions(options, "purge", PURGE_KEYS);
+    if (o.olderThanMs === undefined) {
       throw new InvalidArgument(
         "olderThanMs",
         "purge needs olderThanMs, e.g. purge({ olderThanMs: 86_400_000 }); pass olderThanMs: 0 to delete every terminal task",

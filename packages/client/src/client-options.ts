@@ -127,5 +127,5 @@ export const CLIENT_OPTION_KEYS = Object.freeze(["maxQueueDepth", "maxQueueWaitM
 
 export const BULK_KEYS = ["status", "queue", "name", "rootId", "correlationId", "batchSize"] as const satisfies readonly (keyof BulkOptions)[];
 export const RETRY_MANY_KEYS = [...BULK_KEYS, "resetAttempt"] as const satisfies readonly (keyof RetryManyOptions)[];
-export const RETRY_KEYS = ["resetAttempt"] as const satisfies readonly (keyof RetryOptions)[];
-export const PURGE_KEYS = ["olderThanMs", "queue", "status", "name", "limit"] as const satisfies readonly (keyof PurgeOptions)[];
+/** `retry`'s and `purge`'s keys are protocol's (the stores refuse any other); the client checks them first for its "did you mean" hint. */
+export { PURGE_OPTION_KEYS as PURGE_KEYS, RETRY_OPTION_KEYS as RETRY_KEYS } from "@cairnq/protocol/sdk";

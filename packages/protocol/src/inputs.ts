@@ -378,9 +378,15 @@ export function failParams(input: FailInput): Params {
   return { ...owned(input), error: encodeFailError(input.error, retryable), retryable, delayMs: delayOr(input.delayMs, "delayMs") };
 }
 
+/** The keys of `retry`'s options: another (`{ reset: true }`) would requeue without resetting the attempts. */
+export const RETRY_OPTION_KEYS = Object.freeze(["resetAttempt"] as const satisfies readonly (keyof RetryOptions)[]);
+
+/** The keys of `purge`'s input: another (`{ queues: [...] }`) would be dropped and widen the purge. */
+export const PURGE_OPTION_KEYS = Object.freeze(["olderThanMs", "queue", "status", "name", "limit"] as const satisfies readonly (keyof PurgeInput)[]);
+
 /** Parameters of `CANCEL` / `RETRY`. */
 export function retryParams(taskId: string, options: RetryOptions = {}): Params {
-  objectInput(options, "options");
+  requireKnownKeys(objectInput(options, "options"), RETRY_OPTION_KEYS, "retry");
   const resetAttempt = options.resetAttempt ?? false;
   if (typeof resetAttempt !== "boolean") fail("resetAttempt", `resetAttempt must be a boolean, got ${describe(resetAttempt)}`);
   return { taskId: requireName(taskId, "id"), resetAttempt };
@@ -536,7 +542,7 @@ export function requireTerminalStatus(value: unknown, argument = "status"): Term
 
 /** Parameters of `PURGE` (§5.9): status, when given, must be terminal. */
 export function purgeParams(input: PurgeInput = {}): Params & { limit: number } {
-  objectInput(input);
+  requireKnownKeys(objectInput(input), PURGE_OPTION_KEYS, "purge");
   const olderThanMs = requireCutoffMs(input.olderThanMs ?? 0);
   return {
     olderThanMs: Math.floor(olderThanMs),

@@ -205,6 +205,10 @@ describe("cancel / retry (§5.7, §5.8)", () => {
     expectInvalid(() => retryParams(loose(null)), "id");
     expectInvalid(() => retryParams(ID, loose({ resetAttempt: "true" })), "resetAttempt");
   });
+
+  it("refuses an unknown key ({ reset: true } would requeue without resetting the attempts)", () => {
+    expectInvalid(() => retryParams(ID, loose({ reset: true })), "reset", /'reset' is not an option of retry; the options are resetAttempt/);
+  });
 });
 
 describe("claim (§5.10)", () => {
@@ -324,6 +328,10 @@ describe("purge (§5.9)", () => {
     expect(purgeParams()).toEqual(none);
     expect(purgeParams({})).toEqual(none);
     expect(purgeParams(loose<PurgeInput>({ olderThanMs: null, status: null, limit: null }))).toEqual(none);
+  });
+
+  it("refuses an unknown key, which a store would drop and so purge every queue", () => {
+    expectInvalid(() => purgeParams(loose<PurgeInput>({ olderThanMs: 0, queues: ["scratch"] })), "queues", /'queues' is not an option of purge; the options are olderThanMs, queue, status, name, limit/);
   });
 
   it("keeps given filters; any terminal status is accepted", () => {
