@@ -13,6 +13,7 @@
  * clock and its event-loop yield are injected by whoever builds it (the
  * client, the worker), each with the timers that fit that package.
  */
+import { isPlainObject } from "./describe.js";
 import { CairnQError, InvalidArgument, QueueFull } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { logSafely } from "./logger.js";
@@ -79,12 +80,6 @@ interface QueueState {
   grant: number;
   /** The probe in flight, shared by every submit waiting on this queue. */
   probe: Promise<number> | null;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 function show(value: unknown): string {

@@ -11,3 +11,10 @@ export function describe(value: unknown): string {
   if (typeof value === "bigint") return `${value}n`;
   return Array.isArray(value) ? "an array" : typeof value;
 }
+
+/** An object whose prototype is `Object.prototype` or `null`: not an array, a `Map`, a `Date` or another class instance. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object") return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}

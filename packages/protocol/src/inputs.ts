@@ -11,7 +11,7 @@ import { CONFLICTS, isConflict } from "./conflict.js";
 import type { Params } from "./decide.js";
 import { MAX_DELAY_MS, requireDelayMs } from "./delay.js";
 import { InvalidArgument } from "./errors.js";
-import { describe } from "./describe.js";
+import { describe, isPlainObject } from "./describe.js";
 import { fallbackEnvelope, requireRetryable } from "./envelope.js";
 import { encodeJson, unstorableText } from "./json.js";
 import { isTaskStatus, isTerminalStatus, TERMINAL_STATUSES, STATUSES } from "./statuses.js";
@@ -196,12 +196,6 @@ export function requireKnownKeys(given: object, keys: readonly string[], op: str
       fail(key, `'${key}' is not an option of ${op}; the options are ${keys.join(", ")}`);
     }
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== "object") return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /**

@@ -20,6 +20,7 @@
  *   beyond 1000 levels (so the row's CHECK fails), and a deep enough value
  *   overflows the stack of Postgres' parser and of the encoder itself.
  */
+import { isPlainObject } from "./describe.js";
 import { SerializationError } from "./errors.js";
 
 /**
@@ -168,7 +169,7 @@ class Encoder {
       else if (value instanceof String) value = String(value);
       else if (value instanceof Boolean) value = value.valueOf();
       else if (value instanceof BigInt) value = value.valueOf();
-      else if (!Array.isArray(value) && !isPlainPrototype(value)) {
+      else if (!Array.isArray(value) && !isPlainObject(value)) {
         const lost = lostByJson(value);
         if (lost !== null) throw this.error(lost);
       }
@@ -274,11 +275,6 @@ class Encoder {
     }
     return path;
   }
-}
-
-function isPlainPrototype(value: object): boolean {
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /**
