@@ -17,6 +17,7 @@
  * Absolute instants (`ctx.sleepUntil`, a wait's deadline, a schedule slot)
  * are bounded by the `Date` range itself, since there is no sum to overflow.
  */
+import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
 
 /**
@@ -30,11 +31,6 @@ import { InvalidArgument } from "./errors.js";
  * ```
  */
 export const MAX_DELAY_MS = 3_153_600_000_000;
-
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  return typeof value === "number" || value === null || value === undefined ? String(value) : typeof value;
-}
 
 /**
  * A delay in milliseconds: an integer from 0 to {@link MAX_DELAY_MS}, checked

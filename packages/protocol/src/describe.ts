@@ -4,12 +4,20 @@
  * without importing the others.
  */
 
-/** A value for a "got …" message: a string quoted, a number, boolean or bigint as written, `null`/`undefined`, "an array", otherwise its kind. */
+/**
+ * A value for a "got …" message: a string quoted, a number, boolean or bigint as written, `null`/`undefined`,
+ * "an array", a class instance by its constructor ("a Map", "a Date"), otherwise its kind ("object", "function").
+ */
 export function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
   if (typeof value === "bigint") return `${value}n`;
-  return Array.isArray(value) ? "an array" : typeof value;
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object" && !isPlainObject(value)) {
+    const name: unknown = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    if (typeof name === "string" && name !== "") return `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
+  }
+  return typeof value;
 }
 
 /** An object whose prototype is `Object.prototype` or `null`: not an array, a `Map`, a `Date` or another class instance. */

@@ -7,8 +7,8 @@
  * the defaults.
  */
 
+import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
-import { requireKnownKeys } from "./inputs.js";
 import type { JsonProblem } from "./json-type.js";
 import { SUBMIT_OPTION_KEYS } from "./submit-options.js";
 
@@ -77,25 +77,16 @@ const TASK_DEF_OPTION_KEYS: readonly string[] = Object.freeze(["queue", "maxAtte
 function requireTaskDefOptions(name: string, options: unknown): Record<string, unknown> {
   if (options === undefined || options === null) return {};
   if (typeof options !== "object" || Array.isArray(options)) {
-    const got = Array.isArray(options)
-      ? "an array"
-      : typeof options === "string"
-        ? JSON.stringify(options)
-        : typeof options === "number" || typeof options === "boolean" || typeof options === "bigint"
-          ? `${typeof options} ${options}`
-          : `a ${typeof options}`;
-    throw new InvalidArgument("options", `task '${name}': defineTask's options must be an object of ${TASK_DEF_OPTION_KEYS.join(", ")}, got ${got}`);
+    throw new InvalidArgument("options", `task '${name}': defineTask's options must be an object of ${TASK_DEF_OPTION_KEYS.join(", ")}, got ${describe(options)}`);
   }
   const given = options as Record<string, unknown>;
   for (const key of Object.keys(given)) {
-    if (given[key] !== undefined && !TASK_DEF_OPTION_KEYS.includes(key) && (SUBMIT_OPTION_KEYS as readonly string[]).includes(key)) {
-      throw new InvalidArgument(
-        key,
-        `task '${name}': '${key}' is a per-submit option, not a default a definition carries; pass it to each submit (submit(def, payload, { ${key} })). defineTask's options are ${TASK_DEF_OPTION_KEYS.join(", ")}`,
-      );
-    }
+    if (given[key] === undefined || TASK_DEF_OPTION_KEYS.includes(key)) continue;
+    const message = (SUBMIT_OPTION_KEYS as readonly string[]).includes(key)
+      ? `task '${name}': '${key}' is a per-submit option, not a default a definition carries; pass it to each submit (submit(def, payload, { ${key} })). defineTask's options are ${TASK_DEF_OPTION_KEYS.join(", ")}`
+      : `'${key}' is not an option of defineTask('${name}'); the options are ${TASK_DEF_OPTION_KEYS.join(", ")}`;
+    throw new InvalidArgument(key, message);
   }
-  requireKnownKeys(given, TASK_DEF_OPTION_KEYS, `defineTask('${name}')`);
   return given;
 }
 

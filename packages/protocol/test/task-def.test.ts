@@ -74,11 +74,11 @@ describe("defineTask", () => {
 
   it("rejects options that are not an object; null is none", () => {
     for (const [bad, shown] of [
-      [5, "number 5"],
+      [5, "5"],
       ["mail", '"mail"'],
-      [true, "boolean true"],
+      [true, "true"],
       [["mail"], "an array"],
-      [() => ({ queue: "q" }), "a function"],
+      [() => ({ queue: "q" }), "function"],
     ] as const) {
       const err = invalid(() => defineTask("a", bad as never));
       expect(err.argument).toBe("options");

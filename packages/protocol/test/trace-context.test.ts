@@ -84,8 +84,8 @@ describe("a traced submit's own metadata", () => {
     ["an array", [1, 2], /got an array/],
     ["a string", "hello", /got "hello"/],
     ["a number", 7, /got 7/],
-    ["a Map", new Map([["a", 1]]), /got object/],
-    ["a Date", new Date(0), /got object/],
+    ["a Map", new Map([["a", 1]]), /got a Map/],
+    ["a Date", new Date(0), /got a Date/],
   ])("refuses %s with the untraced submit's InvalidArgument", (_what, metadata, message) => {
     expect(() => requireTraceableMetadata(metadata)).toThrow(InvalidArgument);
     expect(() => requireTraceableMetadata(metadata)).toThrow(/^metadata must be a plain object, /);

@@ -137,8 +137,8 @@ describe("Telemetry.send with tracing on", () => {
     ["an array", [1, 2], /got an array/],
     ["a string", "hello", /got "hello"/],
     ["a number", 7, /got 7/],
-    ["a Map", new Map([["a", 1]]), /got object/],
-    ["a Date", new Date(0), /got object/],
+    ["a Map", new Map([["a", 1]]), /got a Map/],
+    ["a Date", new Date(0), /got a Date/],
   ])("refuses metadata that is %s, as the untraced submit does, before any span or write", async (_what, metadata, message) => {
     const { telemetry, spans } = traced();
     let writes = 0;
