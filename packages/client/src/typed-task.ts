@@ -14,12 +14,15 @@ export interface ResolvedTask {
   readonly priority?: number | undefined;
 }
 
+/** Whether a value is a `TaskDef`: an object with a non-empty string `name` (what `defineTask` returns). */
+export function isTaskDef(value: unknown): value is TaskDef {
+  return typeof value === "object" && value !== null && typeof (value as { name?: unknown }).name === "string" && (value as TaskDef).name !== "";
+}
+
 /** The task a call names: a non-empty name, or a `TaskDef`; else `InvalidArgument`. */
 export function resolveTask(task: unknown): ResolvedTask {
   if (typeof task === "string" && task !== "") return { name: task };
-  if (typeof task === "object" && task !== null && typeof (task as { name?: unknown }).name === "string" && (task as TaskDef).name !== "") {
-    return task as TaskDef;
-  }
+  if (isTaskDef(task)) return task;
   throw new InvalidArgument(
     "name",
     "the first argument must be a task name (a non-empty string) or a TaskDef from defineTask(...): workers find handlers by that name",
@@ -36,7 +39,7 @@ export function resolveTask(task: unknown): ResolvedTask {
  */
 export function optionalTaskDef(task: unknown, what: string): TaskDef | undefined {
   if (task === undefined) return undefined;
-  if (typeof task === "object" && task !== null && typeof (task as { name?: unknown }).name === "string" && (task as TaskDef).name !== "") return task as TaskDef;
+  if (isTaskDef(task)) return task;
   const given = typeof task === "string" ? `the string ${JSON.stringify(task)}` : describeKind(task);
   throw new InvalidArgument("task", `${what}: task must be a TaskDef from defineTask(...), which types the row read, got ${given}; leave it out to read an untyped row`);
 }
