@@ -7,6 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { CairnQ } from "@cairnq/client";
 import type { Logger, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
+import { requireHook } from "@cairnq/runtime";
 import type { DashboardErrorInfo } from "./error-report.js";
 
 /** What a request asks to do, as passed to {@link DashboardOptions.authorize}. */
@@ -134,13 +135,9 @@ export function checkDashboardOptions(options: DashboardOptions): void {
       throw new InvalidArgument("allowedHosts", `allowedHosts must be a non-empty array of Host header values such as ["127.0.0.1:4000", "localhost:4000"] (or unset, to answer any host), got ${got}`);
     }
   }
-  if (o.onError !== undefined && typeof o.onError !== "function") {
-    throw new InvalidArgument("onError", `onError must be a function (error, info) => void, got ${describe(o.onError)}`);
-  }
+  requireHook(o.onError, "onError", "(error, info) => void");
   if (o.logger !== undefined && o.logger !== null && typeof o.logger !== "object") {
     throw new InvalidArgument("logger", `logger must be an object with an error(message, fields) method, such as console, or null, got ${describe(o.logger)}`);
   }
-  if (o.authorize !== undefined && typeof o.authorize !== "function") {
-    throw new InvalidArgument("authorize", `authorize must be a function (req, action) => boolean | Promise<boolean>, got ${describe(o.authorize)}`);
-  }
+  requireHook(o.authorize, "authorize", "(req, action) => boolean | Promise<boolean>");
 }

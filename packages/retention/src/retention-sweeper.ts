@@ -9,7 +9,7 @@ import { DEFAULT_PURGE_LIMIT } from "@cairnq/protocol/adapter";
 import { logSafely } from "@cairnq/protocol/sdk";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
 import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
-import { checkOptions, fallbackLogger, nextTurn, optionalCount, optionalDurationMs, sleep } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, nextTurn, optionalCount, optionalDurationMs, requireHook, sleep } from "@cairnq/runtime";
 
 /** One hour: the protocol's default interval between sweeps (§5.9). */
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
@@ -231,9 +231,7 @@ export class RetentionSweeper {
     this.rules = normalizeRetentionPolicy(opts.olderThanMs);
     this.intervalMs = intervalOf(opts.intervalMs);
     this.limit = limitOf(opts.limit);
-    if (opts.onError !== undefined && typeof opts.onError !== "function") {
-      throw new InvalidArgument("onError", `retention onError must be a function (error, info) => void, got ${describe(opts.onError)}`);
-    }
+    requireHook(opts.onError, "onError", "(error, info) => void");
     if (opts.logger !== undefined && opts.logger !== null && typeof opts.logger !== "object") {
       throw new InvalidArgument(
         "logger",

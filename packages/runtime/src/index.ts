@@ -28,6 +28,7 @@ export {
   optionalDurationMs,
   requireCount,
   requireDurationMs,
+  requireHook,
 } from "./options.js";
 export type { DurationRule } from "./options.js";
 export { fallbackLogger, stderrLogger } from "./stderr-logger.js";

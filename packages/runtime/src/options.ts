@@ -115,6 +115,24 @@ export function describeKind(value: unknown): string {
   return type === "object" ? "an object" : `a ${type}`;
 }
 
+/**
+ * A hook option (`onError`, `authorize`, …): a function, or `undefined` for none; anything else is refused
+ * at construction, not when the hook would first be called.
+ *
+ * @param name - The option's name, also the `InvalidArgument`'s `argument`.
+ * @param signature - How the hook is called, for the message: `"(error, info) => void"`.
+ * @throws InvalidArgument `"<name> must be a function <signature>, got <value>"`.
+ * @example
+ * ```ts
+ * requireHook(options.onError, "onError", "(error, info) => void");
+ * ```
+ */
+export function requireHook(value: unknown, name: string, signature: string): void {
+  if (value !== undefined && typeof value !== "function") {
+    throw new InvalidArgument(name, `${name} must be a function ${signature}, got ${describe(value)}`);
+  }
+}
+
 /** An option's value as its refusal shows it: a string or bigint as written, an object or array by {@link describeKind}. */
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);

@@ -8,6 +8,7 @@ import {
   optionalDurationMs,
   requireCount,
   requireDurationMs,
+  requireHook,
 } from "@cairnq/runtime";
 
 const KEYS = ["queues", "concurrency", "leaseMs", "heartbeatIntervalMs", "logger"];
@@ -90,5 +91,17 @@ describe("counts", () => {
     expect(requireCount(0, "x", 0)).toBe(0);
     expect(optionalCount(undefined, "x", null)).toBeNull();
     expect(optionalCount(2, "x", null)).toBe(2);
+  });
+});
+
+describe("requireHook", () => {
+  it("admits a function or undefined and refuses anything else, naming the option, the signature and the value", () => {
+    expect(() => requireHook(undefined, "onError", "(error, info) => void")).not.toThrow();
+    expect(() => requireHook(() => undefined, "onError", "(error, info) => void")).not.toThrow();
+    for (const [value, shown] of [["log", '"log"'], [null, "null"], [{}, "an object"]] as const) {
+      expect(() => requireHook(value, "onError", "(error, info) => void")).toThrow(
+        expect.objectContaining({ name: "InvalidArgument", argument: "onError", message: `onError must be a function (error, info) => void, got ${shown}` }),
+      );
+    }
   });
 });

@@ -3,7 +3,7 @@ import { InvalidArgument } from "@cairnq/protocol";
 import { requireDelayMs, requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, requireCapNotBelowBase, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import type { MetricsOptions, ResolvedMetrics, ResolvedTracing, RuntimeClock, TracingOptions } from "@cairnq/runtime";
-import { checkOptions, fallbackLogger, resolveMetrics, resolveTracing, optionalClock, optionalCount, optionalDurationMs, requireCount } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, resolveMetrics, resolveTracing, optionalClock, optionalCount, optionalDurationMs, requireCount, requireHook } from "@cairnq/runtime";
 import { DEFAULT_STOP_TIMEOUT_MS } from "./defaults.js";
 
 /** Where an error reported to `onError` happened (§8.1). */
@@ -323,9 +323,7 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
   // Checked even without maxQueueDepth, so a bad value fails here instead of being ignored.
   const { maxQueueWaitMs, queuePollIntervalMs } = resolveGateTiming(options);
 
-  if (options.onError !== undefined && typeof options.onError !== "function") {
-    throw new InvalidArgument("onError", "onError must be a function (err, { phase, taskId }) => void");
-  }
+  requireHook(options.onError, "onError", "(err, { phase, taskId }) => void");
   if (options.random !== undefined && typeof options.random !== "function") {
     throw new InvalidArgument("random", "random must be a function returning a number in [0, 1)");
   }
