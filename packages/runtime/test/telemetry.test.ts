@@ -132,14 +132,10 @@ describe("Telemetry.send with tracing on", () => {
     expect(spans).toEqual(["start send default", "end", "start send default", "end"]);
   });
 
-  // Spread beside the carrier, each would become an object the store accepts: tracing would store what it refuses untraced.
-  it.each([
-    ["an array", [1, 2], /got an array/],
-    ["a string", "hello", /got "hello"/],
-    ["a number", 7, /got 7/],
-    ["a Map", new Map([["a", 1]]), /got a Map/],
-    ["a Date", new Date(0), /got a Date/],
-  ])("refuses metadata that is %s, as the untraced submit does, before any span or write", async (_what, metadata, message) => {
+  // Spread beside the carrier, an array would become an object the store accepts. The kinds refused are
+  // protocol's table (trace-context.test.ts); here, only that nothing is spanned or written.
+  it("refuses metadata that is an array, as the untraced submit does, before any span or write", async () => {
+    const metadata = [1, 2];
     const { telemetry, spans } = traced();
     let writes = 0;
     const send = telemetry.send(
@@ -148,8 +144,7 @@ describe("Telemetry.send with tracing on", () => {
       (out) => out,
     );
     await expect(send).rejects.toThrow(InvalidArgument);
-    await expect(send).rejects.toThrow(/^metadata must be a plain object, /);
-    await expect(send).rejects.toThrow(message);
+    await expect(send).rejects.toThrow(/^metadata must be a plain object, got an array/);
     expect(writes).toBe(0);
     expect(spans).toEqual([]);
   });
