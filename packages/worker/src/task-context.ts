@@ -17,7 +17,8 @@ import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KE
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
-import { storableEnvelope, writeFailure } from "./storable-outcome.js";
+import { writeFailure } from "./failure-write.js";
+import { storableEnvelope } from "./storable-outcome.js";
 import type { CallSpan } from "./worker-telemetry.js";
 
 /**
@@ -459,10 +460,12 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
 
   /**
    * A settlement the handler asked for (`succeed`, `fail`, `succeedIn`): the context is settled while it is in
-   * flight, so a second one returns `null` and heartbeats stop. Anything but `LostLease` from the store means
-   * nothing was written — an argument it refuses (`retryable: "yes"`), a result it cannot encode, a statement
-   * too large, a database error — so the context is unsettled again: what the handler then does (settle
-   * again, return, throw) is still recorded, instead of the task staying `running` until its lease expires.
+   * flight, so a second one returns `null` and heartbeats stop. Anything but `LostLease` from the store almost
+   * always means nothing was written — an argument it refuses, a result it cannot encode, a statement too
+   * large, a database error — so the context is unsettled again: what the handler then does (settle again,
+   * return, throw) is still recorded, instead of the task staying `running` until its lease expires. The
+   * exception: a connection lost after the `COMMIT` was sent may have written; then the handler's next
+   * settlement (or the worker's fail) meets `LostLease` and reports a `lease:lost` although the task settled.
    */
   async #settleBy<T>(write: () => Promise<T>): Promise<T> {
     this.#settled = true;
