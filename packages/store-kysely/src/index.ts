@@ -78,3 +78,4 @@ export { SleepWakeups } from "./wakeups.js";
 export { WRITE_COMBINER_OPTION_KEYS, WriteCombiner } from "./write-combiner.js";
 export type { CombinedWrite, FlushAt, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";
 export type { Wakeups } from "./wakeups.js";
+export { redactConnectionString } from "./redact-connection-string.js";

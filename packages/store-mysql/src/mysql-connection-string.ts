@@ -1,4 +1,5 @@
 import { InvalidArgument } from "@cairnq/protocol";
+import { redactConnectionString } from "@cairnq/store-kysely";
 
 /**
  * The query parameters a connection string may carry, passed to `mysql2` as
@@ -31,7 +32,7 @@ export function parseConnectionString(target: string): ParsedConnectionString {
   try {
     url = new URL(target.replace(/^mariadb:/, "mysql:"));
   } catch (cause) {
-    throw new InvalidArgument("target", `the MySQL connection string is not a valid URL (${redacted(target)}): is the port a number? Write it as mysql://user:password@host:3306/database`, { cause });
+    throw new InvalidArgument("target", `the MySQL connection string is not a valid URL (${redactConnectionString(target)}): is the port a number? Write it as mysql://user:password@host:3306/database`, { cause });
   }
   const host = decodeURIComponent(url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname);
   const port = url.port === "" ? 3306 : Number(url.port);
@@ -39,7 +40,7 @@ export function parseConnectionString(target: string): ParsedConnectionString {
   if (database === "" || database.includes("/")) {
     throw new InvalidArgument(
       "target",
-      `the MySQL connection string ${redacted(target)} names no database: add it as the path, e.g. mysql://user@${host || "host"}:${port}/app (the store's tables live in that database)`,
+      `the MySQL connection string ${redactConnectionString(target)} names no database: add it as the path, e.g. mysql://user@${host || "host"}:${port}/app (the store's tables live in that database)`,
     );
   }
   const options: Record<string, unknown> = { host, port, database, user: decodeURIComponent(url.username) };
@@ -64,9 +65,4 @@ function jsonOrText(value: string): unknown {
   } catch {
     return value;
   }
-}
-
-/** `target` with any password replaced by `***`, cut to 120 characters. */
-function redacted(target: string): string {
-  return JSON.stringify(target.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, "$1:***@").slice(0, 120));
 }

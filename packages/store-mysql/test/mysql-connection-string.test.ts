@@ -39,6 +39,13 @@ describe("connection strings, read at construction", () => {
     expect(error.cause).toBeInstanceOf(TypeError);
   });
 
+  it("a password given as a query parameter is hidden too", () => {
+    const error = rejection("mysql://root@127.0.0.1:abc/x?connectTimeout=5&password=hunter2");
+    expect(error.message).toContain("not a valid URL");
+    expect(error.message).toContain('"mysql://root@127.0.0.1:abc/x?connectTimeout=5&password=***"');
+    expect(error.message).not.toContain("hunter2");
+  });
+
   it("unknown query parameters are refused, listing the accepted ones; accepted ones reach mysql2 (JSON values parsed)", () => {
     const error = rejection("mysql://root@127.0.0.1:3306/x?foo=bar&charset=latin1");
     expect(error.message).toContain("foo, charset");

@@ -13,6 +13,7 @@
  * reads them.
  */
 import { InvalidArgument } from "@cairnq/protocol";
+import { redactConnectionString } from "@cairnq/store-kysely";
 import { parse } from "pg-connection-string";
 
 const CONNECTION_URL = /^(postgres(ql)?:\/\/|socket:)/i;
@@ -42,11 +43,6 @@ export function requireConnectionString(dsn: string): void {
   if (problem === null) return;
   throw new InvalidArgument(
     "connectionString",
-    `the Postgres connection string ${redacted(dsn)} cannot be used: ${problem}. Write it as postgres://user:password@host:5432/database, or for a Unix socket postgres://user@/database?host=/var/run/postgresql`,
+    `the Postgres connection string ${redactConnectionString(dsn)} cannot be used: ${problem}. Write it as postgres://user:password@host:5432/database, or for a Unix socket postgres://user@/database?host=/var/run/postgresql`,
   );
-}
-
-/** `dsn` with any password replaced by `***`, cut to 120 characters, quoted. */
-export function redacted(dsn: string): string {
-  return JSON.stringify(dsn.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, "$1:***@").slice(0, 120));
 }

@@ -17,10 +17,11 @@ import { InvalidArgument } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
 import { requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely } from "@cairnq/store-kysely";
+import { redactConnectionString } from "@cairnq/store-kysely";
 import type { PostgresPool as KyselyPostgresPool } from "kysely";
 import { Kysely, PostgresDialect } from "kysely";
 import { checkOptions } from "@cairnq/runtime";
-import { connectionStringProblem, redacted, requireConnectionString } from "./postgres-connection-string.js";
+import { connectionStringProblem, requireConnectionString } from "./postgres-connection-string.js";
 import { loadPgDriver } from "./postgres-driver.js";
 import type { DiscardingPool } from "./postgres-pool.js";
 import { discardingPool, isDiscarded } from "./postgres-pool.js";
@@ -226,7 +227,7 @@ function requireListenOption(listen: unknown): void {
     if (problem === null) return;
     throw new InvalidArgument(
       "listen",
-      `listen must be a postgres:// (or postgresql://) connection string, a function returning a connected pg.Client, or false, got ${redacted(listen)}: ${problem}`,
+      `listen must be a postgres:// (or postgresql://) connection string, a function returning a connected pg.Client, or false, got ${redactConnectionString(listen)}: ${problem}`,
     );
   }
   const hint = listen === null ? "; use listen: false to turn LISTEN off (push wakeups become plain polling)" : "";

@@ -5,7 +5,7 @@
  */
 export { CHROMIUM, CHROMIUM_ARGS, chromiumLaunchOptions, ensureChromium } from "./chromium.js";
 export type { AdminOptions } from "./postgres.js";
-export { PG_DSN_VARIABLE, PgAdmin, connectAdmin, pgDsn, randomSchemaName, redactDsn } from "./postgres.js";
+export { PG_DSN_VARIABLE, PgAdmin, connectAdmin, pgDsn, randomSchemaName } from "./postgres.js";
 export { MySQLAdmin, mysqlDsn, withDatabase } from "./mysql.js";
 export type { PgBouncer, PgBouncerOptions } from "./pgbouncer.js";
 export { PGBOUNCER_VARIABLE, findPgBouncer, startPgBouncer } from "./pgbouncer.js";

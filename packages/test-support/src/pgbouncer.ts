@@ -18,7 +18,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { pgDsn, redactDsn } from "./postgres.js";
+import { redactConnectionString } from "@cairnq/store-kysely";
+import { pgDsn } from "./postgres.js";
 
 /** The environment variable naming the `pgbouncer` binary to use. */
 export const PGBOUNCER_VARIABLE = "CAIRNQ_TEST_PGBOUNCER";
@@ -205,7 +206,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
       await client.end().catch(() => {});
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`pgbouncer on port ${port} did not pass a query to ${redactDsn(upstream.toString())} within 15 s: ${String(error)}; its log: ${text.trim().slice(-800)}`, {
+        throw new Error(`pgbouncer on port ${port} did not pass a query to ${redactConnectionString(upstream.toString())} within 15 s: ${String(error)}; its log: ${text.trim().slice(-800)}`, {
           cause: error,
         });
       }

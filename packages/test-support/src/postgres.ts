@@ -6,6 +6,7 @@
  * answer, they fail saying what to do.
  */
 import { randomBytes } from "node:crypto";
+import { redactConnectionString } from "@cairnq/store-kysely";
 import pg from "pg";
 
 /** The environment variable naming the test database. */
@@ -21,11 +22,6 @@ export function pgDsn(): string {
     );
   }
   return dsn;
-}
-
-/** A DSN fit for an error message: the password, if any, replaced by `***`. */
-export function redactDsn(dsn: string): string {
-  return dsn.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
 }
 
 /** Options of {@link connectAdmin} and {@link PgAdmin}. */
@@ -47,7 +43,7 @@ export async function connectAdmin(options: AdminOptions = {}): Promise<pg.Clien
     await client.connect();
   } catch (err) {
     throw new Error(
-      `${PG_DSN_VARIABLE} (${redactDsn(dsn)}) is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`,
+      `${PG_DSN_VARIABLE} (${redactConnectionString(dsn)}) is unreachable: ${String(err)}. Start Postgres there, or run the root \`pnpm test\`, which provides one`,
       { cause: err },
     );
   }

@@ -32,6 +32,14 @@ describe("the connection string, checked when the store is built", () => {
     expect(error?.message).not.toContain("hunter2");
   });
 
+  it("never shows a password given as a query parameter, which pg reads as one", () => {
+    expect(() => new PostgresStore("postgres://db:543O/app?password=hunter2")).toThrow('"postgres://db:543O/app?password=***" cannot be used: it is not a valid URL');
+    expect(() => new PostgresStore("postgres://db:543O/app?password=hunter2")).not.toThrow(/hunter2/);
+    expect(() => new PostgresStore("postgres://app@db/app", { listen: "postgres://db:543O/app?sslmode=require&password=hunter2" })).toThrow(
+      /got "postgres:\/\/db:543O\/app\?sslmode=require&password=\*\*\*": it is not a valid URL/,
+    );
+  });
+
   it.each([
     "postgres://app:secret@db:5432/app",
     "postgresql://app@db/app",
