@@ -20,14 +20,19 @@ export interface ParsedConnectionString {
 /**
  * Reads a `mysql://` (or `mariadb://`) connection string at construction,
  * so a mistake fails there with `InvalidArgument` rather than at the first
- * call: it must be a URL, name a database (the path) and carry only
- * {@link MYSQL_URL_PARAMETERS}. The password never appears in a message.
+ * call: it must be a `mysql://` or `mariadb://` URL, name a database (the
+ * path) and carry only {@link MYSQL_URL_PARAMETERS}. The password never
+ * appears in a message. (The Postgres store's connection-string file does
+ * the same job: its scheme check, then pg's own parser.)
  *
  * @example
  * parseConnectionString("mysql://app:secret@db:3306/app?connectTimeout=5000");
  * // { options: { host: "db", port: 3306, user: "app", password: "secret", database: "app", connectTimeout: 5000 }, address: "db:3306" }
  */
 export function parseConnectionString(target: string): ParsedConnectionString {
+  if (!/^(mysql|mariadb):\/\//.test(target)) {
+    throw new InvalidArgument("target", `a MySQL connection string starts with mysql:// (got ${JSON.stringify(target.slice(0, 12))}…)`);
+  }
   let url: URL;
   try {
     url = new URL(target.replace(/^mariadb:/, "mysql:"));

@@ -40,9 +40,6 @@ export class MySQLConnection {
    */
   constructor(target: MySQLTarget, max: number | undefined) {
     if (typeof target === "string") {
-      if (!/^(mysql|mariadb):\/\//.test(target)) {
-        throw new InvalidArgument("target", `a MySQL connection string starts with mysql:// (got ${JSON.stringify(target.slice(0, 12))}…)`);
-      }
       const { options, address } = parseConnectionString(target);
       // Checked here, as the Postgres store does: the pool is built on the first statement, and a bad size found there would fail every call instead of the construction.
       const size = max === undefined ? 10 : requireInt(max, "max", 1);

@@ -23,6 +23,14 @@ describe("connection strings, read at construction", () => {
     expect(parseConnectionString("mysql://root@127.0.0.1/app").address).toBe("127.0.0.1:3306");
   });
 
+  it("another scheme is refused by parseConnectionString itself, naming the target, as Postgres's check is in its connection-string file", () => {
+    for (const target of ["postgres://root@127.0.0.1:5432/app", "http://127.0.0.1/app", "app"]) {
+      expect(() => parseConnectionString(target)).toThrow(InvalidArgument);
+      expect(() => parseConnectionString(target)).toThrow(/^a MySQL connection string starts with mysql:\/\/ \(got /);
+      expect(rejection(target).argument).toBe("target");
+    }
+  });
+
   it("a connection string without a database is an InvalidArgument naming what is missing", () => {
     for (const target of ["mysql://root@127.0.0.1:3306", "mysql://root@127.0.0.1:3306/"]) {
       const error = rejection(target);
