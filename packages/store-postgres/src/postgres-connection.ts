@@ -220,6 +220,9 @@ function requireSchemaName(schema: string): void {
  * derived default (or a connection that can never open). `null` too, unlike `logger: null` (which has a meaning:
  * silence): `false` is how LISTEN is turned off.
  */
+const LISTEN_FORMS =
+  'a connection string pg reads (a postgres:// or postgresql:// URL, a socket: URL, or "<socket directory> [database]"), a function returning a connected pg.Client, or false';
+
 function requireListenOption(listen: unknown): void {
   if (listen === undefined || listen === false || typeof listen === "function") return;
   if (typeof listen === "string") {
@@ -227,13 +230,13 @@ function requireListenOption(listen: unknown): void {
     if (problem === null) return;
     throw new InvalidArgument(
       "listen",
-      `listen must be a postgres:// (or postgresql://) connection string, a function returning a connected pg.Client, or false, got ${redactConnectionString(listen)}: ${problem}`,
+      `listen must be ${LISTEN_FORMS}, got ${redactConnectionString(listen)}: ${problem}`,
     );
   }
   const hint = listen === null ? "; use listen: false to turn LISTEN off (push wakeups become plain polling)" : "";
   const shown =
     listen === null ? "null" : typeof listen === "number" || typeof listen === "boolean" ? `${typeof listen} ${listen}` : typeof listen === "object" ? "an object" : `a ${typeof listen}`;
-  throw new InvalidArgument("listen", `listen must be a postgres:// connection string, a function returning a connected pg.Client, or false, got ${shown}${hint}`);
+  throw new InvalidArgument("listen", `listen must be ${LISTEN_FORMS}, got ${shown}${hint}`);
 }
 
 /** pg's default pool size, kept as ours. */

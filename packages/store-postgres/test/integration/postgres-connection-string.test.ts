@@ -58,7 +58,14 @@ describe("the connection string, checked when the store is built", () => {
   it("takes the same forms for listen, and refuses the same mistakes", () => {
     expect(() => new PostgresStore("postgres://app@db/app", { listen: "postgres://app@/app?host=/var/run/postgresql" })).not.toThrow();
     expect(() => new PostgresStore("postgres://app@db/app", { listen: "postgres://app:secret@db:543O/app" })).toThrow(
-      /^listen must be a postgres:\/\/ \(or postgresql:\/\/\) connection string, a function returning a connected pg.Client, or false, got "postgres:\/\/app:\*\*\*@db:543O\/app": it is not a valid URL/,
+      'listen must be a connection string pg reads (a postgres:// or postgresql:// URL, a socket: URL, or "<socket directory> [database]"), a function returning a connected pg.Client, or false, got "postgres://app:***@db:543O/app": it is not a valid URL',
+    );
+    // The forms that message names are the ones taken.
+    for (const listen of ["postgresql://app@db/app", "socket:/var/run/postgresql?db=app", "/var/run/postgresql app"]) {
+      expect(() => new PostgresStore("postgres://app@db/app", { listen })).not.toThrow();
+    }
+    expect(() => new PostgresStore("postgres://app@db/app", { listen: 5432 as never })).toThrow(
+      'listen must be a connection string pg reads (a postgres:// or postgresql:// URL, a socket: URL, or "<socket directory> [database]"), a function returning a connected pg.Client, or false, got number 5432',
     );
   });
 });
