@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgument } from "@cairnq/protocol";
-import { PostgresStore } from "../../src/index.js";
+import { PostgresStore } from "../src/index.js";
 
 // Construction only: no statement runs, so no connection opens. pg would read each refused string only when it
 // connects, with an error that looks like the server being down — a worker would retry it forever.
