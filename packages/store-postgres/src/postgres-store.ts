@@ -1,6 +1,6 @@
 import type { ClaimInput, Logger, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { checkOptions, describeKind, fallbackLogger, keepAlive } from "@cairnq/runtime";
+import { checkOptions, fallbackLogger, keepAlive, requireHook } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
 import { KyselyStore, WRITE_COMBINER_OPTION_KEYS } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
@@ -176,9 +176,7 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
       throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console, or null to silence the store");
     }
     // A hook that is not a function would leave every LISTEN and connection failure reported nowhere.
-    if (options.onError !== undefined && typeof options.onError !== "function") {
-      throw new InvalidArgument("onError", `onError must be a function (err, { source }) => void, got ${describeKind(options.onError)}`);
-    }
+    requireHook(options.onError, "onError", "(err, { source }) => void");
     const logger = fallbackLogger(options.logger, options.onError);
     const dialect = new PostgresStoreDialect(target, {
       schema: options.schema ?? null,
