@@ -6,9 +6,8 @@
  * run on the worker's settlement path, where an exception would leave a task
  * to lease expiry instead of recording why it failed.
  */
-import { describe } from "./describe.js";
 import type { ErrorEnvelope } from "./errors.js";
-import { InvalidArgument, TaskError } from "./errors.js";
+import { TaskError } from "./errors.js";
 import { sanitizeText } from "./json.js";
 
 /** A failure ready to write: the error JSON for `fail` and its `retryable` flag. */
@@ -168,17 +167,6 @@ export function envelopeFromThrown(err: unknown): Failure {
 }
 
 /**
- * A failure's `retryable` flag (§8.6): a boolean, `true` when absent; anything
- * else is refused, so `"no"` never reads as a retry. Shared by `FAIL`'s
- * parameters and `ctx.fail`.
- */
-export function requireRetryable(value: unknown): boolean {
-  const retryable = value ?? true;
-  if (typeof retryable !== "boolean") throw new InvalidArgument("retryable", `retryable must be a boolean, got ${describe(retryable)}`);
-  return retryable;
-}
-
-/**
  * Maps the reason given to `ctx.fail(reason, { retryable })` to the failure to write (§8.6).
  *
  * - string → `TaskError`-shaped envelope with the caller's flag.
@@ -187,8 +175,8 @@ export function requireRetryable(value: unknown): boolean {
  * - plain object → stored as-is, with the caller's flag.
  * - `null`/`undefined` → the default reason; other primitives → their string form.
  *
- * `options.retryable` is checked first, whatever the reason ({@link requireRetryable}): a
- * `TaskError` ignores the flag, but a non-boolean flag is still a caller's mistake.
+ * `options.retryable` is the caller's flag, checked beforehand with `requireRetryable` (a
+ * `TaskError` ignores it, but a non-boolean flag is still a caller's mistake); this never throws.
  *
  * @example
  * ```ts
@@ -199,7 +187,8 @@ export function envelopeForCtxFail(
   reason: unknown = "task failed",
   options: { retryable?: boolean } = {},
 ): Failure<ErrorEnvelope | Record<string, unknown>> {
-  const retryable = requireRetryable(options.retryable);
+  // Checked by the caller (`requireRetryable`, as ctx.fail does): a flag of any other type reads as absent here.
+  const retryable = typeof options.retryable === "boolean" ? options.retryable : true;
   if (isInstance(reason, TaskError)) {
     return { envelope: reason.envelope(), retryable: reason.retryable };
   }

@@ -12,7 +12,7 @@ import type { Params } from "./decide.js";
 import { MAX_DELAY_MS, requireDelayMs } from "./delay.js";
 import { InvalidArgument } from "./errors.js";
 import { describe, isPlainObject } from "./describe.js";
-import { fallbackEnvelope, requireRetryable } from "./envelope.js";
+import { fallbackEnvelope } from "./envelope.js";
 import { encodeJson, unstorableText } from "./json.js";
 import { isTaskStatus, isTerminalStatus, TERMINAL_STATUSES, STATUSES } from "./statuses.js";
 import type { TerminalStatus } from "./statuses.js";
@@ -363,6 +363,22 @@ export function encodeFailError(error: unknown, retryable: boolean): string {
   } catch {
     return encodeJson(fallbackEnvelope(error, retryable), "error");
   }
+}
+
+/**
+ * A failure's `retryable` flag (§8.6): a boolean, `true` when absent; anything else is refused, so `"no"`
+ * never reads as a retry. Shared by `FAIL`'s parameters, where `null` is absent too (a store's input), and
+ * `ctx.fail`, whose `FailOptions.retryable` is a boolean: given its `caller`, `null` is refused as well, and
+ * the message names the call.
+ *
+ * @throws InvalidArgument naming `retryable`.
+ */
+export function requireRetryable(value: unknown, caller?: string): boolean {
+  if (value === undefined || (value === null && caller === undefined)) return true;
+  if (typeof value !== "boolean") {
+    throw new InvalidArgument("retryable", `${caller === undefined ? "" : `${caller}: `}retryable must be a boolean, got ${describe(value)}`);
+  }
+  return value;
 }
 
 /** Parameters of `FAIL`. */

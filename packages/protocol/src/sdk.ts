@@ -59,7 +59,7 @@ export { childLineage, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } 
 export type { ParentRow } from "./submit-options.js";
 export { logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
-export { PURGE_OPTION_KEYS, RETRY_OPTION_KEYS } from "./inputs.js";
+export { PURGE_OPTION_KEYS, requireRetryable, RETRY_OPTION_KEYS } from "./inputs.js";
 export {
   formatTraceparent,
   parseTraceparent,

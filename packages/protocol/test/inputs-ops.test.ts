@@ -13,6 +13,7 @@ import {
   drawParams,
   encodeFailError,
   failParams,
+  requireRetryable,
   heartbeatBatchParams,
   heartbeatBatchResult,
   heartbeatParams,
@@ -184,6 +185,12 @@ describe("fail (§5.16)", () => {
 
   it("rejects a non-boolean retryable and a bad delay", () => {
     expectInvalid(() => failParams(loose<FailInput>({ ...owned, retryable: "yes" })), "retryable", /must be a boolean, got "yes"/);
+    // ctx.fail's FailOptions.retryable is a boolean: there null is refused too, and the message names the call.
+    expect(requireRetryable(undefined, "ctx.fail(reason, { retryable })")).toBe(true);
+    expect(requireRetryable(false, "ctx.fail(reason, { retryable })")).toBe(false);
+    expectInvalid(() => requireRetryable(null, "ctx.fail(reason, { retryable })"), "retryable", /^ctx\.fail\(reason, \{ retryable \}\): retryable must be a boolean, got null$/);
+    expectInvalid(() => requireRetryable("yes", "ctx.fail(reason, { retryable })"), "retryable", /^ctx\.fail\(reason, \{ retryable \}\): retryable must be a boolean, got "yes"$/);
+    expect(requireRetryable(null)).toBe(true);
     expectInvalid(() => failParams(loose<FailInput>({ ...owned, retryable: 1 })), "retryable");
     expectInvalid(() => failParams({ ...owned, delayMs: -1 }), "delayMs");
     expectInvalid(() => failParams({ ...owned, delayMs: 0.5 }), "delayMs");

@@ -13,7 +13,7 @@ import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
-import { childLineage, envelopeForCtxFail, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, WAIT_OPTION_KEYS, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, requireRetryable, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, WAIT_OPTION_KEYS, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
@@ -530,10 +530,10 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
   }
 
   async fail(reason?: unknown, given?: FailOptions): Promise<Task | null> {
-    // Checked before anything else: `{ retry: false }` dropped would retry; envelopeForCtxFail refuses a
-    // non-boolean `retryable` even for a TaskError reason, whose own flag wins.
+    // Checked before anything else: `{ retry: false }` dropped would retry; a `retryable` that is not a boolean
+    // (`null` included) is refused even for a TaskError reason, whose own flag wins.
     const options = checkOptions(given, "ctx.fail(reason, options)", FAIL_OPTION_KEYS) as FailOptions;
-    const failure = envelopeForCtxFail(reason, options);
+    const failure = envelopeForCtxFail(reason, { retryable: requireRetryable(options.retryable, "ctx.fail(reason, { retryable })") });
     if (this.#settled) return null;
     this.#throwIfLost();
     const retryable = failure.retryable;

@@ -239,11 +239,14 @@ describe("ctx.succeed / ctx.fail", () => {
     const { out, task } = await withContext(store, async (ctx) => {
       const unknown = await ctx.fail("x", { retry: false } as unknown as { retryable: boolean }).catch((e: unknown) => e);
       const notBoolean = await ctx.fail(new TaskError("verdict"), { retryable: "yes" } as unknown as { retryable: boolean }).catch((e: unknown) => e);
-      return { unknown, notBoolean, settled: ctx.settled };
+      // FailOptions.retryable is a boolean: null is not read as "retry".
+      const isNull = await ctx.fail("x", { retryable: null } as unknown as { retryable: boolean }).catch((e: unknown) => e);
+      return { unknown, notBoolean, isNull, settled: ctx.settled };
     }, { maxAttempts: 1 });
     expect(out.unknown).toMatchObject({ name: "InvalidArgument", argument: "retry" });
     expect((out.unknown as Error).message).toContain("'retry' is not an option of ctx.fail(reason, options); the options are retryable");
-    expect(out.notBoolean).toMatchObject({ name: "InvalidArgument", argument: "retryable" });
+    expect(out.notBoolean).toMatchObject({ name: "InvalidArgument", argument: "retryable", message: 'ctx.fail(reason, { retryable }): retryable must be a boolean, got "yes"' });
+    expect(out.isNull).toMatchObject({ name: "InvalidArgument", argument: "retryable", message: "ctx.fail(reason, { retryable }): retryable must be a boolean, got null" });
     expect(out.settled).toBe(false);
     expect(task.status).toBe("succeeded");
   });
