@@ -303,6 +303,9 @@ export function parkStepParams(
   const delayMs = until === null ? requireDelayMs(input.delayMs ?? 0, "delayMs") : 0;
   const message = input.kind === "wait" ? requireName(input.message, "message") : null;
   const childIds = input.kind === "join" ? [...(input.childIds ?? [])].map((id, i) => requireName(id, `childIds[${i}]`)) : [];
+  // A task waiting for itself to finish would stay parked for ever (re-checked, never ready).
+  const own = childIds.indexOf(base.taskId as string);
+  if (own !== -1) throw new InvalidArgument(`childIds[${own}]`, `a join cannot wait for its own task (${String(base.taskId)}): it would stay parked for ever`);
   const waitingFor = input.kind === "wait" ? JSON.stringify(message) : input.kind === "join" ? JSON.stringify(childIds) : null;
   const expired = input.expired === undefined || input.expired === null ? false : input.expired;
   if (typeof expired !== "boolean") throw new InvalidArgument("expired", `expired must be a boolean, got ${typeof expired}`);

@@ -167,6 +167,12 @@ describe("parkStepParams", () => {
     expect(parkStepParams({ ...owned, name: "j", kind: "join", seq: 3 })).toMatchObject({ childIds: [], waitingFor: "[]" });
   });
 
+  it("refuses a join on its own task, which would stay parked for ever", () => {
+    expect(() => parkStepParams({ ...owned, name: "j", kind: "join", seq: 3, childIds: ["task_b", owned.taskId] })).toThrow(
+      expect.objectContaining({ name: "InvalidArgument", argument: "childIds[1]", message: expect.stringMatching(/a join cannot wait for its own task/) }),
+    );
+  });
+
   it("a wait with a deadline takes only messages sent before it, and may be expired; a wait without one takes any", () => {
     expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", untilMs: NOW, expired: true })).toMatchObject({ expired: true, messagesBeforeMs: NOW });
     expect(parkStepParams({ ...owned, name: "w", kind: "wait", seq: 2, message: "m", untilMs: NOW, expired: null })).toMatchObject({ expired: false, messagesBeforeMs: NOW });

@@ -14,8 +14,8 @@
  */
 export function redactConnectionString(connectionString: string): string {
   const shown = connectionString
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):.*@/i, "$1:***@")
-    .replace(/([?&])([^=&#]*)=([^&#]*)/g, (whole, separator: string, name: string) => (isPasswordName(name) ? `${separator}${name}=***` : whole));
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^?#]*@/i, "$1:***@")
+    .replace(/(^|[?&\s])([^=&#\s]*)=([^&#\s]*)/g, (whole, separator: string, name: string) => (isPasswordName(name) ? `${separator}${name}=***` : whole));
   return JSON.stringify(shown.slice(0, 120));
 }
 

@@ -11,6 +11,7 @@ describe("redactConnectionString", () => {
     ["a later one, and sslpassword", "mysql://db/app?connectTimeout=5&password=hunter2&sslpassword=hunter2", '"mysql://db/app?connectTimeout=5&password=***&sslpassword=***"'],
     ["a percent-encoded parameter name", "postgres://db/app?pass%77ord=hunter2", '"postgres://db/app?pass%77ord=***"'],
     ["a socket: URL's password", "socket://app:hunter2@/var/run/postgresql?db=app", '"socket://app:***@/var/run/postgresql?db=app"'],
+    ["a libpq key=value string's", "host=db password=hunter2 dbname=app", '"host=db password=*** dbname=app"'],
   ])("hides %s", (_what, dsn, shown) => {
     expect(redactConnectionString(dsn)).toBe(shown);
     expect(redactConnectionString(dsn)).not.toContain("hunter2");
@@ -18,6 +19,7 @@ describe("redactConnectionString", () => {
 
   it.each([
     "postgres://app@db:5432/app?application_name=a@b",
+    "postgres://db:5432/app?application_name=a@b",
     "postgres://app@/app?host=/var/run/postgresql",
     "/var/run/postgresql app",
     "host=db dbname=app",

@@ -214,15 +214,16 @@ function requireSchemaName(schema: string): void {
   }
 }
 
+/** What the `listen` option takes, as its refusals say. */
+const LISTEN_FORMS =
+  'a connection string pg reads (a postgres:// or postgresql:// URL, a socket: URL, or "<socket directory> [database]"), a function returning a connected pg.Client, or false';
+
 /**
  * Refuses a `listen` option that is not `false`, a function or a connection string pg reads (as the target's,
  * {@link connectionStringProblem}): `true`, `0`, `{}`, a port or a mistyped URL would otherwise quietly become the
  * derived default (or a connection that can never open). `null` too, unlike `logger: null` (which has a meaning:
  * silence): `false` is how LISTEN is turned off.
  */
-const LISTEN_FORMS =
-  'a connection string pg reads (a postgres:// or postgresql:// URL, a socket: URL, or "<socket directory> [database]"), a function returning a connected pg.Client, or false';
-
 function requireListenOption(listen: unknown): void {
   if (listen === undefined || listen === false || typeof listen === "function") return;
   if (typeof listen === "string") {

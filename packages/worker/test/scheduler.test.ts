@@ -266,17 +266,20 @@ describe("Scheduler clocks", () => {
     const errors: unknown[] = [];
     const scheduler = new Scheduler(store, (err) => errors.push(err), () => {}, { ...systemClock, now: () => now });
     scheduler.add(scheduleEntry("yearly", "0 0 1 1 *", { backfillMs: MAX_DELAY_MS }));
-    scheduler.add(scheduleEntry("daily", { everyMs: 86_400_000 }, { backfillMs: MAX_DELAY_MS }));
+    // Weekly from the epoch (a Thursday) to 2026-01-01 (also a Thursday): 2,923 slots, several batches of 500.
+    const WEEK_MS = 7 * 86_400_000;
+    const weeks = now / WEEK_MS + 1;
+    scheduler.add(scheduleEntry("weekly", { everyMs: WEEK_MS }, { backfillMs: MAX_DELAY_MS }));
     scheduler.start();
-    await waitFor(async () => (await store.list({ name: "daily", limit: 1 })).length > 0 || errors.length > 0, 10_000, "the daily schedule's submit");
+    await waitFor(async () => (await store.list({ name: "weekly", limit: 5_000 })).length === weeks || errors.length > 0, 10_000, "the weekly schedule's submits");
     await waitFor(async () => (await store.list({ name: "yearly", limit: 100 })).length === 57 || errors.length > 0, 10_000, "the yearly schedule's submit");
     await scheduler.stop();
     expect(errors).toEqual([]);
     const yearly = (await store.list({ name: "yearly", limit: 100 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
     expect(yearly).toHaveLength(57);
     expect([yearly[0], yearly[56]]).toEqual([0, now]);
-    const daily = (await store.list({ name: "daily", limit: 30_000 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
-    expect(daily).toHaveLength(now / 86_400_000 + 1);
-    expect([daily[0], daily[daily.length - 1]]).toEqual([0, now]);
+    const weekly = (await store.list({ name: "weekly", limit: 5_000 })).map((r) => r.run_at_ms).sort((x, y) => x - y);
+    expect(weekly).toHaveLength(weeks);
+    expect([weekly[0], weekly[weekly.length - 1]]).toEqual([0, now]);
   });
 });
