@@ -9,6 +9,7 @@
 
 import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
+import { requireKnownKeys } from "./inputs.js";
 import type { JsonProblem } from "./json-type.js";
 import { SUBMIT_OPTION_KEYS } from "./submit-options.js";
 
@@ -80,13 +81,15 @@ function requireTaskDefOptions(name: string, options: unknown): Record<string, u
     throw new InvalidArgument("options", `task '${name}': defineTask's options must be an object of ${TASK_DEF_OPTION_KEYS.join(", ")}, got ${describe(options)}`);
   }
   const given = options as Record<string, unknown>;
+  // A per-submit option gets its own hint; any other unknown key the shared refusal.
   for (const key of Object.keys(given)) {
-    if (given[key] === undefined || TASK_DEF_OPTION_KEYS.includes(key)) continue;
-    const message = (SUBMIT_OPTION_KEYS as readonly string[]).includes(key)
-      ? `task '${name}': '${key}' is a per-submit option, not a default a definition carries; pass it to each submit (submit(def, payload, { ${key} })). defineTask's options are ${TASK_DEF_OPTION_KEYS.join(", ")}`
-      : `'${key}' is not an option of defineTask('${name}'); the options are ${TASK_DEF_OPTION_KEYS.join(", ")}`;
-    throw new InvalidArgument(key, message);
+    if (given[key] === undefined || TASK_DEF_OPTION_KEYS.includes(key) || !(SUBMIT_OPTION_KEYS as readonly string[]).includes(key)) continue;
+    throw new InvalidArgument(
+      key,
+      `task '${name}': '${key}' is a per-submit option, not a default a definition carries; pass it to each submit (submit(def, payload, { ${key} })). defineTask's options are ${TASK_DEF_OPTION_KEYS.join(", ")}`,
+    );
   }
+  requireKnownKeys(given, TASK_DEF_OPTION_KEYS, `defineTask('${name}')`);
   return given;
 }
 
