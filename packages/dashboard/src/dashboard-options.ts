@@ -7,6 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { CairnQ } from "@cairnq/client";
 import type { Logger, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
+import { describe } from "@cairnq/protocol/adapter";
 import { requireHook } from "@cairnq/runtime";
 import type { DashboardErrorInfo } from "./error-report.js";
 
@@ -82,14 +83,6 @@ const OPTION_KEYS = ["store", "client", "readOnly", "authorize", "basePath", "al
  */
 const BASE_PATH = /^(?:\/[A-Za-z0-9\-._~]+)+$/;
 
-/** How a refused value is shown in a message: a string quoted, anything else by its kind. */
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `${typeof value} ${String(value)}`;
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
-}
 
 /** Throws `InvalidArgument` naming the first option that is unknown or cannot work. */
 export function checkDashboardOptions(options: DashboardOptions): void {

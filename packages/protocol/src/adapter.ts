@@ -104,6 +104,7 @@ export {
   utf8Length,
 } from "./inputs.js";
 export type { LimitedTextField, NormalizedClaim, NormalizedList, NormalizedSubmit } from "./inputs.js";
+export { describe, isPlainObject } from "./describe.js";
 export { requireDelayMs } from "./delay.js";
 export { JSON_COLUMNS, TASK_COLUMNS } from "./task.js";
 export type { TaskColumn } from "./task.js";

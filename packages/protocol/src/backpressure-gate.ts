@@ -13,7 +13,7 @@
  * clock and its event-loop yield are injected by whoever builds it (the
  * client, the worker), each with the timers that fit that package.
  */
-import { isPlainObject } from "./describe.js";
+import { describe, isPlainObject } from "./describe.js";
 import { CairnQError, InvalidArgument, QueueFull } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { logSafely } from "./logger.js";
@@ -82,15 +82,11 @@ interface QueueState {
   probe: Promise<number> | null;
 }
 
-function show(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : typeof value === "object" && value !== null ? typeof value : String(value);
-}
-
 function depthLimit(value: unknown, argument: string): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
     throw new InvalidArgument(
       argument,
-      `${argument} must be an integer ≥ 1 (the most queued tasks allowed before submits wait), got ${show(value)}`,
+      `${argument} must be an integer ≥ 1 (the most queued tasks allowed before submits wait), got ${describe(value)}`,
     );
   }
   return value;
@@ -112,7 +108,7 @@ export function normalizeMaxQueueDepth(value: unknown): number | ReadonlyMap<str
   if (!isPlainObject(value)) {
     throw new InvalidArgument(
       "maxQueueDepth",
-      `maxQueueDepth must be an integer ≥ 1 for every queue, or an object such as { emails: 1000 } gating only the named queues; got ${show(value)}`,
+      `maxQueueDepth must be an integer ≥ 1 for every queue, or an object such as { emails: 1000 } gating only the named queues; got ${describe(value)}`,
     );
   }
   const limits = new Map<string, number>();
@@ -126,7 +122,7 @@ export function normalizeMaxQueueDepth(value: unknown): number | ReadonlyMap<str
 function durationOption(value: unknown, argument: string, fallback: number, min: number, why: string): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
-    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min} (${why}), got ${show(value)}`);
+    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min} (${why}), got ${describe(value)}`);
   }
   return value;
 }
@@ -216,7 +212,7 @@ export class BackpressureGateCore implements QueueDepthGate {
    */
   constructor(options: BackpressureGateOptions, deps: BackpressureGateDeps) {
     if (!isPlainObject(options)) {
-      throw new InvalidArgument("options", `BackpressureGate needs an options object with maxQueueDepth, got ${show(options)}`);
+      throw new InvalidArgument("options", `BackpressureGate needs an options object with maxQueueDepth, got ${describe(options)}`);
     }
     this.#limits = normalizeMaxQueueDepth(options.maxQueueDepth);
     const timing = resolveGateTiming(options);

@@ -18,6 +18,7 @@
  * many single cancels or retries.
  */
 import type { Params } from "./decide.js";
+import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
 import type { Expr, InExpr } from "./expr.js";
 import { x } from "./expr.js";
@@ -76,10 +77,6 @@ const FILTER_KEYS = ["status", "queue", "name", "rootId", "correlationId"] as co
 const BATCH_KEYS = [...FILTER_KEYS, "limit", "afterId"] as const;
 const RETRY_KEYS = [...BATCH_KEYS, "resetAttempt"] as const;
 
-function describe(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : typeof value;
-}
-
 /**
  * Validates a bulk input: a plain object with only known keys (a misspelt
  * filter silently ignored would widen the operation to every task), filters
@@ -88,7 +85,7 @@ function describe(value: unknown): string {
 function batchParams(input: unknown, op: string, guard: Expr, keys: readonly string[]): Params & { limit: number } {
   input ??= {};
   if (typeof input !== "object" || Array.isArray(input)) {
-    throw new InvalidArgument("input", `${op} takes an object of filters, got ${Array.isArray(input) ? "an array" : typeof input}`);
+    throw new InvalidArgument("input", `${op} takes an object of filters, got ${describe(input)}`);
   }
   const given = input as Record<string, unknown>;
   requireKnownKeys(given, keys, op);

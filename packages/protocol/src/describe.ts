@@ -6,7 +6,8 @@
 
 /**
  * A value for a "got …" message: a string quoted, a number, boolean or bigint as written, `null`/`undefined`,
- * "an array", a class instance by its constructor ("a Map", "a Date"), otherwise its kind ("object", "function").
+ * "an array", a class instance by its constructor ("a Map", "a Date"), otherwise its kind with its article
+ * ("an object", "a function", "a symbol"). Every package's messages use it (`@cairnq/protocol/adapter`).
  */
 export function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
@@ -17,7 +18,8 @@ export function describe(value: unknown): string {
     const name: unknown = (value as { constructor?: { name?: unknown } }).constructor?.name;
     if (typeof name === "string" && name !== "") return `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
   }
-  return typeof value;
+  const kind = typeof value;
+  return `${kind === "object" ? "an" : "a"} ${kind}`;
 }
 
 /** An object whose prototype is `Object.prototype` or `null`: not an array, a `Map`, a `Date` or another class instance. */

@@ -8,6 +8,7 @@
  * ids the same way.
  */
 import { TIME_MAX, decodeTime, encodeTime, ulid } from "ulid";
+import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
 
 /** What every task id matches: `task_`, then a ULID whose first digit keeps it within 128 bits. */
@@ -119,16 +120,9 @@ export function taskIdTime(id: string): number {
   if (!isTaskId(id)) {
     throw new InvalidArgument(
       "id",
-      `${typeof id === "string" ? JSON.stringify(id) : describeType(id)} is not a task id (expected "task_" followed by a 26-character ULID); pass an id returned by submit`,
+      `${describe(id)} is not a task id (expected "task_" followed by a 26-character ULID); pass an id returned by submit`,
     );
   }
   return decodeTime(id.slice(TASK_PREFIX.length));
 }
 
-/** A non-string value's kind with its article, for messages: "an object", "a number", "undefined". */
-function describeType(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return "an array";
-  const type = typeof value;
-  return type === "object" ? "an object" : `a ${type}`;
-}

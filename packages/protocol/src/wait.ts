@@ -9,6 +9,7 @@
  * sleeps through the store (`taskDoneWake`) or an injected `sleep`, and reads
  * an injected clock.
  */
+import { describe } from "./describe.js";
 import { InvalidArgument, TaskTimeout } from "./errors.js";
 import type { TaskGroupInfo } from "./groups.js";
 import { hasGroupReads } from "./groups.js";
@@ -110,14 +111,10 @@ export function nextPollInterval(current: number, max: number): number {
   return Math.min(max, Math.max(current + 1, Math.floor(current * 1.5)));
 }
 
-function show(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : typeof value === "number" ? String(value) : typeof value;
-}
-
 function intOption(value: unknown, argument: string, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
-    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min} (milliseconds), got ${show(value)}`);
+    throw new InvalidArgument(argument, `${argument} must be an integer ≥ ${min} (milliseconds), got ${describe(value)}`);
   }
   return value;
 }

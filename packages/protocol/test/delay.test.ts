@@ -36,7 +36,7 @@ describe("requireDelayMs", () => {
     expect(() => requireDelayMs("5", "x")).toThrow(/got "5"$/);
     expect(() => requireDelayMs(null, "x")).toThrow(/got null$/);
     expect(() => requireDelayMs(undefined, "x")).toThrow(/got undefined$/);
-    expect(() => requireDelayMs({}, "x")).toThrow(/got object$/);
+    expect(() => requireDelayMs({}, "x")).toThrow(/got an object$/);
     expect(() => requireDelayMs(-1, "x")).toThrow(InvalidArgument);
   });
 });

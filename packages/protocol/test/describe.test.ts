@@ -10,13 +10,13 @@ group("describe (a value for a 'got …' message)", () => {
     [undefined, "undefined"],
     [5n, "5n"],
     [[1], "an array"],
-    [{}, "object"],
-    [Object.create(null), "object"],
+    [{}, "an object"],
+    [Object.create(null), "an object"],
     [new Map(), "a Map"],
     [new Date(0), "a Date"],
     [new Error("x"), "an Error"],
-    [Object.create(Object.create(null) as object), "object"],
-    [() => 1, "function"],
+    [Object.create(Object.create(null) as object), "an object"],
+    [() => 1, "a function"],
   ])("%o reads as %s", (value, shown) => {
     expect(describe(value)).toBe(shown);
   });

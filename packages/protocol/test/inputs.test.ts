@@ -50,9 +50,9 @@ describe("requireName", () => {
     [true, /got true/],
     [5n, /got 5n/],
     [["a"], /got an array/],
-    [{}, /got object/],
-    [() => "a", /got function/],
-    [Symbol("s"), /got symbol/],
+    [{}, /got an object/],
+    [() => "a", /got a function/],
+    [Symbol("s"), /got a symbol/],
   ])("rejects %s, describing it", (value, message) => {
     expectInvalid(() => requireName(value, "name"), "name", message);
     expectInvalid(() => requireName(value, "name"), "name", /name must be a non-empty string/);

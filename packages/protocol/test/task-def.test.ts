@@ -78,7 +78,7 @@ describe("defineTask", () => {
       ["mail", '"mail"'],
       [true, "true"],
       [["mail"], "an array"],
-      [() => ({ queue: "q" }), "function"],
+      [() => ({ queue: "q" }), "a function"],
     ] as const) {
       const err = invalid(() => defineTask("a", bad as never));
       expect(err.argument).toBe("options");

@@ -118,7 +118,7 @@ describe("resolveWaitOptions", () => {
     [{ timeoutMs: 1.5 }, "timeoutMs", /got 1.5/],
     [{ pollMs: 0 }, "pollMs", /pollMs must be an integer ≥ 1/],
     [{ maxPollMs: "5" }, "maxPollMs", /got "5"/],
-    [{ pollMs: {} }, "pollMs", /got object/],
+    [{ pollMs: {} }, "pollMs", /got an object/],
     [{ pollMs: 100, maxPollMs: 50 }, "maxPollMs", /maxPollMs \(50\) must be at least pollMs \(100\)/],
     [{ signal: {} }, "signal", /signal must be an AbortSignal/],
   ])("rejects %o", (options, argument, message) => {

@@ -9,7 +9,7 @@
  */
 import type { TerminalStatus } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, TERMINAL_STATUSES } from "@cairnq/protocol";
-import { requireCutoffMs, requireLimitedText, requireTerminalStatus } from "@cairnq/protocol/adapter";
+import { describe, requireCutoffMs, requireLimitedText, requireTerminalStatus } from "@cairnq/protocol/adapter";
 
 /**
  * One independent purge: terminal tasks matching every given filter whose
@@ -65,15 +65,6 @@ export type RetentionPolicy = number | RetentionStatusMap | readonly RetentionRu
 
 const RULE_KEYS: ReadonlySet<string> = new Set(["queue", "status", "name", "olderThanMs"]);
 
-/** Names a rejected value in a message without dumping it. */
-export function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint" || value === undefined) return String(value);
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
-  return `a ${typeof value}`;
-}
 
 // A rule's cutoff, status and filters are checked by the protocol's own purge
 // checks (requireCutoffMs, requireTerminalStatus, requireLimitedText: the ones

@@ -5,10 +5,10 @@
  */
 import type { Logger, PurgeInput, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { DEFAULT_PURGE_LIMIT } from "@cairnq/protocol/adapter";
+import { DEFAULT_PURGE_LIMIT, describe } from "@cairnq/protocol/adapter";
 import { logSafely } from "@cairnq/protocol/sdk";
 import type { RetentionPolicy, RetentionRule } from "./retention-rules.js";
-import { describe, normalizeRetentionPolicy } from "./retention-rules.js";
+import { normalizeRetentionPolicy } from "./retention-rules.js";
 import { checkOptions, fallbackLogger, nextTurn, optionalCount, optionalDurationMs, requireHook, sleep } from "@cairnq/runtime";
 
 /** One hour: the protocol's default interval between sweeps (§5.9). */

@@ -57,7 +57,7 @@ describe("normalizeRetentionPolicy", () => {
     ["a rule that is not an object", [7], "olderThanMs[0]", /must be an object/],
     ["a rule that is null", [null], "olderThanMs[0]", /got null/],
     ["a rule that is an array", [[1]], "olderThanMs[0]", /got an array/],
-    ["a map cutoff that is an object", { failed: { ms: 1 } }, "olderThanMs.failed", /got object/],
+    ["a map cutoff that is an object", { failed: { ms: 1 } }, "olderThanMs.failed", /got an object/],
     ["a symbol", Symbol("week"), "olderThanMs", /got a symbol/],
   ];
 

@@ -4,6 +4,7 @@
  * the valid ones listed, durations and counts are checked, never coerced.
  */
 import { InvalidArgument } from "@cairnq/protocol";
+import { describe } from "@cairnq/protocol/adapter";
 
 /**
  * The longest duration an option may hold: 2^52 ms (about 142,000 years).
@@ -133,13 +134,6 @@ export function requireHook(value: unknown, name: string, signature: string): vo
   }
 }
 
-/** An option's value as its refusal shows it: a string or bigint as written, an object or array by {@link describeKind}. */
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (typeof value === "object" && value !== null) return describeKind(value);
-  return String(value);
-}
 
 /**
  * A duration option in milliseconds: a finite integer in `[min, max]`.

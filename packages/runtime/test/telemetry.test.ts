@@ -16,7 +16,7 @@ describe("the tracing and metrics options", () => {
     // A provider that is an object without the method, or a value of another type, is named with its article.
     expect(() => resolveTracing({ tracerProvider: {} }, "x")).toThrow(/got an object;/);
     expect(() => resolveMetrics({ meterProvider: () => 1 }, "x")).toThrow(/got a function;/);
-    expect(() => resolveTracing({ relation: undefined, tracerProvider: 5n }, "x")).toThrow(/got a bigint;/);
+    expect(() => resolveTracing({ relation: undefined, tracerProvider: 5n }, "x")).toThrow(/got 5n;/);
   });
 });
 

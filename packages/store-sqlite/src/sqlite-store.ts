@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { CompiledQuery } from "kysely";
 import type { OwnedInput, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { requireInt } from "@cairnq/protocol/adapter";
+import { describe, requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
 import { checkOptions } from "@cairnq/runtime";
@@ -75,7 +75,7 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
     const options = checkOptions(input, "new SQLiteStore(path, options)", SQLITE_STORE_OPTION_KEYS) as SQLiteStoreOptions;
     // "" would open a private temporary database that no other connection (a worker, a client) can see.
     if (typeof path !== "string" || path === "") {
-      throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${path === "" ? 'an empty string, which SQLite would open as a private temporary database no other connection sees' : typeof path}`);
+      throw new InvalidArgument("path", `path must be a string (a file path or ":memory:"), got ${path === "" ? 'an empty string, which SQLite would open as a private temporary database no other connection sees' : describe(path)}`);
     }
     const busyTimeoutMs = options.busyTimeoutMs === undefined ? 5000 : requireInt(options.busyTimeoutMs, "busyTimeoutMs", 0, 2_147_483_647);
     const driver = options.driver;
@@ -83,7 +83,7 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
       throw new InvalidArgument(
         "driver",
         `driver must be one of ${SQLITE_DRIVER_NAMES.map((name) => JSON.stringify(name)).join(", ")} (or left out to take the first available), ` +
-          `or a SQLiteDriver object ({ name, openConnection, checkpointThread }); got ${typeof driver === "string" ? JSON.stringify(driver) : typeof driver}`,
+          `or a SQLiteDriver object ({ name, openConnection, checkpointThread }); got ${describe(driver)}`,
       );
     }
     const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: options.clock, driver });

@@ -4,6 +4,7 @@
  * and wrong types are an `InvalidArgument` that says what to write.
  */
 import { InvalidArgument } from "@cairnq/protocol";
+import { describe } from "@cairnq/protocol/adapter";
 import { checkOptions } from "../options.js";
 import type { MeterProviderLike, TracerProviderLike } from "./otel-api.js";
 
@@ -99,10 +100,3 @@ function provider<T>(value: T | undefined, argument: string, method: string, kin
   return value;
 }
 
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "number" || typeof value === "boolean" || value === undefined) return String(value);
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
-}

@@ -83,7 +83,7 @@ describe("SQLite driver choice", () => {
     await store.submit({ name: "job" });
     expect(store.driver).toBe("better-sqlite3");
     expect(opened).toBe(2); // the writer and the reader
-    expect(() => new SQLiteStore(tempFile(), { driver: { name: "x" } as never })).toThrow(/or a SQLiteDriver object.*got object/);
+    expect(() => new SQLiteStore(tempFile(), { driver: { name: "x" } as never })).toThrow(/or a SQLiteDriver object.*got an object/);
   });
 
   it("openSQLiteDatabase gives Kysely's SqliteDialect a database on the chosen driver, for store.transaction", async () => {
