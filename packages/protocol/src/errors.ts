@@ -387,6 +387,15 @@ export class EventLoopBlocked extends CairnQError {
  * peer of another version relies on. A stored version of 0 means the meta row
  * is absent.
  */
+/** Fields a {@link ProtocolVersionMismatch} may carry besides its message. */
+export interface ProtocolVersionMismatchFields extends CairnQErrorOptions {
+  /**
+   * The `protocol_version` value as the database holds it, when it is not an integer (`"1.0"`, `"v2"`): the
+   * message shows it, where `storedVersion` is `NaN`. @default undefined
+   */
+  storedText?: string;
+}
+
 export class ProtocolVersionMismatch extends CairnQError {
   static {
     brandErrorClass(this, "cairnq.error.ProtocolVersionMismatch", "ProtocolVersionMismatch");
@@ -398,9 +407,9 @@ export class ProtocolVersionMismatch extends CairnQError {
   readonly storedVersion: number;
   readonly supportedVersion: number;
 
-  constructor(storedVersion: number, supportedVersion: number, options?: CairnQErrorOptions) {
-    const stored =
-      storedVersion === 0 ? "has no protocol_version row" : `has CairnQ protocol_version ${storedVersion}`;
+  constructor(storedVersion: number, supportedVersion: number, options?: ProtocolVersionMismatchFields) {
+    const shown = options?.storedText === undefined ? String(storedVersion) : JSON.stringify(options.storedText);
+    const stored = storedVersion === 0 ? "has no protocol_version row" : `has CairnQ protocol_version ${shown}`;
     super(
       options?.message ??
         `the database ${stored} but this SDK supports protocol_version ${supportedVersion}, so it refuses to run; ` +

@@ -59,7 +59,7 @@ export {
   TaskTimeout,
   UnsupportedBackend,
 } from "./errors.js";
-export type { CairnQErrorInit, CairnQErrorOptions, ErrorEnvelope, SchemaMismatchFields, TaskErrorOptions } from "./errors.js";
+export type { CairnQErrorInit, CairnQErrorOptions, ErrorEnvelope, ProtocolVersionMismatchFields, SchemaMismatchFields, TaskErrorOptions } from "./errors.js";
 export type {
   BulkBatchInput,
   ClaimDraw,

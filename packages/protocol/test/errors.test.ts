@@ -266,6 +266,12 @@ describe("ProtocolVersionMismatch", () => {
     expect(err.message).toContain("supports protocol_version 1");
   });
 
+  it("shows a stored value that is not an integer as the database holds it, not as NaN", () => {
+    const err = new ProtocolVersionMismatch(Number.NaN, 1, { storedText: "1.0" });
+    expect(err.message).toContain('has CairnQ protocol_version "1.0" but this SDK supports protocol_version 1');
+    expect(err.storedVersion).toBeNaN();
+  });
+
   it("says when the version row is absent", () => {
     expect(new ProtocolVersionMismatch(0, 1).message).toContain("has no protocol_version row");
   });

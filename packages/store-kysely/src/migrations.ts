@@ -294,17 +294,32 @@ async function ledgerComplete(db: AnyKysely, executor: StoreExecutor, migrations
  * the row is absent, `NaN` when it is not an integer.
  */
 export async function readProtocolVersion(db: AnyKysely, executor: StoreExecutor, syntax: SqlSyntax): Promise<number> {
+  return versionOf(await readProtocolVersionText(db, executor, syntax));
+}
+
+/** The `protocol_version` meta value as stored, or null without the row. */
+async function readProtocolVersionText(db: AnyKysely, executor: StoreExecutor, syntax: SqlSyntax): Promise<string | null> {
   const result = await executor.read(db, () =>
     CompiledQuery.raw(`SELECT value FROM ${META_TABLE} WHERE ${syntax.quoteId("key")} = 'protocol_version'`),
   );
   const row = result.rows[0];
-  if (row === undefined) return 0;
-  const value = String(row.value);
-  return /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  return row === undefined ? null : String(row.value);
 }
 
-/** The protocol-version guard (§11): refuses any database whose version is not exactly {@link PROTOCOL_VERSION}. */
+/** A stored version as a number: 0 without the row, NaN for a value that is not an integer. */
+function versionOf(text: string | null): number {
+  if (text === null) return 0;
+  return /^\d+$/.test(text) ? Number(text) : Number.NaN;
+}
+
+/**
+ * The protocol-version guard (§11): refuses any database whose version is not exactly {@link PROTOCOL_VERSION},
+ * naming a stored value that is not an integer as the database holds it.
+ */
 export async function checkProtocolVersion(db: AnyKysely, executor: StoreExecutor, syntax: SqlSyntax): Promise<void> {
-  const stored = await readProtocolVersion(db, executor, syntax);
-  if (stored !== PROTOCOL_VERSION) throw new ProtocolVersionMismatch(stored, PROTOCOL_VERSION);
+  const text = await readProtocolVersionText(db, executor, syntax);
+  const stored = versionOf(text);
+  if (stored !== PROTOCOL_VERSION) {
+    throw new ProtocolVersionMismatch(stored, PROTOCOL_VERSION, Number.isNaN(stored) && text !== null ? { storedText: text } : undefined);
+  }
 }

@@ -305,6 +305,21 @@ describe("protocol-version guard (§11)", () => {
     expect(check.prepare("SELECT count(*) FROM cairnq_tasks").pluck().get()).toBe(0);
     check.close();
   });
+
+  it("names a stored protocol_version that is not an integer as the database holds it, not as NaN", async () => {
+    const file = tempFile();
+    const setup = new SQLiteStore(file);
+    await setup.connect();
+    await setup.close();
+    const raw = new Database(file);
+    raw.prepare("UPDATE cairnq_meta SET value = ? WHERE key = 'protocol_version'").run("1.0");
+    raw.close();
+    const store = openStore(file);
+    const err = await store.connect().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolVersionMismatch);
+    expect((err as Error).message).toContain('has CairnQ protocol_version "1.0" but this SDK supports protocol_version 1');
+    await store.close();
+  });
 });
 
 describe("open errors name the file and say what is wrong (fatal: retrying cannot help)", () => {
