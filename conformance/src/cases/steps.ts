@@ -68,7 +68,7 @@ export const stepCases: readonly ConformanceCase[] = [
   },
   {
     id: "steps-park-sleep",
-    title: "a sleep parks the task: queued, no worker or lease, due at the wake time, attempt given back (parking never uses up maxAttempts)",
+    title: "a sleep parks the task: queued, no worker or lease, due at the wake time, attempt given back (parking never uses up maxAttempts), progress and message cleared",
     spec: SPEC,
     skipUnless: needsSteps,
     async run(t) {
@@ -81,11 +81,13 @@ export const stepCases: readonly ConformanceCase[] = [
         t.expect(await s.parkStep({ taskId: id, workerId: t.w1, attempt: 1, name: "nap", kind: "sleep", seq: 1, untilMs: 1 })).toEqual({ kind: "parked", status: "queued" });
         claimed = await t.claimOne(t.w1);
       }
+      await t.store.progress({ taskId: id, workerId: t.w1, progress: 0.4, message: "half" });
       const before = Date.now();
       const out = await s.parkStep({ taskId: id, workerId: t.w1, attempt: 1, name: "nap", kind: "sleep", seq: 1, delayMs: 60_000 });
       t.expect(out).toEqual({ kind: "parked", status: "queued" });
       const row = await t.get(id);
-      t.fields(row, { status: "queued", worker_id: null, lease_until_ms: null, attempt: 0 });
+      // As every road back to queued (§4), a park clears progress and message: the resumed handler reports them again.
+      t.fields(row, { status: "queued", worker_id: null, lease_until_ms: null, attempt: 0, progress: null, message: null });
       t.expect(row.run_at_ms).toBeGreaterThanOrEqual(before + 60_000 - 5_000);
       t.expect(await t.claim(t.w1)).toEqual([]);
       const [entry] = await s.steps(id);

@@ -167,8 +167,10 @@ const NULL = x.lit(null);
  * gives back its lease and becomes `queued`, due at `untilMs` when given,
  * else `delayMs` from now. `attempt` goes back by one, so parking never uses
  * up `max_attempts`: the claim that resumes the task increments it again.
- * A cancel requested while the task ran wins (→ `canceled`), as it does for
- * `complete` and `fail`. The row stays an ordinary v1 row either way.
+ * Like every road back to `queued`, it clears `progress` and `message` (the
+ * resumed handler reports them again as it replays). A cancel requested
+ * while the task ran wins (→ `canceled`), as it does for `complete` and
+ * `fail`. The row stays an ordinary v1 row either way.
  */
 export const PARK: RowTransition = {
   op: "park",
@@ -186,6 +188,8 @@ export const PARK: RowTransition = {
         lease_until_ms: NULL,
         run_at_ms: x.coalesce(untilMs, x.add(x.now, PARAMS.delayMs)),
         attempt: x.sub(x.col("attempt"), x.lit(1)),
+        progress: NULL,
+        message: NULL,
       },
     },
   ],

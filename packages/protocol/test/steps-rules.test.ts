@@ -92,13 +92,13 @@ describe("requireSendTarget", () => {
 });
 
 describe("PARK", () => {
-  it("gives back the lease: queued, no worker, due after delayMs, attempt one lower so parking uses no attempt", () => {
-    const row = runningRow({ attempt: 2 });
+  it("gives back the lease: queued, no worker, due after delayMs, attempt one lower so parking uses no attempt, progress and message cleared", () => {
+    const row = runningRow({ attempt: 2, progress: 0.4, message: "half" });
     const d = decideRow(PARK, row, ownedParams({ untilMs: null, delayMs: 1_000 }), NOW);
     expect(d.kind).toBe("applied");
     if (d.kind !== "applied") return;
     expect(d.branch).toBe("park");
-    expectPostState(d.row, row, { status: "queued", worker_id: null, lease_until_ms: null, run_at_ms: NOW + 1_000, attempt: 1 });
+    expectPostState(d.row, row, { status: "queued", worker_id: null, lease_until_ms: null, run_at_ms: NOW + 1_000, attempt: 1, progress: null, message: null });
   });
 
   it("an absolute wake time wins over the delay", () => {
