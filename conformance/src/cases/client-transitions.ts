@@ -3,6 +3,7 @@
  * (§5.7, §5.8), and purge's eligibility, order and limit (§5.9), with the
  * extension that keeps a waiting parent's finished children (`PARENT_WAITING`).
  */
+import { InvalidArgument } from "@cairnq/protocol";
 import type { ConformanceCase } from "../case.js";
 import { ids, sortedIds } from "../case.js";
 import { CLOCK_SLACK_MS } from "../invariants.js";
@@ -128,6 +129,28 @@ export const clientTransitionCases: readonly ConformanceCase[] = [
       t.expect(await t.store.purge({ name: "busy" })).toEqual([]);
       t.expect(await t.store.purge({ queue: "default", limit: 10 })).toEqual([]);
       t.expect(await t.all()).toHaveLength(2);
+    },
+  },
+  {
+    id: "retry-purge-unknown-options-refused",
+    title: "retry and purge refuse an option they do not know (a misspelt filter would widen a purge to every finished task), naming it and changing nothing",
+    spec: "§5.8, §5.9 (one input, one meaning on every backend)",
+    async run(t) {
+      const failed = await t.submitAndClaim(t.w1, "job", { maxAttempts: 1 });
+      await t.store.fail({ taskId: failed.id, workerId: t.w1, error: { code: "boom" }, retryable: false });
+      const kept = await t.submit("job", { queue: "keep" });
+      await t.store.cancel(kept.id);
+      await t.sleep(20);
+      for (const [promise, argument, what] of [
+        [t.store.retry(failed.id, { reset: true } as never), "reset", "retry with { reset: true }"],
+        [t.store.purge({ olderThanMs: 0, queues: ["scratch"] } as never), "queues", "purge with { queues }"],
+        [t.store.purge({ stauts: "failed" } as never), "stauts", "purge with { stauts }"],
+      ] as const) {
+        const err = await t.rejects(promise, InvalidArgument, what);
+        t.expect({ what, argument: err.argument }).toEqual({ what, argument });
+      }
+      t.fields(await t.get(failed.id), { status: "failed", attempt: 1 });
+      t.fields(await t.get(kept.id), { status: "canceled" });
     },
   },
   {
