@@ -90,8 +90,19 @@ export function formatRelative(atMs: number, nowMs: number): string {
   return delta > 0 ? `in ${formatDuration(delta)}` : `${formatDuration(delta)} ago`;
 }
 
+/** The largest instant a JavaScript `Date` holds, either side of the epoch (ms). */
+const DATE_LIMIT_MS = 8_640_000_000_000_000;
+
+/** Whether `atMs` is an instant a `Date` can show (a v1 peer may store one past it: docs/protocol.md, "Delay limit"). */
+function isDateInstant(atMs: number): boolean {
+  return Math.abs(atMs) <= DATE_LIMIT_MS;
+}
+
 /**
- * An instant as ISO 8601 UTC (`2026-12-01T09:30:00.000Z`).
+ * An instant as ISO 8601 UTC (`2026-12-01T09:30:00.000Z`). One no `Date`
+ * holds — a v1 peer may store `run_at_ms` = 9223372036854775807 — is shown
+ * as the number read, and which end of the range it is past, never thrown on:
+ * `"9223372036854776000 ms since the epoch (beyond the year 275760)"`.
  *
  * @example
  * ```ts
@@ -99,11 +110,15 @@ export function formatRelative(atMs: number, nowMs: number): string {
  * ```
  */
 export function formatInstant(atMs: number): string {
-  return new Date(atMs).toISOString();
+  if (isDateInstant(atMs)) return new Date(atMs).toISOString();
+  const side = Number.isNaN(atMs) ? "not a number" : atMs > 0 ? "beyond the year 275760" : "before the year -271821";
+  return `${String(atMs)} ms since the epoch (${side})`;
 }
 
 /**
  * `"2026-12-01T09:30:00.000Z (in 5 min)"`: the instant, then how far from now.
+ * An instant no `Date` holds is {@link formatInstant}'s text alone (how far
+ * from now adds nothing past the year 275760).
  *
  * @example
  * ```ts
@@ -111,5 +126,6 @@ export function formatInstant(atMs: number): string {
  * ```
  */
 export function formatWhen(atMs: number, nowMs: number): string {
+  if (!isDateInstant(atMs)) return formatInstant(atMs);
   return `${formatInstant(atMs)} (${formatRelative(atMs, nowMs)})`;
 }

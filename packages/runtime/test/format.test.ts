@@ -49,4 +49,15 @@ describe("formatting times", () => {
     expect(formatInstant(NOW)).toBe("2026-12-01T10:00:00.000Z");
     expect(formatWhen(NOW + 300_000, NOW)).toBe("2026-12-01T10:05:00.000Z (in 5 min)");
   });
+
+  it("an instant no Date holds (a v1 peer's run_at_ms) is shown as the number read, never thrown on", () => {
+    // 9223372036854775807 as a driver reads it into a number.
+    expect(formatInstant(Number("9223372036854775807"))).toBe("9223372036854776000 ms since the epoch (beyond the year 275760)");
+    expect(formatInstant(8_640_000_000_000_001)).toBe("8640000000000001 ms since the epoch (beyond the year 275760)");
+    expect(formatInstant(-8_640_000_000_000_001)).toBe("-8640000000000001 ms since the epoch (before the year -271821)");
+    expect(formatInstant(Number.NaN)).toBe("NaN ms since the epoch (not a number)");
+    expect(formatWhen(8_640_000_000_000_001, NOW)).toBe("8640000000000001 ms since the epoch (beyond the year 275760)");
+    // The last instant a Date holds is still a date.
+    expect(formatInstant(8_640_000_000_000_000)).toBe("+275760-09-13T00:00:00.000Z");
+  });
 });

@@ -5,9 +5,9 @@
 import type { CairnQ } from "@cairnq/client";
 import { describeStepWait } from "@cairnq/client";
 import type { ListInput, StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { CANCELABLE_STATUSES, hasGroupReads, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import { CANCELABLE_STATUSES, hasGroupReads, PARK_FOREVER_AT_MS, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
-import { describeError, formatDuration, formatInstant, formatRelative } from "@cairnq/runtime";
+import { describeError, formatDuration, formatRelative, formatWhen } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
 import { paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
@@ -135,7 +135,7 @@ function stepLines(steps: readonly StepRecord[], now: number): string {
               : s.kind === "sleep"
                 ? "slept"
                 : `→ ${truncate(JSON.stringify(s.result) ?? "null", 60)}`;
-      return `  ${(names[i] as string).padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatInstant(s.atMs)} (${formatRelative(s.atMs, now)})  ${detail}`;
+      return `  ${(names[i] as string).padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatWhen(s.atMs, now)}  ${detail}`;
     })
     .join("\n");
 }
@@ -144,7 +144,7 @@ function stepLines(steps: readonly StepRecord[], now: number): string {
 export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise<CommandOutput> {
   const task = await existing(client, requireTaskId(id));
   const now = io.now();
-  const when = (ms: number | null): string => (ms === null ? "—" : `${formatInstant(ms)} (${formatRelative(ms, now)})`);
+  const when = (ms: number | null): string => (ms === null ? "—" : formatWhen(ms, now));
   const fields: [string, string][] = [
     ["id", task.id],
     ["name", printable(task.name)],
@@ -155,7 +155,8 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
     ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${JSON.stringify(task.message)}`}`],
     ["worker", task.worker_id === null ? "—" : printable(task.worker_id)],
     ["lease until", when(task.lease_until_ms)],
-    ["run at", when(task.run_at_ms)],
+    // A wait without a timeout parks until PARK_FOREVER_AT_MS, which means "no deadline", not a date in the year 275760.
+    ["run at", task.run_at_ms === PARK_FOREVER_AT_MS ? "never (no deadline)" : when(task.run_at_ms)],
     ["created", when(task.created_at_ms)],
     ["updated", when(task.updated_at_ms)],
     ["completed", when(task.completed_at_ms)],

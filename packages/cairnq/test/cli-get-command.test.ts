@@ -1,0 +1,77 @@
+/**
+ * `cairnq get` on rows it must show as they are: a `run_at_ms` past what a
+ * JavaScript `Date` holds (a v1 peer may write 9223372036854775807: docs/protocol.md,
+ * "Delay limit"), and a wait's park without a deadline (`PARK_FOREVER_AT_MS`).
+ */
+import type { CairnQ } from "@cairnq/client";
+import type { StepRecord, Task } from "@cairnq/protocol";
+import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { describe, expect, it } from "vitest";
+import { getCommand } from "../src/cli/commands.js";
+import type { CliIo } from "../src/cli/output.js";
+
+const NOW = Date.UTC(2026, 11, 1, 10, 0, 0);
+const io: CliIo = { out: () => {}, err: () => {}, color: false, env: {}, now: () => NOW };
+const ID = "task_01J0000000000000000000000A";
+
+function row(fields: Partial<Task>): Task {
+  return {
+    id: ID,
+    name: "far",
+    queue: "default",
+    status: "queued",
+    payload: {},
+    result: null,
+    error: null,
+    metadata: {},
+    progress: null,
+    message: null,
+    attempt: 0,
+    max_attempts: 3,
+    priority: 0,
+    worker_id: null,
+    lease_until_ms: null,
+    run_at_ms: NOW,
+    cancel_requested_at_ms: null,
+    parent_id: null,
+    root_id: ID,
+    correlation_id: null,
+    created_at_ms: NOW - 5000,
+    updated_at_ms: NOW - 5000,
+    completed_at_ms: null,
+    ...fields,
+  };
+}
+
+function clientOf(task: Task, steps: StepRecord[] | null = null): CairnQ {
+  return {
+    get: () => Promise.resolve(task),
+    steps: () => Promise.resolve(steps ?? []),
+    store: { capabilities: { durableSteps: steps !== null } },
+  } as unknown as CairnQ;
+}
+
+describe("getCommand", () => {
+  it("shows a run_at_ms no Date holds as the number read, instead of failing with 'Invalid time value'", async () => {
+    const out = await getCommand(clientOf(row({ run_at_ms: Number("9223372036854775807") })), io, ID);
+    expect(out.text).toMatch(/run at\s+9223372036854776000 ms since the epoch \(beyond the year 275760\)/);
+  });
+
+  it("shows a park without a deadline as never, not as a date in the year 275760", async () => {
+    const wait: StepRecord = {
+      name: "approval",
+      kind: "wait",
+      status: "waiting",
+      result: null,
+      error: null,
+      attempt: 1,
+      atMs: NOW - 1000,
+      wakeAtMs: PARK_FOREVER_AT_MS,
+      waitingFor: "approval",
+      seq: 1,
+    };
+    const out = await getCommand(clientOf(row({ run_at_ms: PARK_FOREVER_AT_MS }), [wait]), io, ID);
+    expect(out.text).toMatch(/run at\s+never \(no deadline\)\n/);
+    expect(out.text).not.toContain("275760");
+  });
+});
