@@ -1,7 +1,8 @@
 /**
  * `cairnq get` on rows it must show as they are: a `run_at_ms` past what a
  * JavaScript `Date` holds (a v1 peer may write 9223372036854775807: docs/protocol.md,
- * "Delay limit"), and a wait's park without a deadline (`PARK_FOREVER_AT_MS`).
+ * "Delay limit"), a wait's park without a deadline (`PARK_FOREVER_AT_MS`), and
+ * the `waiting` entry a cancel leaves in a finished task's journal.
  */
 import type { CairnQ } from "@cairnq/client";
 import type { StepRecord, Task } from "@cairnq/protocol";
@@ -73,5 +74,26 @@ describe("getCommand", () => {
     const out = await getCommand(clientOf(row({ run_at_ms: PARK_FOREVER_AT_MS }), [wait]), io, ID);
     expect(out.text).toMatch(/run at\s+never \(no deadline\)\n/);
     expect(out.text).not.toContain("275760");
+  });
+
+  it("a finished task's waiting entry is where it was parked, not a wait still going on", async () => {
+    const nap: StepRecord = {
+      name: "nap",
+      kind: "sleep",
+      status: "waiting",
+      result: null,
+      error: null,
+      attempt: 1,
+      atMs: NOW - 1000,
+      wakeAtMs: NOW + 3_540_000,
+      waitingFor: null,
+      seq: 1,
+    };
+    const canceled = await getCommand(clientOf(row({ status: "canceled", completed_at_ms: NOW, run_at_ms: NOW + 3_540_000 }), [nap]), io, ID);
+    expect(canceled.text).toMatch(/nap\s+sleep\s+waiting\s+attempt 1 .* parked here when the task ended canceled: no longer waiting$/m);
+    expect(canceled.text).not.toContain("waiting for the end of sleep");
+    // While it is queued, the same entry is what it waits for.
+    const parked = await getCommand(clientOf(row({ run_at_ms: NOW + 3_540_000 }), [nap]), io, ID);
+    expect(parked.text).toContain("waiting for the end of sleep 'nap' 2026-12-01T10:59:00.000Z (in 59 min)");
   });
 });

@@ -8,6 +8,7 @@
 import type { FlowReadStore, GroupReadStore, RateWindows, StepRecord, Task, TaskGroupInfo, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { hasFlowReads, hasGroupReads, holdingRateWindow, InvalidArgument } from "@cairnq/protocol";
 import { applyBranches, RECOVER } from "@cairnq/protocol/adapter";
+import { parkedOn } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatInstant, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
@@ -78,6 +79,11 @@ export interface ExplainContext {
    * a window is `null` when no claim recorded its limit. @default null (neither)
    */
   readonly rateWindows?: RateWindows | null;
+  /**
+   * The task's durable-steps journal, from a store with durable steps: a journal shows a worker ran the task
+   * even when its `attempt` reads 0 (a park gives its attempt back). @default null (not read)
+   */
+  readonly steps?: readonly StepRecord[] | null;
 }
 
 /** What {@link explainTask} says: the {@link Explanation} without the row and the evidence it was given. */
@@ -305,12 +311,7 @@ export function explainTask(task: Task, ctx: ExplainContext): Verdict {
     }
     case "canceled": {
       const done = task.completed_at_ms ?? task.updated_at_ms;
-      const how =
-        task.cancel_requested_at_ms !== null
-          ? `while running under ${worker} (cancel requested ${formatWhen(task.cancel_requested_at_ms, nowMs)})`
-          : task.attempt === 0
-            ? "while queued, before any worker claimed it"
-            : "while queued between attempts";
+      const how = task.cancel_requested_at_ms !== null ? `while running under ${worker} (cancel requested ${formatWhen(task.cancel_requested_at_ms, nowMs)})` : canceledQueued(task, ctx.steps ?? null);
       return {
         taskId: task.id,
         state: "canceled",
@@ -319,6 +320,18 @@ export function explainTask(task: Task, ctx: ExplainContext): Verdict {
       };
     }
   }
+}
+
+/**
+ * Where a task canceled while queued stood. Its `attempt` alone cannot say whether a worker ever ran it: a
+ * park gives its attempt back, so a task canceled while parked on its first run reads attempt 0 too. Its
+ * journal can: any entry was written by a worker that ran it.
+ */
+function canceledQueued(task: Task, steps: readonly StepRecord[] | null): string {
+  const parked = steps === null ? null : parkedOn(steps);
+  if (parked !== null) return `while parked on ${parked.kind} '${parked.name}' (a worker ran it and it parked there; a park gives its attempt back)`;
+  if (steps !== null && steps.length > 0) return "while queued to be resumed (a worker ran it and recorded steps; a park gives its attempt back)";
+  return task.attempt === 0 ? "while queued, before any worker claimed it" : "while queued between attempts";
 }
 
 /**
@@ -348,5 +361,5 @@ export async function explain(
   const due = task.status === "queued" && task.run_at_ms <= nowMs;
   const group = due && hasGroupReads(store as TaskStore) ? await (store as TaskStore & GroupReadStore).taskGroup(task.id) : null;
   const rateWindows = due && hasFlowReads(store as TaskStore) ? await (store as TaskStore & FlowReadStore).rateWindows(task.name, group?.group ?? null) : null;
-  return { ...explainTask(task, { nowMs, activity, group, rateWindows }), activity, task, steps };
+  return { ...explainTask(task, { nowMs, activity, group, rateWindows, steps }), activity, task, steps };
 }

@@ -5,7 +5,7 @@
 import type { CairnQ } from "@cairnq/client";
 import { describeStepWait } from "@cairnq/client";
 import type { ListInput, StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { CANCELABLE_STATUSES, hasGroupReads, PARK_FOREVER_AT_MS, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
+import { CANCELABLE_STATUSES, hasGroupReads, isTerminalStatus, PARK_FOREVER_AT_MS, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { describeError, formatDuration, formatRelative, formatWhen } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
@@ -119,15 +119,20 @@ function jsonBlock(value: unknown): string {
     .join("\n");
 }
 
-/** The durable-steps journal as a timeline: one line per entry, what a waiting one waits for. */
-function stepLines(steps: readonly StepRecord[], now: number): string {
+/**
+ * The durable-steps journal as a timeline: one line per entry, what a waiting one waits for. A finished
+ * task waits for nothing: its `waiting` entry is where it was parked when it ended (a cancel leaves it).
+ */
+function stepLines(steps: readonly StepRecord[], now: number, task: Task): string {
   const names = steps.map((s) => printable(s.name));
   const width = Math.max(...names.map((n) => n.length));
   return steps
     .map((s, i) => {
       const detail =
         s.status === "waiting"
-          ? `waiting for ${printable(describeStepWait(s, now))}`
+          ? isTerminalStatus(task.status)
+            ? `parked here when the task ended ${task.status}: no longer waiting`
+            : `waiting for ${printable(describeStepWait(s, now))}`
           : s.status === "failed"
             ? `failed: ${printable(describeError(s.error) ?? JSON.stringify(s.error))}`
             : s.kind === "spawn"
@@ -171,7 +176,7 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
   if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${printable(describeError(task.error) ?? "", { lines: true })}\n${jsonBlock(task.error)}`);
   const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
-  if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now)}`);
+  if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now, task)}`);
   return { json: steps === null ? { task } : { task, steps }, text: lines.join("\n") };
 }
 

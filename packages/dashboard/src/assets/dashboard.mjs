@@ -405,8 +405,14 @@ function taskLink(id) {
   return el("button", { type: "button", class: "link", onclick: () => select(id) }, id);
 }
 
-/** What a journal entry waiting on something waits for, from its fields (the server's explanation words it for the parked one). */
-function stepDetail(step) {
+/**
+ * What a journal entry waiting on something waits for, from its fields (the server's explanation words it for the parked one).
+ * A finished task waits for nothing: its `waiting` entry is where it was parked when it ended (a cancel leaves it).
+ */
+function stepDetail(step, taskStatus) {
+  if (step.status === "waiting" && (taskStatus === "succeeded" || taskStatus === "failed" || taskStatus === "canceled")) {
+    return el("span", { class: "dim" }, `parked here when the task ended ${taskStatus}: no longer waiting`);
+  }
   if (step.status === "waiting") {
     if (step.kind === "wait") return el("span", {}, `waiting for message '${String(step.waitingFor)}'`, step.wakeAtMs !== null && step.wakeAtMs < 8.64e15 ? [" until ", when(step.wakeAtMs)] : null);
     if (step.kind === "join") return el("span", {}, `waiting for ${Array.isArray(step.waitingFor) ? step.waitingFor.length : 0} children`);
@@ -419,7 +425,7 @@ function stepDetail(step) {
   return el("span", { class: "mono" }, text.length > 80 ? `${text.slice(0, 79)}…` : text);
 }
 
-function stepsTimeline(steps) {
+function stepsTimeline(steps, taskStatus) {
   if (!Array.isArray(steps) || steps.length === 0) return null;
   return [
     el("h4", {}, `Steps (${steps.length})`),
@@ -427,7 +433,7 @@ function stepsTimeline(steps) {
       "ol",
       { class: "steps", "data-testid": "steps" },
       steps.map((s) =>
-        el("li", { class: `step-${s.status}` }, el("span", { class: "mono" }, s.name), el("span", { class: "dim" }, s.kind), el("span", { class: `pill s-${s.status === "done" ? "succeeded" : s.status === "failed" ? "failed" : "queued"}` }, s.status), stepDetail(s), el("span", { class: "dim" }, `attempt ${s.attempt}`), when(s.atMs)),
+        el("li", { class: `step-${s.status}` }, el("span", { class: "mono" }, s.name), el("span", { class: "dim" }, s.kind), el("span", { class: `pill s-${s.status === "done" ? "succeeded" : s.status === "failed" ? "failed" : "queued"}` }, s.status), stepDetail(s, taskStatus), el("span", { class: "dim" }, `attempt ${s.attempt}`), when(s.atMs)),
       ),
     ),
   ];
@@ -496,7 +502,7 @@ function renderDetail(data) {
     children.length === 0 && childrenCut === null
       ? null
       : [el("h4", {}, childrenCut === null ? `Children (${children.length})` : `Children (showing ${children.length})`), childrenNote(childrenCut, children.length, childrenLimits), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), el("span", { class: "dim" }, c.name))))],
-    stepsTimeline(explanation.steps),
+    stepsTimeline(explanation.steps, task.status),
     el("h4", {}, "Payload"),
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),
     task.result === null ? null : [el("h4", {}, "Result"), el("div", { "data-testid": "result" }, jsonBlock(task.result))],

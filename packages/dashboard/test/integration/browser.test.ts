@@ -323,6 +323,13 @@ for (const make of [sqlite, postgres]) {
       await expect(timeline.locator("li").nth(1).textContent()).resolves.toContain("waiting for message 'approval'");
       await page.evaluate("window.scrollTo(0, 0)");
       await page.screenshot({ path: join(artifacts, `${backend.name}-steps-detail.png`), fullPage: true });
+
+      // Canceled while parked: the entry stays `waiting` in the journal, but the task waits for nothing any more.
+      await store.cancel(task.id);
+      await page.locator("#detail button.close").click();
+      await page.locator(`#task-rows tr[data-id="${task.id}"]`).click();
+      await detail.getByTestId("explain").filter({ hasText: "while parked on wait 'approval'" }).waitFor();
+      await expect(detail.getByTestId("steps").locator("li").nth(1).textContent()).resolves.toContain("parked here when the task ended canceled: no longer waiting");
     });
 
     it("shows a finished task's result, its parent and its children, and follows the links", async () => {
