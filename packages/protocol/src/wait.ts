@@ -261,16 +261,19 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
  * with `durableSteps`), else, once due, its group's counts (a store with group reads). Read-only, and evidence
  * only: a read that fails is left out, so the wait still ends with its `TaskTimeout`.
  */
-async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Promise<Pick<TimeoutContext, "parked" | "group">> {
+async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Promise<Pick<TimeoutContext, "parked" | "group" | "journalEntries">> {
   try {
+    let journalEntries: number | null = null;
     if (store.capabilities.durableSteps === true) {
-      const parked = parkedOn(await (store as TaskStepStore).steps(task.id));
-      if (parked !== null) return { parked, group: null };
+      const steps = await (store as TaskStepStore).steps(task.id);
+      const parked = parkedOn(steps);
+      if (parked !== null) return { parked, group: null, journalEntries: steps.length };
+      journalEntries = steps.length;
     }
     const group = task.run_at_ms <= nowMs && hasGroupReads(store) ? await store.taskGroup(task.id) : null;
-    return { parked: null, group };
+    return { parked: null, group, journalEntries };
   } catch {
-    return { parked: null, group: null };
+    return { parked: null, group: null, journalEntries: null };
   }
 }
 
@@ -307,6 +310,11 @@ export interface TimeoutContext {
   readonly parked?: StepRecord | null;
   /** A due queued task's group and its counts, if it has one and the store reads groups. @default null */
   readonly group?: TaskGroupInfo | null;
+  /**
+   * How many entries the task's durable-steps journal holds, if read. Any shows a worker ran it: a park gives
+   * its attempt back, so a task resumed after a sleep reads attempt 0 without being "never claimed". @default null
+   */
+  readonly journalEntries?: number | null;
 }
 
 function lastError(task: Task): string {
@@ -320,7 +328,8 @@ function lastError(task: Task): string {
  * a durable sleep, wait or join; delayed or retrying, with the time to its next
  * run; queued at its group's `groupConcurrency`; queued and never claimed (no
  * worker for that name, queue or database — or a worker's limit on the name,
- * which this read does not check: `explain` reads a full rate window); running
+ * which this read does not check: `explain` reads a full rate window), or due
+ * to be resumed after a park (its journal shows a worker ran it); running
  * with a cancel requested; running.
  *
  * @example
@@ -364,6 +373,12 @@ export function describeTimeout(context: TimeoutContext): string {
         state =
           `queued${task.attempt === 0 ? "" : ` again after ${attempts}${lastError(task)}`}, waiting on its group's limit: group ${group.group}: ` +
           `${group.running} of ${group.groupConcurrency} running (groupConcurrency of '${task.name}'), ${group.queued} queued — it is claimed when one of them ends`;
+      } else if (task.attempt === 0 && (context.journalEntries ?? 0) > 0) {
+        const entries = context.journalEntries as number;
+        state =
+          `queued to be resumed after it parked (a worker ran it: its journal holds ${entries} entr${entries === 1 ? "y" : "ies"}; a park gives its attempt back), ` +
+          `due and not yet resumed — is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database? ` +
+          `If one is, it is busy or held back by a limit it sets on '${task.name}' (${limits}), which this message does not check (explain tells a full rate window)`;
       } else if (task.attempt === 0) {
         state =
           `queued and never claimed — is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database? ` +

@@ -448,6 +448,21 @@ describe("waitForTask's evidence for a queued task at the deadline", () => {
     expect(error.message).toContain(": queued, waiting on its group's limit: group acme: 1 of 1 running (groupConcurrency of 'summarize'), 1 queued");
   });
 
+  it("due after its sleep ended, attempt 0: the journal shows a worker ran it, so never 'never claimed'", async () => {
+    const slept = { ...waiting, status: "done" as const };
+    const { f, store } = evidenceStore(queuedRow(), { steps: async () => [done, slept] });
+    const error = await timeoutOf(waitForTask(store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, f.deps));
+    expect(error.message).toContain(
+      ": queued to be resumed after it parked (a worker ran it: its journal holds 2 entries; a park gives its attempt back), due and not yet resumed — " +
+        "is a worker running with a handler for 'summarize' on queue 'default' against this database?",
+    );
+    expect(error.message).not.toContain("never claimed");
+    expect(describeTimeout({ id: ID, key: null, timeoutMs: 5, nowMs: NOW, task: queuedRow(), journalEntries: 1 })).toContain("its journal holds 1 entry;");
+    // An empty journal says nothing against "never claimed".
+    const empty = evidenceStore(queuedRow(), { steps: async () => [] });
+    expect((await timeoutOf(waitForTask(empty.store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, empty.f.deps))).message).toContain(": queued and never claimed — ");
+  });
+
   it("a delayed task's group is not read; a read that fails leaves the evidence out and the wait still times out", async () => {
     let groupReads = 0;
     const delayed = evidenceStore(queuedRow({ run_at_ms: NOW + 900 }), { taskGroup: async () => (groupReads += 1) });
