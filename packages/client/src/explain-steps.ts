@@ -4,11 +4,41 @@
  * parked task is an ordinary queued row that is not due, which without its
  * journal would read as "delayed".
  */
-import type { StepRecord, Task } from "@cairnq/protocol";
-import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import type { StepRecord, Task, TaskRef, TaskStore } from "@cairnq/protocol";
+import { isTerminal, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import { parkedOn } from "@cairnq/protocol/sdk";
 import { formatWhen } from "@cairnq/runtime";
 import type { Verdict } from "./explain.js";
+
+/** What `explain` read about a parked task beyond its journal. */
+export interface ParkedEvidence {
+  /**
+   * A join's children: the first of them (in the join's order) that has not finished, or `null` when every one
+   * has (a purged child counts as finished: the join returns `null` for it). `undefined`: not read.
+   */
+  readonly unfinishedChild?: TaskRef | null;
+}
+
+/** How many children's statuses {@link readJoinChildren} reads at once. */
+const CHILD_READS_AT_ONCE = 16;
+
+/**
+ * The first child of `ids` that has not finished, or `null` when all have, from their statuses
+ * (`getStatus`, a few at a time, stopping at the first unfinished one): whether a join is satisfied.
+ *
+ * @example
+ * ```ts
+ * const unfinished = await readJoinChildren(store, ["task_01…", "task_01…"]);
+ * ```
+ */
+export async function readJoinChildren(store: Pick<TaskStore, "getStatus">, ids: readonly string[]): Promise<TaskRef | null> {
+  for (let i = 0; i < ids.length; i += CHILD_READS_AT_ONCE) {
+    const refs = await Promise.all(ids.slice(i, i + CHILD_READS_AT_ONCE).map((id) => store.getStatus(id)));
+    const unfinished = refs.find((ref) => ref !== null && !isTerminal(ref));
+    if (unfinished !== undefined && unfinished !== null) return unfinished;
+  }
+  return null;
+}
 
 /**
  * What a journal entry that is `waiting` waits for, in words, at `nowMs`:
@@ -20,7 +50,7 @@ import type { Verdict } from "./explain.js";
  * for (const s of await client.steps(id)) if (s.status === "waiting") console.log(describeStepWait(s, Date.now()));
  * ```
  */
-export function describeStepWait(step: StepRecord, nowMs: number): string {
+export function describeStepWait(step: StepRecord, nowMs: number, evidence: ParkedEvidence & { readonly due?: boolean } = {}): string {
   const until = step.wakeAtMs === null || step.wakeAtMs >= PARK_FOREVER_AT_MS ? null : step.wakeAtMs;
   switch (step.kind) {
     case "sleep":
@@ -32,7 +62,10 @@ export function describeStepWait(step: StepRecord, nowMs: number): string {
       );
     case "join": {
       const ids = Array.isArray(step.waitingFor) ? step.waitingFor : [];
-      return `${ids.length} child task${ids.length === 1 ? "" : "s"} to finish (join '${step.name}'; checked again ${until === null ? "when one finishes" : formatWhen(until, nowMs)} at the latest)`;
+      const child = evidence.unfinishedChild === undefined || evidence.unfinishedChild === null ? "" : `; ${evidence.unfinishedChild.id} is still ${evidence.unfinishedChild.status}`;
+      // A task already due is looked at when a worker claims it, not at the re-check.
+      const check = evidence.due === true ? "" : `; checked again ${until === null ? "when one finishes" : formatWhen(until, nowMs)} at the latest`;
+      return `${ids.length} child task${ids.length === 1 ? "" : "s"} to finish (join '${step.name}'${child}${check})`;
     }
     case "step":
     case "spawn":
@@ -40,19 +73,36 @@ export function describeStepWait(step: StepRecord, nowMs: number): string {
   }
 }
 
-/** The verdict for a queued task parked on a durable step, or `null` when it is not parked. */
-export function parkedVerdict(task: Task, steps: readonly StepRecord[], nowMs: number): Verdict | null {
+/**
+ * The verdict for a queued task parked on a durable step, or `null` when it is not parked. A join whose
+ * children have all finished (`evidence.unfinishedChild === null`) is satisfied: the task waits only for a
+ * worker to resume it, at once when it is due, else when the join looks again (its `run_at_ms`).
+ */
+export function parkedVerdict(task: Task, steps: readonly StepRecord[], nowMs: number, evidence: ParkedEvidence = {}): Verdict | null {
   if (task.status !== "queued") return null;
   const step = parkedOn(steps);
   if (step === null) return null;
   const recorded = steps.filter((s) => s.status === "done").length;
-  const due = task.run_at_ms <= nowMs ? ` It is due now: a worker with a handler for '${task.name}' resumes it from the top, recorded steps replaying.` : "";
+  const after = `after ${recorded} recorded step${recorded === 1 ? "" : "s"}`;
+  const isDue = task.run_at_ms <= nowMs;
+  const due = isDue ? ` It is due now: a worker with a handler for '${task.name}' resumes it from the top, recorded steps replaying.` : "";
+  const base = { taskId: task.id, state: "parked" as const };
+  if (step.kind === "join" && evidence.unfinishedChild === null) {
+    const count = Array.isArray(step.waitingFor) ? step.waitingFor.length : 0;
+    const resume = isDue
+      ? ` It is due now: a worker with a handler for '${task.name}' resumes it from the top, recorded steps replaying, and the join returns the children's rows.`
+      : ` A worker with a handler for '${task.name}' resumes it when the join looks again, ${formatWhen(task.run_at_ms, nowMs)}, and the join returns the children's rows.`;
+    return {
+      ...base,
+      atMs: task.run_at_ms,
+      summary:
+        `Parked on join '${step.name}' (no worker holds it, no attempt is used), ${after}: ` +
+        `${count === 1 ? "the child task it joins has" : `all ${count} child tasks it joins have`} finished, so the join is satisfied.${resume}`,
+    };
+  }
   return {
-    taskId: task.id,
-    state: "parked",
+    ...base,
     atMs: step.wakeAtMs !== null && step.wakeAtMs < PARK_FOREVER_AT_MS ? step.wakeAtMs : null,
-    summary:
-      `Parked (no worker holds it, no attempt is used): ${step.kind === "sleep" ? "sleeping" : "waiting"} for ${describeStepWait(step, nowMs)}, ` +
-      `after ${recorded} recorded step${recorded === 1 ? "" : "s"}.${due}`,
+    summary: `Parked (no worker holds it, no attempt is used): ${step.kind === "sleep" ? "sleeping" : "waiting"} for ${describeStepWait(step, nowMs, { ...evidence, due: isDue })}, ${after}.${due}`,
   };
 }

@@ -13,7 +13,7 @@ import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatInstant, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
 import { readQueueActivity } from "./queue-activity.js";
-import { parkedVerdict } from "./explain-steps.js";
+import { parkedVerdict, readJoinChildren } from "./explain-steps.js";
 
 /** Where a task stands, as a word a script can switch on. */
 export type ExplainState =
@@ -345,7 +345,7 @@ function canceledQueued(task: Task, steps: readonly StepRecord[] | null): string
  * ```
  */
 export async function explain(
-  store: Pick<TaskStore, "get" | "list" | "stats"> & { readonly capabilities?: TaskStore["capabilities"] },
+  store: Pick<TaskStore, "get" | "getStatus" | "list" | "stats"> & { readonly capabilities?: TaskStore["capabilities"] },
   id: string,
   options?: ExplainOptions,
   clock: Pick<RuntimeClock, "now"> = systemClock,
@@ -355,7 +355,10 @@ export async function explain(
   const task = await store.get(id);
   if (task === null) return null;
   const steps = store.capabilities?.durableSteps === true ? await (store as TaskStepStore).steps(id) : null;
-  const parked = steps === null ? null : parkedVerdict(task, steps, nowMs);
+  const parkedStep = steps === null || task.status !== "queued" ? null : parkedOn(steps);
+  // A join is satisfied once its children have finished, which only their rows tell (the journal entry stays `waiting`).
+  const unfinishedChild = parkedStep?.kind === "join" && Array.isArray(parkedStep.waitingFor) ? await readJoinChildren(store, parkedStep.waitingFor) : undefined;
+  const parked = steps === null ? null : parkedVerdict(task, steps, nowMs, unfinishedChild === undefined ? {} : { unfinishedChild });
   if (parked !== null) return { ...parked, activity: null, task, steps };
   const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
   const due = task.status === "queued" && task.run_at_ms <= nowMs;

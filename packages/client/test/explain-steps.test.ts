@@ -4,9 +4,10 @@
  * cannot (a park gives its attempt back, so attempt 0 does not mean "never
  * claimed").
  */
-import type { StepRecord, Task } from "@cairnq/protocol";
+import type { StepRecord, Task, TaskRef } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
-import { explainTask } from "../src/explain.js";
+import { explain, explainTask } from "../src/explain.js";
+import { parkedVerdict, readJoinChildren } from "../src/explain-steps.js";
 import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
 const NOW = EXPLAIN_NOW;
@@ -40,5 +41,64 @@ describe("explainTask of a canceled task with a journal", () => {
 
   it("canceled with an empty journal on attempt 0: never claimed", () => {
     expect(explainTask(row({ status: "canceled", completed_at_ms: NOW }), { nowMs: NOW, steps: [] }).summary).toContain("while queued, before any worker claimed it");
+  });
+});
+
+describe("a task parked on a join", () => {
+  const KID = "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XA";
+  const KID2 = "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XB";
+  const join = stepRow({ name: "kids", kind: "join", status: "waiting", wakeAtMs: NOW + 29_000, waitingFor: [KID], seq: 2 });
+  const spawn = stepRow({ name: "kid", kind: "spawn", result: KID });
+
+  it("its child finished and a settlement woke it: satisfied and due now, not 'waiting for 1 child task to finish … checked again in 29 s'", () => {
+    const parent = row({ run_at_ms: NOW - 1000 });
+    const verdict = parkedVerdict(parent, [spawn, join], NOW, { unfinishedChild: null });
+    expect(verdict).toEqual({
+      taskId: parent.id,
+      state: "parked",
+      atMs: NOW - 1000,
+      summary:
+        "Parked on join 'kids' (no worker holds it, no attempt is used), after 1 recorded step: the child task it joins has finished, so the join is satisfied. " +
+        "It is due now: a worker with a handler for 'email' resumes it from the top, recorded steps replaying, and the join returns the children's rows.",
+    });
+  });
+
+  it("its children finished without a wake (lease recovery ended one): resumed when the join looks again", () => {
+    const parent = row({ run_at_ms: NOW + 29_000 });
+    const { summary, atMs } = parkedVerdict(parent, [spawn, { ...join, waitingFor: [KID, KID2] }], NOW, { unfinishedChild: null }) ?? { summary: "", atMs: null };
+    expect(summary).toContain("all 2 child tasks it joins have finished, so the join is satisfied. A worker with a handler for 'email' resumes it when the join looks again, 2026-12-01T10:00:29.000Z (in 29 s)");
+    expect(atMs).toBe(NOW + 29_000);
+  });
+
+  it("a child still running: names it; once due, no 'checked again' that contradicts 'due now'", () => {
+    const running: TaskRef = { id: KID2, status: "running" };
+    const waiting = parkedVerdict(row({ run_at_ms: NOW + 29_000 }), [spawn, { ...join, waitingFor: [KID, KID2] }], NOW, { unfinishedChild: running });
+    expect(waiting?.summary).toContain(`waiting for 2 child tasks to finish (join 'kids'; ${KID2} is still running; checked again 2026-12-01T10:00:29.000Z (in 29 s) at the latest)`);
+    const due = parkedVerdict(row({ run_at_ms: NOW - 1000 }), [spawn, { ...join, waitingFor: [KID, KID2] }], NOW, { unfinishedChild: running });
+    expect(due?.summary).toContain(`waiting for 2 child tasks to finish (join 'kids'; ${KID2} is still running), after 1 recorded step. It is due now`);
+    expect(due?.summary).not.toContain("checked again");
+  });
+
+  it("explain reads the children's statuses: a purged child counts as finished; the first unfinished one is named", async () => {
+    const statuses = new Map<string, TaskRef | null>([
+      [KID, { id: KID, status: "succeeded" }],
+      [KID2, null],
+    ]);
+    const parent = row({ run_at_ms: NOW - 1000 });
+    const store = {
+      capabilities: { durableSteps: true },
+      get: () => Promise.resolve(parent),
+      getStatus: (id: string) => Promise.resolve(statuses.get(id) ?? null),
+      steps: () => Promise.resolve([spawn, { ...join, waitingFor: [KID, KID2] }]),
+      list: () => Promise.reject(new Error("a parked task reads no queue activity")),
+      stats: () => Promise.reject(new Error("a parked task reads no queue activity")),
+    };
+    expect((await explain(store as never, parent.id, { nowMs: NOW }))?.summary).toContain("all 2 child tasks it joins have finished, so the join is satisfied");
+    statuses.set(KID2, { id: KID2, status: "queued" });
+    expect((await explain(store as never, parent.id, { nowMs: NOW }))?.summary).toContain(`(join 'kids'; ${KID2} is still queued)`);
+    expect(await readJoinChildren(store, [])).toBeNull();
+    // Past the first few reads at once, the rest are read too.
+    const many = Array.from({ length: 40 }, (_, i) => `task_${i}`);
+    expect(await readJoinChildren({ getStatus: (id) => Promise.resolve({ id, status: id === "task_39" ? "queued" : "failed" }) }, many)).toEqual({ id: "task_39", status: "queued" });
   });
 });
