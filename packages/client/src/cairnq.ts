@@ -126,7 +126,7 @@ export class CairnQ {
    * `cancel`, `retry` (and by-key, bulk) writes, and its reads, run inside
    * `trx`, so a task exists if and only if your transaction commits — the
    * transactional outbox without an outbox table. Needs a store with
-   * `capabilities.transactionalComplete` (SQLite, Postgres).
+   * `capabilities.transactionalComplete` (SQLite, Postgres, MySQL).
    *
    * On Postgres `trx` is the `trx` of `db.transaction().execute(async (trx) => …)`
    * on a Kysely instance over the same database and schema. On SQLite use
@@ -139,6 +139,7 @@ export class CairnQ {
    * `close()` on it closes only the binding.
    *
    * @throws UnsupportedBackend when the store has no transaction support.
+   * @throws CairnQError when this client is already bound to a transaction (use it directly).
    * @example
    * ```ts
    * await pgDb.transaction().execute(async (trx) => {
@@ -148,11 +149,18 @@ export class CairnQ {
    * ```
    */
   withTransaction(trx: unknown): CairnQ {
+    if (this.#inTransaction) {
+      // Checked first: a bound client's store is a transaction view, whose capabilities say it binds nothing more.
+      throw new CairnQError(
+        "withTransaction cannot run on a client already bound to a transaction (this client came from withTransaction): " +
+          "use it directly, its writes already run in that transaction; to bind another transaction, call withTransaction on the unbound client",
+      );
+    }
     const store = this.store as TaskStore & Partial<TransactionalTaskStore>;
     if (!this.store.capabilities.transactionalComplete || typeof store.withTransaction !== "function") {
       const name = (this.store as { constructor?: { name?: unknown } }).constructor?.name;
       throw new UnsupportedBackend("withTransaction", typeof name === "string" && name !== "" && name !== "Object" ? name : "this", {
-        message: `withTransaction needs a store that writes in your transaction (capabilities.transactionalComplete: SQLiteStore, PostgresStore); this ${String(name)} has none`,
+        message: `withTransaction needs a store that writes in your transaction (capabilities.transactionalComplete: SQLiteStore, PostgresStore, MySQLStore); this ${String(name)} has none`,
       });
     }
     const bound = new CairnQ(store.withTransaction(trx), { logger: this.#logger, clock: this.#clock });

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "@cairnq/conformance";
-import { MAX_DELAY_MS, UnsupportedBackend } from "@cairnq/protocol";
+import { CairnQError, MAX_DELAY_MS, UnsupportedBackend } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { CairnQ } from "../src/index.js";
@@ -39,10 +39,38 @@ it("binds submit, cancel and retry to the transaction and refuses wait, call and
   await client.close();
 });
 
-it("throws UnsupportedBackend on a store without transactions", () => {
+it("refuses withTransaction on a client already bound to a transaction, saying so, not that the store has no transactions", async () => {
+  const store = new SQLiteStore(join(dir, "cairnq.db"));
+  const client = new CairnQ(store);
+  await store.transaction(store.db, async (trx) => {
+    const bound = client.withTransaction(trx);
+    const nested = ((): unknown => {
+      try {
+        bound.withTransaction(trx);
+        return null;
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(nested).toBeInstanceOf(CairnQError);
+    expect(nested).not.toBeInstanceOf(UnsupportedBackend);
+    expect((nested as Error).message).toBe(
+      "withTransaction cannot run on a client already bound to a transaction (this client came from withTransaction): " +
+        "use it directly, its writes already run in that transaction; to bind another transaction, call withTransaction on the unbound client",
+    );
+    // The bound client still works.
+    await bound.submit("job", {});
+  });
+  expect((await client.list()).map((task) => task.name)).toEqual(["job"]);
+  await client.close();
+});
+
+it("throws UnsupportedBackend on a store without transactions, naming every store that has them", () => {
   const client = new CairnQ(new MemoryStore());
   expect(() => client.withTransaction({})).toThrow(UnsupportedBackend);
-  expect(() => client.withTransaction({})).toThrow(/withTransaction needs a store that writes in your transaction/);
+  expect(() => client.withTransaction({})).toThrow(
+    "withTransaction needs a store that writes in your transaction (capabilities.transactionalComplete: SQLiteStore, PostgresStore, MySQLStore); this MemoryStore has none",
+  );
 });
 
 it("refuses a runAtDelayMs or debounce delay past MAX_DELAY_MS, from the client and from a transaction, writing nothing", async () => {
