@@ -6,7 +6,7 @@
  */
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, SubmitInput, Task } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
-import type { Params } from "@cairnq/protocol/adapter";
+import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
 import { decideRow, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
 
 interface Message {
@@ -23,8 +23,10 @@ export interface MemoryTaskTable {
   get(id: string): Task | undefined;
   set(row: Task): void;
   now(): number;
-  /** Inserts a task (no gate, no key); its row. */
-  insert(input: SubmitInput): Task;
+  /** The submit input checked and encoded (`normalizeSubmit`), nothing written. */
+  check(input: SubmitInput): NormalizedSubmit;
+  /** Inserts a checked task with root `rootId` (no gate, no key), in its group when it has one; its row. */
+  insert(submit: NormalizedSubmit, rootId: string): Task;
 }
 
 const OWNED = x.and(x.eq(x.col("id"), x.param("taskId", "text")), OWNER);
@@ -100,21 +102,21 @@ export class MemorySteps {
   spawnStep(input: SpawnStepInput): string {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
     if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
-    if (input.child.group !== undefined && input.child.group !== null) {
-      throw new InvalidArgument("group", "a spawned child cannot have a group yet: submit grouped children with ctx.submit inside a ctx.step (its id is then recorded once), and join them by id");
-    }
     if (input.child.debounce !== undefined && input.child.debounce !== null) {
       throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
     }
     if (input.child.key !== undefined && input.child.key !== null) {
       throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
     }
+    // Checked before anything is written, as the SQL stores do; the root is set from the parent row below.
+    const child = { ...input.child, parentId: String(params.taskId), rootId: null };
+    const checked = this.tasks.check(child);
     const task = this.#fence(params);
     const existing = this.#journals.get(task.id)?.get(String(params.stepName));
     if (existing?.status === "done") return existing.result as string;
-    const child = this.tasks.insert({ ...input.child, parentId: task.id, rootId: task.root_id ?? task.id });
-    this.#write(task, params, { kind: "spawn", status: "done", result: child.id, error: null, wakeAtMs: null, waitingFor: null });
-    return child.id;
+    const row = this.tasks.insert(checked, task.root_id ?? task.id);
+    this.#write(task, params, { kind: "spawn", status: "done", result: row.id, error: null, wakeAtMs: null, waitingFor: null });
+    return row.id;
   }
 
   send(input: SendInput): SendOutcome {

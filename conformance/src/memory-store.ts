@@ -177,9 +177,12 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
       get: (id) => this.#tasks.get(id),
       set: (row) => this.#tasks.set(row),
       now: () => this.#clock(),
-      insert: (input) => {
-        const row = buildInsert(SUBMIT, decoded(normalizeSubmit(input, newTaskId()).params), this.#clock());
+      check: (input) => normalizeSubmit(input, newTaskId()),
+      insert: (submit, rootId) => {
+        const row = buildInsert(SUBMIT, decoded({ ...submit.params, rootId }), this.#clock());
         this.#tasks.set(row);
+        // A grouped child is in its group as a grouped submit's task is.
+        if (submit.group !== null) this.#taskGroups.set(row.id, submit.group);
         return row;
       },
     });

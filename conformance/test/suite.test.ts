@@ -55,7 +55,7 @@ describe("defineConformanceSuite", () => {
     expect(suite.ran.length + suite.skipped.length).toBe(CONFORMANCE_CASES.length);
     expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...REPROBE_CASES, ...COMPLETE_REF_CASES, ...EXTENSION_CASES, ...STEP_CASES].sort());
     expect(STEP_CASES).toHaveLength(13);
-    expect(EXTENSION_CASES).toHaveLength(39);
+    expect(EXTENSION_CASES).toHaveLength(40);
     expect(COMPLETE_REF_CASES).toHaveLength(3);
     expect(REPROBE_CASES).toHaveLength(3);
     const entry = registered.find((r) => r.name.startsWith("s03-json-round-trip"));

@@ -501,6 +501,41 @@ export const debounceCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "group-spawn",
+    title: "a child spawned with a group (durable steps' spawnStep) is in its group as a grouped submit's task is: claims take it under its group's limits; an invalid group is refused with nothing written",
+    spec: "store.ts TaskStepStore.spawnStep, steps.ts, groups.ts",
+    skipUnless: needsGroups,
+    async run(t) {
+      // Where the store has durable steps.
+      if (typeof (t.store.inner as Partial<TaskStepStore>).spawnStep !== "function") return;
+      const s = t.store.inner as unknown as TaskStepStore;
+      const parent = await t.submitAndClaim(t.w1, "parent");
+      const owned = { taskId: parent.id, workerId: t.w1, attempt: parent.attempt };
+      const spawn = (name: string, seq: number, group: string): Promise<string> =>
+        s.spawnStep({ ...owned, name, seq, child: { name: "kid", payload: { group }, queue: "kids", group } });
+      const a1 = await spawn("a1", 1, "acme");
+      const a2 = await spawn("a2", 2, "acme");
+      const b1 = await spawn("b1", 3, "beta");
+      t.expect(await spawn("a1", 1, "acme")).toBe(a1);
+      await t.rejects(s.spawnStep({ ...owned, name: "bad", seq: 4, child: { name: "kid", queue: "kids", group: "" } }), InvalidArgument, "an empty group");
+      const kids = (await t.all()).filter((row) => row.name === "kid");
+      t.expect(kids.map((row) => row.id).sort()).toEqual([a1, a2, b1].sort());
+      for (const kid of kids) t.fields(kid, { parent_id: parent.id, root_id: parent.root_id, status: "queued" });
+      t.expect((await s.steps(parent.id)).map((e) => e.name)).toEqual(["a1", "a2", "b1"]);
+      const reads = t.store.inner as unknown as Partial<GroupReadStore>;
+      if (typeof reads.taskGroup === "function") t.expect(await reads.taskGroup(a2)).toEqual({ group: "acme", running: 0, queued: 2, groupConcurrency: null });
+      // Under groupConcurrency 1, one child per group runs at a time.
+      const claim = (workerId: string): Promise<Task[]> => t.claim(workerId, { queues: ["kids"], names: ["kid"], limit: 10, flowControl: { kid: { groupConcurrency: 1 } } });
+      const groupOf = (row: Task): string => (row.payload as { group: string }).group;
+      const first = await claim(t.w2);
+      t.expect(first.map(groupOf).sort()).toEqual(["acme", "beta"]);
+      t.expect(await claim(t.w3)).toEqual([]);
+      const acme = first.find((row) => groupOf(row) === "acme") as Task;
+      await t.store.complete({ taskId: acme.id, workerId: t.w2, attempt: acme.attempt, result: null });
+      t.expect((await claim(t.w3)).map((row) => row.id)).toEqual([acme.id === a1 ? a2 : a1]);
+    },
+  },
+  {
     id: "group-debounce-begun",
     title: "a debounced submit under a key whose queued task has begun (a durable step parked it) leaves it alone and inserts a new task the key points at",
     spec: "store.ts SubmitInput.debounce, debounce.ts, steps.ts",

@@ -202,7 +202,6 @@ export const stepCases: readonly ConformanceCase[] = [
       t.expect(children.map((row) => row.id).sort()).toEqual([a, b].sort());
       for (const child of children) t.fields(child, { parent_id: parent.id, root_id: parent.root_id, status: "queued" });
       await t.rejects(s.spawnStep({ ...owned, name: "c", seq: 3, child: { name: "child", key: "k" } }), InvalidArgument, "keyed child");
-      await t.rejects(s.spawnStep({ ...owned, name: "c", seq: 3, child: { name: "child", group: "g" } }), InvalidArgument, "grouped child");
       const join = { ...owned, name: "all", kind: "join" as const, seq: 3, childIds: [b, a], delayMs: 600_000 };
       t.expect(await s.parkStep(join)).toEqual({ kind: "parked", status: "queued" });
       // Another worker finishes the first child: the join wakes, re-checks and parks again.

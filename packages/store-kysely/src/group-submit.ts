@@ -38,8 +38,11 @@ const TOUCH_GROUP: StatementTemplate = {
     `INSERT INTO ${GROUPS_TABLE} (name, group_key, served_seq, active, touched) VALUES (${c.slot(NAME)}, ${c.slot(GROUP)}, 0, 1, 0) ${ACTIVATE_ON_CONFLICT}`,
 };
 
-/** Records `task`'s `group` inside the submit's open transaction `tx` (the group tables must exist: `ensure(GROUP_TABLES)` first). */
-export async function recordTaskGroup(ext: StoreExtensions, tx: QueryRunner, task: Task, group: string): Promise<void> {
+/**
+ * Records `task`'s `group` inside the open transaction `tx` that inserted the task — a submit's, or a spawn's
+ * (`steps-journal.ts`) — (the group tables must exist: `ensure(GROUP_TABLES)` first).
+ */
+export async function recordTaskGroup(ext: StoreExtensions, tx: QueryRunner, task: Pick<Task, "id" | "name" | "priority">, group: string): Promise<void> {
   await ext.exec(tx, INSERT_TASK_GROUP, { taskId: task.id, name: task.name, group, priority: task.priority });
   await ext.exec(tx, TOUCH_GROUP, { name: task.name, group });
 }

@@ -29,7 +29,8 @@ import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
-import { MESSAGES_TABLE, STEPS_TABLE } from "./extension-tables.js";
+import { GROUP_TABLES, MESSAGES_TABLE, STEPS_TABLE } from "./extension-tables.js";
+import { recordTaskGroup } from "./group-submit.js";
 import { BatchableStepRecord } from "./batchable-step-record.js";
 import { markRequeued } from "./group-requeue.js";
 import { decodeTask } from "./rows.js";
@@ -296,9 +297,6 @@ export class StepJournal {
   async spawnStep(input: SpawnStepInput): Promise<string> {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
     if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
-    if (input.child.group !== undefined && input.child.group !== null) {
-      throw new InvalidArgument("group", "a spawned child cannot have a group yet: submit grouped children with ctx.submit inside a ctx.step (its id is then recorded once), and join them by id");
-    }
     if (input.child.debounce !== undefined && input.child.debounce !== null) {
       throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
     }
@@ -306,14 +304,18 @@ export class StepJournal {
       throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
     }
     const childId = newTaskId();
+    // Checked before anything is written; the root is the parent row's, read under the fence below.
+    const child = normalizeSubmit({ ...input.child, parentId: String(params.taskId), rootId: null }, childId);
     await this.#ready();
+    // A grouped child is written as a grouped submit writes it (`group-submit.ts`); the tables are created outside the transaction.
+    if (child.group !== null) await this.ext.ensure(GROUP_TABLES);
     const { dialect, db } = this.ext;
     return dialect.executor.writeTransaction(db, async (tx) => {
       const parent = await this.#fence(tx, params);
       const existing = (await this.ext.exec(tx, ENTRY_TEMPLATE, params)).rows[0];
       if (existing !== undefined && existing.status === "done") return decodeStepRow(existing).result as string;
-      const child = normalizeSubmit({ ...input.child, parentId: String(params.taskId), rootId: String(parent.root_id ?? params.taskId) }, childId);
-      await this.ext.exec(tx, CHILD_INSERT_TEMPLATE, child.params);
+      await this.ext.exec(tx, CHILD_INSERT_TEMPLATE, { ...child.params, rootId: String(parent.root_id ?? params.taskId) });
+      if (child.group !== null) await recordTaskGroup(this.ext, tx, { id: childId, name: String(child.params.name), priority: Number(child.params.priority) }, child.group);
       await this.#done(tx, params, JSON.stringify(childId));
       return childId;
     });

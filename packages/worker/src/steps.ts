@@ -36,7 +36,7 @@
 import type { ParkOutcome, StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, MAX_DELAY_MS, PARK_FOREVER_AT_MS, stepKey, TaskError, UnsupportedBackend } from "@cairnq/protocol";
 import { encodeJson, requireDelayMs, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
-import { childLineage, envelopeFromThrown, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeFromThrown, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
 import { checkOptions } from "@cairnq/runtime";
 import type { StepSpans } from "./step-spans.js";
 import type { ChildSubmitOptions } from "./task-context.js";
@@ -259,6 +259,8 @@ export class CallSteps {
       ...options,
       ...childLineage({ id: this.#host.taskId, root_id: this.#host.rootId, correlation_id: this.#host.correlationId }, options),
     });
+    // As ctx.submit: a store without groups would drop the child's group (and run it outside its group's limits).
+    requireGroupSupport(this.#host.store, child);
     await this.#afterParking();
     const { key, entry } = await this.#begin("spawn", name);
     try {

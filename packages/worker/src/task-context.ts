@@ -170,7 +170,9 @@ export interface TaskContext<P = unknown, R = unknown> {
   waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<T | null>;
   /**
    * Submits a child task (parent and root ids set) exactly once per step
-   * name, however often the handler replays, and returns its id.
+   * name, however often the handler replays, and returns its id. The options
+   * are `ctx.submit`'s except `key` (refused); with `group`, the child is
+   * written in its group with the spawn and claimed under its group limits.
    */
   spawn<CP = never, D extends TaskDef | string = string>(name: string, task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>): Promise<string>;
   /**

@@ -348,3 +348,24 @@ it("a retried parent replays a completed join's rows; a join named per attempt (
   expect(seen).toEqual({ fixed: ["failed", "failed"], perAttempt: ["failed", "succeeded"] });
   expect([replayed?.status, reread?.status, reread?.result]).toEqual(["failed", "succeeded", "kid ok"]);
 });
+
+it("ctx.spawn with a group on a store without capabilities.groups throws UnsupportedBackend, as ctx.submit does, spawning nothing", async () => {
+  const store = new MemoryStore();
+  Object.defineProperty(store, "capabilities", { value: { ...store.capabilities, groups: false } });
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  let thrown: unknown = null;
+  worker.task("parent", async (ctx) => {
+    try {
+      return await ctx.spawn("kid", "kid", {}, { group: "acme" });
+    } catch (err) {
+      thrown = err;
+      throw err;
+    }
+  });
+  const task = await store.submit({ name: "parent", maxAttempts: 1 });
+  await waitForStatus(store, task.id, ["failed", "succeeded"], 5000);
+  expect(thrown).toBeInstanceOf(UnsupportedBackend);
+  expect((thrown as Error).message).toMatch(/submit option group 'acme' needs a store that records groups/);
+  expect(await store.list({ name: "kid" })).toEqual([]);
+  expect(await store.steps(task.id)).toEqual([]);
+});

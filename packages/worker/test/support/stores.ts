@@ -1,16 +1,19 @@
 /**
  * Real stores for the worker tests that must cross a real database: SQLite
  * on a temp file per test, Postgres in a fresh schema per test (dropped at
- * close). Postgres never skips: a missing or unreachable CAIRNQ_TEST_PG_DSN
+ * close), and MySQL/MariaDB in a fresh database per test (dropped at close;
+ * not in `BACKENDS`: a test that needs it names it). Postgres and MySQL never
+ * skip: a missing or unreachable CAIRNQ_TEST_PG_DSN or CAIRNQ_TEST_MYSQL_DSN
  * fails the test and says why.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TaskStore } from "@cairnq/protocol";
+import { MySQLStore } from "@cairnq/store-mysql";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
-import { PgAdmin, pgDsn } from "@cairnq/test-support";
+import { MySQLAdmin, mysqlDsn, PgAdmin, pgDsn } from "@cairnq/test-support";
 import { afterEach } from "vitest";
 
 export interface OpenStore {
@@ -50,6 +53,28 @@ export const POSTGRES: Backend = {
         try {
           await store.close();
           await admin.dropSchema(schema);
+        } finally {
+          await admin.close();
+        }
+      },
+    };
+  },
+};
+
+let mysqlDatabases = 0;
+
+export const MYSQL: Backend = {
+  label: "mysql",
+  async open() {
+    const admin = new MySQLAdmin(mysqlDsn());
+    const id = `cq_worker_${process.pid}_${++mysqlDatabases}`;
+    const store = new MySQLStore(await admin.createDatabase(id), { max: 4 });
+    return {
+      store,
+      close: async () => {
+        try {
+          await store.close();
+          await admin.dropDatabase(id);
         } finally {
           await admin.close();
         }
