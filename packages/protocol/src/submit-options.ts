@@ -110,12 +110,12 @@ export function requireGroupSupport(store: { readonly capabilities: { readonly g
   if (store.capabilities.groups === true) return;
   if (input.group !== undefined && input.group !== null) {
     throw new UnsupportedBackend("group", "store's", {
-      message: `submit option group '${String(input.group)}' needs a store that records groups (capabilities.groups is not true); SQLiteStore and PostgresStore do`,
+      message: `submit option group '${String(input.group)}' needs a store that records groups (capabilities.groups is not true); SQLiteStore, PostgresStore and MySQLStore do`,
     });
   }
   if (input.debounce !== undefined && input.debounce !== null) {
     throw new UnsupportedBackend("debounce", "store's", {
-      message: "submit option debounce needs a store that implements it (capabilities.groups is not true); SQLiteStore and PostgresStore do",
+      message: "submit option debounce needs a store that implements it (capabilities.groups is not true); SQLiteStore, PostgresStore and MySQLStore do",
     });
   }
 }

@@ -226,12 +226,12 @@ export class TaskRegistry {
     const flowControl = normalizeFlowControl(limits, `task '${name}' options`);
     if (hasGroupLimits(flowControl) && this.#scope.groups !== true) {
       throw new UnsupportedBackend("groupConcurrency/groupRateLimit", "store's", {
-        message: `task '${name}' sets groupConcurrency or groupRateLimit, but this store does not enforce them (capabilities.groups is not true); SQLiteStore and PostgresStore do`,
+        message: `task '${name}' sets groupConcurrency or groupRateLimit, but this store does not enforce them (capabilities.groups is not true); SQLiteStore, PostgresStore and MySQLStore do`,
       });
     }
     if (flowControl !== null && !this.#scope.flowControl) {
       throw new UnsupportedBackend("globalConcurrency/rateLimit", "store's", {
-        message: `task '${name}' sets globalConcurrency or rateLimit, but this store does not enforce them (capabilities.flowControl is not true); SQLiteStore and PostgresStore do`,
+        message: `task '${name}' sets globalConcurrency or rateLimit, but this store does not enforce them (capabilities.flowControl is not true); SQLiteStore, PostgresStore and MySQLStore do`,
       });
     }
     const retry = normalizeRetryPolicy(options, `task '${name}' options`, this.#scope.retryBackoff);
