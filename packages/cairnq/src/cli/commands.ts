@@ -81,20 +81,27 @@ export async function groupStatsCommand(client: CairnQ, io: CliIo, name: string,
   if (!hasGroupReads(store)) {
     throw new OperationFailed("this store does not record groups (capabilities.groups is not true), so it cannot count tasks by group", "unsupported");
   }
-  const groups = await store.groupStats(name, { limit });
-  if (groups.length === 0) return { json: { name, groups }, text: `no queued or running task of '${printable(name)}' has a group` };
+  // One more than shown, to say whether the table was cut rather than let a full page pass for all of them.
+  const read = await store.groupStats(name, { limit: limit + 1 });
+  const groups = read.slice(0, limit);
+  const cut = read.length > limit;
+  if (groups.length === 0) return { json: { name, groups, more: false }, text: `no queued or running task of '${printable(name)}' has a group` };
   const cell = (s: "queued" | "running", n: number): string => (n === 0 ? paint("0", "dim", io.color) : paint(String(n), STATUS_COLOR[s], io.color));
   // A group name is shown escaped and cut (`--json` has it whole), so one long name does not widen the table.
   const rows = groups.map((g) => [truncate(printable(g.group), GROUP_WIDTH), cell("queued", g.queued), cell("running", g.running)]);
-  return { json: { name, groups }, text: table(["GROUP", "QUEUED", "RUNNING"], rows, { right: [1, 2], color: io.color }) };
+  const text = table(["GROUP", "QUEUED", "RUNNING"], rows, { right: [1, 2], color: io.color });
+  const more = cut ? `\n${paint(`more: only the ${limit === 1 ? "group" : `${limit} groups`} with the most queued tasks shown; --limit shows more (up to 1000)`, "dim", io.color)}` : "";
+  return { json: { name, groups, more: cut }, text: text + more };
 }
 
 /** `cairnq list`: newest first, keyset-paged by `--before`. */
 export async function listCommand(client: CairnQ, io: CliIo, filter: TaskFilter, limit: number, before: string | undefined): Promise<CommandOutput> {
-  const input: ListInput = { ...filter, order: "id", limit };
+  // One more than shown, so a page that is exactly full does not offer a next page that holds nothing.
+  const input: ListInput = { ...filter, order: "id", limit: limit + 1 };
   if (before !== undefined) input.beforeId = requireTaskId(before);
-  const tasks = await client.list(input);
-  const nextBeforeId = tasks.length === limit ? (tasks[tasks.length - 1]?.id ?? null) : null;
+  const read = await client.list(input);
+  const tasks = read.slice(0, limit);
+  const nextBeforeId = read.length > limit ? (tasks[tasks.length - 1]?.id ?? null) : null;
   const json = { tasks, nextBeforeId };
   if (tasks.length === 0) return { json, text: before === undefined ? "no tasks match" : "no more tasks" };
   const now = io.now();

@@ -45,13 +45,17 @@ it("prints queued and running per group, most queued first, as a table and as JS
       { group: "acme", queued: 2, running: 1 },
       { group: "globex", queued: 0, running: 1 },
     ],
+    more: false,
   });
   const text = await cli(["stats", "--db", file, "--by-group", "export"]);
   expect(text.code).toBe(0);
   expect(text.stdout).toMatch(/GROUP\s+QUEUED\s+RUNNING/);
   expect(text.stdout).toMatch(/acme\s+2\s+1/);
   const limited = await cli(["stats", "--db", file, "--by-group", "export", "--limit", "1", "--json"]);
-  expect(JSON.parse(limited.stdout).groups).toHaveLength(1);
+  expect(JSON.parse(limited.stdout)).toMatchObject({ groups: [{ group: "acme" }], more: true });
+  // A cut table says so; one that holds every group (--limit 2 here) does not.
+  expect((await cli(["stats", "--db", file, "--by-group", "export", "--limit", "1"])).stdout).toContain("more: only the group with the most queued tasks shown; --limit shows more");
+  expect((await cli(["stats", "--db", file, "--by-group", "export", "--limit", "2"])).stdout).not.toContain("more:");
   const none = await cli(["stats", "--db", file, "--by-group", "nothing"]);
   expect(none.stdout).toContain("no queued or running task of 'nothing' has a group");
 });

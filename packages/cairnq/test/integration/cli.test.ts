@@ -152,6 +152,12 @@ for (const backend of [sqliteBackend(), postgresBackend(), mysqlBackend()]) {
       expect(seen).toHaveLength(10);
       expect(new Set(seen).size).toBe(10);
       expect(seen).toEqual([...seen].sort().reverse());
+      // A page that is exactly full is the last one when nothing follows it: no next page that holds nothing.
+      const first = await cliJson<{ tasks: Task[]; nextBeforeId: string | null }>(["list", ...backend.db, "--limit", "5"]);
+      expect(first.nextBeforeId).toBe(first.tasks[4]?.id);
+      const last = await cliJson<{ tasks: Task[]; nextBeforeId: string | null }>(["list", ...backend.db, "--limit", "5", "--before", first.nextBeforeId as string]);
+      expect([last.tasks.length, last.nextBeforeId]).toEqual([5, null]);
+      expect((await cli(["list", ...backend.db, "--limit", "5", "--before", first.nextBeforeId as string])).stdout).not.toContain("more:");
     });
 
     it("get --json prints the whole row; an unknown id fails with 1, a malformed one is usage (2)", async () => {
