@@ -42,6 +42,18 @@ export interface DialectCapabilities {
    * compiling. @default false
    */
   readonly claimsSeeSettlements?: boolean;
+  /**
+   * DDL ends the open transaction (MySQL, MariaDB: `CREATE TABLE` and `CREATE INDEX` commit it
+   * implicitly). Then a transaction view (`withTransaction`) never runs the extension tables' DDL on
+   * the caller's transaction, whose earlier writes it would commit and whose later ones it would
+   * leave in autocommit: it has the store it belongs to create them first, on the store's own
+   * connections (`KyselyStoreOptions.parent`). Where DDL is transactional (SQLite, Postgres: the
+   * default) a view creates them in the caller's transaction, so they commit or roll back with it;
+   * a second connection could not (SQLite's writer would wait for the caller's write lock, Postgres's
+   * `REFERENCES cairnq_tasks` for the caller's row locks on it). Optional so dialects written before
+   * the flag keep compiling. @default false
+   */
+  readonly ddlCommits?: boolean;
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */

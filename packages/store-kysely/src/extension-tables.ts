@@ -30,7 +30,15 @@
  * `cairnq_ext_rate_limits` by the first claim with a `rateLimit` or a
  * `groupRateLimit` (a database whose rate-claims tables an earlier store
  * created gets it then, beside them: nothing else changes).
+ *
+ * In a transaction view (`withTransaction`), whose statements run on the
+ * caller's transaction, a first use creates them there where DDL is
+ * transactional (SQLite, Postgres: they roll back with the caller); where DDL
+ * commits the open transaction (`DialectCapabilities.ddlCommits`: MySQL,
+ * MariaDB) the store the view belongs to creates them on its own connections
+ * first, so no DDL ever commits the caller's writes.
  */
+import { UnsupportedBackend } from "@cairnq/protocol";
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import { RateLimitRecords } from "./rate-limit-records.js";
@@ -117,6 +125,12 @@ export const EXTENSION_DDL: Readonly<Record<ExtensionTable, readonly string[]>> 
   ],
 };
 
+/** What a transaction view's extensions know of the store the view belongs to. */
+export interface TransactionViewOf {
+  /** The store's extensions (`null` when the view was built without its store): what it created or found. */
+  readonly parent: StoreExtensions | null;
+}
+
 /**
  * What the extension modules (flow control, schedule slots) need of a
  * store: its statements, and the tables they use.
@@ -130,8 +144,20 @@ export class StoreExtensions {
   /** The rate limits this store wrote to `cairnq_ext_rate_limits`, so claims write them only when due. */
   readonly rateLimits = new RateLimitRecords();
 
-  /** @param statements - The store's statements (its Kysely instance, dialect and compiler). */
-  constructor(readonly statements: StoreStatements) {}
+  /** A transaction view's: what it knows of the store it belongs to (`null` in a store of its own). */
+  readonly #view: TransactionViewOf | null;
+
+  /**
+   * @param statements - The store's statements (its Kysely instance, dialect and compiler).
+   * @param view - When the store is a transaction view (its statements on a caller's transaction): the extensions of
+   *   the store it belongs to, when known.
+   */
+  constructor(
+    readonly statements: StoreStatements,
+    view: TransactionViewOf | null = null,
+  ) {
+    this.#view = view;
+  }
 
   /** The store's Kysely instance. */
   get db(): AnyKysely {
@@ -163,7 +189,21 @@ export class StoreExtensions {
   }
 
   async #ensure(table: ExtensionTable): Promise<void> {
+    const parent = this.#view?.parent ?? null;
+    // Created or found by the store on its own connections: committed, and never dropped under a running store.
+    if (parent?.isReady(table) === true) return;
     const ddl = this.dialect.extensionDdl?.(table) ?? EXTENSION_DDL[table];
+    if (this.#view !== null && this.dialect.capabilities.ddlCommits === true) {
+      // DDL here would commit the caller's transaction (and leave the rest of it in autocommit): the store creates
+      // the tables on its own connections instead, before the view's statements use them.
+      if (parent !== null) return parent.ensure(table);
+      if (await this.#inPlace(ddl)) return;
+      throw new UnsupportedBackend(`creating the extension table ${table} inside a transaction view`, this.dialect.name, {
+        message:
+          `a transaction view on ${this.dialect.name} cannot create the extension table ${table}: its DDL would commit the caller's transaction; ` +
+          "construct the view with KyselyStoreOptions.parent (its store creates the tables on its own connections), or use the feature once outside a transaction first",
+      });
+    }
     if (await this.#inPlace(ddl)) return;
     await this.dialect.executor.writeTransaction(this.db, async (tx) => {
       await this.dialect.keyLock.acquire(tx, `cairnq:extension:${table}`);

@@ -40,11 +40,13 @@ import type {
   Task,
   TaskRef,
   TaskStepStore,
+  TaskStore,
 } from "@cairnq/protocol";
 import { ClaimCycle } from "./claim-cycle.js";
 import { ClientTransitions } from "./client-transitions.js";
 import { StatementCompiler } from "./compiler.js";
 import type { StoreDialect } from "./dialect.js";
+import { TransactionViewDialect } from "./dialect.js";
 import type { AnyKysely, QueryRunner } from "./executor.js";
 import { StoreExtensions } from "./extension-tables.js";
 import { OwnedWrites } from "./owned-writes.js";
@@ -68,6 +70,14 @@ export interface KyselyStoreOptions {
    * @default false
    */
   readonly destroyOnClose?: boolean;
+  /**
+   * For a transaction view (a store whose dialect is a `TransactionViewDialect`, what a backend's
+   * `withTransaction` returns): the store it belongs to. The view then skips the tables that store created,
+   * and, where the dialect's DDL commits (`DialectCapabilities.ddlCommits`), has that store create them on
+   * its own connections instead of running DDL on the caller's transaction. Ignored unless it is a `KyselyStore`.
+   * @default undefined (none: a view without it must not need DDL where DDL commits)
+   */
+  readonly parent?: TaskStore;
 }
 
 /**
@@ -153,7 +163,8 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     const statements = new StoreStatements(db, dialect, this.compiler);
     this.#statements = statements;
     this.#lifecycle = new StoreLifecycle(db, dialect, options.destroyOnClose ?? false);
-    this.#extensions = new StoreExtensions(statements);
+    const parent = options.parent !== undefined && #extensions in options.parent ? options.parent.#extensions : null;
+    this.#extensions = new StoreExtensions(statements, dialect instanceof TransactionViewDialect ? { parent } : null);
     this.#submits = new SubmitPath(statements, this.#lifecycle, this, this.#extensions);
     // Claims that count running tasks wait for the settlements in flight where they would not see them otherwise.
     const inFlight = dialect.capabilities.claimsSeeSettlements === true ? null : new SettlementsInFlight();

@@ -104,6 +104,8 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     transactionalComplete: true,
     claimWakeOnQueued: true,
     taskDoneWakeReads: true,
+    // CREATE TABLE / CREATE INDEX commit the open transaction: a view has the store create the extension tables.
+    ddlCommits: true,
   });
   override readonly executor: MySQLExecutor;
   override readonly keyLock = MYSQL_KEY_LOCK;

@@ -105,7 +105,7 @@ export class MySQLTransactionStore extends KyselyStore {
           "statements on a plain Kysely instance would each run on their own connection, outside your transaction",
       );
     }
-    super(trx, new MySQLTransactionDialect(dialect, store, trx));
+    super(trx, new MySQLTransactionDialect(dialect, store, trx), { parent: store });
     // Checks once, never waits: a wait would hold the caller's transaction open (see transactionViewGate).
     this.queueDepthGate = transactionViewGate(store.queueDepthGate);
   }

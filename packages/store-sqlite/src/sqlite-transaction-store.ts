@@ -125,7 +125,7 @@ export class SQLiteTransactionStore extends KyselyStore {
           "or of your own Kysely db.transaction() begun on the same file",
       );
     }
-    super(trx as AnyKysely, new SQLiteTransactionDialect(dialect, store, trx));
+    super(trx as AnyKysely, new SQLiteTransactionDialect(dialect, store, trx), { parent: store });
     // Checks once, never waits: a wait would hold the caller's transaction open (see transactionViewGate).
     this.queueDepthGate = transactionViewGate(store.queueDepthGate);
   }

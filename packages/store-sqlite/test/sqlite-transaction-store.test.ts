@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import type { TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
@@ -171,5 +172,43 @@ describe("withTransaction and transaction(db, fn)", () => {
     const memory = new SQLiteStore(":memory:");
     closers.push(() => memory.close());
     await expect(memory.transaction(other, (trx) => memory.withTransaction(trx).submit({ name: "x" }))).rejects.toThrow(/in memory/);
+  });
+});
+
+const DECLINED = new Error("payment declined");
+
+describe("withTransaction and the extension tables", () => {
+  it("a rollback after the first grouped submit (in completeIn's transaction too), debounced submit and send on a fresh file leaves no task, message or app row; a commit keeps them", async () => {
+    const { store, app } = open();
+    await sql`CREATE TABLE orders (id integer PRIMARY KEY)`.execute(app);
+    const target = await store.submit({ name: "target" });
+    const book = await store.submit({ name: "book" });
+    await store.claim({ queues: ["default"], names: ["book"], workerId: "w1" });
+    await expect(
+      store.completeIn({ taskId: book.id, workerId: "w1" }, async (trx) => {
+        await sql`INSERT INTO orders (id) VALUES (7)`.execute(trx);
+        await store.withTransaction(trx).submit({ name: "notify", group: "tenant-1" });
+        throw DECLINED;
+      }),
+    ).rejects.toBe(DECLINED);
+    expect([await count(app, "orders"), await store.list({ name: "notify" }), (await store.get(book.id))?.status]).toEqual([0, [], "running"]);
+    const rolledBack = (fn: (trx: AnyDb) => Promise<unknown>): Promise<unknown> =>
+      store.transaction(app, async (trx) => {
+        await sql`INSERT INTO orders (id) VALUES (1)`.execute(trx);
+        await fn(trx);
+        await sql`INSERT INTO orders (id) VALUES (2)`.execute(trx);
+        throw DECLINED;
+      });
+    await expect(rolledBack((trx) => store.withTransaction(trx).submit({ name: "ship", key: "ship:1", debounce: { delayMs: 1000 } }))).rejects.toBe(DECLINED);
+    await expect(rolledBack((trx) => (store.withTransaction(trx) as TaskStore & TaskStepStore).send({ taskId: target.id, name: "go", payload: { x: 1 } }))).rejects.toBe(DECLINED);
+    expect([await count(app, "orders"), (await store.list()).map((t) => t.name).sort(), await store.getByKey("ship:1")]).toEqual([0, ["book", "target"], null]);
+
+    await store.transaction(app, async (trx) => {
+      const view = store.withTransaction(trx) as TaskStore & TaskStepStore;
+      await view.submit({ name: "notify", group: "tenant-1" });
+      await view.submit({ name: "ship", key: "ship:1", debounce: { delayMs: 1000 } });
+      await view.send({ taskId: target.id, name: "go", payload: { x: 1 } });
+    });
+    expect([(await store.list({ name: "notify" })).length, (await store.getByKey("ship:1"))?.name, await count(app, "cairnq_ext_messages")]).toEqual([1, "ship", 1]);
   });
 });
