@@ -241,6 +241,27 @@ export class StoreExtensions {
   }
 
   /**
+   * Whether `feature`'s tables `names` are known to exist, for a write that must not create them (a requeue mark,
+   * `group-requeue.ts`): this store created or found them ({@link isReady}, {@link whenTables}). A transaction view,
+   * fresh for each transaction, also asks the store it belongs to, which reads its catalog on its own connections
+   * when it does not know yet (no lock; remembered once true). False when nothing says so (or that read fails).
+   */
+  async knows(feature: ExtensionTable, names: readonly string[]): Promise<boolean> {
+    if (this.isReady(feature) || this.#found.has(feature)) return true;
+    const parent = this.#view?.parent ?? null;
+    if (parent === null) return false;
+    if (parent.isReady(feature) || parent.#found.has(feature)) return true;
+    try {
+      const found = await parent.catalogNames(names);
+      if (!names.every((name) => found.has(name))) return false;
+    } catch {
+      return false;
+    }
+    parent.#found.add(feature);
+    return true;
+  }
+
+  /**
    * `read()` when the tables `names` of `feature` exist, else `empty` without a statement on them: what a
    * read that must not create its tables (`GroupReads`, `RateWindowReads`) runs. Whether they exist is this
    * store's `ensure` of the feature or a catalog read ({@link catalogNames}: no lock), cached once true:

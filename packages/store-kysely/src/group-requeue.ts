@@ -14,8 +14,13 @@
  *   park's own transaction.
  *
  * Each only where this store knows the group tables exist (it created or
- * found them: a group claim, a grouped submit or a group read did), so a
- * store that never used groups never touches them. A requeue this misses
+ * found them: a group claim, a grouped submit or a group read did; a
+ * transaction view also asks the store it belongs to, which reads its
+ * catalog once: `StoreExtensions.knows`), so a store that never used groups
+ * never touches them. Through a transaction view (`withTransaction`) the
+ * mark of a retry or a retryable fail runs on the caller's transaction right
+ * after the transition, so it commits (or rolls back) with it: no claim sees
+ * the task `queued` without its mark, and no mark without its retry. A requeue this misses
  * (a v1 peer's, a store that never used groups, a crash between a fail and
  * its mark) is put back when its task reaches the head of the plain claim
  * order, as a task a claim without group limits took is.
@@ -24,7 +29,7 @@ import { GROUP_TASK_STATES, x } from "@cairnq/protocol/adapter";
 import type { CompileEnv, StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
 import type { StoreExtensions } from "./extension-tables.js";
-import { GROUP_TABLES, TASK_GROUPS_TABLE } from "./extension-tables.js";
+import { GROUP_TABLES, GROUPS_TABLE, TASK_GROUPS_TABLE } from "./extension-tables.js";
 import { TASKS_TABLE } from "./statements.js";
 
 const TASK_IDS = x.param("taskIds", "textList");
@@ -55,7 +60,7 @@ const MARK_REQUEUED: StatementTemplate = {
  * that committed on its own: a retryable fail, a retry).
  */
 export async function markRequeued(ext: StoreExtensions, taskIds: readonly string[], tx: QueryRunner | null = null): Promise<void> {
-  if (taskIds.length === 0 || !ext.isReady(GROUP_TABLES)) return;
+  if (taskIds.length === 0 || !(await ext.knows(GROUP_TABLES, [TASK_GROUPS_TABLE, GROUPS_TABLE]))) return;
   if (tx === null) await ext.statements.write(MARK_REQUEUED, { taskIds });
   else await ext.exec(tx, MARK_REQUEUED, { taskIds });
 }

@@ -72,9 +72,10 @@ export interface KyselyStoreOptions {
   readonly destroyOnClose?: boolean;
   /**
    * For a transaction view (a store whose dialect is a `TransactionViewDialect`, what a backend's
-   * `withTransaction` returns): the store it belongs to. The view then skips the tables that store created,
-   * and, where the dialect's DDL commits (`DialectCapabilities.ddlCommits`), has that store create them on
-   * its own connections instead of running DDL on the caller's transaction. Ignored unless it is a `KyselyStore`.
+   * `withTransaction` returns): the store it belongs to. The view then shares what that store knows of
+   * the extension tables (so a `retry` through it marks a grouped task's row `requeued`), and, where the
+   * dialect's DDL commits (`DialectCapabilities.ddlCommits`), has that store create them on its own
+   * connections instead of running DDL on the caller's transaction. Ignored unless it is a `KyselyStore`.
    * @default undefined (none: a view without it must not need DDL where DDL commits)
    */
   readonly parent?: TaskStore;

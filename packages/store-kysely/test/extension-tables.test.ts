@@ -2,14 +2,14 @@
  * Where a transaction view's extension tables are created: on the caller's
  * transaction where DDL is transactional (so they roll back with it), through
  * the store the view belongs to where DDL commits (`ddlCommits`: never on the
- * caller's transaction).
+ * caller's transaction); and what a view knows of them for a requeue mark.
  */
 import { UnsupportedBackend } from "@cairnq/protocol";
 import type { CompiledQuery, QueryResult } from "kysely";
 import { describe, expect, it } from "vitest";
 import type { AnyKysely, DialectCapabilities, QueryRunner, QueryThunk, Row, SchemaManager, StoreDialect } from "../src/index.js";
 import { BaseStoreDialect, BaseStoreExecutor, DEFAULT_DIALECT_CAPABILITIES, SqliteSyntax, StatementCompiler, TransactionViewDialect } from "../src/index.js";
-import { GROUP_TABLES, STEPS_TABLE, StoreExtensions } from "../src/extension-tables.js";
+import { GROUP_TABLES, GROUPS_TABLE, STEPS_TABLE, StoreExtensions, TASK_GROUPS_TABLE } from "../src/extension-tables.js";
 import { StoreStatements } from "../src/store-statements.js";
 
 const NO_SCHEMA: SchemaManager = { connect: () => Promise.resolve(), close: () => Promise.resolve() };
@@ -117,5 +117,26 @@ describe("StoreExtensions.ensure in a transaction view", () => {
     const reads = next.caller.catalogReads;
     await next.view.ensure(STEPS_TABLE);
     expect([next.caller.statements, next.caller.catalogReads - reads]).toEqual([[], 0]);
+  });
+});
+
+describe("StoreExtensions.knows (whether a requeue marks group rows)", () => {
+  const names = [TASK_GROUPS_TABLE, GROUPS_TABLE];
+
+  it("a view asks its store, which reads its catalog once and remembers the tables it found", async () => {
+    const { own, view } = storeAndView(false, new Set(names));
+    expect(await view.knows(GROUP_TABLES, names)).toBe(true);
+    expect(await view.knows(GROUP_TABLES, names)).toBe(true);
+    expect(own.catalogReads).toBe(1);
+  });
+
+  it("without the tables, or for a store of its own that never used them, it is false with no statement", async () => {
+    const { own, view, store } = storeAndView(false, new Set([TASK_GROUPS_TABLE]));
+    expect(await view.knows(GROUP_TABLES, names)).toBe(false);
+    const reads = own.catalogReads;
+    expect(await store.knows(GROUP_TABLES, names)).toBe(false);
+    expect(own.catalogReads).toBe(reads);
+    await store.ensure(GROUP_TABLES);
+    expect(await store.knows(GROUP_TABLES, names)).toBe(true);
   });
 });

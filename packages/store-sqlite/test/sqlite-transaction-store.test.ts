@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import type { TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
@@ -175,6 +175,10 @@ describe("withTransaction and transaction(db, fn)", () => {
   });
 });
 
+async function groupState(db: AnyDb, taskId: string): Promise<string | undefined> {
+  return (await sql<{ state: string }>`SELECT state FROM cairnq_ext_task_groups WHERE task_id = ${taskId}`.execute(db)).rows[0]?.state;
+}
+
 const DECLINED = new Error("payment declined");
 
 describe("withTransaction and the extension tables", () => {
@@ -210,5 +214,37 @@ describe("withTransaction and the extension tables", () => {
       await view.send({ taskId: target.id, name: "go", payload: { x: 1 } });
     });
     expect([(await store.list({ name: "notify" })).length, (await store.getByKey("ship:1"))?.name, await count(app, "cairnq_ext_messages")]).toEqual([1, "ship", 1]);
+  });
+
+  it("retry, retryBatch and fail through a view of a store that never used groups mark the grouped task's row requeued when the caller commits (untouched on rollback); a group claim takes it in its group's turn", async () => {
+    const { store, app } = open();
+    const flowControl = { g: { groupConcurrency: 1 } };
+    const claimGrouped = (workerId: string, limit: number): Promise<Task[]> => store.claim({ queues: ["default"], names: ["g"], limit, workerId, flowControl });
+    const y = await store.submit({ name: "g", group: "Y", maxAttempts: 1 });
+    const z = await store.submit({ name: "g", group: "Z", maxAttempts: 1 });
+    const v = await store.submit({ name: "g", group: "V", maxAttempts: 2 });
+    expect((await claimGrouped("w1", 3)).map((t) => t.id).sort()).toEqual([y.id, z.id, v.id].sort());
+    for (const id of [y.id, z.id]) await store.fail({ taskId: id, workerId: "w1", error: { code: "boom" }, retryable: false });
+    // X's backlog, queued before the retries: without the mark the retried tasks wait behind all of it.
+    for (let i = 0; i < 10; i++) await store.submit({ name: "g", group: "X" });
+
+    const { store: other } = open(join(dir, "app.db"));
+    await expect(
+      other.transaction(app, async (trx) => {
+        await other.withTransaction(trx).retry(y.id);
+        throw DECLINED;
+      }),
+    ).rejects.toBe(DECLINED);
+    expect([(await store.get(y.id))?.status, await groupState(app, y.id)]).toEqual(["failed", "claimed"]);
+
+    await other.transaction(app, async (trx) => {
+      const view = other.withTransaction(trx);
+      await view.retry(y.id);
+      expect(await view.retryBatch({ status: "failed", name: "g" })).toEqual([z.id]);
+      await view.fail({ taskId: v.id, workerId: "w1", error: { code: "again" }, retryable: true, delayMs: 0 });
+    });
+    expect([await groupState(app, y.id), await groupState(app, z.id), await groupState(app, v.id)]).toEqual(["requeued", "requeued", "requeued"]);
+    const next = await claimGrouped("w2", 4);
+    expect(next.map((t) => t.id).filter((id) => [y.id, z.id, v.id].includes(id)).sort()).toEqual([y.id, z.id, v.id].sort());
   });
 });

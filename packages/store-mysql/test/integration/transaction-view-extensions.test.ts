@@ -3,9 +3,11 @@
  * commits the open transaction: the first grouped or debounced submit or send
  * on a fresh database has the store create its tables on its own connections,
  * so the caller's transaction stays whole (a rollback leaves no task, message
- * or row of the app's). Needs `CAIRNQ_TEST_MYSQL_DSN`.
+ * or row of the app's); and a retry or retryable fail through a view marks a
+ * grouped task's row `requeued` with the transition, so a group claim takes it
+ * back in its group's turn. Needs `CAIRNQ_TEST_MYSQL_DSN`.
  */
-import type { TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { MySQLStore } from "@cairnq/store-mysql";
 import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
 import { Kysely, MysqlDialect, sql } from "kysely";
@@ -40,6 +42,11 @@ async function fresh(id: string): Promise<{ dsn: string; store: MySQLStore; app:
 
 async function count(db: AnyDb, table: string): Promise<number> {
   return Number((await sql<{ n: number }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db)).rows[0]?.n);
+}
+
+async function groupState(db: AnyDb, taskId: string): Promise<string | undefined> {
+  const rows = (await sql<{ state: unknown }>`SELECT state FROM cairnq_ext_task_groups WHERE task_id = ${taskId}`.execute(db)).rows;
+  return rows[0] === undefined ? undefined : String(rows[0].state);
 }
 
 const DECLINED = new Error("payment declined");
@@ -96,5 +103,44 @@ describe("withTransaction on a fresh MariaDB database: the extension tables neve
       "ship",
       1,
     ]);
+  });
+});
+
+describe("withTransaction on MariaDB: a retry or retryable fail marks a grouped task's row requeued with the transition", () => {
+  it("retry, retryBatch and fail through a view of a store that never used groups: requeued when the caller commits, untouched when it rolls back; a group claim takes the task in its group's turn", async () => {
+    const { dsn, store, app } = await fresh("trxext_requeue");
+    const flowControl = { g: { groupConcurrency: 1 } };
+    const claimGrouped = (workerId: string, limit: number): Promise<Task[]> => store.claim({ queues: ["default"], names: ["g"], limit, workerId, flowControl });
+    const y = await store.submit({ name: "g", group: "Y", maxAttempts: 1 });
+    const z = await store.submit({ name: "g", group: "Z", maxAttempts: 1 });
+    const v = await store.submit({ name: "g", group: "V", maxAttempts: 2 });
+    expect((await claimGrouped("w1", 3)).map((t) => t.id).sort()).toEqual([y.id, z.id, v.id].sort());
+    for (const id of [y.id, z.id]) await store.fail({ taskId: id, workerId: "w1", error: { code: "boom" }, retryable: false });
+    expect([await groupState(app, y.id), await groupState(app, z.id), await groupState(app, v.id)]).toEqual(["claimed", "claimed", "claimed"]);
+    // X's backlog, queued before the retries: without the mark the retried tasks wait behind all of it.
+    for (let i = 0; i < 10; i++) await store.submit({ name: "g", group: "X" });
+
+    // A second store on the database, which never used groups: its views learn that the group tables exist.
+    const other = new MySQLStore(dsn);
+    closers.push(() => other.close());
+    await expect(
+      app.transaction().execute(async (trx) => {
+        await other.withTransaction(trx).retry(y.id);
+        throw DECLINED;
+      }),
+    ).rejects.toBe(DECLINED);
+    expect([(await store.get(y.id))?.status, await groupState(app, y.id)]).toEqual(["failed", "claimed"]);
+
+    await app.transaction().execute(async (trx) => {
+      const view = other.withTransaction(trx);
+      await view.retry(y.id);
+      expect(await view.retryBatch({ status: "failed", name: "g" })).toEqual([z.id]);
+      await view.fail({ taskId: v.id, workerId: "w1", error: { code: "again" }, retryable: true, delayMs: 0 });
+    });
+    expect([await groupState(app, y.id), await groupState(app, z.id), await groupState(app, v.id)]).toEqual(["requeued", "requeued", "requeued"]);
+
+    // One task per group: X once, and each requeued task in its group's turn (the head holds only X's backlog).
+    const next = await claimGrouped("w2", 4);
+    expect(next.map((t) => t.id).filter((id) => [y.id, z.id, v.id].includes(id)).sort()).toEqual([y.id, z.id, v.id].sort());
   });
 });
