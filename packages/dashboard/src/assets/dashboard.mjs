@@ -51,9 +51,14 @@ function relative(atMs) {
   return delta > 0 ? `in ${duration(delta)}` : `${duration(delta)} ago`;
 }
 
-/** A time that keeps itself fresh (see tickTimes). */
+/** The largest instant a Date holds (ms). A wait without a timeout parks its task until exactly then: no deadline. */
+const DATE_LIMIT_MS = 8_640_000_000_000_000;
+
+/** A time that keeps itself fresh (see tickTimes); one no Date holds (a v1 peer may store it) is named, not thrown on. */
 function when(atMs) {
   if (atMs === null || atMs === undefined) return el("span", { class: "dim" }, "—");
+  if (atMs === DATE_LIMIT_MS) return el("span", { class: "dim" }, "never (no deadline)");
+  if (!(Math.abs(atMs) < DATE_LIMIT_MS)) return el("span", { class: "dim", title: `${atMs} ms since the epoch` }, atMs > 0 ? "beyond the year 275760" : "before the year -271821");
   return el("time", { class: "when", datetime: new Date(atMs).toISOString(), title: new Date(atMs).toISOString(), "data-at": atMs }, relative(atMs));
 }
 

@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { createDashboard } from "@cairnq/dashboard";
 import type { DashboardHandler } from "@cairnq/dashboard";
 import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { Worker } from "@cairnq/worker";
@@ -310,7 +311,8 @@ for (const make of [sqlite, postgres]) {
       const steps = store as TaskStepStore;
       const owned = { taskId: task.id, workerId, attempt: claimed?.attempt ?? 1 };
       await steps.recordStep({ ...owned, name: "charge", kind: "step", status: "done", seq: 1, result: { chargeId: "ch_9" } });
-      await steps.parkStep({ ...owned, name: "approval", kind: "wait", seq: 2, message: "approval", delayMs: 3_600_000 });
+      // No timeout: parked until PARK_FOREVER_AT_MS, as ctx.waitFor without timeoutMs parks.
+      await steps.parkStep({ ...owned, name: "approval", kind: "wait", seq: 2, message: "approval", untilMs: PARK_FOREVER_AT_MS });
 
       await filter(page, { queue: "journal" });
       await page.locator(`#task-rows tr[data-id="${task.id}"]`).click();
@@ -323,6 +325,9 @@ for (const make of [sqlite, postgres]) {
       await expect(timeline.locator("li").nth(1).textContent()).resolves.toContain("waiting for message 'approval'");
       await page.evaluate("window.scrollTo(0, 0)");
       await page.screenshot({ path: join(artifacts, `${backend.name}-steps-detail.png`), fullPage: true });
+
+      // A wait without a timeout parks until the largest Date: shown as no deadline, not as a day in the year 275760.
+      await expect(detail.textContent()).resolves.toContain("never (no deadline)");
 
       // Canceled while parked: the entry stays `waiting` in the journal, but the task waits for nothing any more.
       await store.cancel(task.id);
