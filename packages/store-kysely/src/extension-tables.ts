@@ -195,8 +195,13 @@ export class StoreExtensions {
     const ddl = this.dialect.extensionDdl?.(table) ?? EXTENSION_DDL[table];
     if (this.#view !== null && this.dialect.capabilities.ddlCommits === true) {
       // DDL here would commit the caller's transaction (and leave the rest of it in autocommit): the store creates
-      // the tables on its own connections instead, before the view's statements use them.
-      if (parent !== null) return parent.ensure(table);
+      // the tables on its own connections instead, before the view's statements use them — every feature's at once,
+      // because a transaction whose snapshot began before a table was created cannot read it (MariaDB: "insufficient
+      // history for index"), so a later first use in this transaction must not create another one.
+      if (parent !== null) {
+        for (const each of Object.keys(EXTENSION_DDL) as ExtensionTable[]) await parent.ensure(each);
+        return;
+      }
       if (await this.#inPlace(ddl)) return;
       throw new UnsupportedBackend(`creating the extension table ${table} inside a transaction view`, this.dialect.name, {
         message:

@@ -106,6 +106,23 @@ describe("withTransaction on a fresh MariaDB database: the extension tables neve
   });
 });
 
+describe("withTransaction on a fresh MariaDB database after the caller wrote cairnq_tasks", () => {
+  it("the store's own CREATE TABLE … REFERENCES cairnq_tasks does not wait for the caller, who inserted a task first (a wait would never end: the caller waits for it); the first use creates every feature's tables, so a later first use in the same transaction reads one created before its snapshot", async () => {
+    const { store, app } = await fresh("trxext_fk");
+    const target = await store.submit({ name: "target" });
+    await app.transaction().execute(async (trx) => {
+      const view = store.withTransaction(trx) as TaskStore & TaskStepStore;
+      await view.submit({ name: "plain" });
+      // The debounce's read begins the transaction's snapshot; the messages table must exist before it.
+      await view.submit({ name: "ship", key: "ship:1", debounce: { delayMs: 1000 } });
+      await view.send({ taskId: target.id, name: "go", payload: { x: 1 } });
+      await view.submit({ name: "notify", group: "tenant-1" });
+    });
+    expect((await store.list()).map((t) => t.name).sort()).toEqual(["notify", "plain", "ship", "target"]);
+    expect(await count(app, "cairnq_ext_messages")).toBe(1);
+  }, 30_000);
+});
+
 describe("withTransaction on MariaDB: a retry or retryable fail marks a grouped task's row requeued with the transition", () => {
   it("retry, retryBatch and fail through a view of a store that never used groups: requeued when the caller commits, untouched when it rolls back; a group claim takes the task in its group's turn", async () => {
     const { dsn, store, app } = await fresh("trxext_requeue");
