@@ -7,7 +7,7 @@
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, SubmitInput, Task } from "@cairnq/protocol";
 import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { decideRow, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
+import { decideRow, hasMessageParams, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
 
 interface Message {
   readonly name: string;
@@ -129,6 +129,11 @@ export class MemorySteps {
     this.#messages.set(task.id, list);
     const woke = this.#wake(task, (entry) => entry.kind === "wait" && entry.waitingFor === params.name);
     return { taskId: task.id, name: params.name, woke };
+  }
+
+  hasMessage(taskId: string, name: string, sentBeforeMs?: number): boolean {
+    const params = hasMessageParams(taskId, name, sentBeforeMs);
+    return (this.#messages.get(params.taskId) ?? []).some((m) => m.consumedBy === null && m.name === params.name && m.atMs < params.messagesBeforeMs);
   }
 
   wakeJoin(parentId: string): boolean {

@@ -32,15 +32,8 @@ import type {
   SucceedInput,
   Task,
   TaskRef,
-  ParkOutcome,
-  ParkStepInput,
-  RecordStepInput,
-  SendInput,
-  SendOutcome,
-  SpawnStepInput,
-  StepRecord,
-  TaskStepStore,
 } from "@cairnq/protocol";
+import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, TaskStepStore } from "@cairnq/protocol";
 import { MemoryRows } from "./memory-rows.js";
 import { MemorySteps } from "./memory-steps.js";
 import type { Expr, GroupCandidates, NormalizedFlowControl, Params, RowTransition, SetTransition } from "@cairnq/protocol/adapter";
@@ -214,6 +207,11 @@ export class MemoryStore implements ScheduleTaskStore, TaskStepStore, GroupReadS
   async send(input: SendInput): Promise<SendOutcome> {
     this.#open();
     return this.#steps.send(input);
+  }
+
+  async hasMessage(taskId: string, name: string, sentBeforeMs?: number): Promise<boolean> {
+    this.#open();
+    return this.#steps.hasMessage(taskId, name, sentBeforeMs);
   }
 
   async wakeJoin(parentId: string): Promise<boolean> {

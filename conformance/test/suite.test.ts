@@ -54,7 +54,7 @@ describe("defineConformanceSuite", () => {
     expect(registered).toHaveLength(CONFORMANCE_CASES.length);
     expect(suite.ran.length + suite.skipped.length).toBe(CONFORMANCE_CASES.length);
     expect(suite.skipped.map((s) => s.id).sort()).toEqual(["complete-in", "push-signals", "s03-json-round-trip", ...REPROBE_CASES, ...COMPLETE_REF_CASES, ...EXTENSION_CASES, ...STEP_CASES].sort());
-    expect(STEP_CASES).toHaveLength(13);
+    expect(STEP_CASES).toHaveLength(14);
     expect(EXTENSION_CASES).toHaveLength(40);
     expect(COMPLETE_REF_CASES).toHaveLength(3);
     expect(REPROBE_CASES).toHaveLength(3);

@@ -9,7 +9,7 @@
 import type { TaskStepStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import type { CaseContext, ConformanceCase } from "../case.js";
-import { EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
+import { ConformanceFailure, EXPIRY_WAIT_MS, SHORT_LEASE_MS } from "../case.js";
 
 export const needsSteps = (c: { durableSteps?: boolean }): string | null => (c.durableSteps === true ? null : "durableSteps (TaskStepStore)");
 const SPEC = "store.ts TaskStepStore, steps.ts";
@@ -152,6 +152,47 @@ export const stepCases: readonly ConformanceCase[] = [
       t.expect(await s.parkStep({ ...owned, name: "approval", kind: "wait", seq: 1, message: "approval", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: "yes" });
       // The message for "other" stays for a later wait of that name.
       t.expect(await s.parkStep({ ...owned, name: "other", kind: "wait", seq: 2, message: "other", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: null });
+    },
+  },
+  {
+    id: "steps-has-message",
+    title: "hasMessage says whether an untaken message of a name is stored for the task, sent before or after its wait parked, until a wait takes it; sentBeforeMs bounds it",
+    spec: SPEC,
+    skipUnless: needsSteps,
+    async run(t) {
+      const s = steps(t);
+      if (typeof s.hasMessage !== "function") {
+        throw new ConformanceFailure("the store declares durableSteps but has no TaskStepStore.hasMessage (an optional read): add it, or skip 'steps-has-message' with a reason");
+      }
+      const task = await t.submit("job");
+      const hasMessage = s.hasMessage.bind(s);
+      const has = (name: string, sentBeforeMs?: number): Promise<boolean> => hasMessage(task.id, name, sentBeforeMs);
+      t.expect(await has("go")).toBe(false);
+      // Sent before any wait: kept, and counted until a wait takes it.
+      await s.send({ taskId: task.id, name: "go", payload: 1 });
+      t.expect(await has("go")).toBe(true);
+      t.expect(await has("other")).toBe(false);
+      t.expect(await hasMessage("task_01J0000000000000000000NONE", "go")).toBe(false);
+      // A wait with a deadline takes only messages sent before it.
+      t.expect(await has("go", 1)).toBe(false);
+      t.expect(await has("go", PARK_FOREVER_AT_MS)).toBe(true);
+      const claimed = await t.claimOne(t.w1);
+      const owned = { taskId: task.id, workerId: t.w1, attempt: claimed.attempt };
+      t.expect(await s.parkStep({ ...owned, name: "go", kind: "wait", seq: 1, message: "go", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: 1 });
+      t.expect(await has("go")).toBe(false);
+      // Sent after the wait parked: the entry stays waiting until a worker resumes the task, the message is there.
+      t.expect(await s.parkStep({ ...owned, name: "go#2", kind: "wait", seq: 2, message: "go", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "parked", status: "queued" });
+      t.expect(await has("go")).toBe(false);
+      t.expect((await s.send({ taskId: task.id, name: "go", payload: 2 })).woke).toBe(true);
+      t.expect((await s.steps(task.id)).map((e) => [e.name, e.status])).toEqual([
+        ["go", "done"],
+        ["go#2", "waiting"],
+      ]);
+      t.expect(await has("go")).toBe(true);
+      const resumed = await t.claimOne(t.w2);
+      const again = { taskId: task.id, workerId: t.w2, attempt: resumed.attempt };
+      t.expect(await s.parkStep({ ...again, name: "go#2", kind: "wait", seq: 2, message: "go", untilMs: PARK_FOREVER_AT_MS })).toEqual({ kind: "ready", result: 2 });
+      t.expect(await has("go")).toBe(false);
     },
   },
   {

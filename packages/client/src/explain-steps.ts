@@ -4,9 +4,9 @@
  * parked task is an ordinary queued row that is not due, which without its
  * journal would read as "delayed".
  */
-import type { StepRecord, Task, TaskRef, TaskStore } from "@cairnq/protocol";
+import type { StepRecord, Task, TaskRef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { isTerminal, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
-import { parkedOn } from "@cairnq/protocol/sdk";
+import { messageArrived, parkedOn } from "@cairnq/protocol/sdk";
 import { formatWhen } from "@cairnq/runtime";
 import type { Verdict } from "./explain.js";
 
@@ -17,6 +17,12 @@ export interface ParkedEvidence {
    * has (a purged child counts as finished: the join returns `null` for it). `undefined`: not read.
    */
   readonly unfinishedChild?: TaskRef | null;
+  /**
+   * A wait's message: `true` when it has arrived (stored, not yet taken, sent before the wait's deadline:
+   * `TaskStepStore.hasMessage`), so the task is due and waits only for a worker to resume it — its entry stays
+   * `waiting` until then. `undefined`: not read (a store without `hasMessage`).
+   */
+  readonly messageArrived?: boolean;
 }
 
 /** How many children's statuses {@link readJoinChildren} reads at once. */
@@ -41,9 +47,27 @@ export async function readJoinChildren(store: Pick<TaskStore, "getStatus">, ids:
 }
 
 /**
+ * What decides whether the entry a task is parked on is satisfied, though it stays `waiting` until a worker
+ * resumes the task: a join's children (their statuses, {@link readJoinChildren}), a wait's message (whether it
+ * has arrived: `TaskStepStore.hasMessage`, where the store has it). Nothing for a sleep, whose journal tells.
+ *
+ * @example
+ * ```ts
+ * const parked = parkedOn(steps);
+ * const evidence = parked === null ? {} : await readParkedEvidence(store, id, parked);
+ * ```
+ */
+export async function readParkedEvidence(store: Pick<TaskStore, "getStatus"> & Partial<Pick<TaskStepStore, "hasMessage">>, taskId: string, step: StepRecord): Promise<ParkedEvidence> {
+  if (step.kind === "join" && Array.isArray(step.waitingFor)) return { unfinishedChild: await readJoinChildren(store, step.waitingFor) };
+  const arrived = await messageArrived(store, taskId, step);
+  return arrived === undefined ? {} : { messageArrived: arrived };
+}
+
+/**
  * What a journal entry that is `waiting` waits for, in words, at `nowMs`:
- * a sleep's end, a message (and its timeout), or a join's children — what
- * `explain`, `cairnq get` and the dashboard say about a parked task.
+ * a sleep's end, a message (and its timeout) — or, once it has arrived
+ * (`evidence.messageArrived`), a worker to resume the task — or a join's
+ * children: what `explain`, `cairnq get` and the dashboard say about a parked task.
  *
  * @example
  * ```ts
@@ -56,6 +80,7 @@ export function describeStepWait(step: StepRecord, nowMs: number, evidence: Park
     case "sleep":
       return `the end of sleep '${step.name}' ${until === null ? "" : formatWhen(until, nowMs)}`.trimEnd();
     case "wait":
+      if (evidence.messageArrived === true) return `a worker to resume it: the message '${String(step.waitingFor)}' has arrived (wait '${step.name}'), so the task is due`;
       return (
         `a message '${String(step.waitingFor)}' (cairnq.send(taskId, '${String(step.waitingFor)}', payload))` +
         (until === null ? ", with no timeout" : `, or its timeout ${formatWhen(until, nowMs)}`)
@@ -75,8 +100,9 @@ export function describeStepWait(step: StepRecord, nowMs: number, evidence: Park
 
 /**
  * The verdict for a queued task parked on a durable step, or `null` when it is not parked. A join whose
- * children have all finished (`evidence.unfinishedChild === null`) is satisfied: the task waits only for a
- * worker to resume it, at once when it is due, else when the join looks again (its `run_at_ms`).
+ * children have all finished (`evidence.unfinishedChild === null`), or a wait whose message has arrived
+ * (`evidence.messageArrived`), is satisfied: the task waits only for a worker to resume it, at once when it
+ * is due, else when it comes due (its `run_at_ms`: when the join looks again).
  */
 export function parkedVerdict(task: Task, steps: readonly StepRecord[], nowMs: number, evidence: ParkedEvidence = {}): Verdict | null {
   if (task.status !== "queued") return null;
@@ -98,6 +124,19 @@ export function parkedVerdict(task: Task, steps: readonly StepRecord[], nowMs: n
       summary:
         `Parked on join '${step.name}' (no worker holds it, no attempt is used), ${after}: ` +
         `${count === 1 ? "the child task it joins has" : `all ${count} child tasks it joins have`} finished, so the join is satisfied.${resume}`,
+    };
+  }
+  if (step.kind === "wait" && evidence.messageArrived === true) {
+    const message = String(step.waitingFor);
+    const resume = isDue
+      ? ` It is due now: a worker with a handler for '${task.name}' resumes it from the top, recorded steps replaying, and the wait returns the message's payload.`
+      : ` A worker with a handler for '${task.name}' resumes it once it is due, ${formatWhen(task.run_at_ms, nowMs)}, and the wait returns the message's payload.`;
+    return {
+      ...base,
+      atMs: task.run_at_ms,
+      summary:
+        `Parked on wait '${step.name}' (no worker holds it, no attempt is used), ${after}: the message '${message}' has arrived, so the wait is satisfied ` +
+        `and the task waits only for a worker to resume it (sending '${message}' again would store a second message, kept for a later wait of that name).${resume}`,
     };
   }
   return {

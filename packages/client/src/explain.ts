@@ -13,7 +13,7 @@ import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, describeError, formatDuration, formatInstant, formatWhen, systemClock } from "@cairnq/runtime";
 import type { QueueActivity } from "./queue-activity.js";
 import { readQueueActivity } from "./queue-activity.js";
-import { parkedVerdict, readJoinChildren } from "./explain-steps.js";
+import { parkedVerdict, readParkedEvidence } from "./explain-steps.js";
 
 /** Where a task stands, as a word a script can switch on. */
 export type ExplainState =
@@ -356,9 +356,8 @@ export async function explain(
   if (task === null) return null;
   const steps = store.capabilities?.durableSteps === true ? await (store as TaskStepStore).steps(id) : null;
   const parkedStep = steps === null || task.status !== "queued" ? null : parkedOn(steps);
-  // A join is satisfied once its children have finished, which only their rows tell (the journal entry stays `waiting`).
-  const unfinishedChild = parkedStep?.kind === "join" && Array.isArray(parkedStep.waitingFor) ? await readJoinChildren(store, parkedStep.waitingFor) : undefined;
-  const parked = steps === null ? null : parkedVerdict(task, steps, nowMs, unfinishedChild === undefined ? {} : { unfinishedChild });
+  const evidence = parkedStep === null ? {} : await readParkedEvidence(store, id, parkedStep);
+  const parked = steps === null ? null : parkedVerdict(task, steps, nowMs, evidence);
   if (parked !== null) return { ...parked, activity: null, task, steps };
   const activity = task.status === "queued" ? await readQueueActivity(store, task, nowMs) : null;
   const due = task.status === "queued" && task.run_at_ms <= nowMs;

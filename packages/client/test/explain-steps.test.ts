@@ -5,9 +5,10 @@
  * claimed").
  */
 import type { StepRecord, Task, TaskRef } from "@cairnq/protocol";
+import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
 import { explain, explainTask } from "../src/explain.js";
-import { parkedVerdict, readJoinChildren } from "../src/explain-steps.js";
+import { describeStepWait, parkedVerdict, readJoinChildren } from "../src/explain-steps.js";
 import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
 const NOW = EXPLAIN_NOW;
@@ -100,5 +101,54 @@ describe("a task parked on a join", () => {
     // Past the first few reads at once, the rest are read too.
     const many = Array.from({ length: 40 }, (_, i) => `task_${i}`);
     expect(await readJoinChildren({ getStatus: (id) => Promise.resolve({ id, status: id === "task_39" ? "queued" : "failed" }) }, many)).toEqual({ id: "task_39", status: "queued" });
+  });
+});
+
+describe("a task parked on a wait whose message has arrived", () => {
+  const go = stepRow({ name: "go", kind: "wait", status: "waiting", wakeAtMs: PARK_FOREVER_AT_MS, waitingFor: "go", seq: 1 });
+
+  it("cairnq.send woke it, no worker resumed it yet: satisfied and due now, never 'waiting for a message … with no timeout'", () => {
+    const parked = row({ run_at_ms: NOW - 1000 });
+    const verdict = parkedVerdict(parked, [go], NOW, { messageArrived: true });
+    expect(verdict).toEqual({
+      taskId: parked.id,
+      state: "parked",
+      atMs: NOW - 1000,
+      summary:
+        "Parked on wait 'go' (no worker holds it, no attempt is used), after 0 recorded steps: the message 'go' has arrived, so the wait is satisfied and the task waits only for a worker " +
+        "to resume it (sending 'go' again would store a second message, kept for a later wait of that name). It is due now: a worker with a handler for 'email' resumes it from the top, " +
+        "recorded steps replaying, and the wait returns the message's payload.",
+    });
+    expect(describeStepWait(go, NOW, { messageArrived: true })).toBe("a worker to resume it: the message 'go' has arrived (wait 'go'), so the task is due");
+  });
+
+  it("not due yet by this clock (the send's store clock ahead of it): resumed once due; no message: still waiting for it", () => {
+    const { summary, atMs } = parkedVerdict(row({ run_at_ms: NOW + 2000 }), [go], NOW, { messageArrived: true }) ?? { summary: "", atMs: null };
+    expect(summary).toContain("A worker with a handler for 'email' resumes it once it is due, 2026-12-01T10:00:02.000Z (in 2 s), and the wait returns the message's payload.");
+    expect(atMs).toBe(NOW + 2000);
+    const waiting = parkedVerdict(row({ run_at_ms: PARK_FOREVER_AT_MS }), [go], NOW, { messageArrived: false });
+    expect(waiting?.summary).toContain("waiting for a message 'go' (cairnq.send(taskId, 'go', payload)), with no timeout, after 0 recorded steps.");
+  });
+
+  it("explain asks the store's hasMessage for the wait's message, bounded by its deadline; a store without it keeps the journal's words", async () => {
+    const deadline = NOW + 60_000;
+    const parked = row({ run_at_ms: NOW - 10 });
+    const calls: unknown[][] = [];
+    let stored = true;
+    const store = {
+      capabilities: { durableSteps: true },
+      get: () => Promise.resolve(parked),
+      getStatus: () => Promise.reject(new Error("a wait reads no children")),
+      steps: () => Promise.resolve([{ ...go, wakeAtMs: deadline }]),
+      hasMessage: (...args: unknown[]) => (calls.push(args), Promise.resolve(stored)),
+      list: () => Promise.reject(new Error("a parked task reads no queue activity")),
+      stats: () => Promise.reject(new Error("a parked task reads no queue activity")),
+    };
+    expect((await explain(store as never, parked.id, { nowMs: NOW }))?.summary).toContain("the message 'go' has arrived, so the wait is satisfied");
+    expect(calls).toEqual([[parked.id, "go", deadline]]);
+    stored = false;
+    expect((await explain(store as never, parked.id, { nowMs: NOW }))?.summary).toContain("waiting for a message 'go' (cairnq.send(taskId, 'go', payload)), or its timeout");
+    const { hasMessage: _, ...without } = store;
+    expect((await explain(without as never, parked.id, { nowMs: NOW }))?.summary).toContain("waiting for a message 'go' (cairnq.send(taskId, 'go', payload)), or its timeout");
   });
 });

@@ -158,6 +158,7 @@ export { LIST_BEFORE_ID, LIST_ROWS, QUEUE_DEPTH_ROWS, READ_PARAMS, STATS_ROWS } 
 export { FLAGGABLE_STATUSES } from "./statuses.js";
 export {
   decodeStepRow,
+  hasMessageParams,
   joinParentsToWake,
   PARK,
   PARK_PARAMS,

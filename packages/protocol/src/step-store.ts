@@ -49,6 +49,19 @@ export interface TaskStepStore extends TaskStore {
    */
   send(input: SendInput): Promise<SendOutcome>;
   /**
+   * Whether a message of `name` is stored for the task and not yet taken by a
+   * wait — sent before `sentBeforeMs` when that is given, as a wait with a
+   * deadline takes only messages sent before it (`parkStep`); `false` for no
+   * such task. Read-only, and optional: a task parked on a wait keeps its
+   * entry `waiting` until a worker resumes it, so only this read tells a wait
+   * whose message has arrived (the task due, waiting for a worker) from one
+   * still waiting; `explain` and a wait's `TaskTimeout` say which when the
+   * store has it (`messageArrived` in `steps.ts`).
+   *
+   * @throws InvalidArgument for an empty `taskId` or `name`, or a `sentBeforeMs` that is not an integer ≥ 0 (`hasMessageParams`).
+   */
+  hasMessage?(taskId: string, name: string, sentBeforeMs?: number): Promise<boolean>;
+  /**
    * Makes `parentId` due now when it is parked on a join (called after a
    * child became terminal); `true` when it woke it. The parent checks its
    * children again when it resumes. A worker calls it after it settles a

@@ -32,6 +32,7 @@ import { x } from "./expr.js";
 import { requireDelayMs } from "./delay.js";
 import { requireInt, requireName } from "./inputs.js";
 import { isTerminalStatus } from "./statuses.js";
+import type { TaskStepStore } from "./step-store.js";
 import type { OwnedInput, SubmitInput } from "./store.js";
 
 /** What a journal entry records: a `ctx.step`, a sleep, a wait for a message, a child submitted, or a join on children. */
@@ -326,6 +327,22 @@ export function sendParams(input: SendInput): Params & { taskId: string; name: s
 }
 
 /**
+ * Validates `TaskStepStore.hasMessage`'s arguments: the parameters of its
+ * read, `messagesBeforeMs` being `sentBeforeMs`, or {@link PARK_FOREVER_AT_MS}
+ * (any message) when it is not given — the bound a wait's park uses.
+ *
+ * @throws InvalidArgument naming the argument.
+ * @example
+ * ```ts
+ * hasMessageParams("task_01…", "approved"); // { taskId: "task_01…", name: "approved", messagesBeforeMs: 8640000000000000 }
+ * ```
+ */
+export function hasMessageParams(taskId: unknown, name: unknown, sentBeforeMs?: unknown): Params & { taskId: string; name: string; messagesBeforeMs: number } {
+  const before = sentBeforeMs === undefined || sentBeforeMs === null ? PARK_FOREVER_AT_MS : requireInt(sentBeforeMs, "sentBeforeMs", 0, PARK_FOREVER_AT_MS);
+  return { taskId: requireName(taskId, "taskId"), name: requireName(name, "name"), messagesBeforeMs: before };
+}
+
+/**
  * The send rule's check of the target, given its row as the send's
  * transaction read it (`undefined`: no such row). A missing task and
  * a `succeeded` one are refused: no wait of theirs can ever take the
@@ -390,4 +407,24 @@ export function parkedOn(steps: readonly StepRecord[]): StepRecord | null {
   let latest: StepRecord | null = null;
   for (const step of steps) if (step.status === "waiting" && (latest === null || step.seq > latest.seq)) latest = step;
   return latest;
+}
+
+/**
+ * Whether the message a parked wait waits for has arrived: `store.hasMessage`
+ * for the entry's message name, bounded by its deadline when it has one (the
+ * message the wait takes when the task resumes). The entry stays `waiting`
+ * until then, so without this read a task already woken by its message reads
+ * as still waiting for it. `undefined` when `step` is not a `waiting` wait or
+ * the store has no `hasMessage`; a failed read rejects.
+ *
+ * @example
+ * ```ts
+ * const parked = parkedOn(await store.steps(id));
+ * const arrived = parked === null ? undefined : await messageArrived(store, id, parked);
+ * ```
+ */
+export async function messageArrived(store: Pick<TaskStepStore, "hasMessage">, taskId: string, step: StepRecord): Promise<boolean | undefined> {
+  if (step.kind !== "wait" || step.status !== "waiting" || typeof step.waitingFor !== "string" || typeof store.hasMessage !== "function") return undefined;
+  const deadline = step.wakeAtMs === null || step.wakeAtMs >= PARK_FOREVER_AT_MS ? undefined : step.wakeAtMs;
+  return store.hasMessage(taskId, step.waitingFor, deadline);
 }

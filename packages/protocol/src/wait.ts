@@ -17,7 +17,7 @@ import { requireName } from "./inputs.js";
 import { isTerminal } from "./statuses.js";
 import type { TaskStepStore } from "./step-store.js";
 import type { StepRecord } from "./steps.js";
-import { PARK_FOREVER_AT_MS, parkedOn } from "./steps.js";
+import { messageArrived, PARK_FOREVER_AT_MS, parkedOn } from "./steps.js";
 import type { TaskStore } from "./store.js";
 import type { Task, TaskRef } from "./task.js";
 
@@ -258,16 +258,20 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
 
 /**
  * What the store can add, at the deadline, about a queued task: the durable step it is parked on (a store
- * with `durableSteps`), else, once due, its group's counts (a store with group reads). Read-only, and evidence
- * only: a read that fails is left out, so the wait still ends with its `TaskTimeout`.
+ * with `durableSteps`) and, for a wait, whether its message has arrived (a store with `hasMessage`), else,
+ * once due, its group's counts (a store with group reads). Read-only, and evidence only: a read that fails is
+ * left out, so the wait still ends with its `TaskTimeout`.
  */
-async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Promise<Pick<TimeoutContext, "parked" | "group" | "journalEntries">> {
+async function queuedEvidence(store: TaskStore, task: Task, nowMs: number): Promise<Pick<TimeoutContext, "parked" | "group" | "journalEntries" | "messageArrived">> {
   try {
     let journalEntries: number | null = null;
     if (store.capabilities.durableSteps === true) {
       const steps = await (store as TaskStepStore).steps(task.id);
       const parked = parkedOn(steps);
-      if (parked !== null) return { parked, group: null, journalEntries: steps.length };
+      if (parked !== null) {
+        const arrived = await messageArrived(store as TaskStepStore, task.id, parked).catch(() => undefined);
+        return { parked, group: null, journalEntries: steps.length, messageArrived: arrived ?? null };
+      }
       journalEntries = steps.length;
     }
     const group = task.run_at_ms <= nowMs && hasGroupReads(store) ? await store.taskGroup(task.id) : null;
@@ -311,6 +315,11 @@ export interface TimeoutContext {
   /** A due queued task's group and its counts, if it has one and the store reads groups. @default null */
   readonly group?: TaskGroupInfo | null;
   /**
+   * For a task {@link parked} on a wait: whether its message has arrived (`TaskStepStore.hasMessage`), so it is
+   * due and waits only for a worker to resume it; `null` when not read. @default null
+   */
+  readonly messageArrived?: boolean | null;
+  /**
    * How many entries the task's durable-steps journal holds, if read. Any shows a worker ran it: a park gives
    * its attempt back, so a task resumed after a sleep reads attempt 0 without being "never claimed". @default null
    */
@@ -325,8 +334,9 @@ function lastError(task: Task): string {
 /**
  * The message of a wait's `TaskTimeout` (§7; the wording is not contract):
  * it names where the task was stuck — not found (by id or by key); parked on
- * a durable sleep, wait or join; delayed or retrying, with the time to its next
- * run; queued at its group's `groupConcurrency`; queued and never claimed (no
+ * a durable sleep, wait or join, or on a wait whose message has arrived (due,
+ * waiting for a worker to resume it); delayed or retrying, with the time to its
+ * next run; queued at its group's `groupConcurrency`; queued and never claimed (no
  * worker for that name, queue or database — or a worker's limit on the name,
  * which this read does not check: `explain` reads a full rate window), or due
  * to be resumed after a park (its journal shows a worker ran it); running
@@ -362,7 +372,12 @@ export function describeTimeout(context: TimeoutContext): string {
       const group = context.group ?? null;
       // Per-name limits are worker options; this read checks none of them: a message can name them, never say one is reached.
       const limits = `globalConcurrency, rateLimit${group === null ? "" : `, group ${group.group}'s groupRateLimit`}`;
-      if (parked !== null) {
+      if (parked !== null && parked.kind === "wait" && context.messageArrived === true) {
+        state =
+          `parked on wait '${parked.name}', and its message '${String(parked.waitingFor)}' has arrived: it is due and waits for a worker to resume it (no need to send it again) — ` +
+          `is a worker running with a handler for '${task.name}' on queue '${task.queue}' against this database? ` +
+          `If one is, it is busy or held back by a limit it sets on '${task.name}' (${limits}), which this message does not check (explain tells a full rate window)`;
+      } else if (parked !== null) {
         state = `parked, ${parkedWords(parked, nowMs)} — no worker holds it meanwhile, and a worker resumes it when that ends`;
       } else if (dueInMs > 0) {
         state =

@@ -4,7 +4,9 @@ import { MAX_DELAY_MS } from "../src/delay.js";
 import { InvalidArgument } from "../src/errors.js";
 import {
   decodeStepRow,
+  hasMessageParams,
   joinParentsToWake,
+  messageArrived,
   MAX_STEP_NAME_LENGTH,
   PARK_FOREVER_AT_MS,
   PARK,
@@ -18,6 +20,7 @@ import {
   sendParams,
   stepKey,
 } from "../src/steps.js";
+import type { StepRecord } from "../src/steps.js";
 import { ID, NOW, W1, W2, expectPostState, ownedParams, runningRow } from "./fixtures.js";
 
 const owned = { taskId: ID, workerId: W1, attempt: 1 };
@@ -247,5 +250,52 @@ describe("joinParentsToWake", () => {
         { parent_id: "task_parent_c", status: "succeeded" },
       ]),
     ).toEqual(["task_parent_a", "task_parent_c"]);
+  });
+});
+
+describe("hasMessageParams", () => {
+  it("bounds the read by sentBeforeMs, or reads any message (PARK_FOREVER_AT_MS) without it", () => {
+    expect(hasMessageParams(ID, "go")).toEqual({ taskId: ID, name: "go", messagesBeforeMs: PARK_FOREVER_AT_MS });
+    expect(hasMessageParams(ID, "go", null)).toEqual({ taskId: ID, name: "go", messagesBeforeMs: PARK_FOREVER_AT_MS });
+    expect(hasMessageParams(ID, "go", NOW)).toEqual({ taskId: ID, name: "go", messagesBeforeMs: NOW });
+  });
+
+  it("refuses an empty task id or name and a bound that is not an integer instant", () => {
+    expect(() => hasMessageParams("", "go")).toThrow(/taskId/);
+    expect(() => hasMessageParams(ID, "")).toThrow(/name/);
+    expect(() => hasMessageParams(ID, "go", -1)).toThrow(/sentBeforeMs/);
+    expect(() => hasMessageParams(ID, "go", 1.5)).toThrow(InvalidArgument);
+    expect(() => hasMessageParams(ID, "go", PARK_FOREVER_AT_MS + 1)).toThrow(/sentBeforeMs/);
+  });
+});
+
+describe("messageArrived", () => {
+  const wait: StepRecord = { name: "go#2", kind: "wait", status: "waiting", result: null, error: null, attempt: 1, atMs: NOW, wakeAtMs: PARK_FOREVER_AT_MS, waitingFor: "go", seq: 1 };
+  function recording(answer: boolean) {
+    const calls: unknown[][] = [];
+    return { calls, store: { hasMessage: (...args: unknown[]) => (calls.push(args), Promise.resolve(answer)) } };
+  }
+
+  it("asks for the wait's message name, bounded by its deadline when it has one (what the wait takes when it resumes)", async () => {
+    const { calls, store } = recording(true);
+    expect(await messageArrived(store, ID, wait)).toBe(true);
+    expect(await messageArrived(store, ID, { ...wait, wakeAtMs: NOW + 900 })).toBe(true);
+    expect(await messageArrived(store, ID, { ...wait, wakeAtMs: null })).toBe(true);
+    expect(calls).toEqual([
+      [ID, "go", undefined],
+      [ID, "go", NOW + 900],
+      [ID, "go", undefined],
+    ]);
+    expect(await messageArrived(recording(false).store, ID, wait)).toBe(false);
+  });
+
+  it("undefined for an entry that is not a waiting wait, or a store without the read; a failed read rejects", async () => {
+    const { calls, store } = recording(true);
+    expect(await messageArrived(store, ID, { ...wait, kind: "sleep", waitingFor: null })).toBeUndefined();
+    expect(await messageArrived(store, ID, { ...wait, status: "done" })).toBeUndefined();
+    expect(await messageArrived(store, ID, { ...wait, waitingFor: ["task_a"] })).toBeUndefined();
+    expect(calls).toEqual([]);
+    expect(await messageArrived({}, ID, wait)).toBeUndefined();
+    await expect(messageArrived({ hasMessage: () => Promise.reject(new Error("connection reset")) }, ID, wait)).rejects.toThrow("connection reset");
   });
 });

@@ -400,6 +400,16 @@ describe("describeTimeout", () => {
     expect(parked({ kind: "join", name: "j", waitingFor: ["task_a", "task_b"] })).toContain(": parked, joining 2 child tasks (step 'j') — ");
     expect(parked({ kind: "join", name: "j", waitingFor: null })).toContain(": parked, joining 0 child tasks (step 'j') — ");
     expect(parked({ kind: "step", name: "s" })).toContain(": parked, waiting in step 's' — ");
+    // Its message has arrived (the entry stays waiting until a worker resumes it): due, never "waiting for a message".
+    const go = step({ kind: "wait", name: "go", waitingFor: "go", wakeAtMs: PARK_FOREVER_AT_MS });
+    const arrived = describeTimeout({ ...base, task: queuedRow(), parked: go, messageArrived: true });
+    expect(arrived).toContain(
+      ": parked on wait 'go', and its message 'go' has arrived: it is due and waits for a worker to resume it (no need to send it again) — " +
+        "is a worker running with a handler for 'summarize' on queue 'default' against this database?",
+    );
+    expect(arrived).not.toContain("waiting for a message");
+    expect(describeTimeout({ ...base, task: queuedRow(), parked: go, messageArrived: false })).toContain(": parked, waiting for a message 'go', with no timeout — ");
+    expect(describeTimeout({ ...base, task: queuedRow(), parked: step({ kind: "join", name: "j", waitingFor: ["task_a"] }), messageArrived: true })).toContain(": parked, joining 1 child task");
   });
 
   it("names a running task: cancel requested, or its worker and progress", () => {
@@ -424,7 +434,7 @@ describe("waitForTask's evidence for a queued task at the deadline", () => {
   const waiting: StepRecord = { name: "nap", kind: "sleep", status: "waiting", result: null, error: null, attempt: 1, atMs: NOW, wakeAtMs: NOW + 900, waitingFor: null, seq: 2 };
   const done: StepRecord = { ...waiting, name: "fetch", kind: "step", status: "done", wakeAtMs: null, seq: 1 };
 
-  function evidenceStore(row: Task, reads: { steps?: () => Promise<StepRecord[]>; taskGroup?: () => Promise<unknown> }) {
+  function evidenceStore(row: Task, reads: { steps?: () => Promise<StepRecord[]>; taskGroup?: () => Promise<unknown>; hasMessage?: () => Promise<boolean> }) {
     const f = fakeStore([row]);
     const store = Object.assign(f.store, {
       capabilities: { durableSteps: reads.steps !== undefined, groups: reads.taskGroup !== undefined },
@@ -439,6 +449,19 @@ describe("waitForTask's evidence for a queued task at the deadline", () => {
     const { f, store } = evidenceStore(queuedRow({ run_at_ms: NOW + 900 }), { steps: async () => [older, done, waiting] });
     const error = await timeoutOf(waitForTask(store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, f.deps));
     expect(error.message).toContain(": parked, sleeping in step 'nap', waking in 900ms — no worker holds it meanwhile");
+  });
+
+  it("parked on a wait: whether its message has arrived (hasMessage); a failed or missing read leaves that out", async () => {
+    const go = { ...waiting, name: "go", kind: "wait" as const, waitingFor: "go", wakeAtMs: PARK_FOREVER_AT_MS };
+    const message = async (hasMessage?: () => Promise<boolean>): Promise<string> => {
+      const { f, store } = evidenceStore(queuedRow(), { steps: async () => [go], ...(hasMessage === undefined ? {} : { hasMessage }) });
+      return (await timeoutOf(waitForTask(store, { id: ID }, { timeoutMs: 10, pollMs: 5 }, f.deps))).message;
+    };
+    expect(await message(async () => true)).toContain(": parked on wait 'go', and its message 'go' has arrived: it is due and waits for a worker to resume it");
+    const still = ": parked, waiting for a message 'go', with no timeout — no worker holds it meanwhile";
+    expect(await message(async () => false)).toContain(still);
+    expect(await message(() => Promise.reject(new Error("connection reset")))).toContain(still);
+    expect(await message()).toContain(still);
   });
 
   it("not parked and due: its group's counts from a store with group reads", async () => {

@@ -371,6 +371,11 @@ export class KyselyStore implements ScheduleTaskStore, RefCompleteTaskStore, Que
     return this.#lifecycle.run(() => this.#steps.send(input));
   }
 
+  /** Whether an untaken message of `name` is stored for the task (sent before `sentBeforeMs`, when given); read-only. */
+  hasMessage(taskId: string, name: string, sentBeforeMs?: number): Promise<boolean> {
+    return this.#lifecycle.run(() => this.#steps.hasMessage(taskId, name, sentBeforeMs));
+  }
+
   /** Makes a parent parked on a join due now. */
   wakeJoin(parentId: string): Promise<boolean> {
     return this.#lifecycle.run(() => this.#steps.wakeJoin(parentId));

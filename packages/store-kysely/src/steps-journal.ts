@@ -24,7 +24,7 @@ import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
 import { missingTable } from "./missing-table.js";
 import { TransactionViewDialect } from "./dialect.js";
 import type { Params } from "@cairnq/protocol/adapter";
-import { decodeStepRow, encodeJson, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
+import { decodeStepRow, encodeJson, hasMessageParams, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
@@ -160,6 +160,15 @@ const OLDEST_MESSAGE_TEMPLATE: StatementTemplate = {
     `AND at_ms < ${c.value(P.messagesBeforeMs)} ORDER BY seq LIMIT 1`,
 };
 
+/** Whether a message of the name waits untaken, sent before the bound (`TaskStepStore.hasMessage`). */
+const HAS_MESSAGE_TEMPLATE: StatementTemplate = {
+  params: [P.taskId, P.name, P.messagesBeforeMs],
+  clock: null,
+  build: (c) =>
+    `SELECT 1 AS one FROM ${MESSAGES_TABLE} WHERE task_id = ${c.value(P.taskId)} AND name = ${c.value(P.name)} AND consumed_by IS NULL ` +
+    `AND at_ms < ${c.value(P.messagesBeforeMs)} LIMIT 1`,
+};
+
 const CONSUME_TEMPLATE: StatementTemplate = {
   params: [P.taskId, P.name, P.messageSeq, P.stepName],
   clock: null,
@@ -226,6 +235,18 @@ export class StepJournal {
     } catch (err) {
       // A read creates nothing (`cairnq get`, `explain` and the dashboard read every task): no table, no journal.
       if (this.ext.dialect.missingTable?.(err) ?? missingTable(err)) return [];
+      throw err;
+    }
+  }
+
+  /** Whether an untaken message of `name` is stored for the task (sent before `sentBeforeMs`, when given). */
+  async hasMessage(taskId: string, name: string, sentBeforeMs?: number): Promise<boolean> {
+    const params = hasMessageParams(taskId, name, sentBeforeMs);
+    try {
+      return (await this.ext.statements.read(HAS_MESSAGE_TEMPLATE, params)).rows.length > 0;
+    } catch (err) {
+      // A read creates nothing, as `steps` does: no table, no message.
+      if (this.ext.dialect.missingTable?.(err) ?? missingTable(err)) return false;
       throw err;
     }
   }
