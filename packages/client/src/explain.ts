@@ -330,8 +330,10 @@ export function explainTask(task: Task, ctx: ExplainContext): Verdict {
 function canceledQueued(task: Task, steps: readonly StepRecord[] | null): string {
   const parked = steps === null ? null : parkedOn(steps);
   if (parked !== null) return `while parked on ${parked.kind} '${parked.name}' (a worker ran it and it parked there; a park gives its attempt back)`;
-  if (steps !== null && steps.length > 0) return "while queued to be resumed (a worker ran it and recorded steps; a park gives its attempt back)";
-  return task.attempt === 0 ? "while queued, before any worker claimed it" : "while queued between attempts";
+  const ran = steps !== null && steps.length > 0;
+  if (task.attempt === 0) return ran ? "while queued to be resumed (a worker ran it and recorded steps; a park gives its attempt back)" : "while queued, before any worker claimed it";
+  // An attempt after the first that recorded steps may have failed (a retry was due) or parked and been woken (a resume was due).
+  return ran ? "while queued between attempts or to be resumed after a park (a worker ran it and recorded steps)" : "while queued between attempts";
 }
 
 /**

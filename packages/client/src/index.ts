@@ -22,6 +22,8 @@ export type { RetentionHook } from "./retention-hook.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export type { ExplainOptions, ExplainState, Explanation } from "./explain.js";
 export { describeStepWait } from "./explain-steps.js";
+export { listPage } from "./list-page.js";
+export type { TaskPage } from "./list-page.js";
 export type { QueueActivity } from "./queue-activity.js";
 export type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 // Types of the client's own signatures that live in @cairnq/protocol and @cairnq/runtime, under the same names.

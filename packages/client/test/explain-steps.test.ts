@@ -40,6 +40,12 @@ describe("explainTask of a canceled task with a journal", () => {
     expect(summary).not.toContain("before any worker claimed it");
   });
 
+  it("canceled after a retryable failure (attempt 1) that recorded steps: not 'to be resumed' alone, never 'before any worker claimed it'", () => {
+    const canceled = row({ status: "canceled", attempt: 1, completed_at_ms: NOW });
+    const { summary } = explainTask(canceled, { nowMs: NOW, steps: [stepRow({})] });
+    expect(summary).toContain("while queued between attempts or to be resumed after a park (a worker ran it and recorded steps)");
+  });
+
   it("canceled with an empty journal on attempt 0: never claimed", () => {
     expect(explainTask(row({ status: "canceled", completed_at_ms: NOW }), { nowMs: NOW, steps: [] }).summary).toContain("while queued, before any worker claimed it");
   });

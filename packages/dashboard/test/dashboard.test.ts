@@ -120,6 +120,10 @@ describe("createDashboard over HTTP", () => {
     } while (beforeId !== null);
     expect(seen).toHaveLength(6);
     expect(seen).toEqual([...seen].sort().reverse());
+    // Six tasks in pages of three: the second page is exactly full and the last, so it offers no next page.
+    const first = JSON.parse((await post(base, "/api/tasks", { filter: { queue: "paging" }, limit: 3 })).body);
+    const last = JSON.parse((await post(base, "/api/tasks", { filter: { queue: "paging" }, limit: 3, beforeId: first.nextBeforeId })).body);
+    expect([first.tasks.length, first.nextBeforeId === null, last.tasks.length, last.nextBeforeId]).toEqual([3, false, 3, null]);
 
     const byKey = JSON.parse((await post(base, "/api/tasks", { filter: { key: "customer-42@example.com" } })).body);
     expect(byKey.tasks.map((t: { id: string }) => t.id)).toEqual([keyed.id]);

@@ -380,13 +380,6 @@ export class EventLoopBlocked extends CairnQError {
   }
 }
 
-/**
- * The database's `protocol_version` is not one this SDK speaks (§11).
- *
- * Raised at connect time; the SDK refuses to run rather than corrupt rows a
- * peer of another version relies on. A stored version of 0 means the meta row
- * is absent.
- */
 /** Fields a {@link ProtocolVersionMismatch} may carry besides its message. */
 export interface ProtocolVersionMismatchFields extends CairnQErrorOptions {
   /**
@@ -396,6 +389,13 @@ export interface ProtocolVersionMismatchFields extends CairnQErrorOptions {
   storedText?: string;
 }
 
+/**
+ * The database's `protocol_version` is not one this SDK speaks (§11).
+ *
+ * Raised at connect time; the SDK refuses to run rather than corrupt rows a
+ * peer of another version relies on. A stored version of 0 means the meta row
+ * is absent.
+ */
 export class ProtocolVersionMismatch extends CairnQError {
   static {
     brandErrorClass(this, "cairnq.error.ProtocolVersionMismatch", "ProtocolVersionMismatch");

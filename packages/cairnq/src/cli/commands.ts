@@ -3,8 +3,8 @@
  * the JSON document `--json` prints and the text people see otherwise.
  */
 import type { CairnQ } from "@cairnq/client";
-import { describeStepWait } from "@cairnq/client";
-import type { ListInput, StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
+import { describeStepWait, listPage } from "@cairnq/client";
+import type { StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
 import { CANCELABLE_STATUSES, hasGroupReads, isTerminalStatus, PARK_FOREVER_AT_MS, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { describeError, formatDuration, formatRelative, formatWhen } from "@cairnq/runtime";
@@ -96,12 +96,7 @@ export async function groupStatsCommand(client: CairnQ, io: CliIo, name: string,
 
 /** `cairnq list`: newest first, keyset-paged by `--before`. */
 export async function listCommand(client: CairnQ, io: CliIo, filter: TaskFilter, limit: number, before: string | undefined): Promise<CommandOutput> {
-  // One more than shown, so a page that is exactly full does not offer a next page that holds nothing.
-  const input: ListInput = { ...filter, order: "id", limit: limit + 1 };
-  if (before !== undefined) input.beforeId = requireTaskId(before);
-  const read = await client.list(input);
-  const tasks = read.slice(0, limit);
-  const nextBeforeId = read.length > limit ? (tasks[tasks.length - 1]?.id ?? null) : null;
+  const { tasks, nextBeforeId } = await listPage(client, { ...filter, limit, ...(before === undefined ? {} : { beforeId: requireTaskId(before) }) });
   const json = { tasks, nextBeforeId };
   if (tasks.length === 0) return { json, text: before === undefined ? "no tasks match" : "no more tasks" };
   const now = io.now();

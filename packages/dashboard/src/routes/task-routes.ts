@@ -2,6 +2,7 @@
  * One task at a time: the filtered list, a task's detail with its
  * explanation, parent and children, and retry or cancel of one task.
  */
+import { listPage } from "@cairnq/client";
 import type { ListInput, Task } from "@cairnq/protocol";
 import { isTaskId } from "@cairnq/protocol/adapter";
 import { bodyLimit, HttpError, readBody, sendJson } from "../http.js";
@@ -57,14 +58,15 @@ export function taskRoutes(ctx: RouteContext): Route[] {
         sendJson(res, 200, { tasks: task !== null && matchesFilter(task, filter) && beforeId === undefined ? [taskSummary(task)] : [], nextBeforeId: null });
         return;
       }
-      const input: ListInput = { order: "id", limit };
+      const input: ListInput & { limit: number } = { limit };
       if (filter.status !== undefined) input.status = filter.status;
       if (filter.queue !== undefined) input.queue = filter.queue;
       if (filter.name !== undefined) input.name = filter.name;
       if (filter.correlationId !== undefined) input.correlationId = filter.correlationId;
       if (beforeId !== undefined) input.beforeId = beforeId;
-      const tasks = await client.list(input);
-      sendJson(res, 200, { tasks: tasks.map(taskSummary), nextBeforeId: tasks.length === limit ? (tasks[tasks.length - 1]?.id ?? null) : null });
+      // One task more than shown: an exactly full last page offers no "load more" to an empty one.
+      const { tasks, nextBeforeId } = await listPage(client, input);
+      sendJson(res, 200, { tasks: tasks.map(taskSummary), nextBeforeId });
     },
   };
 
