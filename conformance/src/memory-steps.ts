@@ -5,9 +5,9 @@
  * synchronously inside one call, which is the memory store's per-task lock.
  */
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, SubmitInput, Task } from "@cairnq/protocol";
-import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
+import { InvalidArgument, LostLease } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { decideRow, hasMessageParams, holds, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
+import { decideRow, hasMessageParams, holds, holdsJoin, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
 
 interface Message {
   readonly name: string;
@@ -77,7 +77,7 @@ export class MemorySteps {
       }
     } else if (params.kind === "join") {
       const rows = params.childIds.map((id) => this.tasks.get(id) ?? null);
-      if (rows.every((row) => row === null || isTerminalStatus(row.status))) {
+      if (!rows.some(holdsJoin)) {
         const result = structuredClone(rows);
         this.#write(task, params, { kind: "join", status: "done", result, error: null, wakeAtMs: null, waitingFor: null });
         return { kind: "ready", result };

@@ -44,11 +44,11 @@ function row(fields: Partial<Task>): Task {
   };
 }
 
-function clientOf(task: Task, steps: StepRecord[] | null = null): CairnQ {
+function clientOf(task: Task, steps: StepRecord[] | null = null, messages: readonly string[] = []): CairnQ {
   return {
     get: () => Promise.resolve(task),
     steps: () => Promise.resolve(steps ?? []),
-    store: { capabilities: { durableSteps: steps !== null } },
+    store: { capabilities: { durableSteps: steps !== null }, hasMessage: (_id: string, name: string) => Promise.resolve(messages.includes(name)) },
   } as unknown as CairnQ;
 }
 
@@ -74,6 +74,11 @@ describe("getCommand", () => {
     const out = await getCommand(clientOf(row({ run_at_ms: PARK_FOREVER_AT_MS }), [wait]), io, ID);
     expect(out.text).toMatch(/run at\s+never \(no deadline\)\n/);
     expect(out.text).not.toContain("275760");
+    expect(out.text).toContain("waiting for a message 'approval'");
+    // Once sent, the entry stays `waiting` until a worker resumes the task: it says so, rather than ask for the message again.
+    const sent = await getCommand(clientOf(row({ run_at_ms: NOW }), [wait], ["approval"]), io, ID);
+    expect(sent.text).toContain("waiting for a worker to resume it: the message 'approval' has arrived");
+    expect(sent.text).not.toContain("cairnq.send(");
   });
 
   it("a finished task's waiting entry is where it was parked, not a wait still going on", async () => {

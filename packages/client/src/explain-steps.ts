@@ -5,8 +5,8 @@
  * journal would read as "delayed".
  */
 import type { StepRecord, Task, TaskRef, TaskStepStore, TaskStore } from "@cairnq/protocol";
-import { isTerminal, PARK_FOREVER_AT_MS } from "@cairnq/protocol";
-import { messageArrived, parkedOn } from "@cairnq/protocol/sdk";
+import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { holdsJoin, messageArrived, parkedOn } from "@cairnq/protocol/sdk";
 import { formatWhen } from "@cairnq/runtime";
 import type { Verdict } from "./explain.js";
 
@@ -40,7 +40,7 @@ const CHILD_READS_AT_ONCE = 16;
 export async function readJoinChildren(store: Pick<TaskStore, "getStatus">, ids: readonly string[]): Promise<TaskRef | null> {
   for (let i = 0; i < ids.length; i += CHILD_READS_AT_ONCE) {
     const refs = await Promise.all(ids.slice(i, i + CHILD_READS_AT_ONCE).map((id) => store.getStatus(id)));
-    const unfinished = refs.find((ref) => ref !== null && !isTerminal(ref));
+    const unfinished = refs.find(holdsJoin);
     if (unfinished !== undefined && unfinished !== null) return unfinished;
   }
   return null;

@@ -21,7 +21,8 @@ export type { BulkOptions, CairnQOptions, CallOptions, PurgeOptions, RetryManyOp
 export type { RetentionHook } from "./retention-hook.js";
 export { BackpressureGate } from "./backpressure-gate.js";
 export type { ExplainOptions, ExplainState, Explanation } from "./explain.js";
-export { describeStepWait } from "./explain-steps.js";
+export { describeStepWait, readParkedEvidence } from "./explain-steps.js";
+export type { ParkedEvidence } from "./explain-steps.js";
 export { listPage } from "./list-page.js";
 export type { TaskPage } from "./list-page.js";
 export type { QueueActivity } from "./queue-activity.js";

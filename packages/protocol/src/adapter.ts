@@ -159,6 +159,7 @@ export { FLAGGABLE_STATUSES } from "./statuses.js";
 export {
   decodeStepRow,
   hasMessageParams,
+  holdsJoin,
   joinParentsToWake,
   PARK,
   PARK_PARAMS,

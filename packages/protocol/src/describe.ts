@@ -7,7 +7,7 @@
 /**
  * A value for a "got …" message: a string quoted, a number, boolean or bigint as written, `null`/`undefined`,
  * "an array", a class instance by its constructor ("a Map", "a Date"), otherwise its kind with its article
- * ("an object", "a function", "a symbol"). Every package's messages use it (`@cairnq/protocol/adapter`).
+ * ("an object", "a function", "a symbol"). Protocol's validators, runtime's option checks, retention, the dashboard and the SQLite store use it (`@cairnq/protocol/adapter`); a few messages that show only a value's kind keep runtime's `describeKind`.
  */
 export function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);

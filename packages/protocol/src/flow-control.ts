@@ -30,6 +30,7 @@
  */
 import type { Expr } from "./expr.js";
 import { x } from "./expr.js";
+import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
 import type { ClaimDraw, ClaimInput } from "./store.js";
 import type { Task } from "./task.js";
@@ -77,7 +78,7 @@ function fail(argument: string, message: string): never {
 }
 
 function plainObject(value: unknown, argument: string, what: string): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) fail(argument, `${argument} must be ${what}, got ${value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}`);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail(argument, `${argument} must be ${what}, got ${describe(value)}`);
   return value as Record<string, unknown>;
 }
 
@@ -89,7 +90,7 @@ function onlyKeys(value: Record<string, unknown>, allowed: readonly string[], ar
 
 function positiveInt(value: unknown, argument: string, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > max) {
-    fail(argument, `${argument} must be an integer from 1 to ${max}, got ${typeof value === "number" ? String(value) : typeof value}`);
+    fail(argument, `${argument} must be an integer from 1 to ${max}, got ${describe(value)}`);
   }
   return value;
 }

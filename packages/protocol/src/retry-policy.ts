@@ -5,6 +5,7 @@
  * with its own settings for every other name.
  */
 import { retryDelayMs } from "./backoff.js";
+import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
 
 /** The retry options of one task name (task options of `worker.task`). */
@@ -51,7 +52,7 @@ export const MAX_RETRY_DELAY_MS = 2_147_483_647;
 function durationOrNull(value: unknown, argument: string): number | null {
   if (value === undefined) return null;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_RETRY_DELAY_MS) {
-    throw new InvalidArgument(argument, `${argument} must be an integer number of milliseconds from 0 to ${MAX_RETRY_DELAY_MS}, got ${typeof value === "number" ? String(value) : typeof value}`);
+    throw new InvalidArgument(argument, `${argument} must be an integer number of milliseconds from 0 to ${MAX_RETRY_DELAY_MS}, got ${describe(value)}`);
   }
   return value;
 }
@@ -109,7 +110,7 @@ export function normalizeRetryPolicy(input: RetryPolicy, argument = "retry polic
   const capMs = durationOrNull(input.retryBackoffMaxMs, `${argument}.retryBackoffMaxMs`);
   const compute = input.retryBackoff;
   if (compute !== undefined && typeof compute !== "function") {
-    throw new InvalidArgument(`${argument}.retryBackoff`, `${argument}.retryBackoff must be a function (attempt, error) => delay in ms, got ${compute === null ? "null" : typeof compute}`);
+    throw new InvalidArgument(`${argument}.retryBackoff`, `${argument}.retryBackoff must be a function (attempt, error) => delay in ms, got ${describe(compute)}`);
   }
   if (compute !== undefined && (baseMs !== null || capMs !== null)) {
     throw new InvalidArgument(

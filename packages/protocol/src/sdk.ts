@@ -70,4 +70,4 @@ export {
   withTraceCarrier,
 } from "./trace-context.js";
 export type { ReadTraceCarrier, TraceCarrier, TraceParent } from "./trace-context.js";
-export { messageArrived, parkedOn } from "./steps.js";
+export { holdsJoin, messageArrived, parkedOn } from "./steps.js";

@@ -410,6 +410,20 @@ export function parkedOn(steps: readonly StepRecord[]): StepRecord | null {
 }
 
 /**
+ * Whether one child holds a join back: it exists and has not finished. A join is satisfied when none of its
+ * children does (a purged child, `null`, counts as finished: the join returns `null` for it). The rule every
+ * store's park applies, and what `explain` reads to say a join is satisfied.
+ *
+ * @example
+ * ```ts
+ * const satisfied = !children.some(holdsJoin);
+ * ```
+ */
+export function holdsJoin(child: { readonly status: string } | null): boolean {
+  return child !== null && !isTerminalStatus(child.status);
+}
+
+/**
  * Whether the message a parked wait waits for has arrived: `store.hasMessage`
  * for the entry's message name, bounded by its deadline when it has one (the
  * message the wait takes when the task resumes). The entry stays `waiting`

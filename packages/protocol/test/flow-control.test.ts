@@ -33,7 +33,7 @@ describe("normalizeFlowControl", () => {
     [null as unknown as object, null],
     [{ globalConcurrency: 0 }, "flowControl.globalConcurrency must be an integer from 1"],
     [{ globalConcurrency: 1.5 }, "globalConcurrency must be an integer"],
-    [{ globalConcurrency: "2" }, "got string"],
+    [{ globalConcurrency: "2" }, 'got "2"'],
     [{ concurrency: 2 }, "has no option 'concurrency'; valid options are globalConcurrency, rateLimit"],
     [{ rateLimit: 5 }, "rateLimit must be an object { max, perMs }"],
     [{ rateLimit: null }, "got null"],

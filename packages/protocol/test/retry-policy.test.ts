@@ -24,12 +24,12 @@ describe("normalizeRetryPolicy", () => {
     expect(() => normalizeRetryPolicy({ retryBackoffMs: -1 }, "task 'email' options")).toThrow(/task 'email' options.retryBackoffMs must be an integer/);
     expect(() => normalizeRetryPolicy({ retryBackoffMaxMs: 1.5 })).toThrow(/retryBackoffMaxMs/);
     expect(() => normalizeRetryPolicy({ retryBackoffMs: MAX_RETRY_DELAY_MS + 1 })).toThrow(InvalidArgument);
-    expect(() => normalizeRetryPolicy({ retryBackoffMs: "5" as never })).toThrow(/got string/);
+    expect(() => normalizeRetryPolicy({ retryBackoffMs: "5" as never })).toThrow(/got "5"$/);
   });
 
   it("refuses a retryBackoff that is not a function, or one combined with a duration", () => {
     expect(() => normalizeRetryPolicy({ retryBackoff: null as never })).toThrow(/must be a function.*got null/);
-    expect(() => normalizeRetryPolicy({ retryBackoff: 5 as never })).toThrow(/got number/);
+    expect(() => normalizeRetryPolicy({ retryBackoff: 5 as never })).toThrow(/got 5$/);
     expect(() => normalizeRetryPolicy({ retryBackoff: () => 1, retryBackoffMs: 10 })).toThrow(/either the function or the two durations/);
     expect(() => normalizeRetryPolicy({ retryBackoff: () => 1, retryBackoffMaxMs: 10 })).toThrow(/either the function/);
   });

@@ -5,6 +5,7 @@ import { InvalidArgument } from "../src/errors.js";
 import {
   decodeStepRow,
   hasMessageParams,
+  holdsJoin,
   joinParentsToWake,
   messageArrived,
   MAX_STEP_NAME_LENGTH,
@@ -297,5 +298,13 @@ describe("messageArrived", () => {
     expect(calls).toEqual([]);
     expect(await messageArrived({}, ID, wait)).toBeUndefined();
     await expect(messageArrived({ hasMessage: () => Promise.reject(new Error("connection reset")) }, ID, wait)).rejects.toThrow("connection reset");
+  });
+});
+
+describe("holdsJoin (a join is satisfied when no child holds it)", () => {
+  it("a child that exists and has not finished holds it; a finished or purged (null) one does not", () => {
+    expect(["queued", "running"].map((status) => holdsJoin({ status }))).toEqual([true, true]);
+    expect(["succeeded", "failed", "canceled"].map((status) => holdsJoin({ status }))).toEqual([false, false, false]);
+    expect(holdsJoin(null)).toBe(false);
   });
 });

@@ -20,11 +20,11 @@
  *   trigger only fires on a status change.
  */
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, Task } from "@cairnq/protocol";
-import { InvalidArgument, isTerminalStatus, LostLease } from "@cairnq/protocol";
+import { InvalidArgument, LostLease } from "@cairnq/protocol";
 import { missingTable } from "./missing-table.js";
 import { TransactionViewDialect } from "./dialect.js";
 import type { Params } from "@cairnq/protocol/adapter";
-import { decodeStepRow, encodeJson, hasMessageParams, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
+import { decodeStepRow, encodeJson, hasMessageParams, holdsJoin, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
@@ -293,7 +293,7 @@ export class StepJournal {
         }
       } else if (params.kind === "join") {
         const rows = await this.#children(tx, params.childIds);
-        if (rows.every((row) => row === null || isTerminalStatus(row.status))) {
+        if (!rows.some(holdsJoin)) {
           const encoded = encodeJson(rows, "join result");
           await this.#done(tx, params, encoded);
           return { kind: "ready", result: JSON.parse(encoded) as unknown };

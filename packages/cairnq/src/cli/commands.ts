@@ -3,10 +3,12 @@
  * the JSON document `--json` prints and the text people see otherwise.
  */
 import type { CairnQ } from "@cairnq/client";
-import { describeStepWait, listPage } from "@cairnq/client";
-import type { StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
+import type { ParkedEvidence } from "@cairnq/client";
+import { describeStepWait, listPage, readParkedEvidence } from "@cairnq/client";
+import type { StepRecord, Task, TaskStatus, TaskStepStore, TaskStore, TerminalStatus } from "@cairnq/protocol";
 import { CANCELABLE_STATUSES, hasGroupReads, isTerminalStatus, PARK_FOREVER_AT_MS, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
+import { parkedOn } from "@cairnq/protocol/sdk";
 import { describeError, formatDuration, formatRelative, formatWhen } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
 import { paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
@@ -125,7 +127,7 @@ function jsonBlock(value: unknown): string {
  * The durable-steps journal as a timeline: one line per entry, what a waiting one waits for. A finished
  * task waits for nothing: its `waiting` entry is where it was parked when it ended (a cancel leaves it).
  */
-function stepLines(steps: readonly StepRecord[], now: number, task: Task): string {
+function stepLines(steps: readonly StepRecord[], now: number, task: Task, evidence: ParkedEvidence, parked: StepRecord | null): string {
   const names = steps.map((s) => printable(s.name));
   const width = Math.max(...names.map((n) => n.length));
   return steps
@@ -134,7 +136,7 @@ function stepLines(steps: readonly StepRecord[], now: number, task: Task): strin
         s.status === "waiting"
           ? isTerminalStatus(task.status)
             ? `parked here when the task ended ${task.status}: no longer waiting`
-            : `waiting for ${printable(describeStepWait(s, now))}`
+            : `waiting for ${printable(describeStepWait(s, now, s === parked ? evidence : {}))}`
           : s.status === "failed"
             ? `failed: ${printable(describeError(s.error) ?? JSON.stringify(s.error))}`
             : s.kind === "spawn"
@@ -178,7 +180,10 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
   if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${printable(describeError(task.error) ?? "", { lines: true })}\n${jsonBlock(task.error)}`);
   const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
-  if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now, task)}`);
+  // What the parked entry waits for may already be there (its message sent, its children finished): read as explain does.
+  const parked = steps === null || task.status !== "queued" ? null : parkedOn(steps);
+  const evidence = parked === null ? {} : await readParkedEvidence(client.store as TaskStore & TaskStepStore, task.id, parked);
+  if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now, task, evidence, parked)}`);
   return { json: steps === null ? { task } : { task, steps }, text: lines.join("\n") };
 }
 
