@@ -5,7 +5,7 @@
 import type { CairnQ } from "@cairnq/client";
 import type { ParkedEvidence } from "@cairnq/client";
 import { describeStepWait, listPage, readParkedEvidence } from "@cairnq/client";
-import type { StepRecord, Task, TaskStatus, TaskStepStore, TaskStore, TerminalStatus } from "@cairnq/protocol";
+import type { StepRecord, Task, TaskStatus, TerminalStatus } from "@cairnq/protocol";
 import { CANCELABLE_STATUSES, hasGroupReads, isTerminalStatus, PARK_FOREVER_AT_MS, PROTOCOL_VERSION, RETRYABLE_STATUSES, SCHEMA_VERSION, STATUSES } from "@cairnq/protocol";
 import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { parkedOn } from "@cairnq/protocol/sdk";
@@ -182,7 +182,7 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
   // What the parked entry waits for may already be there (its message sent, its children finished): read as explain does.
   const parked = steps === null || task.status !== "queued" ? null : parkedOn(steps);
-  const evidence = parked === null ? {} : await readParkedEvidence(client.store as TaskStore & TaskStepStore, task.id, parked);
+  const evidence = parked === null ? {} : await readParkedEvidence(client.store, task.id, parked);
   if (steps !== null && steps.length > 0) lines.push(`${paint("steps", "bold", io.color)}\n${stepLines(steps, now, task, evidence, parked)}`);
   return { json: steps === null ? { task } : { task, steps }, text: lines.join("\n") };
 }
