@@ -32,8 +32,12 @@
  * (WAIT_BOUND_FILES: 3.5 minutes out of store-postgres, 1 out of store-mysql), worker and example-express
  * went back to the second lane: by the gate at 944eb1e, cairnq 6m22s and store-mysql without its kit
  * about 1m10s, against the second lane's 6m27s without the kits plus worker 36 s and example-express 16 s.
+ * By the gates of session 25 (f8a796b, 13m51s–14m14s quiet) the first lane held the tier's end: cairnq 6m22s and
+ * store-mysql 1m10s against the second lane's 6 minutes and the wait-bound lane's 4.5. Store-mysql's whole
+ * integration tier went to the wait-bound lane then (WAITS_LANE_PACKAGES), and with it cairnq's four MariaDB suites
+ * (WAIT_BOUND_FILES), once the Postgres kits no longer paid a JIT compile for every claim over two queues.
  */
-export const FIRST_LANE = ["cairnq", "@cairnq/store-mysql"];
+export const FIRST_LANE = ["cairnq"];
 
 /**
  * Files that run in the waits lane, by package, relative to that package; the lane runs the packages one
@@ -49,7 +53,13 @@ export const FIRST_LANE = ["cairnq", "@cairnq/store-mysql"];
  * about 3.5 minutes shorter, and the waits lane still ends before them.
  */
 export const WAIT_BOUND_FILES = {
-  cairnq: ["test/integration/postgres-half-open.test.ts", "test/integration/postgres-restart.test.ts"],
+  cairnq: [
+    "test/integration/postgres-half-open.test.ts",
+    "test/integration/postgres-restart.test.ts",
+    "test/integration/processes-mysql.test.ts",
+    "test/integration/steps-fuzz-mysql.test.ts",
+    "test/integration/statement-limits-mysql.test.ts",
+  ],
   "@cairnq/store-postgres": [
     "test/integration/listen-setup.test.ts",
     "test/integration/listen-check.test.ts",
@@ -57,8 +67,14 @@ export const WAIT_BOUND_FILES = {
     "test/integration/conformance.test.ts",
     "test/integration/pgbouncer-conformance.test.ts",
   ],
-  "@cairnq/store-mysql": ["test/integration/conformance.test.ts"],
 };
+
+/**
+ * Packages whose whole integration tier runs in the waits lane (after WAIT_BOUND_FILES's), and in neither package
+ * lane: store-mysql, whose suites wait on MariaDB's statements and locks far more than they compute (its kit alone
+ * was 56 s of its 2m08s).
+ */
+export const WAITS_LANE_PACKAGES = ["@cairnq/store-mysql"];
 
 /**
  * The exclusions of a package's vitest config for `CAIRNQ_INTEGRATION_LANE` (throws on any value but "rest"):
@@ -70,6 +86,7 @@ export const WAIT_BOUND_FILES = {
 export function laneExclusions(pkg, lane) {
   if (lane === undefined) return [];
   if (lane !== "rest") throw new Error(`${LANE_ENV}=${lane}: the only lane a package's config selects is "rest"`);
+  if (WAITS_LANE_PACKAGES.includes(pkg)) return ["test/integration/**"];
   return [...(WAIT_BOUND_FILES[pkg] ?? []), ...(pkg === "cairnq" ? ALONE_FILES : [])];
 }
 

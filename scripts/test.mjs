@@ -17,7 +17,8 @@
 //      tier (real processes, Postgres, Chromium) in two lanes side by side,
 //      cairnq in one and every other package one at a time in the other (with
 //      databases of its own: NOTIFY is per database), and beside them the
-//      wait-bound lane: the few suites that mostly wait; then, alone,
+//      wait-bound lane: the suites that mostly wait (store-mysql's whole
+//      integration tier among them); then, alone,
 //      the cairnq suites that need both cores or their whole timeout (scripts/integration-lanes.mjs:
 //      the turbo runs leave those files out)
 //   6. stop a throwaway Postgres, print how long each phase took, what
@@ -40,7 +41,7 @@ import { fileURLToPath } from "node:url";
 import { createDatabaseBeside, ensurePostgres } from "./pg-env.mjs";
 import { ensurePgBouncer } from "./pgbouncer-env.mjs";
 import { ensureMySQL } from "./mysql-env.mjs";
-import { ALONE_FILES, FIRST_LANE, LANE_ENV, WAIT_BOUND_FILES } from "./integration-lanes.mjs";
+import { ALONE_FILES, FIRST_LANE, LANE_ENV, WAIT_BOUND_FILES, WAITS_LANE_PACKAGES } from "./integration-lanes.mjs";
 import { OWN_LINT } from "./lint.mjs";
 import { untieredTests } from "./tiers.mjs";
 
@@ -505,7 +506,7 @@ async function main() {
     : "integration tier: one package at a time | the wait-bound lane; then the suites that run alone";
   const integration = await phase(title, async (row) => {
     const restEnv = { ...process.env, [LANE_ENV]: "rest" };
-    const turboArgs = ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...extraArgs];
+    const turboArgs = ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...WAITS_LANE_PACKAGES.map((p) => `--filter=!${p}`), ...extraArgs];
     const rest = secondLane
       ? Promise.all([
           // cairnq's integration files (minus the wait-bound lane's and the alone ones) and a few
@@ -518,13 +519,14 @@ async function main() {
         ]).then((codes) => codes.find((c) => c !== 0) ?? 0)
       : turbo(row, turboArgs, (task) => task.package, { env: restEnv });
     // The wait-bound lane: each package's files (integration-lanes.mjs), one package after another.
-    const waitsTitle = Object.entries(WAIT_BOUND_FILES)
-      .map(([pkg, files]) => `${pkg} ${files.map((f) => path.basename(f, ".test.ts")).join(", ")}`)
+    const waitsRuns = [...Object.entries(WAIT_BOUND_FILES), ...WAITS_LANE_PACKAGES.map((pkg) => [pkg, ["test/integration/"]])];
+    const waitsTitle = waitsRuns
+      .map(([pkg, files]) => `${pkg} ${files.map((f) => (f.endsWith("/") ? "all" : path.basename(f, ".test.ts"))).join(", ")}`)
       .join("; ");
     const waits = phase(
       `wait-bound lane: ${waitsTitle}`,
       async () => {
-        for (const [pkg, files] of Object.entries(WAIT_BOUND_FILES)) {
+        for (const [pkg, files] of waitsRuns) {
           const env = waitsLane ? { ...process.env, CAIRNQ_TEST_PG_DSN: waitsLane.pgDsn, CAIRNQ_TEST_MYSQL_DSN: waitsLane.mysqlDsn } : process.env;
           const code = await run(PNPM, ["--filter", pkg, "exec", "vitest", "run", ...files], { onLine: countTests, env });
           if (code !== 0 || interrupted) return code;
