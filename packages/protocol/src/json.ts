@@ -3,8 +3,9 @@
  * normalizing what drivers hand back.
  *
  * `JSON.stringify` silently coerces (`NaN` → `null`, an `undefined` array
- * element → `null`, a top-level `undefined` → no output, a `Map` or `Set` →
- * `{}`) and reports cycles without saying where. A task queue must not store something other than what
+ * element → `null`, a top-level `undefined` → no output, a function or symbol
+ * property → left out, a `Map` or `Set` → `{}`) and reports cycles without
+ * saying where. A task queue must not store something other than what
  * the caller submitted, so `encodeJson` rejects those cases with a
  * `SerializationError` naming the path, and otherwise produces exactly what
  * `JSON.stringify` would.
@@ -107,14 +108,15 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
  * Encodes `value` as compact JSON for a JSON column, refusing anything JSON would coerce.
  *
  * Rejected with `SerializationError` (its `path` rooted at `what`): non-finite
- * numbers at any depth, BigInt, cycles, `undefined`/function/symbol as an
- * array element or as the whole value; strings or keys holding U+0000 or a
+ * numbers at any depth, BigInt, cycles, a function or symbol anywhere (as an
+ * object property too, which `JSON.stringify` would silently leave out),
+ * `undefined` as an array element or as the whole value; strings or keys holding U+0000 or a
  * lone surrogate, and nesting deeper than {@link MAX_JSON_DEPTH} (what some
  * backend cannot store, see the module comment); a getter, `toJSON` or
  * proxy trap that throws (the error is the `cause`); a `Map`, `Set`, typed
  * array, `ArrayBuffer` or `RegExp` without `toJSON`, which `JSON.stringify`
  * would write as `{}` (or numbered keys). Object properties holding
- * `undefined`/function/symbol are omitted, and `toJSON` is honoured (its
+ * `undefined` are omitted, and `toJSON` is honoured (its
  * output is checked too), as in `JSON.stringify`. The same object may appear
  * twice as long as it does not contain itself.
  *
@@ -127,6 +129,8 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
  * ```ts
  * encodeJson({ at: new Date(0), tags: ["a"] }, "payload"); // '{"at":"1970-01-01T00:00:00.000Z","tags":["a"]}'
  * encodeJson({ n: NaN }, "payload"); // throws SerializationError, path "payload.n"
+ * encodeJson({ a: undefined, b: 1 }, "payload"); // '{"b":1}'
+ * encodeJson({ f: () => 1 }, "payload"); // throws SerializationError, path "payload.f"
  * ```
  */
 export function encodeJson(value: unknown, what: string): string {
@@ -156,8 +160,11 @@ class Encoder {
     return out;
   }
 
-  /** Encodes one value; `undefined` means "omit" (JSON.stringify's undefined result). */
-  private encode(input: unknown, key: string): string | undefined {
+  /**
+   * Encodes one value; `undefined` means "omit" (JSON.stringify's undefined result). `property` says the value is
+   * an object property's, where a function or symbol is refused here (elsewhere the caller refuses what is omitted).
+   */
+  private encode(input: unknown, key: string, property = false): string | undefined {
     let value = input;
     if ((typeof value === "object" && value !== null) || typeof value === "function" || typeof value === "bigint") {
       const toJSON = (value as { toJSON?: unknown }).toJSON;
@@ -190,9 +197,17 @@ class Encoder {
       case "object":
         if (value === null) return "null";
         return Array.isArray(value) ? this.encodeArray(value) : this.encodeObject(value);
-      case "undefined":
       case "function":
       case "symbol":
+        // Refused even as an object property, where JSON.stringify would leave it out: a payload or result would
+        // lose data without a word (an `undefined` property holds none, so that one stays omitted).
+        if (property) {
+          throw this.error(
+            `the property is ${article(typeof value)}, which has no JSON form (JSON.stringify would silently leave it out); remove the property or store data in its place, such as a string`,
+          );
+        }
+        return undefined;
+      case "undefined":
         // No JSON form: the caller omits it (object property) or rejects it.
         return undefined;
     }
@@ -224,7 +239,7 @@ class Encoder {
     for (const key of Object.keys(object)) {
       this.keys.push(key);
       this.checkText(key, key);
-      const encoded = this.encode((object as Record<string, unknown>)[key], key);
+      const encoded = this.encode((object as Record<string, unknown>)[key], key, true);
       this.keys.pop();
       if (encoded === undefined) continue;
       out += (first ? "" : ",") + JSON.stringify(key) + ":" + encoded;

@@ -52,11 +52,25 @@ describe("encodeJson: agrees with JSON.stringify on encodable values", () => {
     });
   }
 
-  it("omits object properties holding undefined, functions and symbols", () => {
-    const value = { a: undefined, b: () => 1, c: Symbol("c"), d: 1, e: undefined };
+  it("omits object properties holding undefined, as JSON.stringify does", () => {
+    const value = { a: undefined, d: 1, e: undefined, n: { toJSON: () => undefined } };
     expect(encodeJson(value, "payload")).toBe('{"d":1}');
     expect(encodeJson({ only: undefined }, "payload")).toBe("{}");
     expect(encodeJson({ a: undefined, b: 2 }, "payload")).toBe('{"b":2}');
+  });
+
+  it("rejects a function or symbol as an object property, which JSON.stringify would silently leave out", () => {
+    const cases: [unknown, string, string][] = [
+      [{ f: () => 1, keep: 1 }, "payload.f", "a function"],
+      [{ keep: 1, s: Symbol("s") }, "payload.s", "a symbol"],
+      [{ deep: [{ "a b": () => 1 }] }, 'payload.deep[0]["a b"]', "a function"],
+      [{ viaToJSON: { toJSON: () => Symbol("s") } }, "payload.viaToJSON", "a symbol"],
+    ];
+    for (const [value, path, what] of cases) {
+      const err = rejection(() => encodeJson(value, "payload"));
+      expect(err.path).toBe(path);
+      expect(err.reason).toContain(`the property is ${what}, which has no JSON form (JSON.stringify would silently leave it out)`);
+    }
   });
 
   it("ignores symbol keys and non-enumerable or inherited properties", () => {
@@ -114,10 +128,18 @@ describe("encodeJson: toJSON", () => {
     expect(atTop.reason).toContain("an object whose toJSON() returned nothing");
   });
 
-  it("calls toJSON once, not on its own result", () => {
-    const inner = { toJSON: () => "never" };
+  it("calls toJSON once, not on its own result (whose toJSON is then a function property, refused)", () => {
+    let calls = 0;
+    const inner = {
+      toJSON: () => {
+        calls++;
+        return "never";
+      },
+    };
     const outer = { toJSON: () => inner };
-    expect(encodeJson(outer, "payload")).toBe(JSON.stringify(outer));
+    expect(JSON.stringify(outer)).toBe("{}");
+    expect(rejection(() => encodeJson(outer, "payload")).path).toBe("payload.toJSON");
+    expect(calls).toBe(0);
   });
 
   it("honours toJSON on functions and on BigInt, as JSON.stringify does", () => {
