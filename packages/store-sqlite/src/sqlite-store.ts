@@ -25,7 +25,7 @@ export interface SQLiteStoreOptions {
   busyTimeoutMs?: number;
   /**
    * The process clock every time is derived from (§2.1), in epoch
-   * milliseconds. For tests that move time instead of sleeping.
+   * milliseconds (each reading floored to whole milliseconds). For tests that move time instead of sleeping.
    * @default Date.now
    */
   clock?: () => number;
@@ -45,6 +45,27 @@ export interface SQLiteStoreOptions {
 /** Every key of {@link SQLiteStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
 export const SQLITE_STORE_OPTION_KEYS = Object.freeze(["busyTimeoutMs", "clock", "driver"] as const satisfies readonly (keyof SQLiteStoreOptions)[]);
 
+
+/**
+ * The `clock` option as the store reads it: refused unless a function (`clock: 5` failed only at `connect()`, with a
+ * `TypeError` a worker retried forever), and each reading floored to whole milliseconds, as every `*_ms` column holds
+ * (§2.1): `performance.timeOrigin + performance.now()` wrote fractions into the rows. A reading that is not a finite
+ * number is an `InvalidArgument` of the statement that read it.
+ */
+function storeClock(clock: unknown): (() => number) | undefined {
+  if (clock === undefined) return undefined;
+  if (typeof clock !== "function") {
+    throw new InvalidArgument("clock", `clock must be a function returning epoch milliseconds (() => number, such as Date.now), got ${describe(clock)}`);
+  }
+  const read = clock as () => unknown;
+  return () => {
+    const value = read();
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      throw new InvalidArgument("clock", `clock() must return a finite number of epoch milliseconds, got ${describe(value)}`);
+    }
+    return Math.floor(value);
+  };
+}
 /**
  * The CairnQ `TaskStore` on SQLite: one database file (WAL) shared by API and
  * worker processes on one host.
@@ -86,7 +107,7 @@ export class SQLiteStore extends KyselyStore implements TransactionalTaskStore<A
           `or a SQLiteDriver object ({ name, openConnection, checkpointThread }); got ${describe(driver)}`,
       );
     }
-    const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: options.clock, driver });
+    const dialect = new SQLiteDialect(path, { busyTimeoutMs, clock: storeClock(options.clock), driver });
     super(dialect.connection.db, dialect);
   }
 
