@@ -7,7 +7,7 @@
  * to lease expiry instead of recording why it failed.
  */
 import type { ErrorEnvelope } from "./errors.js";
-import { TaskError } from "./errors.js";
+import { TaskError, taskErrorProblem } from "./errors.js";
 import { sanitizeText } from "./json.js";
 
 /** A failure ready to write: the error JSON for `fail` and its `retryable` flag. */
@@ -128,7 +128,8 @@ export function fallbackEnvelope(error: unknown, retryable: boolean): ErrorEnvel
 /**
  * Maps whatever a handler threw to the failure the worker writes (§8.4 settlement table).
  *
- * - `TaskError` → its envelope and its own `retryable` (default false).
+ * - `TaskError` → its envelope and its own `retryable` (default false); one that cannot be stored as it stands
+ *   (`retryable: "yes"` set after construction) → `invalid_task_error`, not retryable.
  * - any other `Error` → `handler_error`, `type` = its name, retryable.
  * - a plain object → `handler_error`, `type` from its `name` (else `"Error"`),
  *   `message` from its `message` (else its string form), retryable.
@@ -144,9 +145,7 @@ export function fallbackEnvelope(error: unknown, retryable: boolean): ErrorEnvel
  * ```
  */
 export function envelopeFromThrown(err: unknown): Failure {
-  if (isInstance(err, TaskError)) {
-    return { envelope: err.envelope(), retryable: err.retryable };
-  }
+  if (isInstance(err, TaskError)) return taskErrorFailure(err);
   if (isInstance(err, Error)) {
     return { envelope: handlerErrorEnvelope(err, true), retryable: true };
   }
@@ -189,9 +188,7 @@ export function envelopeForCtxFail(
 ): Failure<ErrorEnvelope | Record<string, unknown>> {
   // Checked by the caller (`requireRetryable`, as ctx.fail does): a flag of any other type reads as absent here.
   const retryable = typeof options.retryable === "boolean" ? options.retryable : true;
-  if (isInstance(reason, TaskError)) {
-    return { envelope: reason.envelope(), retryable: reason.retryable };
-  }
+  if (isInstance(reason, TaskError)) return taskErrorFailure(reason);
   if (isInstance(reason, Error)) {
     return { envelope: handlerErrorEnvelope(reason, retryable), retryable };
   }
@@ -199,6 +196,27 @@ export function envelopeForCtxFail(
     return { envelope: reason as Record<string, unknown>, retryable };
   }
   return { envelope: taskErrorShaped(reason == null ? "task failed" : safeString(reason), retryable), retryable };
+}
+
+/**
+ * A `TaskError`'s envelope and flag, or — when it cannot be stored as it stands (a field changed after
+ * construction, a subclass's own fields: see `taskErrorProblem`) — a permanent failure, code
+ * `invalid_task_error`, that says why and keeps the message: the task is settled, never left `running` until its
+ * lease expires to be re-run by a store write refusing `retryable: "yes"`.
+ */
+function taskErrorFailure(err: TaskError): Failure {
+  const problem = taskErrorProblem(err);
+  if (problem === undefined) return { envelope: err.envelope(), retryable: err.retryable };
+  const message = safeString(read(err, "message") ?? "");
+  return {
+    envelope: errorEnvelope({
+      type: "InvalidTaskError",
+      code: "invalid_task_error",
+      message: `the handler threw a TaskError that cannot be stored as it stands (${safeString(problem)}), so the task failed for good instead of retrying; its message: ${message}. Give TaskError a string code and type, a boolean retryable and an object details`,
+      retryable: false,
+    }),
+    retryable: false,
+  };
 }
 
 function handlerErrorEnvelope(err: Error, retryable: boolean): ErrorEnvelope {

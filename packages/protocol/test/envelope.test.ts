@@ -109,6 +109,22 @@ describe("envelopeFromThrown (§8.4 settlement table)", () => {
     expect(envelopeFromThrown(new TaskError("later", { retryable: true })).retryable).toBe(true);
   });
 
+  it("a TaskError that cannot be stored as it stands becomes a permanent invalid_task_error saying why", () => {
+    const err = Object.assign(new TaskError("upstream down", { retryable: true }), { retryable: "yes" });
+    const result = envelopeFromThrown(err);
+    expect(result.retryable).toBe(false);
+    expect(Object.keys(result.envelope)).toEqual(KEYS);
+    expect(result.envelope).toMatchObject({ type: "InvalidTaskError", code: "invalid_task_error", retryable: false, details: {} });
+    expect(result.envelope.message).toMatch(/\(retryable must be a boolean, got "yes"\).*its message: upstream down\./);
+    expect(envelopeForCtxFail(Object.assign(new TaskError("m"), { code: 1 }), { retryable: true })).toMatchObject({
+      envelope: { code: "invalid_task_error" },
+      retryable: false,
+    });
+    const noMessage = Object.assign(new TaskError("m"), { retryable: 0 });
+    Object.defineProperty(noMessage, "message", { value: undefined });
+    expect(envelopeFromThrown(noMessage).envelope.message).toMatch(/its message: \./);
+  });
+
   it("any other Error is a retryable handler_error named after the error", () => {
     const result = envelopeFromThrown(new RangeError("out of range"));
     expect(result.retryable).toBe(true);

@@ -18,6 +18,7 @@ import {
   UnsupportedBackend,
   brandErrorClass,
   isFatalError,
+  taskErrorProblem,
 } from "../src/errors.js";
 import type * as ErrorsExports from "../src/errors.js";
 import type { Task } from "../src/task.js";
@@ -346,6 +347,66 @@ describe("TaskError", () => {
       details: { retryAfterMs: 5 },
     });
     expect(err.cause).toBe(cause);
+  });
+});
+
+describe("TaskError options (§12 envelope)", () => {
+  const refusals: [string, unknown, RegExp][] = [
+    ["retryable \"yes\"", { retryable: "yes" }, /new TaskError\("m", …\): retryable must be a boolean, got "yes"/],
+    ["retryable 1", { retryable: 1 }, /retryable must be a boolean, got 1/],
+    ["code 42", { code: 42 }, /code must be a string, got 42/],
+    ["type {}", { type: {} }, /type must be a string, got an object/],
+    ["details 5", { details: 5 }, /details must be a plain object \(stored as JSON\), got 5/],
+    ["details an array", { details: [1] }, /details must be a plain object .*got an array/],
+    ["an unknown key", { retriable: true }, /'retriable' is not an option of TaskError; the options are code, retryable, type, details, cause/],
+    ["options a string", "retry", /options must be an object, got "retry"/],
+  ];
+  it.each(refusals)("refuses %s with InvalidArgument", (_label, options, message) => {
+    const make = (): TaskError => new TaskError("m", options as never);
+    expect(make).toThrow(InvalidArgument);
+    expect(make).toThrow(message);
+  });
+
+  it("accepts every valid option, and null details' absence", () => {
+    expect(new TaskError("m", { code: "c", type: "T", retryable: true, details: { a: 1 }, cause: 1 }).envelope()).toEqual({
+      type: "T",
+      code: "c",
+      message: "m",
+      retryable: true,
+      details: { a: 1 },
+    });
+    expect(new TaskError("m", {}).retryable).toBe(false);
+  });
+
+  it("taskErrorProblem finds fields changed after construction, a bad envelope() and a throwing one", () => {
+    expect(taskErrorProblem(new TaskError("m"))).toBeUndefined();
+    expect(taskErrorProblem(Object.assign(new TaskError("m"), { retryable: "yes" }))).toBe('retryable must be a boolean, got "yes"');
+    expect(taskErrorProblem(Object.assign(new TaskError("m"), { details: null }))).toMatch(/details must be a plain object/);
+    expect(taskErrorProblem(Object.assign(new TaskError("m"), { message: 5 }))).toBe("message must be a string, got 5");
+    class NotObject extends TaskError {
+      override envelope(): never {
+        return 5 as never;
+      }
+    }
+    expect(taskErrorProblem(new NotObject("m"))).toBe("envelope() must return an object, got 5");
+    class BadField extends TaskError {
+      override envelope(): never {
+        return { ...super.envelope(), code: 1 } as never;
+      }
+    }
+    expect(taskErrorProblem(new BadField("m"))).toBe("envelope(): code must be a string, got 1");
+    class BadMessage extends TaskError {
+      override envelope(): never {
+        return { ...super.envelope(), message: null } as never;
+      }
+    }
+    expect(taskErrorProblem(new BadMessage("m"))).toBe("envelope(): message must be a string, got null");
+    class Throws extends TaskError {
+      override envelope(): never {
+        throw new Error("boom");
+      }
+    }
+    expect(taskErrorProblem(new Throws("m"))).toBe("reading its fields or calling its envelope() threw");
   });
 });
 

@@ -52,6 +52,22 @@ const UNSTORABLE_RESULTS: readonly [string, () => unknown][] = [
   ["a lone surrogate", () => ({ text: "\ud800" })],
 ];
 
+/** TaskErrors whose fields the constructor would refuse, set afterwards or by a subclass: the store refuses `retryable: "yes"`. */
+const INVALID_TASK_ERRORS: readonly [string, () => TaskError][] = [
+  ['retryable: "yes" set after construction', () => Object.assign(new TaskError("invalid"), { retryable: "yes" })],
+  ["retryable: 1 set after construction", () => Object.assign(new TaskError("invalid"), { retryable: 1 })],
+  ["a numeric code set after construction", () => Object.assign(new TaskError("invalid"), { code: 42 })],
+  [
+    "a subclass whose envelope() throws",
+    () =>
+      new (class extends TaskError {
+        override envelope(): never {
+          throw new Error("envelope boom");
+        }
+      })("invalid"),
+  ],
+];
+
 /** The suite on one backend: every unstorable result or error settles its task for good after one handler run. */
 export function describeUnstorableOutcomes(backend: Backend): void {
   describe(`outcomes that cannot be written (${backend.label})`, () => {
@@ -127,6 +143,23 @@ export function describeUnstorableOutcomes(backend: Backend): void {
       await worker.stop();
       expect(runs).toBe(1);
       expect(row.error).toMatchObject({ code: "handler_error", retryable: true });
+    });
+
+    it.each(INVALID_TASK_ERRORS)("a thrown TaskError with %s fails for good after ONE run, not left running", async (_label, make) => {
+      const worker = makeWorker(store);
+      let runs = 0;
+      worker.task("bad", () => {
+        runs += 1;
+        throw make();
+      });
+      const task = await store.submit({ name: "bad", maxAttempts: 3 });
+      void worker.run();
+      const row = await waitForStatus(store, task.id, ["failed"], 5_000);
+      await worker.stop();
+      expect(runs).toBe(1);
+      expect(row.attempt).toBe(1);
+      expect(row.error).toMatchObject({ type: "InvalidTaskError", code: "invalid_task_error", retryable: false, details: {} });
+      expect((row.error as { message: string }).message).toMatch(/cannot be stored as it stands \(.+\).*its message: invalid/);
     });
 
     it("TaskError details with non-JSON values keep their representable part", async () => {
