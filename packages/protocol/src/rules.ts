@@ -22,7 +22,7 @@ import type { Expr, ParamExpr } from "./expr.js";
 import { x } from "./expr.js";
 import type { TaskStatus } from "./statuses.js";
 import { CANCELABLE_STATUSES, RETRYABLE_STATUSES, TERMINAL_STATUSES } from "./statuses.js";
-import type { TaskColumn } from "./task.js";
+import type { Task, TaskColumn } from "./task.js";
 
 /** Column → new value. */
 export type Assignments = Readonly<Partial<Record<TaskColumn, Expr>>>;
@@ -366,6 +366,29 @@ export const DRAW: SetTransition = {
     },
   ],
 };
+
+/**
+ * The claim order (§5.10 step 5, {@link DRAW}'s `orderBy`) as a comparator of claimed rows: higher `priority`
+ * first, then the earlier `run_at_ms`, then the smaller `id`. A multi-row draw's rows come back in no
+ * particular order (§5) — SQLite's by ascending priority, Postgres's at random — so a worker that buffers them
+ * (`prefetch`) sorts a claim's rows with this to run them in claim order. Ids compare by UTF-16 code units, as
+ * a binary collation does (every id the protocol mints is ASCII).
+ *
+ * @example
+ * ```ts
+ * const rows = (await store.claim(input)).sort(compareClaimOrder);
+ * ```
+ */
+export function compareClaimOrder(a: Pick<Task, "priority" | "run_at_ms" | "id">, b: Pick<Task, "priority" | "run_at_ms" | "id">): number {
+  for (const { column, direction } of DRAW.selection.orderBy) {
+    const left = a[column as "priority" | "run_at_ms" | "id"];
+    const right = b[column as "priority" | "run_at_ms" | "id"];
+    if (left === right) continue;
+    const ascending = left < right ? -1 : 1;
+    return direction === "asc" ? ascending : -ascending;
+  }
+  return 0;
+}
 
 /** §5.12: renew every listed row still owned; returns only `(id, cancel_requested_at_ms)`. */
 export const HEARTBEAT_BATCH: SetTransition = {

@@ -24,6 +24,7 @@ import {
   ROW_TRANSITIONS,
   SUBMIT,
   SUCCEED,
+  compareClaimOrder,
 } from "../src/rules.js";
 import type { Branch, RowTransition } from "../src/rules.js";
 import { TERMINAL_STATUSES } from "../src/statuses.js";
@@ -35,6 +36,15 @@ describe("versions (§11)", () => {
   it("implements protocol_version 1; schema_version 10 after every migration of §3.6", () => {
     expect(PROTOCOL_VERSION).toBe(1);
     expect(SCHEMA_VERSION).toBe(10);
+  });
+});
+
+describe("compareClaimOrder (§5.10 step 5, DRAW's order)", () => {
+  it("sorts higher priority first, then the earlier run time, then the smaller id", () => {
+    const row = (id: string, priority: number, run_at_ms: number) => ({ id, priority, run_at_ms });
+    const rows = [row("b", 0, 5), row("c", 0, 5), row("a", 0, 5), row("d", 0, 3), row("e", 9, 10), row("f", -1, 0)];
+    expect([...rows].sort(compareClaimOrder).map((r) => r.id)).toEqual(["e", "d", "a", "b", "c", "f"]);
+    expect(compareClaimOrder(row("x", 1, 1), row("x", 1, 1))).toBe(0);
   });
 });
 

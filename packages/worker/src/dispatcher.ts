@@ -5,7 +5,7 @@
  * serves all the calls of a claim.
  */
 import type { Logger, Task } from "@cairnq/protocol";
-import { logSafely } from "@cairnq/protocol/sdk";
+import { compareClaimOrder, logSafely } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { Admission } from "./admission.js";
 import type { CallHost } from "./call.js";
@@ -78,7 +78,10 @@ export class Dispatcher implements CallEnded {
     });
     const claimedAtMs = this.#host.clock.now();
     let failing: Promise<void>[] | undefined;
-    for (const group of splitCalls(rows, (name) => registry.get(name)?.batch ?? 1)) {
+    // A multi-row draw's rows come back in no particular order (§5; Postgres's at random, SQLite's by ascending
+    // priority): sorted into the claim order, the calls start — or wait in the prefetch buffer — in it.
+    const ordered = rows.length > 1 ? [...rows].sort(compareClaimOrder) : rows;
+    for (const group of splitCalls(ordered, (name) => registry.get(name)?.batch ?? 1)) {
       try {
         calls.push(this.#call(group, claimMs, claimedAtMs, heartbeat));
       } catch (err) {

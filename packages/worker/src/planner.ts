@@ -71,18 +71,24 @@ export function rotate<T>(list: readonly T[], by: number): T[] {
   return [...list.slice(k), ...list.slice(0, k)];
 }
 
-/** Splits claimed rows into calls: grouped by name in first-seen order, chunked by the name's batch. */
+/**
+ * Splits claimed rows into calls, keeping their order: a row joins the open call of its name while that call
+ * holds fewer than the name's batch, else starts a new call placed where the row is. So with `batch: 1` the
+ * calls are the rows in order, and a batch call sits where its first row was (the claim order, once the rows
+ * are sorted by it: the buffer starts calls in this order).
+ */
 export function splitCalls(rows: readonly Task[], batchOf: (name: string) => number): Task[][] {
-  const byName = new Map<string, Task[]>();
-  for (const row of rows) {
-    const group = byName.get(row.name);
-    if (group === undefined) byName.set(row.name, [row]);
-    else group.push(row);
-  }
+  const open = new Map<string, Task[]>();
   const calls: Task[][] = [];
-  for (const [name, group] of byName) {
-    const size = Math.max(1, batchOf(name));
-    for (let i = 0; i < group.length; i += size) calls.push(group.slice(i, i + size));
+  for (const row of rows) {
+    const call = open.get(row.name);
+    if (call !== undefined && call.length < Math.max(1, batchOf(row.name))) {
+      call.push(row);
+      continue;
+    }
+    const fresh = [row];
+    open.set(row.name, fresh);
+    calls.push(fresh);
   }
   return calls;
 }

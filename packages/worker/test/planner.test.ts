@@ -57,10 +57,10 @@ describe("buildSources", () => {
 });
 
 describe("splitCalls", () => {
-  it("groups by name in first-seen order and chunks by the name's batch", () => {
+  it("keeps the rows' order: a call sits where its first row was, a row joins its name's open call up to the batch", () => {
     const mixed = [row("b", 0), row("a", 0), row("b", 1), row("b", 2), row("a", 1)];
     const calls = splitCalls(mixed, (name) => (name === "b" ? 2 : 1));
-    expect(calls.map((c) => c.map((r) => r.id))).toEqual([["b-0", "b-1"], ["b-2"], ["a-0"], ["a-1"]]);
+    expect(calls.map((c) => c.map((r) => r.id))).toEqual([["b-0", "b-1"], ["a-0"], ["b-2"], ["a-1"]]);
   });
 });
 

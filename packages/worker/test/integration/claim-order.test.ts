@@ -1,0 +1,5 @@
+import { MYSQL, POSTGRES } from "../support/stores.js";
+import { describeClaimOrder } from "../support/claim-order.js";
+
+describeClaimOrder(POSTGRES);
+describeClaimOrder(MYSQL);
