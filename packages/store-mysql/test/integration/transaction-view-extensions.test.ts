@@ -5,11 +5,13 @@
  * so the caller's transaction stays whole (a rollback leaves no task, message
  * or row of the app's); and a retry or retryable fail through a view marks a
  * grouped task's row `requeued` with the transition, so a group claim takes it
- * back in its group's turn. Needs `CAIRNQ_TEST_MYSQL_DSN`.
+ * back in its group's turn (test-support's scenario, shared with SQLite and
+ * Postgres). Needs `CAIRNQ_TEST_MYSQL_DSN`.
  */
-import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
+import type { TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { MySQLStore } from "@cairnq/store-mysql";
 import { MySQLAdmin, mysqlDsn } from "@cairnq/test-support";
+import { countRows, groupState, runViewRequeueMarks } from "@cairnq/test-support/transaction-view-extensions";
 import { Kysely, MysqlDialect, sql } from "kysely";
 import type { Transaction } from "kysely";
 import { createPool } from "mysql2";
@@ -38,15 +40,6 @@ async function fresh(id: string): Promise<{ dsn: string; store: MySQLStore; app:
   closers.push(() => store.close(), () => app.destroy());
   await store.connect();
   return { dsn, store, app };
-}
-
-async function count(db: AnyDb, table: string): Promise<number> {
-  return Number((await sql<{ n: number }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db)).rows[0]?.n);
-}
-
-async function groupState(db: AnyDb, taskId: string): Promise<string | undefined> {
-  const rows = (await sql<{ state: unknown }>`SELECT state FROM cairnq_ext_task_groups WHERE task_id = ${taskId}`.execute(db)).rows;
-  return rows[0] === undefined ? undefined : String(rows[0].state);
 }
 
 const DECLINED = new Error("payment declined");
@@ -80,13 +73,13 @@ describe("withTransaction on a fresh MariaDB database: the extension tables neve
         throw DECLINED;
       }),
     ).rejects.toBe(DECLINED);
-    expect([await count(app, "orders"), await store.list({ name: "notify" }), (await store.get(book.id))?.status]).toEqual([0, [], "running"]);
+    expect([await countRows(app, "orders"), await store.list({ name: "notify" }), (await store.get(book.id))?.status]).toEqual([0, [], "running"]);
 
     await rolledBack(app, (trx) => store.withTransaction(trx).submit({ name: "ship", key: "ship:1", debounce: { delayMs: 1000 } }));
-    expect([await count(app, "orders"), await store.list({ name: "ship" }), await store.getByKey("ship:1")]).toEqual([0, [], null]);
+    expect([await countRows(app, "orders"), await store.list({ name: "ship" }), await store.getByKey("ship:1")]).toEqual([0, [], null]);
 
     await rolledBack(app, (trx) => (store.withTransaction(trx) as TaskStore & TaskStepStore).send({ taskId: target.id, name: "go", payload: { x: 1 } }));
-    expect([await count(app, "orders"), await count(app, "cairnq_ext_messages")]).toEqual([0, 0]);
+    expect([await countRows(app, "orders"), await countRows(app, "cairnq_ext_messages")]).toEqual([0, 0]);
     expect((await store.list()).map((t) => t.name).sort()).toEqual(["book", "target"]);
 
     // The same writes, committed: the view uses the tables the store created.
@@ -97,7 +90,7 @@ describe("withTransaction on a fresh MariaDB database: the extension tables neve
       await view.submit({ name: "ship", key: "ship:1", debounce: { delayMs: 1000 } });
       await view.send({ taskId: target.id, name: "go", payload: { x: 1 } });
     });
-    expect([await count(app, "orders"), (await store.list({ name: "notify" })).length, (await store.getByKey("ship:1"))?.name, await count(app, "cairnq_ext_messages")]).toEqual([
+    expect([await countRows(app, "orders"), (await store.list({ name: "notify" })).length, (await store.getByKey("ship:1"))?.name, await countRows(app, "cairnq_ext_messages")]).toEqual([
       1,
       1,
       "ship",
@@ -119,45 +112,27 @@ describe("withTransaction on a fresh MariaDB database after the caller wrote cai
       await view.submit({ name: "notify", group: "tenant-1" });
     });
     expect((await store.list()).map((t) => t.name).sort()).toEqual(["notify", "plain", "ship", "target"]);
-    expect(await count(app, "cairnq_ext_messages")).toBe(1);
+    expect(await countRows(app, "cairnq_ext_messages")).toBe(1);
   }, 30_000);
 });
 
 describe("withTransaction on MariaDB: a retry or retryable fail marks a grouped task's row requeued with the transition", () => {
   it("retry, retryBatch and fail through a view of a store that never used groups: requeued when the caller commits, untouched when it rolls back; a group claim takes the task in its group's turn", async () => {
     const { dsn, store, app } = await fresh("trxext_requeue");
-    const flowControl = { g: { groupConcurrency: 1 } };
-    const claimGrouped = (workerId: string, limit: number): Promise<Task[]> => store.claim({ queues: ["default"], names: ["g"], limit, workerId, flowControl });
-    const y = await store.submit({ name: "g", group: "Y", maxAttempts: 1 });
-    const z = await store.submit({ name: "g", group: "Z", maxAttempts: 1 });
-    const v = await store.submit({ name: "g", group: "V", maxAttempts: 2 });
-    expect((await claimGrouped("w1", 3)).map((t) => t.id).sort()).toEqual([y.id, z.id, v.id].sort());
-    for (const id of [y.id, z.id]) await store.fail({ taskId: id, workerId: "w1", error: { code: "boom" }, retryable: false });
-    expect([await groupState(app, y.id), await groupState(app, z.id), await groupState(app, v.id)]).toEqual(["claimed", "claimed", "claimed"]);
-    // X's backlog, queued before the retries: without the mark the retried tasks wait behind all of it.
-    for (let i = 0; i < 10; i++) await store.submit({ name: "g", group: "X" });
-
     // A second store on the database, which never used groups: its views learn that the group tables exist.
-    const other = new MySQLStore(dsn);
-    closers.push(() => other.close());
-    await expect(
-      app.transaction().execute(async (trx) => {
-        await other.withTransaction(trx).retry(y.id);
-        throw DECLINED;
-      }),
-    ).rejects.toBe(DECLINED);
-    expect([(await store.get(y.id))?.status, await groupState(app, y.id)]).toEqual(["failed", "claimed"]);
-
-    await app.transaction().execute(async (trx) => {
-      const view = other.withTransaction(trx);
-      await view.retry(y.id);
-      expect(await view.retryBatch({ status: "failed", name: "g" })).toEqual([z.id]);
-      await view.fail({ taskId: v.id, workerId: "w1", error: { code: "again" }, retryable: true, delayMs: 0 });
+    const other = (): MySQLStore => {
+      const opened = new MySQLStore(dsn);
+      closers.push(() => opened.close());
+      return opened;
+    };
+    await runViewRequeueMarks({
+      store,
+      app,
+      inTransaction: (_store, fn) => app.transaction().execute(fn),
+      other,
+      afterFailed: async ({ y, z, v }) => {
+        expect([await groupState(app, y.id), await groupState(app, z.id), await groupState(app, v.id)]).toEqual(["claimed", "claimed", "claimed"]);
+      },
     });
-    expect([await groupState(app, y.id), await groupState(app, z.id), await groupState(app, v.id)]).toEqual(["requeued", "requeued", "requeued"]);
-
-    // One task per group: X once, and each requeued task in its group's turn (the head holds only X's backlog).
-    const next = await claimGrouped("w2", 4);
-    expect(next.map((t) => t.id).filter((id) => [y.id, z.id, v.id].includes(id)).sort()).toEqual([y.id, z.id, v.id].sort());
   });
 });
