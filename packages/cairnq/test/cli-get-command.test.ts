@@ -7,41 +7,18 @@
 import type { CairnQ } from "@cairnq/client";
 import type { StepRecord, Task } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
 import { describe, expect, it } from "vitest";
 import { getCommand } from "../src/cli/commands.js";
 import type { CliIo } from "../src/cli/output.js";
 
-const NOW = Date.UTC(2026, 11, 1, 10, 0, 0);
+const NOW = TASK_ROW_NOW;
 const io: CliIo = { out: () => {}, err: () => {}, color: false, env: {}, now: () => NOW };
 const ID = "task_01J0000000000000000000000A";
 
+/** The row `cairnq get` shows: test-support's task row, of 'far' on queue 'default', due now, its own root. */
 function row(fields: Partial<Task>): Task {
-  return {
-    id: ID,
-    name: "far",
-    queue: "default",
-    status: "queued",
-    payload: {},
-    result: null,
-    error: null,
-    metadata: {},
-    progress: null,
-    message: null,
-    attempt: 0,
-    max_attempts: 3,
-    priority: 0,
-    worker_id: null,
-    lease_until_ms: null,
-    run_at_ms: NOW,
-    cancel_requested_at_ms: null,
-    parent_id: null,
-    root_id: ID,
-    correlation_id: null,
-    created_at_ms: NOW - 5000,
-    updated_at_ms: NOW - 5000,
-    completed_at_ms: null,
-    ...fields,
-  };
+  return taskRow({ id: ID, name: "far", queue: "default", run_at_ms: NOW, root_id: ID, ...fields });
 }
 
 function clientOf(task: Task, steps: StepRecord[] | null = null, messages: readonly string[] = []): CairnQ {

@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import { taskRow } from "@cairnq/test-support/task-rows";
 import { afterEach, expect, it } from "vitest";
 import { explainTask } from "../src/explain.js";
 import { CairnQ } from "../src/index.js";
-import { taskRow } from "./task-row.js";
 
 let dir: string | null = null;
 let cairnq: CairnQ | null = null;

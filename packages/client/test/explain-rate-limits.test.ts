@@ -11,12 +11,12 @@ import { join } from "node:path";
 import type { RateWindow, Task, TaskGroupInfo } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import { TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
 import { afterEach, describe, expect, it } from "vitest";
 import { explainTask } from "../src/explain.js";
 import { CairnQ } from "../src/index.js";
-import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
-const NOW = EXPLAIN_NOW;
+const NOW = TASK_ROW_NOW;
 const DUE = "Queued in queue 'mail' and due since 2026-12-01T09:59:55.000Z (5 s ago), ";
 
 function row(fields: Partial<Task> = {}): Task {

@@ -6,12 +6,12 @@
  */
 import type { StepRecord, Task, TaskRef } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
+import { TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
 import { describe, expect, it } from "vitest";
 import { explain, explainTask } from "../src/explain.js";
 import { describeStepWait, parkedVerdict, readJoinChildren } from "../src/explain-steps.js";
-import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
-const NOW = EXPLAIN_NOW;
+const NOW = TASK_ROW_NOW;
 
 function row(fields: Partial<Task>): Task {
   return taskRow({ root_id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", ...fields });

@@ -11,13 +11,13 @@ import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
+import { TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
 import { afterEach, describe, expect, it } from "vitest";
 import { explainTask } from "../src/explain.js";
 import { CairnQ } from "../src/index.js";
 import { MemoryStore } from "./support.js";
-import { EXPLAIN_NOW, taskRow } from "./task-row.js";
 
-const NOW = EXPLAIN_NOW;
+const NOW = TASK_ROW_NOW;
 
 function row(fields: Partial<Task>): Task {
   return taskRow({ root_id: "task_01JB8ZK3M2Q4W5E6R7T8Y9V0XP", ...fields });
