@@ -7,7 +7,7 @@
 import type { CairnQ } from "@cairnq/client";
 import type { StepRecord, Task } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
-import { TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
+import { stepRecord, TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
 import { describe, expect, it } from "vitest";
 import { getCommand } from "../src/cli/commands.js";
 import type { CliIo } from "../src/cli/output.js";
@@ -36,18 +36,7 @@ describe("getCommand", () => {
   });
 
   it("shows a park without a deadline as never, not as a date in the year 275760", async () => {
-    const wait: StepRecord = {
-      name: "approval",
-      kind: "wait",
-      status: "waiting",
-      result: null,
-      error: null,
-      attempt: 1,
-      atMs: NOW - 1000,
-      wakeAtMs: PARK_FOREVER_AT_MS,
-      waitingFor: "approval",
-      seq: 1,
-    };
+    const wait = stepRecord({ name: "approval", kind: "wait", atMs: NOW - 1000, wakeAtMs: PARK_FOREVER_AT_MS, waitingFor: "approval" });
     const out = await getCommand(clientOf(row({ run_at_ms: PARK_FOREVER_AT_MS }), [wait]), io, ID);
     expect(out.text).toMatch(/run at\s+never \(no deadline\)\n/);
     expect(out.text).not.toContain("275760");
@@ -59,18 +48,7 @@ describe("getCommand", () => {
   });
 
   it("a finished task's waiting entry is where it was parked, not a wait still going on", async () => {
-    const nap: StepRecord = {
-      name: "nap",
-      kind: "sleep",
-      status: "waiting",
-      result: null,
-      error: null,
-      attempt: 1,
-      atMs: NOW - 1000,
-      wakeAtMs: NOW + 3_540_000,
-      waitingFor: null,
-      seq: 1,
-    };
+    const nap = stepRecord({ atMs: NOW - 1000, wakeAtMs: NOW + 3_540_000 });
     const canceled = await getCommand(clientOf(row({ status: "canceled", completed_at_ms: NOW, run_at_ms: NOW + 3_540_000 }), [nap]), io, ID);
     expect(canceled.text).toMatch(/nap\s+sleep\s+waiting\s+attempt 1 .* parked here when the task ended canceled: no longer waiting$/m);
     expect(canceled.text).not.toContain("waiting for the end of sleep");

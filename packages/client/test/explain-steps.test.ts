@@ -6,7 +6,7 @@
  */
 import type { StepRecord, Task, TaskRef } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
-import { TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
+import { stepRecord, TASK_ROW_NOW, taskRow } from "@cairnq/test-support/task-rows";
 import { describe, expect, it } from "vitest";
 import { explain, explainTask } from "../src/explain.js";
 import { describeStepWait, parkedVerdict, readJoinChildren } from "../src/explain-steps.js";
@@ -19,7 +19,7 @@ function row(fields: Partial<Task>): Task {
 
 /** A journal entry of `fields` over a `done` step recorded on attempt 1. */
 function stepRow(fields: Partial<StepRecord>): StepRecord {
-  return { name: "charge", kind: "step", status: "done", result: null, error: null, attempt: 1, atMs: NOW - 60_000, wakeAtMs: null, waitingFor: null, seq: 1, ...fields };
+  return stepRecord({ name: "charge", kind: "step", status: "done", atMs: NOW - 60_000, wakeAtMs: null, ...fields });
 }
 
 const NAP = stepRow({ name: "nap", kind: "sleep", status: "waiting", wakeAtMs: NOW + 3_540_000, seq: 2 });
