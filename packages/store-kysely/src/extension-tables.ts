@@ -139,7 +139,7 @@ export class StoreExtensions {
   readonly #ready = new Map<ExtensionTable, Promise<void>>();
   /** The tables this store created or found (their `ensure` resolved). */
   readonly #present = new Set<ExtensionTable>();
-  /** The features a read found in the catalog ({@link whenTables}). */
+  /** The features a catalog read found (`#exist`, for {@link whenTables} and a view's {@link knows}): positives only. */
   readonly #found = new Set<ExtensionTable>();
   /** The rate limits this store wrote to `cairnq_ext_rate_limits`, so claims write them only when due. */
   readonly rateLimits = new RateLimitRecords();
@@ -249,20 +249,36 @@ export class StoreExtensions {
    * Whether `feature`'s tables `names` are known to exist, for a write that must not create them (a requeue mark,
    * `group-requeue.ts`): this store created or found them ({@link isReady}, {@link whenTables}). A transaction view,
    * fresh for each transaction, also asks the store it belongs to, which reads its catalog on its own connections
-   * when it does not know yet (no lock; remembered once true). False when nothing says so (or that read fails).
+   * when it does not know yet: the check {@link whenTables} makes (`#exist`: no lock; remembered once true, read
+   * again while false). False when nothing says so (or that read fails).
    */
   async knows(feature: ExtensionTable, names: readonly string[]): Promise<boolean> {
-    if (this.isReady(feature) || this.#found.has(feature)) return true;
+    if (this.#known(feature)) return true;
     const parent = this.#view?.parent ?? null;
-    if (parent === null) return false;
-    if (parent.isReady(feature) || parent.#found.has(feature)) return true;
+    return parent !== null && (await parent.#exist(feature, names)) === true;
+  }
+
+  /** Whether this store created or found `feature`'s tables: its {@link ensure} resolved, or a catalog read showed them. */
+  #known(feature: ExtensionTable): boolean {
+    return this.isReady(feature) || this.#found.has(feature);
+  }
+
+  /**
+   * Whether `feature`'s tables `names` exist, as this store knows (`#known`) or else as its catalog shows them
+   * ({@link catalogNames}: no lock); `null` when that read fails. Only a true answer is remembered (in `#found`):
+   * tables are never dropped under a running store, but another process may create them at any time, so a false
+   * answer is read again next time.
+   */
+  async #exist(feature: ExtensionTable, names: readonly string[]): Promise<boolean | null> {
+    if (this.#known(feature)) return true;
+    let found: Set<string>;
     try {
-      const found = await parent.catalogNames(names);
-      if (!names.every((name) => found.has(name))) return false;
+      found = await this.catalogNames(names);
     } catch {
-      return false;
+      return null;
     }
-    parent.#found.add(feature);
+    if (!names.every((name) => found.has(name))) return false;
+    this.#found.add(feature);
     return true;
   }
 
@@ -270,24 +286,14 @@ export class StoreExtensions {
    * `read()` when the tables `names` of `feature` exist, else `empty` without a statement on them: what a
    * read that must not create its tables (`GroupReads`, `RateWindowReads`) runs. Whether they exist is this
    * store's `ensure` of the feature or a catalog read ({@link catalogNames}: no lock), cached once true:
-   * tables are never dropped under a running store. When the catalog read fails (a dialect whose catalog
+   * tables are never dropped under a running store; not when false, since another process may create them
+   * (`#exist`, which {@link knows} shares). When the catalog read fails (a dialect whose catalog
    * hook does not answer), `read()` runs with a missing-table error answered as `empty`.
    */
   async whenTables<T>(feature: ExtensionTable, names: readonly string[], empty: T, read: () => Promise<T>): Promise<T> {
-    let exist: boolean | null = this.#found.has(feature) || this.isReady(feature);
-    if (!exist) {
-      try {
-        const found = await this.catalogNames(names);
-        exist = names.every((name) => found.has(name));
-      } catch {
-        exist = null;
-      }
-    }
+    const exist = await this.#exist(feature, names);
     if (exist === false) return empty;
-    if (exist === true) {
-      this.#found.add(feature);
-      return read();
-    }
+    if (exist === true) return read();
     try {
       return await read();
     } catch (err) {
