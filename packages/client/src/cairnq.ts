@@ -19,7 +19,7 @@ import { explain } from "./explain.js";
 import type { RetentionHook } from "./retention-hook.js";
 import { retentionHook } from "./retention-hook.js";
 import { submitOutcomeTraced, submitTraced } from "./submit-telemetry.js";
-import { optionalTaskDef, resolveTask, typedRow } from "./typed-task.js";
+import { optionalTaskDef, resolveTask, typedRow, waitTyped } from "./typed-task.js";
 import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
@@ -512,7 +512,7 @@ export class CairnQ {
     this.#refuseInTransaction("wait");
     const { task, ...wait } = checkOptions(options, "wait", WAIT_KEYS) as TaskWaitOptions<D>;
     const def = optionalTaskDef(task, "wait(id, { task })");
-    return typedRow(await waitForTask(this.store, { id }, resolveWaitOptions(wait), this.#clock), def, "wait") as TaskFor<D>;
+    return (await waitTyped(this.store, { id }, resolveWaitOptions(wait), this.#clock, def, "wait")) as TaskFor<D>;
   }
 
   /**
@@ -526,7 +526,7 @@ export class CairnQ {
     this.#refuseInTransaction("waitByKey");
     const { task, ...wait } = checkOptions(options, "waitByKey", WAIT_KEYS) as TaskWaitOptions<D>;
     const def = optionalTaskDef(task, "waitByKey(key, { task })");
-    return typedRow(await waitForTask(this.store, { key }, resolveWaitOptions(wait), this.#clock), def, "waitByKey") as TaskFor<D>;
+    return (await waitTyped(this.store, { key }, resolveWaitOptions(wait), this.#clock, def, "waitByKey")) as TaskFor<D>;
   }
 
   /**

@@ -2,9 +2,12 @@
  * The task a call names — a name or a `TaskDef` — and the check that a row
  * read for a typed call is a task of that definition.
  */
-import type { Task, TaskDef } from "@cairnq/protocol";
-import { InvalidArgument } from "@cairnq/protocol";
+import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import { InvalidArgument, isTerminal } from "@cairnq/protocol";
+import type { ResolvedWaitOptions, WaitTarget } from "@cairnq/protocol/sdk";
+import type { RuntimeClock } from "@cairnq/runtime";
 import { describeKind } from "@cairnq/runtime";
+import { waitForTask } from "./wait.js";
 
 /** What a call takes from the task it names: the name, and a `TaskDef`'s defaults. */
 export interface ResolvedTask {
@@ -58,4 +61,34 @@ export function typedRow<T extends Task | null>(row: T, task: TaskDef | undefine
     );
   }
   return row;
+}
+
+/**
+ * A wait typed by `task` (`wait(id, { task })`, `waitByKey`). With a
+ * {@link TaskDef}, the name is checked on the first read, so a task of
+ * another name fails at once with `InvalidArgument`: the loop's status polls
+ * carry no name, so until the task finished a wrong definition was found out
+ * only by a `TaskTimeout` after the whole timeout. That read is a full one in
+ * place of the loop's first status probe, and a terminal row it finds is
+ * returned as the loop would. The row the loop returns is checked again: a
+ * by-key wait follows a `replace`, which may point the key at another name.
+ *
+ * @param what - The method, for the message: `"wait"`.
+ * @throws InvalidArgument (`argument: "task"`), or whatever the wait loop throws.
+ */
+export async function waitTyped(
+  store: TaskStore,
+  target: WaitTarget,
+  options: ResolvedWaitOptions,
+  clock: RuntimeClock,
+  task: TaskDef | undefined,
+  what: string,
+): Promise<Task> {
+  const awaited: unknown = target.key ?? target.id;
+  // A bad id or key, or an aborted signal, is the loop's to report, as it is without a TaskDef.
+  if (task !== undefined && typeof awaited === "string" && awaited !== "" && options.signal?.aborted !== true) {
+    const first = typedRow(target.key !== undefined ? await store.getByKey(target.key) : await store.get(awaited), task, what);
+    if (first !== null && isTerminal(first)) return first;
+  }
+  return typedRow(await waitForTask(store, target, options, clock), task, what);
 }
