@@ -12,7 +12,10 @@
  * types and capabilities (`ClaimInput`, `SubmitInput`, `StoreSignal`, … in
  * `@cairnq/protocol`), the rules and normalizers (`@cairnq/protocol/adapter`),
  * the wait loop and gate core (`@cairnq/protocol/sdk`), the dialect kit
- * (`@cairnq/store-kysely`), and the client's `BackpressureGate`.
+ * (`@cairnq/store-kysely`), and the client's `BackpressureGate`. The few
+ * bounds an application checks its inputs against (`TEXT_LIMITS`,
+ * `MAX_JSON_DEPTH`, `MAX_RETRY_DELAY_MS`, beside `MAX_DELAY_MS`) are
+ * re-exported from those subpaths, as the README names them.
  *
  * @example
  * ```ts
@@ -109,8 +112,12 @@ export type {
   TerminalStatus,
   WaitOptions,
 } from "@cairnq/protocol";
+// The bounds of what a task can hold (README "What a task can hold"); the rest of these subpaths is plumbing.
+export { MAX_JSON_DEPTH, TEXT_LIMITS } from "@cairnq/protocol/adapter";
+export { MAX_RETRY_DELAY_MS } from "@cairnq/protocol/sdk";
 
 // @cairnq/client
+export { listPage } from "@cairnq/client";
 export type {
   BulkOptions,
   CairnQOptions,
@@ -128,6 +135,7 @@ export type {
   StopWatching,
   TaskFor,
   TaskListInput,
+  TaskPage,
   TaskWaitOptions,
   WatchOptions,
   WatchSignal,

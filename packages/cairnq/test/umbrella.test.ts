@@ -14,6 +14,8 @@ import { afterEach, describe, expect, expectTypeOf, it } from "vitest";
 import * as cairnq from "cairnq";
 import * as client from "@cairnq/client";
 import * as protocol from "@cairnq/protocol";
+import * as protocolAdapter from "@cairnq/protocol/adapter";
+import * as protocolSdk from "@cairnq/protocol/sdk";
 import * as retention from "@cairnq/retention";
 import * as storeMysql from "@cairnq/store-mysql";
 import * as storePostgres from "@cairnq/store-postgres";
@@ -54,7 +56,10 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
       ...ERRORS,
     ],
   },
-  "@cairnq/client": { from: client, names: ["CairnQ"] },
+  // The bounds the README's "What a task can hold" names for applications to check their inputs against.
+  "@cairnq/protocol/adapter": { from: protocolAdapter, names: ["TEXT_LIMITS", "MAX_JSON_DEPTH"] },
+  "@cairnq/protocol/sdk": { from: protocolSdk, names: ["MAX_RETRY_DELAY_MS"] },
+  "@cairnq/client": { from: client, names: ["CairnQ", "listPage"] },
   "@cairnq/worker": { from: worker, names: ["Worker"] },
   "@cairnq/retention": { from: retention, names: ["RetentionSweeper"] },
   "@cairnq/store-sqlite": { from: storeSqlite, names: ["SQLiteStore"] },
