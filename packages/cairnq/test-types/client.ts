@@ -66,3 +66,22 @@ export async function typed(client: CairnQ): Promise<void> {
   // @ts-expect-error a task name is not a TaskDef
   await client.get(submitted.id, "summarize");
 }
+
+// The result type comes from the TaskDef (or an explicit type argument), never from what the caller's variable expects.
+export async function resultNotInferredFromTheCaller(client: CairnQ): Promise<void> {
+  const resize = defineTask<{ url: string }, { bytes: number }>("image.resize");
+  // @ts-expect-error the TaskDef's result is { bytes: number }
+  const called: string = await client.call(resize, { url: "u" });
+  // @ts-expect-error the TaskDef's result is { bytes: number }
+  const row: Task<{ url: string }, string[]> = await client.submit(resize, { url: "u" });
+  // @ts-expect-error the TaskDef's result is { bytes: number }
+  const outcome: SubmitOutcome<{ url: string }, boolean> = await client.submitOutcome(resize, { url: "u" });
+  const returned = async (): Promise<number> => {
+    // @ts-expect-error the TaskDef's result is { bytes: number }
+    return client.call(resize, { url: "u" });
+  };
+  // A name is still typed by explicit type arguments, and a matching annotation compiles.
+  const counted: number = await client.call<number>("count");
+  const bytes: { bytes: number } = await client.call(resize, { url: "u" });
+  void [called, row, outcome, returned, counted, bytes];
+}

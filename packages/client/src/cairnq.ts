@@ -238,7 +238,9 @@ export class CairnQ {
    */
   // One signature, not a TaskDef overload and a name overload: with overloads, a wrong payload for a TaskDef is
   // reported against the last overload ("not assignable to parameter of type 'string'") by TypeScript 7.
-  submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, P>, ResultFor<D, R>>>;
+  // NoInfer in the return type: P and R come from a TaskDef or explicit type arguments, never from the type the
+  // caller's variable expects (`const a: string = await client.call(resize, …)` would otherwise compile).
+  submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, NoInfer<P>>, ResultFor<D, NoInfer<R>>>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS));
     return submitTraced(this.#telemetry, this.store, input);
@@ -259,7 +261,7 @@ export class CairnQ {
   submitOutcome<P = never, R = never, D extends TaskDef | string = string>(
     task: D,
     ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>
-  ): Promise<SubmitOutcome<PayloadFor<D, P>, ResultFor<D, R>>>;
+  ): Promise<SubmitOutcome<PayloadFor<D, NoInfer<P>>, ResultFor<D, NoInfer<R>>>>;
   async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS));
     return submitOutcomeTraced(this.#telemetry, this.store, input);
@@ -549,7 +551,7 @@ export class CairnQ {
    * ```
    */
   // One signature for the reason given at submit.
-  call<R = never, P = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, CallOptions>): Promise<ResultFor<D, R>>;
+  call<R = never, P = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, CallOptions>): Promise<ResultFor<D, NoInfer<R>>>;
   async call(task: string | TaskDef, payload?: unknown, options?: CallOptions): Promise<unknown> {
     this.#refuseInTransaction("call");
     const opts = checkOptions(options, "call", CALL_KEYS) as CallOptions;
