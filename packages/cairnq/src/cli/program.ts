@@ -5,7 +5,7 @@
  */
 import type { CairnQ } from "@cairnq/client";
 import type { TaskStatus, TerminalStatus } from "@cairnq/protocol";
-import { InvalidArgument, RETRYABLE_STATUSES, STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
+import { InvalidArgument, MAX_DELAY_MS, RETRYABLE_STATUSES, STATUSES, TERMINAL_STATUSES } from "@cairnq/protocol";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import type { CommandOutput, TaskFilter } from "./commands.js";
 import {
@@ -219,6 +219,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option("--name <name>", "only tasks with this name")
     .action((options: FilterOptions & { olderThan: string }) => {
       const olderThanMs = parseDuration(options.olderThan, "--older-than");
+      // Checked here so the message names the flag the user typed, not the client's olderThanMs.
+      if (olderThanMs > MAX_DELAY_MS) {
+        throw new UsageError(`--older-than is at most 36500d (MAX_DELAY_MS, ${MAX_DELAY_MS}ms: 100 years), got ${JSON.stringify(options.olderThan)}`);
+      }
       const filter = filterOf(options) as { status?: TerminalStatus; queue?: string; name?: string };
       return run(options, {}, (client) => purgeCommand(client, io, { ...filter, olderThanMs }));
     });
