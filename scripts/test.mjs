@@ -500,7 +500,8 @@ async function main() {
 
   // Real processes, Postgres and Chromium, with leases, heartbeats and timeouts
   // measured against the clock: one package at a time; beside them, in a lane of
-  // their own, only cairnq's suites that mostly wait (scripts/integration-lanes.mjs).
+  // their own, the suites that mostly wait (scripts/integration-lanes.mjs: some of cairnq's and
+  // store-postgres's files, and every file of WAITS_LANE_PACKAGES, which neither package lane runs).
   const title = secondLane
     ? `integration tier: ${FIRST_LANE.join(", ")} | every other package | the wait-bound lane; then the suites that run alone`
     : "integration tier: one package at a time | the wait-bound lane; then the suites that run alone";
@@ -509,9 +510,9 @@ async function main() {
     const turboArgs = ["test:integration", "--only", "--concurrency=1", `--filter=!${CONSUMER}`, ...WAITS_LANE_PACKAGES.map((p) => `--filter=!${p}`), ...extraArgs];
     const rest = secondLane
       ? Promise.all([
-          // cairnq's integration files (minus the wait-bound lane's and the alone ones) and a few
-          // small packages take about as long as every other package's together; both lanes spend
-          // much of it waiting on processes, leases and servers.
+          // cairnq's integration files (minus the wait-bound lane's and the alone ones) take about as
+          // long as every other package's together; both lanes spend much of it waiting on processes,
+          // leases and servers.
           turbo(row, [...turboArgs, ...FIRST_LANE.map((p) => `--filter=${p}`)], (task) => task.package, { env: restEnv }),
           turbo(row, [...turboArgs, ...FIRST_LANE.map((p) => `--filter=!${p}`)], (task) => task.package, {
             env: { ...restEnv, CAIRNQ_TEST_PG_DSN: secondLane.pgDsn, CAIRNQ_TEST_MYSQL_DSN: secondLane.mysqlDsn },

@@ -2,7 +2,7 @@ import type { EvalScope } from "./expr.js";
 import { evaluate, holds } from "./expr.js";
 import type { Branch, InsertRule, RowTransition, Selection } from "./rules.js";
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE } from "./inputs.js";
-import { flattenAssignments } from "./rules.js";
+import { compareByOrder, flattenAssignments } from "./rules.js";
 import type { Task, TaskColumn } from "./task.js";
 import { TASK_COLUMNS } from "./task.js";
 
@@ -78,18 +78,7 @@ export function selectRows(selection: Selection, rows: Iterable<Task>, params: P
   const rowById = (id: string): Task | undefined => (byId ??= new Map(all.map((row) => [row.id, row]))).get(id);
   const picked: Task[] = [];
   for (const row of all) if (holds(selection.where, scopeOf(row, params, nowMs, rowById))) picked.push(row);
-  if (selection.orderBy.length > 0) {
-    picked.sort((a, b) => {
-      for (const { column, direction } of selection.orderBy) {
-        const av = a[column] as number | string;
-        const bv = b[column] as number | string;
-        if (av === bv) continue;
-        const less = av < bv ? -1 : 1;
-        return direction === "asc" ? less : -less;
-      }
-      return 0;
-    });
-  }
+  if (selection.orderBy.length > 0) picked.sort(compareByOrder(selection.orderBy));
   if (selection.limit === null) return picked;
   const limit = params[selection.limit.name];
   return typeof limit === "number" ? picked.slice(0, Math.max(0, limit)) : picked;

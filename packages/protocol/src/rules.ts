@@ -379,15 +379,25 @@ export const DRAW: SetTransition = {
  * const rows = (await store.claim(input)).sort(compareClaimOrder);
  * ```
  */
-export function compareClaimOrder(a: Pick<Task, "priority" | "run_at_ms" | "id">, b: Pick<Task, "priority" | "run_at_ms" | "id">): number {
-  for (const { column, direction } of DRAW.selection.orderBy) {
-    const left = a[column as "priority" | "run_at_ms" | "id"];
-    const right = b[column as "priority" | "run_at_ms" | "id"];
-    if (left === right) continue;
-    const ascending = left < right ? -1 : 1;
-    return direction === "asc" ? ascending : -ascending;
-  }
-  return 0;
+export const compareClaimOrder: (a: Pick<Task, "priority" | "run_at_ms" | "id">, b: Pick<Task, "priority" | "run_at_ms" | "id">) => number = compareByOrder(
+  DRAW.selection.orderBy,
+);
+
+/**
+ * A selection's `orderBy` as a comparator of rows (the columns in turn, each ascending or descending; equal rows
+ * compare 0): how {@link compareClaimOrder} and the reference evaluator's `selectRows` order rows.
+ */
+export function compareByOrder(orderBy: Selection["orderBy"]): (a: Readonly<Partial<Task>>, b: Readonly<Partial<Task>>) => number {
+  return (a, b) => {
+    for (const { column, direction } of orderBy) {
+      const left = a[column] as number | string;
+      const right = b[column] as number | string;
+      if (left === right) continue;
+      const ascending = left < right ? -1 : 1;
+      return direction === "asc" ? ascending : -ascending;
+    }
+    return 0;
+  };
 }
 
 /** §5.12: renew every listed row still owned; returns only `(id, cancel_requested_at_ms)`. */

@@ -75,7 +75,7 @@ export type { ExtensionTable } from "./extension-tables.js";
 export { defaultExtensionCatalog, extensionObjects, objectsInPlace, postgresCatalogQuery, sqliteCatalogQuery } from "./extension-catalog.js";
 export type { ExtensionObjects } from "./extension-catalog.js";
 export { SleepWakeups } from "./wakeups.js";
-export { WRITE_COMBINER_OPTION_KEYS, WriteCombiner } from "./write-combiner.js";
+export { checkCombineOption, WRITE_COMBINER_OPTION_KEYS, WriteCombiner } from "./write-combiner.js";
 export type { CombinedWrite, FlushAt, FlushRunner, WriteCombinerOptions } from "./write-combiner.js";
 export type { Wakeups } from "./wakeups.js";
 export { redactConnectionString } from "./redact-connection-string.js";

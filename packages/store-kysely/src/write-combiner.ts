@@ -25,6 +25,8 @@
 // timers) replace the global ones, and every combined write of an app's tests would then wait for a tick that never
 // comes.
 import { nextTick } from "node:process";
+import { requireInt } from "@cairnq/protocol/adapter";
+import { checkOptions } from "@cairnq/runtime";
 import { setImmediate as nextImmediate } from "node:timers";
 
 /**
@@ -63,6 +65,16 @@ export interface WriteCombinerOptions {
 
 /** Every key of {@link WriteCombinerOptions}: what a store's `combine` option may hold (its unknown-key check). */
 export const WRITE_COMBINER_OPTION_KEYS = Object.freeze(["maxRows", "maxBytes", "maxPendingRows", "maxPendingBytes"] as const satisfies readonly (keyof WriteCombinerOptions)[]);
+
+/**
+ * A store's `combine` option (an object of {@link WRITE_COMBINER_OPTION_KEYS}), checked when the store is built:
+ * `InvalidArgument` naming the option and the value, as every option mistake is, where the combiner's own check
+ * (`RangeError`) would reach the caller as an error no `isFatalError` knows, from inside the store's build.
+ */
+export function checkCombineOption(combine: unknown): void {
+  const given = checkOptions(combine, "the combine option", WRITE_COMBINER_OPTION_KEYS);
+  for (const key of WRITE_COMBINER_OPTION_KEYS) if (given[key] !== undefined) requireInt(given[key], `combine.${key}`, 1);
+}
 
 /** One caller's write inside a flush; the runner settles it exactly once. */
 export interface CombinedWrite<I, O> {

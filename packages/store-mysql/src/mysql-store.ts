@@ -1,7 +1,7 @@
 import type { ClaimInput, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { checkOptions, keepAlive } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
-import { KyselyStore, WRITE_COMBINER_OPTION_KEYS } from "@cairnq/store-kysely";
+import { checkCombineOption, KyselyStore } from "@cairnq/store-kysely";
 import type { Transaction } from "kysely";
 import type { MySQLTarget } from "./mysql-connection.js";
 import { MySQLStoreDialect } from "./mysql-store-dialect.js";
@@ -66,7 +66,7 @@ export class MySQLStore extends KyselyStore implements TransactionalTaskStore<An
    */
   constructor(target: MySQLTarget, input: MySQLStoreOptions = {}) {
     const options = checkOptions(input, "new MySQLStore(target, options)", MYSQL_STORE_OPTION_KEYS) as MySQLStoreOptions;
-    if (options.combine !== undefined && options.combine !== false) checkOptions(options.combine, "the combine option", WRITE_COMBINER_OPTION_KEYS);
+    if (options.combine !== undefined && options.combine !== false) checkCombineOption(options.combine);
     const dialect = new MySQLStoreDialect(target, {
       ...(options.max === undefined ? {} : { max: options.max }),
       ...(options.combine === undefined ? {} : { combine: options.combine }),

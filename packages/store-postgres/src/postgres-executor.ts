@@ -45,7 +45,7 @@ const ROLLBACK = CompiledQuery.raw("ROLLBACK");
  * JIT is off in the same statement (no extra statement nor round trip): a sort the index cannot
  * replace — a draw over two or more queues (`queue = ANY(…)`) — keeps the disabled sort's cost
  * (~1e10), far over `jit_above_cost`, so every such claim was JIT-compiled with inlining and
- * optimisation: 0.5–1.1 s a claim against 10–45 ms without JIT, six tasks in two queues
+ * optimisation: 0.5–1.1 s a claim against 6–45 ms without JIT, six tasks in two queues
  * (`EXPLAIN ANALYZE`; `test/integration/claim-planner.test.ts`). A claim's reads touch a few rows
  * and never gain from JIT.
  */

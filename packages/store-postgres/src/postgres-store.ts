@@ -1,9 +1,8 @@
 import type { ClaimInput, Logger, OwnedInput, StoreCapabilities, Task, TaskStore, TransactionalTaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { requireInt } from "@cairnq/protocol/adapter";
 import { checkOptions, fallbackLogger, keepAlive, requireHook } from "@cairnq/runtime";
 import type { QueryRunner, WriteCombinerOptions } from "@cairnq/store-kysely";
-import { KyselyStore, WRITE_COMBINER_OPTION_KEYS } from "@cairnq/store-kysely";
+import { checkCombineOption, KyselyStore } from "@cairnq/store-kysely";
 import type { PostgresErrorHook, PostgresTarget, PostgresTimeouts } from "./postgres-connection.js";
 import type { AnyTransaction } from "./postgres-executor.js";
 import { PostgresStoreDialect } from "./postgres-store-dialect.js";
@@ -133,15 +132,6 @@ export const POSTGRES_STORE_OPTION_KEYS = Object.freeze([
 ] as const satisfies readonly (keyof PostgresStoreOptions)[]);
 
 /**
- * The `combine` option's keys and bounds, as `InvalidArgument` naming the option and the value: the write combiner's
- * own check (`RangeError`) would reach the caller as an error no `isFatalError` knows, from inside the store's build.
- */
-function checkCombine(combine: unknown): void {
-  const given = checkOptions(combine, "the combine option", WRITE_COMBINER_OPTION_KEYS);
-  for (const key of WRITE_COMBINER_OPTION_KEYS) if (given[key] !== undefined) requireInt(given[key], `combine.${key}`, 1);
-}
-
-/**
  * The CairnQ `TaskStore` on Postgres: API and worker processes on many
  * hosts share one database, and the database clock is the only clock.
  *
@@ -178,7 +168,7 @@ export class PostgresStore extends KyselyStore implements TransactionalTaskStore
   constructor(target: PostgresTarget, input: PostgresStoreOptions = {}) {
     // `schmea: "jobs"` silently ignored would put the tables into whatever search_path says.
     const options = checkOptions(input, "new PostgresStore(target, options)", POSTGRES_STORE_OPTION_KEYS) as PostgresStoreOptions;
-    if (options.combine !== undefined && options.combine !== false) checkCombine(options.combine);
+    if (options.combine !== undefined && options.combine !== false) checkCombineOption(options.combine);
     if (options.preparedStatements !== undefined && typeof options.preparedStatements !== "boolean") {
       throw new InvalidArgument("preparedStatements", `preparedStatements must be true or false, got ${JSON.stringify(options.preparedStatements)}`);
     }
