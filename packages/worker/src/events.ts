@@ -2,6 +2,7 @@
  * The worker's lifecycle events: a typed map of namespaced names to payloads.
  * Every task payload carries the ids a log line needs and `durationMs`.
  */
+import { catchRejection } from "./rejections.js";
 
 /** Fields every task event carries. */
 export interface TaskEvent {
@@ -107,7 +108,7 @@ export type WorkerEventListener<E extends WorkerEventName> = (payload: WorkerEve
 
 /**
  * A minimal typed emitter. Unlike Node's `EventEmitter` it has no special
- * `"error"` event, and a throwing listener is handed to `onListenerError`
+ * `"error"` event, and a throwing (or rejecting) listener is handed to `onListenerError`
  * instead of propagating into the worker.
  */
 export class TypedEmitter<Events extends object> {
@@ -136,7 +137,8 @@ export class TypedEmitter<Events extends object> {
     if (set === undefined) return;
     for (const listener of [...set]) {
       try {
-        (listener as (payload: Events[E]) => void)(payload);
+        // Typed as returning void, yet an async listener returns a promise: its rejection is handed on like a throw, not left unhandled.
+        catchRejection((listener as (payload: Events[E]) => unknown)(payload), onListenerError);
       } catch (err) {
         onListenerError(err);
       }

@@ -11,6 +11,7 @@ import { logSafely } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
 import { TypedEmitter } from "./events.js";
+import { catchRejection } from "./rejections.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo } from "./options.js";
 import type { Context, LostReason } from "./task-context.js";
 
@@ -48,7 +49,7 @@ export class Reporter {
     this.#events.off(event, listener);
   }
 
-  /** Emits `event`; a throwing listener is logged and ignored. */
+  /** Emits `event`; a throwing listener, or an async one that rejects, is logged and ignored. */
   emit<E extends WorkerEventName>(event: E, payload: WorkerEvents[E]): void {
     this.#events.emit(event, payload, (err) =>
       logSafely(this.#logger, "error", "a worker event listener threw; ignored", { workerId: this.#workerId, event, error: err }),
@@ -115,7 +116,7 @@ export class Reporter {
     if (onError === null) return;
     try {
       const returned = onError(err, trace === undefined ? info : { ...info, traceId: trace.trace_id, spanId: trace.span_id }) as unknown;
-      if (returned instanceof Promise) returned.catch(() => {});
+      catchRejection(returned);
     } catch {
       // onError's exceptions are swallowed (§8.1): reporting must not stop the worker.
     }

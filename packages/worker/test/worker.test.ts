@@ -168,3 +168,72 @@ describe("a worker that cannot work says so", () => {
     }
   });
 });
+
+describe("an async logger, onError or listener that rejects does not crash the process", () => {
+  /** Runs `body` while recording the process's unhandled rejections (each one would exit a plain Node process with 1). */
+  async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown): void => void unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      await body();
+      await delay(20); // unhandled rejections are detected after the microtask queue drains
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+    return unhandled;
+  }
+
+  it("a logger whose methods reject (a remote sink that is down) is swallowed like one that throws", async () => {
+    const rejecting = async (): Promise<void> => Promise.reject(new Error("log sink down"));
+    const calls: string[] = [];
+    const logger = Object.fromEntries(
+      (["debug", "info", "warn", "error"] as const).map((level) => [level, (message: string) => (calls.push(`${level}: ${message}`), rejecting())]),
+    );
+    const unhandled = await unhandledDuring(async () => {
+      const store = new MemoryStore();
+      const worker = makeWorker(store, { logger, maxQueueDepth: 5 });
+      worker.task("fails", () => {
+        throw new Error("fail");
+      });
+      worker.task("ok", () => "ok");
+      const failing = await store.submit({ name: "fails", maxAttempts: 2 });
+      const ok = await store.submit({ name: "ok" });
+      void worker.run();
+      await waitForStatus(store, failing.id, ["failed"]);
+      await waitForStatus(store, ok.id, ["succeeded"]);
+      await worker.close();
+    });
+    expect(unhandled).toEqual([]);
+    expect(calls).toEqual(expect.arrayContaining(["info: worker started", "info: task failed; will retry", "info: task failed", "debug: task succeeded", "info: worker stopped"]));
+  });
+
+  it("an async event listener's rejection is logged and ignored like a throw; an async onError's is swallowed", async () => {
+    const logged: [string, Record<string, unknown> | undefined][] = [];
+    const unhandled = await unhandledDuring(async () => {
+      const store = new MemoryStore();
+      const worker = makeWorker(store, {
+        logger: { error: (message, fields) => void logged.push([message, fields]) },
+        // eslint-disable-next-line @typescript-eslint/no-misused-promises -- the async hook is the case under test
+        onError: async () => Promise.reject(new Error("onError sink down")),
+        retryBackoffMs: 0,
+      });
+      const listenerError = new Error("listener sink down");
+      // eslint-disable-next-line @typescript-eslint/no-misused-promises -- the async listener is the case under test
+      worker.on("task:succeeded", async () => Promise.reject(listenerError));
+      worker.task("ok", () => "ok");
+      worker.task("bad-backoff", { retryBackoff: () => 1.5 }, () => {
+        throw new Error("fail"); // its unusable retryBackoff is reported to onError
+      });
+      const ok = await store.submit({ name: "ok" });
+      const bad = await store.submit({ name: "bad-backoff", maxAttempts: 2 });
+      void worker.run();
+      await waitForStatus(store, ok.id, ["succeeded"]);
+      await waitForStatus(store, bad.id, ["failed"]);
+      await waitFor(() => logged.some(([message]) => message === "a worker event listener threw; ignored"));
+      expect(logged.find(([message]) => message === "a worker event listener threw; ignored")?.[1]).toMatchObject({ event: "task:succeeded", error: listenerError });
+      await worker.close();
+    });
+    expect(unhandled).toEqual([]);
+  });
+});
