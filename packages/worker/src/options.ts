@@ -1,6 +1,6 @@
 import type { Logger, MaxQueueDepth } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
-import { requireDelayMs, requireName } from "@cairnq/protocol/adapter";
+import { describe, requireDelayMs, requireName } from "@cairnq/protocol/adapter";
 import { defaultHeartbeatIntervalMs, normalizeMaxQueueDepth, requireCapNotBelowBase, resolveGateTiming, WORKER_DEFAULTS } from "@cairnq/protocol/sdk";
 import type { MetricsOptions, ResolvedMetrics, ResolvedTracing, RuntimeClock, TracingOptions } from "@cairnq/runtime";
 import { checkOptions, fallbackLogger, resolveMetrics, resolveTracing, optionalClock, optionalCount, optionalDurationMs, requireCount, requireHook } from "@cairnq/runtime";
@@ -256,6 +256,25 @@ export const WORKER_OPTION_KEYS = Object.freeze([
   "metrics",
 ] as const satisfies readonly (keyof WorkerOptions)[]);
 
+/**
+ * Refuses a `logger` that could never log: not an object, one with none of the four methods (`{}`, or a
+ * misspelt `{ warning }`), or one whose level is not a function. Some of the methods are enough (`Logger`'s
+ * are optional: a missing level is not logged).
+ */
+function requireLogger(logger: unknown): void {
+  if (logger === undefined || logger === null) return;
+  const must = "logger must be an object with debug/info/warn/error(message, fields) methods (some of them are enough), such as console, or null to silence the worker";
+  if (typeof logger !== "object") throw new InvalidArgument("logger", `${must}; got ${describe(logger)}`);
+  const given = LOG_LEVELS.filter((level) => (logger as Record<string, unknown>)[level] !== undefined);
+  for (const level of given) {
+    const method = (logger as Record<string, unknown>)[level];
+    if (typeof method !== "function") throw new InvalidArgument("logger", `${must}; got one whose ${level} is ${describe(method)}`);
+  }
+  if (given.length === 0) throw new InvalidArgument("logger", `${must}; got ${describe(logger)} with none of them`);
+}
+
+const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+
 /** `undefined` and `null` both mean "not set" for the optional limits. */
 function unset(value: unknown): boolean {
   return value === undefined || value === null;
@@ -327,9 +346,7 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
   if (options.random !== undefined && typeof options.random !== "function") {
     throw new InvalidArgument("random", "random must be a function returning a number in [0, 1)");
   }
-  if (options.logger !== undefined && options.logger !== null && typeof options.logger !== "object") {
-    throw new InvalidArgument("logger", "logger must be an object with debug/info/warn/error(message, fields) methods, such as console, or null to silence the worker");
-  }
+  requireLogger(options.logger);
   // Quiet when healthy, never silent when not: without a logger or onError, warnings reach stderr.
   const logger = fallbackLogger(options.logger, options.onError);
 

@@ -128,6 +128,17 @@ describe("worker options (§8.1)", () => {
     expect(() => resolveWorkerOptions({ logger: 5 as never })).toThrow(InvalidArgument);
   });
 
+  it("refuses a logger with none of debug/info/warn/error, or one whose level is not a function, as its message says", () => {
+    const must = "logger must be an object with debug/info/warn/error(message, fields) methods (some of them are enough), such as console, or null to silence the worker";
+    expect(() => resolveWorkerOptions({ logger: {} })).toThrow(new InvalidArgument("logger", `${must}; got an object with none of them`));
+    expect(() => resolveWorkerOptions({ logger: { warning: () => {} } as never })).toThrow(/got an object with none of them$/);
+    expect(() => resolveWorkerOptions({ logger: { warn: () => {}, error: "stderr" } as never })).toThrow(
+      new InvalidArgument("logger", `${must}; got one whose error is "stderr"`),
+    );
+    expect(() => resolveWorkerOptions({ logger: 5 as never })).toThrow(new InvalidArgument("logger", `${must}; got 5`));
+    expect(resolveWorkerOptions({ logger: console }).logger).toBe(console);
+  });
+
   it("deduplicates queues", () => {
     expect(resolveWorkerOptions({ queues: ["a", "b", "a"] }).queues).toEqual(["a", "b"]);
   });
