@@ -5,7 +5,7 @@
 import type { FlowControl, Logger, RetryPolicy, TaskDef } from "@cairnq/protocol";
 import type { RateLimit } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
-import { hasGroupLimits, normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
+import { describe, hasGroupLimits, normalizeFlowControl, requireName } from "@cairnq/protocol/adapter";
 import type { GivenBackoff, NormalizedRetryPolicy } from "@cairnq/protocol/sdk";
 import { logSafely, normalizeRetryPolicy } from "@cairnq/protocol/sdk";
 import { checkOptions, describeKind, requireCount } from "@cairnq/runtime";
@@ -194,6 +194,13 @@ export class TaskRegistry {
       options = {};
       handler = optionsOrHandler;
     } else {
+      if (optionsOrHandler === null || typeof optionsOrHandler !== "object" || Array.isArray(optionsOrHandler)) {
+        // With a handler after it, the second argument was meant as the options; alone, as the handler.
+        throw new InvalidArgument(
+          typeof rest[0] === "function" ? "options" : "handler",
+          `worker.task('${name}', …) got ${describe(optionsOrHandler)} as its second argument, which is neither a handler function nor an options object; call ${shapes}`,
+        );
+      }
       options = checkOptions(optionsOrHandler, `worker.task('${name}', options, handler)`, TASK_OPTION_KEYS);
       handler = rest[0];
       if (rest.length > 1) {

@@ -264,6 +264,10 @@ describe("registration (§8.2)", () => {
       [(w) => task(w)({ name: "a" }, {}, () => 1, 1, 2), "handler", "got 2 arguments after its handler"],
       [(w) => task(w)("a", {}, "run"), "handler", `worker.task('a', …) needs a handler function, got a string; ${shapes}`],
       [(w) => task(w)("a", { concurrency: 2 }), "handler", `needs a handler function, got undefined; ${shapes}`],
+      [(w) => task(w)("a", "notfn"), "handler", `worker.task('a', …) got "notfn" as its second argument, which is neither a handler function nor an options object; ${shapes}`],
+      [(w) => task(w)("a", 42), "handler", `got 42 as its second argument, which is neither a handler function nor an options object; ${shapes}`],
+      [(w) => task(w)("a", null), "handler", `got null as its second argument`],
+      [(w) => task(w)("a", [], () => 1), "options", `got an array as its second argument`],
     ];
     for (const [register, argument, message] of refusals) {
       const w = worker();
