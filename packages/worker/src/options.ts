@@ -347,6 +347,13 @@ export function resolveWorkerOptions(input: WorkerOptions = {}): ResolvedWorkerO
     throw new InvalidArgument("random", "random must be a function returning a number in [0, 1)");
   }
   requireLogger(options.logger);
+  if (options.closeStore !== undefined && typeof options.closeStore !== "boolean") {
+    // Its truthiness would decide: closeStore: "false" (an environment variable) would close the store.
+    throw new InvalidArgument(
+      "closeStore",
+      `closeStore must be true or false, got ${describe(options.closeStore)}; convert an environment variable first (closeStore: process.env.X === "true")`,
+    );
+  }
   // Quiet when healthy, never silent when not: without a logger or onError, warnings reach stderr.
   const logger = fallbackLogger(options.logger, options.onError);
 

@@ -128,6 +128,16 @@ describe("worker options (§8.1)", () => {
     expect(() => resolveWorkerOptions({ logger: 5 as never })).toThrow(InvalidArgument);
   });
 
+  it("refuses a closeStore that is not a boolean rather than using its truthiness", () => {
+    expect(() => resolveWorkerOptions({ closeStore: "false" as never })).toThrow(
+      new InvalidArgument("closeStore", `closeStore must be true or false, got "false"; convert an environment variable first (closeStore: process.env.X === "true")`),
+    );
+    for (const value of [0, 1, null, "true"]) expect(() => resolveWorkerOptions({ closeStore: value as never }), String(value)).toThrow(/^closeStore must be true or false, got /);
+    expect(resolveWorkerOptions({ closeStore: true }).closeStore).toBe(true);
+    expect(resolveWorkerOptions({ closeStore: false }).closeStore).toBe(false);
+    expect(resolveWorkerOptions({}).closeStore).toBe(false);
+  });
+
   it("refuses a logger with none of debug/info/warn/error, or one whose level is not a function, as its message says", () => {
     const must = "logger must be an object with debug/info/warn/error(message, fields) methods (some of them are enough), such as console, or null to silence the worker";
     expect(() => resolveWorkerOptions({ logger: {} })).toThrow(new InvalidArgument("logger", `${must}; got an object with none of them`));
