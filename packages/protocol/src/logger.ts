@@ -41,8 +41,30 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 export function logSafely(logger: Logger | undefined, level: LogLevel, message: string, fields?: Record<string, unknown>): void {
   if (logger === undefined || typeof logger[level] !== "function") return;
   try {
-    logger[level](message, fields);
+    // Typed as returning void, yet an async logger (a remote sink) returns a promise: its rejection is swallowed
+    // too, where left alone it would be unhandled and end the process.
+    catchRejection(logger[level](message, fields));
   } catch {
     // A logger's own failure has nowhere better to go.
+  }
+}
+
+/**
+ * Hands a rejection of `returned` — what a user's callback typed as returning `void` returned: an `async`
+ * logger's, listener's or `onError`'s promise, or another thenable — to `onRejected` (by default: swallowed), so
+ * it is never an unhandled rejection that ends the process. Anything else is left alone; never throws.
+ *
+ * @example
+ * ```ts
+ * catchRejection(listener(payload), (err) => logSafely(logger, "error", "a listener failed", { error: err }));
+ * ```
+ */
+export function catchRejection(returned: unknown, onRejected: (err: unknown) => void = () => {}): void {
+  if (returned === null || (typeof returned !== "object" && typeof returned !== "function")) return;
+  try {
+    const then: unknown = (returned as { then?: unknown }).then;
+    if (typeof then === "function") (then as (onFulfilled: undefined, onRejected: (err: unknown) => void) => unknown).call(returned, undefined, onRejected);
+  } catch {
+    // A thenable whose `then` throws has nothing more to report.
   }
 }

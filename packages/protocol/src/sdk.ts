@@ -57,7 +57,7 @@ export { defaultHeartbeatIntervalMs, WORKER_DEFAULTS } from "./worker-defaults.j
 export type { WorkerDefaults } from "./worker-defaults.js";
 export { childLineage, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";
 export type { ParentRow } from "./submit-options.js";
-export { logSafely } from "./logger.js";
+export { catchRejection, logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";
 export { PURGE_OPTION_KEYS, requireRetryable, RETRY_OPTION_KEYS } from "./inputs.js";
 export {

@@ -2,7 +2,7 @@
  * The worker's lifecycle events: a typed map of namespaced names to payloads.
  * Every task payload carries the ids a log line needs and `durationMs`.
  */
-import { catchRejection } from "./rejections.js";
+import { catchRejection } from "@cairnq/protocol/sdk";
 
 /** Fields every task event carries. */
 export interface TaskEvent {

@@ -7,11 +7,10 @@
  */
 import type { Logger, TaskStatus } from "@cairnq/protocol";
 import { EventLoopBlocked } from "@cairnq/protocol";
-import { logSafely } from "@cairnq/protocol/sdk";
+import { catchRejection, logSafely } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import type { TaskEvent, WorkerEventListener, WorkerEventName, WorkerEvents } from "./events.js";
 import { TypedEmitter } from "./events.js";
-import { catchRejection } from "./rejections.js";
 import type { ResolvedWorkerOptions, WorkerErrorInfo } from "./options.js";
 import type { Context, LostReason } from "./task-context.js";
 

@@ -22,7 +22,6 @@ import { Dispatcher } from "./dispatcher.js";
 import type { WorkerEventListener, WorkerEventName } from "./events.js";
 import type { ResolvedWorkerOptions, WorkerOptions } from "./options.js";
 import { resolveWorkerOptions } from "./options.js";
-import { catchingLogger } from "./rejections.js";
 import { Reporter } from "./reporter.js";
 import type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
 import { scheduleEntry, Scheduler } from "./scheduler.js";
@@ -77,8 +76,6 @@ export class Worker {
   readonly #scheduler: Scheduler;
   readonly #admission: Admission;
   readonly #reporter: Reporter;
-  /** The `logger` option, its methods' rejected promises swallowed (see `catchingLogger`). */
-  readonly #logger: ResolvedWorkerOptions["logger"];
   readonly #claimLoop: ClaimLoop;
   /** The §5.6 gate this worker installed on the store (`maxQueueDepth`), or `null`. */
   readonly #gate: BackpressureGateCore | null;
@@ -98,9 +95,7 @@ export class Worker {
     this.store = store;
     this.options = resolveWorkerOptions(options);
     this.workerId = newWorkerId();
-    this.#logger = catchingLogger(this.options.logger);
-    // The worker's parts log through #logger, never the logger as given, so an async one's rejection is swallowed.
-    const opts: ResolvedWorkerOptions = { ...this.options, logger: this.#logger };
+    const opts = this.options;
     const workerId = this.workerId;
     const reporter = new Reporter(workerId, opts);
     this.#reporter = reporter;
@@ -193,8 +188,7 @@ export class Worker {
    * kept: one gate per store, or two would probe and grant independently.
    */
   #installGate(): BackpressureGateCore | null {
-    const { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, clock } = this.options;
-    const logger = this.#logger;
+    const { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, clock } = this.options;
     if (maxQueueDepth === null) return null;
     const gate = new BackpressureGateCore(
       { maxQueueDepth, maxQueueWaitMs, queuePollIntervalMs, logger, owner: "worker" },
@@ -360,7 +354,7 @@ export class Worker {
       fatal: undefined,
     };
     this.#run = run;
-    logSafely(this.#logger, "info", "worker started", {
+    logSafely(this.options.logger, "info", "worker started", {
       workerId: this.workerId,
       queues: this.options.queues,
       names: this.#handlers.names(),
@@ -426,7 +420,7 @@ export class Worker {
     let received = 0;
     const onSignal = (signal: NodeJS.Signals): void => {
       received += 1;
-      logSafely(this.#logger, "info", "worker received a signal", { workerId: this.workerId, signal });
+      logSafely(this.options.logger, "info", "worker received a signal", { workerId: this.workerId, signal });
       if (received === 1) void this.stop();
       else this.#run?.forceAbandon.resolve();
     };
@@ -451,7 +445,7 @@ export class Worker {
     const beganAtMs = clock.now();
     const inFlight = this.#admission.size;
     this.#reporter.emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
-    logSafely(this.#logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
+    logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
     run.controller.abort();
     await Promise.all([run.loop, this.#scheduler.stop()]);
     let abandoned = 0;
@@ -472,7 +466,7 @@ export class Worker {
         for (const call of calls) if (call.phase === "buffered" && call.abandon()) abandoned += 1;
         for (const call of calls) if (call.abandon()) abandoned += 1;
         if (abandoned > 0) {
-          logSafely(this.#logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
+          logSafely(this.options.logger, "warn", "stop deadline passed; abandoned running handlers, their tasks are left to lease expiry", {
             workerId: this.workerId,
             abandoned,
             stopTimeoutMs: this.options.stopTimeoutMs,
@@ -484,7 +478,7 @@ export class Worker {
     run.keepAlive.release();
     this.#run = null;
     this.#reporter.emit("worker:stopped", { workerId: this.workerId, abandoned, durationMs: clock.now() - beganAtMs });
-    logSafely(this.#logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
+    logSafely(this.options.logger, "info", "worker stopped", { workerId: this.workerId, abandoned });
     if (run.fatal === undefined) run.stopped.resolve();
     else run.stopped.reject(run.fatal);
   }
@@ -494,7 +488,7 @@ export class Worker {
     const run = this.#run;
     if (run === null || run.fatal !== undefined) return;
     run.fatal = err;
-    logSafely(this.#logger, "error", `worker cannot work and stops: ${err instanceof Error ? err.message : String(err)}`, {
+    logSafely(this.options.logger, "error", `worker cannot work and stops: ${err instanceof Error ? err.message : String(err)}`, {
       workerId: this.workerId,
       error: err,
     });
