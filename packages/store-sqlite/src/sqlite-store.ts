@@ -5,7 +5,7 @@ import { InvalidArgument } from "@cairnq/protocol";
 import { describe, requireInt } from "@cairnq/protocol/adapter";
 import type { AnyKysely, QueryRunner } from "@cairnq/store-kysely";
 import { KyselyStore } from "@cairnq/store-kysely";
-import { checkOptions } from "@cairnq/runtime";
+import { checkOptions, requireHook } from "@cairnq/runtime";
 import { retryBusy } from "./busy.js";
 import type { AppTransactionState } from "./sqlite-app-transaction.js";
 import { boundTransaction } from "./sqlite-app-transaction.js";
@@ -45,7 +45,6 @@ export interface SQLiteStoreOptions {
 /** Every key of {@link SQLiteStoreOptions}, for the unknown-key check (the umbrella's factories list them too). */
 export const SQLITE_STORE_OPTION_KEYS = Object.freeze(["busyTimeoutMs", "clock", "driver"] as const satisfies readonly (keyof SQLiteStoreOptions)[]);
 
-
 /**
  * The `clock` option as the store reads it: refused unless a function (`clock: 5` failed only at `connect()`, with a
  * `TypeError` a worker retried forever), and each reading floored to whole milliseconds, as every `*_ms` column holds
@@ -53,10 +52,8 @@ export const SQLITE_STORE_OPTION_KEYS = Object.freeze(["busyTimeoutMs", "clock",
  * number is an `InvalidArgument` of the statement that read it.
  */
 function storeClock(clock: unknown): (() => number) | undefined {
+  requireHook(clock, "clock", "returning epoch milliseconds (() => number, such as Date.now)");
   if (clock === undefined) return undefined;
-  if (typeof clock !== "function") {
-    throw new InvalidArgument("clock", `clock must be a function returning epoch milliseconds (() => number, such as Date.now), got ${describe(clock)}`);
-  }
   const read = clock as () => unknown;
   return () => {
     const value = read();
