@@ -7,7 +7,8 @@
  * to lease expiry instead of recording why it failed.
  */
 import type { ErrorEnvelope } from "./errors.js";
-import { TaskError, taskErrorProblem } from "./errors.js";
+import { TaskError } from "./errors.js";
+import { taskErrorProblem } from "./task-error-checks.js";
 import { sanitizeText } from "./json.js";
 
 /** A failure ready to write: the error JSON for `fail` and its `retryable` flag. */

@@ -18,8 +18,8 @@ import {
   UnsupportedBackend,
   brandErrorClass,
   isFatalError,
-  taskErrorProblem,
 } from "../src/errors.js";
+import { taskErrorProblem } from "../src/task-error-checks.js";
 import type * as ErrorsExports from "../src/errors.js";
 import type { Task } from "../src/task.js";
 
