@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import { InvalidArgument, LostLease } from "@cairnq/protocol";
 import { newWorkerId } from "@cairnq/protocol/adapter";
 import { SQLiteStore } from "@cairnq/store-sqlite";
-import { runViewExtensionsRollback, runViewRequeueMarks } from "@cairnq/test-support/transaction-view-extensions";
+import { countRows, runViewExtensionsRollback, runViewRequeueMarks } from "@cairnq/test-support/transaction-view-extensions";
 import { CompiledQuery, Kysely, sql, SqliteDialect } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
@@ -37,10 +37,6 @@ function open(file = join(dir, "app.db")): { store: SQLiteStore; app: AnyDb } {
   return { store, app };
 }
 
-async function count(db: AnyDb, table: string): Promise<number> {
-  return Number((await sql<{ n: number }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db)).rows[0]?.n);
-}
-
 describe("completeIn on SQLite", () => {
   it("commits the handler's write with the settlement, and rolls it back on LostLease", async () => {
     const { store, app } = open();
@@ -53,7 +49,7 @@ describe("completeIn on SQLite", () => {
       return { billed: true };
     });
     expect(out).toMatchObject({ result: { billed: true }, task: { status: "succeeded", result: { billed: true } } });
-    expect(await count(app, "invoices")).toBe(1);
+    expect(await countRows(app, "invoices")).toBe(1);
 
     const b = await store.submit({ name: "bill" });
     await store.claim({ queues: ["default"], workerId: w });
@@ -63,7 +59,7 @@ describe("completeIn on SQLite", () => {
         return null;
       }),
     ).rejects.toBeInstanceOf(LostLease);
-    expect(await count(app, "invoices")).toBe(1);
+    expect(await countRows(app, "invoices")).toBe(1);
     expect((await store.get(b.id))?.status).toBe("running");
   });
 
@@ -94,7 +90,7 @@ describe("withTransaction and transaction(db, fn)", () => {
         throw new Error("rollback");
       }),
     ).rejects.toThrow("rollback");
-    expect([await count(app, "orders"), (await store.list({ name: "ship" })).length, await store.getByKey("ship:1")]).toEqual([0, 0, null]);
+    expect([await countRows(app, "orders"), (await store.list({ name: "ship" })).length, await store.getByKey("ship:1")]).toEqual([0, 0, null]);
 
     const shipped = await store.transaction(app, async (trx) => {
       await trx.insertInto("orders").values({ id: 2 }).execute();
@@ -105,7 +101,7 @@ describe("withTransaction and transaction(db, fn)", () => {
       return task;
     });
     await background;
-    expect([await count(app, "orders"), (await store.list({ name: "ship" })).map((t) => t.id)]).toEqual([1, [shipped.id]]);
+    expect([await countRows(app, "orders"), (await store.list({ name: "ship" })).map((t) => t.id)]).toEqual([1, [shipped.id]]);
     expect((await store.list({ name: "background", limit: 100 })).length).toBe(40);
   });
 
@@ -156,7 +152,7 @@ describe("withTransaction and transaction(db, fn)", () => {
     expect([(await app.selectFrom("orders").select("id").execute()).map((r) => r.id), await store.list({ name: "late" })]).toEqual([[10], []]);
     // The app's connection is free again for its own statements.
     await app.insertInto("orders").values({ id: 12 }).execute();
-    expect(await count(app, "orders")).toBe(2);
+    expect(await countRows(app, "orders")).toBe(2);
   });
 
   it("checks that the transaction is on the store's file, and refuses bad arguments", async () => {

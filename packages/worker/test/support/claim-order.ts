@@ -4,26 +4,18 @@
  * ascending priority, Postgres's at random. `claim-order.test.ts` runs it on SQLite,
  * `integration/claim-order.test.ts` on Postgres and MySQL.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { TaskStore } from "@cairnq/protocol";
+import { describe, expect, it } from "vitest";
 import { delay, waitForStatus } from "./helpers.js";
-import type { Backend, OpenStore } from "./stores.js";
+import { type Backend, storePerTest } from "./stores.js";
 import { makeWorker } from "./worker.js";
 
 /** The suite on one backend: one claim of eight tasks, one running at a time, the other seven buffered. */
 export function describeClaimOrder(backend: Backend): void {
   describe(`prefetch keeps the claim order (${backend.label})`, () => {
-    let open: OpenStore;
-    let store: TaskStore;
-    beforeEach(async () => {
-      open = await backend.open();
-      store = open.store;
-    });
-    afterEach(async () => {
-      await open.close();
-    });
+    const open = storePerTest();
 
     async function runInOrder(priorityOf: (i: number) => number): Promise<number[]> {
+      const store = await open(backend);
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
         ids.push((await store.submit({ name: "j", payload: { i }, priority: priorityOf(i) })).id);
