@@ -4,7 +4,7 @@
  *
  * `JSON.stringify` silently coerces (`NaN` → `null`, an `undefined` array
  * element → `null`, a top-level `undefined` → no output, a function or symbol
- * property → left out, a `Map` or `Set` → `{}`) and reports cycles without
+ * property → left out, a `Map`, `Set` or `Error` → `{}`) and reports cycles without
  * saying where. A task queue must not store something other than what
  * the caller submitted, so `encodeJson` rejects those cases with a
  * `SerializationError` naming the path, and otherwise produces exactly what
@@ -114,8 +114,8 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
  * lone surrogate, and nesting deeper than {@link MAX_JSON_DEPTH} (what some
  * backend cannot store, see the module comment); a getter, `toJSON` or
  * proxy trap that throws (the error is the `cause`); a `Map`, `Set`, typed
- * array, `ArrayBuffer` or `RegExp` without `toJSON`, which `JSON.stringify`
- * would write as `{}` (or numbered keys). Object properties holding
+ * array, `ArrayBuffer`, `RegExp` or `Error` without `toJSON`, which `JSON.stringify`
+ * would write as `{}` (or numbered keys, or an Error's added fields without its message). Object properties holding
  * `undefined` are omitted, and `toJSON` is honoured (its
  * output is checked too), as in `JSON.stringify`. The same object may appear
  * twice as long as it does not contain itself.
@@ -309,6 +309,9 @@ function lostByJson(value: object): string | null {
     return `binary data (${value.constructor.name}), which JSON.stringify writes as an object of numbered keys or {}; send it as a base64 string or an array of numbers`;
   }
   if (value instanceof RegExp) return "a RegExp, which JSON.stringify writes as {}; send its source as a string";
+  if (value instanceof Error) {
+    return `an Error (${value.name}), whose message and stack JSON.stringify drops (it writes {} or only the fields added to it); send the fields you need, such as { name, message }, or a string`;
+  }
   return null;
 }
 

@@ -219,6 +219,8 @@ describe("encodeJson: rejections name the path and the reason", () => {
     ["an ArrayBuffer", { raw: new ArrayBuffer(2) }, "payload.raw", /binary data \(ArrayBuffer\)/],
     ["a DataView", { v: new DataView(new ArrayBuffer(2)) }, "payload.v", /binary data \(DataView\)/],
     ["a RegExp", { re: /a+/ }, "payload.re", /a RegExp, which JSON.stringify writes as \{\}/],
+    ["an Error", { cause: new Error("disk full") }, "payload.cause", /an Error \(Error\), whose message and stack JSON.stringify drops/],
+    ["an Error subclass with added fields", { e: [Object.assign(new TypeError("bad"), { code: 7 })] }, "payload.e[0]", /an Error \(TypeError\)/],
   ])("rejects %s, which JSON.stringify would store as {} or numbered keys", (_what, value, path, message) => {
     const err = rejection(() => encodeJson(value, "payload"));
     expect(err.path).toBe(path);
@@ -229,6 +231,8 @@ describe("encodeJson: rejections name the path and the reason", () => {
   it("honours toJSON on a Map (or any object), as JSON.stringify does", () => {
     const map = Object.assign(new Map([["a", 1]]), { toJSON: () => ({ a: 1 }) });
     expect(encodeJson({ map }, "payload")).toBe('{"map":{"a":1}}');
+    const err = Object.assign(new Error("x"), { toJSON: () => ({ message: "x" }) });
+    expect(encodeJson({ err }, "payload")).toBe('{"err":{"message":"x"}}');
   });
 
   it("rejects array holes, which read as undefined", () => {

@@ -46,6 +46,15 @@ export function storableEnvelope(envelope: unknown, retryable: boolean): unknown
   return fallback;
 }
 
+/** `value[key]`, or `undefined` when the getter throws. */
+function readSafely(value: object, key: string): unknown {
+  try {
+    return (value as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
 function readDetails(envelope: unknown): unknown {
   if (typeof envelope !== "object" || envelope === null) return undefined;
   try {
@@ -98,6 +107,14 @@ function representable(input: unknown, ancestors: Set<object>, depth: number): u
       return out;
     }
     const out: Record<string, unknown> = {};
+    // An Error's name and message are not own enumerable properties, so a plain copy would keep only the fields
+    // added to it (often none: `{}`); they are kept first, as JSON has no form for the Error itself.
+    if (value instanceof Error) {
+      for (const key of ["name", "message"] as const) {
+        const kept = representable(readSafely(value, key), ancestors, depth + 1);
+        if (typeof kept === "string") out[key] = kept;
+      }
+    }
     for (const key of Object.keys(value)) {
       let child: unknown;
       try {

@@ -33,6 +33,18 @@ describe("storableEnvelope", () => {
     expect(JSON.stringify(out.details.deep).length).toBeLessThan(JSON.stringify(deep(2000)).length);
   });
 
+  it("keep an Error's name and message (not own enumerable fields, so JSON would write {}), beside the fields added to it", () => {
+    const details = { cause: Object.assign(new TypeError("disk full"), { code: 28 }), list: [new Error("a")] };
+    const out = storableEnvelope({ type: "TaskError", code: "c", message: "m", retryable: false, details }, false);
+    expect(out).toEqual({
+      type: "TaskError",
+      code: "c",
+      message: "m",
+      retryable: false,
+      details: { cause: { name: "TypeError", message: "disk full", code: 28 }, list: [{ name: "Error", message: "a" }] },
+    });
+  });
+
   it("fall back to the bare envelope when details are not an object", () => {
     expect(storableEnvelope({ type: "T", code: "c", message: "m\u0000", details: 5n }, false)).toEqual({
       type: "T",
