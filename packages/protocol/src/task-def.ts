@@ -9,7 +9,7 @@
 
 import { describe } from "./describe.js";
 import { InvalidArgument } from "./errors.js";
-import { requireKnownKeys } from "./inputs.js";
+import { requireKnownKeys, requireLimitedText } from "./inputs.js";
 import type { JsonProblem } from "./json-type.js";
 import { SUBMIT_OPTION_KEYS } from "./submit-options.js";
 
@@ -124,13 +124,15 @@ export function defineTask<P = unknown, R = unknown>(taskName: IfJson<P, R, stri
       "defineTask needs a non-empty task name: workers find handlers by name, so pass the name used in worker.task(...)",
     );
   }
+  // What a submit would refuse (U+0000, a lone surrogate, over TEXT_LIMITS) is refused here, where the def is written.
+  requireLimitedText(name, "name");
   const def: { name: string; queue?: string; maxAttempts?: number; priority?: number } = { name };
   const { queue, maxAttempts, priority } = requireTaskDefOptions(name, options) as TaskDefOptions;
   if (queue !== undefined) {
     if (typeof queue !== "string" || queue === "") {
       throw new InvalidArgument("queue", `task '${name}': queue must be a non-empty string; omit it to use the 'default' queue`);
     }
-    def.queue = queue;
+    def.queue = requireLimitedText(queue, "queue");
   }
   if (maxAttempts !== undefined) {
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > INT32_MAX) {

@@ -33,6 +33,16 @@ describe("defineTask", () => {
     });
   });
 
+  it("rejects a name or queue that a submit would refuse: over TEXT_LIMITS, U+0000, a lone surrogate", () => {
+    const longName = invalid(() => defineTask("n".repeat(1025)));
+    expect([longName.argument, longName.message]).toEqual(["name", expect.stringContaining("1025 bytes long in UTF-8, over the limit of 1024 bytes")]);
+    expect(invalid(() => defineTask("a\u0000b")).argument).toBe("name");
+    const longQueue = invalid(() => defineTask("a", { queue: "q".repeat(257) }));
+    expect([longQueue.argument, longQueue.message]).toEqual(["queue", expect.stringContaining("over the limit of 256 bytes")]);
+    expect(invalid(() => defineTask("a", { queue: "\ud800" })).argument).toBe("queue");
+    expect(defineTask("n".repeat(1024), { queue: "q".repeat(256) }).queue).toHaveLength(256);
+  });
+
   it("rejects an empty or non-string name", () => {
     expect(invalid(() => defineTask("")).argument).toBe("name");
     expect(invalid(() => defineTask(undefined as unknown as string)).message).toContain("non-empty task name");
