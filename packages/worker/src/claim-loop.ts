@@ -66,9 +66,20 @@ export class ClaimLoop {
   #drained: { readonly sinceMs: number; readonly signals: number } | null = null;
   /** This run met an error retrying cannot fix (handed to the host's `fatal`): the loop ends. */
   #fatal = false;
+  /** `store.claim` calls sent and not yet returned. */
+  #claiming = 0;
 
   constructor(host: ClaimLoopHost) {
     this.#host = host;
+  }
+
+  /**
+   * Claims sent to the store that have not returned yet. Stopping does not wait for them before it
+   * reports `worker:stopping`: a claim whose draws the store had planned before the stop comes back
+   * with rows, which are worked like any claimed ones; one that plans after it takes none.
+   */
+  get claiming(): number {
+    return this.#claiming;
   }
 
   /** Claims until `signal` aborts or an error retrying cannot fix; resolves once every claim cycle in flight ended. */
@@ -160,7 +171,7 @@ export class ClaimLoop {
     const startedAtMs = clock.now();
     let result: { rows: Task[]; release: () => void } = { rows: [], release: () => {} };
     const claimed = await this.#survive(async () => {
-      result = await this.#claim();
+      result = await this.#claim(signal);
     }, signal);
     if (!claimed) return;
     const { rows, release } = result;
@@ -265,7 +276,7 @@ export class ClaimLoop {
    * cycle skips the probe and goes straight to its transaction (recovery first, as always; an empty
    * draw then costs one short transaction, and the worker idles after it).
    */
-  async #claim(): Promise<{ rows: Task[]; release: () => void }> {
+  async #claim(signal: AbortSignal): Promise<{ rows: Task[]; release: () => void }> {
     const { options, admission } = this.#host;
     const registrations = this.#host.registry.registrations();
     const batches = new Map(registrations.map((r) => [r.name, r.batch ?? 1]));
@@ -280,6 +291,15 @@ export class ClaimLoop {
     let requested = 0;
     let planned = 0;
     const draws: typeof plan = (claimed, index) => {
+      if (index === 0 && signal.aborted) {
+        // stop() began while the claim waited for its connection or its probe: it draws nothing, so the
+        // worker starts no handler after stop() and leases no task it would have to leave to lease expiry
+        // (the protocol has no un-claim, so rows drawn now could only run or wait out their leases).
+        admission.unreserve(held);
+        held = 0;
+        plan = () => null;
+        return null;
+      }
       if (index === 0) {
         // Planned from the counters as they are when the store asks (inside its transaction), not as they were
         // when the cycle began: calls that ended meanwhile leave room this claim can fill. The room it plans stays
@@ -343,16 +363,22 @@ export class ClaimLoop {
             this.#drained = claimable ? null : { sinceMs, signals };
           }
         : null;
-    const rows = await store.claim({
-      queues: options.queues,
-      workerId,
-      leaseMs: options.leaseMs,
-      names: registrations.map((r) => r.name),
-      draws,
-      ...(skipProbe ? { probe: false } : {}),
-      ...(flowControl === null ? {} : { flowControl }),
-      ...(reprobe === null ? {} : { reprobe }),
-    });
+    this.#claiming += 1;
+    let rows: Task[];
+    try {
+      rows = await store.claim({
+        queues: options.queues,
+        workerId,
+        leaseMs: options.leaseMs,
+        names: registrations.map((r) => r.name),
+        draws,
+        ...(skipProbe ? { probe: false } : {}),
+        ...(flowControl === null ? {} : { flowControl }),
+        ...(reprobe === null ? {} : { reprobe }),
+      });
+    } finally {
+      this.#claiming -= 1;
+    }
     this.#lastFull = !leftNothing && rows.length > 0 && rows.length >= requested();
     this.#cutShort = leftSome && rows.length < requested();
     // The probe would only repeat what this claim's reprobe just answered: something is left (a claim

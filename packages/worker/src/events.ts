@@ -43,8 +43,14 @@ export interface LeaseLostEvent extends TaskEvent {
 /** Payload of `worker:stopping`. */
 export interface WorkerStoppingEvent {
   readonly workerId: string;
-  /** Handler calls still running. */
+  /** Handler calls in flight: running, waiting in the prefetch buffer, or writing their settlements. */
   readonly inFlight: number;
+  /**
+   * Claims sent to the store and not returned yet. One whose draws the store had not
+   * planned when `stop()` began takes nothing; rows one had already drawn come back
+   * leased to this worker and join the drain (the protocol has no un-claim).
+   */
+  readonly claiming: number;
   /** How long the worker had been running. */
   readonly durationMs: number;
 }

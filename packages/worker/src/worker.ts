@@ -375,6 +375,11 @@ export class Worker {
    * Stops claiming, lets running handlers finish for up to `stopTimeoutMs`,
    * then abandons the rest (their signals abort; their tasks are left to
    * lease expiry). Resolves when stopped; idempotent.
+   *
+   * A claim already sent to the store when `stop()` begins (`worker:stopping`'s
+   * `claiming`) takes nothing if the store had not planned its draws yet; rows it
+   * had drawn come back leased to this worker and are worked like buffered ones,
+   * within the same `stopTimeoutMs` (counted from the claim's return).
    */
   stop(): Promise<void> {
     const run = this.#run;
@@ -444,8 +449,9 @@ export class Worker {
     const clock = this.options.clock;
     const beganAtMs = clock.now();
     const inFlight = this.#admission.size;
-    this.#reporter.emit("worker:stopping", { workerId: this.workerId, inFlight, durationMs: beganAtMs - run.startedAtMs });
-    logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight });
+    const claiming = this.#claimLoop.claiming;
+    this.#reporter.emit("worker:stopping", { workerId: this.workerId, inFlight, claiming, durationMs: beganAtMs - run.startedAtMs });
+    logSafely(this.options.logger, "info", "worker stopping", { workerId: this.workerId, inFlight, claiming });
     run.controller.abort();
     await Promise.all([run.loop, this.#scheduler.stop()]);
     let abandoned = 0;

@@ -109,6 +109,60 @@ describe("run / stop", () => {
   });
 });
 
+describe("stop() with a claim in flight", () => {
+  /** A worker whose first claim is held in the store until `worker:stopping`; `drawFirst` lets the store draw its rows before the hold. */
+  async function stopDuringClaim(drawFirst: boolean) {
+    const spy = spyStore();
+    const worker = makeWorker(spy.store, { concurrency: 4, stopTimeoutMs: 40 });
+    const stopping: WorkerEvents["worker:stopping"][] = [];
+    const stopped: WorkerEvents["worker:stopped"][] = [];
+    const began = gate();
+    worker.on("worker:stopping", (e) => {
+      stopping.push(e);
+      began.open();
+    });
+    worker.on("worker:stopped", (e) => stopped.push(e));
+    spy.hooks.claim = async (_args, next) => {
+      if (drawFirst) {
+        const rows = await next();
+        await began.promise;
+        return rows;
+      }
+      await began.promise;
+      return next();
+    };
+    const startedAfterStop: string[] = [];
+    worker.task("x", async (ctx) => {
+      if (stopping.length > 0) startedAfterStop.push(ctx.taskId);
+      await delay(10);
+      return "ran";
+    });
+    const tasks = await Promise.all([1, 2, 3, 4].map(() => spy.store.submit({ name: "x" })));
+    void worker.run();
+    await waitFor(() => spy.callsOf("claim").length === 1, 3000, "the first claim");
+    await worker.stop();
+    const rows = await Promise.all(tasks.map(async (t) => spy.store.get(t.id)));
+    return { stopping, stopped, startedAfterStop, rows, spy };
+  }
+
+  it("a claim that had not drawn when stop() began takes nothing: no handler starts, the tasks stay queued with no attempt used", async () => {
+    const { stopping, stopped, startedAfterStop, rows, spy } = await stopDuringClaim(false);
+    expect(stopping).toEqual([expect.objectContaining({ inFlight: 0, claiming: 1 })]);
+    expect(startedAfterStop).toEqual([]);
+    expect(stopped).toEqual([expect.objectContaining({ abandoned: 0 })]);
+    expect(rows.map((r) => [r?.status, r?.attempt, r?.worker_id])).toEqual(Array(4).fill(["queued", 0, null]));
+    expect(spy.callsOf("claim")).toHaveLength(1);
+  });
+
+  it("rows a claim had drawn before stop() began are worked within stopTimeoutMs, like buffered ones", async () => {
+    const { stopping, stopped, startedAfterStop, rows } = await stopDuringClaim(true);
+    expect(stopping).toEqual([expect.objectContaining({ inFlight: 0, claiming: 1 })]);
+    expect(startedAfterStop).toHaveLength(4);
+    expect(stopped).toEqual([expect.objectContaining({ abandoned: 0 })]);
+    expect(rows.map((r) => [r?.status, r?.result])).toEqual(Array(4).fill(["succeeded", "ran"]));
+  });
+});
+
 describe("serve()", () => {
   it("stops on SIGTERM, drains, closes and removes its signal listeners", async () => {
     const spy = spyStore();
@@ -297,7 +351,7 @@ describe("events", () => {
       delayMs: 0,
       error: { code: "handler_error", message: "nope" },
     });
-    expect(byEvent("worker:stopping")[0]).toMatchObject({ workerId: worker.workerId, inFlight: 0 });
+    expect(byEvent("worker:stopping")[0]).toMatchObject({ workerId: worker.workerId, inFlight: 0, claiming: 0 });
     expect(byEvent("worker:stopped")[0]).toMatchObject({ workerId: worker.workerId, abandoned: 0 });
     for (const s of seen) expect(typeof s.payload.durationMs).toBe("number");
   });
