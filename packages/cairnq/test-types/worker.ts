@@ -7,6 +7,7 @@ import { expectType } from "./assert.ts";
 const summarize = defineTask<{ url: string }, { summary: string }>("summarize");
 const fire = defineTask<{ at: string }, void>("fire");
 const child = defineTask<{ n: number }, number>("child");
+const maybe = defineTask<{ id: string }, string | undefined>("maybe");
 
 export function register(worker: Worker): void {
   worker.task(summarize, async (ctx, payload) => {
@@ -33,6 +34,40 @@ export function register(worker: Worker): void {
   // By name: the payload type is the handler's annotation, the result what it returns.
   worker.task("add", (_ctx, p: { a: number; b: number }) => p.a + p.b);
   worker.task("noop", async () => {});
+
+  // ctx.succeed's result may be left out only when the result type admits undefined.
+  worker.task(summarize, async (ctx) => {
+    await ctx.succeed({ summary: "s" });
+    // @ts-expect-error a typed result cannot be left out (null would be stored where { summary: string } is promised)
+    await ctx.succeed();
+    // @ts-expect-error nor be undefined
+    await ctx.succeed(undefined);
+    return { summary: "s" };
+  });
+  worker.task(summarize, { batch: 8 }, async (ctxs) => {
+    // @ts-expect-error in a batch handler too
+    await ctxs[0]?.succeed();
+  });
+  worker.task(fire, async (ctx) => {
+    await ctx.succeed();
+  });
+  worker.task(maybe, async (ctx) => {
+    await ctx.succeed();
+    return undefined;
+  });
+  worker.task("by-name", async (ctx) => {
+    await ctx.succeed();
+  });
+  worker.task("by-name-any", async (ctx: TaskContext) => {
+    await ctx.succeed();
+    await ctx.succeed({ anything: true });
+    return 1;
+  });
+  worker.task(child, async (ctx) => {
+    expectType<Equal<Parameters<typeof ctx.succeed>, [result: number]>>();
+    await ctx.succeed(1);
+    return 1;
+  });
 
   // Child submits are typed from a TaskDef like the client's.
   worker.task(summarize, async (ctx) => {

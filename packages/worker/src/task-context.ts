@@ -122,8 +122,12 @@ export interface TaskContext<P = unknown, R = unknown> {
   /**
    * Completes the task now with `result` (a requested cancel wins: it then
    * ends `canceled`). Returns the row, or `null` if already settled.
+   *
+   * `result` may be left out (stored as `null`) only when the task's result
+   * type admits `undefined` — an untyped task (`unknown`), a `void` result,
+   * `T | undefined` — so a task typed to return a value cannot succeed without one.
    */
-  succeed(result?: R): Promise<Task | null>;
+  succeed(...result: undefined extends R ? [result?: R] : [result: R]): Promise<Task | null>;
   /**
    * Fails the task now (§8.6): a string → `task_error`; an `Error` →
    * `handler_error`; a `TaskError` → its envelope and its own `retryable`;
@@ -523,7 +527,8 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return waitForTask(this.#host.store, { id }, { ...options, signal: options.signal ?? this.signal }, { now: () => clock.monotonicMs(), wallNow: () => clock.now() });
   }
 
-  async succeed(result?: R): Promise<Task | null> {
+  async succeed(...args: undefined extends R ? [result?: R] : [result: R]): Promise<Task | null> {
+    const result: R | undefined = args[0];
     if (this.#settled) return null;
     this.#throwIfLost();
     const row = await this.#settleBy(() => this.#host.store.complete({ ...this.#owned(), result }));

@@ -11,4 +11,9 @@ export function register(worker: Worker): void {
   worker.task(summarize, async () => ({ summary: 1 }));
   // error: Type 'void' is not assignable to type '\{ summary: string; \}'
   worker.task(summarize, { concurrency: 2 }, async () => {});
+  worker.task(summarize, async (ctx) => {
+    // error: Expected 1 arguments, but got 0
+    await ctx.succeed();
+    return { summary: "s" };
+  });
 }
