@@ -30,8 +30,25 @@ describe("plan", () => {
   });
 
   it("wraps a picked-ids subquery of the changed table in a derived table", () => {
-    const [del] = sqlOf("DELETE FROM cairnq_tasks WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ?1 FOR UPDATE SKIP LOCKED) RETURNING id");
-    expect(del).toBe("DELETE FROM cairnq_tasks WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick) RETURNING id");
+    const [del] = sqlOf("DELETE FROM cairnq_tasks WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ?1) AND attempt > 1");
+    expect(del).toBe("DELETE FROM cairnq_tasks WHERE id IN (SELECT * FROM (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' LIMIT ?) cq_pick) AND attempt > 1");
+  });
+
+  it("runs a purge's DELETE … WHERE id IN (<picks>) RETURNING id as the picks collected, then a delete joined by primary key, in one transaction", () => {
+    const planned = plan("DELETE FROM cairnq_tasks WHERE id IN (SELECT id FROM cairnq_tasks WHERE status = 'succeeded' AND completed_at_ms < ?1 ORDER BY completed_at_ms ASC LIMIT ?2 FOR UPDATE SKIP LOCKED) RETURNING id");
+    expect(planned.transactional).toBe(true);
+    const ids = "JSON_TABLE(CONCAT('[', SUBSTRING(@cq_ids, 2), ']'), '$[*]' COLUMNS (cq_ord FOR ORDINALITY, cq_id VARCHAR(255) PATH '$')) cq_j";
+    expect(planned.steps).toEqual([
+      { sql: "SET @cq_ids = _utf8mb4'' COLLATE utf8mb4_bin", params: [] },
+      {
+        sql:
+          "SELECT COUNT(@cq_ids := CONCAT(@cq_ids, ',', JSON_QUOTE(cq_id))) INTO @cq_picked FROM (SELECT id AS cq_id FROM cairnq_tasks WHERE status = 'succeeded' AND completed_at_ms < ? " +
+          "ORDER BY completed_at_ms ASC LIMIT ? FOR UPDATE SKIP LOCKED) cq_pick",
+        params: [0, 1],
+      },
+      { sql: `DELETE cairnq_tasks FROM ${ids} STRAIGHT_JOIN cairnq_tasks ON cairnq_tasks.id = cq_j.cq_id`, params: [] },
+      { sql: `SELECT cq_id AS id FROM ${ids} ORDER BY cq_ord`, params: [] },
+    ]);
   });
 
   it("joins the picked ids of an UPDATE whose whole WHERE picks them, so the picked rows are read by primary key, not the table walked", () => {
