@@ -178,6 +178,14 @@ export class ExprCompiler {
     return this.#shapeOf(param) !== "n";
   }
 
+  /**
+   * True when the list parameter `param` is bound, in this shape, to a list that is not compiled as
+   * plain equality: any list but a one-element one (`inList` then reads it through {@link SqlSyntax.inList}).
+   */
+  isList(param: ParamExpr): boolean {
+    return this.#shapeOf(param) === "*";
+  }
+
   /** A placeholder for `param`, which must be non-null in this shape (used for LIMIT/OFFSET). */
   slot(param: ParamExpr): string {
     if (this.#shapeOf(param) === "r") return this.syntax.batchRef(param);

@@ -1,7 +1,7 @@
 import type { ParamExpr, Params, ParamType } from "@cairnq/protocol/adapter";
 import type { Bind } from "./compiler.js";
-import type { ClaimProbeParts } from "./sql-syntax.js";
-import { BaseSqlSyntax } from "./sql-syntax.js";
+import type { ClaimProbeParts, ListPickParts } from "./sql-syntax.js";
+import { BaseSqlSyntax, orderText } from "./sql-syntax.js";
 
 const CASTS: Readonly<Record<ParamType, string>> = {
   text: "text",
@@ -115,6 +115,52 @@ export class PostgresSyntax extends BaseSqlSyntax {
     return (
       `SELECT (SELECT 1 FROM ${parts.table}${parts.claimableWhere} ORDER BY ${parts.claimIndexOrder} LIMIT 1) IS NOT NULL ` +
       `OR EXISTS (SELECT 1 FROM ${parts.table}${parts.expiredWhere}) AS found`
+    );
+  }
+
+  /**
+   * The picks over several values of the listed column (the claim draw over several queues), read per
+   * value in index order instead of sorting every matching row (`queue = ANY(…)` leaves the claim index
+   * no order to give: a draw of 16 over 8 queues read and sorted all 100,000 due rows, 49 ms, against
+   * 640 index entries and 5 ms this way; `EXPLAIN ANALYZE`, `test/integration/claim-planner.test.ts`):
+   * 1. `cq_w`, the window: the first `w = 4n + 16` rows in claim order of each value
+   *    (`unnest(list) CROSS JOIN LATERAL (… WHERE queue = value AND <rest> ORDER BY … LIMIT w)`, an
+   *    index walk each), cut to the first `w` of all, read without locking;
+   * 2. `cq_pick`, the locking pick among them: each read again by primary key in window order with the
+   *    whole condition, `LIMIT n FOR UPDATE OF <table> SKIP LOCKED`. The lock sits above the window's
+   *    order, so it locks only the rows it takes (a row a concurrent claim holds is skipped; one that
+   *    claim took and committed fails the condition, re-checked on the locked row), never a row it
+   *    merely read — a lateral read that locked its `n` rows per queue would keep the others' rows from
+   *    a concurrent claim (the kit's `claim-concurrent-leave-nothing-due`);
+   * 3. `cq_more`, only when the pick came back short and the window was full (more matching rows may
+   *    lie past it, held rows filled it): the sorting pick of the rest, as before, so a claim is
+   *    never short while matching rows are free. Otherwise the server does not run it (a one-time filter).
+   * The picks' ids leave as one array (`unnest(ARRAY(…))`), which the planner counts as a few rows: as a
+   * plain subquery it counted the fallback's estimate (a share of every due row), and the update joined
+   * its ids by hashing a scan of the whole table (5,160 rows read for a claim of 4 over 5,000 tasks).
+   * Why `w` over `n`: concurrent claims of the same queues take their rows from the top of the same
+   * window; four times the limit and 16 more leave room for about four claims of the same size (or
+   * sixteen of one row) before the sorting pick is needed, as `@cairnq/store-mysql`'s window does.
+   */
+  override listPicks(parts: ListPickParts): string {
+    const { table, column, limit } = parts;
+    const columns = ["id", ...parts.orderBy.map((o) => o.column).filter((c) => c !== "id")];
+    const window = `(4 * ${limit} + 16)`;
+    const rest = parts.rest === null ? "" : ` AND ${parts.rest}`;
+    const order = orderText(parts.orderBy);
+    const windowOrder = orderText(parts.orderBy, "cq_");
+    const lock = parts.skipLocked === "" ? "" : ` FOR UPDATE OF ${table} SKIP LOCKED`;
+    const perValue =
+      `SELECT ${columns.map((c) => `${c} AS cq_${c}`).join(", ")} FROM ${table} ` +
+      `WHERE ${column} = cq_q.cq_value${rest} ORDER BY ${order} LIMIT ${window}`;
+    return (
+      `SELECT id FROM unnest(ARRAY(WITH cq_w AS (SELECT cq_c.* FROM unnest(${parts.list}) AS cq_q(cq_value) CROSS JOIN LATERAL (${perValue}) cq_c ` +
+      `ORDER BY ${windowOrder} LIMIT ${window}), ` +
+      `cq_pick AS (SELECT id FROM cq_w JOIN ${table} ON id = cq_id WHERE ${parts.condition} ORDER BY ${windowOrder} LIMIT ${limit}${lock}), ` +
+      `cq_more AS (SELECT id FROM ${table} WHERE (${parts.condition}) AND (SELECT count(*) FROM cq_pick) < ${limit} ` +
+      `AND (SELECT count(*) FROM cq_w) >= ${window} AND id NOT IN (SELECT id FROM cq_pick) ` +
+      `ORDER BY ${order} LIMIT ${limit} - (SELECT count(*) FROM cq_pick)${parts.skipLocked}) ` +
+      `SELECT id FROM cq_pick UNION ALL SELECT id FROM cq_more)) AS cq_ids(id)`
     );
   }
 

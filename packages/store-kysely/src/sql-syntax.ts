@@ -63,6 +63,18 @@ export interface SqlSyntax {
    */
   claimProbe?(parts: ClaimProbeParts): string;
   /**
+   * The row-picking subquery of a set transition whose rows are taken from a list of values of one
+   * column (`queue ∈ queues`) in an order the index on that column continues (the claim draw, §5.10
+   * step 5: `queue, status, priority DESC, run_at_ms, id`), when the list holds more than one value.
+   * It must select the column `id` of the first `limit` rows in that order that match `where`,
+   * skipping (and only locking) rows as {@link sortedPicks} does: a row locked by another transaction
+   * is passed over, a row this one locks is one it takes, and it comes back short only when fewer
+   * free rows match. Optional (a syntax without it gets {@link sortedPicks}, which sorts every
+   * matching row: no index yields the order over several values of its first column). Postgres
+   * overrides it to read each value's rows in index order (see `PostgresSyntax.listPicks`).
+   */
+  listPicks?(parts: ListPickParts): string;
+  /**
    * The task table as named in a statement that finds its rows by id (`UPDATE … WHERE id IN (…)`,
    * `DELETE … WHERE id IN (…)`: claim draws, purge, bulk transitions, the group draw's takes), so
    * the ids are looked up in the primary key whatever the planner's statistics say. Optional (a
@@ -135,6 +147,39 @@ export interface ClaimProbeParts {
   readonly claimIndexOrder: string;
 }
 
+/** What {@link SqlSyntax.listPicks} builds the picks from (compiled parts of the selection). */
+export interface ListPickParts {
+  /** The task table. */
+  readonly table: string;
+  /** The listed column (`queue`), which the index serving {@link ListPickParts.orderBy} starts with. */
+  readonly column: string;
+  /** The placeholder of the bound list, holding any number of values but one (e.g. `$3::text[]`). */
+  readonly list: string;
+  /** The selection's whole condition, `column ∈ list` included (an `AND` of terms). */
+  readonly condition: string;
+  /** The condition without `column ∈ list`, or `null` when nothing else is left. */
+  readonly rest: string | null;
+  /** The order (never empty); `id` is one of its columns, last. */
+  readonly orderBy: readonly { readonly column: string; readonly direction: "asc" | "desc" }[];
+  /** The placeholder of the limit. */
+  readonly limit: string;
+  /** The dialect's {@link SqlSyntax.skipLockedClause}, or `""` where the store does not lock rows. */
+  readonly skipLocked: string;
+}
+
+/** A selection's order as SQL (`priority DESC, run_at_ms ASC, id ASC`), each column prefixed with `prefix`. */
+export function orderText(orderBy: ListPickParts["orderBy"], prefix = ""): string {
+  return orderBy.map((o) => `${prefix}${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`).join(", ");
+}
+
+/**
+ * The default {@link SqlSyntax.listPicks}: `SELECT id FROM <table> WHERE <condition> ORDER BY … LIMIT ?
+ * [FOR UPDATE SKIP LOCKED]`, the text every other selection's picks have.
+ */
+export function sortedPicks(parts: ListPickParts): string {
+  return `SELECT id FROM ${parts.table} WHERE ${parts.condition} ORDER BY ${orderText(parts.orderBy)} LIMIT ${parts.limit}${parts.skipLocked}`;
+}
+
 /** The default claim probe: `SELECT EXISTS (<claimable>) OR EXISTS (<expired>) AS found`. */
 export function existsClaimProbe(parts: ClaimProbeParts): string {
   return (
@@ -189,6 +234,10 @@ export abstract class BaseSqlSyntax implements SqlSyntax {
 
   topRowsJoin(table: string, alias: string, key: string, subquery: string): string {
     return inSubqueryJoin(table, alias, key, subquery);
+  }
+
+  listPicks(parts: ListPickParts): string {
+    return sortedPicks(parts);
   }
 
   tableById(table: string): string {

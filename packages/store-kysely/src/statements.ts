@@ -24,8 +24,8 @@ import {
 import { isTerminalStatus } from "@cairnq/protocol";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
-import type { ClaimProbeParts } from "./sql-syntax.js";
-import { existsClaimProbe } from "./sql-syntax.js";
+import type { ClaimProbeParts, ListPickParts } from "./sql-syntax.js";
+import { existsClaimProbe, sortedPicks } from "./sql-syntax.js";
 
 import { TASKS_TABLE } from "./tables.js";
 
@@ -81,8 +81,39 @@ function where(c: ExprCompiler, expr: Expr): string {
   return sql === null ? "" : ` WHERE ${sql}`;
 }
 
-/** `SELECT id … ORDER BY … LIMIT ? [FOR UPDATE SKIP LOCKED]`: the rows a set operation acts on. */
+/**
+ * The term `column ∈ list` of a selection's top-level `AND` whose list parameter is bound to more than
+ * one value in this shape (over one value it compiles as equality, which the index's order continues),
+ * and the selection's other terms; `null` when there is none.
+ */
+function listTerm(c: ExprCompiler, where: Expr): { column: TaskColumn; param: ParamExpr; rest: Expr[] } | null {
+  if (where.kind !== "and") return null;
+  const at = where.args.findIndex((arg) => arg.kind === "inList" && !arg.nullMeansAll && arg.arg.kind === "column" && c.isList(arg.param));
+  const term = where.args[at];
+  if (term === undefined || term.kind !== "inList" || term.arg.kind !== "column") return null;
+  return { column: term.arg.column, param: term.param, rest: where.args.filter((_, i) => i !== at) };
+}
+
+/**
+ * `SELECT id … ORDER BY … LIMIT ? [FOR UPDATE SKIP LOCKED]`: the rows a set operation acts on. A
+ * selection taking ordered, limited rows from a list of a column's values (the claim draw over several
+ * queues) goes through the dialect's {@link SqlSyntax.listPicks} (default: the same text).
+ */
 function pickIds(c: ExprCompiler, env: CompileEnv, selection: SetTransition["selection"]): string {
+  const listed = selection.orderBy.length > 0 && selection.limit !== null && c.has(selection.limit) ? listTerm(c, selection.where) : null;
+  if (listed !== null && selection.limit !== null) {
+    const parts: ListPickParts = {
+      table: TASKS_TABLE,
+      column: listed.column,
+      list: c.slot(listed.param),
+      condition: c.condition(selection.where) ?? env.syntax.literal(true),
+      rest: listed.rest.length === 0 ? null : c.condition(x.and(...listed.rest)),
+      orderBy: selection.orderBy,
+      limit: c.slot(selection.limit),
+      skipLocked: selection.skipLocked && env.skipLocked ? env.syntax.skipLockedClause : "",
+    };
+    return env.syntax.listPicks === undefined ? sortedPicks(parts) : env.syntax.listPicks(parts);
+  }
   let sql = `SELECT id FROM ${TASKS_TABLE}${where(c, selection.where)}`;
   if (selection.orderBy.length > 0) {
     sql += ` ORDER BY ${selection.orderBy.map((o) => `${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`).join(", ")}`;

@@ -131,6 +131,27 @@ describe("claim draws (§5.10: one queue / one name compile to equality)", () =>
     // Lists are bound as the text of their array literal, which the placeholder's `::text[]` cast reads.
     expect(many.parameters(draw(["q", "r"], ["a", "b"]))).toContainEqual('{"q","r"}');
   });
+
+  it("Postgres, several queues: each queue's first rows in index order (a window), locked among them only as taken, the sorting pick only past a full window", () => {
+    const many = postgres.statement(DRAW_T, draw(["q", "r"], ["a", "b"]));
+    const queues = /unnest\((\$\d+)::text\[\]\)/.exec(many.sql)?.[1];
+    const limit = /LIMIT (\$\d+)::bigint FOR UPDATE OF cairnq_tasks SKIP LOCKED/.exec(many.sql)?.[1];
+    expect([queues, limit]).toEqual([expect.any(String), expect.any(String)]);
+    // Per queue: its own equality instead of the list, the rest of the condition, the claim order, the window.
+    expect(many.sql).toContain(
+      `CROSS JOIN LATERAL (SELECT id AS cq_id, priority AS cq_priority, run_at_ms AS cq_run_at_ms FROM cairnq_tasks WHERE queue = cq_q.cq_value AND status = 'queued' AND name = any(`,
+    );
+    expect(many.sql).toContain(`ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT (4 * ${limit}::bigint + 16)) cq_c`);
+    // The fallback runs only when the pick was short of a full window.
+    expect(many.sql).toContain(`(SELECT count(*) FROM cq_pick) < ${limit}::bigint AND (SELECT count(*) FROM cq_w) >= (4 * ${limit}::bigint + 16)`);
+    // One queue: the one sorting pick, which the claim index answers in order.
+    expect(postgres.statement(DRAW_T, draw(["q"], ["a", "b"])).sql).not.toContain("cq_w");
+  });
+
+  it("a syntax without listPicks (SQLite) keeps the one sorting pick over several queues: sortedPicks", () => {
+    const s = sqlite.statement(DRAW_T, draw(["q", "r"], null));
+    expect(s.sql).toMatch(/WHERE id IN \(SELECT id FROM cairnq_tasks WHERE status = 'queued' AND queue IN \(SELECT value FROM json_each\(\?\d+\)\) AND run_at_ms <= \?\d+ ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT \?\d+\) RETURNING \*$/);
+  });
 });
 
 describe("row transitions", () => {

@@ -60,6 +60,11 @@ export interface PlannedStatement {
    * (`windowOf(limit)`, see `mysql-claim-window.ts`). Absent when the statement has none.
    */
   readonly scaled?: readonly number[];
+  /**
+   * The positions (in `params`) bound to one element of a bound list, and which (0-based): a windowed
+   * claim's per-queue reads (`mysql-claim-window.ts`). Absent when the statement has none.
+   */
+  readonly elements?: readonly (readonly [position: number, element: number])[];
 }
 
 /** How one core statement runs: its statements in order; the result is the last one's rows. */
@@ -78,7 +83,7 @@ export interface MySQLStatementPlan {
    * The plan to run instead when the bound list at core parameter `list` holds more than one value: a
    * claim draw over several queues, windowed (`mysql-claim-window.ts`; {@link choosePlan}).
    */
-  readonly manyQueues?: { readonly list: number; readonly plan: MySQLStatementPlan };
+  readonly manyQueues?: { readonly list: number; plan(queueCount: number): MySQLStatementPlan };
 }
 
 /** The session variable collecting a returning update's ids. */
@@ -137,18 +142,28 @@ export function plan(sql: string): MySQLStatementPlan {
 function windowed(planned: MySQLStatementPlan, update: string, around: (steps: readonly PlannedStatement[]) => readonly PlannedStatement[]): MySQLStatementPlan {
   const picks = windowedPicks(update);
   if (picks === null) return planned;
-  return { ...planned, manyQueues: { list: picks.list, plan: { steps: around(picks.steps.map(positional)), transactional: true, dropNullRows: false } } };
+  const byCount = new Map<number, MySQLStatementPlan>();
+  const planFor = (queueCount: number): MySQLStatementPlan => {
+    let many = byCount.get(queueCount);
+    if (many === undefined) {
+      many = { steps: around(picks.steps(queueCount).map(positional)), transactional: true, dropNullRows: false };
+      // A worker's claims name a few queue lists; a caller passing ever more queues is planned each time past this.
+      if (byCount.size < 64) byCount.set(queueCount, many);
+    }
+    return many;
+  };
+  return { ...planned, manyQueues: { list: picks.list, plan: planFor } };
 }
 
 /**
  * The plan that runs for the core statement's `parameters`: a claim draw over more than one queue
- * runs windowed (`MySQLStatementPlan.manyQueues`), anything else as `planned`.
+ * runs windowed (`MySQLStatementPlan.manyQueues`, its text made for the number of queues), anything else as `planned`.
  */
 export function choosePlan(planned: MySQLStatementPlan, parameters: readonly unknown[]): MySQLStatementPlan {
   const many = planned.manyQueues;
   if (many === undefined) return planned;
   const queues = listElements(parameters[many.list]);
-  return queues !== null && queues.length > 1 ? many.plan : planned;
+  return queues !== null && queues.length > 1 ? many.plan(queues.length) : planned;
 }
 
 const cache = new Map<string, MySQLStatementPlan>();
@@ -207,7 +222,15 @@ function boundLists(sql: string): string {
 export function bindStep(step: PlannedStatement, parameters: readonly unknown[]): { sql: string; values: unknown[] } {
   const lists = step.lists;
   const scaled = step.scaled;
-  const valueAt = scaled === undefined ? (i: number) => parameters[i] : (i: number, k: number) => (scaled.includes(k) ? windowOf(Number(parameters[i])) : parameters[i]);
+  const elements = step.elements;
+  const valueAt =
+    scaled === undefined && elements === undefined
+      ? (i: number) => parameters[i]
+      : (i: number, k: number) => {
+          if (scaled?.includes(k) === true) return windowOf(Number(parameters[i]));
+          const element = elements?.find(([position]) => position === k);
+          return element === undefined ? parameters[i] : listElements(parameters[i])?.[element[1]];
+        };
   if (lists === undefined) return { sql: step.sql, values: step.params.map(valueAt) };
   const values: unknown[] = [];
   const pieces = placeholderPieces(step.sql);
@@ -271,6 +294,7 @@ function positional(sql: string): PlannedStatement {
   const params: number[] = [];
   const lists: number[] = [];
   const scaled: number[] = [];
+  const elements: [number, number][] = [];
   let out = "";
   let bare = 0;
   for (let i = 0; i < sql.length; i++) {
@@ -287,16 +311,28 @@ function positional(sql: string): PlannedStatement {
     }
     const list = sql[i + 1] === "L";
     const window = sql[i + 1] === "W";
+    const element = sql[i + 1] === "E";
     if (list) lists.push(params.length);
     if (window) scaled.push(params.length);
-    let j = list || window ? i + 2 : i + 1;
+    let j = list || window || element ? i + 2 : i + 1;
     const digits = j;
     while (j < sql.length && isDigit(sql.charCodeAt(j))) j++;
     params.push(j > digits ? Number(sql.slice(digits, j)) - 1 : bare++);
+    if (element && sql[j] === ":") {
+      const at = ++j;
+      while (j < sql.length && isDigit(sql.charCodeAt(j))) j++;
+      elements.push([params.length - 1, Number(sql.slice(at, j))]);
+    }
     out += "?";
     i = j - 1;
   }
-  return { sql: out, params, ...(lists.length > 0 ? { lists } : {}), ...(scaled.length > 0 ? { scaled } : {}) };
+  return {
+    sql: out,
+    params,
+    ...(lists.length > 0 ? { lists } : {}),
+    ...(scaled.length > 0 ? { scaled } : {}),
+    ...(elements.length > 0 ? { elements } : {}),
+  };
 }
 
 function isDigit(code: number): boolean {

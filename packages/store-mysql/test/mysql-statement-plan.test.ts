@@ -230,7 +230,8 @@ describe("a claim draw over several queues (mysql-claim-window.ts)", () => {
     expect(one).toBe(planned);
     expect(one.steps.map((s) => s.sql.slice(0, 30))).toEqual(["SET @cq_ids = _utf8mb4'' COLLA", "UPDATE (SELECT id AS cq_id FRO", "SELECT STRAIGHT_JOIN cairnq_ta"]);
     const many = choosePlan(planned, ["w", JSON.stringify(["q0", "q1"]), 3]);
-    expect(many).toBe(planned.manyQueues?.plan);
+    expect(many).toBe(planned.manyQueues?.plan(2));
+    expect(choosePlan(planned, ["w", JSON.stringify(["q0", "q1", "q2"]), 3])).toBe(planned.manyQueues?.plan(3));
     expect(many.transactional).toBe(true);
     const [reset, read, pick, count, fallback, select] = many.steps;
     expect(reset?.sql).toBe(planned.steps[0]?.sql);
@@ -238,10 +239,15 @@ describe("a claim draw over several queues (mysql-claim-window.ts)", () => {
     expect(read).toEqual({
       sql:
         "SELECT JSON_ARRAYAGG(CAST(id AS CHAR CHARACTER SET utf8mb4) ORDER BY priority DESC, run_at_ms ASC, id ASC), COUNT(*) INTO @cq_cands, @cq_ncands " +
-        "FROM (SELECT id, priority, run_at_ms FROM cairnq_tasks WHERE status = 'queued' AND queue IN (?) ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?) cq_c",
-      params: [1, 2],
-      lists: [0],
-      scaled: [1],
+        "FROM ((SELECT id, priority, run_at_ms FROM cairnq_tasks WHERE status = 'queued' AND queue = ? ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?) UNION ALL " +
+        "(SELECT id, priority, run_at_ms FROM cairnq_tasks WHERE status = 'queued' AND queue = ? ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?) " +
+        "ORDER BY priority DESC, run_at_ms ASC, id ASC LIMIT ?) cq_c",
+      params: [1, 2, 1, 2, 2],
+      scaled: [1, 3, 4],
+      elements: [
+        [0, 0],
+        [2, 1],
+      ],
     });
     expect(pick).toEqual({
       sql:
@@ -262,11 +268,12 @@ describe("a claim draw over several queues (mysql-claim-window.ts)", () => {
   });
 
   it("binds the window of candidates as windowOf(limit), every other value as it is", () => {
-    const [, read, , count] = planStatement(draw).manyQueues!.plan.steps;
+    const [, read, , count] = planStatement(draw).manyQueues!.plan(2).steps;
     const parameters = ["w", JSON.stringify(["q0", "q1"]), 3];
     expect(windowOf(3)).toBe(28);
     expect(windowOf(5000)).toBe(MAX_WINDOW);
-    expect(bindStep(read!, parameters).values).toEqual(["q0", "q1", 28]);
+    // Each queue's part reads its own queue (the list's element), the window for each part and for the whole.
+    expect(bindStep(read!, parameters).values).toEqual(["q0", 28, "q1", 28, 28]);
     expect(bindStep(count!, parameters)).toEqual({ sql: "SELECT ? - ROW_COUNT(), @cq_ncands >= ? AND ROW_COUNT() < ? INTO @cq_left, @cq_more", values: [3, 28, 3] });
   });
 

@@ -144,3 +144,38 @@ describe("a claim draw over two queues", () => {
     );
   });
 });
+
+/** Every object under `node` (a MariaDB `ANALYZE FORMAT=JSON` document) that describes a read of `table`. */
+function tableReads(node: unknown, table: string): Record<string, unknown>[] {
+  if (node === null || typeof node !== "object") return [];
+  const own = (node as Record<string, unknown>)["table_name"] === table ? [node as Record<string, unknown>] : [];
+  return [...own, ...Object.values(node).flatMap((child) => tableReads(child, table))];
+}
+
+describe("the candidate read of a claim draw over several queues", () => {
+  it("reads at most its window from each queue, walking the claim index, not every due row of the queues", async () => {
+    const count = 5000;
+    const tasks = Array.from({ length: count }, (_, i) => ({ id: `t${String(i).padStart(6, "0")}`, queue: `q${i % 5}`, priority: i % 3 }));
+    const rows = tasks.map((task) => [task.id, "job", task.queue, "queued", "null", 0, 0, 0, task.priority]);
+    await claimer.query("INSERT INTO cairnq_tasks (id, name, queue, status, payload, run_at_ms, created_at_ms, updated_at_ms, priority) VALUES ?", [rows]);
+    await claimer.query("ANALYZE TABLE cairnq_tasks");
+    const queues = ["q0", "q1", "q2", "q3"];
+    const limit = 4;
+    const params = { queues, names: null, limit, workerId: "w1", leaseMs: 60_000 };
+    const query = compiler.statement(TEMPLATE, params).query(params);
+    const read = queriesOf(choosePlan(planStatement(query.sql), query.parameters), query.parameters)[1];
+    expect(read?.sql.startsWith("SELECT JSON_ARRAYAGG(")).toBe(true);
+    const [analyzed] = await claimer.query(`ANALYZE FORMAT=JSON ${read?.sql ?? ""}`, [...(read?.parameters ?? [])]);
+    const plan: unknown = JSON.parse(String(Object.values((analyzed as Record<string, unknown>[])[0] ?? {})[0]));
+    const reads = tableReads(plan, "cairnq_tasks");
+    // One index walk a queue, stopped at the window (4 × 28 = 112), where one read of the four queues sorted all 4,000 due rows.
+    const rowsRead = reads.reduce((sum, r) => sum + Number(r["r_rows"]) * Number(r["r_loops"]), 0);
+    expect(rowsRead).toBeLessThanOrEqual(windowOf(limit) * queues.length);
+    expect(reads.map((r) => [r["access_type"], r["key"]])).toEqual(queues.map(() => ["ref", "cairnq_tasks_claim_idx"]));
+    // And the draw takes the first rows of the claim order over the four queues.
+    const ids = tasks.filter((t) => t.queue !== "q4").sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : 1)).map((t) => t.id);
+    await claimer.query("START TRANSACTION");
+    expect(await draw(queues, limit)).toEqual(ids.slice(0, limit));
+    await claimer.query("ROLLBACK");
+  });
+});
