@@ -19,7 +19,7 @@ import { explain } from "./explain.js";
 import type { RetentionHook } from "./retention-hook.js";
 import { retentionHook } from "./retention-hook.js";
 import { submitOutcomeTraced, submitTraced } from "./submit-telemetry.js";
-import { optionalTaskDef, resolveTask, typedRow, waitTyped } from "./typed-task.js";
+import { optionalTaskDef, resolveTask, submittedRow, typedRow, waitTyped } from "./typed-task.js";
 import { waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
@@ -228,7 +228,9 @@ export class CairnQ {
    * gives defaults for `queue`, `maxAttempts` and `priority`.
    *
    * @throws InvalidArgument / SerializationError for bad input (nothing written).
-   * @throws AlreadyExists with `conflict: "reject"` when the key is taken.
+   * @throws AlreadyExists with `conflict: "reject"` when the key is taken; and, given a TaskDef, as
+   *   `KeyHeldByOtherTask` when the key's task (which `reuse`/`reuse-succeeded` would return) is of
+   *   another name: nothing is written, and that task rides on the error. By name, that row is returned.
    * @throws QueueFull when the queue stayed full for `maxQueueWaitMs`.
    * @example
    * ```ts
@@ -243,7 +245,7 @@ export class CairnQ {
   submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, NoInfer<P>>, ResultFor<D, NoInfer<R>>>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS));
-    return submitTraced(this.#telemetry, this.store, input);
+    return submittedRow(await submitTraced(this.#telemetry, this.store, input), task, input, "submit");
   }
 
   /**
@@ -264,7 +266,9 @@ export class CairnQ {
   ): Promise<SubmitOutcome<PayloadFor<D, NoInfer<P>>, ResultFor<D, NoInfer<R>>>>;
   async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS));
-    return submitOutcomeTraced(this.#telemetry, this.store, input);
+    const outcome = await submitOutcomeTraced(this.#telemetry, this.store, input);
+    submittedRow(outcome.task, task, input, "submitOutcome");
+    return outcome;
   }
 
   #submitInput(task: unknown, payload: unknown, options: SubmitOptions): SubmitInput {
@@ -539,7 +543,7 @@ export class CairnQ {
    * @throws TaskFailed with the stored envelope (`code`, `message`, `retryable`, `details`) when it ended failed.
    * @throws TaskCanceled when it ended canceled.
    * @throws TaskTimeout after `waitTimeoutMs` (default 30000); the task keeps running.
-   * @throws whatever {@link CairnQ.submit} throws.
+   * @throws whatever {@link CairnQ.submit} throws, such as `KeyHeldByOtherTask` (nothing is awaited then).
    * @example
    * ```ts
    * try {
@@ -584,7 +588,7 @@ export class CairnQ {
       : null;
     let submitted: Task;
     try {
-      submitted = await submitTraced(this.#telemetry, store, input);
+      submitted = submittedRow(await submitTraced(this.#telemetry, store, input), task, input, "call");
     } finally {
       stopHearing?.();
     }

@@ -1,6 +1,6 @@
-import { defineTask, InvalidArgument } from "@cairnq/protocol";
+import { AlreadyExists, defineTask, InvalidArgument } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
-import { CairnQ } from "../src/index.js";
+import { CairnQ, KeyHeldByOtherTask } from "../src/index.js";
 import { claimOne, RecordingStore } from "./support.js";
 
 const other = defineTask<{ n: number }, number>("other");
@@ -60,5 +60,52 @@ describe("a wait typed by a TaskDef checks the name on its first read", () => {
     await expect(client.wait("", { task: other })).rejects.toMatchObject({ argument: "id" });
     const reason = new Error("stop");
     await expect(client.wait("task_x", { task: other, signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+});
+
+describe("a keyed submit given a TaskDef never returns another name's task", () => {
+  const sum = defineTask<{ x: number; y: number }, { sum: number }>("math.sum");
+
+  /** A store whose key 'order-42' holds a succeeded 'text.upper' task. */
+  async function keyHeldByUpper(): Promise<{ store: RecordingStore; client: CairnQ; upperId: string }> {
+    const store = new RecordingStore();
+    const client = new CairnQ(store);
+    const upper = await client.submit("text.upper", { s: "hi" }, { key: "order-42" });
+    const worker = await claimOne(store);
+    await store.complete({ taskId: upper.id, workerId: worker.workerId, result: { upper: "HI" } });
+    return { store, client, upperId: upper.id };
+  }
+
+  it("call, submit and submitOutcome with reuse-succeeded refuse with AlreadyExists carrying the task, naming both names and the key", async () => {
+    const { store, client, upperId } = await keyHeldByUpper();
+    const refused = (method: string) => (err: unknown) =>
+      err instanceof KeyHeldByOtherTask &&
+      err instanceof AlreadyExists &&
+      err.key === "order-42" &&
+      err.taskName === "math.sum" &&
+      err.task.id === upperId &&
+      err.task.name === "text.upper" &&
+      err.message.startsWith(`${method}: the key 'order-42' holds task ${upperId} of task name 'text.upper' (succeeded), not a 'math.sum' task`);
+    const options = { key: "order-42", conflict: "reuse-succeeded" } as const;
+    await expect(client.call(sum, { x: 1, y: 2 }, options)).rejects.toSatisfy(refused("call"));
+    await expect(client.submit(sum, { x: 1, y: 2 }, options)).rejects.toSatisfy(refused("submit"));
+    await expect(client.submitOutcome(sum, { x: 1, y: 2 }, options)).rejects.toSatisfy(refused("submitOutcome"));
+    expect(store.count("getStatus") + store.count("get")).toBe(0); // the call refused before waiting
+    expect((await client.list()).map((t) => t.name)).toEqual(["text.upper"]); // nothing written
+  });
+
+  it("conflict 'reuse' on an unfinished task of another name is refused the same way", async () => {
+    const client = new CairnQ(new RecordingStore());
+    const queued = await client.submit("text.upper", { s: "hi" }, { key: "k" });
+    await expect(client.submit(sum, { x: 1, y: 2 }, { key: "k" })).rejects.toMatchObject({ name: "KeyHeldByOtherTask", task: { id: queued.id } });
+  });
+
+  it("by name, the row holding the key is returned as today; a definition of the key's own name reuses it", async () => {
+    const { client, upperId } = await keyHeldByUpper();
+    expect(await client.call("math.sum", { x: 1, y: 2 }, { key: "order-42", conflict: "reuse-succeeded" })).toEqual({ upper: "HI" });
+    const outcome = await client.submitOutcome("math.sum", {}, { key: "order-42", conflict: "reuse-succeeded" });
+    expect(outcome).toMatchObject({ created: false, task: { id: upperId } });
+    const upper = defineTask<{ s: string }, { upper: string }>("text.upper");
+    expect(await client.call(upper, { s: "x" }, { key: "order-42", conflict: "reuse-succeeded" })).toEqual({ upper: "HI" });
   });
 });
