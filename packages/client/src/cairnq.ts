@@ -543,6 +543,9 @@ export class CairnQ {
    * @throws TaskFailed with the stored envelope (`code`, `message`, `retryable`, `details`) when it ended failed.
    * @throws TaskCanceled when it ended canceled.
    * @throws TaskTimeout after `waitTimeoutMs` (default 30000); the task keeps running.
+   * @throws the `signal`'s reason: at once, submitting nothing, when it is already aborted; when it fires
+   *   later, the task keeps running and the rejection carries no id — to keep the id, `submit` then
+   *   `wait(task.id, { signal })`, or give a `key` and `getByKey` it.
    * @throws whatever {@link CairnQ.submit} throws, such as `KeyHeldByOtherTask` (nothing is awaited then).
    * @example
    * ```ts
@@ -564,6 +567,9 @@ export class CairnQ {
       "waitTimeoutMs",
     );
     const input = this.#submitInput(task, payload, opts);
+    // An aborted signal submits nothing, as fetch sends nothing: the caller has already given up, and a task
+    // submitted now would run unheard of. A signal that fires once the submit is under way ends only the wait.
+    wait.signal?.throwIfAborted();
     const store = this.store;
     // With push signals the wait needs no status probe right after the submit: the submit's own row is
     // that status, as fresh as a probe would read it, so the wait goes straight to sleeping on the task's

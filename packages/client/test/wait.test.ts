@@ -140,6 +140,25 @@ describe("abort", () => {
     await expect(client.waitByKey("k", { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
   });
 
+  it("call with an already-aborted signal rejects with its reason and submits nothing, as fetch does", async () => {
+    const client = new CairnQ(new MemoryStore());
+    const reason = new Error("client went away");
+    await expect(client.call("charge", { amount: 100 }, { signal: AbortSignal.abort(reason), key: "charge:1" })).rejects.toBe(reason);
+    await expect(client.call("charge", {}, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
+    expect(await client.list()).toEqual([]);
+    expect(await client.getByKey("charge:1")).toBeNull();
+  });
+
+  it("call with a signal that fires after the submit ends the wait with its reason; the task keeps going", async () => {
+    const client = new CairnQ(new MemoryStore());
+    const controller = new AbortController();
+    const calling = client.call("charge", {}, { signal: controller.signal, key: "charge:2" });
+    await delay(5);
+    controller.abort(new Error("user left"));
+    await expect(calling).rejects.toThrow("user left");
+    expect((await client.getStatusByKey("charge:2"))?.status).toBe("queued");
+  });
+
   it("aborts the plain sleep of a key with no task", async () => {
     const client = new CairnQ(new MemoryStore());
     const controller = new AbortController();
