@@ -20,7 +20,7 @@ import type { RetentionHook } from "./retention-hook.js";
 import { retentionHook } from "./retention-hook.js";
 import { submitOutcomeTraced, submitTraced } from "./submit-telemetry.js";
 import { optionalTaskDef, resolveTask, submittedRow, typedRow, waitTyped } from "./typed-task.js";
-import { waitForTask } from "./wait.js";
+import { cutShortByClose, waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
 
@@ -197,6 +197,11 @@ export class CairnQ {
    * hook's `stop()` (a sweep in flight finishes first), then closes the
    * store. Idempotent; concurrent calls share one close.
    *
+   * A pending `call`, `wait` or `waitByKey` ends, as soon as the store
+   * closes, with `WaitInterrupted` (`taskId`, `key`): the close cut its wait
+   * short, and its task, already submitted, stays in the database for the
+   * workers; wait for it again on an open client.
+   *
    * @example
    * ```ts
    * process.on("SIGTERM", () => void client.close());
@@ -206,6 +211,9 @@ export class CairnQ {
     this.#closing ??= this.#close();
     return this.#closing;
   }
+
+  /** Whether `close()` has begun: a wait failing from then on was cut short by it. */
+  readonly #isClosing = (): boolean => this.#closing !== null;
 
   async #close(): Promise<void> {
     if (this.#gate !== null) {
@@ -518,7 +526,9 @@ export class CairnQ {
     this.#refuseInTransaction("wait");
     const { task, ...wait } = checkOptions(options, "wait", WAIT_KEYS) as TaskWaitOptions<D>;
     const def = optionalTaskDef(task, "wait(id, { task })");
-    return (await waitTyped(this.store, { id }, resolveWaitOptions(wait), this.#clock, def, "wait")) as TaskFor<D>;
+    const resolved = resolveWaitOptions(wait);
+    const waiting = waitTyped(this.store, { id }, resolved, this.#clock, def, "wait");
+    return (await cutShortByClose(waiting, this.#isClosing, { method: "wait", taskId: id, key: null, signal: resolved.signal })) as TaskFor<D>;
   }
 
   /**
@@ -532,7 +542,9 @@ export class CairnQ {
     this.#refuseInTransaction("waitByKey");
     const { task, ...wait } = checkOptions(options, "waitByKey", WAIT_KEYS) as TaskWaitOptions<D>;
     const def = optionalTaskDef(task, "waitByKey(key, { task })");
-    return (await waitTyped(this.store, { key }, resolveWaitOptions(wait), this.#clock, def, "waitByKey")) as TaskFor<D>;
+    const resolved = resolveWaitOptions(wait);
+    const waiting = waitTyped(this.store, { key }, resolved, this.#clock, def, "waitByKey");
+    return (await cutShortByClose(waiting, this.#isClosing, { method: "waitByKey", taskId: null, key, signal: resolved.signal })) as TaskFor<D>;
   }
 
   /**
@@ -600,7 +612,8 @@ export class CairnQ {
     }
     const target =
       (push && !heard.has(submitted.id)) || reads ? { id: submitted.id, known: { id: submitted.id, status: submitted.status } } : { id: submitted.id };
-    const done = await waitForTask(store, target, wait, this.#clock);
+    const subject = { method: "call", taskId: submitted.id, key: input.key ?? null, signal: wait.signal } as const;
+    const done = await cutShortByClose(waitForTask(store, target, wait, this.#clock), this.#isClosing, subject);
     switch (done.status) {
       case "succeeded":
         return done.result;

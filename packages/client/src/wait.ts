@@ -4,10 +4,12 @@
  * keeps the process alive while someone awaits the wait.
  */
 import type { Task, TaskStore, WaitOptions } from "@cairnq/protocol";
+import { InvalidArgument, TaskTimeout } from "@cairnq/protocol";
 import type { WaitTarget } from "@cairnq/protocol/sdk";
 import { waitForTask as protocolWaitForTask } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { keepAlive } from "@cairnq/runtime";
+import { WaitInterrupted } from "./client-errors.js";
 
 /**
  * Runs the protocol's wait loop ({@link protocolWaitForTask}) on the client's
@@ -30,5 +32,29 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
     });
   } finally {
     hold.release();
+  }
+}
+
+/** Which wait {@link cutShortByClose} reports: the method, and the task (or key) it waited for. */
+export interface WaitSubject {
+  readonly method: "call" | "wait" | "waitByKey";
+  readonly taskId: string | null;
+  readonly key: string | null;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * `waiting`, except that once `close()` on the client has begun (`closing()`), its failure is reported
+ * as a {@link WaitInterrupted} naming the task: the store's own error would be its "store is closed, so
+ * the call was not run", untrue of a task already submitted. A timeout, a refused argument and the
+ * signal's reason are the caller's outcomes, not the close's, and pass through.
+ */
+export async function cutShortByClose<T>(waiting: Promise<T>, closing: () => boolean, subject: WaitSubject): Promise<T> {
+  try {
+    return await waiting;
+  } catch (err) {
+    const aborted = subject.signal?.aborted === true && err === subject.signal.reason;
+    if (!closing() || aborted || err instanceof TaskTimeout || err instanceof InvalidArgument) throw err;
+    throw new WaitInterrupted(subject.method, subject.taskId, subject.key, err);
   }
 }

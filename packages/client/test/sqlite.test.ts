@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { defineTask, QueueFull, TaskFailed, TaskTimeout } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CairnQ } from "../src/index.js";
-import { claimWhenQueued } from "./support.js";
+import { CairnQ, WaitInterrupted } from "../src/index.js";
+import { claimWhenQueued, delay } from "./support.js";
 
 let dir: string;
 let clients: CairnQ[] = [];
@@ -92,5 +92,34 @@ describe("on SQLite", () => {
     await client.submit("job", {}, { queue: "q" });
     await expect(client.submit("job", {}, { queue: "q" })).rejects.toBeInstanceOf(QueueFull);
     expect((await client.stats("q")).q?.queued).toBe(2);
+  });
+
+  it("close() cuts a pending call's and wait's waits short with WaitInterrupted carrying the task id; the task stays queued", async () => {
+    const api = open();
+    const calling = api.call("report", {}, { queue: "idle", key: "report:1", waitTimeoutMs: 10_000 }).catch((err: unknown) => err);
+    const reader = open();
+    const queued = await (async () => {
+      for (let i = 0; i < 500; i += 1) {
+        const row = await reader.getByKey("report:1");
+        if (row !== null) return row;
+        await delay(2);
+      }
+      throw new Error("the call never submitted its task");
+    })();
+    const waiting = api.wait(queued.id, { timeoutMs: 10_000 }).catch((err: unknown) => err);
+    const byKey = api.waitByKey("report:1", { timeoutMs: 10_000 }).catch((err: unknown) => err);
+    await delay(20);
+    await api.close();
+    const [call, wait, waitByKey] = await Promise.all([calling, waiting, byKey]);
+    expect(call).toBeInstanceOf(WaitInterrupted);
+    expect(call).toMatchObject({ taskId: queued.id, key: "report:1" });
+    expect((call as Error).message).toBe(
+      `call: close() on this client cut short the wait for task ${queued.id}; the task was submitted and is still in the database ` +
+        `(a worker may still run it), so wait for it with client.wait('${queued.id}') on a client that is open`,
+    );
+    expect((call as Error).cause).toMatchObject({ message: expect.stringContaining("store is closed") as unknown });
+    expect(wait).toMatchObject({ name: "WaitInterrupted", taskId: queued.id, key: null });
+    expect(waitByKey).toMatchObject({ name: "WaitInterrupted", taskId: null, key: "report:1" });
+    expect((await reader.get(queued.id))?.status).toBe("queued");
   });
 });

@@ -6,8 +6,8 @@ import { defineTask } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { PgAdmin, pgDsn } from "@cairnq/test-support";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CairnQ, KeyHeldByOtherTask } from "../../src/index.js";
-import { claimWhenQueued } from "../support.js";
+import { CairnQ, KeyHeldByOtherTask, WaitInterrupted } from "../../src/index.js";
+import { claimWhenQueued, delay } from "../support.js";
 
 const admin = new PgAdmin();
 let schema: string;
@@ -47,5 +47,23 @@ describe("on Postgres", () => {
     await expect(client.submitOutcome(sum, { x: 1, y: 2 }, { key: "order-42", conflict: "reuse-succeeded" })).rejects.toBeInstanceOf(KeyHeldByOtherTask);
     expect(await client.call("math.sum", {}, { key: "order-42", conflict: "reuse-succeeded" })).toEqual({ upper: "HI" });
     expect((await client.list({ queue: "pg-keys" })).map((t) => t.id)).toEqual([upper.id]);
+  });
+
+  it("close() cuts a pending call's wait (asleep on LISTEN) short with WaitInterrupted carrying the task id; the task stays queued", async () => {
+    const api = open();
+    const calling = api.call("report", {}, { queue: "pg-idle", key: "report:1", waitTimeoutMs: 10_000 }).catch((err: unknown) => err);
+    const reader = open();
+    let queued = await reader.getByKey("report:1");
+    for (let i = 0; queued === null && i < 500; i += 1) {
+      await delay(5);
+      queued = await reader.getByKey("report:1");
+    }
+    expect(queued?.status).toBe("queued");
+    await delay(50);
+    await api.close();
+    const err = await calling;
+    expect(err).toBeInstanceOf(WaitInterrupted);
+    expect(err).toMatchObject({ taskId: queued?.id, key: "report:1" });
+    expect((await reader.get(queued?.id ?? ""))?.status).toBe("queued");
   });
 });
