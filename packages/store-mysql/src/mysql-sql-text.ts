@@ -45,3 +45,28 @@ export function closing(sql: string, open: number): number {
   }
   throw new Error(`unbalanced parentheses in: ${sql}`);
 }
+
+/** `text` split at top-level `separator`s. */
+export function splitTopLevel(text: string, separator: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i] as string;
+    if (ch === "'" || ch === "`" || ch === '"') i = quotedEnd(text, i) - 1;
+    else if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+    else if (depth === 0 && ch === separator) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
+/** Where the `SET` list starting at `from` of an `UPDATE` ends: its top-level `FROM`, `WHERE` or `RETURNING`, or the end. */
+export function setListEnd(sql: string, from: number): number {
+  const ends = ["FROM", "WHERE", "RETURNING"].map((word) => topLevel(sql, word, from)[0] ?? sql.length);
+  return Math.min(...ends);
+}
