@@ -117,7 +117,7 @@ export { MAX_JSON_DEPTH, TEXT_LIMITS } from "@cairnq/protocol/adapter";
 export { MAX_RETRY_DELAY_MS } from "@cairnq/protocol/sdk";
 
 // @cairnq/client
-export { listPage } from "@cairnq/client";
+export { KeyHeldByOtherTask, listPage, WaitInterrupted } from "@cairnq/client";
 export type {
   BulkOptions,
   CairnQOptions,

@@ -59,7 +59,7 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
   // The bounds the README's "What a task can hold" names for applications to check their inputs against.
   "@cairnq/protocol/adapter": { from: protocolAdapter, names: ["TEXT_LIMITS", "MAX_JSON_DEPTH"] },
   "@cairnq/protocol/sdk": { from: protocolSdk, names: ["MAX_RETRY_DELAY_MS"] },
-  "@cairnq/client": { from: client, names: ["CairnQ", "listPage"] },
+  "@cairnq/client": { from: client, names: ["CairnQ", "listPage", "KeyHeldByOtherTask", "WaitInterrupted"] },
   "@cairnq/worker": { from: worker, names: ["Worker"] },
   "@cairnq/retention": { from: retention, names: ["RetentionSweeper"] },
   "@cairnq/store-sqlite": { from: storeSqlite, names: ["SQLiteStore"] },
