@@ -8,7 +8,7 @@
  */
 import type { ErrorEnvelope } from "./errors.js";
 import { TaskError } from "./errors.js";
-import { taskErrorProblem } from "./task-error-checks.js";
+import { checkTaskError } from "./task-error-checks.js";
 import { sanitizeText } from "./json.js";
 
 /** A failure ready to write: the error JSON for `fail` and its `retryable` flag. */
@@ -201,13 +201,14 @@ export function envelopeForCtxFail(
 
 /**
  * A `TaskError`'s envelope and flag, or — when it cannot be stored as it stands (a field changed after
- * construction, a subclass's own fields: see `taskErrorProblem`) — a permanent failure, code
+ * construction, a subclass's own fields: see `checkTaskError`) — a permanent failure, code
  * `invalid_task_error`, that says why and keeps the message: the task is settled, never left `running` until its
  * lease expires to be re-run by a store write refusing `retryable: "yes"`.
  */
 function taskErrorFailure(err: TaskError): Failure {
-  const problem = taskErrorProblem(err);
-  if (problem === undefined) return { envelope: err.envelope(), retryable: err.retryable };
+  const checked = checkTaskError(err);
+  if ("envelope" in checked) return { envelope: checked.envelope, retryable: err.retryable };
+  const problem = checked.problem;
   const message = safeString(read(err, "message") ?? "");
   return {
     envelope: errorEnvelope({

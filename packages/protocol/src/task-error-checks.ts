@@ -3,7 +3,7 @@
  * `envelope()` before the worker stores them. Kept apart from the error classes in `errors.ts`.
  */
 import { describe, isPlainObject } from "./describe.js";
-import type { TaskError, TaskErrorOptions } from "./errors.js";
+import type { ErrorEnvelope, TaskError, TaskErrorOptions } from "./errors.js";
 
 /** The keys of {@link TaskErrorOptions}: another (`retriable`, `detail`) would be dropped and the default used. */
 const TASK_ERROR_OPTION_KEYS = Object.freeze([
@@ -50,20 +50,29 @@ function envelopeFieldsProblem(fields: Record<string, unknown>, optional: boolea
  * getter or `envelope()` that throws is reported too. Never throws: the worker calls it on its settlement path.
  */
 export function taskErrorProblem(err: TaskError): string | undefined {
+  const checked = checkTaskError(err);
+  return "problem" in checked ? checked.problem : undefined;
+}
+
+/**
+ * {@link taskErrorProblem}, with the envelope when there is none: `envelope()` is called once, so a subclass's
+ * envelope that differs from call to call (or costs something) is stored as it was checked. Never throws.
+ */
+export function checkTaskError(err: TaskError): { envelope: ErrorEnvelope } | { problem: string } {
   try {
     const problem = envelopeFieldsProblem(
       { code: err.code, type: err.type, retryable: err.retryable, details: err.details },
       false,
     );
-    if (problem !== undefined) return problem.message;
-    if (typeof err.message !== "string") return `message must be a string, got ${describe(err.message)}`;
+    if (problem !== undefined) return { problem: problem.message };
+    if (typeof err.message !== "string") return { problem: `message must be a string, got ${describe(err.message)}` };
     const envelope: unknown = err.envelope();
-    if (!isPlainObject(envelope)) return `envelope() must return an object, got ${describe(envelope)}`;
+    if (!isPlainObject(envelope)) return { problem: `envelope() must return an object, got ${describe(envelope)}` };
     const fromEnvelope = envelopeFieldsProblem(envelope, false);
-    if (fromEnvelope !== undefined) return `envelope(): ${fromEnvelope.message}`;
-    if (typeof envelope.message !== "string") return `envelope(): message must be a string, got ${describe(envelope.message)}`;
-    return undefined;
+    if (fromEnvelope !== undefined) return { problem: `envelope(): ${fromEnvelope.message}` };
+    if (typeof envelope.message !== "string") return { problem: `envelope(): message must be a string, got ${describe(envelope.message)}` };
+    return { envelope: envelope as ErrorEnvelope };
   } catch {
-    return "reading its fields or calling its envelope() threw";
+    return { problem: "reading its fields or calling its envelope() threw" };
   }
 }

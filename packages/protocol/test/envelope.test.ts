@@ -109,6 +109,18 @@ describe("envelopeFromThrown (§8.4 settlement table)", () => {
     expect(envelopeFromThrown(new TaskError("later", { retryable: true })).retryable).toBe(true);
   });
 
+  it("a TaskError subclass's envelope() is called once, and what it returned is what is stored", () => {
+    let calls = 0;
+    class Counted extends TaskError {
+      override envelope() {
+        calls += 1;
+        return { ...super.envelope(), details: { call: calls } };
+      }
+    }
+    expect(envelopeFromThrown(new Counted("m")).envelope).toMatchObject({ details: { call: 1 } });
+    expect(calls).toBe(1);
+  });
+
   it("a TaskError that cannot be stored as it stands becomes a permanent invalid_task_error saying why", () => {
     const err = Object.assign(new TaskError("upstream down", { retryable: true }), { retryable: "yes" });
     const result = envelopeFromThrown(err);
