@@ -321,6 +321,19 @@ export const claimCases: readonly ConformanceCase[] = [
     },
   },
   {
+    id: "claim-repeated-queue-not-short",
+    title: "a queue named twice in a claim is one queue: the claim takes as many rows as its limit allows, each once, the first in claim order",
+    spec: "store.ts TaskStore.claim, §5.10",
+    async run(t) {
+      // Found in review: a store reading a window per named queue saw each row twice and came back with half its limit.
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) ids.push((await t.submit("job", { queue: "q1", priority: 6 - i })).id);
+      const rows = await t.claim(t.w1, { queues: ["q1", "q1", "q0", "q1"], limit: 4 });
+      // A multi-row draw returns its rows in no particular order (§5): compared as a set.
+      t.expect(rows.map((row) => row.id).sort()).toEqual(ids.slice(0, 4).sort());
+    },
+  },
+  {
     id: "claim-reprobe-throwing-keeps-rows",
     title: "a reprobe that throws changes nothing: the claim still returns the rows it committed",
     spec: "store.ts ClaimInput.reprobe",

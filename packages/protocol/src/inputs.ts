@@ -419,7 +419,8 @@ export interface NormalizedClaim {
 /** Validates a claim cycle (§5.10). */
 export function normalizeClaim(input: ClaimInput): NormalizedClaim {
   objectInput(input);
-  const queues = stringList(input.queues, "queues", "queue");
+  // A queue named twice is one queue: a store that reads each named queue (a window per queue) would see its rows twice.
+  const queues = [...new Set(stringList(input.queues, "queues", "queue"))];
   const names = input.names === undefined || input.names === null ? null : stringList(input.names, "names", "name");
   const limit = intOr(input.limit, 1, "limit", 0);
   const draws = input.draws ?? ((_claimed: readonly unknown[], index: number) => (index === 0 ? { names, limit, last: true } : null));

@@ -226,6 +226,10 @@ describe("claim (§5.10)", () => {
     expect(c.draws([], 1)).toBe(null);
   });
 
+  it("a queue named twice is one queue, in the order first named", () => {
+    expect(normalizeClaim({ queues: ["b", "a", "b", "a"], workerId: W1 }).queues).toEqual(["b", "a"]);
+  });
+
   it("the default draw carries the names and limit given", () => {
     const c = normalizeClaim({ queues: ["a", "b"], workerId: W1, names: ["alpha"], limit: 4, leaseMs: 100 });
     expect(c).toMatchObject({ queues: ["a", "b"], names: ["alpha"], leaseMs: 100 });
