@@ -63,6 +63,7 @@ export {
   isTaskStatus,
   isTerminal,
   isTerminalStatus,
+  KeyHeldByOtherTask,
   ListenUnavailable,
   LostLease,
   MAX_DELAY_MS,
@@ -117,7 +118,7 @@ export { MAX_JSON_DEPTH, TEXT_LIMITS } from "@cairnq/protocol/adapter";
 export { MAX_RETRY_DELAY_MS } from "@cairnq/protocol/sdk";
 
 // @cairnq/client
-export { KeyHeldByOtherTask, listPage, WaitInterrupted } from "@cairnq/client";
+export { listPage, WaitInterrupted } from "@cairnq/client";
 export type {
   BulkOptions,
   CairnQOptions,

@@ -35,6 +35,7 @@ const ERRORS = [
   "ProtocolVersionMismatch",
   "SchemaMismatch",
   "SerializationError",
+  "KeyHeldByOtherTask",
 ] as const;
 
 /** The floor's runtime names, by the package that defines them. */
@@ -59,7 +60,7 @@ const FLOOR: Record<string, { from: Record<string, unknown>; names: string[] }> 
   // The bounds the README's "What a task can hold" names for applications to check their inputs against.
   "@cairnq/protocol/adapter": { from: protocolAdapter, names: ["TEXT_LIMITS", "MAX_JSON_DEPTH"] },
   "@cairnq/protocol/sdk": { from: protocolSdk, names: ["MAX_RETRY_DELAY_MS"] },
-  "@cairnq/client": { from: client, names: ["CairnQ", "listPage", "KeyHeldByOtherTask", "WaitInterrupted"] },
+  "@cairnq/client": { from: client, names: ["CairnQ", "listPage", "WaitInterrupted"] },
   "@cairnq/worker": { from: worker, names: ["Worker"] },
   "@cairnq/retention": { from: retention, names: ["RetentionSweeper"] },
   "@cairnq/store-sqlite": { from: storeSqlite, names: ["SQLiteStore"] },

@@ -5,7 +5,7 @@
  */
 import type { PayloadArgs, PayloadFor, ResultFor, QueueStats, RetryOptions, SubmitInput, SubmitOptions, SubmitOutcome, Task, TaskDef, TaskRef, TaskStore, TransactionalTaskStore, Logger } from "@cairnq/protocol";
 import { CairnQError, TaskCanceled, TaskFailed, InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
-import { logSafely, resolveGateTiming, resolveWaitOptions, requireGroupSupport, submitInputOf } from "@cairnq/protocol/sdk";
+import { logSafely, resolveGateTiming, resolveWaitOptions, requireGroupSupport, submitInputOf, typedSubmitRow } from "@cairnq/protocol/sdk";
 import type { SendOutcome, StepRecord } from "@cairnq/protocol";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions, optionalClock, Telemetry } from "@cairnq/runtime";
@@ -19,7 +19,7 @@ import { explain } from "./explain.js";
 import type { RetentionHook } from "./retention-hook.js";
 import { retentionHook } from "./retention-hook.js";
 import { submitOutcomeTraced, submitTraced } from "./submit-telemetry.js";
-import { optionalTaskDef, resolveTask, submittedRow, typedRow, waitTyped } from "./typed-task.js";
+import { optionalTaskDef, resolveTask, typedRow, waitTyped } from "./typed-task.js";
 import { cutShortByClose, waitForTask } from "./wait.js";
 import type { StopWatching, WatchOptions, WatchSignal } from "./watch.js";
 import { watchStore } from "./watch.js";
@@ -253,7 +253,7 @@ export class CairnQ {
   submit<P = never, R = never, D extends TaskDef | string = string>(task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<P>>, SubmitOptions>): Promise<Task<PayloadFor<D, NoInfer<P>>, ResultFor<D, NoInfer<R>>>>;
   async submit(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<Task> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submit", SUBMIT_KEYS));
-    return submittedRow(await submitTraced(this.#telemetry, this.store, input), task, input, "submit");
+    return typedSubmitRow(await submitTraced(this.#telemetry, this.store, input), task, input, "submit");
   }
 
   /**
@@ -275,7 +275,7 @@ export class CairnQ {
   async submitOutcome(task: string | TaskDef, payload?: unknown, options?: SubmitOptions): Promise<SubmitOutcome> {
     const input = this.#submitInput(task, payload, checkOptions(options, "submitOutcome", SUBMIT_KEYS));
     const outcome = await submitOutcomeTraced(this.#telemetry, this.store, input);
-    submittedRow(outcome.task, task, input, "submitOutcome");
+    typedSubmitRow(outcome.task, task, input, "submitOutcome");
     return outcome;
   }
 
@@ -612,7 +612,7 @@ export class CairnQ {
       : null;
     let submitted: Task;
     try {
-      submitted = submittedRow(await submitTraced(this.#telemetry, store, input), task, input, "call");
+      submitted = typedSubmitRow(await submitTraced(this.#telemetry, store, input), task, input, "call");
     } finally {
       stopHearing?.();
     }

@@ -16,7 +16,7 @@
  * @packageDocumentation
  */
 export { CairnQ } from "./cairnq.js";
-export { KeyHeldByOtherTask, WaitInterrupted } from "./client-errors.js";
+export { WaitInterrupted } from "./client-errors.js";
 export { CLIENT_OPTION_KEYS } from "./client-options.js";
 export type { BulkOptions, CairnQOptions, CallOptions, PurgeOptions, RetryManyOptions, TaskFor, TaskListInput, TaskWaitOptions } from "./client-options.js";
 export type { RetentionHook } from "./retention-hook.js";

@@ -2,12 +2,11 @@
  * The task a call names — a name or a `TaskDef` — and the check that a row
  * read for a typed call is a task of that definition.
  */
-import type { SubmitInput, Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, isTerminal } from "@cairnq/protocol";
 import type { ResolvedWaitOptions, WaitTarget } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { describeKind } from "@cairnq/runtime";
-import { KeyHeldByOtherTask } from "./client-errors.js";
 import { waitForTask } from "./wait.js";
 
 /** What a call takes from the task it names: the name, and a `TaskDef`'s defaults. */
@@ -92,18 +91,4 @@ export async function waitTyped(
     if (first !== null && isTerminal(first)) return first;
   }
   return typedRow(await waitForTask(store, target, options, clock), task, what);
-}
-
-/**
- * The row a submit given `task` returns: with a {@link TaskDef}, a keyed
- * submit whose conflict rule chose a task of another name (`reuse`,
- * `reuse-succeeded`: §5.1 reuses by key alone) is refused rather than
- * returned typed by the definition. By name, the row is returned as it is.
- *
- * @param method - The method, for the message: `"call"`.
- * @throws KeyHeldByOtherTask (an `AlreadyExists`) with the task holding the key.
- */
-export function submittedRow<T extends Task>(row: T, task: unknown, input: SubmitInput, method: string): T {
-  if (!isTaskDef(task) || row.name === input.name) return row;
-  throw new KeyHeldByOtherTask(input.key ?? "", input.name, row, method);
 }

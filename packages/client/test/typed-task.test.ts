@@ -1,6 +1,6 @@
-import { AlreadyExists, defineTask, InvalidArgument } from "@cairnq/protocol";
+import { AlreadyExists, defineTask, InvalidArgument, KeyHeldByOtherTask } from "@cairnq/protocol";
 import { describe, expect, it } from "vitest";
-import { CairnQ, KeyHeldByOtherTask } from "../src/index.js";
+import { CairnQ } from "../src/index.js";
 import { claimOne, RecordingStore } from "./support.js";
 
 const other = defineTask<{ n: number }, number>("other");

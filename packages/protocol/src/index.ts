@@ -59,6 +59,7 @@ export {
   TaskTimeout,
   UnsupportedBackend,
 } from "./errors.js";
+export { KeyHeldByOtherTask } from "./key-conflict.js";
 export type { CairnQErrorInit, CairnQErrorOptions, ErrorEnvelope, ProtocolVersionMismatchFields, SchemaMismatchFields, TaskErrorOptions } from "./errors.js";
 export type {
   BulkBatchInput,

@@ -56,6 +56,7 @@ export type { GivenBackoff, NamedDuration, NormalizedRetryPolicy, PolicyDelay } 
 export { defaultHeartbeatIntervalMs, WORKER_DEFAULTS } from "./worker-defaults.js";
 export type { WorkerDefaults } from "./worker-defaults.js";
 export { childLineage, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "./submit-options.js";
+export { typedSubmitRow } from "./key-conflict.js";
 export type { ParentRow } from "./submit-options.js";
 export { catchRejection, logSafely } from "./logger.js";
 export { DEFAULT_BULK_LIMIT, nextBatchCursor } from "./bulk.js";

@@ -13,7 +13,7 @@ import type { StepSpans } from "./step-spans.js";
 import { CallSteps } from "./steps.js";
 import { cancelRequested, LostLease, TaskCanceled, UnsupportedBackend } from "@cairnq/protocol";
 import type { ReadTraceCarrier } from "@cairnq/protocol/sdk";
-import { childLineage, envelopeForCtxFail, requireGroupSupport, requireRetryable, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, WAIT_OPTION_KEYS, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
+import { childLineage, envelopeForCtxFail, requireGroupSupport, requireRetryable, SUBMIT_OPTION_KEYS, submitInputOf, traceCarrierOf, typedSubmitRow, WAIT_OPTION_KEYS, waitForTask, withoutTraceCarrier } from "@cairnq/protocol/sdk";
 import type { RuntimeClock } from "@cairnq/runtime";
 import { checkOptions } from "@cairnq/runtime";
 import type { LeaseLostReason } from "./events.js";
@@ -516,7 +516,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     requireGroupSupport(this.#host.store, input);
     const send = this.#host.send;
     const row = await (send === undefined ? this.#host.store.submit(input) : send(input));
-    return row as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
+    return typedSubmitRow(row, task, input, "ctx.submit") as Task<PayloadFor<D, CP>, ResultFor<D, CR>>;
   }
 
   async wait(id: string, given?: WaitOptions): Promise<Task> {

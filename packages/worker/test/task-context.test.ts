@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { OwnedInput, Task, TaskStore } from "@cairnq/protocol";
-import { defineTask, InvalidArgument, LostLease, SerializationError, TaskCanceled, TaskError, TaskTimeout, UnsupportedBackend } from "@cairnq/protocol";
+import { defineTask, InvalidArgument, KeyHeldByOtherTask, LostLease, SerializationError, TaskCanceled, TaskError, TaskTimeout, UnsupportedBackend } from "@cairnq/protocol";
 import type { TaskContext } from "../src/index.js";
 import { delay, gate, MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import { makeWorker } from "./support/worker.js";
@@ -288,6 +288,19 @@ describe("ctx.submit / ctx.wait", () => {
     });
     expect(out.b).toMatchObject({ name: "other", queue: "q2", parent_id: task.id, correlation_id: "mine" });
     expect(out.b.root_id).toBe(out.b.id);
+  });
+
+  it("given a TaskDef, a keyed child whose key holds another name's task is refused (KeyHeldByOtherTask), by name returned", async () => {
+    const store = new MemoryStore();
+    const held = await store.submit({ name: "text.upper", key: "order-42" });
+    const sum = defineTask<{ x: number }, number>("math.sum");
+    const { out } = await withContext(store, async (ctx) => ({
+      typed: await ctx.submit(sum, { x: 1 }, { key: "order-42", conflict: "reuse" }).catch((err: unknown) => err),
+      byName: await ctx.submit("math.sum", { x: 1 }, { key: "order-42", conflict: "reuse" }),
+    }));
+    expect(out.typed).toBeInstanceOf(KeyHeldByOtherTask);
+    expect(out.typed).toMatchObject({ key: "order-42", taskName: "math.sum", task: { id: held.id, name: "text.upper" } });
+    expect(out.byName.id).toBe(held.id);
   });
 
   it("explicit parentId, rootId and correlationId options win over the running task's", async () => {

@@ -6,7 +6,8 @@ import { defineTask } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { PgAdmin, pgDsn } from "@cairnq/test-support";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CairnQ, KeyHeldByOtherTask, WaitInterrupted } from "../../src/index.js";
+import { KeyHeldByOtherTask } from "@cairnq/protocol";
+import { CairnQ, WaitInterrupted } from "../../src/index.js";
 import { claimWhenQueued, delay } from "../support.js";
 
 const admin = new PgAdmin();
