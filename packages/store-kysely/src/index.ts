@@ -21,7 +21,7 @@ export { missingTable } from "./missing-table.js";
 export type { StoreDialect } from "./dialect.js";
 export { DEFAULT_DIALECT_CAPABILITIES } from "./capabilities.js";
 export type { DialectCapabilities } from "./capabilities.js";
-export { BaseSqlSyntax, existsClaimProbe, inSubqueryJoin, orderText, sortedPicks } from "./sql-syntax.js";
+export { BaseSqlSyntax, claimWindow, existsClaimProbe, inSubqueryJoin, orderText, sortedPicks } from "./sql-syntax.js";
 export type { ClaimProbeParts, ListPickParts, SqlSyntax } from "./sql-syntax.js";
 export { SqliteSyntax } from "./sqlite-syntax.js";
 export { PostgresSyntax } from "./postgres-syntax.js";

@@ -1,7 +1,7 @@
 import type { ParamExpr, Params, ParamType } from "@cairnq/protocol/adapter";
 import type { Bind } from "./compiler.js";
 import type { ClaimProbeParts, ListPickParts } from "./sql-syntax.js";
-import { BaseSqlSyntax, orderText } from "./sql-syntax.js";
+import { BaseSqlSyntax, claimWindow, orderText } from "./sql-syntax.js";
 
 const CASTS: Readonly<Record<ParamType, string>> = {
   text: "text",
@@ -139,13 +139,13 @@ export class PostgresSyntax extends BaseSqlSyntax {
    * plain subquery it counted the fallback's estimate (a share of every due row), and the update joined
    * its ids by hashing a scan of the whole table (5,160 rows read for a claim of 4 over 5,000 tasks).
    * Why `w` over `n`: concurrent claims of the same queues take their rows from the top of the same
-   * window; four times the limit and 16 more leave room for about four claims of the same size (or
-   * sixteen of one row) before the sorting pick is needed, as `@cairnq/store-mysql`'s window does.
+   * window; {@link claimWindow} leaves room for about four claims of the same size before the sorting
+   * pick is needed (`@cairnq/store-mysql` uses it too, capped at its `MAX_WINDOW`).
    */
   override listPicks(parts: ListPickParts): string {
     const { table, column, limit } = parts;
     const columns = ["id", ...parts.orderBy.map((o) => o.column).filter((c) => c !== "id")];
-    const window = `(4 * ${limit} + 16)`;
+    const window = claimWindow(limit);
     const rest = parts.rest === null ? "" : ` AND ${parts.rest}`;
     const order = orderText(parts.orderBy);
     const windowOrder = orderText(parts.orderBy, "cq_");

@@ -167,6 +167,18 @@ export interface ListPickParts {
   readonly skipLocked: string;
 }
 
+/**
+ * How many candidates a claim of `limit` rows over several queues reads before it locks (its window): four
+ * times its limit and 16 more, so that concurrent claims taking their rows from the top of the same queues
+ * (about four claims of the same size, or sixteen of one row) still find free rows in it. `limit` may be a
+ * number or SQL text (a placeholder): the window is then SQL text too.
+ */
+export function claimWindow(limit: number): number;
+export function claimWindow(limit: string): string;
+export function claimWindow(limit: number | string): number | string {
+  return typeof limit === "number" ? 4 * limit + 16 : `(4 * ${limit} + 16)`;
+}
+
 /** A selection's order as SQL (`priority DESC, run_at_ms ASC, id ASC`), each column prefixed with `prefix`. */
 export function orderText(orderBy: ListPickParts["orderBy"], prefix = ""): string {
   return orderBy.map((o) => `${prefix}${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`).join(", ");

@@ -25,7 +25,7 @@ import { isTerminalStatus } from "@cairnq/protocol";
 import type { CompileEnv, ExprCompiler, StatementTemplate } from "./compiler.js";
 import { paramsOfAll } from "./compiler.js";
 import type { ClaimProbeParts, ListPickParts } from "./sql-syntax.js";
-import { existsClaimProbe, sortedPicks } from "./sql-syntax.js";
+import { existsClaimProbe, orderText, sortedPicks } from "./sql-syntax.js";
 
 import { TASKS_TABLE } from "./tables.js";
 
@@ -116,7 +116,7 @@ function pickIds(c: ExprCompiler, env: CompileEnv, selection: SetTransition["sel
   }
   let sql = `SELECT id FROM ${TASKS_TABLE}${where(c, selection.where)}`;
   if (selection.orderBy.length > 0) {
-    sql += ` ORDER BY ${selection.orderBy.map((o) => `${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`).join(", ")}`;
+    sql += ` ORDER BY ${orderText(selection.orderBy)}`;
   }
   if (selection.limit !== null && c.has(selection.limit)) sql += ` LIMIT ${c.slot(selection.limit)}`;
   if (selection.skipLocked && env.skipLocked) sql += env.syntax.skipLockedClause;
@@ -412,10 +412,7 @@ export function deleteTemplate(rule: DeleteRule): StatementTemplate {
  * equality left out: the draw's own order (from the protocol's `DRAW`) after the queue. A `LIMIT 1`
  * subquery in this order can only be answered by walking that index from its start.
  */
-export const CLAIM_INDEX_ORDER: string = [
-  "queue ASC",
-  ...DRAW.selection.orderBy.map((o) => `${o.column} ${o.direction === "asc" ? "ASC" : "DESC"}`),
-].join(", ");
+export const CLAIM_INDEX_ORDER: string = `queue ASC, ${orderText(DRAW.selection.orderBy)}`;
 
 /**
  * The claim probe (§5.10 step 2), read-only: is there a claimable row or an

@@ -43,6 +43,7 @@
  * (the read-back's order), the fallback's after the candidates'. Everything goes in the claim's one
  * multi-statement round trip, four statements more than a claim over one queue, which is unchanged.
  */
+import { claimWindow, TASKS_TABLE as TASKS } from "@cairnq/store-kysely";
 import { closing, topLevel } from "./mysql-sql-text.js";
 
 /**
@@ -53,15 +54,14 @@ import { closing, topLevel } from "./mysql-sql-text.js";
 export const MAX_WINDOW = 4096;
 
 /**
- * How many candidates a claim of `limit` reads: four times its limit, and 16 more, so that concurrent
- * claims taking their rows from the top of the same queues (up to about four claims of the same size,
- * or sixteen of one row) leave it enough free rows without the sorting fallback; at most {@link MAX_WINDOW}.
+ * How many candidates a claim of `limit` reads: store-kysely's {@link claimWindow} (four times its limit, and
+ * 16 more, so that concurrent claims taking their rows from the top of the same queues leave it enough free
+ * rows without the sorting fallback), at most {@link MAX_WINDOW}.
  */
 export function windowOf(limit: number): number {
-  return Math.min(4 * limit + 16, MAX_WINDOW);
+  return Math.min(claimWindow(limit), MAX_WINDOW);
 }
 
-const TASKS = "cairnq_tasks";
 const HEAD = `UPDATE (SELECT id AS cq_id FROM ${TASKS} WHERE `;
 const SKIP = " FOR UPDATE SKIP LOCKED";
 const JOIN = ` cq_pick STRAIGHT_JOIN ${TASKS} ON ${TASKS}.id = cq_pick.cq_id SET `;

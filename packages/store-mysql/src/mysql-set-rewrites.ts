@@ -3,9 +3,9 @@
  * (`ON CONFLICT … DO UPDATE`) as MySQL's `ON DUPLICATE KEY UPDATE`, and the old-value stash that gives
  * MySQL's left-to-right assignments Postgres' semantics (every assignment reads the row as it was).
  */
+import { TASKS_TABLE as TASKS } from "@cairnq/store-kysely";
 import { closing, quotedEnd, setListEnd, splitTopLevel, topLevel } from "./mysql-sql-text.js";
 
-const TASKS = "cairnq_tasks";
 
 /** The session variable holding whether a conditional upsert's condition held on the existing row. */
 export const COND = "@cq_cond";

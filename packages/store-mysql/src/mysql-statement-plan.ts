@@ -42,6 +42,7 @@
  *   `ON DUPLICATE KEY UPDATE c = VALUES(c)`; a conditional upsert
  *   (`DO UPDATE … WHERE`) has no MySQL form and is refused.
  */
+import { TASKS_TABLE as TASKS } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import { windowedPicks, windowOf } from "./mysql-claim-window.js";
 import { COND, oldValuesInSet, rewriteUpsert, UNTOUCHED } from "./mysql-set-rewrites.js";
@@ -287,7 +288,7 @@ function listElements(value: unknown): unknown[] | null {
 
 /**
  * Each `?n` outside string literals → `?`, recording n − 1; a bare `?` keeps its position; `?Ln` is a
- * bound list, `?Wn` the window of candidates for limit n.
+ * bound list, `?Wn` the window of candidates for limit n, `?En:i` element i of the list parameter n.
  */
 function positional(sql: string): PlannedStatement {
   const params: number[] = [];
@@ -338,7 +339,6 @@ function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
 }
 
-const TASKS = "cairnq_tasks";
 
 /**
  * `(a || b || c)` → `CONCAT(a, b, c)`: `||` is `OR` in MySQL unless the session's `sql_mode` has

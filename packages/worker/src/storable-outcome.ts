@@ -116,13 +116,7 @@ function representable(input: unknown, ancestors: Set<object>, depth: number): u
       }
     }
     for (const key of Object.keys(value)) {
-      let child: unknown;
-      try {
-        child = (value as Record<string, unknown>)[key];
-      } catch {
-        continue;
-      }
-      const kept = representable(child, ancestors, depth + 1);
+      const kept = representable(readSafely(value, key), ancestors, depth + 1);
       if (kept !== undefined) out[sanitizeText(key)] = kept;
     }
     return out;
