@@ -309,8 +309,9 @@ function lostByJson(value: object): string | null {
     return `binary data (${value.constructor.name}), which JSON.stringify writes as an object of numbered keys or {}; send it as a base64 string or an array of numbers`;
   }
   if (value instanceof RegExp) return "a RegExp, which JSON.stringify writes as {}; send its source as a string";
-  if (value instanceof Error) {
-    return `an Error (${value.name}), whose message and stack JSON.stringify drops (it writes {} or only the fields added to it); send the fields you need, such as { name, message }, or a string`;
+  // Also an Error from another realm (a vm context, a worker's structured clone), which instanceof misses.
+  if (value instanceof Error || Object.prototype.toString.call(value) === "[object Error]") {
+    return `an Error (${String((value as Error).name)}), whose message and stack JSON.stringify drops (it writes {} or only the fields added to it); send the fields you need, such as { name, message }, or a string`;
   }
   return null;
 }

@@ -1,3 +1,4 @@
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { SerializationError } from "../src/errors.js";
 import { decodeJson, encodeJson, MAX_JSON_DEPTH, sanitizeText, toMs, unstorableText } from "../src/json.js";
@@ -220,6 +221,7 @@ describe("encodeJson: rejections name the path and the reason", () => {
     ["a DataView", { v: new DataView(new ArrayBuffer(2)) }, "payload.v", /binary data \(DataView\)/],
     ["a RegExp", { re: /a+/ }, "payload.re", /a RegExp, which JSON.stringify writes as \{\}/],
     ["an Error", { cause: new Error("disk full") }, "payload.cause", /an Error \(Error\), whose message and stack JSON.stringify drops/],
+    ["an Error from another realm", { e: runInNewContext("new RangeError('r')") as unknown }, "payload.e", /an Error \(RangeError\)/],
     ["an Error subclass with added fields", { e: [Object.assign(new TypeError("bad"), { code: 7 })] }, "payload.e[0]", /an Error \(TypeError\)/],
   ])("rejects %s, which JSON.stringify would store as {} or numbered keys", (_what, value, path, message) => {
     const err = rejection(() => encodeJson(value, "payload"));
