@@ -57,3 +57,16 @@ describe("getCommand", () => {
     expect(parked.text).toContain("waiting for the end of sleep 'nap' 2026-12-01T10:59:00.000Z (in 59 min)");
   });
 });
+
+describe("getCommand and bidi controls", () => {
+  it("writes bidi controls out in the fields, the progress message and the JSON blocks", async () => {
+    const task = row({ name: "bill\u202e", queue: "mail\u2066", progress: 0.5, message: "half\u202e done", payload: { to: "x\u202e@example.com", c1: "\u009b2J" } });
+    const out = await getCommand(clientOf(task), io, ID);
+    expect(out.text).not.toMatch(/[\u009b\u202a-\u202e\u2066-\u2069]/);
+    expect(out.text).toMatch(/name\s+bill\\u202e\n/);
+    expect(out.text).toMatch(/queue\s+mail\\u2066\n/);
+    expect(out.text).toContain('50% "half\\u202e done"');
+    expect(out.text).toContain('"to": "x\\u202e@example.com"');
+    expect(out.text).toContain('"c1": "\\x9b2J"');
+  });
+});

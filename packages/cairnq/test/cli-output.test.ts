@@ -16,3 +16,16 @@ describe("printable", () => {
     expect(printable("C:\\tmp", { lines: true })).toBe("C:\\tmp");
   });
 });
+
+describe("printable and bidi", () => {
+  it("writes the bidi embeddings, overrides and isolates and the line and paragraph separators out, in both forms", () => {
+    // A group ending in U+202E would mirror the rest of the line on a terminal that applies the bidi algorithm.
+    expect(printable("tenant-42\u202e (0 running)")).toBe("tenant-42\\u202e (0 running)");
+    const all = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029";
+    const written = "\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069\\u2028\\u2029";
+    expect(printable(all)).toBe(written);
+    expect(printable(`a\n${all}`, { lines: true })).toBe(`a\n${written}`);
+    // Right-to-left text itself is shown as it is: only the invisible controls are written out.
+    expect(printable("שלום مرحبا \u200f")).toBe("שלום مرحبا \u200f");
+  });
+});

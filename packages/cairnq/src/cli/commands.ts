@@ -116,8 +116,9 @@ export async function listCommand(client: CairnQ, io: CliIo, filter: TaskFilter,
   return { json, text: text + more };
 }
 
+/** Stored JSON, indented: `JSON.stringify` escapes the C0 controls but leaves C1 and bidi controls raw, which `printable` writes out. */
 function jsonBlock(value: unknown): string {
-  return JSON.stringify(value, null, 2)
+  return printable(JSON.stringify(value, null, 2), { lines: true })
     .split("\n")
     .map((line) => `  ${line}`)
     .join("\n");
@@ -143,7 +144,7 @@ function stepLines(steps: readonly StepRecord[], now: number, task: Task, eviden
               ? `child ${String(s.result)}`
               : s.kind === "sleep"
                 ? "slept"
-                : `→ ${truncate(JSON.stringify(s.result) ?? "null", 60)}`;
+                : `→ ${truncate(printable(JSON.stringify(s.result) ?? "null", { lines: true }), 60)}`;
       return `  ${(names[i] as string).padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatWhen(s.atMs, now)}  ${detail}`;
     })
     .join("\n");
@@ -161,7 +162,7 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
     ["status", status(task.status, io) + (task.cancel_requested_at_ms !== null && task.status === "running" ? " (cancel requested)" : "")],
     ["attempt", `${task.attempt} of ${task.max_attempts}`],
     ["priority", String(task.priority)],
-    ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${JSON.stringify(task.message)}`}`],
+    ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${printable(JSON.stringify(task.message), { lines: true })}`}`],
     ["worker", task.worker_id === null ? "—" : printable(task.worker_id)],
     ["lease until", when(task.lease_until_ms)],
     // A wait without a timeout parks until PARK_FOREVER_AT_MS, which means "no deadline", not a date in the year 275760.

@@ -60,16 +60,21 @@ export function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
 
+// The characters escaped besides the C0 and C1 controls a terminal acts on: the bidi embeddings, overrides and
+// isolates (U+202A–U+202E, U+2066–U+2069), which reorder the text after them on a terminal that applies the
+// Unicode bidi algorithm (a group ending in U+202E mirrors the rest of the line), and the line and paragraph
+// separators (U+2028, U+2029), which some terminals and most pagers break a line at.
 // eslint-disable-next-line no-control-regex -- the characters a terminal acts on rather than shows
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\\]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]/g;
 // eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one and a backslash is kept
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * Text from the database (names, queues, groups, keys, messages) as it may be shown on a terminal:
- * every control character written as a visible escape (`\t`, `\n`, `\x1b`, …), so an escape
- * sequence in a group name cannot recolour or move the terminal, and a tab or line break cannot
- * break a table; a backslash is doubled, so an escape shown is never text that looked like one.
+ * every control character written as a visible escape (`\t`, `\n`, `\x1b`, `\u202e`, …), so an escape
+ * sequence in a group name cannot recolour or move the terminal, a bidi override cannot reorder the text
+ * after it, and a tab or line break cannot break a table; a backslash is doubled, so an escape shown is
+ * never text that looked like one.
  * `lines` (a multi-line message): line breaks stay, other control characters are escaped, backslashes kept.
  */
 export function printable(text: string, options: { lines?: boolean } = {}): string {
@@ -78,7 +83,8 @@ export function printable(text: string, options: { lines?: boolean } = {}): stri
     if (c === "\t") return "\\t";
     if (c === "\n") return "\\n";
     if (c === "\r") return "\\r";
-    return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+    const code = c.charCodeAt(0);
+    return code > 0xff ? `\\u${code.toString(16).padStart(4, "0")}` : `\\x${code.toString(16).padStart(2, "0")}`;
   });
 }
 
