@@ -15,6 +15,10 @@ describe("printable", () => {
     expect(printable("first line\n\u001b[2Jsecond\tline", { lines: true })).toBe("first line\n\\x1b[2Jsecond\\tline");
     expect(printable("C:\\tmp", { lines: true })).toBe("C:\\tmp");
   });
+
+  it("escapes line breaks too but keeps backslashes with paragraph: true (explain's summary, which quotes JSON)", () => {
+    expect(printable('group a\n\nforged line\u202e: "say \\"hi\\""', { paragraph: true })).toBe('group a\\n\\nforged line\\u202e: "say \\"hi\\""');
+  });
 });
 
 describe("printable and bidi", () => {

@@ -204,7 +204,7 @@ export async function explainCommand(client: CairnQ, io: CliIo, id: string): Pro
   const head = `${task.id} ${status(task.status, io)} (${explanation.state})`;
   return {
     json: { task: { id: task.id, name: task.name, queue: task.queue, status: task.status }, explanation, activity },
-    text: `${paint(head, "bold", io.color)}\n${printable(explanation.summary, { lines: true })}`,
+    text: `${paint(head, "bold", io.color)}\n${printable(explanation.summary, { paragraph: true })}`,
   };
 }
 
@@ -222,7 +222,7 @@ export async function cancelCommand(client: CairnQ, io: CliIo, id: string): Prom
   // The cancel is written: a failed explain must not turn it into a reported failure (the plain line stands alone).
   const explained = await client.explain(task.id, { nowMs: io.now() }).catch(() => null);
   const text = paint(`requested cancel of 1 running task: ${task.id}`, "green", io.color);
-  return { json: { command: "cancel", changed: 1, task }, text: explained === null ? text : `${text}\n${printable(explained.summary, { lines: true })}` };
+  return { json: { command: "cancel", changed: 1, task }, text: explained === null ? text : `${text}\n${printable(explained.summary, { paragraph: true })}` };
 }
 
 /** `cairnq retry <id>`. */

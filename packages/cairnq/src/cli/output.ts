@@ -68,6 +68,8 @@ export function json(value: unknown): string {
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]/g;
 // eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one and a backslash is kept
 const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+// eslint-disable-next-line no-control-regex -- as CONTROL, but a backslash is kept
+const CONTROL_BUT_BACKSLASH = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * Text from the database (names, queues, groups, keys, messages) as it may be shown on a terminal:
@@ -76,9 +78,13 @@ const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u202
  * after it, and a tab or line break cannot break a table; a backslash is doubled, so an escape shown is
  * never text that looked like one.
  * `lines` (a multi-line message): line breaks stay, other control characters are escaped, backslashes kept.
+ * `paragraph` (one paragraph built around stored values, such as explain's summary, which quotes error
+ * messages as JSON): every control character escaped, line breaks too, so a group holding "\n\n…" cannot
+ * forge lines after it; backslashes kept, so the JSON quoting in it reads as JSON (`"say \"hi\""`).
  */
-export function printable(text: string, options: { lines?: boolean } = {}): string {
-  return text.replace(options.lines === true ? CONTROL_BUT_NEWLINE : CONTROL, (c) => {
+export function printable(text: string, options: { lines?: boolean; paragraph?: boolean } = {}): string {
+  const pattern = options.paragraph === true ? CONTROL_BUT_BACKSLASH : options.lines === true ? CONTROL_BUT_NEWLINE : CONTROL;
+  return text.replace(pattern, (c) => {
     if (c === "\\") return "\\\\";
     if (c === "\t") return "\\t";
     if (c === "\n") return "\\n";
