@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { cancelCommand } from "../src/cli/commands.js";
 import type { CliIo } from "../src/cli/output.js";
 
-const io: CliIo = { out: () => {}, err: () => {}, color: false, env: {}, now: () => 1_000 };
+const io: CliIo = { out: () => {}, err: () => {}, color: false, tty: false, env: {}, now: () => 1_000 };
 const ID = "task_01J0000000000000000000000A";
 
 describe("cancelCommand", () => {

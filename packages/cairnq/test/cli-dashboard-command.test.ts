@@ -137,7 +137,7 @@ describe("a loopback dashboard's Host check", () => {
 });
 
 describe("cairnq dashboard that cannot listen", () => {
-  const io = { out: (): void => {}, err: (): void => {}, color: false, env: {}, now: () => Date.now() };
+  const io = { out: (): void => {}, err: (): void => {}, color: false, tty: false, env: {}, now: () => Date.now() };
 
   async function failure(host: string, port: number): Promise<Error> {
     const dir = mkdtempSync(join(tmpdir(), "cairnq-dash-listen-"));

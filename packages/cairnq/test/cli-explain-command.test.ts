@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { cancelCommand, explainCommand } from "../src/cli/commands.js";
 import type { CliIo } from "../src/cli/output.js";
 
-const io: CliIo = { out: () => {}, err: () => {}, color: false, env: {}, now: () => 1_000 };
+const io: CliIo = { out: () => {}, err: () => {}, color: false, tty: false, env: {}, now: () => 1_000 };
 const ID = "task_01J0000000000000000000000A";
 const FORGED = "acme (0 running).\n\ntask_01M8RFQRJGGQ5PBVNQT5EVBXFK succeeded (succeeded)\nFinished: succeeded on attempt 1 of 3.\u202e\n\n";
 

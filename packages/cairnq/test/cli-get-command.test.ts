@@ -13,7 +13,7 @@ import { getCommand } from "../src/cli/commands.js";
 import type { CliIo } from "../src/cli/output.js";
 
 const NOW = TASK_ROW_NOW;
-const io: CliIo = { out: () => {}, err: () => {}, color: false, env: {}, now: () => NOW };
+const io: CliIo = { out: () => {}, err: () => {}, color: false, tty: false, env: {}, now: () => NOW };
 const ID = "task_01J0000000000000000000000A";
 
 /** The row `cairnq get` shows: test-support's task row, of 'far' on queue 'default', due now, its own root. */

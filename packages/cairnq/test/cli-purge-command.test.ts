@@ -12,7 +12,7 @@ import { purgeCommand } from "../src/cli/commands.js";
 import type { CliIo } from "../src/cli/output.js";
 import { runCli } from "../src/cli/program.js";
 
-const io: CliIo = { out: () => {}, err: () => {}, color: false, env: {}, now: () => 1_000 };
+const io: CliIo = { out: () => {}, err: () => {}, color: false, tty: false, env: {}, now: () => 1_000 };
 
 describe("purgeCommand", () => {
   it.each([
@@ -32,7 +32,7 @@ describe("cairnq purge --older-than past the 100-year bound", () => {
     const dir = await mkdtemp(join(tmpdir(), "cairnq-purge-"));
     try {
       let out = "";
-      const cli: CliIo = { out: (text) => (out += text), err: (text) => (out += text), color: false, env: {}, now: () => 0 };
+      const cli: CliIo = { out: (text) => (out += text), err: (text) => (out += text), color: false, tty: false, env: {}, now: () => 0 };
       const db = join(dir, "cairnq.db");
       expect(await runCli(["migrate", "--db", db], cli)).toBe(0);
       out = "";

@@ -36,7 +36,7 @@ describe("the README's --json shapes", () => {
 
   it("metrics --help says what --json prints", async () => {
     let out = "";
-    const io = { out: (text: string) => (out += text), err: (text: string) => (out += text), color: false, env: {}, now: () => 0 };
+    const io = { out: (text: string) => (out += text), err: (text: string) => (out += text), color: false, tty: false, env: {}, now: () => 0 };
     expect(await runCli(["--help"], io)).toBe(0);
     expect(out).toMatch(/metrics.*--json: \{ contentType, text \}/s);
   });

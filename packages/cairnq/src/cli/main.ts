@@ -7,7 +7,8 @@ import { runCli } from "./program.js";
 
 // Colours only on a terminal; NO_COLOR (any non-empty value, https://no-color.org) and TERM=dumb turn them off.
 const noColor = (process.env.NO_COLOR ?? "") !== "";
-const color = process.stdout.isTTY === true && !noColor && process.env.TERM !== "dumb";
+const tty = process.stdout.isTTY === true;
+const color = tty && !noColor && process.env.TERM !== "dumb";
 
 // A reader that stops early (`cairnq list --json | head -c 20`) closes stdout: Node reports EPIPE as an
 // 'error' event, which unhandled prints a stack trace. End at once and quietly instead, with 141 = 128 +
@@ -26,6 +27,7 @@ process.exitCode = await runCli(process.argv.slice(2), {
   out: (text) => void process.stdout.write(text),
   err: (text) => void process.stderr.write(text),
   color,
+  tty,
   env: process.env,
   now: () => Date.now(),
 });

@@ -11,6 +11,11 @@ export interface CliIo {
   readonly err: (text: string) => void;
   /** Colours allowed (a TTY without `NO_COLOR`). */
   readonly color: boolean;
+  /**
+   * stdout is a terminal, whatever `NO_COLOR` says: output that is raw when piped (`metrics`) is escaped
+   * for a terminal (see `printable`).
+   */
+  readonly tty: boolean;
   /** The environment (`CAIRNQ_DB`). */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The clock, epoch ms. */

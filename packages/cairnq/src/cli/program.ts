@@ -229,7 +229,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   withDb(program.command("metrics"))
     .description("Prometheus text: cairnq_tasks{queue,status}, cairnq_oldest_queued_age_seconds{queue} (as GET <dashboard>/metrics); --json: { contentType, text }")
-    .action((options: DbOptions) => run(options, {}, (client) => metricsCommand(client)));
+    .action((options: DbOptions) => run(options, {}, (client) => metricsCommand(client, io)));
 
   withDb(program.command("migrate"))
     .description("create the database or bring its schema up to date (protocol v1)")
