@@ -100,7 +100,7 @@ export function pageHtml(options: { readOnly: boolean }): string {
         </span>
       </div>
       <div class="groups" id="groups" hidden>
-        <h3>Groups of <span id="groups-name"></span> <span class="legend" id="groups-legend"></span></h3>
+        <h3>Groups of <bdi id="groups-name"></bdi> <span class="legend" id="groups-legend"></span></h3>
         <table class="group-counts">
           <thead><tr><th>Group</th><th class="num">Queued</th><th class="num">Running</th></tr></thead>
           <tbody id="group-rows"></tbody>

@@ -3,7 +3,7 @@
 // attribute set with setAttribute, never as markup.
 
 import { renderChart, renderLatency, renderThroughput } from "./charts.js";
-import { $, api, el, nodes } from "./dom.js";
+import { $, api, el, inertBidi, nodes, stored } from "./dom.js";
 
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 const TERMINAL = new Set(["succeeded", "failed", "canceled"]);
@@ -142,7 +142,7 @@ function renderQueues(queues) {
         ),
       ),
     );
-    return el("tr", { class: "queue", "data-queue": name }, el("td", { class: "queue-name", title: name }, name), el("td", { class: "stack-cell" }, stack), ...cells, el("td", { class: "num total" }, String(total)));
+    return el("tr", { class: "queue", "data-queue": name }, el("td", { class: "queue-name", title: name }, stored(name)), el("td", { class: "stack-cell" }, stack), ...cells, el("td", { class: "num total" }, String(total)));
   });
   box.replaceChildren(el("table", { class: "queue-table" }, el("thead", {}, head), el("tbody", {}, rows)));
 }
@@ -199,8 +199,8 @@ function row(task) {
     { "data-id": task.id, class: task.id === state.selectedId ? "selected" : null, onclick: () => select(task.id) },
     el("td", {}, pill(task.status, task.cancel_requested)),
     el("td", { class: "mono", title: task.id }, shortId(task.id)),
-    el("td", { class: "cell-name", title: task.name }, task.name),
-    el("td", { class: "cell-name", title: task.queue }, task.queue),
+    el("td", { class: "cell-name", title: task.name }, stored(task.name)),
+    el("td", { class: "cell-name", title: task.queue }, stored(task.queue)),
     el("td", { class: "num" }, `${task.attempt}/${task.max_attempts}`),
     el("td", {}, progressBar(task.progress, task.status)),
     el("td", {}, when(task.created_at_ms)),
@@ -276,7 +276,7 @@ async function refreshGroups() {
   $("groups-name").textContent = name;
   $("groups-legend").textContent = answer.groups.length > GROUPS_SHOWN ? `the ${GROUPS_SHOWN} with most queued` : `${shown.length} ${shown.length === 1 ? "group" : "groups"}`;
   $("group-rows").replaceChildren(
-    ...shown.map((g) => el("tr", { "data-group": g.group }, el("td", {}, g.group), el("td", { class: "num", "data-testid": "group-queued" }, g.queued), el("td", { class: "num", "data-testid": "group-running" }, g.running))),
+    ...shown.map((g) => el("tr", { "data-group": g.group }, el("td", {}, stored(g.group)), el("td", { class: "num", "data-testid": "group-queued" }, g.queued), el("td", { class: "num", "data-testid": "group-running" }, g.running))),
   );
   $("groups").hidden = shown.length === 0;
 }
@@ -379,8 +379,13 @@ async function runBulk() {
 
 // ---- detail ---------------------------------------------------------------
 
+/**
+ * Stored JSON, indented. JSON.stringify leaves bidi controls raw: they are written as JSON escapes (`\u202e`,
+ * still valid JSON), so one in a string cannot reorder the rest of its line.
+ */
 function jsonBlock(value, cls) {
-  return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, JSON.stringify(value, null, 2));
+  const text = JSON.stringify(value, null, 2).replace(/[\u202a-\u202e\u2066-\u2069\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, text);
 }
 
 /** Whether a JSON value is an object (not null, not an array). */
@@ -419,11 +424,11 @@ function stepDetail(step, taskStatus) {
     return el("span", { class: "dim" }, `parked here when the task ended ${taskStatus}: no longer waiting`);
   }
   if (step.status === "waiting") {
-    if (step.kind === "wait") return el("span", {}, `waiting for message '${String(step.waitingFor)}'`, step.wakeAtMs !== null && step.wakeAtMs < 8.64e15 ? [" until ", when(step.wakeAtMs)] : null);
+    if (step.kind === "wait") return el("span", {}, "waiting for message '", stored(step.waitingFor), "'", step.wakeAtMs !== null && step.wakeAtMs < 8.64e15 ? [" until ", when(step.wakeAtMs)] : null);
     if (step.kind === "join") return el("span", {}, `waiting for ${Array.isArray(step.waitingFor) ? step.waitingFor.length : 0} children`);
     return el("span", {}, "sleeping until ", when(step.wakeAtMs));
   }
-  if (step.status === "failed") return el("span", { class: "s-failed" }, (step.error && step.error.message) || "failed");
+  if (step.status === "failed") return stored((step.error && step.error.message) || "failed", { class: "s-failed" });
   if (step.kind === "spawn") return taskLink(String(step.result));
   if (step.kind === "sleep") return el("span", { class: "dim" }, "slept");
   const text = JSON.stringify(step.result) ?? "null";
@@ -438,7 +443,7 @@ function stepsTimeline(steps, taskStatus) {
       "ol",
       { class: "steps", "data-testid": "steps" },
       steps.map((s) =>
-        el("li", { class: `step-${s.status}` }, el("span", { class: "mono" }, s.name), el("span", { class: "dim" }, s.kind), el("span", { class: `pill s-${s.status === "done" ? "succeeded" : s.status === "failed" ? "failed" : "queued"}` }, s.status), stepDetail(s, taskStatus), el("span", { class: "dim" }, `attempt ${s.attempt}`), when(s.atMs)),
+        el("li", { class: `step-${s.status}` }, stored(s.name, { class: "mono" }), el("span", { class: "dim" }, s.kind), el("span", { class: `pill s-${s.status === "done" ? "succeeded" : s.status === "failed" ? "failed" : "queued"}` }, s.status), stepDetail(s, taskStatus), el("span", { class: "dim" }, `attempt ${s.attempt}`), when(s.atMs)),
       ),
     ),
   ];
@@ -471,7 +476,7 @@ function renderDetail(data) {
           "div",
           { class: "progress-block" },
           progressBar(task.progress ?? 0, task.status, true),
-          task.message === null ? null : el("div", { class: "progress-text", "data-testid": "progress-message" }, task.message),
+          task.message === null ? null : el("div", { class: "progress-text", "data-testid": "progress-message" }, stored(task.message)),
         );
   box.replaceChildren(
     ...nodes(
@@ -482,17 +487,17 @@ function renderDetail(data) {
       el("h3", { "data-testid": "detail-id" }, task.id),
       el("button", { type: "button", class: "close", title: "close", "aria-label": "close", onclick: () => select(null) }, "×"),
     ),
-    el("p", { class: `explain s-${task.status}`, "data-testid": "explain" }, el("b", {}, `Why ${explanation.state}`), explanation.summary),
+    el("p", { class: `explain s-${task.status}`, "data-testid": "explain" }, el("b", {}, `Why ${explanation.state}`), inertBidi(explanation.summary)),
     actions.length > 0 ? el("div", { class: "actions" }, actions) : null,
     progress,
     el(
       "dl",
       { class: "fields" },
-      field("name", task.name),
-      field("queue", task.queue),
+      field("name", stored(task.name)),
+      field("queue", stored(task.queue)),
       field("attempt", `${task.attempt} of ${task.max_attempts}`),
       field("priority", String(task.priority)),
-      field("worker", task.worker_id === null ? el("span", { class: "dim" }, "—") : el("span", { class: "mono" }, task.worker_id)),
+      field("worker", task.worker_id === null ? el("span", { class: "dim" }, "—") : stored(task.worker_id, { class: "mono" })),
       field("lease until", when(task.lease_until_ms)),
       field("run at", when(task.run_at_ms)),
       field("created", when(task.created_at_ms)),
@@ -501,12 +506,12 @@ function renderDetail(data) {
       task.cancel_requested_at_ms === null ? [] : field("cancel asked", when(task.cancel_requested_at_ms)),
       field("parent", parent === null ? el("span", { class: "dim" }, "—") : taskLink(parent.id)),
       task.root_id !== null && task.root_id !== task.id ? field("root", taskLink(task.root_id)) : [],
-      field("correlation", task.correlation_id === null ? el("span", { class: "dim" }, "—") : task.correlation_id),
+      field("correlation", task.correlation_id === null ? el("span", { class: "dim" }, "—") : stored(task.correlation_id)),
       trace === null ? [] : field("trace", el("span", { class: "mono", "data-testid": "trace-id", title: `traceparent ${trace.traceparent}` }, trace.traceId)),
     ),
     children.length === 0 && childrenCut === null
       ? null
-      : [el("h4", {}, childrenCut === null ? `Children (${children.length})` : `Children (showing ${children.length})`), childrenNote(childrenCut, children.length, childrenLimits), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), el("span", { class: "dim" }, c.name))))],
+      : [el("h4", {}, childrenCut === null ? `Children (${children.length})` : `Children (showing ${children.length})`), childrenNote(childrenCut, children.length, childrenLimits), el("ul", { class: "children" }, children.map((c) => el("li", {}, pill(c.status, c.cancel_requested), taskLink(c.id), stored(c.name, { class: "dim" }))))],
     stepsTimeline(explanation.steps, task.status),
     el("h4", {}, "Payload"),
     el("div", { "data-testid": "payload" }, jsonBlock(task.payload)),

@@ -20,6 +20,31 @@ export function el(tag, attrs, ...children) {
   return node;
 }
 
+/**
+ * A value from the database as an inline element: a `<bdi>` (`unicode-bidi: isolate`), so a value holding a
+ * bidi override (a group ending in U+202E) or right-to-left text cannot reorder the text around it.
+ */
+export function stored(value, attrs) {
+  return el("bdi", attrs, value === null || value === undefined ? "" : String(value));
+}
+
+// The bidi embeddings, overrides and isolates, and the line and paragraph separators: what the CLI writes out too.
+const BIDI_CONTROLS = /([\u202a-\u202e\u2066-\u2069\u2028\u2029])/;
+
+/**
+ * Text built around values from the database (the server's explanation), where the values cannot be isolated
+ * one by one: each bidi control is shown as its code point (`U+202E`) instead of applied, so a value ending in
+ * an override cannot mirror the rest of the paragraph.
+ */
+export function inertBidi(text) {
+  return String(text)
+    .split(BIDI_CONTROLS)
+    .map((part, i) =>
+      i % 2 === 0 ? part : el("span", { class: "ctl", title: "a bidi control character from the database, shown rather than applied" }, `U+${part.charCodeAt(0).toString(16).toUpperCase()}`),
+    )
+    .filter((part) => part !== "");
+}
+
 /** Children for replaceChildren: arrays flattened, null/false dropped. */
 export function nodes(...items) {
   return items.flat(Infinity).filter((item) => item !== null && item !== undefined && item !== false);
