@@ -25,7 +25,9 @@ export interface DashboardOptions {
   /**
    * Decides each request: return `false` (or a promise of it) to answer 403.
    * Called with the Node request (read your session cookie or header there)
-   * and what it asks. Mutations also pass the same-origin check first.
+   * and what it asks. Mutations also pass the same-origin check first. Not
+   * called for the page's static files (`GET <mount>/assets/*`: its script,
+   * styles and icon, the same in every install, holding no data).
    * @default every request is allowed
    */
   authorize?: (req: IncomingMessage, action: DashboardAction) => boolean | Promise<boolean>;
@@ -41,8 +43,10 @@ export interface DashboardOptions {
   basePath?: string;
   /**
    * `Host` header values to answer (e.g. `["127.0.0.1:4000", "localhost:4000"]`);
-   * anything else gets 421. Guards a dashboard on a loopback address against
-   * DNS rebinding. `cairnq dashboard` sets it for loopback hosts.
+   * anything else gets 421. Guards a dashboard against DNS rebinding, which
+   * the same-origin check does not catch (a rebound page's `Host` and `Origin`
+   * agree): set it unless something in front checks the host name.
+   * `cairnq dashboard` sets it for loopback hosts.
    * @default any host
    */
   allowedHosts?: readonly string[];
