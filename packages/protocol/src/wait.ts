@@ -10,7 +10,7 @@
  * an injected clock.
  */
 import { describe } from "./describe.js";
-import { InvalidArgument, TaskTimeout } from "./errors.js";
+import { CairnQError, InvalidArgument, TaskTimeout } from "./errors.js";
 import type { TaskGroupInfo } from "./groups.js";
 import { hasGroupReads } from "./groups.js";
 import { requireName } from "./inputs.js";
@@ -168,6 +168,17 @@ export function resolveWaitOptions(
  *    by id whose wake resolved with the awaited task's terminal row (a store
  *    whose wake read it, `TaskStore.taskDoneWake`) returns that row.
  *
+ * A read that fails with an error that is not a `CairnQError` (a connection
+ * lost or refused, a server restarting: the store contract's transient
+ * failures, which a worker also retries) does not end the wait: its reads
+ * are only polls, so the beat counts as "not finished yet", sleeps as in
+ * step 4 (bounded by `maxPollMs` and the deadline, and ended by `signal`) and
+ * reads again. At the deadline the wait throws its `TaskTimeout` as usual,
+ * with the last such error as `cause`; when the read at the deadline itself
+ * failed, `task` is `null` and the message says the read failed rather than
+ * that no task was found. A `CairnQError` (a closed store, another protocol
+ * major, …) still ends the wait at once, unchanged.
+ *
  * The wait holds nothing that keeps a process alive: a caller that awaits it
  * at the top of a script, on a store whose sleeps are unref'd, holds its own
  * handle.
@@ -175,6 +186,7 @@ export function resolveWaitOptions(
  * @throws InvalidArgument for bad options, an empty id or key, or a by-key wait without `deps.sleep`.
  * @throws TaskTimeout at the deadline; the task itself is unaffected.
  * @throws the signal's reason when `signal` aborts.
+ * @throws a `CairnQError` a read rejected with (a closed store, …), as the store raised it.
  * @example
  * ```ts
  * const row = await waitForTask(store, { id }, { timeoutMs: 10_000 });
@@ -209,31 +221,49 @@ export async function waitForTask(store: TaskStore, target: WaitTarget, options:
           },
           ["done"],
         );
+  // The last transient read failure of this wait (see above), the cause of its TaskTimeout; and the last id a
+  // by-key wait resolved, which names its TaskTimeout when the read at the deadline failed.
+  let failure: { readonly error: unknown } | null = null;
+  let lastId: string | null = null;
   try {
     for (;;) {
       let row: Task | null = null;
-      let ref: TaskRef | null;
+      let ref: TaskRef | null = null;
+      let remaining: number;
+      let failed: { readonly error: unknown } | null = null;
       const fullRead = doneSignaled;
-      if (fullRead) {
-        doneSignaled = false;
-        row = await store.get(awaited);
-        ref = row === null ? null : { id: row.id, status: row.status };
-      } else if (known !== null) {
-        ref = known;
-        known = null;
-      } else {
-        ref = byKey ? await store.getStatusByKey(awaited) : await store.getStatus(awaited);
-      }
-      const remaining = deadline - now();
-      if (!fullRead && ref !== null && (isTerminal(ref) || remaining <= 0)) {
-        row = byKey ? await store.getByKey(awaited) : await store.get(awaited);
+      try {
+        if (fullRead) {
+          doneSignaled = false;
+          row = await store.get(awaited);
+          ref = row === null ? null : { id: row.id, status: row.status };
+        } else if (known !== null) {
+          ref = known;
+          known = null;
+        } else {
+          ref = byKey ? await store.getStatusByKey(awaited) : await store.getStatus(awaited);
+        }
+        if (ref !== null) lastId = ref.id;
+        remaining = deadline - now();
+        if (!fullRead && ref !== null && (isTerminal(ref) || remaining <= 0)) {
+          row = byKey ? await store.getByKey(awaited) : await store.get(awaited);
+        }
+      } catch (error) {
+        // A CairnQError is the store's verdict, which reading again cannot change (a closed store, another
+        // protocol major, a refused argument): it ends the wait. Anything else is transient, as for a worker.
+        if (error instanceof CairnQError) throw error;
+        signal?.throwIfAborted();
+        failed = failure = { error };
+        remaining = deadline - now();
       }
       if (row !== null && isTerminal(row)) return row;
       if (remaining <= 0) {
         const nowMs = (deps.wallNow ?? Date.now)();
         const evidence = row !== null && row.status === "queued" ? await queuedEvidence(store, row, nowMs) : null;
-        const message = describeTimeout({ id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs, ...evidence });
-        throw new TaskTimeout(ref?.id ?? awaited, key, row, { message });
+        const context = { id: byKey ? null : awaited, key, task: row, timeoutMs, nowMs, ...evidence };
+        const message = describeTimeout(failed === null ? context : { ...context, readFailure: { error: failed.error, status: ref } });
+        const taskId = ref?.id ?? (failed === null ? null : lastId) ?? awaited;
+        throw new TaskTimeout(taskId, key, row, failure === null ? { message } : { message, cause: failure.error });
       }
       // A done signal that arrived during the reads above: read again at once rather than sleep through it.
       if (!doneSignaled) {
@@ -324,6 +354,12 @@ export interface TimeoutContext {
    * its attempt back, so a task resumed after a sleep reads attempt 0 without being "never claimed". @default null
    */
   readonly journalEntries?: number | null;
+  /**
+   * The read at the deadline failed with a transient error (not a `CairnQError`), so `task` is `null` for
+   * want of a row, not because none was found: `error` is what the read threw, `status` what the status read
+   * before it returned, if it succeeded. @default null
+   */
+  readonly readFailure?: { readonly error: unknown; readonly status: TaskRef | null } | null;
 }
 
 function lastError(task: Task): string {
@@ -340,7 +376,8 @@ function lastError(task: Task): string {
  * worker for that name, queue or database — or a worker's limit on the name,
  * which this read does not check: `explain` reads a full rate window), or due
  * to be resumed after a park (its journal shows a worker ran it); running
- * with a cancel requested; running.
+ * with a cancel requested; running. When the read at the deadline failed
+ * (`readFailure`), it says so, with the error, instead of guessing a state.
  *
  * @example
  * ```ts
@@ -350,6 +387,8 @@ function lastError(task: Task): string {
  */
 export function describeTimeout(context: TimeoutContext): string {
   const { key, task, timeoutMs, nowMs } = context;
+  const failure = context.readFailure ?? null;
+  if (task === null && failure !== null) return describeReadFailure(context, failure);
   if (task === null) {
     if (key !== null) {
       return (
@@ -420,4 +459,18 @@ export function describeTimeout(context: TimeoutContext): string {
       break;
   }
   return `${subject} did not finish within ${timeoutMs}ms: ${state}`;
+}
+
+/** {@link describeTimeout}'s message when the read at the deadline failed: the task's state is unknown, not "not found". */
+function describeReadFailure(context: TimeoutContext, failure: NonNullable<TimeoutContext["readFailure"]>): string {
+  const { key, timeoutMs } = context;
+  const error = failure.error instanceof Error ? failure.error.message : describe(failure.error);
+  const status = failure.status;
+  const id = status?.id ?? context.id;
+  const subject = key === null ? `task ${id ?? "?"}` : `the task with key '${key}'${status === null ? "" : ` (task ${status.id})`}`;
+  const read = status === null ? `reading it failed (${error})` : `its status read '${status.status}', then reading its row failed (${error})`;
+  return (
+    `${subject} did not finish within ${timeoutMs}ms as far as this wait could tell: at the deadline ${read}. ` +
+    `The wait reads again after such a failure until its deadline, and the task itself is unaffected: check that the database is reachable, then wait for it again`
+  );
 }
