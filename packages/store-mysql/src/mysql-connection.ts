@@ -82,5 +82,25 @@ function buildPool(connection: Readonly<Record<string, unknown>>, max: number): 
   pool.on("connection", (connection: MySQLPoolConnection) => {
     for (const sql of SESSION_SETUP) connection.query(sql);
   });
+  // An idle connection holds no process open (what pg's allowExitOnIdle does for the Postgres store's
+  // pool): its socket is unreferenced while it sits in the free list, referenced again when handed out.
+  // mysql2 emits `release` only when a connection goes to the free list (one handed straight to a queued
+  // caller stays referenced) and `acquire` whenever one is handed out; a new connection's socket starts referenced.
+  pool.on("release", (connection: MySQLPoolConnection) => holdProcess(connection, false));
+  pool.on("acquire", (connection: MySQLPoolConnection) => holdProcess(connection, true));
   return pool;
+}
+
+/** The socket of a `mysql2` connection (`stream`: a `net.Socket`, or the `TLSSocket` over it once TLS starts, whose `ref`/`unref` reach the TCP handle). */
+interface ReferencedSocket {
+  ref?(): unknown;
+  unref?(): unknown;
+}
+
+/** References (`hold`) or unreferences the socket of a pooled connection, so that only a connection in use keeps the process alive. */
+export function holdProcess(connection: MySQLPoolConnection, hold: boolean): void {
+  const stream = (connection as { stream?: ReferencedSocket | null }).stream;
+  if (stream === undefined || stream === null) return;
+  if (hold) stream.ref?.();
+  else stream.unref?.();
 }

@@ -8,7 +8,8 @@ import { loadDriver } from "@cairnq/runtime";
 export interface MySQLPool {
   getConnection(callback: (error: unknown, connection: MySQLPoolConnection) => void): void;
   end(callback: (error: unknown) => void): void;
-  on(event: "connection", listener: (connection: MySQLPoolConnection) => void): unknown;
+  /** `connection`: a new connection, before it is handed out; `acquire`: a connection handed out; `release`: one back in the free list. */
+  on(event: "connection" | "acquire" | "release", listener: (connection: MySQLPoolConnection) => void): unknown;
 }
 
 /** A pooled connection, as Kysely's `MysqlDialect` and the session setup use it. */
