@@ -100,3 +100,68 @@ export function connectFailure(error: unknown, address: string): Error {
   if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
   return failure;
 }
+
+/** The name of {@link connectionLost}'s and {@link connectionGone}'s errors. */
+export const CONNECTION_LOST = "MySQLConnectionLost";
+
+/**
+ * Server errors that end the session as they answer: MariaDB's ER_CONNECTION_KILLED (1927, a `KILL`
+ * of the connection), ER_SERVER_SHUTDOWN (1053) and MySQL's ER_CLIENT_INTERACTION_TIMEOUT (4031, an
+ * idle session closed by `wait_timeout`).
+ */
+const SESSION_ENDING_ERRNOS: ReadonlySet<number> = new Set([1927, 1053, 4031]);
+/** `mysql2`'s and the socket's codes of a connection that ended under a statement. */
+const LOST_CODES: ReadonlySet<string> = new Set(["PROTOCOL_CONNECTION_LOST", "ECONNRESET", "EPIPE", "ERR_STREAM_WRITE_AFTER_END", "ERR_STREAM_DESTROYED"]);
+
+/**
+ * Whether `error` says the connection ended while a statement was in flight: `mysql2`'s "Connection
+ * lost: The server closed the connection." (`PROTOCOL_CONNECTION_LOST`), a socket reset or broken pipe,
+ * or a server error that ends the session ({@link SESSION_ENDING_ERRNOS}). Not a refused connect
+ * (nothing was sent: {@link connectFailure}) nor an error the server answered while the session lives on.
+ */
+export function lostInFlight(error: unknown): error is Error {
+  if (!(error instanceof Error) || error.name === CONNECTION_LOST) return false;
+  const { code, errno } = error as { code?: unknown; errno?: unknown };
+  return (typeof code === "string" && LOST_CODES.has(code)) || (typeof errno === "number" && SESSION_ENDING_ERRNOS.has(errno));
+}
+
+/** A {@link CONNECTION_LOST} error: `cause` kept, its `code` and `errno` copied, `fatal` (as `mysql2` marks a lost connection: a combined write is never re-sent in halves). */
+function named(message: string, cause: Error): Error {
+  const failure = new Error(message, { cause });
+  failure.name = CONNECTION_LOST;
+  const { code, errno } = cause as { code?: unknown; errno?: unknown };
+  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
+  if (errno !== undefined) (failure as Error & { errno?: unknown }).errno = errno;
+  (failure as Error & { fatal?: boolean }).fatal = true;
+  return failure;
+}
+
+/**
+ * A connection lost while a statement was in flight, said plainly: the driver's words (kept as `cause`,
+ * its `code` copied) and that the outcome is unknown — the server may have applied the statement (a lone
+ * statement commits on its own; a `COMMIT` may have landed) or not. Raw, a submit made as its connection
+ * is killed fails with a bare "Connection lost: The server closed the connection." Not a `CairnQError`:
+ * it stays transient, so a worker retries it with backoff (its settlements are fenced by the lease; a
+ * retried claim finds the task taken).
+ */
+export function connectionLost(error: Error): Error {
+  return named(
+    `the connection to MySQL ended while a statement was in flight (${error.message}): the server may or may not have applied it. ` +
+      "Read before writing again, or retry a submit with a key (a keyed submit is idempotent); a worker retries by itself",
+    error,
+  );
+}
+
+/**
+ * A statement not sent because its connection had been lost after an earlier statement of the same
+ * checkout (a transaction's, say): nothing of this statement reached the server, and a transaction open
+ * on that connection ended uncommitted with its session. A fresh connection cannot take it over (the
+ * earlier statements' session state is gone), so the call fails, transient as {@link connectionLost}.
+ */
+export function connectionGone(error: Error): Error {
+  return named(
+    `the connection to MySQL was lost before this statement was sent (${error.message}): it was not sent, and a transaction open on that ` +
+      "connection was rolled back by the server as the session ended (statements it committed earlier stay); retry the call (a worker retries by itself)",
+    error,
+  );
+}

@@ -13,10 +13,20 @@
  *   socket's close is seen, and the next call on it fails with
  *   `write ECONNRESET` or "Can't add new command when connection is in
  *   closed state": it is destroyed instead, and never handed out.
+ * - **lost connection**: one that ended under a statement in flight. Its
+ *   error becomes a `MySQLConnectionLost` (`connectionLost`: the outcome is
+ *   unknown). One found lost before a statement is sent (the loss seen after
+ *   the connection was handed out) sends nothing: the first statement of a
+ *   checkout moves, once, to a fresh connection; a later one fails with a
+ *   `MySQLConnectionLost` saying it was not sent (`connectionGone`), except
+ *   a `ROLLBACK`, which succeeds (the server rolled the session's
+ *   transaction back as it ended), so the error that broke the transaction
+ *   is the one its caller sees, not mysql2's "Can't add new command when
+ *   connection is in closed state".
  */
 import type { MysqlPool } from "kysely";
 import type { MySQLPool, MySQLPoolConnection } from "./mysql-driver.js";
-import { connectFailure, StatementTooLarge, unusableServer } from "./mysql-errors.js";
+import { connectFailure, connectionGone, connectionLost, lostInFlight, StatementTooLarge, unusableServer } from "./mysql-errors.js";
 
 /** MySQL's ER_NET_PACKET_TOO_LARGE: the server read a packet over `max_allowed_packet` and closes the connection. */
 const ER_NET_PACKET_TOO_LARGE = 1153;
@@ -28,7 +38,7 @@ interface DriverConnection extends MySQLPoolConnection {
   _closing?: boolean;
   _fatalError?: unknown;
   _protocolError?: unknown;
-  stream?: { destroyed?: boolean };
+  stream?: { destroyed?: boolean; readableEnded?: boolean; writableEnded?: boolean };
 }
 
 type QueryCallback = (error: unknown, result: unknown) => void;
@@ -55,6 +65,14 @@ export class GuardedPool {
   }
 
   getConnection(callback: (error: unknown, connection: MySQLPoolConnection) => void): void {
+    this.#usable((error, connection) => {
+      if (error !== null) callback(error, connection as MySQLPoolConnection);
+      else callback(null, new GuardedConnection(connection as DriverConnection, this.#limit, (replaced) => this.#usable(replaced)));
+    });
+  }
+
+  /** A usable driver connection from the pool, the limit read: a connection closed since it was released (its close seen late) is destroyed, a fresh one in its place. */
+  #usable(callback: (error: unknown, connection: DriverConnection | undefined) => void): void {
     this.pool.getConnection((error, raw) => {
       if (error !== null && error !== undefined) {
         callback(this.address === null ? (unusableServer(error, null) ?? error) : connectFailure(error, this.address), raw);
@@ -62,16 +80,15 @@ export class GuardedPool {
       }
       const connection = raw as DriverConnection;
       if (unusable(connection)) {
-        // Closed since it was released (its close seen late): never handed out; a fresh one in its place.
         connection.destroy?.();
-        this.getConnection(callback);
+        this.#usable(callback);
         return;
       }
       this.#readLimit(connection).then(
-        () => callback(null, new GuardedConnection(connection, this.#limit)),
+        () => callback(null, connection),
         (readError: unknown) => {
           connection.destroy?.();
-          callback(readError, raw);
+          callback(readError, connection);
         },
       );
     });
@@ -106,13 +123,18 @@ export class GuardedPool {
   }
 }
 
-/** A pooled connection that refuses statements over the limit and destroys itself on release when broken. */
+/** A pooled connection that refuses statements over the limit, names lost connections and destroys itself on release when broken (see the module comment). */
 class GuardedConnection implements MySQLPoolConnection {
   #broken = false;
+  /** A statement was sent on this checkout: the session holds its state, so a lost connection cannot be swapped. */
+  #sent = false;
+  /** The checkout moved to a fresh connection once already. */
+  #replaced = false;
 
   constructor(
-    private readonly raw: DriverConnection,
+    private raw: DriverConnection,
     private readonly limit: number | null,
+    private readonly replacement: (callback: (error: unknown, connection: DriverConnection | undefined) => void) => void,
   ) {}
 
   query(sql: string, parameters: readonly unknown[], callback: QueryCallback): unknown;
@@ -128,9 +150,46 @@ class GuardedConnection implements MySQLPoolConnection {
         return undefined;
       }
     }
+    if (unusable(this.raw)) {
+      this.#notSent(sql, parameters, callback, lossOf(this.raw));
+      return undefined;
+    }
+    const first = !this.#sent;
+    this.#sent = true;
     return this.raw.query(sql, parameters, (error, result) => {
-      if (error !== null && error !== undefined && breaks(error)) this.#broken = true;
-      callback?.(error, result);
+      if (error === null || error === undefined) return callback?.(error, result);
+      if (breaks(error)) this.#broken = true;
+      if (closedState(error)) {
+        // mysql2 refused the command before writing it: nothing was sent.
+        this.#sent = !first;
+        this.#notSent(sql, parameters, callback, error);
+        return;
+      }
+      callback?.(lostInFlight(error) ? connectionLost(error) : error, result);
+    });
+  }
+
+  /** `sql` was not sent: its connection is lost. See the module comment. */
+  #notSent(sql: string, parameters: readonly unknown[], callback: QueryCallback | undefined, loss: Error): void {
+    this.#broken = true;
+    if (/^\s*rollback\s*;?\s*$/i.test(sql)) {
+      if (callback !== undefined) process.nextTick(callback, null, { affectedRows: 0, insertId: 0 });
+      return;
+    }
+    if (this.#sent || this.#replaced) {
+      if (callback !== undefined) process.nextTick(callback, connectionGone(loss), undefined);
+      return;
+    }
+    this.#replaced = true;
+    this.raw.destroy?.();
+    this.replacement((error, fresh) => {
+      if (error !== null || fresh === undefined) {
+        callback?.(error, undefined);
+        return;
+      }
+      this.raw = fresh;
+      this.#broken = false;
+      this.query(sql, parameters, callback as QueryCallback);
     });
   }
 
@@ -170,6 +229,26 @@ function breaks(error: unknown): boolean {
   return errno === ER_NET_PACKET_TOO_LARGE || fatal === true;
 }
 
+/** Closing or closed on our side, failed, or ended by the server (its end of the socket read: a MySQL server never reads on after closing its side). */
 function unusable(connection: DriverConnection): boolean {
-  return connection._closing === true || Boolean(connection._fatalError) || Boolean(connection._protocolError) || connection.stream?.destroyed === true;
+  const stream = connection.stream;
+  return (
+    connection._closing === true ||
+    Boolean(connection._fatalError) ||
+    Boolean(connection._protocolError) ||
+    stream?.destroyed === true ||
+    stream?.readableEnded === true ||
+    stream?.writableEnded === true
+  );
+}
+
+/** What ended an {@link unusable} connection, for the error's `cause`. */
+function lossOf(connection: DriverConnection): Error {
+  const known = connection._fatalError ?? connection._protocolError;
+  return known instanceof Error ? known : new Error("the connection was closed");
+}
+
+/** mysql2's refusal of a command on a connection it already closed: nothing was written. */
+function closedState(error: unknown): error is Error {
+  return error instanceof Error && error.message === "Can't add new command when connection is in closed state";
 }
