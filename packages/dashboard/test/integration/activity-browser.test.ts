@@ -10,36 +10,17 @@
  * shows its trace id, and a task whose metadata a v1 peer stored as any JSON
  * value opens.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import Database from "better-sqlite3";
-import { chromiumLaunchOptions, ensureChromium } from "@cairnq/test-support";
-import type { Browser } from "playwright-core";
-import { chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { ARTIFACTS, useChromium } from "../support/browser.js";
 import { closeDashboards, serveDashboard } from "../support/serve.js";
 
-const artifacts = fileURLToPath(new URL("../artifacts/", import.meta.url));
 const WORKER = "worker_01JB8ZK3M2Q4W5E6R7T8Y9V0XP";
 const MINUTE = 60_000;
 
-let browser: Browser;
-const dir = mkdtempSync(join(tmpdir(), "cairnq-activity-"));
-
-beforeAll(async () => {
-  ensureChromium("The dashboard's Activity charts test");
-  mkdirSync(artifacts, { recursive: true });
-  browser = await chromium.launch(chromiumLaunchOptions());
-}, 60_000);
-
-afterAll(async () => {
-  await closeDashboards();
-  await browser?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { browser: chromiumBrowser, dir } = useChromium("The dashboard's Activity charts test", "cairnq-activity-");
 
 /** Nearest-rank percentile, as the dashboard computes it. */
 function percentile(values: number[], p: number): number {
@@ -108,7 +89,7 @@ describe("the Activity charts", () => {
 
     const reader = new SQLiteStore(file);
     const base = await serveDashboard({ store: reader });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const page = await chromiumBrowser().newPage({ viewport: { width: 1440, height: 1000 } });
     try {
       await page.goto(`${base}/`);
       const legend = page.locator("#activity-legend");
@@ -121,7 +102,7 @@ describe("the Activity charts", () => {
       await expect(page.locator("#activity-throughput svg rect.ok").count()).resolves.toBeGreaterThan(40);
       await expect(page.locator("#activity-throughput svg polyline.submitted").count()).resolves.toBe(1);
       await expect(page.locator("#activity-latency svg polyline.p50").count()).resolves.toBeGreaterThan(0);
-      await page.locator("#activity").screenshot({ path: join(artifacts, "activity-hour.png") });
+      await page.locator("#activity").screenshot({ path: join(ARTIFACTS, "activity-hour.png") });
 
       // One queue, the last day.
       await page.locator("#activity-queue").selectOption("hooks");
@@ -131,7 +112,7 @@ describe("the Activity charts", () => {
       await page.locator("#activity-unit").filter({ hasText: "half hour" }).waitFor();
       await expect(page.locator("#activity-throughput svg rect.ok").count()).resolves.toBe(0);
       await expect(page.locator("#activity-throughput svg rect.bad").count()).resolves.toBeGreaterThan(5);
-      await page.locator("#activity").screenshot({ path: join(artifacts, "activity-day-hooks.png") });
+      await page.locator("#activity").screenshot({ path: join(ARTIFACTS, "activity-day-hooks.png") });
     } finally {
       await page.close();
       await reader.close();
@@ -144,14 +125,14 @@ describe("the Activity charts", () => {
     const task = await store.submit({ name: "traced", queue: "tracing", metadata: { tenant: "acme", "cairnq.trace": { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } } });
     const plain = await store.submit({ name: "plain", queue: "tracing", metadata: { tenant: "globex" } });
     const base = await serveDashboard({ store });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const page = await chromiumBrowser().newPage({ viewport: { width: 1440, height: 900 } });
     try {
       await page.goto(`${base}/#${task.id}`);
       const detail = page.locator("#detail");
       await detail.getByTestId("trace-id").filter({ hasText: traceId }).waitFor({ timeout: 10_000 });
       await expect(detail.getByTestId("metadata").textContent()).resolves.toContain('"tenant": "acme"');
       await expect(detail.getByTestId("metadata").textContent()).resolves.not.toContain("cairnq.trace");
-      await page.locator("#detail").screenshot({ path: join(artifacts, "traced-task-detail.png") });
+      await page.locator("#detail").screenshot({ path: join(ARTIFACTS, "traced-task-detail.png") });
       // The hash names the task opened when the page loads.
       await page.goto(`${base}/#${plain.id}`);
       await page.reload();
@@ -182,7 +163,7 @@ describe("the Activity charts", () => {
       raw.close();
     }
     const base = await serveDashboard({ store });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const page = await chromiumBrowser().newPage({ viewport: { width: 1440, height: 900 } });
     const errors: string[] = [];
     page.on("pageerror", (err) => errors.push(err.message));
     try {

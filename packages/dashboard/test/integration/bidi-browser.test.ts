@@ -11,35 +11,17 @@
  * Screenshots land in test/artifacts/ (gitignored): bidi-detail.png,
  * bidi-groups.png.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SQLiteStore } from "@cairnq/store-sqlite";
-import { chromiumLaunchOptions, ensureChromium } from "@cairnq/test-support";
-import type { Browser, Page } from "playwright-core";
-import { chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { ARTIFACTS, useChromium } from "../support/browser.js";
 import { closeDashboards, serveDashboard } from "../support/serve.js";
 
-const artifacts = fileURLToPath(new URL("../artifacts/", import.meta.url));
 const RLO = "\u202e";
 const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
 
-let browser: Browser;
-const dir = mkdtempSync(join(tmpdir(), "cairnq-bidi-"));
-
-beforeAll(async () => {
-  ensureChromium("The dashboard's bidi isolation test");
-  mkdirSync(artifacts, { recursive: true });
-  browser = await chromium.launch(chromiumLaunchOptions());
-}, 60_000);
-
-afterAll(async () => {
-  await closeDashboards();
-  await browser?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { browser: chromiumBrowser, dir } = useChromium("The dashboard's bidi isolation test", "cairnq-bidi-");
 
 /** Runs `source` (a function's text: the tests type-check without the DOM library) in the page with `args`. */
 function inPage<T>(page: Page, source: string, ...args: unknown[]): Promise<T> {
@@ -111,13 +93,13 @@ describe("values with bidi controls on the dashboard", () => {
         payload: { to: `billing${RLO}@example.com` },
       });
       const base = await serveDashboard({ store, logger: null });
-      const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+      const page = await chromiumBrowser().newPage({ viewport: { width: 1440, height: 1000 } });
       try {
         await page.goto(`${base}/#${task.id}`);
         const explain = page.locator("[data-testid=explain]");
         await explain.waitFor();
         await page.locator("#task-rows tr").first().waitFor();
-        await page.screenshot({ path: join(artifacts, "bidi-detail.png"), fullPage: true });
+        await page.screenshot({ path: join(ARTIFACTS, "bidi-detail.png"), fullPage: true });
 
         // The paragraph reads left to right after each value: "handler" follows the queue, "running" the group.
         for (const word of ["handler", "running", "Nothing"]) expect(increasing(await lefts(page, "[data-testid=explain]", word)), word).toBe(true);
@@ -137,7 +119,7 @@ describe("values with bidi controls on the dashboard", () => {
         await page.locator("#filter-name").fill(`invoice.send${RLO}`);
         await page.getByRole("button", { name: "Filter", exact: true }).click();
         await page.locator("#groups:not([hidden]) tr[data-group]").waitFor();
-        await page.screenshot({ path: join(artifacts, "bidi-groups.png"), fullPage: true });
+        await page.screenshot({ path: join(ARTIFACTS, "bidi-groups.png"), fullPage: true });
         expect(increasing(await lefts(page, "#groups h3", "group"))).toBe(true);
         const groups = await holders(page, "#groups");
         expect(groups.map((h) => h.text).sort()).toEqual([`invoice.send${RLO}`, `tenant-42${RLO}`]);
