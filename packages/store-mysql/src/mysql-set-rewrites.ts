@@ -6,7 +6,6 @@
 import { TASKS_TABLE as TASKS } from "@cairnq/store-kysely";
 import { closing, quotedEnd, setListEnd, splitTopLevel, topLevel } from "./mysql-sql-text.js";
 
-
 /** The session variable holding whether a conditional upsert's condition held on the existing row. */
 export const COND = "@cq_cond";
 

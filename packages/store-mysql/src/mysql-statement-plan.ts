@@ -339,7 +339,6 @@ function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
 }
 
-
 /**
  * `(a || b || c)` → `CONCAT(a, b, c)`: `||` is `OR` in MySQL unless the session's `sql_mode` has
  * `PIPES_AS_CONCAT`, which a pool or transaction the application passes may not. Parenthesized runs

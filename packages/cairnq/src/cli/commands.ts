@@ -11,7 +11,7 @@ import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { parkedOn } from "@cairnq/protocol/sdk";
 import { describeError, formatDuration, formatRelative, formatWhen } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
-import { paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
+import { jsonText, paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
 
 /** What a command hands back: the `--json` document and the human text. */
@@ -116,9 +116,9 @@ export async function listCommand(client: CairnQ, io: CliIo, filter: TaskFilter,
   return { json, text: text + more };
 }
 
-/** Stored JSON, indented: `JSON.stringify` escapes the C0 controls but leaves C1 and bidi controls raw, which `printable` writes out. */
+/** Stored JSON, indented ({@link jsonText}: what `JSON.stringify` leaves raw and a terminal acts on, as JSON escapes). */
 function jsonBlock(value: unknown): string {
-  return printable(JSON.stringify(value, null, 2), { lines: true })
+  return jsonText(value, 2)
     .split("\n")
     .map((line) => `  ${line}`)
     .join("\n");
@@ -144,7 +144,7 @@ function stepLines(steps: readonly StepRecord[], now: number, task: Task, eviden
               ? `child ${String(s.result)}`
               : s.kind === "sleep"
                 ? "slept"
-                : `→ ${truncate(printable(JSON.stringify(s.result) ?? "null", { lines: true }), 60)}`;
+                : `→ ${truncate(jsonText(s.result), 60)}`;
       return `  ${(names[i] as string).padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatWhen(s.atMs, now)}  ${detail}`;
     })
     .join("\n");
@@ -162,7 +162,7 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
     ["status", status(task.status, io) + (task.cancel_requested_at_ms !== null && task.status === "running" ? " (cancel requested)" : "")],
     ["attempt", `${task.attempt} of ${task.max_attempts}`],
     ["priority", String(task.priority)],
-    ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${printable(JSON.stringify(task.message), { lines: true })}`}`],
+    ["progress", task.progress === null ? "—" : `${Math.round(task.progress * 100)}%${task.message === null ? "" : ` ${jsonText(task.message)}`}`],
     ["worker", task.worker_id === null ? "—" : printable(task.worker_id)],
     ["lease until", when(task.lease_until_ms)],
     // A wait without a timeout parks until PARK_FOREVER_AT_MS, which means "no deadline", not a date in the year 275760.

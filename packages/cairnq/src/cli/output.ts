@@ -99,6 +99,18 @@ export function printable(text: string, options: { lines?: boolean; paragraph?: 
   });
 }
 
+/** What `JSON.stringify` leaves raw that a terminal acts on: DEL and the C1 controls, the bidi controls, U+2028/U+2029. */
+const JSON_RAW_CONTROL = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Stored JSON as shown on a terminal: `JSON.stringify(value, null, indent)` (`"null"` for a value it drops), with
+ * what it leaves raw and a terminal would act on written as JSON escapes (`\u009b`, `\u202e`): still valid JSON
+ * that reads back as the same value, unlike {@link printable}'s `\x9b`.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return (JSON.stringify(value, null, indent) ?? "null").replace(JSON_RAW_CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /** `value` shortened to `max` visible characters with an ellipsis. */
 export function truncate(text: string, max: number): string {
   const chars = [...text];

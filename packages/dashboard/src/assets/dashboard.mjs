@@ -3,7 +3,7 @@
 // attribute set with setAttribute, never as markup.
 
 import { renderChart, renderLatency, renderThroughput } from "./charts.js";
-import { $, api, el, inertBidi, nodes, stored } from "./dom.js";
+import { $, api, el, inertBidi, jsonText, nodes, stored } from "./dom.js";
 
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 const TERMINAL = new Set(["succeeded", "failed", "canceled"]);
@@ -379,13 +379,9 @@ async function runBulk() {
 
 // ---- detail ---------------------------------------------------------------
 
-/**
- * Stored JSON, indented. JSON.stringify leaves bidi controls raw: they are written as JSON escapes (`\u202e`,
- * still valid JSON), so one in a string cannot reorder the rest of its line.
- */
+/** Stored JSON, indented ({@link jsonText}: bidi controls written as JSON escapes). */
 function jsonBlock(value, cls) {
-  const text = JSON.stringify(value, null, 2).replace(/[\u202a-\u202e\u2066-\u2069\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
-  return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, text);
+  return el("pre", { class: `json${cls ? ` ${cls}` : ""}` }, jsonText(value, 2));
 }
 
 /** Whether a JSON value is an object (not null, not an array). */
@@ -431,8 +427,8 @@ function stepDetail(step, taskStatus) {
   if (step.status === "failed") return stored((step.error && step.error.message) || "failed", { class: "s-failed" });
   if (step.kind === "spawn") return taskLink(String(step.result));
   if (step.kind === "sleep") return el("span", { class: "dim" }, "slept");
-  const text = JSON.stringify(step.result) ?? "null";
-  return el("span", { class: "mono" }, text.length > 80 ? `${text.slice(0, 79)}…` : text);
+  const text = jsonText(step.result);
+  return stored(text.length > 80 ? `${text.slice(0, 79)}…` : text, { class: "mono" });
 }
 
 function stepsTimeline(steps, taskStatus) {

@@ -28,6 +28,15 @@ export function stored(value, attrs) {
   return el("bdi", attrs, value === null || value === undefined ? "" : String(value));
 }
 
+/**
+ * Stored JSON as text (`indent` as JSON.stringify's), with the bidi controls and the line and paragraph
+ * separators JSON.stringify leaves raw written as JSON escapes (`\u202e`, still valid JSON), so one in a
+ * string cannot reorder the rest of its line.
+ */
+export function jsonText(value, indent) {
+  return (JSON.stringify(value, null, indent) ?? "null").replace(/[\u202a-\u202e\u2066-\u2069\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 // The bidi embeddings, overrides and isolates, and the line and paragraph separators: what the CLI writes out too.
 const BIDI_CONTROLS = /([\u202a-\u202e\u2066-\u2069\u2028\u2029])/;
 

@@ -12,13 +12,12 @@
  * <backend>-xss-detail.png, <backend>-child-detail.png, <backend>-groups.png, and readme-dashboard.png (copied by hand to
  * docs/dashboard.png for the README).
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createDashboard } from "@cairnq/dashboard";
 import type { DashboardHandler } from "@cairnq/dashboard";
 import type { Task, TaskStepStore, TaskStore } from "@cairnq/protocol";
@@ -26,27 +25,16 @@ import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
 import { PostgresStore } from "@cairnq/store-postgres";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { Worker } from "@cairnq/worker";
-import type { Browser, Page } from "playwright-core";
-import { chromium } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PgAdmin, chromiumLaunchOptions, ensureChromium, randomSchemaName } from "@cairnq/test-support";
+import { PgAdmin, randomSchemaName } from "@cairnq/test-support";
+import { ARTIFACTS, useChromium } from "../support/browser.js";
 import { failTask, pgDsn } from "../support/seed.js";
 
-const artifacts = fileURLToPath(new URL("../artifacts/", import.meta.url));
 const XSS_PAYLOAD = { html: "<script>alert(1)</script>", img: '<img src=x onerror="alert(2)">' };
 const XSS_NAME = "<img src=x onerror=alert(3)>";
 
-let browser: Browser;
-
-beforeAll(async () => {
-  ensureChromium("The dashboard's browser tests");
-  mkdirSync(artifacts, { recursive: true });
-  browser = await chromium.launch(chromiumLaunchOptions());
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-});
+const { browser: chromiumBrowser } = useChromium("The dashboard's browser tests");
 
 interface Backend {
   name: string;
@@ -144,7 +132,7 @@ for (const make of [sqlite, postgres]) {
       server = createServer((req, res) => dashboard(req, res));
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
       url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-      const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+      const context = await chromiumBrowser().newContext({ viewport: { width: 1440, height: 1000 } });
       page = await context.newPage();
       page.on("dialog", (dialog) => {
         dialogs.push(dialog.message());
@@ -173,7 +161,7 @@ for (const make of [sqlite, postgres]) {
       const billing = page.locator('.queue[data-queue="billing"]');
       await billing.getByTestId("count-failed").filter({ hasText: /^1$/ }).waitFor();
       await expect(page.locator(`.queue[data-queue="mail"]`).getByTestId("count-queued").textContent()).resolves.toBe("2");
-      await page.screenshot({ path: join(artifacts, `${backend.name}-overview.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-overview.png`), fullPage: true });
 
       await filter(page, { status: "failed" });
       const rows = page.locator("#task-rows tr");
@@ -185,7 +173,7 @@ for (const make of [sqlite, postgres]) {
       await expect(detail.getByTestId("detail-id").textContent()).resolves.toBe(charge.id);
       await detail.getByTestId("explain").filter({ hasText: 'card_declined: "card declined"' }).waitFor();
       await detail.getByTestId("error").filter({ hasText: '"code": "card_declined"' }).waitFor();
-      await page.screenshot({ path: join(artifacts, `${backend.name}-failed-filter.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-failed-filter.png`), fullPage: true });
 
       await detail.getByTestId("retry").click();
       await detail.getByTestId("status").filter({ hasText: "queued" }).waitFor();
@@ -204,7 +192,7 @@ for (const make of [sqlite, postgres]) {
       // Live: the open task re-reads on each tick, so the step moves on by itself.
       await detail.getByTestId("progress-message").filter({ hasNotText: first ?? "" }).waitFor({ timeout: 10_000 });
       await detail.getByTestId("explain").filter({ hasText: "Running under worker" }).waitFor();
-      await page.screenshot({ path: join(artifacts, `${backend.name}-running-detail.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-running-detail.png`), fullPage: true });
 
       await detail.getByTestId("cancel").click();
       await waitForStatus(store, slow.id, "canceled");
@@ -266,7 +254,7 @@ for (const make of [sqlite, postgres]) {
         await page.locator("#task-rows tr").first().click();
         await page.locator("#detail").getByTestId("progress-message").waitFor();
         await page.setViewportSize({ width: 1440, height: 900 });
-        await page.screenshot({ path: join(artifacts, "readme-dashboard.png") });
+        await page.screenshot({ path: join(ARTIFACTS, "readme-dashboard.png") });
       }, 90_000);
     }
 
@@ -280,7 +268,7 @@ for (const make of [sqlite, postgres]) {
       const payload = page.locator("#detail").getByTestId("payload");
       await payload.filter({ hasText: "<script>alert(1)</script>" }).waitFor();
       expect(await payload.textContent()).toContain('"img": "<img src=x onerror=\\"alert(2)\\">"');
-      await page.screenshot({ path: join(artifacts, `${backend.name}-xss-detail.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-xss-detail.png`), fullPage: true });
       // Nothing the database said became markup: no script or img element outside the page's own.
       await expect(page.locator("body script").count()).resolves.toBe(0);
       await expect(page.locator("main img").count()).resolves.toBe(0);
@@ -324,7 +312,7 @@ for (const make of [sqlite, postgres]) {
       await expect(timeline.locator("li").nth(0).textContent()).resolves.toContain('{"chargeId":"ch_9"}');
       await expect(timeline.locator("li").nth(1).textContent()).resolves.toContain("waiting for message 'approval'");
       await page.evaluate("window.scrollTo(0, 0)");
-      await page.screenshot({ path: join(artifacts, `${backend.name}-steps-detail.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-steps-detail.png`), fullPage: true });
 
       // A wait without a timeout parks until the largest Date: shown as no deadline, not as a day in the year 275760.
       await expect(detail.textContent()).resolves.toContain("never (no deadline)");
@@ -356,7 +344,7 @@ for (const make of [sqlite, postgres]) {
       await detail.getByTestId("explain").filter({ hasText: "Finished" }).waitFor();
       // The click scrolled the page; a full-page shot of a scrolled page draws the sticky header mid-page.
       await page.evaluate("window.scrollTo(0, 0)");
-      await page.screenshot({ path: join(artifacts, `${backend.name}-child-detail.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-child-detail.png`), fullPage: true });
       await detail.getByRole("button", { name: parent.id }).first().click();
       await detail.getByTestId("detail-id").filter({ hasText: parent.id }).waitFor();
       expect(page.url()).toBe(`${url}#${parent.id}`);
@@ -386,7 +374,7 @@ for (const make of [sqlite, postgres]) {
         ["globex", "0", "1"],
       ]);
       await page.evaluate("window.scrollTo(0, 0)");
-      await page.screenshot({ path: join(artifacts, `${backend.name}-groups.png`), fullPage: true });
+      await page.screenshot({ path: join(ARTIFACTS, `${backend.name}-groups.png`), fullPage: true });
 
       await filter(page, { name: "report" });
       await expect(groups.isHidden()).resolves.toBe(true);

@@ -20,11 +20,11 @@ export const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url)
  * Registers the file's `beforeAll` (Chromium, which fails loudly when missing, naming `suite`) and `afterAll`.
  *
  * @param suite - What needs Chromium, for the error when it cannot be had: "The dashboard's Activity charts test".
- * @param prefix - The temporary directory's name prefix: `"cairnq-activity-"`.
+ * @param prefix - The temporary directory's name prefix (`"cairnq-activity-"`); without one, `dir` is `""` and none is made.
  */
-export function useChromium(suite: string, prefix: string): { browser: () => Browser; dir: string } {
+export function useChromium(suite: string, prefix?: string): { browser: () => Browser; dir: string } {
   let browser: Browser | undefined;
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = prefix === undefined ? "" : mkdtempSync(join(tmpdir(), prefix));
   beforeAll(async () => {
     ensureChromium(suite);
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -33,7 +33,7 @@ export function useChromium(suite: string, prefix: string): { browser: () => Bro
   afterAll(async () => {
     await closeDashboards();
     await browser?.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
   });
   return {
     browser: () => {
