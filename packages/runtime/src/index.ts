@@ -37,4 +37,5 @@ export type { DriverSpec } from "./driver.js";
 export { formatDuration, formatInstant, formatRelative, formatWhen } from "./format.js";
 export type { DurationRounding } from "./format.js";
 export { describeError } from "./describe-error.js";
+export { lostInFlightMessage, namedDriverError } from "./connection-lost.js";
 export * from "./telemetry/index.js";

@@ -1,5 +1,6 @@
 import { DatabaseUnusable, SerializationError } from "@cairnq/protocol";
 import { brandErrorClass } from "@cairnq/protocol/adapter";
+import { lostInFlightMessage, namedDriverError } from "@cairnq/runtime";
 
 /**
  * A statement larger than the server's `max_allowed_packet`, refused by the
@@ -127,13 +128,7 @@ export function lostInFlight(error: unknown): error is Error {
 
 /** A {@link CONNECTION_LOST} error: `cause` kept, its `code` and `errno` copied, `fatal` (as `mysql2` marks a lost connection: a combined write is never re-sent in halves). */
 function named(message: string, cause: Error): Error {
-  const failure = new Error(message, { cause });
-  failure.name = CONNECTION_LOST;
-  const { code, errno } = cause as { code?: unknown; errno?: unknown };
-  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
-  if (errno !== undefined) (failure as Error & { errno?: unknown }).errno = errno;
-  (failure as Error & { fatal?: boolean }).fatal = true;
-  return failure;
+  return namedDriverError(CONNECTION_LOST, message, cause, ["code", "errno"], { fatal: true });
 }
 
 /**
@@ -145,11 +140,7 @@ function named(message: string, cause: Error): Error {
  * retried claim finds the task taken).
  */
 export function connectionLost(error: Error): Error {
-  return named(
-    `the connection to MySQL ended while a statement was in flight (${error.message}): the server may or may not have applied it. ` +
-      "Read before writing again, or retry a submit with a key (a keyed submit is idempotent); a worker retries by itself",
-    error,
-  );
+  return named(lostInFlightMessage("MySQL", error), error);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { DatabaseUnusable } from "@cairnq/protocol";
+import { lostInFlightMessage, namedDriverError } from "@cairnq/runtime";
 
 /** SQLSTATE `invalid_catalog_name`: the database named in the connection does not exist. */
 export const INVALID_CATALOG_NAME = "3D000";
@@ -122,15 +123,7 @@ export const CONNECTION_LOST = "PostgresConnectionLost";
  * retries it with backoff (its settlements are fenced by the lease; a retried claim finds the task taken).
  */
 export function connectionLost(error: Error): Error {
-  const failure = new Error(
-    `the connection to Postgres ended while a statement was in flight (${error.message}): the server may or may not have applied it. ` +
-      "Read before writing again, or retry a submit with a key (a keyed submit is idempotent); a worker retries by itself",
-    { cause: error },
-  );
-  failure.name = CONNECTION_LOST;
-  const code = (error as { code?: unknown }).code;
-  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
-  return failure;
+  return namedDriverError(CONNECTION_LOST, lostInFlightMessage("Postgres", error), error, ["code"]);
 }
 
 /** SQLSTATEs of a named prepared statement the session does not hold as the client believes: `invalid_sql_statement_name` (gone) and `duplicate_prepared_statement` (there already). */
