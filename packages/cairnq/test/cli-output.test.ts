@@ -12,12 +12,12 @@ describe("printable", () => {
   });
 
   it("keeps line breaks and backslashes with lines: true, and escapes the other control characters", () => {
-    expect(printable("first line\n\u001b[2Jsecond\tline", { lines: true })).toBe("first line\n\\x1b[2Jsecond\\tline");
-    expect(printable("C:\\tmp", { lines: true })).toBe("C:\\tmp");
+    expect(printable("first line\n\u001b[2Jsecond\tline", "lines")).toBe("first line\n\\x1b[2Jsecond\\tline");
+    expect(printable("C:\\tmp", "lines")).toBe("C:\\tmp");
   });
 
   it("escapes line breaks too but keeps backslashes with paragraph: true (explain's summary, which quotes JSON)", () => {
-    expect(printable('group a\n\nforged line\u202e: "say \\"hi\\""', { paragraph: true })).toBe('group a\\n\\nforged line\\u202e: "say \\"hi\\""');
+    expect(printable('group a\n\nforged line\u202e: "say \\"hi\\""', "paragraph")).toBe('group a\\n\\nforged line\\u202e: "say \\"hi\\""');
   });
 });
 
@@ -28,7 +28,7 @@ describe("printable and bidi", () => {
     const all = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029";
     const written = "\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069\\u2028\\u2029";
     expect(printable(all)).toBe(written);
-    expect(printable(`a\n${all}`, { lines: true })).toBe(`a\n${written}`);
+    expect(printable(`a\n${all}`, "lines")).toBe(`a\n${written}`);
     // Right-to-left text itself is shown as it is: only the invisible controls are written out.
     expect(printable("שלום مرحبا \u200f")).toBe("שלום مرحبا \u200f");
   });

@@ -179,7 +179,7 @@ export async function getCommand(client: CairnQ, io: CliIo, id: string): Promise
   lines.push(`${paint("payload", "bold", io.color)}\n${jsonBlock(task.payload)}`);
   if (!isEmptyObject(task.metadata)) lines.push(`${paint("metadata", "bold", io.color)}\n${jsonBlock(task.metadata)}`);
   if (task.result !== null) lines.push(`${paint("result", "bold", io.color)}\n${jsonBlock(task.result)}`);
-  if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${printable(describeError(task.error) ?? "", { lines: true })}\n${jsonBlock(task.error)}`);
+  if (task.error !== null) lines.push(`${paint("error", "bold", io.color)}  ${printable(describeError(task.error) ?? "", "lines")}\n${jsonBlock(task.error)}`);
   const steps = client.store.capabilities.durableSteps === true ? await client.steps(task.id) : null;
   // What the parked entry waits for may already be there (its message sent, its children finished): read as explain does.
   const parked = steps === null || task.status !== "queued" ? null : parkedOn(steps);
@@ -204,7 +204,7 @@ export async function explainCommand(client: CairnQ, io: CliIo, id: string): Pro
   const head = `${task.id} ${status(task.status, io)} (${explanation.state})`;
   return {
     json: { task: { id: task.id, name: task.name, queue: task.queue, status: task.status }, explanation, activity },
-    text: `${paint(head, "bold", io.color)}\n${printable(explanation.summary, { paragraph: true })}`,
+    text: `${paint(head, "bold", io.color)}\n${printable(explanation.summary, "paragraph")}`,
   };
 }
 
@@ -222,7 +222,7 @@ export async function cancelCommand(client: CairnQ, io: CliIo, id: string): Prom
   // The cancel is written: a failed explain must not turn it into a reported failure (the plain line stands alone).
   const explained = await client.explain(task.id, { nowMs: io.now() }).catch(() => null);
   const text = paint(`requested cancel of 1 running task: ${task.id}`, "green", io.color);
-  return { json: { command: "cancel", changed: 1, task }, text: explained === null ? text : `${text}\n${printable(explained.summary, { paragraph: true })}` };
+  return { json: { command: "cancel", changed: 1, task }, text: explained === null ? text : `${text}\n${printable(explained.summary, "paragraph")}` };
 }
 
 /** `cairnq retry <id>`. */

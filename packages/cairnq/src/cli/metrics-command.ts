@@ -21,5 +21,5 @@ export async function metricsCommand(client: CairnQ, io: CliIo): Promise<Command
   const scrape = await prometheusText(client.store);
   const text = scrape.text.trimEnd();
   // `lines`: the text's own line breaks and the format's backslash escapes stay as they are.
-  return { json: { contentType: scrape.contentType, text: scrape.text }, text: io.tty ? printable(text, { lines: true }) : text };
+  return { json: { contentType: scrape.contentType, text: scrape.text }, text: io.tty ? printable(text, "lines") : text };
 }

@@ -82,13 +82,13 @@ const CONTROL_BUT_BACKSLASH = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u2
  * sequence in a group name cannot recolour or move the terminal, a bidi override cannot reorder the text
  * after it, and a tab or line break cannot break a table; a backslash is doubled, so an escape shown is
  * never text that looked like one.
- * `lines` (a multi-line message): line breaks stay, other control characters are escaped, backslashes kept.
- * `paragraph` (one paragraph built around stored values, such as explain's summary, which quotes error
+ * `"cell"` (the default): everything escaped. `"lines"` (a multi-line message): line breaks stay, other control characters are escaped, backslashes kept.
+ * `"paragraph"` (one paragraph built around stored values, such as explain's summary, which quotes error
  * messages as JSON): every control character escaped, line breaks too, so a group holding "\n\n…" cannot
  * forge lines after it; backslashes kept, so the JSON quoting in it reads as JSON (`"say \"hi\""`).
  */
-export function printable(text: string, options: { lines?: boolean; paragraph?: boolean } = {}): string {
-  const pattern = options.paragraph === true ? CONTROL_BUT_BACKSLASH : options.lines === true ? CONTROL_BUT_NEWLINE : CONTROL;
+export function printable(text: string, mode: "cell" | "lines" | "paragraph" = "cell"): string {
+  const pattern = { cell: CONTROL, lines: CONTROL_BUT_NEWLINE, paragraph: CONTROL_BUT_BACKSLASH }[mode];
   return text.replace(pattern, (c) => {
     if (c === "\\") return "\\\\";
     if (c === "\t") return "\\t";
