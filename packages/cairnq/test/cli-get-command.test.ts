@@ -47,6 +47,18 @@ describe("getCommand", () => {
     expect(sent.text).not.toContain("cairnq.send(");
   });
 
+  it("pads step names by terminal columns, so the kind column starts at one column after a CJK, emoji or combining name", async () => {
+    // Hand-counted columns: 日本語 6, 🚀 2 + ' go' 3, e + U+0301 one, a zero-width space none; the longest is 'ascii-step', 10.
+    const names: [string, number][] = [["ascii-step", 10], ["日本語", 6], ["🚀 go", 5], ["cafe\u0301", 4], ["zero\u200bw", 5]];
+    const steps = names.map(([name], i) => stepRecord({ name, kind: "step", status: "done", result: i, seq: i + 1 }));
+    const out = await getCommand(clientOf(row({}), steps), io, ID);
+    const lines = out.text.split("\n").filter((line) => line.includes("  step   "));
+    expect(lines).toHaveLength(names.length);
+    // Two spaces, the name padded to 10 columns, two spaces: the kind starts at column 14 of every line.
+    const column = (line: string, [name, width]: [string, number]): number => line.indexOf("  step   ") + 2 - name.length + width;
+    expect(lines.map((line, i) => column(line, names[i] as [string, number]))).toEqual(names.map(() => 14));
+  });
+
   it("a finished task's waiting entry is where it was parked, not a wait still going on", async () => {
     const nap = stepRecord({ atMs: NOW - 1000, wakeAtMs: NOW + 3_540_000 });
     const canceled = await getCommand(clientOf(row({ status: "canceled", completed_at_ms: NOW, run_at_ms: NOW + 3_540_000 }), [nap]), io, ID);

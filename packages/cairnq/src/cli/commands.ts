@@ -11,7 +11,7 @@ import { DEFAULT_PURGE_LIMIT, isTaskId } from "@cairnq/protocol/adapter";
 import { parkedOn } from "@cairnq/protocol/sdk";
 import { describeError, formatDuration, formatRelative, formatWhen } from "@cairnq/runtime";
 import type { CliIo } from "./output.js";
-import { jsonText, paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
+import { displayWidth, jsonText, padDisplay, paint, printable, STATUS_COLOR, table, truncate } from "./output.js";
 import { OperationFailed, UsageError } from "./usage-error.js";
 
 /** What a command hands back: the `--json` document and the human text. */
@@ -130,7 +130,7 @@ function jsonBlock(value: unknown): string {
  */
 function stepLines(steps: readonly StepRecord[], now: number, task: Task, evidence: ParkedEvidence, parked: StepRecord | null): string {
   const names = steps.map((s) => printable(s.name));
-  const width = Math.max(...names.map((n) => n.length));
+  const width = Math.max(...names.map(displayWidth));
   return steps
     .map((s, i) => {
       const detail =
@@ -145,7 +145,7 @@ function stepLines(steps: readonly StepRecord[], now: number, task: Task, eviden
               : s.kind === "sleep"
                 ? "slept"
                 : `→ ${truncate(jsonText(s.result), 60)}`;
-      return `  ${(names[i] as string).padEnd(width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatWhen(s.atMs, now)}  ${detail}`;
+      return `  ${padDisplay(names[i] as string, width)}  ${s.kind.padEnd(5)}  ${s.status.padEnd(7)}  attempt ${s.attempt}  ${formatWhen(s.atMs, now)}  ${detail}`;
     })
     .join("\n");
 }

@@ -4,6 +4,7 @@
  * scripts.
  */
 import type { TaskStatus } from "@cairnq/protocol";
+import stringWidth from "string-width";
 
 /** Where output goes and whether it may be coloured. Injected so tests and the bin share one code path. */
 export interface CliIo {
@@ -40,20 +41,27 @@ export const STATUS_COLOR: Readonly<Record<TaskStatus, Color>> = {
   canceled: "gray",
 };
 
-// eslint-disable-next-line no-control-regex -- strips the ANSI colour codes paint() adds, to measure visible width
-const ANSI = /\u001b\[[0-9;]*m/g;
-
-function width(text: string): number {
-  return [...text.replace(ANSI, "")].length;
+/**
+ * The terminal columns `text` takes: a CJK character or an emoji two, a combining mark or a zero-width character
+ * none, one grapheme cluster (👩‍👩‍👧‍👦, e + U+0301) as one character; the ANSI colour codes paint() adds none.
+ * Measured by `string-width`, on the text as printed (after {@link printable}), not by UTF-16 code units.
+ */
+export function displayWidth(text: string): number {
+  return stringWidth(text);
 }
 
-/** Columns aligned with two spaces between them; `right` names right-aligned (numeric) columns. */
+/** `text` followed by spaces up to `columns` terminal columns ({@link displayWidth}); as it is when already that wide. */
+export function padDisplay(text: string, columns: number): string {
+  return text + " ".repeat(Math.max(0, columns - displayWidth(text)));
+}
+
+/** Columns aligned (by {@link displayWidth}) with two spaces between them; `right` names right-aligned (numeric) columns. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[], options: { right?: readonly number[]; color: boolean }): string {
-  const widths = header.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ""))));
+  const widths = header.map((h, i) => Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i] ?? ""))));
   const line = (cells: readonly string[]): string =>
     cells
       .map((cell, i) => {
-        const pad = " ".repeat((widths[i] ?? 0) - width(cell));
+        const pad = " ".repeat((widths[i] ?? 0) - displayWidth(cell));
         return options.right?.includes(i) ? pad + cell : i === cells.length - 1 ? cell : cell + pad;
       })
       .join("  ");
@@ -68,20 +76,22 @@ export function json(value: unknown): string {
 // The characters escaped besides the C0 and C1 controls a terminal acts on: the bidi embeddings, overrides and
 // isolates (U+202A–U+202E, U+2066–U+2069), which reorder the text after them on a terminal that applies the
 // Unicode bidi algorithm (a group ending in U+202E mirrors the rest of the line), and the line and paragraph
-// separators (U+2028, U+2029), which some terminals and most pagers break a line at.
+// separators (U+2028, U+2029), which some terminals and most pagers break a line at; and a lone surrogate (half
+// of a pair without the other), which is written out as U+FFFD, one column that displayWidth counts as none.
 // eslint-disable-next-line no-control-regex -- the characters a terminal acts on rather than shows
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 // eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one and a backslash is kept
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 // eslint-disable-next-line no-control-regex -- as CONTROL, but a backslash is kept
-const CONTROL_BUT_BACKSLASH = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_BUT_BACKSLASH = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
  * Text from the database (names, queues, groups, keys, messages) as it may be shown on a terminal:
  * every control character written as a visible escape (`\t`, `\n`, `\x1b`, `\u202e`, …), so an escape
  * sequence in a group name cannot recolour or move the terminal, a bidi override cannot reorder the text
  * after it, and a tab or line break cannot break a table; a backslash is doubled, so an escape shown is
- * never text that looked like one.
+ * never text that looked like one. A lone surrogate is written out too (`\ud83d`), so what is printed is what
+ * {@link displayWidth} measured.
  * `"cell"` (the default): everything escaped. `"lines"` (a multi-line message): line breaks stay, other control characters are escaped, backslashes kept.
  * `"paragraph"` (one paragraph built around stored values, such as explain's summary, which quotes error
  * messages as JSON): every control character escaped, line breaks too, so a group holding "\n\n…" cannot
@@ -111,8 +121,22 @@ export function jsonText(value: unknown, indent?: number): string {
   return (JSON.stringify(value, null, indent) ?? "null").replace(JSON_RAW_CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-/** `value` shortened to `max` visible characters with an ellipsis. */
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/**
+ * `text` shortened to at most `max` terminal columns ({@link displayWidth}) with an ellipsis, cut between grapheme
+ * clusters: never inside a surrogate pair, an emoji sequence or a letter and its combining marks. Plain text
+ * (no colour codes: paint after cutting).
+ */
 export function truncate(text: string, max: number): string {
-  const chars = [...text];
-  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
+  if (displayWidth(text) <= max) return text;
+  let kept = "";
+  let used = 0;
+  for (const { segment } of graphemes.segment(text)) {
+    const w = displayWidth(segment);
+    if (used + w > max - 1) break;
+    kept += segment;
+    used += w;
+  }
+  return `${kept}…`;
 }
