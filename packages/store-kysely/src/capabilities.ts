@@ -54,6 +54,20 @@ export interface DialectCapabilities {
    * the flag keep compiling. @default false
    */
   readonly ddlCommits?: boolean;
+  /**
+   * The most rows one write of `purge`, `cancelBatch` or `retryBatch` changes. A larger `limit` runs
+   * as several writes of at most this many rows, one after another (each its own statement: on the
+   * store's connections its own autocommit transaction, in a transaction view on the caller's
+   * transaction), their ids concatenated in order: a bulk batch's next write continues after the
+   * previous one's greatest id (`afterId`, as `nextBatchCursor` gives a caller's next batch), and the
+   * writes stop at the first that changes fewer rows than it asked for. For a backend whose cost per
+   * statement grows faster than its rows, or that cannot return more than so many rows from one
+   * (MySQL, MariaDB: the changed ids gathered in a session variable, each row's append copying it
+   * whole, and `NULL` past `max_allowed_packet`). Each row's change is as atomic as before; only the
+   * batch is no longer one statement. A positive integer; optional so dialects written before the
+   * flag keep compiling. @default undefined (one write whatever the limit)
+   */
+  readonly maxRowsPerWrite?: number;
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */

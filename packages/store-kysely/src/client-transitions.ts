@@ -1,7 +1,9 @@
 import type { BulkBatchInput, PurgeInput, RetryBatchInput, RetryOptions, Task } from "@cairnq/protocol";
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
 import { CANCEL, CANCEL_BATCH, cancelBatchParams, joinParentsToWake, PURGE, purgeParams, requireKey, requireName, RETRY, RETRY_BATCH, retryBatchParams, retryParams } from "@cairnq/protocol/adapter";
+import { nextBatchCursor } from "@cairnq/protocol/sdk";
 import type { StatementTemplate } from "./compiler.js";
+import type { Row } from "./executor.js";
 import { decodeTask } from "./rows.js";
 import { batchTransitionTemplate, deleteTemplate, KEY_TASK_ID_TEMPLATE, rowTransitionTemplate } from "./statements.js";
 import type { StoreLifecycle } from "./store-lifecycle.js";
@@ -15,7 +17,9 @@ const RETRY_BATCH_TEMPLATE = batchTransitionTemplate(RETRY_BATCH);
  * What a client does to tasks it does not hold (§5.7–§5.9): cancel and retry
  * by id or by key, their bulk batches, purge. Each is one conditional
  * statement (by key: inside a key-locked write transaction), never combined
- * with other writes. Every method is `async`: an invalid input rejects.
+ * with other writes; a bulk batch or purge whose `limit` is above the
+ * dialect's `maxRowsPerWrite` is several, in order. Every method is `async`:
+ * an invalid input rejects.
  */
 export class ClientTransitions {
   readonly #statements: StoreStatements;
@@ -70,28 +74,45 @@ export class ClientTransitions {
    */
   async cancelBatch(input?: BulkBatchInput): Promise<string[]> {
     const params = cancelBatchParams(input);
-    return this.#lifecycle.run(async () => {
-      const rows = (await this.#statements.write(CANCEL_BATCH_TEMPLATE, params)).rows;
-      await this.#wakeJoins(joinParentsToWake(rows));
-      return rows.map((row) => String(row.id));
-    });
+    return this.#lifecycle.run(() => this.#inWrites(CANCEL_BATCH_TEMPLATE, params, true, (rows) => this.#wakeJoins(joinParentsToWake(rows))));
   }
 
   /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link ClientTransitions.cancelBatch}. */
   async retryBatch(input?: RetryBatchInput): Promise<string[]> {
-    const ids = await this.#ids(RETRY_BATCH_TEMPLATE, retryBatchParams(input));
-    await this.#lifecycle.run(() => this.#requeued(ids));
-    return ids;
+    const params = retryBatchParams(input);
+    return this.#lifecycle.run(() => this.#inWrites(RETRY_BATCH_TEMPLATE, params, true, (rows) => this.#requeued(rows.map((row) => String(row.id)))));
   }
 
   /** T15 (§5.9): deletes up to `limit` terminal rows completed before the cutoff; returns their ids. */
   async purge(input?: PurgeInput): Promise<string[]> {
-    return this.#ids(PURGE_TEMPLATE, purgeParams(input));
+    const params = purgeParams(input);
+    // No cursor: the rows a write deleted are gone, so the next one picks the oldest that are left.
+    return this.#lifecycle.run(() => this.#inWrites(PURGE_TEMPLATE, params, false, () => Promise.resolve()));
   }
 
-  /** `template` as one autocommit write; the ids of the rows it returned. */
-  #ids(template: StatementTemplate, params: Params): Promise<string[]> {
-    return this.#lifecycle.run(async () => (await this.#statements.write(template, params)).rows.map((row) => String(row.id)));
+  /**
+   * `template` for up to `params.limit` rows as autocommit writes of at most the dialect's
+   * `maxRowsPerWrite` rows each (one write without it), in order, until one changes fewer rows than it
+   * asked for or the limit is reached; with `cursor`, each write after the first continues after the
+   * greatest id the previous one changed (`afterId`). `after` runs on each write's rows once it
+   * committed, before the next write, so the follow-up of the writes done stands if a later one fails.
+   * Returns the ids of every write's rows, in order.
+   */
+  async #inWrites(template: StatementTemplate, params: Params & { limit: number }, cursor: boolean, after: (rows: readonly Row[]) => Promise<unknown>): Promise<string[]> {
+    const perWrite = rowsPerWrite(this.#statements.dialect.capabilities.maxRowsPerWrite);
+    const ids: string[] = [];
+    let left = params.limit;
+    let next = params;
+    for (;;) {
+      const limit = Math.min(left, perWrite);
+      const rows = (await this.#statements.write(template, { ...next, limit })).rows;
+      await after(rows);
+      const written = rows.map((row) => String(row.id));
+      for (const id of written) ids.push(id);
+      left -= limit;
+      if (rows.length < limit || left === 0) return ids;
+      if (cursor) next = { ...next, afterId: nextBatchCursor(written) };
+    }
   }
 
   #transition(rule: RowTransition, params: Params): Promise<Task | null> {
@@ -120,4 +141,11 @@ export class ClientTransitions {
       }).then((task) => (task === null ? null : this.#ended(task))),
     );
   }
+}
+
+/** A dialect's `maxRowsPerWrite` as a number of rows: unbounded when absent; a value that is no positive integer is the dialect's bug. */
+function rowsPerWrite(most: number | undefined): number {
+  if (most === undefined) return Number.POSITIVE_INFINITY;
+  if (!Number.isSafeInteger(most) || most < 1) throw new TypeError(`a dialect's capabilities.maxRowsPerWrite must be a positive integer or absent, got ${String(most)}`);
+  return most;
 }

@@ -25,6 +25,21 @@ import { MySQLWakeups } from "./mysql-wakeups.js";
 const SETTLE_ALONE_UP_TO = 4;
 
 /**
+ * The most rows one write of a purge or bulk batch changes (`DialectCapabilities.maxRowsPerWrite`):
+ * a larger `limit` runs as several writes. MySQL has no `RETURNING` on `UPDATE` and MariaDB none on
+ * a multi-table `DELETE`, so the plan gathers the changed ids in `@cq_ids`, one `CONCAT` per row
+ * (`mysql-statement-plan.ts`), each copying the whole string: one write's time grows with the square
+ * of its rows (a purge as one write, MariaDB 10.11: 1,000 rows 26 ms, 10,000 204 ms, 40,000 1.6 s),
+ * and past `max_allowed_packet` (16 MiB: about 490k ids) `CONCAT` gives `NULL`, so the purge deleted
+ * nothing and returned `[]`. 40,000 rows through writes of at most 1,000 / 2,000 / 5,000 / 10,000 /
+ * 20,000 rows (on a shared 2-core server, so slower than alone): purge 4.98 / 3.70 / 3.08 / 3.83 /
+ * 5.94 s, `cancelBatch` 5.96 / 3.12 / 3.54 / 5.45 / 10.76 s — below 2,000 each write's own round
+ * trips and transaction dominate, above 10,000 the copies. 5,000 ids are about 170 KB of text, far
+ * under the default `max_allowed_packet` (MariaDB 16 MiB, MySQL 8 64 MiB, MySQL 5.7 4 MiB).
+ */
+const MAX_ROWS_PER_WRITE = 5_000;
+
+/**
  * The database clock of §2.1 on MySQL/MariaDB: epoch milliseconds of
  * `UTC_TIMESTAMP(6)` (the statement's start, the same for every read in one
  * statement), independent of the session's time zone (a
@@ -106,6 +121,8 @@ export class MySQLStoreDialect extends BaseStoreDialect {
     taskDoneWakeReads: true,
     // CREATE TABLE / CREATE INDEX commit the open transaction: a view has the store create the extension tables.
     ddlCommits: true,
+    // A purge or bulk batch gathers its ids in a session variable, each append a copy (MAX_ROWS_PER_WRITE).
+    maxRowsPerWrite: MAX_ROWS_PER_WRITE,
   });
   override readonly executor: MySQLExecutor;
   override readonly keyLock = MYSQL_KEY_LOCK;
