@@ -9,7 +9,7 @@ export { Worker } from "./worker.js";
 export type { Awaitable, BatchHandler, BatchHandlerFor, BatchResults, HandlerFor, TaskHandler, TaskOptions } from "./task-registry.js";
 export { MIN_LEASE_MS, WORKER_OPTION_KEYS } from "./options.js";
 export type { ResolvedWorkerOptions, WorkerErrorInfo, WorkerOptions } from "./options.js";
-export type { ChildSubmitOptions, FailOptions, TaskContext } from "./task-context.js";
+export type { ChildSubmitOptions, FailOptions, SpawnOptions, TaskContext } from "./task-context.js";
 export type { ScheduleOptions, ScheduleSpec } from "./scheduler.js";
 export type { StepInfo, WaitForOptions } from "./steps.js";
 export { JOIN_RECHECK_MS } from "./steps.js";

@@ -39,7 +39,7 @@ import { encodeJson, requireDelayMs, requireReplayKind, requireStepName, require
 import { childLineage, envelopeFromThrown, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
 import { checkOptions } from "@cairnq/runtime";
 import type { StepSpans } from "./step-spans.js";
-import type { ChildSubmitOptions } from "./task-context.js";
+import type { ChildSubmitOptions, SpawnOptions } from "./task-context.js";
 
 /** What a step's function receives. */
 export interface StepInfo {
@@ -245,15 +245,19 @@ export class CallSteps {
     return (await this.#park({ name: key, kind: "wait", seq: this.#nextSeq(), message: name, ...first })) as T | null;
   }
 
-  spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
+  spawn(name: string, task: TaskDef | string, payload: unknown, options?: SpawnOptions): Promise<string> {
     return this.#track(this.#spawn(name, task, payload, options));
   }
 
-  async #spawn(name: string, task: TaskDef | string, payload: unknown, options?: ChildSubmitOptions): Promise<string> {
+  async #spawn(name: string, task: TaskDef | string, payload: unknown, given?: SpawnOptions): Promise<string> {
     this.#refuseMisuse("spawn");
     // The check client.submit makes: a misspelt option would otherwise be dropped.
-    checkOptions(options, "ctx.spawn", SUBMIT_OPTION_KEYS);
-    options ??= {};
+    checkOptions(given, "ctx.spawn", SUBMIT_OPTION_KEYS);
+    // Read as ctx.submit's: a JS caller's options are not held to the type.
+    const options: ChildSubmitOptions = given ?? {};
+    // The store refuses these too, but as an InvalidArgument, which fails the attempt as retryable: every retry would throw again.
+    const refused = SPAWN_REFUSED_OPTIONS.find((option) => options[option] !== undefined && options[option] !== null);
+    if (refused !== undefined) throw spawnOptionRefused(this.#host.taskId, name, refused);
     const def: TaskDef = typeof task === "string" ? { name: task } : task;
     const child = submitInputOf(def, payload, {
       ...options,
@@ -501,6 +505,18 @@ function concurrentWaits(taskId: string, pending: string, began: string): TaskEr
     `${began} began while ${pending} of the same handler call (task ${taskId}) was still pending: a task parks on one sleep, wait or join at a time, so a Promise.race or Promise.all of two of them would park on the first only and never wake for the other. ` +
       `For a wait with a deadline use ctx.waitFor(name, { timeoutMs }) (it resolves null at the deadline); for several children one ctx.join of all their ids; await sleeps one after another`,
     { code: "concurrent_waits", type: "InvalidArgument", retryable: false, details: { pending, began } },
+  );
+}
+
+/** The submit options a spawned child cannot have, in the order they are reported. */
+const SPAWN_REFUSED_OPTIONS = ["debounce", "key"] as const;
+
+/** The non-retryable error of a `ctx.spawn` given `key` or `debounce` (JS callers: {@link SpawnOptions} leaves them out). */
+function spawnOptionRefused(taskId: string, name: string, option: (typeof SPAWN_REFUSED_OPTIONS)[number]): TaskError {
+  return new TaskError(
+    `ctx.spawn('${String(name)}') was given ${option} (task ${taskId}), which a spawned child cannot have: the step name already makes the spawn happen once, so there is nothing for a key to find or a debounce to coalesce, and every retry would be refused the same way. ` +
+      `Drop ${option}, or submit the task with ctx.submit inside a ctx.step`,
+    { code: "invalid_spawn_option", type: "InvalidArgument", retryable: false, details: { step: String(name), option } },
   );
 }
 

@@ -29,6 +29,21 @@ import type { CallSpan } from "./worker-telemetry.js";
  */
 export type ChildSubmitOptions = SubmitOptions;
 
+/**
+ * Options of `ctx.spawn`: those of `ctx.submit` ({@link ChildSubmitOptions})
+ * but `key` and `debounce`. The step name already makes a spawn happen once,
+ * so a spawned child has no key to be found by or coalesced under; a JS
+ * caller that passes either fails the task for good (`TaskError`, type
+ * `InvalidArgument`, code `invalid_spawn_option`). Submit a keyed or
+ * debounced task with `ctx.submit` inside a `ctx.step` instead.
+ */
+export type SpawnOptions = Omit<ChildSubmitOptions, "key" | "debounce"> & {
+  /** Refused: a spawned child cannot have a key (the step name makes the spawn happen once). */
+  key?: never;
+  /** Refused: a spawned child cannot be debounced (the step name makes the spawn happen once). */
+  debounce?: never;
+};
+
 /** Options of `ctx.fail`. */
 export interface FailOptions {
   /**
@@ -175,10 +190,10 @@ export interface TaskContext<P = unknown, R = unknown> {
   /**
    * Submits a child task (parent and root ids set) exactly once per step
    * name, however often the handler replays, and returns its id. The options
-   * are `ctx.submit`'s except `key` (refused); with `group`, the child is
+   * are `ctx.submit`'s except `key` and `debounce` ({@link SpawnOptions}); with `group`, the child is
    * written in its group with the spawn and claimed under its group limits.
    */
-  spawn<CP = never, D extends TaskDef | string = string>(name: string, task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>): Promise<string>;
+  spawn<CP = never, D extends TaskDef | string = string>(name: string, task: D, ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, SpawnOptions>): Promise<string>;
   /**
    * Parks until every task of `ids` is terminal, then returns their rows in
    * the order given (`null` for a task that was purged meanwhile).
@@ -348,7 +363,7 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return this.#callSteps().waitFor<T>(name, options);
   }
 
-  spawn(name: string, task: TaskDef | string, ...args: [payload?: unknown, options?: ChildSubmitOptions]): Promise<string> {
+  spawn(name: string, task: TaskDef | string, ...args: [payload?: unknown, options?: SpawnOptions]): Promise<string> {
     return this.#callSteps().spawn(name, task, args[0], args[1]);
   }
 

@@ -7,6 +7,7 @@
 import { afterEach, expect, it } from "vitest";
 import type { StepRecord, TaskStepStore } from "@cairnq/protocol";
 import { InvalidArgument, UnsupportedBackend } from "@cairnq/protocol";
+import type { TaskContext } from "../src/index.js";
 import { Worker } from "../src/index.js";
 import { MemoryStore, spyStore, waitFor, waitForStatus } from "./support/helpers.js";
 import type { Backend } from "./support/stores.js";
@@ -368,4 +369,47 @@ it("ctx.spawn with a group on a store without capabilities.groups throws Unsuppo
   expect((thrown as Error).message).toMatch(/submit option group 'acme' needs a store that records groups/);
   expect(await store.list({ name: "kid" })).toEqual([]);
   expect(await store.steps(task.id)).toEqual([]);
+});
+
+it("ctx.spawn refuses key and debounce: in its types, and at run time (a JS caller) for good, writing nothing", async () => {
+  // Compile-time only: never called. A spawned child runs once per step name, so neither can apply.
+  const typed = async (ctx: TaskContext) => {
+    // @ts-expect-error a spawned child cannot be debounced
+    await ctx.spawn("kid", "kid", {}, { debounce: { delayMs: 10 } });
+    // @ts-expect-error a spawned child cannot have a key
+    await ctx.spawn("kid", "kid", {}, { key: "k" });
+    return ctx.spawn("kid", "kid", {}, { queue: "q", group: "acme", priority: 1 });
+  };
+  expect(typeof typed).toBe("function");
+
+  const store = new MemoryStore();
+  const worker = start(new Worker(store, { pollIntervalMs: 10, retryBackoffMs: 1 }));
+  const thrown: unknown[] = [];
+  worker.task("parent", async (ctx) => {
+    const option = ctx.payload as "key" | "debounce";
+    const given = option === "key" ? { key: "k" } : { key: "k", debounce: { delayMs: 10 } };
+    try {
+      return await ctx.spawn("kid", "kid", {}, given as never);
+    } catch (err) {
+      thrown.push(err);
+      throw err;
+    }
+  });
+  for (const option of ["debounce", "key"]) {
+    const task = await store.submit({ name: "parent", payload: option, maxAttempts: 3 });
+    // Before: the store's InvalidArgument, a retryable handler error, so all 3 attempts ran.
+    const failed = await waitForStatus(store, task.id, ["failed", "succeeded"], 5000);
+    const error = failed.error as { type: string; code: string; retryable: boolean; message: string } | null;
+    expect({ status: failed.status, attempt: failed.attempt, type: error?.type, code: error?.code, retryable: error?.retryable }).toEqual({
+      status: "failed",
+      attempt: 1,
+      type: "InvalidArgument",
+      code: "invalid_spawn_option",
+      retryable: false,
+    });
+    expect(error?.message).toMatch(new RegExp(`ctx\\.spawn\\('kid'\\) was given ${option}.*the step name already makes the spawn happen once`));
+    expect(await store.steps(task.id)).toEqual([]);
+  }
+  expect(thrown).toHaveLength(2);
+  expect(await store.list({ name: "kid" })).toEqual([]);
 });
