@@ -14,12 +14,35 @@ import type { DashboardErrorInfo } from "./error-report.js";
 /** What a request asks to do, as passed to {@link DashboardOptions.authorize}. */
 export type DashboardAction = "read" | "retry" | "cancel" | "retry-many" | "cancel-many";
 
-/** Options of `createDashboard`: give `store` or `client`. */
-export interface DashboardOptions {
-  /** The store to show. Give this or `client`. */
-  store?: TaskStore;
-  /** A client whose store to show (its `close()` stays yours). Give this or `store`. */
-  client?: CairnQ;
+/**
+ * Options of `createDashboard`: exactly one of `store` or `client` (what to
+ * show; neither or both does not compile, and throws `InvalidArgument` from
+ * JS), plus the settings of {@link DashboardSettings}.
+ *
+ * @example
+ * ```ts
+ * createDashboard({ store: new SQLiteStore("./cairnq.db"), readOnly: true });
+ * createDashboard({ client: cairnq, basePath: "/api/admin" });
+ * ```
+ */
+export type DashboardOptions = DashboardSettings &
+  (
+    | {
+        /** The store to show. Give this or `client`. */
+        store: TaskStore;
+        /** Give `store` or `client`, not both. */
+        client?: undefined;
+      }
+    | {
+        /** A client whose store to show (its `close()` stays yours). Give this or `store`. */
+        client: CairnQ;
+        /** Give `store` or `client`, not both. */
+        store?: undefined;
+      }
+  );
+
+/** The options of `createDashboard` besides what it shows (`store` or `client`): all optional. */
+export interface DashboardSettings {
   /** No retry or cancel: the buttons are hidden and every mutation is refused with 403. Must be a boolean. @default false */
   readOnly?: boolean;
   /**
@@ -99,7 +122,7 @@ export function checkDashboardOptions(options: DashboardOptions): void {
     }
   }
   // Read through `unknown`: options often come from env vars or JSON, where the types above do not hold.
-  const o = options as Record<string, unknown>;
+  const o = options as unknown as Record<string, unknown>;
   if ((o.store === undefined) === (o.client === undefined)) {
     throw new InvalidArgument("store", "createDashboard needs exactly one of store or client: createDashboard({ store }) or createDashboard({ client })");
   }

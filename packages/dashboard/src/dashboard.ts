@@ -8,7 +8,6 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { CairnQ } from "@cairnq/client";
-import type { TaskStore } from "@cairnq/protocol";
 import type { DashboardOptions } from "./dashboard-options.js";
 import { DEFAULT_METRICS_CACHE_MS } from "./prometheus.js";
 import { checkDashboardOptions } from "./dashboard-options.js";
@@ -56,7 +55,7 @@ export interface DashboardHandler {
  */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
   checkDashboardOptions(options);
-  const client = options.client ?? new CairnQ(options.store as TaskStore);
+  const client = options.client ?? new CairnQ(options.store);
   const readOnly = options.readOnly === true;
   const report = createErrorReporter(options.onError, options.logger);
   const hub = new LiveHub(client, options.pollIntervalMs ?? 2000, report);

@@ -7,7 +7,7 @@
  */
 export type { DashboardHandler } from "./dashboard.js";
 export { createDashboard } from "./dashboard.js";
-export type { DashboardAction, DashboardOptions } from "./dashboard-options.js";
+export type { DashboardAction, DashboardOptions, DashboardSettings } from "./dashboard-options.js";
 export type { DashboardErrorInfo } from "./error-report.js";
 export type { TaskSummary } from "./task-summary.js";
 export { cachedPrometheusText, DEFAULT_METRICS_CACHE_MS, prometheusText } from "./prometheus.js";

@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CairnQ } from "@cairnq/client";
 import { createDashboard } from "@cairnq/dashboard";
 import type { TaskStore } from "@cairnq/protocol";
 import { InvalidArgument } from "@cairnq/protocol";
@@ -55,6 +56,24 @@ describe("createDashboard options", () => {
     }
     expect(refusal({ allowedHosts: "localhost:4000" }).message).toContain('got "localhost:4000"');
     expect(refusal({ allowedHosts: [4000] }).message).toContain("got [4000]");
+  });
+
+  it("needs exactly one of store or client: in its types, and at run time for a JS caller", () => {
+    // Compile-time only: never called.
+    const typed = (client: CairnQ) => [
+      // @ts-expect-error neither store nor client: nothing to show
+      createDashboard({}),
+      // @ts-expect-error settings alone are not enough
+      createDashboard({ readOnly: true, basePath: "/admin" }),
+      // @ts-expect-error both: which one to show would be a guess
+      createDashboard({ store, client }),
+      createDashboard({ store, readOnly: true }),
+      createDashboard({ client, allowedHosts: ["localhost:4000"] }),
+    ];
+    expect(typeof typed).toBe("function");
+    for (const options of [{}, { readOnly: true }, { store, client: new CairnQ(store) }]) {
+      expect(() => createDashboard(options as never)).toThrow(/exactly one of store or client/);
+    }
   });
 
   it("refuses a store or client that is not one, and options that are not an object", () => {

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DashboardErrorInfo, DashboardOptions } from "@cairnq/dashboard";
+import type { DashboardErrorInfo, DashboardSettings } from "@cairnq/dashboard";
 import type { TaskStore } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -43,7 +43,7 @@ afterAll(async () => {
 });
 
 
-function serve(options: Omit<DashboardOptions, "store">): Promise<string> {
+function serve(options: DashboardSettings): Promise<string> {
   return serveDashboard({ store: failing, ...options });
 }
 

@@ -11,7 +11,7 @@ import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DashboardAction, DashboardHandler, DashboardOptions } from "@cairnq/dashboard";
+import type { DashboardAction, DashboardHandler, DashboardSettings } from "@cairnq/dashboard";
 import { createDashboard } from "@cairnq/dashboard";
 import type { TaskStore } from "@cairnq/protocol";
 import { SQLiteStore } from "@cairnq/store-sqlite";
@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 /** Listens first, then builds the dashboard with the port known (as the README's example and `cairnq dashboard` do). */
-async function serve(options: (port: number) => Omit<DashboardOptions, "store">): Promise<number> {
+async function serve(options: (port: number) => DashboardSettings): Promise<number> {
   let dashboard: DashboardHandler | null = null;
   const server = createServer((req, res) => (dashboard === null ? res.writeHead(503).end() : dashboard(req, res)));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
