@@ -6,7 +6,8 @@
  */
 import type { StepRecord, Task, TaskRef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { PARK_FOREVER_AT_MS } from "@cairnq/protocol";
-import { holdsJoin, messageArrived, parkedOn } from "@cairnq/protocol/sdk";
+import { holdsJoin } from "@cairnq/protocol/adapter";
+import { messageArrived, parkedOn } from "@cairnq/protocol/sdk";
 import { formatWhen } from "@cairnq/runtime";
 import type { Verdict } from "./explain.js";
 

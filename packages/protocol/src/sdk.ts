@@ -71,6 +71,6 @@ export {
   withTraceCarrier,
 } from "./trace-context.js";
 export type { ReadTraceCarrier, TraceCarrier, TraceParent } from "./trace-context.js";
-export { holdsJoin, messageArrived, parkedOn } from "./steps.js";
+export { messageArrived, parkedOn } from "./steps.js";
 /** The claim order as a comparator: a worker buffering a claim's rows (`prefetch`) runs them in it. */
 export { compareClaimOrder } from "./rules.js";
