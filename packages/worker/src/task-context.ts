@@ -124,11 +124,15 @@ export interface TaskContext<P = unknown, R = unknown> {
    * otherwise reads the row (missing, flagged or `canceled` → true).
    */
   canceled(): Promise<boolean>;
-  /** Submits a child task: `parentId` is this task; root and correlation ids are copied; explicit options override them (§2.4). */
+  /**
+   * Submits a child task: `parentId` is this task; root and correlation ids are copied; explicit options override them (§2.4).
+   * Typed by the `TaskDef` or explicit type arguments (`ctx.submit<P, R>("name", …)`), never by the variable the row
+   * is assigned to (NoInfer in the return type, as `client.submit`).
+   */
   submit<CP = never, CR = never, D extends TaskDef | string = string>(
     task: D,
     ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>
-  ): Promise<Task<PayloadFor<D, CP>, ResultFor<D, CR>>>;
+  ): Promise<Task<PayloadFor<D, NoInfer<CP>>, ResultFor<D, NoInfer<CR>>>>;
   /**
    * Waits for a task to be terminal (§7) and returns its row; `TaskTimeout` at the deadline. `signal`
    * defaults to this context's, so the wait ends when the worker stops owning this task.
@@ -516,6 +520,9 @@ export class Context<P = unknown, R = unknown> implements TaskContext<P, R> {
     return this.#cancelSeen;
   }
 
+  // Without the interface's NoInfer: a class method with NoInfer in its return type does not relate to the interface's
+  // (TypeScript 5.9 infers CP and CR from the interface's return type when comparing the two, and NoInfer blocks that).
+  // Handlers see TaskContext, so the interface's return type is the one that types their calls.
   async submit<CP = never, CR = never, D extends TaskDef | string = string>(
     task: D,
     ...args: PayloadArgs<PayloadFor<D, NoInfer<CP>>, ChildSubmitOptions>

@@ -264,6 +264,21 @@ describe("ctx.succeed / ctx.fail", () => {
 });
 
 describe("ctx.submit / ctx.wait", () => {
+  it("types the child from its TaskDef or explicit type arguments, never from the variable it is assigned to", () => {
+    const sum = defineTask<{ x: number }, { total: number }>("math.sum");
+    // Compile-time only: never called.
+    const typed = async (ctx: TaskContext) => {
+      // @ts-expect-error the TaskDef says the result is { total: number }, whatever the variable expects
+      const wrong: Task<{ x: number }, string> = await ctx.submit(sum, { x: 1 });
+      // @ts-expect-error nor the payload: the TaskDef's is { x: number }
+      const wrongPayload: Task<{ y: string }, { total: number }> = await ctx.submit(sum, { x: 1 });
+      const right: Task<{ x: number }, { total: number }> = await ctx.submit(sum, { x: 1 });
+      const byName: Task<{ n: number }, string> = await ctx.submit<{ n: number }, string>("count", { n: 1 });
+      return [wrong, wrongPayload, right, byName];
+    };
+    expect(typeof typed).toBe("function");
+  });
+
   it("a child gets parent_id = this task and copies root and correlation ids", async () => {
     const store = new MemoryStore();
     const child = defineTask<{ n: number }, number>("child", { queue: "side", priority: 7, maxAttempts: 9 });
