@@ -159,6 +159,7 @@ export type {
   ResolvedWorkerOptions,
   ScheduleOptions,
   ScheduleSpec,
+  SpawnOptions,
   StepInfo,
   TaskContext,
   TaskEvent,

@@ -77,6 +77,20 @@ export function register(worker: Worker): void {
     await ctx.submit(child);
     // @ts-expect-error the child's payload type is checked
     await ctx.submit(child, { n: "1" });
+    // @ts-expect-error the row's type is the TaskDef's, not the annotation's
+    const wrong: Task<{ n: number }, string> = await ctx.submit(child, { n: 1 });
+    void wrong;
+    return { summary: "s" };
+  });
+
+  // A spawned child's key is its step name: spawn takes neither key nor debounce.
+  worker.task(summarize, async (ctx) => {
+    const spawned = await ctx.spawn("c", child, { n: 1 }, { priority: 1 });
+    void spawned;
+    // @ts-expect-error no key: the step name keys the child
+    await ctx.spawn("c", child, { n: 1 }, { key: "k" });
+    // @ts-expect-error no debounce on a spawn
+    await ctx.spawn("c", child, { n: 1 }, { debounce: { delayMs: 10 } });
     return { summary: "s" };
   });
 }
