@@ -55,7 +55,8 @@ export interface DialectCapabilities {
    */
   readonly ddlCommits?: boolean;
   /**
-   * The most rows one write of `purge`, `cancelBatch` or `retryBatch` changes. A larger `limit` runs
+   * The most rows one write of `purge`, `cancelBatch` or `retryBatch` changes, and one draw of a claim
+   * takes (a claim asking for more comes back with fewer rows, as one with fewer tasks due does). A larger `limit` runs
    * as several writes of at most this many rows, one after another (each its own statement: on the
    * store's connections its own autocommit transaction, in a transaction view on the caller's
    * transaction), their ids concatenated in order: a bulk batch's next write continues after the
@@ -68,6 +69,18 @@ export interface DialectCapabilities {
    * flag keep compiling. @default undefined (one write whatever the limit)
    */
   readonly maxRowsPerWrite?: number;
+}
+
+/**
+ * A dialect's {@link DialectCapabilities.maxRowsPerWrite} as a number of rows: unbounded when absent.
+ *
+ * @throws TypeError when it is present and no positive integer (the dialect's bug).
+ */
+export function rowsPerWrite(capabilities: DialectCapabilities): number {
+  const most = capabilities.maxRowsPerWrite;
+  if (most === undefined) return Number.POSITIVE_INFINITY;
+  if (!Number.isSafeInteger(most) || most < 1) throw new TypeError(`a dialect's capabilities.maxRowsPerWrite must be a positive integer or absent, got ${String(most)}`);
+  return most;
 }
 
 /** The defaults of every {@link DialectCapabilities} flag: a single-writer backend on the process clock. */

@@ -3,6 +3,7 @@ import type { DrawPlanner, NormalizedClaim, Params } from "@cairnq/protocol/adap
 import { answerReprobe, DRAW, drawParams, normalizeClaim, probeParams, RECOVER } from "@cairnq/protocol/adapter";
 import type { QueryResult } from "kysely";
 import { CompiledQuery } from "kysely";
+import { rowsPerWrite } from "./capabilities.js";
 import type { CompiledStatement } from "./compiler.js";
 import type { QueryRunner, Row, TransactionHead } from "./executor.js";
 import type { TakenWrites } from "./write-batching.js";
@@ -162,7 +163,7 @@ class ClaimTransaction {
 
   constructor(statements: StoreStatements, claim: NormalizedClaim, probed: Params, flow: FlowControlStep | null) {
     this.#statements = statements;
-    this.#claim = claim;
+    this.#claim = capDraws(claim, rowsPerWrite(statements.dialect.capabilities));
     this.#flow = flow;
     this.#probed = probed;
     this.#recover = statements.compiler.statement(RECOVER_TEMPLATE, {});
@@ -237,6 +238,23 @@ class ClaimTransaction {
   #probeAgain(): CompiledQuery<Row> {
     return (this.#again as CompiledStatement).query(this.#probed);
   }
+}
+
+/**
+ * `claim` with each draw's limit held to the dialect's `maxRowsPerWrite` (a draw is one write that returns its
+ * rows, and on MySQL its ids travel in a session variable: see the capability): a claim asking for more comes
+ * back with fewer rows, as one with fewer tasks due does. As it is when the dialect has no cap.
+ */
+function capDraws(claim: NormalizedClaim, most: number): NormalizedClaim {
+  if (most === Number.POSITIVE_INFINITY) return claim;
+  const draws = claim.draws;
+  return {
+    ...claim,
+    draws: (claimed, index) => {
+      const draw = draws(claimed, index);
+      return draw === null || draw.limit <= most ? draw : { ...draw, limit: most };
+    },
+  };
 }
 
 /** The planner's first draw from `start` on that can match a row, or `null` once the planner ends. */

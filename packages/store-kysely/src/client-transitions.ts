@@ -2,6 +2,7 @@ import type { BulkBatchInput, PurgeInput, RetryBatchInput, RetryOptions, Task } 
 import type { Params, RowTransition } from "@cairnq/protocol/adapter";
 import { CANCEL, CANCEL_BATCH, cancelBatchParams, joinParentsToWake, PURGE, purgeParams, requireKey, requireName, RETRY, RETRY_BATCH, retryBatchParams, retryParams } from "@cairnq/protocol/adapter";
 import { nextBatchCursor } from "@cairnq/protocol/sdk";
+import { rowsPerWrite } from "./capabilities.js";
 import type { StatementTemplate } from "./compiler.js";
 import type { Row } from "./executor.js";
 import { decodeTask } from "./rows.js";
@@ -99,7 +100,7 @@ export class ClientTransitions {
    * Returns the ids of every write's rows, in order.
    */
   async #inWrites(template: StatementTemplate, params: Params & { limit: number }, cursor: boolean, after: (rows: readonly Row[]) => Promise<unknown>): Promise<string[]> {
-    const perWrite = rowsPerWrite(this.#statements.dialect.capabilities.maxRowsPerWrite);
+    const perWrite = rowsPerWrite(this.#statements.dialect.capabilities);
     const ids: string[] = [];
     let left = params.limit;
     let next = params;
@@ -141,11 +142,4 @@ export class ClientTransitions {
       }).then((task) => (task === null ? null : this.#ended(task))),
     );
   }
-}
-
-/** A dialect's `maxRowsPerWrite` as a number of rows: unbounded when absent; a value that is no positive integer is the dialect's bug. */
-function rowsPerWrite(most: number | undefined): number {
-  if (most === undefined) return Number.POSITIVE_INFINITY;
-  if (!Number.isSafeInteger(most) || most < 1) throw new TypeError(`a dialect's capabilities.maxRowsPerWrite must be a positive integer or absent, got ${String(most)}`);
-  return most;
 }

@@ -25,7 +25,7 @@ import { MySQLWakeups } from "./mysql-wakeups.js";
 const SETTLE_ALONE_UP_TO = 4;
 
 /**
- * The most rows one write of a purge or bulk batch changes (`DialectCapabilities.maxRowsPerWrite`):
+ * The most rows one write of a purge or bulk batch changes, and one draw of a claim takes (`DialectCapabilities.maxRowsPerWrite`):
  * a larger `limit` runs as several writes. MySQL has no `RETURNING` on `UPDATE` and MariaDB none on
  * a multi-table `DELETE`, so the plan gathers the changed ids in `@cq_ids`, one `CONCAT` per row
  * (`mysql-statement-plan.ts`), each copying the whole string: one write's time grows with the square

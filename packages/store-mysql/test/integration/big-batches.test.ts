@@ -2,7 +2,7 @@
  * A purge or bulk batch with a `limit` above the dialect's `maxRowsPerWrite`
  * runs as several writes of at most that many rows and still changes, and
  * returns in order, every matching row: on the store's connections and
- * through a transaction view. One statement gathered every changed id in a
+ * through a transaction view. A claim's draw takes at most that many rows. One statement gathered every changed id in a
  * session variable whose every append copies it whole (a purge of 39,000 rows
  * 4.35 s, of 10,000 306 ms), and past `max_allowed_packet` (about 490k ids)
  * it read `NULL`, so the purge deleted nothing and returned `[]`. Needs
@@ -102,5 +102,16 @@ describe("purge and bulk batches above maxRowsPerWrite on MariaDB", () => {
     expect(canceled).toEqual(Array.from({ length: rows - 10 }, (_, n) => id(rows + 10 + n)));
     expect(ran.filter((query) => /^UPDATE\b/.test(query.sql)).length).toBe(2);
     expect([await count(conn, "canceled"), await count(conn, "queued")]).toEqual([rows - 10, 10]);
+  });
+
+  it("a claim asking for more than the cap takes the cap's worth, and every row it leased is a row it returned", async () => {
+    const { store, conn, cap } = await open();
+    await insert(conn, cap + 500, "queued");
+
+    const claimed = await store.claim({ queues: ["default"], workerId: "w", limit: cap + 500 });
+    expect(claimed.map((task) => task.id)).toEqual(Array.from({ length: cap }, (_, n) => id(n)));
+    expect([await count(conn, "running"), await count(conn, "queued")]).toEqual([cap, 500]);
+    // The rest comes with the next claim.
+    expect((await store.claim({ queues: ["default"], workerId: "w", limit: cap + 500 })).length).toBe(500);
   });
 });
