@@ -1,4 +1,4 @@
-import type { Task, TaskDef, TaskStore } from "@cairnq/protocol";
+import type { Task, TaskStore } from "@cairnq/protocol";
 import { defineTask, InvalidArgument, SerializationError, TaskCanceled, TaskFailed, TaskTimeout } from "@cairnq/protocol";
 import { describe, expect, expectTypeOf, it, vi } from "vitest";
 import type { RetentionHook } from "../src/index.js";
@@ -374,28 +374,6 @@ describe("call", () => {
       return n;
     };
     expect(typeof typed).toBe("function");
-  });
-
-  it("refuses a hand-built TaskDef with a key, as defineTask refuses one, rather than submit the task unkeyed", async () => {
-    const store = new MemoryStore();
-    const client = new CairnQ(store);
-    // A literal written as a TaskDef does not compile with a key (excess property); one built elsewhere does.
-    // @ts-expect-error 'key' does not exist in type 'TaskDef'
-    const literal: TaskDef = { name: "charge", key: "order-42" };
-    const built = { name: "charge", queue: "billing", key: "order-42" };
-    const def: TaskDef<{ amount: number }> = built;
-    expect(literal.name).toBe("charge");
-    // Before: each resolved with a new unkeyed task, so a second submit made a second charge.
-    for (const submit of [() => client.submit(def, { amount: 5 }), () => client.submitOutcome(def, { amount: 5 }), () => client.call(def, { amount: 5 })]) {
-      await expect(submit()).rejects.toThrow(InvalidArgument);
-    }
-    await expect(client.submit(def, { amount: 5 })).rejects.toThrow(/task 'charge': the TaskDef carries 'key', a per-submit option/);
-    expect(await store.list({})).toEqual([]);
-    // The key belongs to each submit: that works.
-    const { key: _key, ...defaults } = built;
-    const keyed = await client.submit(defaults, { amount: 5 }, { key: "order-42" });
-    expect(keyed.queue).toBe("billing");
-    expect((await client.getByKey("order-42"))?.id).toBe(keyed.id);
   });
 
   it("resolves with null when the handler returned nothing", async () => {

@@ -5,7 +5,7 @@
  */
 import type { Conflict } from "./conflict.js";
 import type { DebounceOptions } from "./debounce.js";
-import { InvalidArgument, UnsupportedBackend } from "./errors.js";
+import { UnsupportedBackend } from "./errors.js";
 import type { SubmitInput } from "./store.js";
 import type { Task } from "./task.js";
 import type { TaskDef } from "./task-def.js";
@@ -73,11 +73,6 @@ export const SUBMIT_OPTION_KEYS = Object.freeze([
  * through unchanged (validation is the store's, §5.1). Keys that are not
  * {@link SubmitOptions} are ignored.
  *
- * A definition carries `queue`, `maxAttempts` and `priority` only: one built
- * by hand (not by `defineTask`, which refuses the rest) with a per-submit
- * option such as `key` is refused (`InvalidArgument` naming it) rather than
- * submitted without it.
- *
  * @example
  * ```ts
  * const summarize = defineTask("summarize", { queue: "llm", maxAttempts: 5 });
@@ -86,7 +81,6 @@ export const SUBMIT_OPTION_KEYS = Object.freeze([
  * ```
  */
 export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts" | "priority">, payload: unknown, options: SubmitOptions): SubmitInput {
-  requireDefaultsOnly(def);
   return {
     name: def.name,
     payload,
@@ -103,25 +97,6 @@ export function submitInputOf(def: Pick<TaskDef, "name" | "queue" | "maxAttempts
     parentId: options.parentId,
     rootId: options.rootId,
   };
-}
-
-/** The {@link SubmitOptions} a {@link TaskDef} carries as defaults (`defineTask`'s options); the rest are per submit. */
-const TASK_DEF_DEFAULTS: readonly string[] = ["queue", "maxAttempts", "priority"] satisfies (keyof TaskDef & keyof SubmitOptions)[];
-
-/**
- * Refuses a definition holding a per-submit option: `defineTask` never makes one, but an object typed as
- * `TaskDef` by hand can hold a `key`, which the input above would leave out, so the task would go unkeyed.
- */
-function requireDefaultsOnly(def: Pick<TaskDef, "name">): void {
-  const fields = def as Readonly<Record<string, unknown>>;
-  for (const option of SUBMIT_OPTION_KEYS) {
-    if (fields[option] === undefined || TASK_DEF_DEFAULTS.includes(option)) continue;
-    throw new InvalidArgument(
-      option,
-      `task '${String(def.name)}': the TaskDef carries '${option}', a per-submit option that a definition does not carry, so it would be dropped; ` +
-        `pass it to each submit (submit(def, payload, { ${option} })). A TaskDef holds name, queue, maxAttempts and priority, as defineTask makes it`,
-    );
-  }
 }
 
 /**

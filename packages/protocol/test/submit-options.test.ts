@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SubmitOptions } from "../src/submit-options.js";
 import { childLineage, SUBMIT_OPTION_KEYS, submitInputOf } from "../src/submit-options.js";
-import { InvalidArgument } from "../src/errors.js";
-import type { TaskDef } from "../src/task-def.js";
 import { defineTask } from "../src/task-def.js";
 
 describe("submit options", () => {
@@ -31,27 +29,6 @@ describe("submit options", () => {
     });
     // A group is passed only when given, so a store that predates groups sees the same input as before.
     expect(submitInputOf(def, {}, { group: "acme" }).group).toBe("acme");
-  });
-
-  it("refuse a hand-built TaskDef carrying a per-submit option (key, …) rather than drop it, as defineTask does", () => {
-    // Typed as the exported TaskDef, as an app would build one (the cast stands for any object it did not write as a literal).
-    const def = { name: "charge", queue: "billing", key: "order-42" } as TaskDef;
-    let thrown: unknown = null;
-    try {
-      submitInputOf(def, {}, {});
-    } catch (err) {
-      thrown = err;
-    }
-    // Before: the input had `key: undefined`, the definition's key silently dropped.
-    expect(thrown).toBeInstanceOf(InvalidArgument);
-    expect(thrown).toMatchObject({ argument: "key" });
-    expect((thrown as Error).message).toMatch(/task 'charge': the TaskDef carries 'key', a per-submit option .*submit\(def, payload, \{ key \}\)/);
-    for (const option of ["runAtDelayMs", "group", "debounce", "metadata"]) {
-      expect(() => submitInputOf({ name: "charge", [option]: 1 }, {}, {}), option).toThrow(expect.objectContaining({ argument: option }));
-    }
-    // Defaults it does carry, undefined fields, and keys that are no submit option (the type's phantom) are not refused.
-    const hand: TaskDef = { name: "charge", queue: "billing", maxAttempts: 2, priority: 1 };
-    expect(submitInputOf({ ...hand, key: undefined, __types: undefined } as TaskDef, {}, { key: "k" })).toMatchObject({ name: "charge", queue: "billing", maxAttempts: 2, priority: 1, key: "k" });
   });
 
   it("override them, and pass every other option through", () => {
