@@ -5,9 +5,9 @@
  * synchronously inside one call, which is the memory store's per-task lock.
  */
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, SubmitInput, Task } from "@cairnq/protocol";
-import { InvalidArgument, LostLease } from "@cairnq/protocol";
+import { LostLease } from "@cairnq/protocol";
 import type { NormalizedSubmit, Params } from "@cairnq/protocol/adapter";
-import { decideRow, hasMessageParams, holds, holdsJoin, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, x } from "@cairnq/protocol/adapter";
+import { decideRow, hasMessageParams, holds, holdsJoin, OWNER, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, requireSpawnChild, sendParams, x } from "@cairnq/protocol/adapter";
 
 interface Message {
   readonly name: string;
@@ -101,15 +101,8 @@ export class MemorySteps {
 
   spawnStep(input: SpawnStepInput): string {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
-    if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
-    if (input.child.debounce !== undefined && input.child.debounce !== null) {
-      throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
-    }
-    if (input.child.key !== undefined && input.child.key !== null) {
-      throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
-    }
     // Checked before anything is written, as the SQL stores do; the root is set from the parent row below.
-    const child = { ...input.child, parentId: String(params.taskId), rootId: null };
+    const child = { ...requireSpawnChild(input.child), parentId: String(params.taskId), rootId: null };
     const checked = this.tasks.check(child);
     const task = this.#fence(params);
     const existing = this.#journals.get(task.id)?.get(String(params.stepName));

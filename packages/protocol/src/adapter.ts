@@ -165,10 +165,14 @@ export {
   PARK_PARAMS,
   parkStepParams,
   recordStepParams,
+  refusedSpawnOption,
   requireMessageName,
   requireReplayKind,
   requireSendTarget,
+  requireSpawnChild,
   requireStepName,
   requireWakeAtMs,
   sendParams,
+  SPAWN_REFUSED_OPTIONS,
 } from "./steps.js";
+export type { SpawnRefusedOption } from "./steps.js";

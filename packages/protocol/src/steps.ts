@@ -271,6 +271,34 @@ export interface SendOutcome {
   readonly woke: boolean;
 }
 
+/** The submit options a spawned child cannot have, in the order they are reported: the step name already makes a spawn happen once, so there is nothing for a key to find or a debounce to coalesce. */
+export const SPAWN_REFUSED_OPTIONS = Object.freeze(["debounce", "key"] as const);
+
+/** One of {@link SPAWN_REFUSED_OPTIONS}. */
+export type SpawnRefusedOption = (typeof SPAWN_REFUSED_OPTIONS)[number];
+
+/** The first of {@link SPAWN_REFUSED_OPTIONS} a spawn's child input holds (neither `undefined` nor `null`), or `null` when it holds none. */
+export function refusedSpawnOption(child: Readonly<Partial<Record<SpawnRefusedOption, unknown>>>): SpawnRefusedOption | null {
+  return SPAWN_REFUSED_OPTIONS.find((option) => child[option] !== undefined && child[option] !== null) ?? null;
+}
+
+const SPAWN_REFUSALS: Readonly<Record<SpawnRefusedOption, string>> = {
+  debounce: "a spawned child cannot be debounced: the step name already makes the spawn happen once",
+  key: "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step",
+};
+
+/**
+ * A store's check of a spawn's child input (`spawnStep`'s `child`): an object, holding none of {@link SPAWN_REFUSED_OPTIONS}.
+ *
+ * @throws InvalidArgument naming what is wrong.
+ */
+export function requireSpawnChild(child: unknown): SubmitInput {
+  if (typeof child !== "object" || child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
+  const refused = refusedSpawnOption(child);
+  if (refused !== null) throw new InvalidArgument(refused, SPAWN_REFUSALS[refused]);
+  return child as SubmitInput;
+}
+
 /** Checks the ownership fields and the journal key of a step write. */
 function ownedStep(input: OwnedInput & { name: unknown; seq: unknown }): Params {
   if (typeof input !== "object" || input === null) throw new InvalidArgument("input", "a step write needs an input object");

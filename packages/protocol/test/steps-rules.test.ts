@@ -13,9 +13,11 @@ import {
   PARK,
   parkStepParams,
   recordStepParams,
+  refusedSpawnOption,
   requireMessageName,
   requireReplayKind,
   requireSendTarget,
+  requireSpawnChild,
   requireStepName,
   requireWakeAtMs,
   sendParams,
@@ -92,6 +94,20 @@ describe("requireSendTarget", () => {
     expect(() => requireSendTarget(ID, "m", undefined)).toThrow(new RegExp(`no task has id ${ID}`));
     expect(() => requireSendTarget(ID, "m", { status: "succeeded" })).toThrow(new RegExp(`task ${ID} has succeeded, so no ctx.waitFor\\('m'\\) of it can ever run: the message was not stored`));
     for (const status of ["queued", "running", "failed", "canceled"]) expect(() => requireSendTarget(ID, "m", { status })).not.toThrow();
+  });
+});
+
+describe("requireSpawnChild and refusedSpawnOption (a spawned child has no key and no debounce)", () => {
+  it("refuses a child holding a key or a debounce, naming it; null and undefined are absent", () => {
+    expect(refusedSpawnOption({})).toBeNull();
+    expect(refusedSpawnOption({ key: null, debounce: undefined })).toBeNull();
+    expect(refusedSpawnOption({ key: "k" })).toBe("key");
+    expect(refusedSpawnOption({ key: "k", debounce: { delayMs: 1 } })).toBe("debounce");
+    const child = { name: "child", key: null };
+    expect(requireSpawnChild(child)).toBe(child);
+    expect(() => requireSpawnChild({ name: "child", key: "k" })).toThrow(new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step"));
+    expect(() => requireSpawnChild({ name: "child", debounce: { delayMs: 1 } })).toThrow(/cannot be debounced/);
+    for (const bad of [null, undefined, "child"]) expect(() => requireSpawnChild(bad)).toThrow(/spawn needs the child's submit input/);
   });
 });
 

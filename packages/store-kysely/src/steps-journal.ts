@@ -20,11 +20,11 @@
  *   trigger only fires on a status change.
  */
 import type { ParkOutcome, ParkStepInput, RecordStepInput, SendInput, SendOutcome, SpawnStepInput, StepRecord, Task } from "@cairnq/protocol";
-import { InvalidArgument, LostLease } from "@cairnq/protocol";
+import { LostLease } from "@cairnq/protocol";
 import { missingTable } from "./missing-table.js";
 import { TransactionViewDialect } from "./dialect.js";
 import type { Params } from "@cairnq/protocol/adapter";
-import { decodeStepRow, encodeJson, hasMessageParams, holdsJoin, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
+import { decodeStepRow, encodeJson, hasMessageParams, holdsJoin, newTaskId, normalizeSubmit, OWNER, PARAMS, PARK, parkStepParams, recordStepParams, requireName, requireSendTarget, requireSpawnChild, sendParams, SUBMIT, x } from "@cairnq/protocol/adapter";
 import { CompiledQuery } from "kysely";
 import type { StatementTemplate } from "./compiler.js";
 import type { QueryRunner } from "./executor.js";
@@ -317,16 +317,9 @@ export class StepJournal {
   /** Child insert and journal entry in one fenced transaction; a recorded entry returns its child. */
   async spawnStep(input: SpawnStepInput): Promise<string> {
     const params = recordStepParams({ ...input, kind: "spawn", status: "done", result: null });
-    if (typeof input.child !== "object" || input.child === null) throw new InvalidArgument("child", "spawn needs the child's submit input");
-    if (input.child.debounce !== undefined && input.child.debounce !== null) {
-      throw new InvalidArgument("debounce", "a spawned child cannot be debounced: the step name already makes the spawn happen once");
-    }
-    if (input.child.key !== undefined && input.child.key !== null) {
-      throw new InvalidArgument("key", "a spawned child cannot have a key: the step name already makes the spawn happen once; submit keyed tasks with ctx.submit inside a ctx.step");
-    }
     const childId = newTaskId();
     // Checked before anything is written; the root is the parent row's, read under the fence below.
-    const child = normalizeSubmit({ ...input.child, parentId: String(params.taskId), rootId: null }, childId);
+    const child = normalizeSubmit({ ...requireSpawnChild(input.child), parentId: String(params.taskId), rootId: null }, childId);
     await this.#ready();
     // A grouped child is written as a grouped submit writes it (`group-submit.ts`); the tables are created outside the transaction.
     if (child.group !== null) await this.ext.ensure(GROUP_TABLES);

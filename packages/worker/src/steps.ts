@@ -35,7 +35,8 @@
  */
 import type { ParkOutcome, StepKind, StepRecord, SubmitInput, Task, TaskDef, TaskStepStore, TaskStore } from "@cairnq/protocol";
 import { InvalidArgument, LostLease, MAX_DELAY_MS, PARK_FOREVER_AT_MS, stepKey, TaskError, UnsupportedBackend } from "@cairnq/protocol";
-import { encodeJson, requireDelayMs, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
+import type { SpawnRefusedOption } from "@cairnq/protocol/adapter";
+import { encodeJson, refusedSpawnOption, requireDelayMs, requireReplayKind, requireStepName, requireWakeAtMs } from "@cairnq/protocol/adapter";
 import { childLineage, envelopeFromThrown, requireGroupSupport, SUBMIT_OPTION_KEYS, submitInputOf } from "@cairnq/protocol/sdk";
 import { checkOptions } from "@cairnq/runtime";
 import type { StepSpans } from "./step-spans.js";
@@ -256,8 +257,8 @@ export class CallSteps {
     // Read as ctx.submit's: a JS caller's options are not held to the type.
     const options: ChildSubmitOptions = given ?? {};
     // The store refuses these too, but as an InvalidArgument, which fails the attempt as retryable: every retry would throw again.
-    const refused = SPAWN_REFUSED_OPTIONS.find((option) => options[option] !== undefined && options[option] !== null);
-    if (refused !== undefined) throw spawnOptionRefused(this.#host.taskId, name, refused);
+    const refused = refusedSpawnOption(options);
+    if (refused !== null) throw spawnOptionRefused(this.#host.taskId, name, refused);
     const def: TaskDef = typeof task === "string" ? { name: task } : task;
     const child = submitInputOf(def, payload, {
       ...options,
@@ -508,11 +509,8 @@ function concurrentWaits(taskId: string, pending: string, began: string): TaskEr
   );
 }
 
-/** The submit options a spawned child cannot have, in the order they are reported. */
-const SPAWN_REFUSED_OPTIONS = ["debounce", "key"] as const;
-
 /** The non-retryable error of a `ctx.spawn` given `key` or `debounce` (JS callers: {@link SpawnOptions} leaves them out). */
-function spawnOptionRefused(taskId: string, name: string, option: (typeof SPAWN_REFUSED_OPTIONS)[number]): TaskError {
+function spawnOptionRefused(taskId: string, name: string, option: SpawnRefusedOption): TaskError {
   return new TaskError(
     `ctx.spawn('${String(name)}') was given ${option} (task ${taskId}), which a spawned child cannot have: the step name already makes the spawn happen once, so there is nothing for a key to find or a debounce to coalesce, and every retry would be refused the same way. ` +
       `Drop ${option}, or submit the task with ctx.submit inside a ctx.step`,
