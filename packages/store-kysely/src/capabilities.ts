@@ -61,11 +61,12 @@ export interface DialectCapabilities {
    * store's connections its own autocommit transaction, in a transaction view on the caller's
    * transaction), their ids concatenated in order: a bulk batch's next write continues after the
    * previous one's greatest id (`afterId`, as `nextBatchCursor` gives a caller's next batch), and the
-   * writes stop at the first that changes fewer rows than it asked for. For a backend whose cost per
+   * writes stop at the first that changes no row (one that changes fewer than it asked for may have skipped rows another transaction held). For a backend whose cost per
    * statement grows faster than its rows, or that cannot return more than so many rows from one
    * (MySQL, MariaDB: the changed ids gathered in a session variable, each row's append copying it
    * whole, and `NULL` past `max_allowed_packet`). Each row's change is as atomic as before; only the
-   * batch is no longer one statement. A positive integer; optional so dialects written before the
+   * batch is no longer one statement: a write that fails rejects the call with its error, and the writes
+   * before it stand (on the store's connections, committed) though their ids are not returned. A positive integer; optional so dialects written before the
    * flag keep compiling. @default undefined (one write whatever the limit)
    */
   readonly maxRowsPerWrite?: number;

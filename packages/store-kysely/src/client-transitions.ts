@@ -93,8 +93,10 @@ export class ClientTransitions {
 
   /**
    * `template` for up to `params.limit` rows as autocommit writes of at most the dialect's
-   * `maxRowsPerWrite` rows each (one write without it), in order, until one changes fewer rows than it
-   * asked for or the limit is reached; with `cursor`, each write after the first continues after the
+   * `maxRowsPerWrite` rows each (one write without it), in order, until one changes no row or the limit
+   * is reached. A write that changed fewer rows than it asked for does not end it (its picks skip rows
+   * another transaction holds, `SKIP LOCKED`, so more may match once they are free), at the cost of one
+   * empty write at the end. With `cursor`, each write after the first continues after the
    * greatest id the previous one changed (`afterId`). `after` runs on each write's rows once it
    * committed, before the next write, so the follow-up of the writes done stands if a later one fails.
    * Returns the ids of every write's rows, in order.
@@ -107,11 +109,11 @@ export class ClientTransitions {
     for (;;) {
       const limit = Math.min(left, perWrite);
       const rows = (await this.#statements.write(template, { ...next, limit })).rows;
-      await after(rows);
+      if (rows.length > 0) await after(rows);
       const written = rows.map((row) => String(row.id));
       for (const id of written) ids.push(id);
-      left -= limit;
-      if (rows.length < limit || left === 0) return ids;
+      left -= rows.length;
+      if (rows.length === 0 || left === 0 || perWrite === Number.POSITIVE_INFINITY) return ids;
       if (cursor) next = { ...next, afterId: nextBatchCursor(written) };
     }
   }

@@ -2,7 +2,7 @@
  * A purge or bulk batch whose `limit` is above the dialect's `maxRowsPerWrite`
  * runs as several writes of at most that many rows, in order: ids
  * concatenated, a bulk batch's next write after the previous one's greatest
- * id, no write after one that changed fewer rows than it asked for. Over a
+ * id, no write after one that changed no row (a short one is no end). Over a
  * fake of the store's statements that keeps its rows in a list.
  */
 import type { Params } from "@cairnq/protocol/adapter";
@@ -53,7 +53,8 @@ const id = (n: number): string => `task_${String(n).padStart(3, "0")}`;
  * rows; a bulk batch changes the first `limit` rows after `afterId` and leaves them matching (as a
  * cancel leaves a running task running, flagged), so only the cursor moves it past them.
  */
-function fakeStore(count: number, maxRowsPerWrite: number | undefined) {
+function fakeStore(count: number, maxRowsPerWrite: number | undefined, busyOnce: readonly string[] = []) {
+  const busy = new Set(busyOnce);
   const dialect: StoreDialect = new CappedDialect(maxRowsPerWrite);
   let rows = Array.from({ length: count }, (_, n) => id(n));
   const writes: { limit: unknown; afterId: unknown }[] = [];
@@ -64,8 +65,10 @@ function fakeStore(count: number, maxRowsPerWrite: number | undefined) {
       const limit = Number(params.limit);
       writes.push({ limit: params.limit, afterId: params.afterId });
       if ("olderThanMs" in params) {
-        const deleted = rows.slice(0, limit);
-        rows = rows.slice(limit);
+        // A busy row (held by another transaction) is skipped by the first write that picks it, and stays.
+        const picked = rows.slice(0, limit);
+        const deleted = picked.filter((value) => !busy.delete(value));
+        rows = rows.filter((value) => !deleted.includes(value));
         return Promise.resolve({ rows: deleted.map((value) => ({ id: value })) });
       }
       const after = params.afterId as string | null;
@@ -93,10 +96,16 @@ describe("ClientTransitions with maxRowsPerWrite", () => {
     expect(store.left()).toBe(15);
   });
 
-  it("stops after a write that changed fewer rows than it asked for, and sends none once the limit is reached", async () => {
+  it("stops after a write that changed no row, and sends none once the limit is reached", async () => {
     const short = fakeStore(6, 4);
     expect(await short.transitions.purge({ limit: 100 })).toEqual(Array.from({ length: 6 }, (_, n) => id(n)));
-    expect(short.writes.map((w) => w.limit)).toEqual([4, 4]);
+    expect(short.writes.map((w) => w.limit)).toEqual([4, 4, 4]);
+
+    // A short write is no end: a row another transaction held was skipped, and more rows match.
+    const held = fakeStore(12, 4, [id(1)]);
+    expect(await held.transitions.purge({ limit: 12 })).toEqual([0, 2, 3, 1, 4, 5, 6, 7, 8, 9, 10, 11].map(id));
+    expect(held.writes.map((w) => w.limit)).toEqual([4, 4, 4, 1]);
+    expect(held.left()).toBe(0);
 
     const exact = fakeStore(20, 4);
     expect(await exact.transitions.purge({ limit: 8 })).toHaveLength(8);
@@ -124,6 +133,8 @@ describe("ClientTransitions with maxRowsPerWrite", () => {
       { limit: 4, afterId: null },
       { limit: 4, afterId: id(3) },
       { limit: 4, afterId: id(7) },
+      // The short write is no end: only one that changed nothing is.
+      { limit: 4, afterId: id(9) },
     ]);
     expect(store.requeued).toEqual([ids.slice(0, 4), ids.slice(4, 8), ids.slice(8)]);
   });
