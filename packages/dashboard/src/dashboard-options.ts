@@ -11,7 +11,7 @@ import { describe } from "@cairnq/protocol/adapter";
 import { requireHook } from "@cairnq/runtime";
 import type { DashboardErrorInfo } from "./error-report.js";
 
-/** What a request asks to do, as passed to {@link DashboardOptions.authorize}. */
+/** What a request asks to do, as passed to {@link DashboardSettings.authorize}. */
 export type DashboardAction = "read" | "retry" | "cancel" | "retry-many" | "cancel-many";
 
 /**

@@ -17,7 +17,7 @@ import type { Logger } from "@cairnq/protocol";
 import { logSafely } from "@cairnq/protocol/sdk";
 import { stderrLogger } from "@cairnq/runtime";
 
-/** What {@link DashboardOptions.onError} learns besides the error. */
+/** What {@link DashboardSettings.onError} learns besides the error. */
 export interface DashboardErrorInfo {
   /** The id the client was answered with (`{ error: "internal error", errorId }`), or shown in a live `problem` event. */
   readonly errorId: string;

@@ -78,12 +78,14 @@ export function json(value: unknown): string {
 // Unicode bidi algorithm (a group ending in U+202E mirrors the rest of the line), and the line and paragraph
 // separators (U+2028, U+2029), which some terminals and most pagers break a line at; and a lone surrogate (half
 // of a pair without the other), which is written out as U+FFFD, one column that displayWidth counts as none.
-// eslint-disable-next-line no-control-regex -- the characters a terminal acts on rather than shows
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-// eslint-disable-next-line no-control-regex -- as CONTROL, but a line break stays one and a backslash is kept
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-// eslint-disable-next-line no-control-regex -- as CONTROL, but a backslash is kept
-const CONTROL_BUT_BACKSLASH = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** A high surrogate not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = "[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]";
+const BIDI_AND_SEPARATORS = "\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069";
+const CONTROL = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${BIDI_AND_SEPARATORS}\\\\]|${LONE_SURROGATE}`, "g");
+/** As {@link CONTROL}, but a line break stays one and a backslash is kept. */
+const CONTROL_BUT_NEWLINE = new RegExp(`[\\u0000-\\u0009\\u000b-\\u001f\\u007f-\\u009f${BIDI_AND_SEPARATORS}]|${LONE_SURROGATE}`, "g");
+/** As {@link CONTROL}, but a backslash is kept. */
+const CONTROL_BUT_BACKSLASH = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${BIDI_AND_SEPARATORS}]|${LONE_SURROGATE}`, "g");
 
 /**
  * Text from the database (names, queues, groups, keys, messages) as it may be shown on a terminal:
