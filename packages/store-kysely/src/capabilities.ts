@@ -56,7 +56,9 @@ export interface DialectCapabilities {
   readonly ddlCommits?: boolean;
   /**
    * The most rows one write of `purge`, `cancelBatch` or `retryBatch` changes, and one draw of a claim
-   * takes (a claim asking for more comes back with fewer rows, as one with fewer tasks due does). A larger `limit` runs
+   * takes (a claim asking for more comes back with fewer rows, as one with fewer tasks due does; a
+   * worker learns that more are due from the claim's probe again, `StoreCapabilities.claimReprobe`,
+   * which every store on this core answers, and claims again at once). A larger `limit` runs
    * as several writes of at most this many rows, one after another (each its own statement: on the
    * store's connections its own autocommit transaction, in a transaction view on the caller's
    * transaction), their ids concatenated in order: a bulk batch's next write continues after the

@@ -153,6 +153,8 @@ class ClaimTransaction {
   claimable = false;
   readonly #statements: StoreStatements;
   readonly #claim: NormalizedClaim;
+  /** The most rows one draw takes: the dialect's `maxRowsPerWrite`. */
+  readonly #most: number;
   readonly #flow: FlowControlStep | null;
   readonly #recover: CompiledStatement;
   /** The probe run again as the last statement, when asked for: it sees the draws' rows as running, so it answers whether anything was left. */
@@ -163,7 +165,8 @@ class ClaimTransaction {
 
   constructor(statements: StoreStatements, claim: NormalizedClaim, probed: Params, flow: FlowControlStep | null) {
     this.#statements = statements;
-    this.#claim = capDraws(claim, rowsPerWrite(statements.dialect.capabilities));
+    this.#claim = claim;
+    this.#most = rowsPerWrite(statements.dialect.capabilities);
     this.#flow = flow;
     this.#probed = probed;
     this.#recover = statements.compiler.statement(RECOVER_TEMPLATE, {});
@@ -184,14 +187,14 @@ class ClaimTransaction {
     const first = this.#recover.query({});
     if (this.#flow !== null) {
       // The first draw as planned now (the body plans it again): what the head's group reads are sized for.
-      const planned = nextDraw(this.#claim, this.#claim.draws, [], 0);
+      const planned = nextDraw(this.#claim, this.#claim.draws, [], 0, this.#most);
       const statements = this.#flow.headStatements(this.#claim, planned?.params ?? null);
       if (!this.#flow.drawsGroups) return { first, statements, last: false };
       // A claim that draws groups reads what recovery requeued (their group rows are marked: `group-requeue.ts`), so recovery is not first.
       const recover = this.#statements.compiler.statement(RECOVER_STATUS_TEMPLATE, {}).query({});
       return { first: NOTHING, statements: [recover, ...statements], last: false };
     }
-    const found = nextDraw(this.#claim, this.#claim.draws, [], 0);
+    const found = nextDraw(this.#claim, this.#claim.draws, [], 0, this.#most);
     this.#next = found === null ? null : found.index + 1;
     const tail = this.#again === null ? [] : [this.#probeAgain()];
     if (found === null) return { first, statements: tail, last: true, plainDraws: true };
@@ -219,7 +222,7 @@ class ClaimTransaction {
 
   /** The planner's draws from `start` on, appended to `claimed`, until it returns `null`; then the probe again, if asked for. */
   async #drawFrom(tx: QueryRunner, draws: DrawPlanner, claimed: Task[], start: number): Promise<Task[]> {
-    for (let found = nextDraw(this.#claim, draws, claimed, start); found !== null; found = nextDraw(this.#claim, draws, claimed, found.index + 1)) {
+    for (let found = nextDraw(this.#claim, draws, claimed, start, this.#most); found !== null; found = nextDraw(this.#claim, draws, claimed, found.index + 1, this.#most)) {
       // The last draw may end the transaction when nothing else follows it (the flow step's end writes nothing).
       const end: ClaimEnd | null = found.last && this.#flow?.endsEmpty === true ? { tail: this.#again === null ? [] : [this.#probeAgain()], results: null } : null;
       const grouped = this.#flow?.drawGroups(tx, found.params, end) ?? null;
@@ -241,28 +244,16 @@ class ClaimTransaction {
 }
 
 /**
- * `claim` with each draw's limit held to the dialect's `maxRowsPerWrite` (a draw is one write that returns its
- * rows, and on MySQL its ids travel in a session variable: see the capability): a claim asking for more comes
- * back with fewer rows, as one with fewer tasks due does. As it is when the dialect has no cap.
+ * The planner's first draw from `start` on that can match a row, or `null` once the planner ends. Its limit is held
+ * to `most`, the dialect's `maxRowsPerWrite` (a draw is one write that returns its rows, and on MySQL its ids travel
+ * in a session variable: see the capability): a claim asking for more comes back with fewer rows, as one with fewer
+ * tasks due does.
  */
-function capDraws(claim: NormalizedClaim, most: number): NormalizedClaim {
-  if (most === Number.POSITIVE_INFINITY) return claim;
-  const draws = claim.draws;
-  return {
-    ...claim,
-    draws: (claimed, index) => {
-      const draw = draws(claimed, index);
-      return draw === null || draw.limit <= most ? draw : { ...draw, limit: most };
-    },
-  };
-}
-
-/** The planner's first draw from `start` on that can match a row, or `null` once the planner ends. */
-function nextDraw(claim: NormalizedClaim, draws: DrawPlanner, claimed: readonly Task[], start: number): PlannedDraw | null {
+function nextDraw(claim: NormalizedClaim, draws: DrawPlanner, claimed: readonly Task[], start: number, most: number): PlannedDraw | null {
   for (let index = start; ; index += 1) {
     const draw = draws(claimed, index);
     if (draw === null) return null;
-    const params = drawParams(claim, draw.names, draw.limit);
+    const params = drawParams(claim, draw.names, Math.min(draw.limit, most));
     if (params !== null) return { index, params, last: draw.last === true };
   }
 }
