@@ -109,3 +109,14 @@ describe("a keyed submit given a TaskDef never returns another name's task", () 
     expect(await client.call(upper, { s: "x" }, { key: "order-42", conflict: "reuse-succeeded" })).toEqual({ upper: "HI" });
   });
 });
+
+describe("a Task row passed as a definition", () => {
+  it("submits a new task of its name, queue and priority: the row's other fields (metadata, status…) are not options", async () => {
+    const store = new RecordingStore();
+    const client = new CairnQ(store);
+    const row = await client.submit(resize, { url: "a" }, { key: "first", metadata: { tenant: "t1" }, priority: 3 });
+    const again = await client.submit(row, row.payload);
+    expect(again.id).not.toBe(row.id);
+    expect([again.name, again.queue, again.priority]).toEqual(["resize", "default", 3]);
+  });
+});
