@@ -3,7 +3,7 @@ import { BaseStoreExecutor } from "@cairnq/store-kysely";
 import { CompiledQuery } from "kysely";
 import type { QueryResult } from "kysely";
 import type { MySQLStatementPlan, PlannedStatement } from "./mysql-statement-plan.js";
-import { bindStep, choosePlan, planStatement, planStatementWithoutRows, queriesOf } from "./mysql-statement-plan.js";
+import { bindStep, choosePlan, listReader, planStatement, planStatementWithoutRows, queriesOf } from "./mysql-statement-plan.js";
 
 /** The statement clock in epoch milliseconds (see `MYSQL_CLOCK`). */
 export const STATEMENT_NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
@@ -340,7 +340,8 @@ function capturedRows(columns: readonly string[], captured: unknown): Row[] {
 
 /** `steps` as one multi-statement query, with the core statement's `parameters` in placeholder order. */
 function joined(steps: readonly PlannedStatement[], parameters: readonly unknown[]): CompiledQuery<Row> {
-  const bound = steps.map((step) => bindStep(step, parameters));
+  const readList = listReader();
+  const bound = steps.map((step) => bindStep(step, parameters, readList));
   return CompiledQuery.raw(
     bound.map((step) => step.sql).join(";\n"),
     bound.flatMap((step) => step.values),

@@ -198,8 +198,9 @@ export function planStatementWithoutRows(sql: string): MySQLStatementPlan {
 
 /** The driver queries of `planned` for the core statement's parameters. */
 export function queriesOf(planned: MySQLStatementPlan, parameters: readonly unknown[]): CompiledQuery<Record<string, unknown>>[] {
+  const readList = listReader();
   return planned.steps.map((step) => {
-    const bound = bindStep(step, parameters);
+    const bound = bindStep(step, parameters, readList);
     return CompiledQuery.raw(bound.sql, bound.values);
   });
 }
@@ -218,8 +219,9 @@ function boundLists(sql: string): string {
  * `step`'s text and values for the core statement's `parameters`: each bound list's `?` becomes one
  * `?` per element (strings and numbers; the JSON array text parsed), or {@link EMPTY_LIST} for an
  * empty one; a value that is no such array is read through `JSON_TABLE` as the syntax wrote it.
+ * `readList` parses a list parameter ({@link listReader} shares one parse among a statement's steps).
  */
-export function bindStep(step: PlannedStatement, parameters: readonly unknown[]): { sql: string; values: unknown[] } {
+export function bindStep(step: PlannedStatement, parameters: readonly unknown[], readList: (value: unknown) => unknown[] | null = listElements): { sql: string; values: unknown[] } {
   const lists = step.lists;
   const scaled = step.scaled;
   const elements = step.elements;
@@ -229,7 +231,7 @@ export function bindStep(step: PlannedStatement, parameters: readonly unknown[])
       : (i: number, k: number) => {
           if (scaled?.includes(k) === true) return windowOf(Number(parameters[i]));
           const element = elements?.find(([position]) => position === k);
-          return element === undefined ? parameters[i] : listElements(parameters[i])?.[element[1]];
+          return element === undefined ? parameters[i] : readList(parameters[i])?.[element[1]];
         };
   if (lists === undefined) return { sql: step.sql, values: step.params.map(valueAt) };
   const values: unknown[] = [];
@@ -237,7 +239,7 @@ export function bindStep(step: PlannedStatement, parameters: readonly unknown[])
   let sql = pieces[0] as string;
   step.params.forEach((index, k) => {
     const value = valueAt(index, k);
-    const elements = lists.includes(k) ? listElements(value) : null;
+    const elements = lists.includes(k) ? readList(value) : null;
     if (elements === null) {
       sql += lists.includes(k) ? "SELECT v FROM JSON_TABLE(?, '$[*]' COLUMNS (v VARCHAR(255) PATH '$')) cq_l" : "?";
       values.push(value);
@@ -274,6 +276,22 @@ function placeholderPieces(sql: string): readonly string[] {
 }
 
 /** The elements of a bound list (JSON array text of strings or numbers), or `null` for any other value. */
+/**
+ * {@link listElements} parsing each value once: one per binding of a statement, whose steps read the same
+ * lists (a windowed claim's read names the queue list once per queue, and its pick and count steps again).
+ */
+export function listReader(): (value: unknown) => unknown[] | null {
+  const parsed = new Map<unknown, unknown[] | null>();
+  return (value) => {
+    let elements = parsed.get(value);
+    if (elements === undefined) {
+      elements = listElements(value);
+      parsed.set(value, elements);
+    }
+    return elements;
+  };
+}
+
 function listElements(value: unknown): unknown[] | null {
   if (typeof value !== "string") return null;
   let parsed: unknown;
