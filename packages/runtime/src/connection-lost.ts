@@ -1,6 +1,6 @@
 /**
- * The stores' errors for a connection lost under a statement (`PostgresConnectionLost`, `MySQLConnectionLost`):
- * plain `Error`s, not `CairnQError`s, so they stay transient and a worker retries them with backoff.
+ * The stores' driver-error wrappers (`PostgresConnectionLost`, `MySQLConnectionLost`, `PostgresConnectError`,
+ * `MySQLConnectError`): plain `Error`s, not `CairnQError`s, so they stay transient and a worker retries them with backoff.
  */
 
 /**

@@ -96,10 +96,7 @@ export function connectFailure(error: unknown, address: string): Error {
       : code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EHOSTUNREACH"
         ? "the server is down, restarting or not reachable there"
         : "the server refused the connection";
-  const failure = new Error(`could not open a connection to MySQL at ${address} (${cause.message}): ${why}. The statement was not sent, so nothing was written`, { cause });
-  failure.name = "MySQLConnectError";
-  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
-  return failure;
+  return namedDriverError("MySQLConnectError", `could not open a connection to MySQL at ${address} (${cause.message}): ${why}. The statement was not sent, so nothing was written`, cause, ["code"]);
 }
 
 /** The name of {@link connectionLost}'s and {@link connectionGone}'s errors. */

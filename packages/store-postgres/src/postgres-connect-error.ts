@@ -53,10 +53,7 @@ export function connectFailure(error: unknown, database: string | null = null): 
   const cause = error instanceof Error ? error : new Error(String(error));
   const code = (cause as { code?: unknown }).code;
   const { why, retry } = connectFailureWords(cause.message, code);
-  const failure = new Error(`could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written${retry}`, { cause });
-  failure.name = "PostgresConnectError";
-  if (code !== undefined) (failure as Error & { code?: unknown }).code = code;
-  return failure;
+  return namedDriverError("PostgresConnectError", `could not open a connection to Postgres (${cause.message}): ${why}. The statement was not sent, so nothing was written${retry}`, cause, ["code"]);
 }
 
 /** Why a connect failed (the driver's `message` and SQLSTATE `code`) and the retry hint that ends the message (none for a pooler's refusal). */
