@@ -173,6 +173,5 @@ export {
   requireStepName,
   requireWakeAtMs,
   sendParams,
-  SPAWN_REFUSED_OPTIONS,
 } from "./steps.js";
 export type { SpawnRefusedOption } from "./steps.js";

@@ -81,14 +81,14 @@ export class ClientTransitions {
   /** One batch of a bulk retry: `RETRY`'s branch on failed or canceled rows; as {@link ClientTransitions.cancelBatch}. */
   async retryBatch(input?: RetryBatchInput): Promise<string[]> {
     const params = retryBatchParams(input);
-    return this.#lifecycle.run(() => this.#inWrites(RETRY_BATCH_TEMPLATE, params, true, (rows) => this.#requeued(rows.map((row) => String(row.id)))));
+    return this.#lifecycle.run(() => this.#inWrites(RETRY_BATCH_TEMPLATE, params, true, (_rows, ids) => this.#requeued(ids)));
   }
 
   /** T15 (§5.9): deletes up to `limit` terminal rows completed before the cutoff; returns their ids. */
   async purge(input?: PurgeInput): Promise<string[]> {
     const params = purgeParams(input);
     // No cursor: the rows a write deleted are gone, so the next one picks the oldest that are left.
-    return this.#lifecycle.run(() => this.#inWrites(PURGE_TEMPLATE, params, false, () => Promise.resolve()));
+    return this.#lifecycle.run(() => this.#inWrites(PURGE_TEMPLATE, params, false));
   }
 
   /**
@@ -97,11 +97,11 @@ export class ClientTransitions {
    * is reached. A write that changed fewer rows than it asked for does not end it (its picks skip rows
    * another transaction holds, `SKIP LOCKED`, so more may match once they are free), at the cost of one
    * empty write at the end. With `cursor`, each write after the first continues after the
-   * greatest id the previous one changed (`afterId`). `after` runs on each write's rows once it
+   * greatest id the previous one changed (`afterId`). `after`, if any, runs on each write's rows (and their ids) once it
    * committed, before the next write, so the follow-up of the writes done stands if a later one fails.
    * Returns the ids of every write's rows, in order.
    */
-  async #inWrites(template: StatementTemplate, params: Params & { limit: number }, cursor: boolean, after: (rows: readonly Row[]) => Promise<unknown>): Promise<string[]> {
+  async #inWrites(template: StatementTemplate, params: Params & { limit: number }, cursor: boolean, after?: (rows: readonly Row[], ids: readonly string[]) => Promise<unknown>): Promise<string[]> {
     const perWrite = rowsPerWrite(this.#statements.dialect.capabilities);
     const ids: string[] = [];
     let left = params.limit;
@@ -109,8 +109,8 @@ export class ClientTransitions {
     for (;;) {
       const limit = Math.min(left, perWrite);
       const rows = (await this.#statements.write(template, { ...next, limit })).rows;
-      if (rows.length > 0) await after(rows);
       const written = rows.map((row) => String(row.id));
+      if (rows.length > 0) await after?.(rows, written);
       for (const id of written) ids.push(id);
       left -= rows.length;
       if (rows.length === 0 || left === 0 || perWrite === Number.POSITIVE_INFINITY) return ids;

@@ -98,7 +98,7 @@ interface ReferencedSocket {
 }
 
 /** References (`hold`) or unreferences the socket of a pooled connection, so that only a connection in use keeps the process alive. */
-export function holdProcess(connection: MySQLPoolConnection, hold: boolean): void {
+function holdProcess(connection: MySQLPoolConnection, hold: boolean): void {
   const stream = (connection as { stream?: ReferencedSocket | null }).stream;
   if (stream === undefined || stream === null) return;
   if (hold) stream.ref?.();

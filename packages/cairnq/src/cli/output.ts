@@ -112,7 +112,7 @@ export function printable(text: string, mode: "cell" | "lines" | "paragraph" = "
 }
 
 /** What `JSON.stringify` leaves raw that a terminal acts on: DEL and the C1 controls, the bidi controls, U+2028/U+2029. */
-const JSON_RAW_CONTROL = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const JSON_RAW_CONTROL = new RegExp(`[\\u007f-\\u009f${BIDI_AND_SEPARATORS}]`, "g");
 
 /**
  * Stored JSON as shown on a terminal: `JSON.stringify(value, null, indent)` (`"null"` for a value it drops), with
